@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Weft adapter hardware interface: PCI identity, BARs, register map,
+ * per-window doorbell pages and privileged commands.
+ *
+ * This header is the single source of truth for the device, the switch,
+ * the guest driver, the user library and the tests.  It is plain C that
+ * compiles both in user space (C11) and in the Linux kernel.
+ * docs/hw-spec.md describes every register in prose.
+ *
+ * All registers are 64 bits wide, little-endian, at 8-byte aligned offsets.
+ * 4-byte accesses are accepted and address the low or the high half.
+ */
+#ifndef WEFT_HW_H
+#define WEFT_HW_H
+
+#include "weft/types.h"
+
+/* ---- PCI identity ---------------------------------------------------- */
+#define WEFT_PCI_VENDOR_ID      0x1234  /* QEMU's experimental vendor id */
+#define WEFT_PCI_DEVICE_ID      0x7765  /* "we" */
+#define WEFT_PCI_REVISION       0x01
+#define WEFT_PCI_CLASS          0x0207  /* network controller, InfiniBand */
+
+#define WEFT_ID_MAGIC           0x54464557u /* "WEFT" in the low 32 bits of ID */
+#define WEFT_HW_VERSION         0x00010000u /* major 1, minor 0: high 32 bits */
+
+/* ---- BARs --------------------------------------------------------------- */
+#define WEFT_BAR_REGS           0   /* privileged registers, 64 KiB */
+#define WEFT_BAR_MSIX           1   /* MSI-X table and PBA */
+#define WEFT_BAR_SRAM           2   /* privileged adapter SRAM aperture */
+#define WEFT_BAR_DOORBELL       4   /* 64-bit, one 4 KiB page per window */
+
+#define WEFT_REGS_SIZE          0x10000u
+#define WEFT_DB_PAGE_SIZE       0x1000u
+
+/* ---- Limits and fixed sizes --------------------------------------------- */
+#define WEFT_CACHE_LINE         128u
+#define WEFT_FRAME_SIZE         2048u   /* FIFO frame = max switch packet */
+#define WEFT_FRAME_LINES        (WEFT_FRAME_SIZE / WEFT_CACHE_LINE)
+#define WEFT_FRAME_HDR_SIZE     WEFT_CACHE_LINE /* header line of a frame */
+#define WEFT_MAX_PAYLOAD        (WEFT_FRAME_SIZE - WEFT_FRAME_HDR_SIZE) /* 1920 */
+
+#define WEFT_MAX_WINDOWS        128u    /* two 64-bit active-window registers */
+#define WEFT_DEF_WINDOWS        16u
+#define WEFT_NR_TASKS           16u     /* Live Task View / Snapshot View width */
+#define WEFT_NR_RX_TASKS        4u      /* tasks 0..3 receive */
+#define WEFT_NR_TX_TASKS        4u      /* tasks 4..7 transmit */
+#define WEFT_TX_TASK_BASE       4u
+#define WEFT_CMD_TASK_BASE      8u      /* tasks 8..15 commands */
+#define WEFT_NR_CMD_TASKS       8u
+#define WEFT_MIN_RCXT           16u
+#define WEFT_MAX_RCXT           131072u
+#define WEFT_DEF_RCXT           16384u
+#define WEFT_NR_TCE_TABLES      32u
+#define WEFT_MAX_HANDLERS       16u     /* interrupt handlers = MSI-X vectors */
+#define WEFT_DEF_HANDLERS       4u
+#define WEFT_FIFO_MIN_LOG2      1u      /* FIFO size code = log2(frames) */
+#define WEFT_FIFO_MAX_LOG2      15u     /* 32768 frames = 64 MiB */
+#define WEFT_DEF_QUANTUM        4u      /* default Send_quanta_value */
+#define WEFT_EVQ_MIN_LOG2       4u
+#define WEFT_EVQ_MAX_LOG2       16u
+
+/* ---- Node ids ------------------------------------------------------------ */
+#define WEFT_NODE_MAX_UNICAST   0xEFFFu
+#define WEFT_NODE_MCAST_BASE    0xF000u /* 0xF000 + group, group < 256 */
+#define WEFT_NR_MCAST_GROUPS    256u
+#define WEFT_NODE_BROADCAST     0xFFFFu
+
+/*
+ * ---- Privileged register BAR (BAR 0) ----------------------------------
+ * X(name, offset, access) where access is RO, RW or WO.
+ * Writes to RO registers and reads of WO registers are guest errors:
+ * they are logged, and reads return 0.
+ */
+#define WEFT_REG_LIST(X) \
+	X(ID,              0x000, RO) /* WEFT_ID_MAGIC | HW_VERSION << 32 */ \
+	X(CAPS,            0x008, RO) /* see WEFT_CAPS_* */                  \
+	X(NR_RCXT,         0x010, RO) /* rCxts in the pool */                \
+	X(NODE_ID,         0x018, RO) /* this adapter's node id */           \
+	X(STATUS,          0x020, RO) /* WEFT_STATUS_* */                    \
+	X(RESET,           0x028, WO) /* write WEFT_RESET_MAGIC */           \
+	X(RECOVER,         0x030, WO) /* write WEFT_RECOVER_MAGIC */         \
+	X(RECOVERY_COUNT,  0x038, RO) /* adapter recoveries so far */        \
+	X(ACTIVE_WIN0,     0x040, RO) /* active windows 0..63 */             \
+	X(ACTIVE_WIN1,     0x048, RO) /* active windows 64..127 */           \
+	X(LIVE_TASK_VIEW,  0x050, RO) /* bit per busy task */                \
+	X(SNAPSHOT_VIEW,   0x058, RO) /* Read Snapshot */                    \
+	X(CMD_STATUS,      0x060, RO) /* result of last command, WEFT_CMD_* */ \
+	X(INT_CONFIG,      0x068, RW) /* WEFT_INT_CONFIG_* */                \
+	X(INT_READY,       0x070, WO) /* data = handler: handler is ready */ \
+	X(INT_PENDING,     0x078, RO) /* bit per handler with an interrupt presented */ \
+	X(EVQ_BASE,        0x080, RW) /* event queue guest address, 64 B aligned */ \
+	X(EVQ_SIZE,        0x088, RW) /* log2(entries); 0 disables */        \
+	X(EVQ_PROD,        0x090, RO) /* events written (free-running) */    \
+	X(EVQ_CONS,        0x098, RW) /* events consumed by the driver */    \
+	X(CMD_OPEN_WINDOW, 0x100, WO) /* data = window */                    \
+	X(CMD_CLOSE_WINDOW,0x108, WO) /* data = window */                    \
+	X(CMD_ACQUIRE_RCXT,0x110, WO) /* WEFT_ACQ_* packing */               \
+	X(CMD_RELEASE_RCXT,0x118, WO) /* data = rCxt id */                   \
+	X(CMD_CANCEL_RCXT, 0x120, WO) /* data = rCxt id */
+
+enum weft_reg {
+#define WEFT_REG_ENUM(name, off, acc) WEFT_REG_##name = (off),
+	WEFT_REG_LIST(WEFT_REG_ENUM)
+#undef WEFT_REG_ENUM
+};
+
+/* TCE table descriptors: 32 tables of 0x20 bytes from 0x400. */
+#define WEFT_REG_TCE_BASE_OFF   0x400u
+#define WEFT_REG_TCE_STRIDE     0x20u
+#define WEFT_REG_TCE_BASE(t)    (WEFT_REG_TCE_BASE_OFF + (t) * WEFT_REG_TCE_STRIDE + 0x00) /* RW */
+#define WEFT_REG_TCE_CFG(t)     (WEFT_REG_TCE_BASE_OFF + (t) * WEFT_REG_TCE_STRIDE + 0x08) /* RW */
+#define WEFT_REG_TCE_OWNER(t)   (WEFT_REG_TCE_BASE_OFF + (t) * WEFT_REG_TCE_STRIDE + 0x10) /* RW */
+#define WEFT_REG_TCE_END        (WEFT_REG_TCE_BASE_OFF + WEFT_NR_TCE_TABLES * WEFT_REG_TCE_STRIDE)
+
+/* TCE_CFG: number of TCEs and the table's page shift (12, 16 or 24). */
+#define WEFT_TCE_CFG(nr, shift) ((uint64_t)(uint32_t)(nr) | ((uint64_t)(shift) << 32))
+#define WEFT_TCE_CFG_NR(v)      ((uint32_t)(v))
+#define WEFT_TCE_CFG_SHIFT(v)   ((uint32_t)((v) >> 32) & 0xff)
+#define WEFT_TCE_MAX_ENTRIES    (1u << 20)
+/* TCE_OWNER: job id in bits 31:0, bit 63 = ownership valid. */
+#define WEFT_TCE_OWNER_VALID    (1ull << 63)
+
+/* Counters: read-only, 8 bytes each, from 0x800 (see weft/counters.h). */
+#define WEFT_REG_CNT_BASE       0x800u
+
+/* CAPS */
+#define WEFT_CAPS_WINDOWS(v)    ((uint32_t)(v) & 0xff)      /* 1..128 (0 = 256 never) */
+#define WEFT_CAPS_TASKS(v)      (((uint32_t)(v) >> 8) & 0xff)
+#define WEFT_CAPS_TCE_TABLES(v) (((uint32_t)(v) >> 16) & 0xff)
+#define WEFT_CAPS_HANDLERS(v)   (((uint32_t)(v) >> 24) & 0xff)
+#define WEFT_CAPS_MAKE(w, t, tt, h) \
+	((uint64_t)((w) & 0xff) | ((uint64_t)((t) & 0xff) << 8) | \
+	 ((uint64_t)((tt) & 0xff) << 16) | ((uint64_t)((h) & 0xff) << 24))
+
+/* STATUS */
+#define WEFT_STATUS_READY       (1ull << 0)
+#define WEFT_STATUS_LINK_UP     (1ull << 1)
+#define WEFT_STATUS_FATAL       (1ull << 2)
+
+#define WEFT_RESET_MAGIC        0x52455345ull /* "ESER" */
+#define WEFT_RECOVER_MAGIC      0x52564352ull /* "RCVR" */
+
+/* INT_CONFIG: number of handlers in bits 7:0 (1..WEFT_MAX_HANDLERS,
+ * limited by the MSI-X vectors), bit 8 = early interrupt mode. */
+#define WEFT_INT_CONFIG_HANDLERS(v) ((uint32_t)(v) & 0xff)
+#define WEFT_INT_CONFIG_EARLY       (1ull << 8)
+
+/* CMD_ACQUIRE_RCXT data: rCxt id 31:0, window 47:32, key 63:48. */
+#define WEFT_ACQ(rcxt, win, key) \
+	((uint64_t)(uint32_t)(rcxt) | ((uint64_t)((win) & 0xffff) << 32) | \
+	 ((uint64_t)((key) & 0xffff) << 48))
+#define WEFT_ACQ_RCXT(v)        ((uint32_t)(v))
+#define WEFT_ACQ_WINDOW(v)      ((uint32_t)((v) >> 32) & 0xffff)
+#define WEFT_ACQ_KEY(v)         ((uint16_t)((v) >> 48))
+
+/* CMD_STATUS values */
+enum weft_cmd_status {
+	WEFT_CMD_OK = 0,
+	WEFT_CMD_EINVAL = 1,      /* bad window / rCxt index */
+	WEFT_CMD_EBADLMT = 2,     /* OPEN_WINDOW: LMT fields inconsistent */
+	WEFT_CMD_EBUSY = 3,       /* window already valid / rCxt assigned */
+	WEFT_CMD_ESTATE = 4,      /* command not allowed in this state */
+};
+
+/*
+ * ---- Doorbell BAR (BAR 4): page w belongs to window w ------------------
+ * A user process maps exactly its window's page.  The address selects the
+ * window (page number) and the operation (offset); the data is the operand.
+ */
+#define WEFT_DB_LIST(X) \
+	X(START_TRANSMIT,   0x000, WO) /* data = frames added to readyToSend */ \
+	X(RETURN_SLOTS,     0x008, WO) /* data = receive slots returned */   \
+	X(RECV_THRESHOLD,   0x010, WO) /* data = recv count to interrupt at */ \
+	X(SEND_THRESHOLD,   0x018, WO) /* data = send count to interrupt at */ \
+	X(STATE,            0x020, RO) /* LMT window_state */                \
+	X(SEND_READY,       0x028, RO) /* send_fifo_ready_slots */           \
+	X(RECV_AVAIL,       0x030, RO) /* recv_fifo_avail_slots */           \
+	X(RECV_COUNT,       0x038, RO) /* recv_current_cnt */                \
+	X(SEND_COUNT,       0x040, RO) /* send_current_cnt */
+
+enum weft_db_reg {
+#define WEFT_DB_ENUM(name, off, acc) WEFT_DB_##name = (off),
+	WEFT_DB_LIST(WEFT_DB_ENUM)
+#undef WEFT_DB_ENUM
+};
+
+/* Threshold values that disable the interrupt. */
+#define WEFT_THRESHOLD_OFF0     0u
+#define WEFT_THRESHOLD_OFF1     0xffffffffu
+
+#endif /* WEFT_HW_H */

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Names of registers, reasons, counters and packet types, generated from
+ * the X-macro lists so that traces, debugfs and tools agree.
+ */
+#ifndef WEFT_NAMES_H
+#define WEFT_NAMES_H
+
+#include "weft/hw.h"
+#include "weft/counters.h"
+#include "weft/wire.h"
+
+/* Name of the fixed register at offset off in BAR 0, or NULL.  TCE table
+ * and counter registers are named by weft_reg_array_name(). */
+static inline const char *weft_reg_name(uint64_t off)
+{
+	switch (off) {
+#define WEFT_REG_CASE(name, o, acc) case o: return #name;
+	WEFT_REG_LIST(WEFT_REG_CASE)
+#undef WEFT_REG_CASE
+	default: return 0;
+	}
+}
+
+/* Access rule of a fixed register: 'R' read-only, 'W' write-only,
+ * 'B' read-write, 0 if there is none at off. */
+static inline char weft_reg_access(uint64_t off)
+{
+#define WEFT_ACC_RO 'R'
+#define WEFT_ACC_WO 'W'
+#define WEFT_ACC_RW 'B'
+	switch (off) {
+#define WEFT_REG_ACC(name, o, acc) case o: return WEFT_ACC_##acc;
+	WEFT_REG_LIST(WEFT_REG_ACC)
+#undef WEFT_REG_ACC
+	default: return 0;
+	}
+}
+
+static inline const char *weft_db_name(uint64_t off_in_page)
+{
+	switch (off_in_page) {
+#define WEFT_DB_CASE(name, o, acc) case o: return #name;
+	WEFT_DB_LIST(WEFT_DB_CASE)
+#undef WEFT_DB_CASE
+	default: return 0;
+	}
+}
+
+static inline char weft_db_access(uint64_t off_in_page)
+{
+	switch (off_in_page) {
+#define WEFT_DB_ACC(name, o, acc) case o: return WEFT_ACC_##acc;
+	WEFT_DB_LIST(WEFT_DB_ACC)
+#undef WEFT_DB_ACC
+	default: return 0;
+	}
+}
+
+static inline const char *weft_reason_name(unsigned int r)
+{
+	static const char *const names[] = {
+#define WEFT_REASON_NAME(name, text) #name,
+		WEFT_REASON_LIST(WEFT_REASON_NAME)
+#undef WEFT_REASON_NAME
+	};
+	return r < WEFT_R__COUNT ? names[r] : "UNKNOWN";
+}
+
+static inline const char *weft_reason_text(unsigned int r)
+{
+	static const char *const texts[] = {
+#define WEFT_REASON_TEXT(name, text) text,
+		WEFT_REASON_LIST(WEFT_REASON_TEXT)
+#undef WEFT_REASON_TEXT
+	};
+	return r < WEFT_R__COUNT ? texts[r] : "unknown reason";
+}
+
+/* Counter name; drop counters are named by their reason (DROP_<REASON>
+ * is spelled as the reason name, the caller adds the prefix). */
+static inline const char *weft_counter_name(unsigned int c)
+{
+	static const char *const names[] = {
+#define WEFT_CNT_NAME(name) #name,
+		WEFT_CNT_LIST(WEFT_CNT_NAME)
+#undef WEFT_CNT_NAME
+	};
+	if (c < WEFT_CNT_DROP_BASE)
+		return names[c];
+	if (c < WEFT_CNT__COUNT)
+		return weft_reason_name(c - WEFT_CNT_DROP_BASE);
+	return "UNKNOWN";
+}
+
+static inline const char *weft_pkt_type_name(unsigned int t)
+{
+	switch (t) {
+	case WEFT_PKT_FIFO: return "FIFO";
+	case WEFT_PKT_RDMAW: return "RDMAW";
+	case WEFT_PKT_RDMAR_REQ: return "RDMAR_REQ";
+	case WEFT_PKT_COMPLETION: return "COMPLETION";
+	case WEFT_PKT_TP_RDMAR_REQ: return "TP_RDMAR_REQ";
+	case WEFT_PKT_TP_RDMAW: return "TP_RDMAW";
+	case WEFT_PKT_HELLO: return "HELLO";
+	case WEFT_PKT_HELLO_ACK: return "HELLO_ACK";
+	default: return "UNKNOWN";
+	}
+}
+
+#endif /* WEFT_NAMES_H */

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Wire format between adapters and weft-switch.
+ *
+ * Transport: a UNIX stream socket.  Each frame is a 4-byte little-endian
+ * length (of what follows, WEFT_WIRE_HDR_SIZE .. WEFT_WIRE_MAX_FRAME) and
+ * then one packet: a struct weft_wire_hdr followed by hdr.length payload
+ * bytes.  All fields are little-endian.
+ *
+ * After connecting, an adapter sends a HELLO packet (src_node = its node
+ * id, key = WEFT_WIRE_HELLO_MAGIC); the switch answers with HELLO_ACK
+ * (status 0 = accepted, otherwise enum weft_sw_status) and from then on
+ * routes packets to it by destination node id.
+ *
+ * Nothing in a packet is trusted by a receiver: every field is checked.
+ */
+#ifndef WEFT_WIRE_H
+#define WEFT_WIRE_H
+
+#include "weft/types.h"
+#include "weft/hw.h"
+
+#define WEFT_WIRE_VERSION       1u
+#define WEFT_WIRE_HDR_SIZE      104u
+#define WEFT_WIRE_MAX_FRAME     (WEFT_WIRE_HDR_SIZE + WEFT_MAX_PAYLOAD)
+#define WEFT_WIRE_LEN_PREFIX    4u
+#define WEFT_WIRE_HELLO_MAGIC   0x57465357u /* "WSFW" */
+
+enum weft_pkt_type {
+	WEFT_PKT_FIFO = 1,       /* packet mode: payload goes to the receive FIFO */
+	WEFT_PKT_RDMAW = 2,      /* RDMA write payload (also RDMA read response) */
+	WEFT_PKT_RDMAR_REQ = 3,  /* RDMA read request, to the data source */
+	WEFT_PKT_COMPLETION = 4, /* RDMA completion, header only */
+	WEFT_PKT_TP_RDMAR_REQ = 5, /* third-party read request, manager -> source */
+	WEFT_PKT_TP_RDMAW = 6,   /* third-party write payload, source -> target */
+	/* Switch control, never delivered to an adapter's FIFO. */
+	WEFT_PKT_HELLO = 0x80,
+	WEFT_PKT_HELLO_ACK = 0x81,
+};
+
+/* weft_wire_hdr.flags */
+#define WEFT_WF_READ_RESP       0x01u /* RDMAW payload answering an RDMAR */
+#define WEFT_WF_LAST            0x02u /* last packet of the operation (informative) */
+#define WEFT_WF_REPLAYED        0x80u /* set by weft-switch on replayed frames (capture only) */
+
+/*
+ * rcxt/rcxt_key name the receiver's rCxt; src_rcxt/src_rcxt_key the
+ * sender's.  For RDMAW payload, pvo is the destination PVO of this
+ * packet's first byte and offset its byte offset in the transfer; for
+ * RDMAR_REQ, pvo is the source PVO at the data source and aux_pvo the
+ * destination PVO at the initiator.  ctl_* name the node that gets the
+ * completion in third-party operations (and the data target in a
+ * TP_RDMAR_REQ).
+ */
+struct weft_wire_hdr {
+	uint8_t  version;       /* WEFT_WIRE_VERSION */
+	uint8_t  type;          /* enum weft_pkt_type */
+	uint8_t  notify;        /* WEFT_NOTIFY_* */
+	uint8_t  flags;         /* WEFT_WF_* */
+	uint16_t dst_node;
+	uint16_t src_node;
+	uint16_t dst_window;
+	uint16_t src_window;
+	uint32_t key;           /* sender window key, stamped by the adapter */
+	uint32_t length;        /* payload bytes that follow */
+	uint32_t rcxt;
+	uint32_t src_rcxt;
+	uint16_t rcxt_key;
+	uint16_t src_rcxt_key;
+	uint32_t tid;
+	uint32_t reserved0;
+	uint64_t pvo;
+	uint64_t aux_pvo;
+	uint64_t total_length;
+	uint64_t offset;
+	uint64_t protocol_cookie;
+	uint64_t user_cookie;
+	uint16_t ctl_node;
+	uint16_t ctl_window;
+	uint32_t ctl_rcxt;
+	uint16_t ctl_rcxt_key;
+	uint16_t status;        /* completion / HELLO_ACK status */
+	uint32_t reserved1;
+};
+WEFT_STATIC_ASSERT(sizeof(struct weft_wire_hdr) == WEFT_WIRE_HDR_SIZE, "wire header");
+
+enum weft_sw_status {
+	WEFT_SW_OK = 0,
+	WEFT_SW_NODE_IN_USE = 1,  /* another live client has this node id */
+	WEFT_SW_BAD_NODE = 2,     /* node id out of the unicast range */
+	WEFT_SW_BAD_HELLO = 3,
+};
+
+/* pcap link type used by weft-switch captures (LINKTYPE_USER0): each
+ * record is one packet, weft_wire_hdr + payload, without the length prefix. */
+#define WEFT_PCAP_LINKTYPE      147u
+
+#endif /* WEFT_WIRE_H */

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Weft adapter model, free of QEMU types.
+ *
+ * The core owns registers, SRAM (LMTs and rCxts), tasks, the send and
+ * receive engines, translation, snapshot and interrupts.  It reaches the
+ * outside world only through struct weft_core_ops.  It is single-threaded:
+ * the embedder calls every entry point from one thread (QEMU's main loop,
+ * or the sim's loop).
+ *
+ * Work model: MMIO writes and weft_core_receive() only record work and
+ * call ops->kick(); weft_core_poll() runs the adapter tasks for a bounded
+ * budget, so no single call does unbounded work.
+ */
+#ifndef WEFT_CORE_H
+#define WEFT_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/hw.h"
+#include "weft/sram.h"
+#include "weft/fifo.h"
+#include "weft/wire.h"
+#include "weft/xlate.h"
+#include "weft/counters.h"
+
+struct weft_core;
+
+enum weft_trace_kind {
+	WEFT_TR_REG_READ,       /* BAR 0: name, addr, val, size */
+	WEFT_TR_REG_WRITE,
+	WEFT_TR_SRAM_READ,      /* BAR 2 */
+	WEFT_TR_SRAM_WRITE,
+	WEFT_TR_DB_READ,        /* BAR 4: window, name, addr, val */
+	WEFT_TR_DB_WRITE,
+	WEFT_TR_PKT_TX,         /* hdr, len */
+	WEFT_TR_PKT_RX,         /* hdr, len: accepted and processed */
+	WEFT_TR_PKT_DROP,       /* hdr (may be NULL), reason */
+	WEFT_TR_CMD,            /* privileged command: name, val, reason = status */
+	WEFT_TR_IRQ,            /* val = vector */
+	WEFT_TR_EVENT,          /* val = event type, window, reason */
+	WEFT_TR_WINDOW_FATAL,   /* window, reason, val = rCxt */
+	WEFT_TR_GUEST_ERROR,    /* msg: guest misuse (also counted) */
+};
+
+struct weft_trace {
+	enum weft_trace_kind kind;
+	const char *name;       /* register name, or NULL */
+	uint64_t addr;
+	uint64_t val;
+	unsigned int size;
+	unsigned int window;
+	unsigned int reason;    /* enum weft_reason */
+	const struct weft_wire_hdr *hdr;
+	size_t len;
+	const char *msg;
+};
+
+struct weft_core_ops {
+	/* Guest memory access.  Return 0, or -1 if any byte of the range is
+	 * not guest RAM (nothing is written then). */
+	int (*dma_read)(void *opaque, uint64_t addr, void *buf, size_t len);
+	int (*dma_write)(void *opaque, uint64_t addr, const void *buf, size_t len);
+	/* Raise MSI-X vector (= interrupt handler index). */
+	void (*irq)(void *opaque, unsigned int vector);
+	/* Transmit one packet (weft_wire_hdr + payload, no length prefix).
+	 * Return 0 when taken, -EAGAIN when the link is busy (the core keeps
+	 * the packet and retries on a later poll), -ENOTCONN when there is no
+	 * link (the packet is dropped and counted as NO_LINK). */
+	int (*xmit)(void *opaque, const void *pkt, size_t len);
+	/* Monotonic clock in nanoseconds. */
+	uint64_t (*now_ns)(void *opaque);
+	/* The core has work: call weft_core_poll() soon. */
+	void (*kick)(void *opaque);
+	/* Observability, may be NULL. */
+	void (*trace)(void *opaque, const struct weft_trace *ev);
+};
+
+struct weft_core_config {
+	uint16_t node_id;       /* 0..WEFT_NODE_MAX_UNICAST */
+	uint32_t nr_windows;    /* 1..WEFT_MAX_WINDOWS */
+	uint32_t nr_rcxt;       /* WEFT_MIN_RCXT..WEFT_MAX_RCXT */
+	uint32_t nr_handlers;   /* 1..WEFT_MAX_HANDLERS (MSI-X vectors) */
+	uint32_t rx_queue_len;  /* packets buffered before backpressure, 0 = 64 */
+};
+
+/* Create a core.  On a bad configuration returns NULL and writes a
+ * message into err (if not NULL). */
+struct weft_core *weft_core_new(const struct weft_core_config *cfg,
+				const struct weft_core_ops *ops, void *opaque,
+				char *err, size_t errlen);
+void weft_core_free(struct weft_core *c);
+
+/* Device reset (PCI reset / RESET register): everything back to power-on,
+ * except the recovery count. */
+void weft_core_reset(struct weft_core *c);
+
+/* MMIO.  off is relative to the BAR; size is 4 or 8. */
+uint64_t weft_core_reg_read(struct weft_core *c, uint64_t off, unsigned int size);
+void weft_core_reg_write(struct weft_core *c, uint64_t off, uint64_t val, unsigned int size);
+uint64_t weft_core_sram_read(struct weft_core *c, uint64_t off, unsigned int size);
+void weft_core_sram_write(struct weft_core *c, uint64_t off, uint64_t val, unsigned int size);
+uint64_t weft_core_db_read(struct weft_core *c, uint64_t off, unsigned int size);
+void weft_core_db_write(struct weft_core *c, uint64_t off, uint64_t val, unsigned int size);
+
+/* BAR sizes (powers of two). */
+uint64_t weft_core_sram_bar_size(const struct weft_core *c);
+uint64_t weft_core_db_bar_size(const struct weft_core *c);
+
+/* A packet from the wire (no length prefix); it is copied.  Returns 0 if
+ * taken (queued, or dropped and counted), -EAGAIN if the receive queue is
+ * full: the caller keeps the packet and offers it again after a poll. */
+int weft_core_receive(struct weft_core *c, const void *pkt, size_t len);
+bool weft_core_can_receive(const struct weft_core *c);
+
+/* Run adapter tasks for at most budget packets/commands.  Returns true
+ * when work remains (the caller polls again). */
+bool weft_core_poll(struct weft_core *c, unsigned int budget);
+
+/* Link state to the switch (reflected in STATUS and a LINK event). */
+void weft_core_set_link(struct weft_core *c, bool up);
+
+uint64_t weft_core_counter(const struct weft_core *c, unsigned int counter);
+
+#endif /* WEFT_CORE_H */

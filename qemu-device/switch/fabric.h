@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Weft fabric model: routing by node id, broadcast and multicast, R routes
+ * per node pair each with its own delay (so multi-route traffic arrives out
+ * of order), seeded drop/delay, port down/up, capture and replay.
+ *
+ * Transport-free: weft-switch (sockets) and the in-process sim both use it.
+ * Time is given by the caller in nanoseconds.  Memory is bounded: the
+ * fabric holds at most max_queued frames; weft_fabric_submit() returns
+ * -EAGAIN beyond that (backpressure), it never grows without bound.
+ * A frame is never duplicated (replay is an explicit, separate action).
+ */
+#ifndef WEFT_FABRIC_H
+#define WEFT_FABRIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/wire.h"
+
+struct weft_fabric;
+
+struct weft_fabric_faults {
+	uint32_t drop_ppm;      /* drop probability, parts per million */
+	uint32_t routes;        /* routes per node pair, >= 1 */
+	uint64_t delay_ns;      /* base one-way delay */
+	uint64_t jitter_ns;     /* extra random delay 0..jitter per frame */
+	uint64_t route_skew_ns; /* route r adds r * route_skew_ns */
+};
+
+/* Why a frame was not delivered. */
+#define WEFT_FABRIC_DROP_LIST(X) \
+	X(RANDOM)       /* fault injection */          \
+	X(PORT_DOWN)    /* source or destination port down */ \
+	X(NO_ROUTE)     /* unknown destination node */ \
+	X(BAD_FRAME)    /* wrong length or header */   \
+	X(NOT_REGISTERED) /* source port has no node id */
+
+enum weft_fabric_drop {
+#define WEFT_FABRIC_DROP_ENUM(n) WEFT_FABRIC_DROP_##n,
+	WEFT_FABRIC_DROP_LIST(WEFT_FABRIC_DROP_ENUM)
+#undef WEFT_FABRIC_DROP_ENUM
+	WEFT_FABRIC_DROP__COUNT
+};
+
+struct weft_fabric_port_stats {
+	uint64_t rx_frames, rx_bytes;   /* from the node into the fabric */
+	uint64_t tx_frames, tx_bytes;   /* from the fabric to the node */
+	uint64_t drops[WEFT_FABRIC_DROP__COUNT];
+	uint64_t replayed;              /* replayed frames delivered to it */
+};
+
+/* Deliver one frame to node dst_node.  Return 0 when taken, -EAGAIN to
+ * have the fabric keep it and retry on a later weft_fabric_poll(). */
+typedef int (*weft_fabric_deliver_fn)(void *opaque, uint16_t dst_node,
+				      const void *frame, size_t len);
+
+struct weft_fabric *weft_fabric_new(uint64_t seed, size_t max_queued,
+				    size_t capture_frames);
+void weft_fabric_free(struct weft_fabric *f);
+
+void weft_fabric_set_faults(struct weft_fabric *f, const struct weft_fabric_faults *ft);
+void weft_fabric_get_faults(const struct weft_fabric *f, struct weft_fabric_faults *ft);
+
+/* Ports are node ids.  attach marks a node present (up); detach removes it
+ * (frames queued for it stay queued until it attaches again). */
+int weft_fabric_attach(struct weft_fabric *f, uint16_t node);
+void weft_fabric_detach(struct weft_fabric *f, uint16_t node);
+int weft_fabric_set_port_up(struct weft_fabric *f, uint16_t node, bool up);
+
+/* Multicast: group g (< WEFT_NR_MCAST_GROUPS) is addressed as
+ * WEFT_NODE_MCAST_BASE + g. */
+int weft_fabric_mcast_join(struct weft_fabric *f, unsigned int group, uint16_t node);
+int weft_fabric_mcast_leave(struct weft_fabric *f, unsigned int group, uint16_t node);
+
+/* Submit a frame (weft_wire_hdr + payload) from src_node at time now.
+ * Returns 0 (queued, or dropped and counted) or -EAGAIN (full: retry). */
+int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
+		       const void *frame, size_t len, uint64_t now);
+
+/* Deliver every frame due at or before now.  Returns frames delivered. */
+size_t weft_fabric_poll(struct weft_fabric *f, uint64_t now,
+			weft_fabric_deliver_fn fn, void *opaque);
+
+/* Time of the next due frame, or UINT64_MAX if none is queued. */
+uint64_t weft_fabric_next_due(const struct weft_fabric *f);
+size_t weft_fabric_queued(const struct weft_fabric *f);
+
+/* Capture ring: remember the last capture_frames submitted frames.
+ * Replay re-injects up to n captured frames (oldest first, optionally only
+ * those from before mark) at time now, flagged WEFT_WF_REPLAYED. */
+uint64_t weft_fabric_capture_mark(const struct weft_fabric *f);
+size_t weft_fabric_replay(struct weft_fabric *f, uint64_t before_mark,
+			  size_t n, uint64_t now);
+
+const struct weft_fabric_port_stats *weft_fabric_port_stats(const struct weft_fabric *f,
+							   uint16_t node);
+const char *weft_fabric_drop_name(unsigned int d);
+
+#endif /* WEFT_FABRIC_H */

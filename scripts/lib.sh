@@ -1,0 +1,105 @@
+# shellcheck shell=bash
+# Common helpers for Weft's set-up, build and test scripts.  Source it.
+#
+# WEFT_CACHE  cache folder for slow, input-keyed artefacts
+#             (default: ${XDG_CACHE_HOME:-$HOME/.cache}/weft)
+
+WEFT_ROOT=${WEFT_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+WEFT_CACHE=${WEFT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/weft}
+export WEFT_ROOT WEFT_CACHE
+
+weft_log()  { printf '[weft %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+weft_die()  { printf 'weft: error: %s\n' "$*" >&2; exit 1; }
+
+weft_need_root() {
+	[ "$(id -u)" = 0 ] || weft_die "$1 needs root (it installs Debian packages); run it as root"
+}
+
+# The Debian archive URI of this machine, read from its own apt sources
+# (deb822 .sources files first, then one-line sources.list entries).
+# No mirror host is written anywhere in the project.
+weft_debian_uri() {
+	local f uri
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] || continue
+		uri=$(awk '/^URIs:/ {print $2; exit}' "$f" | grep -v -- '-security' || true)
+		if [ -n "$uri" ] && ! grep -q 'debian-security' <<<"$uri"; then
+			echo "$uri"; return 0
+		fi
+	done
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -f "$f" ] || continue
+		uri=$(awk '$1 == "deb" && $0 !~ /security/ {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' "$f")
+		if [ -n "$uri" ]; then echo "$uri"; return 0; fi
+	done
+	return 1
+}
+
+# weft_apt_source NAME TYPES SUITES [COMPONENTS]
+# Adds /etc/apt/sources.list.d/weft-NAME.sources built from this
+# machine's own archive URI; runs apt-get update when it is new.
+WEFT_APT_UPDATED=${WEFT_APT_UPDATED:-0}
+weft_apt_source() {
+	local name=$1 types=$2 suites=$3 comps=${4:-main} uri file
+	file=/etc/apt/sources.list.d/weft-$name.sources
+	uri=$(weft_debian_uri) || weft_die "cannot find a Debian archive URI in /etc/apt/sources.list*"
+	local want
+	want=$(printf 'Types: %s\nURIs: %s\nSuites: %s\nComponents: %s\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+		"$types" "$uri" "$suites" "$comps")
+	if [ ! -f "$file" ] || [ "$(cat "$file")" != "$want" ]; then
+		weft_need_root "adding apt source $name"
+		printf '%s\n' "$want" >"$file"
+		# Never let trixie (or backports) win over bookworm by default.
+		if [ "$name" != "${name#trixie}" ]; then
+			printf 'Package: *\nPin: release n=trixie\nPin-Priority: 100\n' \
+				>/etc/apt/preferences.d/weft-trixie
+		fi
+		WEFT_APT_UPDATED=0
+	fi
+}
+
+weft_apt_update() {
+	if [ "$WEFT_APT_UPDATED" != 1 ]; then
+		weft_log "apt-get update"
+		apt-get update -qq >/dev/null || weft_die "apt-get update failed"
+		WEFT_APT_UPDATED=1
+	fi
+}
+
+# weft_apt_install PKG... : installs the packages that are missing.
+weft_apt_install() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "${p%%/*}" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	weft_need_root "installing ${missing[*]}"
+	weft_apt_update
+	weft_log "apt-get install ${missing[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+		weft_die "apt-get install ${missing[*]} failed"
+}
+
+# weft_hash FILE|DIR... : a short hash of the contents (sorted, stable).
+weft_hash() {
+	local p
+	for p in "$@"; do
+		if [ -d "$p" ]; then
+			find "$p" -type f ! -name '*.o' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+		elif [ -e "$p" ]; then
+			sha256sum "$p"
+		else
+			echo "missing $p"
+		fi
+	done | sed "s#$WEFT_ROOT/##" | sha256sum | cut -c1-16
+}
+
+# KVM only where it really works: /dev/kvm plus vmx/svm in /proc/cpuinfo,
+# or WEFT_ACCEL=kvm.  WEFT_ACCEL=tcg forces TCG.
+weft_accel() {
+	case "${WEFT_ACCEL:-auto}" in
+	kvm|tcg) echo "$WEFT_ACCEL"; return ;;
+	esac
+	if [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then echo kvm; else echo tcg; fi
+}
