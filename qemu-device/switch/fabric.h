@@ -35,7 +35,9 @@ struct weft_fabric_faults {
 	X(PORT_DOWN)    /* source or destination port down */ \
 	X(NO_ROUTE)     /* unknown destination node */ \
 	X(BAD_FRAME)    /* wrong length or header */   \
-	X(NOT_REGISTERED) /* source port has no node id */
+	X(NOT_REGISTERED) /* source port has no node id */ \
+	X(ABSENT)       /* destination detached and the hold budget is used up */ \
+	X(OVERFLOW)     /* one broadcast has more copies than the fabric holds */
 
 enum weft_fabric_drop {
 #define WEFT_FABRIC_DROP_ENUM(n) WEFT_FABRIC_DROP_##n,
@@ -64,38 +66,83 @@ void weft_fabric_set_faults(struct weft_fabric *f, const struct weft_fabric_faul
 void weft_fabric_get_faults(const struct weft_fabric *f, struct weft_fabric_faults *ft);
 
 /* Ports are node ids.  attach marks a node present (up); detach removes it
- * (frames queued for it stay queued until it attaches again). */
+ * (frames queued for it stay queued until it attaches again).
+ * A node is a valid destination once it has attached at least once; frames
+ * that become due while it is detached are held, within the hold budget
+ * (weft_fabric_set_hold_limit(), default max_queued / 2, shared by all
+ * detached nodes); beyond it they are dropped as ABSENT.
+ * attach returns -EBUSY if the node is attached, -EINVAL if not unicast.
+ * A port that is down drops what it sends and what is due for it
+ * (PORT_DOWN), including frames held or refused earlier. */
 int weft_fabric_attach(struct weft_fabric *f, uint16_t node);
 void weft_fabric_detach(struct weft_fabric *f, uint16_t node);
 int weft_fabric_set_port_up(struct weft_fabric *f, uint16_t node, bool up);
+bool weft_fabric_port_is_up(const struct weft_fabric *f, uint16_t node);
+bool weft_fabric_port_attached(const struct weft_fabric *f, uint16_t node);
+void weft_fabric_set_hold_limit(struct weft_fabric *f, size_t frames);
+/* Frames parked for node: held while detached or refused with -EAGAIN. */
+size_t weft_fabric_port_held(const struct weft_fabric *f, uint16_t node);
+/* Node ids that have a port record (attached once, or set up/down); writes
+ * at most max of them, returns how many there are. */
+size_t weft_fabric_ports(const struct weft_fabric *f, uint16_t *out, size_t max);
 
 /* Multicast: group g (< WEFT_NR_MCAST_GROUPS) is addressed as
- * WEFT_NODE_MCAST_BASE + g. */
+ * WEFT_NODE_MCAST_BASE + g.  Delivered to every member except the sender.
+ * join: -EEXIST if a member; leave: -ENOENT if not; -EINVAL for bad ids.
+ * mcast_members writes at most max member ids, returns the member count. */
 int weft_fabric_mcast_join(struct weft_fabric *f, unsigned int group, uint16_t node);
 int weft_fabric_mcast_leave(struct weft_fabric *f, unsigned int group, uint16_t node);
+size_t weft_fabric_mcast_members(const struct weft_fabric *f, unsigned int group,
+				 uint16_t *out, size_t max);
 
 /* Submit a frame (weft_wire_hdr + payload) from src_node at time now.
- * Returns 0 (queued, or dropped and counted) or -EAGAIN (full: retry). */
+ * Returns 0 (queued, or dropped and counted) or -EAGAIN (full: retry).
+ * A frame is BAD_FRAME unless: HDR_SIZE <= len <= MAX_FRAME, version is
+ * WEFT_WIRE_VERSION, hdr.length == len - HDR_SIZE, hdr.src_node ==
+ * src_node and the type is a data type (not 0, below WEFT_PKT_HELLO).
+ * Routes: with R routes, a source's frames take routes round-robin; route
+ * r is due at now + delay_ns + r * route_skew_ns + random(0..jitter_ns). */
 int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
 		       const void *frame, size_t len, uint64_t now);
 
-/* Deliver every frame due at or before now.  Returns frames delivered. */
+/* Deliver every frame due at or before now.  Returns frames delivered.
+ * Frames refused with -EAGAIN are parked in order for their destination
+ * and retried first on every later poll. */
 size_t weft_fabric_poll(struct weft_fabric *f, uint64_t now,
 			weft_fabric_deliver_fn fn, void *opaque);
 
-/* Time of the next due frame, or UINT64_MAX if none is queued. */
+/* Time of the next due frame in flight, or UINT64_MAX if none.  Parked
+ * frames (held or refused) are not counted: poll again when the sink can
+ * take more or a node attaches. */
 uint64_t weft_fabric_next_due(const struct weft_fabric *f);
+/* Frames in the fabric: in flight plus parked.  <= max_queued. */
 size_t weft_fabric_queued(const struct weft_fabric *f);
+size_t weft_fabric_parked(const struct weft_fabric *f);
+
+/* Observer of every frame that enters the fabric: each valid submitted
+ * frame (also those then dropped by faults) and each replayed frame, whose
+ * copy given here has WEFT_WF_REPLAYED set.  For captures (pcap). */
+typedef void (*weft_fabric_tap_fn)(void *opaque, uint16_t src_node,
+				   const void *frame, size_t len, bool replayed);
+void weft_fabric_set_tap(struct weft_fabric *f, weft_fabric_tap_fn fn, void *opaque);
 
 /* Capture ring: remember the last capture_frames submitted frames.
  * Replay re-injects up to n captured frames (oldest first, optionally only
- * those from before mark) at time now, flagged WEFT_WF_REPLAYED. */
+ * those from before mark) at time now, flagged WEFT_WF_REPLAYED.
+ * The mark is the number of frames captured so far; before_mark 0 means
+ * no limit.  The flag is set only in the copy given to the tap: the
+ * destination gets the original bytes (trickle traffic looks genuine) and
+ * its port stats count it in .replayed.  Replayed frames are routed with
+ * the current faults; replay stops early when the fabric is full.
+ * Returns the number of captured frames re-injected. */
 uint64_t weft_fabric_capture_mark(const struct weft_fabric *f);
 size_t weft_fabric_replay(struct weft_fabric *f, uint64_t before_mark,
 			  size_t n, uint64_t now);
 
 const struct weft_fabric_port_stats *weft_fabric_port_stats(const struct weft_fabric *f,
 							   uint16_t node);
+/* Sum over all ports, plus drops that have no port (unknown source). */
+const struct weft_fabric_port_stats *weft_fabric_total_stats(const struct weft_fabric *f);
 const char *weft_fabric_drop_name(unsigned int d);
 
 #endif /* WEFT_FABRIC_H */

@@ -1,0 +1,761 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Weft fabric model.  See fabric.h for the API and docs/switch.md for the
+ * semantics (routing, faults, hold of frames for absent nodes, replay).
+ *
+ * Frames live in one of two places:
+ *  - a binary min-heap ordered by (due time, sequence number): frames in
+ *    flight on a route;
+ *  - a per-port FIFO ("parked"): frames that became due while their
+ *    destination was absent (held) or refused them with -EAGAIN.
+ * Both together never hold more than max_queued frames.
+ */
+#include "fabric.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NR_UNICAST ((size_t)WEFT_NODE_MAX_UNICAST + 1)
+
+struct fframe {
+	struct fframe *next;    /* parked FIFO link */
+	uint64_t due;
+	uint64_t seq;
+	uint16_t src;
+	uint16_t dst;
+	bool replayed;
+	bool held;              /* counted in f->nheld */
+	uint32_t len;
+	unsigned char data[];
+};
+
+struct fport {
+	uint16_t node;
+	bool known;             /* attached at least once: a valid destination */
+	bool attached;
+	bool up;
+	uint32_t next_route;
+	struct fframe *park_head, *park_tail;
+	size_t nparked;
+	struct weft_fabric_port_stats st;
+};
+
+struct mgroup {
+	uint16_t *nodes;
+	size_t n, cap;
+};
+
+struct capslot {
+	uint64_t seq;
+	uint16_t src;
+	uint32_t len;
+	unsigned char *data;
+};
+
+struct weft_fabric {
+	uint64_t rng;
+	struct weft_fabric_faults ft;
+	size_t max_queued;
+	size_t hold_limit;
+	size_t nqueued;         /* heap + parked */
+	size_t nheld;           /* parked for absent destinations */
+	uint64_t seq;
+
+	struct fframe **heap;
+	size_t nheap;
+
+	uint16_t *scratch;      /* destination list, NR_UNICAST entries */
+	struct fport **port;    /* indexed by node id, lazily allocated */
+	struct fport **plist;   /* dense list of allocated ports */
+	size_t nports, capports;
+
+	struct mgroup mcast[WEFT_NR_MCAST_GROUPS];
+
+	struct capslot *cap;
+	size_t ncap_slots;
+	uint64_t cap_count;     /* frames captured so far (= next mark) */
+
+	weft_fabric_tap_fn tap;
+	void *tap_opaque;
+
+	struct weft_fabric_port_stats total;
+};
+
+/* ---- random numbers: splitmix64, reproducible from the seed ------------ */
+
+static uint64_t rng_next(struct weft_fabric *f)
+{
+	uint64_t z = (f->rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t rng_below(struct weft_fabric *f, uint64_t n)
+{
+	return n ? rng_next(f) % n : 0;
+}
+
+/* ---- heap --------------------------------------------------------------- */
+
+static bool frame_before(const struct fframe *a, const struct fframe *b)
+{
+	return a->due < b->due || (a->due == b->due && a->seq < b->seq);
+}
+
+static void heap_push(struct weft_fabric *f, struct fframe *fr)
+{
+	size_t i = f->nheap++;
+
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+
+		if (!frame_before(fr, f->heap[p]))
+			break;
+		f->heap[i] = f->heap[p];
+		i = p;
+	}
+	f->heap[i] = fr;
+}
+
+static struct fframe *heap_pop(struct weft_fabric *f)
+{
+	struct fframe *top = f->heap[0], *last = f->heap[--f->nheap];
+	size_t i = 0, n = f->nheap;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && frame_before(f->heap[c + 1], f->heap[c]))
+			c++;
+		if (!frame_before(f->heap[c], last))
+			break;
+		f->heap[i] = f->heap[c];
+		i = c;
+	}
+	if (n)
+		f->heap[i] = last;
+	return top;
+}
+
+/* ---- ports -------------------------------------------------------------- */
+
+static struct fport *port_get(struct weft_fabric *f, uint16_t node, bool create)
+{
+	struct fport *p;
+
+	if (node > WEFT_NODE_MAX_UNICAST)
+		return NULL;
+	p = f->port[node];
+	if (p || !create)
+		return p;
+	if (f->nports == f->capports) {
+		size_t nc = f->capports ? 2 * f->capports : 16;
+		struct fport **nl = realloc(f->plist, nc * sizeof(*nl));
+
+		if (!nl)
+			return NULL;
+		f->plist = nl;
+		f->capports = nc;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->node = node;
+	p->up = true;
+	f->plist[f->nports++] = p;
+	f->port[node] = p;
+	return p;
+}
+
+static void count_drop(struct weft_fabric *f, struct fport *p, enum weft_fabric_drop d)
+{
+	if (p)
+		p->st.drops[d]++;
+	f->total.drops[d]++;
+}
+
+static void frame_free(struct weft_fabric *f, struct fframe *fr)
+{
+	if (fr->held)
+		f->nheld--;
+	f->nqueued--;
+	free(fr);
+}
+
+static void park(struct weft_fabric *f, struct fport *p, struct fframe *fr, bool held)
+{
+	fr->next = NULL;
+	if (held && !fr->held) {
+		fr->held = true;
+		f->nheld++;
+	}
+	if (p->park_tail)
+		p->park_tail->next = fr;
+	else
+		p->park_head = fr;
+	p->park_tail = fr;
+	p->nparked++;
+}
+
+static struct fframe *unpark(struct fport *p)
+{
+	struct fframe *fr = p->park_head;
+
+	p->park_head = fr->next;
+	if (!p->park_head)
+		p->park_tail = NULL;
+	p->nparked--;
+	return fr;
+}
+
+/* ---- life cycle ---------------------------------------------------------- */
+
+struct weft_fabric *weft_fabric_new(uint64_t seed, size_t max_queued,
+				    size_t capture_frames)
+{
+	struct weft_fabric *f;
+
+	if (max_queued == 0)
+		return NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->rng = seed;
+	f->ft.routes = 1;
+	f->max_queued = max_queued;
+	f->hold_limit = max_queued / 2;
+	f->heap = calloc(max_queued, sizeof(*f->heap));
+	f->port = calloc(NR_UNICAST, sizeof(*f->port));
+	f->scratch = calloc(NR_UNICAST, sizeof(*f->scratch));
+	if (capture_frames)
+		f->cap = calloc(capture_frames, sizeof(*f->cap));
+	if (!f->heap || !f->port || !f->scratch || (capture_frames && !f->cap)) {
+		free(f->scratch);
+		free(f->heap);
+		free(f->port);
+		free(f->cap);
+		free(f);
+		return NULL;
+	}
+	f->ncap_slots = capture_frames;
+	return f;
+}
+
+void weft_fabric_free(struct weft_fabric *f)
+{
+	size_t i;
+
+	if (!f)
+		return;
+	for (i = 0; i < f->nheap; i++)
+		free(f->heap[i]);
+	for (i = 0; i < f->nports; i++) {
+		struct fport *p = f->plist[i];
+
+		while (p->park_head)
+			free(unpark(p));
+		free(p);
+	}
+	for (i = 0; i < WEFT_NR_MCAST_GROUPS; i++)
+		free(f->mcast[i].nodes);
+	for (i = 0; i < f->ncap_slots; i++)
+		free(f->cap[i].data);
+	free(f->cap);
+	free(f->plist);
+	free(f->port);
+	free(f->scratch);
+	free(f->heap);
+	free(f);
+}
+
+void weft_fabric_set_faults(struct weft_fabric *f, const struct weft_fabric_faults *ft)
+{
+	f->ft = *ft;
+	if (f->ft.routes == 0)
+		f->ft.routes = 1;
+	if (f->ft.drop_ppm > 1000000)
+		f->ft.drop_ppm = 1000000;
+}
+
+void weft_fabric_get_faults(const struct weft_fabric *f, struct weft_fabric_faults *ft)
+{
+	*ft = f->ft;
+}
+
+void weft_fabric_set_tap(struct weft_fabric *f, weft_fabric_tap_fn fn, void *opaque)
+{
+	f->tap = fn;
+	f->tap_opaque = opaque;
+}
+
+void weft_fabric_set_hold_limit(struct weft_fabric *f, size_t frames)
+{
+	f->hold_limit = frames < f->max_queued ? frames : f->max_queued;
+}
+
+/* ---- ports ---------------------------------------------------------------- */
+
+int weft_fabric_attach(struct weft_fabric *f, uint16_t node)
+{
+	struct fport *p;
+
+	if (node > WEFT_NODE_MAX_UNICAST)
+		return -EINVAL;
+	p = port_get(f, node, true);
+	if (!p)
+		return -ENOMEM;
+	if (p->attached)
+		return -EBUSY;
+	p->attached = true;
+	p->known = true;
+	return 0;
+}
+
+void weft_fabric_detach(struct weft_fabric *f, uint16_t node)
+{
+	struct fport *p = port_get(f, node, false);
+
+	if (p)
+		p->attached = false;
+}
+
+int weft_fabric_set_port_up(struct weft_fabric *f, uint16_t node, bool up)
+{
+	struct fport *p;
+
+	if (node > WEFT_NODE_MAX_UNICAST)
+		return -EINVAL;
+	p = port_get(f, node, true);
+	if (!p)
+		return -ENOMEM;
+	p->up = up;
+	return 0;
+}
+
+bool weft_fabric_port_is_up(const struct weft_fabric *f, uint16_t node)
+{
+	const struct fport *p = node <= WEFT_NODE_MAX_UNICAST ? f->port[node] : NULL;
+
+	return !p || p->up;
+}
+
+size_t weft_fabric_port_held(const struct weft_fabric *f, uint16_t node)
+{
+	const struct fport *p = node <= WEFT_NODE_MAX_UNICAST ? f->port[node] : NULL;
+
+	return p ? p->nparked : 0;
+}
+
+/* ---- multicast ------------------------------------------------------------ */
+
+int weft_fabric_mcast_join(struct weft_fabric *f, unsigned int group, uint16_t node)
+{
+	struct mgroup *g;
+	size_t i;
+
+	if (group >= WEFT_NR_MCAST_GROUPS || node > WEFT_NODE_MAX_UNICAST)
+		return -EINVAL;
+	g = &f->mcast[group];
+	for (i = 0; i < g->n; i++)
+		if (g->nodes[i] == node)
+			return -EEXIST;
+	if (g->n == g->cap) {
+		size_t nc = g->cap ? 2 * g->cap : 8;
+		uint16_t *nn = realloc(g->nodes, nc * sizeof(*nn));
+
+		if (!nn)
+			return -ENOMEM;
+		g->nodes = nn;
+		g->cap = nc;
+	}
+	g->nodes[g->n++] = node;
+	return 0;
+}
+
+int weft_fabric_mcast_leave(struct weft_fabric *f, unsigned int group, uint16_t node)
+{
+	struct mgroup *g;
+	size_t i;
+
+	if (group >= WEFT_NR_MCAST_GROUPS || node > WEFT_NODE_MAX_UNICAST)
+		return -EINVAL;
+	g = &f->mcast[group];
+	for (i = 0; i < g->n; i++) {
+		if (g->nodes[i] == node) {
+			g->nodes[i] = g->nodes[--g->n];
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+size_t weft_fabric_mcast_members(const struct weft_fabric *f, unsigned int group,
+				 uint16_t *out, size_t max)
+{
+	const struct mgroup *g;
+	size_t i;
+
+	if (group >= WEFT_NR_MCAST_GROUPS)
+		return 0;
+	g = &f->mcast[group];
+	for (i = 0; i < g->n && i < max; i++)
+		out[i] = g->nodes[i];
+	return g->n;
+}
+
+/* ---- submit --------------------------------------------------------------- */
+
+static void capture(struct weft_fabric *f, uint16_t src, const void *frame, size_t len)
+{
+	struct capslot *s;
+	unsigned char *d;
+
+	if (!f->ncap_slots) {
+		f->cap_count++;
+		return;
+	}
+	s = &f->cap[f->cap_count % f->ncap_slots];
+	d = realloc(s->data, len);
+	if (!d)
+		return;
+	memcpy(d, frame, len);
+	s->data = d;
+	s->len = (uint32_t)len;
+	s->src = src;
+	s->seq = f->cap_count++;
+}
+
+/* Destinations of a frame from src addressed to dst.  Returns how many
+ * were written to out (at most max); 0 means there is no route. */
+static size_t destinations(struct weft_fabric *f, uint16_t src, uint16_t dst,
+			   uint16_t *out, size_t max)
+{
+	size_t n = 0, i;
+
+	if (dst <= WEFT_NODE_MAX_UNICAST) {
+		struct fport *p = f->port[dst];
+
+		if (p && p->known && max)
+			out[n++] = dst;
+	} else if (dst == WEFT_NODE_BROADCAST) {
+		for (i = 0; i < f->nports && n < max; i++)
+			if (f->plist[i]->known && f->plist[i]->node != src)
+				out[n++] = f->plist[i]->node;
+	} else if (dst - WEFT_NODE_MCAST_BASE < WEFT_NR_MCAST_GROUPS) {
+		struct mgroup *g = &f->mcast[dst - WEFT_NODE_MCAST_BASE];
+
+		for (i = 0; i < g->n && n < max; i++) {
+			struct fport *p = f->port[g->nodes[i]];
+
+			if (g->nodes[i] != src && p && p->known)
+				out[n++] = g->nodes[i];
+		}
+	}
+	return n;
+}
+
+static size_t nr_destinations(const struct weft_fabric *f, uint16_t dst)
+{
+	if (dst == WEFT_NODE_BROADCAST)
+		return f->nports;
+	if (dst > WEFT_NODE_MAX_UNICAST && dst - WEFT_NODE_MCAST_BASE < WEFT_NR_MCAST_GROUPS)
+		return f->mcast[dst - WEFT_NODE_MCAST_BASE].n;
+	return 1;
+}
+
+/* Route the copies of one frame; the caller checked the capacity.
+ * Returns the number of copies queued. */
+static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
+		    const void *frame, size_t len, uint64_t now, bool replayed)
+{
+	const struct weft_wire_hdr *h = frame;
+	uint16_t *dsts = f->scratch;
+	size_t nd, i, queued = 0;
+
+	nd = destinations(f, src, h->dst_node, dsts, nr_destinations(f, h->dst_node));
+	if (nd == 0) {
+		count_drop(f, sp, WEFT_FABRIC_DROP_NO_ROUTE);
+		return 0;
+	}
+	for (i = 0; i < nd; i++) {
+		struct fport *dp = f->port[dsts[i]];
+		struct fframe *fr;
+		uint64_t r;
+
+		if (!dp->up) {
+			count_drop(f, dp, WEFT_FABRIC_DROP_PORT_DOWN);
+			continue;
+		}
+		if (f->ft.drop_ppm && rng_below(f, 1000000) < f->ft.drop_ppm) {
+			count_drop(f, dp, WEFT_FABRIC_DROP_RANDOM);
+			continue;
+		}
+		if (f->nqueued >= f->max_queued) {
+			/* Only when one broadcast has more copies than the
+			 * whole fabric holds (see weft_fabric_submit). */
+			count_drop(f, dp, WEFT_FABRIC_DROP_OVERFLOW);
+			continue;
+		}
+		fr = malloc(sizeof(*fr) + len);
+		if (!fr) {
+			count_drop(f, dp, WEFT_FABRIC_DROP_OVERFLOW);
+			continue;
+		}
+		memcpy(fr->data, frame, len);
+		fr->len = (uint32_t)len;
+		fr->src = src;
+		fr->dst = dsts[i];
+		fr->replayed = replayed;
+		fr->held = false;
+		fr->next = NULL;
+		fr->seq = f->seq++;
+		r = f->ft.routes > 1 ? (sp ? sp->next_route++ : 0) % f->ft.routes : 0;
+		fr->due = now + f->ft.delay_ns + r * f->ft.route_skew_ns +
+			  (f->ft.jitter_ns ? rng_below(f, f->ft.jitter_ns + 1) : 0);
+		f->nqueued++;
+		heap_push(f, fr);
+		queued++;
+	}
+	return queued;
+}
+
+static bool frame_valid(uint16_t src_node, const void *frame, size_t len)
+{
+	struct weft_wire_hdr h;
+
+	if (len < WEFT_WIRE_HDR_SIZE || len > WEFT_WIRE_MAX_FRAME)
+		return false;
+	memcpy(&h, frame, sizeof(h));
+	return h.version == WEFT_WIRE_VERSION &&
+	       h.length == len - WEFT_WIRE_HDR_SIZE &&
+	       h.src_node == src_node &&
+	       h.type != 0 && h.type < WEFT_PKT_HELLO;
+}
+
+int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
+		       const void *frame, size_t len, uint64_t now)
+{
+	struct fport *sp = port_get(f, src_node, false);
+	size_t need;
+	uint16_t dst;
+
+	if (!sp || !sp->attached) {
+		count_drop(f, sp, WEFT_FABRIC_DROP_NOT_REGISTERED);
+		return 0;
+	}
+	if (!frame_valid(src_node, frame, len)) {
+		sp->st.rx_frames++;
+		sp->st.rx_bytes += len;
+		f->total.rx_frames++;
+		f->total.rx_bytes += len;
+		count_drop(f, sp, WEFT_FABRIC_DROP_BAD_FRAME);
+		return 0;
+	}
+	memcpy(&dst, (const unsigned char *)frame + offsetof(struct weft_wire_hdr, dst_node),
+	       sizeof(dst));
+	need = nr_destinations(f, dst);
+	if (need > f->max_queued - f->nqueued && f->nqueued > 0)
+		return -EAGAIN;
+	sp->st.rx_frames++;
+	sp->st.rx_bytes += len;
+	f->total.rx_frames++;
+	f->total.rx_bytes += len;
+	if (f->tap)
+		f->tap(f->tap_opaque, src_node, frame, len, false);
+	capture(f, src_node, frame, len);
+	if (!sp->up) {
+		count_drop(f, sp, WEFT_FABRIC_DROP_PORT_DOWN);
+		return 0;
+	}
+	route(f, sp, src_node, frame, len, now, false);
+	return 0;
+}
+
+/* ---- delivery ------------------------------------------------------------- */
+
+struct pollctx {
+	weft_fabric_deliver_fn fn;
+	void *opaque;
+	size_t delivered;
+};
+
+static void delivered(struct weft_fabric *f, struct fport *p, struct fframe *fr)
+{
+	p->st.tx_frames++;
+	p->st.tx_bytes += fr->len;
+	f->total.tx_frames++;
+	f->total.tx_bytes += fr->len;
+	if (fr->replayed) {
+		p->st.replayed++;
+		f->total.replayed++;
+	}
+	frame_free(f, fr);
+}
+
+/* Hand a due frame to its destination, or park/drop it. */
+static void deliver_one(struct weft_fabric *f, struct pollctx *c, struct fframe *fr)
+{
+	struct fport *p = f->port[fr->dst];
+
+	if (!p->up) {
+		count_drop(f, p, WEFT_FABRIC_DROP_PORT_DOWN);
+		frame_free(f, fr);
+		return;
+	}
+	if (!p->attached) {
+		if (!fr->held && f->nheld >= f->hold_limit) {
+			count_drop(f, p, WEFT_FABRIC_DROP_ABSENT);
+			frame_free(f, fr);
+			return;
+		}
+		park(f, p, fr, true);
+		return;
+	}
+	/* Behind frames it refused earlier, keep the order. */
+	if (p->park_head ||
+	    c->fn(c->opaque, fr->dst, fr->data, fr->len) == -EAGAIN) {
+		park(f, p, fr, false);
+		return;
+	}
+	c->delivered++;
+	delivered(f, p, fr);
+}
+
+/* Retry the parked frames of an attached or down port, in order. */
+static void drain_parked(struct weft_fabric *f, struct pollctx *c, struct fport *p)
+{
+	while (p->park_head) {
+		struct fframe *fr = p->park_head;
+
+		if (!p->up) {
+			unpark(p);
+			count_drop(f, p, WEFT_FABRIC_DROP_PORT_DOWN);
+			frame_free(f, fr);
+			continue;
+		}
+		if (!p->attached)
+			return;
+		if (c->fn(c->opaque, fr->dst, fr->data, fr->len) == -EAGAIN)
+			return;
+		unpark(p);
+		c->delivered++;
+		delivered(f, p, fr);
+	}
+}
+
+size_t weft_fabric_poll(struct weft_fabric *f, uint64_t now,
+			weft_fabric_deliver_fn fn, void *opaque)
+{
+	struct pollctx c = { fn, opaque, 0 };
+	size_t i;
+
+	for (i = 0; i < f->nports; i++) {
+		struct fport *p = f->plist[i];
+
+		if (p->park_head)
+			drain_parked(f, &c, p);
+	}
+	while (f->nheap && f->heap[0]->due <= now)
+		deliver_one(f, &c, heap_pop(f));
+	return c.delivered;
+}
+
+uint64_t weft_fabric_next_due(const struct weft_fabric *f)
+{
+	return f->nheap ? f->heap[0]->due : UINT64_MAX;
+}
+
+size_t weft_fabric_queued(const struct weft_fabric *f)
+{
+	return f->nqueued;
+}
+
+size_t weft_fabric_parked(const struct weft_fabric *f)
+{
+	return f->nqueued - f->nheap;
+}
+
+/* ---- capture and replay --------------------------------------------------- */
+
+uint64_t weft_fabric_capture_mark(const struct weft_fabric *f)
+{
+	return f->cap_count;
+}
+
+size_t weft_fabric_replay(struct weft_fabric *f, uint64_t before_mark,
+			  size_t n, uint64_t now)
+{
+	uint64_t first, s, end;
+	size_t done = 0;
+
+	if (!f->ncap_slots)
+		return 0;
+	end = (before_mark && before_mark < f->cap_count) ? before_mark : f->cap_count;
+	first = f->cap_count > f->ncap_slots ? f->cap_count - f->ncap_slots : 0;
+	for (s = first; s < end && done < n; s++) {
+		struct capslot *cs = &f->cap[s % f->ncap_slots];
+		struct weft_wire_hdr h;
+		unsigned char copy[WEFT_WIRE_MAX_FRAME];
+
+		if (!cs->data || cs->seq != s)
+			continue;
+		memcpy(&h, cs->data, sizeof(h));
+		if (nr_destinations(f, h.dst_node) > f->max_queued - f->nqueued)
+			break;
+		if (f->tap) {
+			memcpy(copy, cs->data, cs->len);
+			copy[offsetof(struct weft_wire_hdr, flags)] |= WEFT_WF_REPLAYED;
+			f->tap(f->tap_opaque, cs->src, copy, cs->len, true);
+		}
+		route(f, port_get(f, cs->src, false), cs->src, cs->data, cs->len, now, true);
+		done++;
+	}
+	return done;
+}
+
+/* ---- statistics ----------------------------------------------------------- */
+
+const struct weft_fabric_port_stats *weft_fabric_port_stats(const struct weft_fabric *f,
+							   uint16_t node)
+{
+	const struct fport *p = node <= WEFT_NODE_MAX_UNICAST ? f->port[node] : NULL;
+
+	return p ? &p->st : NULL;
+}
+
+const struct weft_fabric_port_stats *weft_fabric_total_stats(const struct weft_fabric *f)
+{
+	return &f->total;
+}
+
+size_t weft_fabric_ports(const struct weft_fabric *f, uint16_t *out, size_t max)
+{
+	size_t i;
+
+	for (i = 0; i < f->nports && i < max; i++)
+		out[i] = f->plist[i]->node;
+	return f->nports;
+}
+
+bool weft_fabric_port_attached(const struct weft_fabric *f, uint16_t node)
+{
+	const struct fport *p = node <= WEFT_NODE_MAX_UNICAST ? f->port[node] : NULL;
+
+	return p && p->attached;
+}
+
+const char *weft_fabric_drop_name(unsigned int d)
+{
+	static const char *const names[] = {
+#define WEFT_FABRIC_DROP_NAME(n) #n,
+		WEFT_FABRIC_DROP_LIST(WEFT_FABRIC_DROP_NAME)
+#undef WEFT_FABRIC_DROP_NAME
+	};
+
+	return d < WEFT_FABRIC_DROP__COUNT ? names[d] : "UNKNOWN";
+}
