@@ -1,0 +1,735 @@
+/*
+ * Weft RDMA switch adapter: the QEMU PCI device.
+ *
+ * This file is the QOM/PCI wrapper around the QEMU-free adapter model in
+ * core/ (as hw/net/e1000e.c wraps e1000e_core.c): it maps the BARs onto
+ * the core's MMIO entry points, gives the core guest memory, MSI-X and a
+ * main-loop bottom half that runs its tasks, and carries the core's
+ * packets to weft-switch over a character device.
+ *
+ * Link protocol (include/weft/wire.h): every frame is a 4-byte
+ * little-endian length and a packet.  On connect the device sends HELLO
+ * and reports the link up only when the switch answers HELLO_ACK with
+ * status 0.  The chardev's reconnect-ms option brings the link back after
+ * the switch restarts; while it is down the core counts what it drops.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "qemu/module.h"
+#include "qemu/rcu.h"
+#include "qemu/timer.h"
+#include "qapi/error.h"
+#include "chardev/char-fe.h"
+#include "exec/memory.h"
+#include "hw/pci/msix.h"
+#include "hw/pci/pci_device.h"
+#include "hw/qdev-properties.h"
+#include "hw/qdev-properties-system.h"
+#include "hw/resettable.h"
+#include "migration/blocker.h"
+#include "trace.h"
+
+#include "weft_core.h"
+#include "weft/names.h"
+
+#define TYPE_WEFT "weft"
+OBJECT_DECLARE_SIMPLE_TYPE(WeftState, WEFT)
+
+/* Packets or commands per bottom-half run: bounds the time one main-loop
+ * iteration spends in the adapter. */
+#define WEFT_POLL_BUDGET        64
+/* Bytes of frames waiting for the socket before xmit answers -EAGAIN. */
+#define WEFT_TXBUF_SIZE         (64 * 1024)
+/* Reassembly buffer for frames from the switch. */
+#define WEFT_RXBUF_SIZE         (16 * 1024)
+#define WEFT_WIRE_FRAME_MAX     (WEFT_WIRE_LEN_PREFIX + WEFT_WIRE_MAX_FRAME)
+
+QEMU_BUILD_BUG_ON(WEFT_RXBUF_SIZE < 2 * WEFT_WIRE_FRAME_MAX);
+QEMU_BUILD_BUG_ON(WEFT_TXBUF_SIZE < 2 * WEFT_WIRE_FRAME_MAX);
+
+struct WeftState {
+    PCIDevice parent_obj;
+
+    MemoryRegion regs;
+    MemoryRegion sram;
+    MemoryRegion db;
+
+    struct weft_core *core;
+    QEMUBH *poll_bh;
+    Error *migration_blocker;
+
+    /* Properties */
+    uint32_t node_id;
+    uint32_t nr_windows;
+    uint32_t nr_rcxt;
+    uint32_t nr_handlers;
+    CharBackend chr;
+
+    /* Link to weft-switch */
+    bool connected;         /* the chardev is open */
+    bool link_up;           /* HELLO_ACK received */
+    bool tx_blocked;        /* xmit answered -EAGAIN: poll on writability */
+    guint tx_watch;
+    uint8_t *txbuf;
+    size_t tx_head;         /* first unsent byte */
+    size_t tx_tail;         /* end of queued bytes */
+    uint8_t *rxbuf;
+    size_t rx_len;
+};
+
+/* ---- Guest memory ------------------------------------------------------ */
+
+/*
+ * True when every byte of [addr, addr + len) is guest RAM (and writable
+ * RAM for a write) in the device's bus-master address space.  The core
+ * relies on "nothing is written" when a range is refused, and DMA must
+ * never reach MMIO (our own BARs included).
+ */
+static bool weft_dma_is_ram(WeftState *s, uint64_t addr, size_t len,
+                            bool is_write)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+
+    if (len == 0) {
+        return true;
+    }
+    if (addr + len - 1 < addr) {
+        return false;
+    }
+    RCU_READ_LOCK_GUARD();
+    while (len) {
+        hwaddr xlat, l = len;
+        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &l,
+                                                   is_write,
+                                                   MEMTXATTRS_UNSPECIFIED);
+
+        if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+            (is_write && mr->readonly) || l == 0) {
+            return false;
+        }
+        addr += l;
+        len -= l;
+    }
+    return true;
+}
+
+static int weft_op_dma_read(void *opaque, uint64_t addr, void *buf,
+                            size_t len)
+{
+    WeftState *s = opaque;
+
+    if (!weft_dma_is_ram(s, addr, len, false) ||
+        pci_dma_read(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
+        trace_weft_dma_error("read", addr, len);
+        return -1;
+    }
+    return 0;
+}
+
+static int weft_op_dma_write(void *opaque, uint64_t addr, const void *buf,
+                             size_t len)
+{
+    WeftState *s = opaque;
+
+    if (!weft_dma_is_ram(s, addr, len, true) ||
+        pci_dma_write(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
+        trace_weft_dma_error("write", addr, len);
+        return -1;
+    }
+    return 0;
+}
+
+static void weft_op_irq(void *opaque, unsigned int vector)
+{
+    WeftState *s = opaque;
+    PCIDevice *pdev = PCI_DEVICE(s);
+
+    if (vector >= s->nr_handlers) {
+        trace_weft_irq_dropped(vector, "no such MSI-X vector");
+        return;
+    }
+    if (!msix_enabled(pdev)) {
+        trace_weft_irq_dropped(vector, "MSI-X disabled");
+        return;
+    }
+    trace_weft_irq(vector);
+    msix_notify(pdev, vector);
+}
+
+static uint64_t weft_op_now_ns(void *opaque)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+}
+
+static void weft_op_kick(void *opaque)
+{
+    WeftState *s = opaque;
+
+    qemu_bh_schedule(s->poll_bh);
+}
+
+/* ---- Observability ------------------------------------------------------ */
+
+static void weft_trace_pkt(enum weft_trace_kind kind,
+                           const struct weft_wire_hdr *h, size_t len,
+                           unsigned int reason)
+{
+    const char *type = h ? weft_pkt_type_name(h->type) : "-";
+    unsigned int src = h ? le16_to_cpu(h->src_node) : 0;
+    unsigned int dst = h ? le16_to_cpu(h->dst_node) : 0;
+    unsigned int win = h ? le16_to_cpu(h->dst_window) : 0;
+
+    switch (kind) {
+    case WEFT_TR_PKT_TX:
+        trace_weft_pkt_tx(type, src, dst, win, len);
+        break;
+    case WEFT_TR_PKT_RX:
+        trace_weft_pkt_rx(type, src, dst, win, len);
+        break;
+    default:
+        trace_weft_pkt_drop(type, src, dst, win, weft_reason_name(reason),
+                            weft_reason_text(reason));
+        break;
+    }
+}
+
+static void weft_op_trace(void *opaque, const struct weft_trace *ev)
+{
+    const char *name = ev->name ? ev->name : "-";
+
+    switch (ev->kind) {
+    case WEFT_TR_REG_READ:
+        trace_weft_reg_read(name, ev->addr, ev->val, ev->size);
+        break;
+    case WEFT_TR_REG_WRITE:
+        trace_weft_reg_write(name, ev->addr, ev->val, ev->size);
+        break;
+    case WEFT_TR_SRAM_READ:
+        trace_weft_sram_read(name, ev->addr, ev->val, ev->size);
+        break;
+    case WEFT_TR_SRAM_WRITE:
+        trace_weft_sram_write(name, ev->addr, ev->val, ev->size);
+        break;
+    case WEFT_TR_DB_READ:
+        trace_weft_db_read(ev->window, name, ev->addr, ev->val);
+        break;
+    case WEFT_TR_DB_WRITE:
+        trace_weft_db_write(ev->window, name, ev->addr, ev->val);
+        break;
+    case WEFT_TR_PKT_TX:
+    case WEFT_TR_PKT_RX:
+    case WEFT_TR_PKT_DROP:
+        weft_trace_pkt(ev->kind, ev->hdr, ev->len, ev->reason);
+        break;
+    case WEFT_TR_CMD:
+        trace_weft_cmd(name, ev->val, ev->reason);
+        break;
+    case WEFT_TR_IRQ:
+        /* weft_op_irq traces the delivery itself. */
+        break;
+    case WEFT_TR_EVENT:
+        trace_weft_event(ev->val, ev->window, weft_reason_name(ev->reason));
+        break;
+    case WEFT_TR_WINDOW_FATAL:
+        trace_weft_window_fatal(ev->window, weft_reason_name(ev->reason),
+                                ev->val);
+        break;
+    case WEFT_TR_GUEST_ERROR:
+        trace_weft_guest_error(ev->msg ? ev->msg : name);
+        qemu_log_mask(LOG_GUEST_ERROR, "weft: %s\n",
+                      ev->msg ? ev->msg : name);
+        break;
+    }
+}
+
+/* ---- Link to weft-switch ------------------------------------------------ */
+
+static void weft_tx_flush(WeftState *s);
+
+static gboolean weft_tx_writable(void *do_not_use, GIOCondition cond,
+                                 void *opaque)
+{
+    WeftState *s = opaque;
+
+    s->tx_watch = 0;
+    weft_tx_flush(s);
+    if (s->tx_blocked && s->tx_tail - s->tx_head < WEFT_TXBUF_SIZE / 2) {
+        s->tx_blocked = false;
+        qemu_bh_schedule(s->poll_bh);
+    }
+    return G_SOURCE_REMOVE;
+}
+
+/* Writes what the socket takes; waits for writability for the rest. */
+static void weft_tx_flush(WeftState *s)
+{
+    while (s->tx_head < s->tx_tail) {
+        int n = qemu_chr_fe_write(&s->chr, s->txbuf + s->tx_head,
+                                  s->tx_tail - s->tx_head);
+        if (n <= 0) {
+            break;
+        }
+        s->tx_head += n;
+    }
+    if (s->tx_head == s->tx_tail) {
+        s->tx_head = s->tx_tail = 0;
+        return;
+    }
+    if (!s->tx_watch && s->connected) {
+        s->tx_watch = qemu_chr_fe_add_watch(&s->chr, G_IO_OUT | G_IO_HUP,
+                                            weft_tx_writable, s);
+    }
+}
+
+/* Queues one frame (length prefix + packet); false when it does not fit. */
+static bool weft_tx_queue(WeftState *s, const void *pkt, size_t len)
+{
+    size_t need = WEFT_WIRE_LEN_PREFIX + len;
+
+    if (s->tx_tail + need > WEFT_TXBUF_SIZE && s->tx_head) {
+        memmove(s->txbuf, s->txbuf + s->tx_head, s->tx_tail - s->tx_head);
+        s->tx_tail -= s->tx_head;
+        s->tx_head = 0;
+    }
+    if (s->tx_tail + need > WEFT_TXBUF_SIZE) {
+        return false;
+    }
+    stl_le_p(s->txbuf + s->tx_tail, len);
+    memcpy(s->txbuf + s->tx_tail + WEFT_WIRE_LEN_PREFIX, pkt, len);
+    s->tx_tail += need;
+    return true;
+}
+
+static int weft_op_xmit(void *opaque, const void *pkt, size_t len)
+{
+    WeftState *s = opaque;
+
+    if (!s->link_up) {
+        return -ENOTCONN;
+    }
+    if (len < WEFT_WIRE_HDR_SIZE || len > WEFT_WIRE_MAX_FRAME) {
+        /* The core never builds such a packet; refuse rather than send it. */
+        return -ENOTCONN;
+    }
+    if (!weft_tx_queue(s, pkt, len)) {
+        weft_tx_flush(s);
+        if (!weft_tx_queue(s, pkt, len)) {
+            s->tx_blocked = true;
+            trace_weft_link_tx_busy(s->tx_tail - s->tx_head);
+            return -EAGAIN;
+        }
+    }
+    return 0;
+}
+
+static void weft_link_reset(WeftState *s)
+{
+    if (s->tx_watch) {
+        g_source_remove(s->tx_watch);
+        s->tx_watch = 0;
+    }
+    s->tx_head = s->tx_tail = 0;
+    s->tx_blocked = false;
+    s->rx_len = 0;
+    if (s->link_up) {
+        s->link_up = false;
+        weft_core_set_link(s->core, false);
+        trace_weft_link_down(s->node_id);
+    }
+}
+
+static void weft_send_hello(WeftState *s)
+{
+    struct weft_wire_hdr h;
+
+    memset(&h, 0, sizeof(h));
+    h.version = WEFT_WIRE_VERSION;
+    h.type = WEFT_PKT_HELLO;
+    h.src_node = cpu_to_le16(s->node_id);
+    h.key = cpu_to_le32(WEFT_WIRE_HELLO_MAGIC);
+    weft_tx_queue(s, &h, sizeof(h));
+    weft_tx_flush(s);
+    trace_weft_link_hello(s->node_id);
+}
+
+/* A protocol violation by the peer: drop the connection (the chardev
+ * reconnects by itself when it has reconnect-ms). */
+static void weft_link_abort(WeftState *s, const char *why, uint64_t val)
+{
+    trace_weft_link_error(why, val);
+    qemu_log("weft: node %u: link error from the switch: %s (0x%" PRIx64
+             "); disconnecting\n", s->node_id, why, val);
+    weft_link_reset(s);
+    qemu_chr_fe_disconnect(&s->chr);
+}
+
+/* Handles one complete packet; false when the core's queue is full and
+ * the packet has to be offered again later. */
+static bool weft_rx_packet(WeftState *s, const uint8_t *pkt, size_t len)
+{
+    const struct weft_wire_hdr *h = (const void *)pkt;
+
+    if (h->type == WEFT_PKT_HELLO_ACK) {
+        uint16_t status = le16_to_cpu(h->status);
+
+        if (s->link_up) {
+            trace_weft_link_error("duplicate HELLO_ACK", status);
+        } else if (status != WEFT_SW_OK) {
+            trace_weft_link_refused(s->node_id, status);
+            qemu_log("weft: node %u: the switch refused the HELLO "
+                     "(status %u)\n", s->node_id, status);
+        } else {
+            s->link_up = true;
+            trace_weft_link_up(s->node_id);
+            weft_core_set_link(s->core, true);
+        }
+        return true;
+    }
+    if (!s->link_up || h->type == WEFT_PKT_HELLO) {
+        trace_weft_link_error(s->link_up ? "HELLO from the switch"
+                                         : "packet before HELLO_ACK",
+                              h->type);
+        return true;
+    }
+    return weft_core_receive(s->core, pkt, len) != -EAGAIN;
+}
+
+/* Parses the complete frames in rxbuf. */
+static void weft_rx_drain(WeftState *s)
+{
+    size_t off = 0;
+
+    while (s->rx_len - off >= WEFT_WIRE_LEN_PREFIX) {
+        uint32_t len = ldl_le_p(s->rxbuf + off);
+
+        if (len < WEFT_WIRE_HDR_SIZE || len > WEFT_WIRE_MAX_FRAME) {
+            weft_link_abort(s, "bad frame length", len);
+            return;
+        }
+        if (s->rx_len - off < WEFT_WIRE_LEN_PREFIX + len) {
+            break;
+        }
+        if (!weft_rx_packet(s, s->rxbuf + off + WEFT_WIRE_LEN_PREFIX, len)) {
+            break;
+        }
+        off += WEFT_WIRE_LEN_PREFIX + len;
+    }
+    if (off) {
+        memmove(s->rxbuf, s->rxbuf + off, s->rx_len - off);
+        s->rx_len -= off;
+    }
+}
+
+/* Room for more bytes only while the core accepts packets and no
+ * complete frame is waiting for it. */
+static int weft_chr_can_read(void *opaque)
+{
+    WeftState *s = opaque;
+
+    if (!weft_core_can_receive(s->core)) {
+        return 0;
+    }
+    if (s->rx_len >= WEFT_WIRE_LEN_PREFIX) {
+        uint32_t len = ldl_le_p(s->rxbuf);
+
+        if (len <= WEFT_WIRE_MAX_FRAME &&
+            s->rx_len >= WEFT_WIRE_LEN_PREFIX + len) {
+            return 0;
+        }
+    }
+    return WEFT_RXBUF_SIZE - s->rx_len;
+}
+
+static void weft_chr_read(void *opaque, const uint8_t *buf, int size)
+{
+    WeftState *s = opaque;
+    size_t n = MIN((size_t)size, WEFT_RXBUF_SIZE - s->rx_len);
+
+    if (n < (size_t)size) {
+        weft_link_abort(s, "receive buffer overrun", size);
+        return;
+    }
+    memcpy(s->rxbuf + s->rx_len, buf, n);
+    s->rx_len += n;
+    weft_rx_drain(s);
+}
+
+static void weft_chr_event(void *opaque, QEMUChrEvent event)
+{
+    WeftState *s = opaque;
+
+    switch (event) {
+    case CHR_EVENT_OPENED:
+        weft_link_reset(s);
+        s->connected = true;
+        trace_weft_link_connected(s->node_id);
+        weft_send_hello(s);
+        break;
+    case CHR_EVENT_CLOSED:
+        s->connected = false;
+        weft_link_reset(s);
+        trace_weft_link_closed(s->node_id);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- Adapter tasks ------------------------------------------------------ */
+
+static void weft_poll_bh(void *opaque)
+{
+    WeftState *s = opaque;
+    bool more = weft_core_poll(s->core, WEFT_POLL_BUDGET);
+
+    weft_tx_flush(s);
+    if (s->rx_len) {
+        weft_rx_drain(s);
+    }
+    if (s->connected && weft_core_can_receive(s->core)) {
+        qemu_chr_fe_accept_input(&s->chr);
+    }
+    /* With the socket full, the writability watch restarts the polling. */
+    if (more && !s->tx_blocked) {
+        qemu_bh_schedule(s->poll_bh);
+    }
+}
+
+/* ---- MMIO --------------------------------------------------------------- */
+
+static uint64_t weft_regs_read(void *opaque, hwaddr addr, unsigned size)
+{
+    WeftState *s = opaque;
+
+    return weft_core_reg_read(s->core, addr, size);
+}
+
+static void weft_regs_write(void *opaque, hwaddr addr, uint64_t val,
+                            unsigned size)
+{
+    WeftState *s = opaque;
+
+    weft_core_reg_write(s->core, addr, val, size);
+}
+
+static uint64_t weft_sram_read(void *opaque, hwaddr addr, unsigned size)
+{
+    WeftState *s = opaque;
+
+    return weft_core_sram_read(s->core, addr, size);
+}
+
+static void weft_sram_write(void *opaque, hwaddr addr, uint64_t val,
+                            unsigned size)
+{
+    WeftState *s = opaque;
+
+    weft_core_sram_write(s->core, addr, val, size);
+}
+
+static uint64_t weft_db_read(void *opaque, hwaddr addr, unsigned size)
+{
+    WeftState *s = opaque;
+
+    return weft_core_db_read(s->core, addr, size);
+}
+
+static void weft_db_write(void *opaque, hwaddr addr, uint64_t val,
+                          unsigned size)
+{
+    WeftState *s = opaque;
+
+    weft_core_db_write(s->core, addr, val, size);
+}
+
+#define WEFT_MMIO_OPS(fn_read, fn_write)                    \
+    {                                                       \
+        .read = fn_read,                                    \
+        .write = fn_write,                                  \
+        .endianness = DEVICE_LITTLE_ENDIAN,                 \
+        .valid = { .min_access_size = 4, .max_access_size = 8 }, \
+        .impl = { .min_access_size = 4, .max_access_size = 8 },  \
+    }
+
+static const MemoryRegionOps weft_regs_ops =
+    WEFT_MMIO_OPS(weft_regs_read, weft_regs_write);
+static const MemoryRegionOps weft_sram_ops =
+    WEFT_MMIO_OPS(weft_sram_read, weft_sram_write);
+static const MemoryRegionOps weft_db_ops =
+    WEFT_MMIO_OPS(weft_db_read, weft_db_write);
+
+/* ---- QOM ------------------------------------------------------------------ */
+
+static const struct weft_core_ops weft_core_ops = {
+    .dma_read = weft_op_dma_read,
+    .dma_write = weft_op_dma_write,
+    .irq = weft_op_irq,
+    .xmit = weft_op_xmit,
+    .now_ns = weft_op_now_ns,
+    .kick = weft_op_kick,
+    .trace = weft_op_trace,
+};
+
+static void weft_realize(PCIDevice *pdev, Error **errp)
+{
+    WeftState *s = WEFT(pdev);
+    struct weft_core_config cfg = {
+        .nr_windows = s->nr_windows,
+        .nr_rcxt = s->nr_rcxt,
+        .nr_handlers = s->nr_handlers,
+    };
+    char err[256] = "";
+    unsigned int v;
+
+    if (s->node_id > WEFT_NODE_MAX_UNICAST) {
+        error_setg(errp, "weft: node-id %u is out of range 0..%u",
+                   s->node_id, WEFT_NODE_MAX_UNICAST);
+        return;
+    }
+    cfg.node_id = s->node_id;
+    s->core = weft_core_new(&cfg, &weft_core_ops, s, err, sizeof(err));
+    if (!s->core) {
+        error_setg(errp, "weft: %s", err[0] ? err : "bad configuration");
+        return;
+    }
+
+    error_setg(&s->migration_blocker,
+               "weft: migration is not supported (the adapter's SRAM, "
+               "tasks and switch link are not migrated)");
+    if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
+        weft_core_free(s->core);
+        s->core = NULL;
+        return;
+    }
+
+    pci_config_set_revision(pdev->config, WEFT_PCI_REVISION);
+    pci_config_set_interrupt_pin(pdev->config, 1);
+
+    memory_region_init_io(&s->regs, OBJECT(s), &weft_regs_ops, s,
+                          "weft-regs", WEFT_REGS_SIZE);
+    pci_register_bar(pdev, WEFT_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                     &s->regs);
+
+    if (msix_init_exclusive_bar(pdev, s->nr_handlers, WEFT_BAR_MSIX,
+                                errp)) {
+        migrate_del_blocker(&s->migration_blocker);
+        weft_core_free(s->core);
+        s->core = NULL;
+        return;
+    }
+    for (v = 0; v < s->nr_handlers; v++) {
+        msix_vector_use(pdev, v);
+    }
+
+    memory_region_init_io(&s->sram, OBJECT(s), &weft_sram_ops, s,
+                          "weft-sram", weft_core_sram_bar_size(s->core));
+    pci_register_bar(pdev, WEFT_BAR_SRAM, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                     &s->sram);
+
+    memory_region_init_io(&s->db, OBJECT(s), &weft_db_ops, s,
+                          "weft-doorbells", weft_core_db_bar_size(s->core));
+    pci_register_bar(pdev, WEFT_BAR_DOORBELL,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->db);
+
+    s->txbuf = g_malloc(WEFT_TXBUF_SIZE);
+    s->rxbuf = g_malloc(WEFT_RXBUF_SIZE);
+    s->poll_bh = qemu_bh_new_guarded(weft_poll_bh, s,
+                                     &DEVICE(pdev)->mem_reentrancy_guard);
+
+    if (qemu_chr_fe_backend_connected(&s->chr)) {
+        qemu_chr_fe_set_handlers(&s->chr, weft_chr_can_read, weft_chr_read,
+                                 weft_chr_event, NULL, s, NULL, true);
+    }
+}
+
+static void weft_exit(PCIDevice *pdev)
+{
+    WeftState *s = WEFT(pdev);
+
+    qemu_chr_fe_deinit(&s->chr, false);
+    if (s->tx_watch) {
+        g_source_remove(s->tx_watch);
+        s->tx_watch = 0;
+    }
+    qemu_bh_delete(s->poll_bh);
+    s->poll_bh = NULL;
+    msix_uninit_exclusive_bar(pdev);
+    migrate_del_blocker(&s->migration_blocker);
+    weft_core_free(s->core);
+    s->core = NULL;
+    g_free(s->txbuf);
+    g_free(s->rxbuf);
+    s->txbuf = s->rxbuf = NULL;
+}
+
+static void weft_reset_hold(Object *obj, ResetType type)
+{
+    WeftState *s = WEFT(obj);
+
+    trace_weft_reset(s->node_id);
+    weft_core_reset(s->core);
+    /* The link survives a device reset: the core learns it again. */
+    weft_core_set_link(s->core, s->link_up);
+}
+
+static const Property weft_properties[] = {
+    DEFINE_PROP_UINT32("node-id", WeftState, node_id, 0),
+    DEFINE_PROP_UINT32("windows", WeftState, nr_windows, WEFT_DEF_WINDOWS),
+    DEFINE_PROP_UINT32("rcxts", WeftState, nr_rcxt, WEFT_DEF_RCXT),
+    DEFINE_PROP_UINT32("handlers", WeftState, nr_handlers, WEFT_DEF_HANDLERS),
+    DEFINE_PROP_CHR("chardev", WeftState, chr),
+};
+
+static void weft_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+    ResettableClass *rc = RESETTABLE_CLASS(klass);
+
+    k->realize = weft_realize;
+    k->exit = weft_exit;
+    k->vendor_id = WEFT_PCI_VENDOR_ID;
+    k->device_id = WEFT_PCI_DEVICE_ID;
+    k->revision = WEFT_PCI_REVISION;
+    k->class_id = WEFT_PCI_CLASS;
+    rc->phases.hold = weft_reset_hold;
+    dc->desc = "Weft RDMA switch adapter";
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+    device_class_set_props(dc, weft_properties);
+
+    object_class_property_set_description(klass, "node-id",
+        "switch node id of this adapter (0..61439); unique on the switch");
+    object_class_property_set_description(klass, "windows",
+        "number of user windows, each with its own doorbell page (1..128)");
+    object_class_property_set_description(klass, "rcxts",
+        "number of RDMA contexts (rCxts) in the adapter SRAM (16..131072)");
+    object_class_property_set_description(klass, "handlers",
+        "interrupt handlers, one MSI-X vector each (1..16)");
+    object_class_property_set_description(klass, "chardev",
+        "socket chardev connected to weft-switch (use reconnect-ms=); "
+        "without it the link stays down and sent packets are dropped");
+}
+
+static const TypeInfo weft_info = {
+    .name = TYPE_WEFT,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(WeftState),
+    .class_init = weft_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
+        { }
+    },
+};
+
+static void weft_register_types(void)
+{
+    type_register_static(&weft_info);
+}
+
+type_init(weft_register_types)
