@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# Builds the Weft guest image: Debian 12's 6.12 kernel (scripts/fetch-kernel.sh)
+# and an initramfs made from Debian's busybox-static, weft.ko (with the
+# modules it depends on), the libweft tools and the in-guest tests, and the
+# init files of images/init/.  The result is cached under
+#   $WEFT_CACHE/images/<hash of every input>/
+# holding vmlinuz (a link to the kernel), initrd.img, kernel-release and
+# manifest.txt (what went in).  An unchanged input set is not rebuilt.
+#
+# Usage: build-image.sh [--without-driver] [--print-dir | --print-version]
+#   --without-driver  leave weft.ko out (boot-only image for debugging)
+#   --print-dir       print only the image folder (the default output)
+#   --print-version   print only the kernel release used
+# The kernel release used is always logged on stderr.  The tools and the
+# guest tests go in when the scripts that build them exist; the driver is
+# required unless --without-driver.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() {
+	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
+	exit "${1:-2}"
+}
+
+with_driver=1 print=dir
+while [ $# -gt 0 ]; do
+	case $1 in
+	--without-driver) with_driver=0 ;;
+	--print-dir) print=dir ;;
+	--print-version) print=version ;;
+	-h|--help) usage 0 ;;
+	*) weft_log "unknown option '$1'"; usage ;;
+	esac
+	shift
+done
+
+S=$WEFT_ROOT/scripts
+INIT=$WEFT_ROOT/images/init
+DEBS=$WEFT_CACHE/debs
+mkdir -p "$DEBS" "$WEFT_CACHE/images"
+
+# ---- inputs ----------------------------------------------------------------
+# busybox-static: the candidate .deb, downloaded once into $WEFT_CACHE/debs.
+busybox_deb() {
+	local ver file
+	ver=$(apt-cache policy busybox-static 2>/dev/null | awk '/^  Candidate:/ {print $2}')
+	if [ -z "$ver" ] || [ "$ver" = "(none)" ]; then
+		[ "$(id -u)" = 0 ] && weft_apt_update
+		ver=$(apt-cache policy busybox-static 2>/dev/null | awk '/^  Candidate:/ {print $2}')
+	fi
+	[ -n "$ver" ] && [ "$ver" != "(none)" ] || weft_die "apt has no busybox-static candidate"
+	file=$DEBS/busybox-static_${ver//:/%3a}_amd64.deb
+	if [ ! -f "$file" ]; then
+		weft_log "downloading busybox-static $ver"
+		(cd "$DEBS" && apt-get download -qq "busybox-static=$ver" >/dev/null 2>"$DEBS/.err") ||
+			{ cat "$DEBS/.err" >&2; weft_die "apt-get download busybox-static=$ver failed"; }
+	fi
+	[ -f "$file" ] || weft_die "busybox-static download did not produce $file"
+	echo "$file"
+}
+
+weft_log "image: resolving inputs"
+kernel=$("$S/fetch-kernel.sh" --print-kernel) || weft_die "scripts/fetch-kernel.sh --print-kernel failed"
+moddir=$("$S/fetch-kernel.sh" --print-modules-dir) || weft_die "scripts/fetch-kernel.sh --print-modules-dir failed"
+release=$(basename "$moddir")
+[ -f "$kernel" ] || weft_die "kernel $kernel is missing"
+[ -d "$moddir/kernel" ] || weft_die "$moddir/kernel is missing"
+weft_log "image: kernel $release"
+bbdeb=$(busybox_deb)
+
+# Scratch area for the parts built by other scripts.
+work=$(mktemp -d "$WEFT_CACHE/images/.work.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+ko=
+if [ "$with_driver" = 1 ]; then
+	[ -x "$S/build-driver.sh" ] ||
+		weft_die "scripts/build-driver.sh is missing: weft.ko cannot be built (use --without-driver for a boot-only image)"
+	weft_log "image: building weft.ko (scripts/build-driver.sh)"
+	"$S/build-driver.sh" >"$work/driver.out" 2>"$work/driver.err" ||
+		{ tail -30 "$work/driver.err" >&2; weft_die "scripts/build-driver.sh failed"; }
+	ko=$(grep -E '\.ko$' "$work/driver.out" | tail -n1)
+	[ -n "$ko" ] && [ -f "$ko" ] || weft_die "scripts/build-driver.sh printed no existing .ko path"
+fi
+
+tools=$work/tools
+mkdir -p "$tools"
+if [ -x "$S/build-guest-tools.sh" ]; then
+	weft_log "image: building the libweft tools (scripts/build-guest-tools.sh)"
+	"$S/build-guest-tools.sh" "$tools" >"$work/tools.log" 2>&1 ||
+		{ tail -30 "$work/tools.log" >&2; weft_die "scripts/build-guest-tools.sh failed"; }
+else
+	weft_log "image: scripts/build-guest-tools.sh not available: no libweft tools in the image"
+fi
+
+gtests=$work/guest-tests
+mkdir -p "$gtests"
+if [ -x "$S/build-guest-tests.sh" ]; then
+	weft_log "image: building the in-guest tests (scripts/build-guest-tests.sh)"
+	"$S/build-guest-tests.sh" "$gtests" >"$work/gtests.log" 2>&1 ||
+		{ tail -30 "$work/gtests.log" >&2; weft_die "scripts/build-guest-tests.sh failed"; }
+else
+	weft_log "image: scripts/build-guest-tests.sh not available: no guest tests in the image"
+fi
+
+# Modules weft.ko needs, dependencies first.  Debian's image package has
+# no modules.dep (depmod runs at install), so each module's "depends="
+# modinfo field is read and the module found by name in the modules folder.
+# Prints paths relative to the modules folder.
+modinfo_depends() { # FILE (.ko, .ko.xz, .ko.zst or .ko.gz)
+	case $1 in
+	*.xz)  xz -dc "$1" ;;
+	*.zst) zstd -qdc "$1" ;;
+	*.gz)  gzip -dc "$1" ;;
+	*)     cat "$1" ;;
+	esac | tr '\0' '\n' | sed -n 's/^depends=//p' | tr ',' ' '
+}
+module_deps() {
+	local seen=" " out=() n
+	add() { # add NAME: its dependencies, then itself
+		local name=$1 path d
+		case $seen in *" $name "*) return ;; esac
+		seen="$seen$name "
+		path=$(find "$moddir/kernel" -name "$name.ko*" -o -name "${name//_/-}.ko*" | head -n1)
+		[ -n "$path" ] || weft_die "weft.ko needs module $name, which is not in $moddir"
+		for d in $(modinfo_depends "$path"); do add "$d"; done
+		out+=("${path#"$moddir"/}")
+	}
+	for n in $(modinfo_depends "$1"); do add "$n"; done
+	[ ${#out[@]} -eq 0 ] || printf '%s\n' "${out[@]}"
+}
+
+deps=
+[ -z "$ko" ] || deps=$(module_deps "$ko")
+
+# ---- cache key ---------------------------------------------------------------
+dep_files=()
+while read -r d; do [ -n "$d" ] && dep_files+=("$moddir/$d"); done <<<"$deps"
+key=$( {
+	echo "release $release with_driver $with_driver"
+	weft_hash "$INIT" "${BASH_SOURCE[0]}" "$bbdeb" "$kernel" ${ko:+"$ko"} \
+		"$tools" "$gtests" ${dep_files[@]+"${dep_files[@]}"}
+} | sha256sum | cut -c1-16)
+out=$WEFT_CACHE/images/$key
+
+if [ -f "$out/.complete" ]; then
+	weft_log "image: cached $out (kernel $release)"
+else
+	weft_log "image: building initramfs $key"
+	root=$work/root
+	mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc/weft,lib/weft,proc,sys,dev,run,tmp,root,usr/lib/weft/tests}
+	dpkg -x "$bbdeb" "$work/bb"
+	cp "$work/bb/bin/busybox" "$root/bin/busybox"
+	bb=$root/bin/busybox
+	# One link per applet, where busybox would install it.
+	"$bb" --list-full | while read -r a; do
+		[ -e "$root/$a" ] || ln -s /bin/busybox "$root/$a"
+	done
+	ln -sf bin/busybox "$root/init"
+	install -m 644 "$INIT/inittab" "$root/etc/inittab"
+	install -m 755 "$INIT/rc" "$root/etc/weft/rc"
+	install -m 755 "$INIT/weft-agent" "$root/usr/sbin/weft-agent"
+	echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
+	echo "root:x:0:" >"$root/etc/group"
+	if [ "$(id -u)" = 0 ]; then
+		mknod -m 600 "$root/dev/console" c 5 1
+		mknod -m 666 "$root/dev/null" c 1 3
+	fi
+
+	manifest=$work/manifest.txt
+	{
+		echo "kernel $release"
+		echo "busybox $(basename "$bbdeb")"
+	} >"$manifest"
+	if [ -n "$ko" ]; then
+		: >"$root/lib/weft/modules.list"
+		while read -r d; do
+			[ -n "$d" ] || continue
+			local_name=$(basename "${d%%.ko*}").ko
+			case $d in
+			*.xz)  xz -dc "$moddir/$d" >"$root/lib/weft/$local_name" ;;
+			*.zst) zstd -qdc "$moddir/$d" >"$root/lib/weft/$local_name" ;;
+			*.gz)  gzip -dc "$moddir/$d" >"$root/lib/weft/$local_name" ;;
+			*)     cp "$moddir/$d" "$root/lib/weft/$local_name" ;;
+			esac
+			echo "$local_name" >>"$root/lib/weft/modules.list"
+			echo "module $local_name" >>"$manifest"
+		done <<<"$deps"
+		cp "$ko" "$root/lib/weft/weft.ko"
+		echo weft.ko >>"$root/lib/weft/modules.list"
+		echo "driver weft.ko $(sha256sum "$ko" | cut -c1-16)" >>"$manifest"
+	else
+		echo "driver none" >>"$manifest"
+	fi
+	for f in "$tools"/*; do
+		[ -f "$f" ] || continue
+		install -m 755 "$f" "$root/usr/bin/"
+		echo "tool $(basename "$f")" >>"$manifest"
+	done
+	for f in "$gtests"/*; do
+		[ -f "$f" ] || continue
+		install -m 755 "$f" "$root/usr/lib/weft/tests/"
+		echo "test $(basename "$f")" >>"$manifest"
+	done
+	cp "$manifest" "$root/etc/weft/manifest.txt"
+
+	mkdir -p "$work/out"
+	(cd "$root" && find . -mindepth 1 | LC_ALL=C sort | "$bb" cpio -o -H newc 2>/dev/null) \
+		>"$work/out/initrd.img" || weft_die "cpio of the initramfs failed"
+	ln -s "$kernel" "$work/out/vmlinuz"
+	echo "$release" >"$work/out/kernel-release"
+	cp "$manifest" "$work/out/manifest.txt"
+	rm -rf "$out"
+	mv "$work/out" "$out"
+	touch "$out/.complete"
+	weft_log "image: $out ($(du -k "$out/initrd.img" | cut -f1) KiB initramfs, kernel $release)"
+fi
+
+case $print in
+dir) echo "$out" ;;
+version) echo "$release" ;;
+esac
