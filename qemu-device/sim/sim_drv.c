@@ -1,0 +1,701 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Weft sim, layer 2: the sim driver.  It does what weft.ko does, through
+ * the adapter's MMIO only (registers, SRAM aperture, doorbells) and the
+ * node's guest memory, never through core internals.  See docs/sim.md.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_int.h"
+
+#define SIM_CMD_SPIN            1000u
+#define SIM_CLOSE_ROUNDS        1000000u
+#define SIM_KEY_SEQ_BITS        9u
+
+static uint64_t rd(struct sim_node *n, uint64_t off)
+{
+	return weft_core_reg_read(n->core, off, 8);
+}
+
+static void wr(struct sim_node *n, uint64_t off, uint64_t val)
+{
+	weft_core_reg_write(n->core, off, val, 8);
+}
+
+/* Issue a privileged command and wait for its task to finish; returns
+ * CMD_STATUS. */
+static unsigned int drv_cmd(struct weft_sim *s, struct sim_node *n, uint64_t reg, uint64_t val)
+{
+	const uint64_t cmd_tasks = ((1ull << WEFT_NR_CMD_TASKS) - 1) << WEFT_CMD_TASK_BASE;
+	unsigned int i;
+
+	wr(n, reg, val);
+	for (i = 0; i < SIM_CMD_SPIN && (rd(n, WEFT_REG_LIVE_TASK_VIEW) & cmd_tasks); i++)
+		sim_poll_node(s, n);
+	return (unsigned int)rd(n, WEFT_REG_CMD_STATUS);
+}
+
+static int status_errno(unsigned int st)
+{
+	switch (st) {
+	case WEFT_CMD_OK: return 0;
+	case WEFT_CMD_EBUSY: return -EBUSY;
+	case WEFT_CMD_EINVAL: return -EINVAL;
+	default: return -EIO;
+	}
+}
+
+/* ---- boot ------------------------------------------------------------------ */
+
+static uint32_t table_shift(unsigned int t)
+{
+	return (t % WEFT_SLOT_TABLES) < WEFT_SLOT_TABLES_16M ? WEFT_PAGE_SHIFT_16M
+							     : WEFT_PAGE_SHIFT_4K;
+}
+
+static void tce_program(struct sim_node *n, unsigned int t)
+{
+	uint32_t slot = t / WEFT_SLOT_TABLES;
+	uint32_t job = n->slot_job[slot];
+
+	wr(n, WEFT_REG_TCE_BASE(t), n->tce_addr[t]);
+	wr(n, WEFT_REG_TCE_CFG(t), WEFT_TCE_CFG(n->tce_nr[t], n->tce_shift[t]));
+	wr(n, WEFT_REG_TCE_OWNER(t), job ? (job | WEFT_TCE_OWNER_VALID) : 0);
+}
+
+void sim_drv_free(struct sim_node *n)
+{
+	unsigned int t;
+
+	for (t = 0; t < SIM_NR_TABLES; t++) {
+		free(n->tce_used[t]);
+		n->tce_used[t] = NULL;
+	}
+	free(n->mr);
+	n->mr = NULL;
+	n->nr_mr = n->mr_cap = 0;
+	free(n->ring);
+	n->ring = NULL;
+	free(n->rcxt_owner);
+	n->rcxt_owner = NULL;
+}
+
+int sim_drv_boot(struct weft_sim *s, struct sim_node *n)
+{
+	uint64_t id, caps, mem = s->mem_size;
+	unsigned int t, h;
+	uint32_t r;
+
+	sim_drv_free(n);
+	sim_free_drv(n);
+	memset(n->win, 0, sizeof(n->win));
+	memset(n->slot_job, 0, sizeof(n->slot_job));
+	wr(n, WEFT_REG_RESET, WEFT_RESET_MAGIC);
+	while (sim_poll_node(s, n))
+		;
+	id = rd(n, WEFT_REG_ID);
+	if ((uint32_t)id != WEFT_ID_MAGIC)
+		return -ENODEV;
+	caps = rd(n, WEFT_REG_CAPS);
+	n->nr_windows = WEFT_CAPS_WINDOWS(caps);
+	n->nr_handlers = WEFT_CAPS_HANDLERS(caps);
+	n->nr_rcxt = (uint32_t)rd(n, WEFT_REG_NR_RCXT);
+	if (!n->nr_windows || !n->nr_handlers || n->nr_rcxt < WEFT_MIN_RCXT)
+		return -ENODEV;
+
+	/* Key seed: the boot epoch (monotonic per node, as the time base the
+	 * seed uses) and a random start for the per-boot sequence. */
+	n->epoch = n->epoch % 255u + 1u;
+	n->key_seq = (uint32_t)sim_rand(&n->rng) & ((1u << SIM_KEY_SEQ_BITS) - 1);
+	n->gen++;
+
+	/* Event queue and interrupt handlers. */
+	n->evq_addr = sim_alloc(s, n, 32ull << WEFT_SIM_EVQ_LOG2, 64, true);
+	if (!n->evq_addr)
+		return -ENOMEM;
+	n->evq_cons = 0;
+	wr(n, WEFT_REG_EVQ_BASE, n->evq_addr);
+	wr(n, WEFT_REG_EVQ_SIZE, WEFT_SIM_EVQ_LOG2);
+	wr(n, WEFT_REG_EVQ_CONS, 0);
+	wr(n, WEFT_REG_INT_CONFIG, n->nr_handlers);
+	for (h = 0; h < n->nr_handlers; h++)
+		wr(n, WEFT_REG_INT_READY, h);
+
+	/* The 30 TCE tables of the 5 job slots, ownership invalid. */
+	for (t = 0; t < SIM_NR_TABLES; t++) {
+		uint32_t shift = table_shift(t);
+		uint64_t nr = mem >> shift;
+
+		if (nr < 1)
+			nr = 1;
+		if (nr > WEFT_TCE_MAX_ENTRIES)
+			nr = WEFT_TCE_MAX_ENTRIES;
+		n->tce_shift[t] = (uint8_t)shift;
+		n->tce_nr[t] = (uint32_t)nr;
+		n->tce_addr[t] = sim_alloc(s, n, nr * 8, 4096, true);
+		n->tce_used[t] = calloc(nr, 1);
+		if (!n->tce_addr[t] || !n->tce_used[t])
+			return -ENOMEM;
+		tce_program(n, t);
+	}
+
+	/* rCxt pool, in id order. */
+	n->ring = malloc(n->nr_rcxt * sizeof(*n->ring));
+	n->rcxt_owner = calloc(n->nr_rcxt, sizeof(*n->rcxt_owner));
+	if (!n->ring || !n->rcxt_owner)
+		return -ENOMEM;
+	for (r = 0; r < n->nr_rcxt; r++)
+		n->ring[r] = r;
+	n->ring_head = 0;
+	n->ring_count = n->nr_rcxt;
+	return 0;
+}
+
+/* ---- interrupts and the event queue ----------------------------------------- */
+
+void sim_drv_service(struct weft_sim *s, struct sim_node *n)
+{
+	uint64_t prod, mask = (1ull << WEFT_SIM_EVQ_LOG2) - 1;
+	uint32_t pend;
+	unsigned int h;
+
+	(void)s;
+	if (!n->evq_addr || (!n->irq_pending && rd(n, WEFT_REG_EVQ_PROD) == n->evq_cons))
+		return;
+	prod = rd(n, WEFT_REG_EVQ_PROD);
+	while (n->evq_cons != prod) {
+		struct weft_event ev;
+
+		memcpy(&ev, n->mem + n->evq_addr + (n->evq_cons & mask) * sizeof(ev), sizeof(ev));
+		if (ev.seq != (uint32_t)(n->evq_cons + 1))
+			break;
+		if (ev.type < SIM_NR_EVENT_TYPES)
+			n->ev_count[ev.type]++;
+		if (ev.type == WEFT_EV_WINDOW_FATAL && ev.window < WEFT_MAX_WINDOWS)
+			n->win[ev.window].fatals++;
+		n->evq_cons++;
+	}
+	wr(n, WEFT_REG_EVQ_CONS, n->evq_cons);
+	pend = n->irq_pending;
+	n->irq_pending = 0;
+	for (h = 0; h < n->nr_handlers && h < 32; h++)
+		if (pend & (1u << h))
+			wr(n, WEFT_REG_INT_READY, h);
+}
+
+uint64_t weft_sim_event_count(const struct weft_sim *s, unsigned int node, unsigned int type)
+{
+	if (node >= s->nr_nodes || type >= SIM_NR_EVENT_TYPES)
+		return 0;
+	return s->node[node].ev_count[type];
+}
+
+uint64_t weft_sim_window_fatals(const struct weft_sim *s, unsigned int node, unsigned int w)
+{
+	if (node >= s->nr_nodes || w >= WEFT_MAX_WINDOWS)
+		return 0;
+	return s->node[node].win[w].fatals;
+}
+
+/* ---- job slots and memory registration --------------------------------------- */
+
+static int slot_of(struct sim_node *n, uint32_t job)
+{
+	int i;
+
+	for (i = 0; i < (int)WEFT_NR_JOB_SLOTS; i++)
+		if (n->slot_job[i] == job)
+			return i;
+	return -1;
+}
+
+int weft_sim_job_attach(struct weft_sim *s, unsigned int node, uint32_t job)
+{
+	struct sim_node *n;
+	int slot;
+	unsigned int t;
+
+	if (node >= s->nr_nodes || !job)
+		return -EINVAL;
+	n = &s->node[node];
+	if (slot_of(n, job) >= 0)
+		return -EEXIST;
+	slot = slot_of(n, 0);
+	if (slot < 0)
+		return -ENOSPC;
+	n->slot_job[slot] = job;
+	for (t = (unsigned int)slot * WEFT_SLOT_TABLES; t < (unsigned int)(slot + 1) * WEFT_SLOT_TABLES; t++)
+		tce_program(n, t);
+	return slot;
+}
+
+static void mr_clear(struct sim_node *n, struct sim_mr *m)
+{
+	uint32_t i;
+
+	for (i = 0; i < m->npages; i++) {
+		memset(n->mem + n->tce_addr[m->table] + (uint64_t)(m->first + i) * 8, 0, 8);
+		n->tce_used[m->table][m->first + i] = 0;
+	}
+	m->live = false;
+}
+
+int weft_sim_job_detach(struct weft_sim *s, unsigned int node, uint32_t job)
+{
+	struct sim_node *n;
+	int slot;
+	unsigned int t;
+	size_t i;
+
+	if (node >= s->nr_nodes || !job)
+		return -EINVAL;
+	n = &s->node[node];
+	slot = slot_of(n, job);
+	if (slot < 0)
+		return -ENOENT;
+	for (i = 0; i < n->nr_mr; i++)
+		if (n->mr[i].live && n->mr[i].job == job)
+			mr_clear(n, &n->mr[i]);
+	n->slot_job[slot] = 0;
+	for (t = (unsigned int)slot * WEFT_SLOT_TABLES; t < (unsigned int)(slot + 1) * WEFT_SLOT_TABLES; t++)
+		tce_program(n, t);
+	return 0;
+}
+
+/* First run of npages free TCEs in table t, or -1. */
+static int64_t first_fit(struct sim_node *n, unsigned int t, uint32_t npages)
+{
+	uint32_t i, run = 0;
+
+	for (i = 0; i < n->tce_nr[t]; i++) {
+		run = n->tce_used[t][i] ? 0 : run + 1;
+		if (run == npages)
+			return (int64_t)i + 1 - npages;
+	}
+	return -1;
+}
+
+static uint32_t next_key(struct sim_node *n)
+{
+	uint32_t low = n->key_seq++ & ((1u << SIM_KEY_SEQ_BITS) - 1);
+
+	return (n->epoch << SIM_KEY_SEQ_BITS) | low;
+}
+
+int weft_sim_reg_mr(struct weft_sim *s, unsigned int node, uint32_t job, uint64_t addr,
+		    uint64_t len, unsigned int page_shift, uint64_t *pvo)
+{
+	struct sim_node *n;
+	struct sim_mr *m;
+	uint64_t page, first_page, last_page, npages;
+	unsigned int t, t0;
+	int slot;
+	uint32_t key;
+	size_t i;
+
+	if (node >= s->nr_nodes || !len || addr >= s->mem_size || len > s->mem_size - addr)
+		return -EINVAL;
+	if (!page_shift)
+		page_shift = len >= (1ull << WEFT_PAGE_SHIFT_16M) ? WEFT_PAGE_SHIFT_16M
+								   : WEFT_PAGE_SHIFT_4K;
+	if (page_shift != WEFT_PAGE_SHIFT_4K && page_shift != WEFT_PAGE_SHIFT_16M)
+		return -EINVAL;
+	n = &s->node[node];
+	slot = slot_of(n, job);
+	if (!job || slot < 0)
+		return -ENOENT;
+	page = 1ull << page_shift;
+	first_page = addr >> page_shift;
+	last_page = (addr + len - 1) >> page_shift;
+	npages = last_page - first_page + 1;
+	t0 = (unsigned int)slot * WEFT_SLOT_TABLES;
+	for (t = t0; t < t0 + WEFT_SLOT_TABLES; t++) {
+		int64_t first;
+
+		if (n->tce_shift[t] != page_shift || npages > n->tce_nr[t])
+			continue;
+		first = first_fit(n, t, (uint32_t)npages);
+		if (first < 0)
+			continue;
+		for (i = 0; i < n->nr_mr && n->mr[i].live; i++)
+			;
+		if (i == n->mr_cap) {
+			size_t nc = n->mr_cap ? n->mr_cap * 2 : 32;
+			struct sim_mr *nm = realloc(n->mr, nc * sizeof(*nm));
+
+			if (!nm)
+				return -ENOMEM;
+			n->mr = nm;
+			n->mr_cap = nc;
+		}
+		if (i == n->nr_mr)
+			n->nr_mr++;
+		m = &n->mr[i];
+		m->live = true;
+		m->job = job;
+		m->table = t;
+		m->first = (uint32_t)first;
+		m->npages = (uint32_t)npages;
+		key = next_key(n);
+		for (uint32_t p = 0; p < npages; p++) {
+			uint64_t tce = weft_tce_make((key << WEFT_PVO_TABLE_BITS) | t,
+						     first_page + p);
+
+			memcpy(n->mem + n->tce_addr[t] + (uint64_t)(first + p) * 8, &tce, 8);
+			n->tce_used[t][first + p] = 1;
+		}
+		if (pvo)
+			*pvo = weft_pvo_make(key, t,
+					     ((uint64_t)first << page_shift) | (addr & (page - 1)));
+		return (int)i + 1;
+	}
+	return -ENOSPC;
+}
+
+int weft_sim_dereg_mr(struct weft_sim *s, unsigned int node, int handle)
+{
+	struct sim_node *n;
+
+	if (node >= s->nr_nodes)
+		return -EINVAL;
+	n = &s->node[node];
+	if (handle < 1 || (size_t)handle > n->nr_mr || !n->mr[handle - 1].live)
+		return -ENOENT;
+	mr_clear(n, &n->mr[handle - 1]);
+	return 0;
+}
+
+/* ---- windows ------------------------------------------------------------------- */
+
+static void lmt_write(struct sim_node *n, unsigned int w)
+{
+	struct sim_win *dw = &n->win[w];
+	struct weft_lmt l;
+	uint64_t q[sizeof(l) / 8];
+	unsigned int i;
+
+	memset(&l, 0, sizeof(l));
+	l.recv_fifo_real_address = dw->recv_addr;
+	l.window_state = WEFT_WIN_INVALID;
+	l.recv_fifo_size = dw->recv_log2;
+	l.window_id = w;
+	l.recv_mask = (1u << dw->recv_log2) - 1;
+	l.recv_fifo_avail_slots = 1u << dw->recv_log2;
+	l.recv_int_threshold = WEFT_THRESHOLD_OFF0;
+	l.window_key = dw->job;
+	l.rcxt_id = WEFT_RCXT_NONE;
+	l.int_vect_data = 0;
+	l.send_fifo_real_address = dw->send_addr;
+	l.config_parm_bcast = dw->bcast ? 1 : 0;
+	l.send_fifo_size = dw->send_log2;
+	l.send_quanta_value = dw->quantum;
+	l.send_mask = (1u << dw->send_log2) - 1;
+	l.send_int_threshold_hi = WEFT_THRESHOLD_OFF0;
+	l.rcxt_head = l.rcxt_tail = WEFT_RCXT_NONE;
+	l.send_quanta_size = dw->quantum;
+	l.send_rcxt = WEFT_RCXT_NONE;
+	l.flags = dw->early ? WEFT_LMT_F_EARLY_INT : 0;
+	memcpy(q, &l, sizeof(l));
+	for (i = 0; i < sizeof(l) / 8; i++)
+		weft_core_sram_write(n->core, WEFT_SRAM_LMT_OFF(w) + 8 * i, q[i], 8);
+}
+
+static int window_start(struct weft_sim *s, struct sim_node *n, unsigned int w)
+{
+	struct sim_win *dw = &n->win[w];
+	unsigned int st;
+
+	memset(n->mem + dw->send_addr, 0, (uint64_t)WEFT_FRAME_SIZE << dw->send_log2);
+	memset(n->mem + dw->recv_addr, 0, (uint64_t)WEFT_FRAME_SIZE << dw->recv_log2);
+	lmt_write(n, w);
+	st = drv_cmd(s, n, WEFT_REG_CMD_OPEN_WINDOW, w);
+	if (st != WEFT_CMD_OK)
+		return status_errno(st);
+	dw->open_seq++;
+	return 0;
+}
+
+static void fill_window(struct weft_sim *s, struct sim_node *n, unsigned int w,
+			struct weft_sim_window *out)
+{
+	struct sim_win *dw = &n->win[w];
+
+	memset(out, 0, sizeof(*out));
+	out->sim = s;
+	out->node = n->id;
+	out->window = w;
+	out->job = dw->job;
+	out->boot = n->gen;
+	out->open_seq = dw->open_seq;
+	out->send_addr = dw->send_addr;
+	out->recv_addr = dw->recv_addr;
+	out->send_fifo = n->mem + dw->send_addr;
+	out->recv_fifo = n->mem + dw->recv_addr;
+	out->send_frames = 1u << dw->send_log2;
+	out->recv_frames = 1u << dw->recv_log2;
+}
+
+int weft_sim_open_window(struct weft_sim *s, unsigned int node,
+			 const struct weft_sim_window_cfg *cfg, struct weft_sim_window *out)
+{
+	struct sim_node *n;
+	struct sim_win *dw;
+	unsigned int w;
+	uint32_t sl, rl;
+	int rc;
+
+	if (node >= s->nr_nodes || !cfg || !out || !cfg->job)
+		return -EINVAL;
+	n = &s->node[node];
+	sl = cfg->send_log2 ? cfg->send_log2 : 6;
+	rl = cfg->recv_log2 ? cfg->recv_log2 : 6;
+	if (sl < WEFT_FIFO_MIN_LOG2 || sl > WEFT_FIFO_MAX_LOG2 ||
+	    rl < WEFT_FIFO_MIN_LOG2 || rl > WEFT_FIFO_MAX_LOG2)
+		return -EINVAL;
+	if (cfg->window >= 0) {
+		w = (unsigned int)cfg->window;
+		if (w >= n->nr_windows)
+			return -EINVAL;
+		if (n->win[w].open)
+			return -EBUSY;
+	} else {
+		for (w = 0; w < n->nr_windows && n->win[w].open; w++)
+			;
+		if (w == n->nr_windows)
+			return -ENOSPC;
+	}
+	dw = &n->win[w];
+	memset(dw, 0, sizeof(*dw));
+	dw->job = cfg->job;
+	dw->send_log2 = sl;
+	dw->recv_log2 = rl;
+	dw->quantum = cfg->quantum ? cfg->quantum : WEFT_DEF_QUANTUM;
+	dw->bcast = cfg->bcast;
+	dw->early = cfg->early_int;
+	dw->send_addr = sim_alloc(s, n, (uint64_t)WEFT_FRAME_SIZE << sl, WEFT_FRAME_SIZE, true);
+	dw->recv_addr = sim_alloc(s, n, (uint64_t)WEFT_FRAME_SIZE << rl, WEFT_FRAME_SIZE, true);
+	if (!dw->send_addr || !dw->recv_addr) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = window_start(s, n, w);
+	if (rc)
+		goto fail;
+	dw->open = true;
+	fill_window(s, n, w, out);
+	return 0;
+fail:
+	if (dw->send_addr)
+		sim_free_addr(n, dw->send_addr);
+	if (dw->recv_addr)
+		sim_free_addr(n, dw->recv_addr);
+	memset(dw, 0, sizeof(*dw));
+	return rc;
+}
+
+static void release_window_rcxts(struct weft_sim *s, struct sim_node *n, unsigned int w)
+{
+	uint32_t r;
+
+	for (r = 0; r < n->nr_rcxt; r++)
+		if (n->rcxt_owner[r] == w + 1)
+			weft_sim_rcxt_free(s, n->id, r);
+}
+
+int weft_sim_close_window(struct weft_sim_window *win)
+{
+	struct weft_sim *s = win->sim;
+	struct sim_node *n;
+	struct sim_win *dw;
+	unsigned int st, i;
+
+	if (!s || win->node >= s->nr_nodes)
+		return -EINVAL;
+	n = &s->node[win->node];
+	if (win->window >= n->nr_windows)
+		return -EINVAL;
+	dw = &n->win[win->window];
+	if (!dw->open || win->boot != n->gen)
+		return -ENODEV;
+	release_window_rcxts(s, n, win->window);
+	st = drv_cmd(s, n, WEFT_REG_CMD_CLOSE_WINDOW, win->window);
+	if (st != WEFT_CMD_OK && st != WEFT_CMD_ESTATE)
+		return status_errno(st);
+	/* Wait until no task that existed at Close Window still runs. */
+	for (i = 0; i < SIM_CLOSE_ROUNDS && rd(n, WEFT_REG_SNAPSHOT_VIEW); i++)
+		weft_sim_progress(s);
+	if (rd(n, WEFT_REG_SNAPSHOT_VIEW))
+		return -ETIMEDOUT;
+	sim_free_addr(n, dw->send_addr);
+	sim_free_addr(n, dw->recv_addr);
+	memset(dw, 0, sizeof(*dw));
+	win->boot = 0;
+	return 0;
+}
+
+bool weft_sim_window_ok(const struct weft_sim_window *win)
+{
+	struct weft_sim *s = win->sim;
+	struct sim_node *n;
+
+	if (!s || win->node >= s->nr_nodes)
+		return false;
+	n = &s->node[win->node];
+	if (win->window >= n->nr_windows || !n->win[win->window].open || win->boot != n->gen)
+		return false;
+	return weft_core_db_read(n->core, (uint64_t)win->window * WEFT_DB_PAGE_SIZE +
+				 WEFT_DB_STATE, 8) == WEFT_WIN_VALID;
+}
+
+int weft_sim_window_refresh(struct weft_sim_window *win)
+{
+	struct weft_sim *s = win->sim;
+	struct sim_node *n;
+	struct sim_win *dw;
+
+	if (!s || win->node >= s->nr_nodes)
+		return -EINVAL;
+	n = &s->node[win->node];
+	if (win->window >= n->nr_windows)
+		return -EINVAL;
+	dw = &n->win[win->window];
+	if (!dw->open || dw->job != win->job || dw->send_addr != win->send_addr)
+		return -ENODEV;
+	if (dw->open_seq == win->open_seq && win->boot == n->gen)
+		return 0;
+	fill_window(s, n, win->window, win);
+	return 1;
+}
+
+/* ---- rCxt pool ---------------------------------------------------------------------- */
+
+uint32_t weft_sim_recovery_count(struct weft_sim *s, unsigned int node)
+{
+	return node < s->nr_nodes ? (uint32_t)rd(&s->node[node], WEFT_REG_RECOVERY_COUNT) : 0;
+}
+
+uint32_t weft_sim_node_gen(const struct weft_sim *s, unsigned int node)
+{
+	return node < s->nr_nodes ? s->node[node].gen : 0;
+}
+
+static void ring_push(struct sim_node *n, uint32_t r)
+{
+	n->ring[(n->ring_head + n->ring_count) % n->nr_rcxt] = r;
+	n->ring_count++;
+}
+
+int weft_sim_rcxt_alloc(struct weft_sim *s, unsigned int node, unsigned int window,
+			uint32_t *rcxt, uint16_t *key)
+{
+	struct sim_node *n;
+	uint32_t r;
+	uint16_t k;
+	unsigned int st;
+
+	if (node >= s->nr_nodes)
+		return -EINVAL;
+	n = &s->node[node];
+	if (window >= n->nr_windows || !n->win[window].open)
+		return -EINVAL;
+	if (!n->ring_count)
+		return -ENOSPC;
+	r = n->ring[n->ring_head];
+	n->ring_head = (n->ring_head + 1) % n->nr_rcxt;
+	n->ring_count--;
+	k = (uint16_t)rd(n, WEFT_REG_RECOVERY_COUNT);
+	st = drv_cmd(s, n, WEFT_REG_CMD_ACQUIRE_RCXT, WEFT_ACQ(r, window, k));
+	if (st != WEFT_CMD_OK) {
+		ring_push(n, r);
+		return status_errno(st);
+	}
+	n->rcxt_owner[r] = (uint16_t)(window + 1);
+	if (rcxt)
+		*rcxt = r;
+	if (key)
+		*key = k;
+	return 0;
+}
+
+int weft_sim_rcxt_free(struct weft_sim *s, unsigned int node, uint32_t rcxt)
+{
+	struct sim_node *n;
+	unsigned int st;
+
+	if (node >= s->nr_nodes)
+		return -EINVAL;
+	n = &s->node[node];
+	if (rcxt >= n->nr_rcxt || !n->rcxt_owner[rcxt])
+		return -ENOENT;
+	st = drv_cmd(s, n, WEFT_REG_CMD_RELEASE_RCXT, rcxt);
+	n->rcxt_owner[rcxt] = 0;
+	ring_push(n, rcxt);
+	return status_errno(st);
+}
+
+/* ---- reboot and recovery --------------------------------------------------------------- */
+
+int weft_sim_node_reboot(struct weft_sim *s, unsigned int node)
+{
+	struct sim_node *n;
+	int rc;
+
+	if (node >= s->nr_nodes)
+		return -EINVAL;
+	n = &s->node[node];
+	/* The LPAR goes away: the adapter is reset and the port is down. */
+	weft_fabric_set_port_up(s->fabric, (uint16_t)node, false);
+	wr(n, WEFT_REG_RESET, WEFT_RESET_MAGIC);
+	n->evq_addr = 0;
+	n->busy = n->kicked = false;
+	n->irq_pending = 0;
+	weft_sim_run_until(s, NULL, NULL, s->now + s->reboot_ns);
+	weft_sim_advance_to(s, s->now + 1);
+	weft_fabric_set_port_up(s->fabric, (uint16_t)node, true);
+	rc = sim_drv_boot(s, n);
+	return rc;
+}
+
+int weft_sim_node_recover(struct weft_sim *s, unsigned int node)
+{
+	struct sim_node *n;
+	unsigned int w;
+	uint32_t r;
+	int rc = 0;
+
+	if (node >= s->nr_nodes)
+		return -EINVAL;
+	n = &s->node[node];
+	wr(n, WEFT_REG_RECOVER, WEFT_RECOVER_MAGIC);
+	while (sim_poll_node(s, n))
+		;
+	n->gen++;
+	/* Every rCxt is gone: the protocols re-acquire (seed 1.5.17). */
+	for (r = 0; r < n->nr_rcxt; r++) {
+		struct weft_rcxt x;
+		uint64_t q[2];
+
+		if (!n->rcxt_owner[r])
+			continue;
+		q[0] = weft_core_sram_read(n->core, WEFT_SRAM_RCXT_OFF(r), 8);
+		q[1] = weft_core_sram_read(n->core, WEFT_SRAM_RCXT_OFF(r) + 8, 8);
+		memcpy(&x, q, sizeof(q));
+		if (x.rcxt_assigned)
+			drv_cmd(s, n, WEFT_REG_CMD_RELEASE_RCXT, r);
+		n->rcxt_owner[r] = 0;
+		ring_push(n, r);
+	}
+	/* Windows the adapter dropped are opened again on the same FIFOs. */
+	for (w = 0; w < n->nr_windows; w++) {
+		if (!n->win[w].open)
+			continue;
+		if (weft_core_db_read(n->core, (uint64_t)w * WEFT_DB_PAGE_SIZE + WEFT_DB_STATE, 8) ==
+		    WEFT_WIN_VALID)
+			continue;
+		if (window_start(s, n, w) != 0)
+			rc = -EIO;
+	}
+	return rc;
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/* Weft sim: private state shared by sim.c, sim_drv.c and sim_user.c. */
+#ifndef WEFT_SIM_INT_H
+#define WEFT_SIM_INT_H
+
+#include "weft_sim.h"
+
+#define SIM_NR_EVENT_TYPES      8u
+#define SIM_NR_TABLES           (WEFT_NR_JOB_SLOTS * WEFT_SLOT_TABLES) /* 30 */
+
+struct sim_ext {
+	uint64_t addr, size;
+	bool drv;               /* driver memory: freed by a reboot */
+};
+
+struct sim_mr {
+	bool live;
+	uint32_t job;
+	unsigned int table;
+	uint32_t first, npages;
+};
+
+struct sim_win {
+	bool open;
+	uint32_t job;
+	uint32_t open_seq;      /* bumped each time the adapter window is (re)opened */
+	uint64_t send_addr, recv_addr;
+	uint32_t send_log2, recv_log2, quantum;
+	bool bcast, early;
+	uint64_t fatals;
+};
+
+struct sim_node {
+	struct weft_sim *sim;
+	unsigned int id;
+	struct weft_core *core;
+	uint8_t *mem;
+	bool kicked, busy;
+	uint32_t irq_pending;
+	uint64_t irqs;
+
+	/* guest memory allocator */
+	struct sim_ext *ext;
+	size_t next, ncap;
+
+	/* sim driver */
+	uint64_t rng;
+	uint32_t gen;           /* bumped by boot and recovery */
+	uint32_t epoch;         /* boot epoch: high bits of PVO keys */
+	uint32_t key_seq;       /* low bits of PVO keys, random start per boot */
+	uint32_t nr_windows, nr_rcxt, nr_handlers;
+	uint64_t evq_addr;
+	uint64_t evq_cons;
+	uint64_t tce_addr[SIM_NR_TABLES];
+	uint32_t tce_nr[SIM_NR_TABLES];
+	uint8_t tce_shift[SIM_NR_TABLES];
+	uint8_t *tce_used[SIM_NR_TABLES];
+	uint32_t slot_job[WEFT_NR_JOB_SLOTS];
+	struct sim_mr *mr;
+	size_t nr_mr, mr_cap;
+	struct sim_win win[WEFT_MAX_WINDOWS];
+	uint32_t *ring;         /* free rCxts: allocate at head, free to tail */
+	uint32_t ring_head, ring_count;
+	uint16_t *rcxt_owner;   /* window + 1 of a held rCxt, 0 = free */
+	uint64_t ev_count[SIM_NR_EVENT_TYPES];
+};
+
+struct weft_sim {
+	struct weft_sim_config cfg;
+	unsigned int nr_nodes;
+	uint64_t mem_size;
+	uint64_t tick_ns;
+	unsigned int budget;
+	uint64_t reboot_ns;
+	uint64_t now;
+	uint64_t rounds;
+	struct weft_fabric *fabric;
+	weft_sim_dma_hook dma_hook;
+	void *dma_hook_opaque;
+	struct sim_node node[WEFT_SIM_MAX_NODES];
+};
+
+uint64_t sim_rand(uint64_t *state);
+uint64_t sim_alloc(struct weft_sim *s, struct sim_node *n, uint64_t size, uint64_t align,
+		   bool drv);
+void sim_free_addr(struct sim_node *n, uint64_t addr);
+void sim_free_drv(struct sim_node *n);
+bool sim_poll_node(struct weft_sim *s, struct sim_node *n);
+
+/* sim_drv.c */
+int sim_drv_boot(struct weft_sim *s, struct sim_node *n);
+void sim_drv_free(struct sim_node *n);
+void sim_drv_service(struct weft_sim *s, struct sim_node *n);
+
+#endif /* WEFT_SIM_INT_H */
