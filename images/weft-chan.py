@@ -10,7 +10,7 @@ each way, so any number of commands can run at once, on one node or many.
   weft-chan.py serve  --dir DIR --nodes N
   weft-chan.py exec   --dir DIR [--timeout S] NODE[,NODE...]|all -- CMD...
   weft-chan.py status --dir DIR [--json]
-  weft-chan.py wait   --dir DIR --node I [--not-boot ID] [--timeout S]
+  weft-chan.py wait   --dir DIR [--not-boot I=ID]... [--timeout S] NODES|all
   weft-chan.py stop   --dir DIR
 
 Node I's serial socket is DIR/nodeI.cmd.sock.  docs/cluster.md describes
@@ -26,6 +26,7 @@ import secrets
 import signal
 import socket
 import sys
+import threading
 import time
 
 HELLO_PERIOD = 1.0      # seconds between hellos until a node answers READY
@@ -44,7 +45,6 @@ class Node:
         self.boots = 0             # distinct boot ids seen
         self.last_boot = None
         self.pending = {}          # id -> [future, list of base64 lines]
-        self.changed = asyncio.Event()
 
     def info(self):
         d = {"node": self.index, "connected": self.connected,
@@ -52,10 +52,6 @@ class Node:
         if self.ready:
             d.update(self.ready)
         return d
-
-    def _notify(self):
-        self.changed.set()
-        self.changed = asyncio.Event()
 
     async def run(self):
         while True:
@@ -66,7 +62,6 @@ class Node:
                 continue
             self.writer = writer
             self.connected = True
-            self._notify()
             hello = asyncio.ensure_future(self._hello())
             try:
                 await self._read(reader)
@@ -81,7 +76,6 @@ class Node:
                         fut.set_exception(ConnectionError(
                             f"node{self.index}: connection lost (VM stopped or rebooted)"))
                 self.pending.clear()
-                self._notify()
             await asyncio.sleep(RECONNECT_PERIOD)
 
     async def _hello(self):
@@ -132,7 +126,6 @@ class Node:
                               "kernel": parts[3], "driver": parts[4],
                               "adapters": int(parts[5]) if parts[5].isdigit() else 0,
                               "since": time.time()}
-                self._notify()
             elif parts[0] == "B" and len(parts) == 2:
                 # The output of a command nobody waits for any more (timed
                 # out, or its client left) is read and dropped.
@@ -157,19 +150,6 @@ class Node:
             self.pending.pop(cid, None)
             raise
 
-    async def wait_ready(self, not_boot, timeout):
-        deadline = time.monotonic() + timeout
-        while not (self.ready and self.ready["boot_id"] != not_boot):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            ev = self.changed
-            try:
-                await asyncio.wait_for(ev.wait(), left)
-            except asyncio.TimeoutError:
-                return False
-        return True
-
 
 class Daemon:
     def __init__(self, directory, nodes):
@@ -178,32 +158,26 @@ class Daemon:
         self.stop = asyncio.Event()
 
     async def handle(self, reader, writer):
-        task = None
         try:
             line = await reader.readline()
             req = json.loads(line)
             op = req.get("op")
             if op == "status":
                 resp = {"nodes": [n.info() for n in self.nodes], "pid": os.getpid()}
-            elif op in ("exec", "wait"):
+            elif op == "exec":
                 i = req.get("node")
                 if not isinstance(i, int) or not 0 <= i < len(self.nodes):
                     raise ValueError(f"no node {i!r} (nodes 0..{len(self.nodes) - 1})")
-                node = self.nodes[i]
-                if op == "exec":
-                    # A client that goes away (Ctrl-C) kills the command.
-                    task = asyncio.ensure_future(node.execute(str(req["cmd"]), req.get("timeout")))
-                    eof = asyncio.ensure_future(reader.read())
-                    done, _ = await asyncio.wait({task, eof}, return_when=asyncio.FIRST_COMPLETED)
-                    if task not in done:
-                        task.cancel()
-                        return
-                    eof.cancel()
-                    rc, out = task.result()
-                    resp = {"rc": rc, "out": base64.b64encode(out).decode()}
-                else:
-                    ok = await node.wait_ready(req.get("not_boot"), float(req.get("timeout", 60)))
-                    resp = node.info() if ok else {"error": f"node{i} not ready after {req.get('timeout', 60)} s"}
+                # A client that goes away (Ctrl-C) kills the command.
+                task = asyncio.ensure_future(self.nodes[i].execute(str(req["cmd"]), req.get("timeout")))
+                eof = asyncio.ensure_future(reader.read())
+                done, _ = await asyncio.wait({task, eof}, return_when=asyncio.FIRST_COMPLETED)
+                if task not in done:
+                    task.cancel()
+                    return
+                eof.cancel()
+                rc, out = task.result()
+                resp = {"rc": rc, "out": base64.b64encode(out).decode()}
             elif op == "stop":
                 resp = {"stopped": True}
                 self.stop.set()
@@ -279,7 +253,6 @@ def cmd_exec(a):
     if len(nodes) == 1:
         one(nodes[0])
     else:
-        import threading
         threads = [threading.Thread(target=one, args=(i,)) for i in nodes]
         for t in threads:
             t.start()
@@ -317,13 +290,54 @@ def cmd_status(a):
     return 0
 
 
+def pid_alive(directory, i):
+    try:
+        with open(os.path.join(directory, f"node{i}.pid")) as f:
+            pid = int(f.read().split()[0])
+        os.kill(pid, 0)
+        return True
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def cmd_wait(a):
-    r = request(a.dir, {"op": "wait", "node": a.node, "not_boot": a.not_boot, "timeout": a.timeout})
-    if "error" in r:
-        print(f"weft-chan: {r['error']}", file=sys.stderr)
-        return 1
-    print(json.dumps(r))
-    return 0
+    """Wait until every listed node is ready (with a boot id other than
+    the one given by --not-boot), printing each as it comes.  A node whose
+    QEMU process (DIR/nodeI.pid) is gone fails at once."""
+    nodes = parse_nodes(a.nodes, a.dir)
+    not_boot = {}
+    for spec in a.not_boot or []:
+        i, _, boot = spec.partition("=")
+        not_boot[int(i)] = boot
+    t0 = time.monotonic()
+    waiting = set(nodes)
+    failed = {}
+    while waiting:
+        st = {n["node"]: n for n in request(a.dir, {"op": "status"})["nodes"]}
+        for i in sorted(waiting):
+            n = st.get(i)
+            if n is None:
+                failed[i] = "no such node"
+            elif n["ready"] and n["boot_id"] != not_boot.get(i):
+                print(f"node{i} ready after {time.monotonic() - t0:.1f} s: kernel {n['kernel']}, "
+                      f"driver {n['driver']}, {n['adapters']} adapter(s)", file=sys.stderr, flush=True)
+            elif not pid_alive(a.dir, i):
+                failed[i] = "its QEMU process exited"
+            else:
+                continue
+            waiting.discard(i)
+        if waiting and time.monotonic() - t0 > a.timeout:
+            for i in waiting:
+                n = st.get(i, {})
+                failed[i] = ("booting: connected, no READY yet" if n.get("connected")
+                             else "QEMU running, command channel not connected") + \
+                            f" after {a.timeout:.0f} s"
+            break
+        if waiting:
+            time.sleep(0.25)
+    for i in sorted(failed):
+        print(f"node{i} FAILED: {failed[i]}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def main():
@@ -342,9 +356,10 @@ def main():
     s.add_argument("--json", action="store_true")
     s = sub.add_parser("wait")
     s.add_argument("--dir", required=True)
-    s.add_argument("--node", type=int, required=True)
-    s.add_argument("--not-boot", default=None)
     s.add_argument("--timeout", type=float, default=60)
+    s.add_argument("--not-boot", action="append", metavar="I=BOOT_ID",
+                   help="for node I, wait for a boot other than BOOT_ID")
+    s.add_argument("nodes")
     s = sub.add_parser("stop")
     s.add_argument("--dir", required=True)
     a = p.parse_args()

@@ -49,7 +49,7 @@ busybox_deb() {
 		[ "$(id -u)" = 0 ] && weft_apt_update
 		ver=$(apt-cache policy busybox-static 2>/dev/null | awk '/^  Candidate:/ {print $2}')
 	fi
-	[ -n "$ver" ] && [ "$ver" != "(none)" ] || weft_die "apt has no busybox-static candidate"
+	{ [ -n "$ver" ] && [ "$ver" != "(none)" ]; } || weft_die "apt has no busybox-static candidate"
 	file=$DEBS/busybox-static_${ver//:/%3a}_amd64.deb
 	if [ ! -f "$file" ]; then
 		weft_log "downloading busybox-static $ver"
@@ -62,9 +62,10 @@ busybox_deb() {
 
 weft_log "image: resolving inputs"
 kernel=$("$S/fetch-kernel.sh" --print-kernel) || weft_die "scripts/fetch-kernel.sh --print-kernel failed"
-moddir=$("$S/fetch-kernel.sh" --print-modules-dir) || weft_die "scripts/fetch-kernel.sh --print-modules-dir failed"
-release=$(basename "$moddir")
 [ -f "$kernel" ] || weft_die "kernel $kernel is missing"
+# fetch-kernel.sh extracts the image package into $WEFT_CACHE/kernel/<release>/.
+release=${kernel##*/vmlinuz-}
+moddir=$(dirname "$(dirname "$kernel")")/lib/modules/$release
 [ -d "$moddir/kernel" ] || weft_die "$moddir/kernel is missing"
 weft_log "image: kernel $release"
 bbdeb=$(busybox_deb)
@@ -81,7 +82,7 @@ if [ "$with_driver" = 1 ]; then
 	"$S/build-driver.sh" >"$work/driver.out" 2>"$work/driver.err" ||
 		{ tail -30 "$work/driver.err" >&2; weft_die "scripts/build-driver.sh failed"; }
 	ko=$(grep -E '\.ko$' "$work/driver.out" | tail -n1)
-	[ -n "$ko" ] && [ -f "$ko" ] || weft_die "scripts/build-driver.sh printed no existing .ko path"
+	{ [ -n "$ko" ] && [ -f "$ko" ]; } || weft_die "scripts/build-driver.sh printed no existing .ko path"
 fi
 
 tools=$work/tools
@@ -142,10 +143,10 @@ key=$( {
 	weft_hash "$INIT" "${BASH_SOURCE[0]}" "$bbdeb" "$kernel" ${ko:+"$ko"} \
 		"$tools" "$gtests" ${dep_files[@]+"${dep_files[@]}"}
 } | sha256sum | cut -c1-16)
-out=$WEFT_CACHE/images/$key
+imgdir=$WEFT_CACHE/images/$key
 
-if [ -f "$out/.complete" ]; then
-	weft_log "image: cached $out (kernel $release)"
+if [ -f "$imgdir/.complete" ]; then
+	weft_log "image: cached $imgdir (kernel $release)"
 else
 	weft_log "image: building initramfs $key"
 	root=$work/root
@@ -211,13 +212,13 @@ else
 	ln -s "$kernel" "$work/out/vmlinuz"
 	echo "$release" >"$work/out/kernel-release"
 	cp "$manifest" "$work/out/manifest.txt"
-	rm -rf "$out"
-	mv "$work/out" "$out"
-	touch "$out/.complete"
-	weft_log "image: $out ($(du -k "$out/initrd.img" | cut -f1) KiB initramfs, kernel $release)"
+	rm -rf "$imgdir"
+	mv "$work/out" "$imgdir"
+	touch "$imgdir/.complete"
+	weft_log "image: $imgdir ($(du -k "$imgdir/initrd.img" | cut -f1) KiB initramfs, kernel $release)"
 fi
 
 case $print in
-dir) echo "$out" ;;
+dir) echo "$imgdir" ;;
 version) echo "$release" ;;
 esac
