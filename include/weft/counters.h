@@ -35,7 +35,8 @@
 	X(RX_QUEUE_FULL,   "adapter receive queue full")                    \
 	X(CANCELLED,       "operation cancelled")                           \
 	X(WINDOW_CLOSED,   "window closed while the operation ran")         \
-	X(RESET,           "adapter reset or recovered")
+	X(RESET,           "adapter reset or recovered")                    \
+	X(DUPLICATE,       "payload already received for this tid")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,

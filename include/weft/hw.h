@@ -60,6 +60,7 @@
 #define WEFT_DEF_QUANTUM        4u      /* default Send_quanta_value */
 #define WEFT_EVQ_MIN_LOG2       4u
 #define WEFT_EVQ_MAX_LOG2       16u
+#define WEFT_RDMA_MAX_LENGTH    (1ull << 28) /* bytes of one RDMA operation */
 
 /* ---- Node ids ------------------------------------------------------------ */
 #define WEFT_NODE_MAX_UNICAST   0xEFFFu

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Weft adapter model: private state shared by weft_core.c, weft_send.c,
+ * weft_recv.c and weft_xlate.c.  Nothing here is part of the API.
+ */
+#ifndef WEFT_CORE_INT_H
+#define WEFT_CORE_INT_H
+
+#include "weft_core.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the Weft core model assumes a little-endian host"
+#endif
+
+#define WEFT_RXQ_DEFAULT        64u
+#define WEFT_CTLQ_LEN           64u     /* queued completion packets */
+#define WEFT_NO_TASK            0xffu
+#define WEFT_NO_WINDOW          0xffffu
+/* Memory for per-rCxt duplicate tracking (one bit per payload chunk). */
+#define WEFT_TRACK_BUDGET       (64ull << 20)
+
+enum weft_task_kind {
+	WEFT_TASK_FREE = 0,
+	WEFT_TASK_RX,
+	WEFT_TASK_TX,
+	WEFT_TASK_CMD,
+};
+
+/* An RDMA send frame being turned into packets (RDMAW payload). */
+struct weft_fop {
+	bool busy;
+	uint8_t task;
+	struct weft_send_line line;     /* copy of the frame's header line */
+	uint64_t frame;                 /* send_current_cnt of the frame */
+	uint64_t sent;                  /* payload bytes already transmitted */
+};
+
+/* Private per-window state (the LMT in SRAM holds the rest). */
+struct weft_win {
+	struct weft_fop fop;
+	uint8_t rop_task;               /* task serving the rCxt queue head */
+	bool rop_turn;                  /* alternate send FIFO / rCxt queue */
+};
+
+struct weft_pkt {
+	uint32_t len;
+	uint8_t data[WEFT_WIRE_MAX_FRAME];
+};
+
+/* Received-chunk bitmap of an rCxt in the RECEIVING state. */
+struct weft_track {
+	uint64_t *bits;
+	uint64_t nchunks;
+	uint32_t tid;
+};
+
+struct weft_core {
+	struct weft_core_config cfg;
+	struct weft_core_ops ops;
+	void *opaque;
+
+	uint8_t *sram;
+	uint64_t sram_used;
+	uint64_t sram_size;
+	uint64_t db_size;
+
+	/* registers */
+	uint64_t recovery_count;
+	uint64_t active[2];
+	uint64_t cmd_status;
+	uint64_t int_config;
+	uint64_t evq_base;
+	uint64_t evq_size;
+	uint64_t evq_prod;
+	uint64_t evq_cons;
+	uint32_t ltv;
+	uint32_t snapshot;
+	uint32_t int_ready;
+	uint32_t int_pending;
+	unsigned int irq_rr;
+	bool irq_unpresented;
+	bool link_up;
+	uint64_t tce_base[WEFT_NR_TCE_TABLES];
+	uint64_t tce_cfg[WEFT_NR_TCE_TABLES];
+	uint64_t tce_owner[WEFT_NR_TCE_TABLES];
+	uint64_t cnt[WEFT_CNT__COUNT];
+
+	/* tasks */
+	uint8_t task_kind[WEFT_NR_TASKS];
+	uint16_t task_win[WEFT_NR_TASKS];
+
+	struct weft_win win[WEFT_MAX_WINDOWS];
+	unsigned int tx_cur;            /* window being served */
+	bool tx_have_cur;
+
+	/* receive queue and outgoing completion queue */
+	struct weft_pkt *rxq;
+	uint32_t rxq_len;
+	uint32_t rxq_head;
+	uint32_t rxq_count;
+	struct weft_pkt *ctlq;
+	uint32_t ctlq_head;
+	uint32_t ctlq_count;
+
+	struct weft_track *track;
+	uint64_t track_bytes;
+
+	struct weft_pkt txbuf;          /* scratch for building a packet */
+	char msgbuf[160];
+};
+
+/* ---- weft_core.c ------------------------------------------------------ */
+static inline struct weft_lmt *weft_lmt(struct weft_core *c, unsigned int w)
+{
+	return (struct weft_lmt *)(c->sram + WEFT_SRAM_LMT_OFF(w));
+}
+
+static inline struct weft_rcxt *weft_rcxt(struct weft_core *c, uint32_t r)
+{
+	return (struct weft_rcxt *)(c->sram + WEFT_SRAM_RCXT_OFF(r));
+}
+
+void weft_count(struct weft_core *c, unsigned int counter, uint64_t n);
+void weft_trace(struct weft_core *c, const struct weft_trace *t);
+void weft_guest_error(struct weft_core *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void weft_drop(struct weft_core *c, const struct weft_wire_hdr *h,
+	       unsigned int window, unsigned int reason);
+bool weft_window_valid(struct weft_core *c, unsigned int w);
+unsigned int weft_lmt_check(const struct weft_lmt *l, unsigned int w);
+unsigned int weft_task_alloc(struct weft_core *c, enum weft_task_kind kind,
+			     unsigned int window);
+void weft_task_free(struct weft_core *c, unsigned int task);
+void weft_event(struct weft_core *c, unsigned int type, unsigned int window,
+		uint32_t rcxt, unsigned int reason, uint64_t info);
+void weft_window_fatal(struct weft_core *c, unsigned int w, uint32_t rcxt,
+		       unsigned int reason);
+void weft_set_active(struct weft_core *c, unsigned int w, bool on);
+bool weft_is_active(const struct weft_core *c, unsigned int w);
+int weft_dma_read(struct weft_core *c, uint64_t addr, void *buf, size_t len);
+int weft_dma_write(struct weft_core *c, uint64_t addr, const void *buf, size_t len);
+
+/* ---- weft_send.c ------------------------------------------------------ */
+/* Transmit one packet or process one send action.  Returns 1 when
+ * something was done, 0 when there is nothing to send, -EAGAIN when the
+ * link is busy. */
+int weft_tx_one(struct weft_core *c);
+bool weft_tx_has_work(struct weft_core *c);
+/* Release transmit tasks whose window is no longer valid. */
+void weft_tx_reap(struct weft_core *c);
+/* Queue a header-only packet (completion) for transmission; stamps key
+ * and source from window w.  Returns false when the queue is full. */
+bool weft_tx_ctl(struct weft_core *c, unsigned int w, struct weft_wire_hdr *h);
+/* Abandon every transmit activity of window w (close, recovery). */
+void weft_tx_window_stop(struct weft_core *c, unsigned int w);
+/* Remove rCxt r from window w's RDMA send queue (cancel/release). */
+void weft_tx_rcxt_unlink(struct weft_core *c, unsigned int w, uint32_t r);
+
+/* ---- weft_recv.c ------------------------------------------------------ */
+void weft_rx_process(struct weft_core *c, const uint8_t *pkt, size_t len);
+/* Deliver a receive entry into window w's FIFO, header line last.
+ * Returns enum weft_reason (0 = delivered). */
+unsigned int weft_rx_fifo_deliver(struct weft_core *c, unsigned int w,
+				  struct weft_recv_hdr *rh,
+				  const void *payload, size_t len);
+/* Set up rCxt r to receive operation tid of total bytes (restart). */
+bool weft_track_start(struct weft_core *c, uint32_t r, uint32_t tid, uint64_t total);
+void weft_track_free(struct weft_core *c, uint32_t r);
+/* Cancel whatever rCxt r is doing (state FREE, tid kept). */
+void weft_rcxt_cancel(struct weft_core *c, uint32_t r, unsigned int reason);
+
+/* ---- weft_xlate.c ----------------------------------------------------- */
+/* Translate the byte at pvo for job: real address and bytes left in its
+ * page.  Returns enum weft_reason. */
+unsigned int weft_xlate(struct weft_core *c, uint32_t job, uint64_t pvo,
+			uint64_t *real, uint64_t *avail);
+/* Check every page of [pvo, pvo + len). */
+unsigned int weft_xlate_check(struct weft_core *c, uint32_t job, uint64_t pvo,
+			      uint64_t len);
+/* Copy between guest memory named by a PVO range and buf.  Every page is
+ * translated and checked before any byte moves. */
+unsigned int weft_xlate_read(struct weft_core *c, uint32_t job, uint64_t pvo,
+			     void *buf, size_t len);
+unsigned int weft_xlate_write(struct weft_core *c, uint32_t job, uint64_t pvo,
+			      const void *buf, size_t len, uint32_t *outstanding);
+
+#endif /* WEFT_CORE_INT_H */
