@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * weft.ko debugfs: /sys/kernel/debug/weft/
+ *   driver            module-wide resource counters (leak checks)
+ *   weftN/regs        privileged registers
+ *   weftN/lmt         every window's LMT
+ *   weftN/rcxt        rCxts rcxt_first .. rcxt_first + rcxt_count - 1
+ *   weftN/rcxt_first, weftN/rcxt_count  the range shown (writable)
+ *   weftN/tce         job slots and the TCEs in use
+ *   weftN/counters    adapter counters by name
+ *   weftN/state       driver state of this adapter (windows, rCxt pool, irqs)
+ *   weftN/recover     write 1: adapter recovery
+ */
+#include <linux/debugfs.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/seq_file.h>
+#include <linux/uaccess.h>
+
+#include "weft_drv.h"
+#include "weft/names.h"
+
+#define WEFT_DBG_RCXT_MAX	4096
+
+static struct dentry *weft_dbg_root;
+
+static int weft_driver_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "devices %d\n", atomic_read(&weft_res.devices));
+	seq_printf(m, "contexts %d\n", atomic_read(&weft_res.ctxs));
+	seq_printf(m, "windows_open %d\n", atomic_read(&weft_res.windows));
+	seq_printf(m, "windows_zombie %d\n", atomic_read(&weft_res.windows_zombie));
+	seq_printf(m, "rcxts_held %d\n", atomic_read(&weft_res.rcxts));
+	seq_printf(m, "mrs %d\n", atomic_read(&weft_res.mrs));
+	seq_printf(m, "pages_pinned %lld\n", atomic64_read(&weft_res.pages_pinned));
+	seq_printf(m, "coherent_bytes %lld\n", atomic64_read(&weft_res.coherent_bytes));
+	seq_printf(m, "recoveries %lld\n", atomic64_read(&weft_res.recoveries));
+	seq_printf(m, "events %lld\n", atomic64_read(&weft_res.events));
+	seq_printf(m, "uevents_dropped %lld\n", atomic64_read(&weft_res.uevents_dropped));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(weft_driver);
+
+static int weft_regs_show(struct seq_file *m, void *v)
+{
+	struct weft_dev *wdev = m->private;
+	u32 t;
+
+#define WEFT_DBG_REG(name, off, acc) \
+	if (weft_reg_access(off) != 'W') \
+		seq_printf(m, "%-18s 0x%03x 0x%016llx\n", #name, off, weft_rd(wdev, off));
+	WEFT_REG_LIST(WEFT_DBG_REG)
+#undef WEFT_DBG_REG
+	for (t = 0; t < wdev->nr_tce_tables; t++)
+		seq_printf(m, "TCE%-2u base 0x%016llx cfg 0x%016llx owner 0x%016llx\n", t,
+			   weft_rd(wdev, WEFT_REG_TCE_BASE(t)),
+			   weft_rd(wdev, WEFT_REG_TCE_CFG(t)),
+			   weft_rd(wdev, WEFT_REG_TCE_OWNER(t)));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(weft_regs);
+
+static void weft_sram_read(struct weft_dev *wdev, u64 off, void *buf, size_t len)
+{
+	u64 *q = buf;
+	size_t i;
+
+	for (i = 0; i < len / 8; i++)
+		q[i] = readq(wdev->sram + off + 8 * i);
+}
+
+static int weft_lmt_show(struct seq_file *m, void *v)
+{
+	struct weft_dev *wdev = m->private;
+	struct weft_lmt l;
+	u32 w;
+
+	for (w = 0; w < wdev->nr_windows; w++) {
+		weft_sram_read(wdev, WEFT_SRAM_LMT_OFF(w), &l, sizeof(l));
+		seq_printf(m, "LMT %u: state %u id %u key %u vect %u fatal %s rcxt 0x%x flags 0x%x\n",
+			   w, l.window_state, l.window_id, l.window_key, l.int_vect_data,
+			   weft_reason_name(l.fatal_reason), l.rcxt_id, l.flags);
+		seq_printf(m, "  recv 0x%llx size %u mask 0x%x cnt %llu avail %u thr %u dropped %llu\n",
+			   l.recv_fifo_real_address, l.recv_fifo_size, l.recv_mask,
+			   l.recv_current_cnt, l.recv_fifo_avail_slots,
+			   l.recv_int_threshold, l.recv_dropped);
+		seq_printf(m, "  send 0x%llx size %u mask 0x%x cnt %llu ready %u thr %u bcast %u\n",
+			   l.send_fifo_real_address, l.send_fifo_size, l.send_mask,
+			   l.send_current_cnt, l.send_fifo_ready_slots,
+			   l.send_int_threshold_hi, l.config_parm_bcast);
+		seq_printf(m, "  quanta %u/%u rdma head 0x%x tail 0x%x count %u cur 0x%x progress %llu\n",
+			   l.send_quanta_value, l.send_quanta_size, l.rcxt_head,
+			   l.rcxt_tail, l.rcxt_count, l.send_rcxt, l.send_progress);
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(weft_lmt);
+
+static int weft_rcxt_show(struct seq_file *m, void *v)
+{
+	struct weft_dev *wdev = m->private;
+	u32 r, first = READ_ONCE(wdev->dbg_rcxt_first);
+	u32 count = min_t(u32, READ_ONCE(wdev->dbg_rcxt_count), WEFT_DBG_RCXT_MAX);
+	struct weft_rcxt c;
+
+	for (r = first; r < wdev->nr_rcxt && r - first < count; r++) {
+		weft_sram_read(wdev, WEFT_SRAM_RCXT_OFF(r), &c, sizeof(c));
+		seq_printf(m, "rCxt %u: assigned %u win %u key %u state %u dir %u type %u tid %u status %s\n",
+			   r, c.rcxt_assigned, c.local_window, c.rcxt_key, c.rcxt_state,
+			   c.rcxt_direction, c.pkt_type, c.tid,
+			   weft_reason_name(c.complete_status));
+		seq_printf(m, "  peer %u/%u left %llu total %llu next 0x%x lpvo 0x%llx rpvo 0x%llx drv-owner %d\n",
+			   c.lid, c.remote_window, c.data_to_snd_rcv, c.total_rdma_size,
+			   c.next, c.local_pvo, c.remote_pvo,
+			   (int)wdev->rcxt_win[r] - 1);
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(weft_rcxt);
+
+static int weft_tce_show(struct seq_file *m, void *v)
+{
+	struct weft_dev *wdev = m->private;
+	u32 s, t, i, used;
+
+	mutex_lock(&wdev->lock);
+	for (s = 0; s < WEFT_NR_JOB_SLOTS; s++) {
+		seq_printf(m, "slot %u: job %u refs %u\n", s, wdev->slots[s].job_id,
+			   wdev->slots[s].refs);
+		for (t = 0; t < WEFT_SLOT_TABLES; t++) {
+			struct weft_tce_table *tbl = &wdev->slots[s].tbl[t];
+
+			if (!tbl->va)
+				continue;
+			used = bitmap_weight(tbl->used, tbl->nr);
+			seq_printf(m, "  table %u: shift %u entries %u used %u dma 0x%llx\n",
+				   s * WEFT_SLOT_TABLES + t, tbl->shift, tbl->nr, used,
+				   (u64)tbl->dma);
+			for (i = 0; i < tbl->nr; i++) {
+				u64 tce = le64_to_cpu(READ_ONCE(tbl->va[i]));
+
+				if (tce)
+					seq_printf(m, "    [%u] key 0x%06x rpn 0x%llx\n", i,
+						   weft_tce_key(tce), weft_tce_rpn(tce));
+			}
+		}
+	}
+	mutex_unlock(&wdev->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(weft_tce);
+
+static int weft_counters_show(struct seq_file *m, void *v)
+{
+	struct weft_dev *wdev = m->private;
+	u32 c;
+
+	for (c = 0; c < WEFT_CNT__COUNT; c++)
+		seq_printf(m, "%s%s %llu\n", c >= WEFT_CNT_DROP_BASE ? "DROP_" : "",
+			   weft_counter_name(c), weft_rd(wdev, WEFT_REG_CNT(c)));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(weft_counters);
+
+static int weft_state_show(struct seq_file *m, void *v)
+{
+	struct weft_dev *wdev = m->private;
+	struct weft_window *win;
+	u32 w, h;
+
+	mutex_lock(&wdev->lock);
+	seq_printf(m, "node %u windows %u rcxts %u handlers %u recovery_count %u\n",
+		   wdev->node_id, wdev->nr_windows, wdev->nr_rcxt, wdev->nr_handlers,
+		   wdev->recovery_count);
+	seq_printf(m, "rcxt_free %u rcxt_head %u evq_entries %u evq_cons %llu evq_stale %llu\n",
+		   wdev->rcxt_free, wdev->rcxt_head, wdev->evq_entries, wdev->evq_cons,
+		   wdev->evq_stale);
+	for (h = 0; h < wdev->nr_handlers; h++)
+		seq_printf(m, "handler %u irq %d interrupts %llu\n", h, wdev->hdl[h].irq,
+			   wdev->hdl[h].count);
+	for (w = 0; w < wdev->nr_windows; w++) {
+		win = wdev->win[w];
+		if (!win)
+			continue;
+		seq_printf(m, "window %u: job %u state %d rcxts %u send %zu recv %zu%s\n",
+			   w, win->job_id, win->state, win->nr_rcxt, win->send_size,
+			   win->recv_size, win->ctx ? "" : " zombie");
+	}
+	mutex_unlock(&wdev->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(weft_state);
+
+static ssize_t weft_recover_write(struct file *file, const char __user *buf,
+				  size_t count, loff_t *ppos)
+{
+	struct weft_dev *wdev = file->private_data;
+	bool v;
+	int ret;
+
+	ret = kstrtobool_from_user(buf, count, &v);
+	if (ret)
+		return ret;
+	if (!v)
+		return -EINVAL;
+	ret = weft_recover(wdev, "requested through debugfs");
+	return ret ? ret : count;
+}
+
+static const struct file_operations weft_recover_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = weft_recover_write,
+};
+
+void weft_debugfs_add(struct weft_dev *wdev)
+{
+	char name[16];
+
+	if (!weft_dbg_root)
+		return;
+	snprintf(name, sizeof(name), WEFT_DRV_NAME "%d", wdev->id);
+	wdev->dbg = debugfs_create_dir(name, weft_dbg_root);
+	wdev->dbg_rcxt_count = 16;
+	debugfs_create_file("regs", 0400, wdev->dbg, wdev, &weft_regs_fops);
+	debugfs_create_file("lmt", 0400, wdev->dbg, wdev, &weft_lmt_fops);
+	debugfs_create_file("rcxt", 0400, wdev->dbg, wdev, &weft_rcxt_fops);
+	debugfs_create_u32("rcxt_first", 0600, wdev->dbg, &wdev->dbg_rcxt_first);
+	debugfs_create_u32("rcxt_count", 0600, wdev->dbg, &wdev->dbg_rcxt_count);
+	debugfs_create_file("tce", 0400, wdev->dbg, wdev, &weft_tce_fops);
+	debugfs_create_file("counters", 0400, wdev->dbg, wdev, &weft_counters_fops);
+	debugfs_create_file("state", 0400, wdev->dbg, wdev, &weft_state_fops);
+	debugfs_create_file("recover", 0200, wdev->dbg, wdev, &weft_recover_fops);
+}
+
+void weft_debugfs_del(struct weft_dev *wdev)
+{
+	debugfs_remove_recursive(wdev->dbg);
+	wdev->dbg = NULL;
+}
+
+void weft_debugfs_init(void)
+{
+	weft_dbg_root = debugfs_create_dir(WEFT_DRV_NAME, NULL);
+	if (IS_ERR(weft_dbg_root)) {
+		weft_dbg_root = NULL;
+		return;
+	}
+	debugfs_create_file("driver", 0444, weft_dbg_root, NULL, &weft_driver_fops);
+}
+
+void weft_debugfs_exit(void)
+{
+	debugfs_remove_recursive(weft_dbg_root);
+	weft_dbg_root = NULL;
+}

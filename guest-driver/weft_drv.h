@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * weft.ko: Linux driver for the Weft emulated RDMA switch adapter.
+ * Internal definitions shared by the driver's source files.
+ */
+#ifndef WEFT_DRV_H
+#define WEFT_DRV_H
+
+#include <linux/atomic.h>
+#include <linux/cdev.h>
+#include <linux/device.h>
+#include <linux/fs.h>
+#include <linux/io.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+
+#include "weft/hw.h"
+#include "weft/sram.h"
+#include "weft/fifo.h"
+#include "weft/xlate.h"
+#include "weft/counters.h"
+#include "weft/uapi.h"
+
+#define WEFT_DRV_NAME		"weft"
+#define WEFT_MAX_DEVS		16
+#define WEFT_UEV_RING		256	/* events queued per fd */
+#define WEFT_CMD_TIMEOUT_MS	1000
+#define WEFT_CLOSE_DEF_MS	1000
+#define WEFT_CLOSE_MAX_MS	60000
+
+/*
+ * mmap offsets: each window owns a 256 MiB region of the fd's offset
+ * space; the doorbell page, the send FIFO and the receive FIFO sit at
+ * fixed places in it.  FIFOs are at most 64 MiB.
+ */
+#define WEFT_MMAP_WIN_SHIFT	28
+#define WEFT_MMAP_DB		0x0000000ull
+#define WEFT_MMAP_SEND		0x4000000ull
+#define WEFT_MMAP_RECV		0x8000000ull
+#define WEFT_MMAP_WIN(w)	((u64)(w) << WEFT_MMAP_WIN_SHIFT)
+
+/* Module parameters (weft_main.c). */
+extern unsigned int weft_max_fifo_log2;
+extern unsigned int weft_evq_log2;
+extern unsigned int weft_tce_4k_entries;
+extern unsigned int weft_tce_16m_entries;
+
+/* Driver resource counters, module-wide, for leak checks (debugfs). */
+struct weft_res {
+	atomic_t devices;
+	atomic_t ctxs;
+	atomic_t windows;		/* windows open (incl. closing) */
+	atomic_t windows_zombie;	/* close timed out, memory kept */
+	atomic_t rcxts;			/* rCxts held by processes */
+	atomic_t mrs;			/* memory registrations */
+	atomic64_t pages_pinned;
+	atomic64_t coherent_bytes;	/* DMA-coherent memory allocated */
+	atomic64_t recoveries;		/* recoveries done by the driver */
+	atomic64_t events;		/* adapter events consumed */
+	atomic64_t uevents_dropped;	/* user events lost on a full ring */
+};
+extern struct weft_res weft_res;
+
+struct weft_tce_table {
+	__le64 *va;
+	dma_addr_t dma;
+	u32 nr;			/* entries */
+	u32 shift;		/* page shift: 12 or 24 */
+	unsigned long *used;	/* bitmap of entries in use */
+};
+
+struct weft_slot {
+	u32 job_id;		/* 0 = free */
+	u32 refs;		/* fds attached */
+	struct weft_tce_table tbl[WEFT_SLOT_TABLES];
+};
+
+enum weft_win_state {
+	WEFT_WS_OPEN,
+	WEFT_WS_FATAL,		/* window fatal error reported */
+	WEFT_WS_CLOSING,	/* Close Window issued, snapshot not yet clear */
+};
+
+struct weft_ctx;
+
+struct weft_window {
+	struct weft_dev *wdev;
+	struct weft_ctx *ctx;	/* NULL once a zombie */
+	struct list_head node;	/* ctx->windows or wdev->zombies */
+	u32 idx;
+	u32 job_id;
+	enum weft_win_state state;
+	void *send_va, *recv_va;
+	dma_addr_t send_dma, recv_dma;
+	size_t send_size, recv_size;
+	u32 nr_rcxt;		/* rCxts held */
+};
+
+struct weft_mr {
+	struct weft_ctx *ctx;
+	u32 handle;
+	u32 slot;
+	u32 table;		/* index in the slot */
+	u32 first;		/* first TCE */
+	u32 nr_tce;
+	u32 key;		/* 17-bit PVO key */
+	u64 pvo;
+	struct page **pages;
+	unsigned long npages;
+	struct sg_table sgt;
+	struct mm_struct *mm;	/* for locked_vm accounting */
+};
+
+struct weft_ctx {
+	struct weft_dev *wdev;
+	struct file *filp;
+	struct address_space *mapping;
+	struct list_head node;		/* wdev->ctxs */
+	struct list_head windows;
+	struct xarray mrs;
+	u32 next_handle;
+	u32 slots;			/* bitmap of attached job slots */
+	/* user events */
+	spinlock_t evlock;
+	wait_queue_head_t wq;
+	struct weft_uevent ev[WEFT_UEV_RING];
+	u32 ev_head, ev_count;
+	u64 ev_dropped;
+};
+
+struct weft_handler {
+	struct weft_dev *wdev;
+	u32 idx;
+	int irq;
+	u64 count;
+};
+
+struct weft_dev {
+	struct pci_dev *pdev;
+	struct kref kref;
+	int id;				/* N of /dev/weftN */
+	struct device *chrdev;
+	struct cdev cdev;
+	void __iomem *regs;
+	void __iomem *sram;
+	resource_size_t sram_len;
+	resource_size_t db_phys, db_len;
+
+	/* identity */
+	u64 hw_id;
+	u16 node_id;
+	u32 nr_windows, nr_rcxt, nr_handlers, nr_tce_tables;
+
+	/* control path: everything below is under lock */
+	struct mutex lock;
+	bool dead;			/* removed: every call fails */
+	bool recovering;
+	struct list_head ctxs;
+	struct list_head zombies;	/* windows whose close timed out */
+	struct weft_window *win[WEFT_MAX_WINDOWS];
+	u16 *rcxt_win;			/* owner window + 1, 0 = free */
+	u32 *rcxt_ring;			/* free list: allocate head, free tail */
+	u32 rcxt_head, rcxt_free;
+	u32 recovery_count;
+	u32 next_key;			/* PVO key generator */
+	struct weft_slot slots[WEFT_NR_JOB_SLOTS];
+
+	/* event queue and interrupts */
+	spinlock_t evlock;		/* evq consumption and win[] readers in IRQ */
+	struct weft_event *evq;
+	dma_addr_t evq_dma;
+	u32 evq_entries;
+	u64 evq_cons;
+	struct weft_handler hdl[WEFT_MAX_HANDLERS];
+	u64 evq_stale;
+	struct work_struct recover_work;
+
+	/* debugfs */
+	struct dentry *dbg;
+	u32 dbg_rcxt_first, dbg_rcxt_count;
+};
+
+static inline u64 weft_rd(struct weft_dev *wdev, u32 off)
+{
+	return readq(wdev->regs + off);
+}
+
+static inline void weft_wr(struct weft_dev *wdev, u32 off, u64 val)
+{
+	writeq(val, wdev->regs + off);
+}
+
+/* weft_main.c */
+void weft_dev_put(struct weft_dev *wdev);
+int weft_cmd(struct weft_dev *wdev, u32 reg, u64 val);
+int weft_wait_snapshot(struct weft_dev *wdev, unsigned int timeout_ms);
+int weft_recover(struct weft_dev *wdev, const char *why);
+void weft_hw_setup(struct weft_dev *wdev);
+void *weft_coherent_alloc(struct weft_dev *wdev, size_t size, dma_addr_t *dma);
+void weft_coherent_free(struct weft_dev *wdev, size_t size, void *va,
+			dma_addr_t dma);
+
+/* weft_chr.c */
+int weft_chr_init(void);
+void weft_chr_exit(void);
+int weft_chr_add(struct weft_dev *wdev);
+void weft_chr_del(struct weft_dev *wdev);
+void weft_ctx_event(struct weft_ctx *ctx, u32 type, u32 window, u32 rcxt,
+		    u32 reason, u64 info);
+void weft_window_free(struct weft_window *win);
+void weft_window_zap(struct weft_window *win);
+int weft_window_close(struct weft_window *win, unsigned int timeout_ms);
+void weft_rcxt_release_window(struct weft_dev *wdev, struct weft_window *win,
+			      bool cmd);
+void weft_ctx_teardown(struct weft_ctx *ctx);
+
+/* weft_mr.c */
+int weft_slots_init(struct weft_dev *wdev);
+void weft_slots_fini(struct weft_dev *wdev);
+void weft_slots_program(struct weft_dev *wdev);
+int weft_job_attach(struct weft_ctx *ctx, struct weft_ioc_job *job);
+int weft_job_detach(struct weft_ctx *ctx, struct weft_ioc_job *job);
+void weft_job_detach_all(struct weft_ctx *ctx);
+int weft_job_slot(struct weft_ctx *ctx, u32 job_id);
+int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *arg);
+int weft_dereg_mr(struct weft_ctx *ctx, u32 handle);
+void weft_mr_release_all(struct weft_ctx *ctx);
+
+/* weft_debugfs.c */
+void weft_debugfs_init(void);
+void weft_debugfs_exit(void);
+void weft_debugfs_add(struct weft_dev *wdev);
+void weft_debugfs_del(struct weft_dev *wdev);
+
+#endif /* WEFT_DRV_H */
