@@ -10,20 +10,8 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
-#include <linux/version.h>
 
 #include "weft_drv.h"
-
-static struct class *weft_class;
-static dev_t weft_devt;
-
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
-#define weft_vm_flags_set(vma, f)	vm_flags_set(vma, f)
-#define weft_vm_flags_clear(vma, f)	vm_flags_clear(vma, f)
-#else
-#define weft_vm_flags_set(vma, f)	((vma)->vm_flags |= (f))
-#define weft_vm_flags_clear(vma, f)	((vma)->vm_flags &= ~(f))
-#endif
 
 /* ---- user events -------------------------------------------------------- */
 
@@ -361,7 +349,8 @@ void weft_ctx_teardown(struct weft_ctx *ctx)
 
 static int weft_open(struct inode *inode, struct file *filp)
 {
-	struct weft_dev *wdev = container_of(inode->i_cdev, struct weft_dev, cdev);
+	struct miscdevice *misc = filp->private_data;
+	struct weft_dev *wdev = container_of(misc, struct weft_dev, misc);
 	struct weft_ctx *ctx;
 
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
@@ -556,15 +545,13 @@ static int weft_mmap(struct file *filp, struct vm_area_struct *vma)
 		ret = -EACCES;
 		goto out;
 	}
-	weft_vm_flags_clear(vma, VM_MAYEXEC);
-	weft_vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
+	/* Both remap paths set VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP. */
 	switch (part) {
 	case WEFT_MMAP_DB:
 		if (size != PAGE_SIZE) {
 			ret = -EINVAL;
 			break;
 		}
-		weft_vm_flags_set(vma, VM_IO);
 		vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
 		ret = io_remap_pfn_range(vma, vma->vm_start,
 					 (wdev->db_phys + (u64)w * WEFT_DB_PAGE_SIZE) >> PAGE_SHIFT,
@@ -662,52 +649,15 @@ static const struct file_operations weft_fops = {
 
 int weft_chr_add(struct weft_dev *wdev)
 {
-	dev_t devt = MKDEV(MAJOR(weft_devt), wdev->id);
-	int ret;
-
-	cdev_init(&wdev->cdev, &weft_fops);
-	wdev->cdev.owner = THIS_MODULE;
-	ret = cdev_add(&wdev->cdev, devt, 1);
-	if (ret)
-		return ret;
-	wdev->chrdev = device_create(weft_class, &wdev->pdev->dev, devt, wdev,
-				     WEFT_DRV_NAME "%d", wdev->id);
-	if (IS_ERR(wdev->chrdev)) {
-		ret = PTR_ERR(wdev->chrdev);
-		wdev->chrdev = NULL;
-		cdev_del(&wdev->cdev);
-		return ret;
-	}
-	return 0;
+	snprintf(wdev->name, sizeof(wdev->name), WEFT_DRV_NAME "%d", wdev->id);
+	wdev->misc.minor = MISC_DYNAMIC_MINOR;
+	wdev->misc.name = wdev->name;
+	wdev->misc.fops = &weft_fops;
+	wdev->misc.parent = &wdev->pdev->dev;
+	return misc_register(&wdev->misc);
 }
 
 void weft_chr_del(struct weft_dev *wdev)
 {
-	device_destroy(weft_class, MKDEV(MAJOR(weft_devt), wdev->id));
-	cdev_del(&wdev->cdev);
-}
-
-int weft_chr_init(void)
-{
-	int ret;
-
-	ret = alloc_chrdev_region(&weft_devt, 0, WEFT_MAX_DEVS, WEFT_DRV_NAME);
-	if (ret)
-		return ret;
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
-	weft_class = class_create(WEFT_DRV_NAME);
-#else
-	weft_class = class_create(THIS_MODULE, WEFT_DRV_NAME);
-#endif
-	if (IS_ERR(weft_class)) {
-		unregister_chrdev_region(weft_devt, WEFT_MAX_DEVS);
-		return PTR_ERR(weft_class);
-	}
-	return 0;
-}
-
-void weft_chr_exit(void)
-{
-	class_destroy(weft_class);
-	unregister_chrdev_region(weft_devt, WEFT_MAX_DEVS);
+	misc_deregister(&wdev->misc);
 }

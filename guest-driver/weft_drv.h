@@ -7,11 +7,11 @@
 #define WEFT_DRV_H
 
 #include <linux/atomic.h>
-#include <linux/cdev.h>
 #include <linux/device.h>
 #include <linux/fs.h>
 #include <linux/io.h>
 #include <linux/kref.h>
+#include <linux/miscdevice.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
@@ -65,6 +65,7 @@ struct weft_res {
 	atomic64_t events;		/* adapter events consumed */
 	atomic64_t uevents_dropped;	/* user events lost on a full ring */
 };
+
 extern struct weft_res weft_res;
 
 struct weft_tce_table {
@@ -145,8 +146,8 @@ struct weft_dev {
 	struct pci_dev *pdev;
 	struct kref kref;
 	int id;				/* N of /dev/weftN */
-	struct device *chrdev;
-	struct cdev cdev;
+	char name[16];			/* "weftN" */
+	struct miscdevice misc;
 	void __iomem *regs;
 	void __iomem *sram;
 	resource_size_t sram_len;
@@ -207,8 +208,6 @@ void weft_coherent_free(struct weft_dev *wdev, size_t size, void *va,
 			dma_addr_t dma);
 
 /* weft_chr.c */
-int weft_chr_init(void);
-void weft_chr_exit(void);
 int weft_chr_add(struct weft_dev *wdev);
 void weft_chr_del(struct weft_dev *wdev);
 void weft_ctx_event(struct weft_ctx *ctx, u32 type, u32 window, u32 rcxt,

@@ -651,24 +651,15 @@ static int __init weft_init(void)
 
 	weft_key_seed = get_random_u32();
 	weft_debugfs_init();
-	ret = weft_chr_init();
-	if (ret)
-		goto err_dbg;
 	ret = pci_register_driver(&weft_pci_driver);
 	if (ret)
-		goto err_chr;
-	return 0;
-err_chr:
-	weft_chr_exit();
-err_dbg:
-	weft_debugfs_exit();
+		weft_debugfs_exit();
 	return ret;
 }
 
 static void __exit weft_exit(void)
 {
 	pci_unregister_driver(&weft_pci_driver);
-	weft_chr_exit();
 	weft_debugfs_exit();
 	ida_destroy(&weft_ida);
 }

@@ -18,7 +18,7 @@
 
 #include "weft_drv.h"
 
-#define WEFT_SZ_16M	(1ull << WEFT_PAGE_SHIFT_16M)
+#define WEFT_SZ_16M	BIT_ULL(WEFT_PAGE_SHIFT_16M)
 
 static u32 weft_hw_table(u32 slot, u32 t)
 {
@@ -393,9 +393,10 @@ int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *a)
 	ret = weft_mr_fill(mr, tbl, 0, true);
 	if (ret)
 		goto err_unlock;
-	key = wdev->next_key = (wdev->next_key + 1) & WEFT_PVO_KEY_MASK;
+	key = (wdev->next_key + 1) & WEFT_PVO_KEY_MASK;
 	if (!key)
-		key = wdev->next_key = 1;
+		key = 1;
+	wdev->next_key = key;
 	mr->slot = s;
 	mr->table = t;
 	mr->first = first;
