@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libweft: the HAL-level user API of the Weft RDMA switch adapter.
+ *
+ * The fast path never enters the kernel: packets and RDMA requests are
+ * written into the window's send FIFO and started with a doorbell store,
+ * packets and RDMA completions are polled from the receive FIFO.  The
+ * kernel (or the in-process simulator) is only asked to open windows,
+ * hand out rCxts and register memory.
+ *
+ * Objects:
+ *   weft_dev      an opened adapter (a backend: kernel /dev/weftN or sim)
+ *   weft_win      a window: send FIFO + receive FIFO + doorbell page
+ *   weft_mrc      the lazy deregistration cache of one job
+ *   weft_rel      a reliable, exactly-once message channel on one window
+ *
+ * Conventions: functions returning int return 0 (or a count) on success
+ * and a negative errno on failure.  Nothing here is thread-safe: use one
+ * thread per window (several threads may use different windows of the
+ * same weft_dev only with the kernel backend; the sim backend serialises
+ * every call internally).
+ *
+ * docs/libweft.md describes the API in prose.
+ */
+#ifndef LIBWEFT_H
+#define LIBWEFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WEFT_LIB_VERSION        "0.1.0"
+#define WEFT_LIB_MAX_PAYLOAD    1920u   /* bytes in one FIFO packet */
+
+/* ---- Adapter ------------------------------------------------------------ */
+
+struct weft_dev;
+
+struct weft_dev_info {
+	const char *backend;    /* "kernel" or "sim" */
+	char name[64];          /* device path or sim node name */
+	uint16_t node_id;
+	uint16_t nr_windows;
+	uint32_t nr_rcxt;
+	uint32_t recovery_count;
+	uint32_t nr_handlers;
+	uint32_t max_payload;
+	uint64_t hw_id;
+};
+
+/*
+ * Open an adapter.  name is "weftN", "/dev/weftN" or "kernel:/dev/weftN"
+ * (kernel backend), or NULL for "/dev/weft0".  A simulated adapter is
+ * opened with weft_simnet_open() instead.  On failure returns NULL, sets
+ * errno and writes a message into err (if not NULL).
+ */
+struct weft_dev *weft_dev_open(const char *name, char *err, size_t errlen);
+void weft_dev_close(struct weft_dev *dev);
+int weft_dev_query(struct weft_dev *dev, struct weft_dev_info *info);
+
+/* Attach the calling process to a job (the protection key of its windows
+ * and the owner of its registered memory).  Windows opened with a job id
+ * attach it themselves; attaching twice is not an error. */
+int weft_dev_job_attach(struct weft_dev *dev, uint32_t job_id);
+
+/* Adapter counter c (weft/counters.h numbering).  -ENOTSUP when the
+ * backend cannot read counters (kernel backend without access to the
+ * PCI BAR, e.g. not root). */
+int weft_dev_counter(struct weft_dev *dev, unsigned int c, uint64_t *val);
+/* Active windows bit vector of the adapter (windows 0..127). */
+int weft_dev_active_windows(struct weft_dev *dev, uint64_t bits[2]);
+
+/* Number of adapter counters and their names ("TX_PACKETS",
+ * "DROP_KEY_MISMATCH", ...). */
+unsigned int weft_nr_counters(void);
+const char *weft_counter_label(unsigned int c);
+/* Name and text of a completion / send status (enum weft_reason). */
+const char *weft_status_name(unsigned int status);
+const char *weft_status_text(unsigned int status);
+
+/* Monotonic clock of the device (simulated time for the sim backend). */
+uint64_t weft_dev_now_ns(struct weft_dev *dev);
+
+/* ---- Simulator backend --------------------------------------------------- */
+
+struct weft_simnet;
+
+struct weft_simnet_attr {
+	unsigned int nodes;         /* adapters, 1..64 */
+	uint64_t seed;              /* fabric randomness and driver keys */
+	uint64_t mem_size;          /* simulated guest memory per node, 0 = 128 MiB */
+	uint32_t drop_ppm;          /* fabric loss, parts per million */
+	uint32_t routes;            /* routes per node pair (reordering), >= 1 */
+	uint64_t delay_ns;          /* one-way delay (virtual time) */
+	uint64_t jitter_ns;         /* random extra delay per frame */
+};
+
+/* Create an in-process simulated cluster (qemu-device/sim), running on a
+ * virtual clock.  Returns NULL (with err) when libweft was built without
+ * the sim backend. */
+struct weft_simnet *weft_simnet_new(const struct weft_simnet_attr *attr, char *err,
+				    size_t errlen);
+void weft_simnet_free(struct weft_simnet *net);
+/* Open adapter index i of the cluster.  Every weft_dev of one simnet may
+ * be used from its own thread; the virtual clock only jumps ahead when
+ * every open weft_dev is blocked in weft_win_wait(). */
+struct weft_dev *weft_simnet_open(struct weft_simnet *net, unsigned int index,
+				  char *err, size_t errlen);
+/* Change the fabric's loss and reordering while it runs. */
+int weft_simnet_set_faults(struct weft_simnet *net, uint32_t drop_ppm, uint32_t routes,
+			   uint64_t delay_ns, uint64_t jitter_ns);
+/* 1 if libweft was built with the sim backend. */
+int weft_simnet_available(void);
+
+/* ---- Memory for RDMA ------------------------------------------------------ */
+
+/* Allocate len bytes that can be registered (page aligned; for the sim
+ * backend, inside the simulated node's memory).  Each allocation is its
+ * own mapping, so the lazy deregistration cache sees a new allocation at
+ * an old address as a changed mapping. */
+void *weft_dev_alloc(struct weft_dev *dev, size_t len);
+void weft_dev_free(struct weft_dev *dev, void *p, size_t len);
+
+/* ---- Windows and FIFO mode ---------------------------------------------- */
+
+struct weft_win;
+
+struct weft_win_attr {
+	uint32_t job_id;        /* window key; nonzero */
+	uint32_t send_log2;     /* log2(send frames), 0 = 6 */
+	uint32_t recv_log2;     /* log2(receive frames), 0 = 8 */
+	uint32_t flags;         /* WEFT_WIN_F_* */
+	uint32_t quantum;       /* send quantum, 0 = adapter default */
+	uint32_t return_batch;  /* receive slots returned per doorbell, 0 = frames/4 */
+};
+#define WEFT_WIN_F_BCAST        (1u << 0)
+#define WEFT_WIN_F_EARLY_INT    (1u << 1)
+
+struct weft_win *weft_win_open(struct weft_dev *dev, const struct weft_win_attr *attr,
+			       int *error);
+int weft_win_close(struct weft_win *win);
+uint32_t weft_win_id(const struct weft_win *win);
+uint16_t weft_win_node(const struct weft_win *win);
+struct weft_dev *weft_win_dev(const struct weft_win *win);
+
+/* Post a FIFO-mode packet (len <= WEFT_LIB_MAX_PAYLOAD) to node/window.
+ * -EAGAIN when the send FIFO is full (poll, then try again). */
+int weft_win_send(struct weft_win *win, uint16_t node, uint16_t window,
+		  const void *buf, size_t len);
+
+/* ---- RDMA ----------------------------------------------------------------- */
+
+#define WEFT_COMP_NONE          0u  /* no completion */
+#define WEFT_COMP_SOURCE        1u  /* completion to the initiator */
+#define WEFT_COMP_TARGET        2u  /* completion to the remote window */
+#define WEFT_COMP_BOTH          3u
+
+struct weft_rdma {
+	uint16_t node;          /* remote node */
+	uint16_t window;        /* remote window */
+	uint32_t local_rcxt;    /* this window's rCxt */
+	uint32_t remote_rcxt;   /* the remote window's rCxt */
+	uint16_t remote_rcxt_key;
+	uint8_t  notify;        /* WEFT_COMP_* */
+	uint8_t  reserved;
+	uint64_t local_pvo;     /* local buffer */
+	uint64_t remote_pvo;    /* remote buffer */
+	uint64_t length;        /* bytes, > 0 */
+	uint32_t tid;           /* in: 0 = next tid; out: tid used */
+	uint64_t protocol_cookie;
+	uint64_t user_cookie;
+};
+
+/* Post an RDMA write (local -> remote) or read (remote -> local).  Raw:
+ * no retry.  -EAGAIN when the send FIFO is full. */
+int weft_win_rdma_write(struct weft_win *win, struct weft_rdma *op);
+int weft_win_rdma_read(struct weft_win *win, struct weft_rdma *op);
+
+/*
+ * Reliable RDMA operation: posted with SOURCE notification (plus TARGET
+ * if asked), re-issued with a larger tid after timeout_ns (doubling per
+ * try up to max_timeout_ns) until a completion of one of its tids
+ * arrives.  Completions carrying a tid this operation never used are
+ * stale and ignored.  Storage belongs to the caller and must stay valid
+ * until state is WEFT_ROP_DONE or WEFT_ROP_FAILED.
+ */
+enum weft_rop_state { WEFT_ROP_IDLE, WEFT_ROP_POSTED, WEFT_ROP_DONE, WEFT_ROP_FAILED };
+
+struct weft_rop {
+	struct weft_rdma rdma;
+	int is_read;
+	uint64_t timeout_ns;    /* 0 = window default */
+	unsigned int max_tries; /* 0 = window default */
+	/* outputs */
+	int state;              /* enum weft_rop_state */
+	int error;              /* FAILED: negative errno */
+	unsigned int status;    /* completion / send status (enum weft_reason) */
+	unsigned int tries;
+	uint32_t first_tid;
+	/* private */
+	uint64_t deadline;
+	uint64_t cur_timeout;
+	int frame_pending;
+};
+
+int weft_win_rop_post(struct weft_win *win, struct weft_rop *rop);
+/* Default timeout/back-off of reliable operations on this window. */
+void weft_win_set_retry(struct weft_win *win, uint64_t timeout_ns,
+			uint64_t max_timeout_ns, unsigned int max_tries);
+
+/* ---- Polling the receive FIFO ------------------------------------------- */
+
+enum weft_entry_type {
+	WEFT_ENT_PACKET = 1,        /* FIFO-mode packet, data[0..length) */
+	WEFT_ENT_COMPLETION = 2,    /* RDMA completion */
+	WEFT_ENT_SEND_ERROR = 3,    /* a posted frame failed: status, tid */
+	WEFT_ENT_ROP = 4,           /* a reliable operation finished: rop */
+};
+#define WEFT_ENT_F_SOURCE       0x02u   /* completion: this window initiated */
+#define WEFT_ENT_F_TARGET       0x04u   /* completion: this window was remote */
+#define WEFT_ENT_F_READ         0x08u   /* completion of an RDMA read */
+#define WEFT_ENT_F_BROADCAST    0x10u
+
+struct weft_entry {
+	int type;               /* enum weft_entry_type */
+	unsigned int flags;     /* WEFT_ENT_F_* */
+	uint16_t src_node;
+	uint16_t src_window;
+	uint32_t rcxt;          /* completion: this window's rCxt */
+	uint32_t tid;
+	unsigned int status;    /* enum weft_reason, 0 = success */
+	uint64_t length;        /* packet bytes or RDMA bytes */
+	uint64_t protocol_cookie;
+	uint64_t user_cookie;
+	struct weft_rop *rop;   /* WEFT_ENT_ROP */
+	uint8_t data[WEFT_LIB_MAX_PAYLOAD];
+};
+
+/* Take one entry: 1 = *e filled, 0 = nothing ready, < 0 = error
+ * (-EPIPE: the window went fatal).  Also reclaims finished send frames,
+ * returns receive slots and re-issues timed-out reliable operations. */
+int weft_win_poll(struct weft_win *win, struct weft_entry *e);
+/* Block until an entry may be ready or timeout_ms passes (-1 = forever),
+ * using the receive threshold and the driver's event fd.  1 = ready,
+ * 0 = timeout. */
+int weft_win_wait(struct weft_win *win, int timeout_ms);
+/* Window state as the adapter sees it (doorbell page reads): LMT
+ * window_state (1 = valid, 3 = fatal), receive and send counts. */
+int weft_win_state(struct weft_win *win, uint64_t *state, uint64_t *recv_count,
+		   uint64_t *send_count);
+/* File descriptor that becomes readable on window events (-1 if the
+ * backend has none). */
+int weft_win_event_fd(struct weft_win *win);
+
+struct weft_win_stats {
+	uint64_t tx_frames, tx_packets, tx_rdma;
+	uint64_t tx_full;               /* sends refused: send FIFO full */
+	uint64_t tx_errors;             /* frames finished with a bad status */
+	uint64_t rx_packets, rx_completions;
+	uint64_t rx_bad;                /* malformed receive entries dropped */
+	uint64_t slots_returned, return_doorbells;
+	uint64_t rop_posted, rop_retries, rop_done, rop_failed;
+	uint64_t stale_completions;     /* completions with an old tid, ignored */
+	uint64_t waits, events;
+};
+void weft_win_get_stats(const struct weft_win *win, struct weft_win_stats *s);
+
+/* ---- rCxts --------------------------------------------------------------- */
+
+/* Allocate an rCxt owned by the window; key is the rCxt key to give to
+ * peers.  Tids are handed out per window, strictly increasing, so a tid
+ * is never reused on the window and is always larger than the last tid
+ * of any of its rCxts. */
+int weft_rcxt_alloc(struct weft_win *win, uint32_t *rcxt, uint16_t *key);
+int weft_rcxt_free(struct weft_win *win, uint32_t rcxt);
+uint32_t weft_rcxt_next_tid(struct weft_win *win, uint32_t rcxt);
+/* Last tid used on an rCxt of this window (0 if none or not ours). */
+uint32_t weft_rcxt_last_tid(const struct weft_win *win, uint32_t rcxt);
+
+/* ---- Memory registration ------------------------------------------------- */
+
+/* Direct registration (one PVO for the whole range). */
+int weft_mr_reg(struct weft_dev *dev, uint32_t job_id, const void *addr, size_t len,
+		uint64_t *pvo, uint32_t *handle);
+int weft_mr_dereg(struct weft_dev *dev, uint32_t handle);
+
+/*
+ * Lazy deregistration cache (seed section 1.5.20).  The address space is
+ * cut into fragments (16 MiB by default), grouped into 4 GiB segments; a
+ * hash table maps a segment to its bit vector of mapped fragments and the
+ * per-fragment records (PVO, handle, idle_count, use_count, the identity
+ * of the mapping behind it).  A transfer maps each fragment it touches:
+ * an already mapped fragment is reused (hit) unless the mapping behind
+ * it changed, which is detected from /proc/self/maps (device, inode and
+ * file offset of the range) and costs a deregistration and a new
+ * registration (remap).  Idle fragments age one tick per second and are
+ * deregistered after idle_limit ticks when not in use.
+ */
+struct weft_mrc;
+
+struct weft_mrc_attr {
+	uint32_t job_id;
+	uint32_t frag_shift;    /* log2(fragment size), 0 = 24 (16 MiB) */
+	uint32_t idle_limit;    /* ticks (seconds), 0 = 60 */
+	uint32_t max_frags;     /* mapped fragments kept at most, 0 = 1024 */
+};
+
+struct weft_mrc_stats {
+	uint64_t hits, misses, remaps, evictions;
+	uint64_t registrations, deregistrations, failures;
+	uint64_t mapped;        /* fragments mapped now */
+};
+
+/* A piece of a transfer: PVO and length.  A transfer is cut at fragment
+ * boundaries (one registration per fragment). */
+struct weft_mr_seg {
+	uint64_t pvo;
+	uint64_t len;
+	uint64_t offset;        /* offset of this piece in the transfer */
+};
+
+struct weft_mrc *weft_mrc_new(struct weft_dev *dev, const struct weft_mrc_attr *attr);
+void weft_mrc_free(struct weft_mrc *c);
+/* Map [addr, addr+len) and take a use reference on every fragment.
+ * Returns the number of segments written (<= max), or < 0. */
+int weft_mrc_get(struct weft_mrc *c, const void *addr, size_t len,
+		 struct weft_mr_seg *segs, unsigned int max);
+/* Drop the use references taken by weft_mrc_get (the RDMA completed). */
+void weft_mrc_put(struct weft_mrc *c, const void *addr, size_t len);
+/* Forget the mappings of a range (the application unmapped it). */
+void weft_mrc_invalidate(struct weft_mrc *c, const void *addr, size_t len);
+/* Age every fragment by ticks (normally done once per second from
+ * weft_mrc_get); returns the fragments deregistered. */
+unsigned int weft_mrc_age(struct weft_mrc *c, unsigned int ticks);
+void weft_mrc_get_stats(const struct weft_mrc *c, struct weft_mrc_stats *s);
+
+/* ---- Reliable messaging --------------------------------------------------- */
+
+/*
+ * An exactly-once message channel between two windows.  Each message is
+ * RDMA-written (BOTH completions) into one of `slots` receive slots of
+ * the peer, each slot with its own target rCxt, carrying its sequence
+ * number as user cookie; the sender re-issues with a larger tid and
+ * back-off until the receiver acknowledges (FIFO packet with the next
+ * expected sequence).  The receiver delivers in order, once, and drops
+ * duplicates and stale completions.  The channel owns its window: do not
+ * poll that window yourself.
+ */
+struct weft_rel;
+
+struct weft_rel_attr {
+	uint32_t slots;         /* messages in flight, 1..64, 0 = 16 */
+	uint32_t slot_size;     /* bytes per message at most, 0 = 4096 */
+	uint64_t timeout_ns;    /* first retry timeout, 0 = 2 ms */
+	uint64_t max_timeout_ns;/* back-off cap, 0 = 256 * timeout */
+	uint32_t max_tries;     /* give up after, 0 = 1000 */
+};
+
+#define WEFT_REL_MAX_SLOTS      64u
+
+/* What the peer needs to know to connect (exchange it out of band or
+ * with weft_rdv_*). */
+struct weft_rel_info {
+	uint16_t node;
+	uint16_t window;
+	uint32_t slots;
+	uint32_t slot_size;
+	uint32_t reserved;
+	uint64_t ring_pvo;
+	uint32_t rcxt[WEFT_REL_MAX_SLOTS];
+	uint16_t rcxt_key[WEFT_REL_MAX_SLOTS];
+};
+
+struct weft_rel_stats {
+	uint64_t sent, delivered, retries, failed;
+	uint64_t duplicates;            /* messages received again, dropped */
+	uint64_t stale;                 /* stale completions ignored */
+	uint64_t acks_sent, acks_received;
+};
+
+struct weft_rel *weft_rel_new(struct weft_win *win, const struct weft_rel_attr *attr,
+			      int *error);
+void weft_rel_free(struct weft_rel *rel);
+void weft_rel_local_info(const struct weft_rel *rel, struct weft_rel_info *info);
+int weft_rel_connect(struct weft_rel *rel, const struct weft_rel_info *peer);
+/* Queue a message (len <= slot_size).  -EAGAIN: all slots in flight,
+ * call weft_rel_progress() and try again. */
+int weft_rel_send(struct weft_rel *rel, const void *buf, size_t len);
+/* Take the next message in order: 1 = got one (*len set), 0 = none. */
+int weft_rel_recv(struct weft_rel *rel, void *buf, size_t cap, size_t *len);
+/* Poll the window, retry, acknowledge.  < 0 on a fatal error
+ * (-ETIMEDOUT when a message ran out of tries). */
+int weft_rel_progress(struct weft_rel *rel);
+/* Block until the channel's window may have work (see weft_win_wait). */
+int weft_rel_wait(struct weft_rel *rel, int timeout_ms);
+/* Messages sent but not yet acknowledged. */
+unsigned int weft_rel_unacked(const struct weft_rel *rel);
+void weft_rel_get_stats(const struct weft_rel *rel, struct weft_rel_stats *s);
+
+/* ---- Rendezvous over FIFO packets ---------------------------------------- */
+
+/*
+ * Two-node tools exchange a blob (node, window, rCxts, PVOs, keys) with
+ * FIFO packets: the server waits on its window, the client sends its
+ * blob to (peer node, peer window) until the server answers with its
+ * own.  Blobs are at most WEFT_RDV_MAX bytes.
+ */
+#define WEFT_RDV_MAX            1024u
+
+int weft_rdv_serve(struct weft_win *win, uint32_t tag, const void *mine, size_t mine_len,
+		   void *peer, size_t peer_cap, size_t *peer_len,
+		   uint16_t *peer_node, uint16_t *peer_window, int timeout_ms);
+int weft_rdv_connect(struct weft_win *win, uint32_t tag, uint16_t node, uint16_t window,
+		     const void *mine, size_t mine_len, void *peer, size_t peer_cap,
+		     size_t *peer_len, int timeout_ms);
+/* Answer repeated hellos of the same client (its earlier answer was
+ * lost) while waiting for something else: call on each packet entry;
+ * returns 1 when e was a rendezvous packet (handled). */
+int weft_rdv_handle(struct weft_win *win, uint32_t tag, const struct weft_entry *e,
+		    const void *mine, size_t mine_len);
+/* Two-phase goodbye: the client sends BYE until acknowledged. */
+int weft_rdv_bye(struct weft_win *win, uint32_t tag, uint16_t node, uint16_t window,
+		 int timeout_ms);
+/* 1 if e is a BYE for tag (it is acknowledged). */
+int weft_rdv_is_bye(struct weft_win *win, uint32_t tag, const struct weft_entry *e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBWEFT_H */

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Rendezvous over FIFO packets, for two-node tools: no TCP inside guests.
+ * Packet: struct rdv_hdr then the blob.  The client repeats HELLO every
+ * 100 ms until the server's REPLY arrives (either may be lost); the
+ * server answers every HELLO of the tag, also later through
+ * weft_rdv_handle().  BYE/BYE_ACK end a session the same way.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "priv.h"
+
+#define RDV_MAGIC       0x56445257u     /* "WRDV" */
+enum { RDV_HELLO = 1, RDV_REPLY = 2, RDV_BYE = 3, RDV_BYE_ACK = 4 };
+
+struct rdv_hdr {
+	uint32_t magic;
+	uint32_t tag;
+	uint32_t kind;
+	uint32_t len;
+};
+
+static int rdv_send(struct weft_win *w, uint32_t tag, uint32_t kind, uint16_t node,
+		    uint16_t window, const void *blob, size_t len)
+{
+	uint8_t pkt[sizeof(struct rdv_hdr) + WEFT_RDV_MAX];
+	struct rdv_hdr h = { RDV_MAGIC, tag, kind, (uint32_t)len };
+	if (len > WEFT_RDV_MAX)
+		return -EMSGSIZE;
+	memcpy(pkt, &h, sizeof(h));
+	if (len)
+		memcpy(pkt + sizeof(h), blob, len);
+	int r;
+	struct weft_entry e;
+	/* A full send FIFO drains as the adapter works: poll and retry. */
+	for (int i = 0; i < 1000; i++) {
+		r = weft_win_send(w, node, window, pkt, sizeof(h) + len);
+		if (r != -EAGAIN)
+			return r;
+		while (weft_win_poll(w, &e) > 0)
+			;
+		weft_win_wait(w, 1);
+	}
+	return r;
+}
+
+/* Parse a packet entry; returns the kind, or 0 if not ours. */
+static uint32_t rdv_parse(const struct weft_entry *e, uint32_t tag, const uint8_t **blob,
+			  size_t *len)
+{
+	struct rdv_hdr h;
+	if (e->type != WEFT_ENT_PACKET || e->length < sizeof(h))
+		return 0;
+	memcpy(&h, e->data, sizeof(h));
+	if (h.magic != RDV_MAGIC || h.tag != tag || h.len > e->length - sizeof(h) ||
+	    h.len > WEFT_RDV_MAX)
+		return 0;
+	*blob = e->data + sizeof(h);
+	*len = h.len;
+	return h.kind;
+}
+
+static int deadline_passed(struct weft_win *w, uint64_t start, int timeout_ms)
+{
+	return timeout_ms >= 0 &&
+	       weft_dev_now_ns(w->dev) - start >= (uint64_t)timeout_ms * 1000000ull;
+}
+
+int weft_rdv_serve(struct weft_win *w, uint32_t tag, const void *mine, size_t mine_len,
+		   void *peer, size_t peer_cap, size_t *peer_len, uint16_t *peer_node,
+		   uint16_t *peer_window, int timeout_ms)
+{
+	uint64_t start = weft_dev_now_ns(w->dev);
+	for (;;) {
+		struct weft_entry ent;
+		int r = weft_win_poll(w, &ent);
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			if (deadline_passed(w, start, timeout_ms))
+				return -ETIMEDOUT;
+			r = weft_win_wait(w, 100);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		const uint8_t *blob;
+		size_t len;
+		if (rdv_parse(&ent, tag, &blob, &len) != RDV_HELLO)
+			continue;
+		if (len > peer_cap)
+			return -EMSGSIZE;
+		memcpy(peer, blob, len);
+		*peer_len = len;
+		*peer_node = ent.src_node;
+		*peer_window = ent.src_window;
+		return rdv_send(w, tag, RDV_REPLY, ent.src_node, ent.src_window, mine, mine_len);
+	}
+}
+
+int weft_rdv_connect(struct weft_win *w, uint32_t tag, uint16_t node, uint16_t window,
+		     const void *mine, size_t mine_len, void *peer, size_t peer_cap,
+		     size_t *peer_len, int timeout_ms)
+{
+	uint64_t start = weft_dev_now_ns(w->dev);
+	uint64_t last = 0;
+	int sent = 0;
+	for (;;) {
+		uint64_t now = weft_dev_now_ns(w->dev);
+		if (!sent || now - last >= 100000000ull) {
+			int r = rdv_send(w, tag, RDV_HELLO, node, window, mine, mine_len);
+			if (r)
+				return r;
+			sent = 1;
+			last = now;
+		}
+		struct weft_entry ent;
+		int r = weft_win_poll(w, &ent);
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			if (deadline_passed(w, start, timeout_ms))
+				return -ETIMEDOUT;
+			r = weft_win_wait(w, 100);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		const uint8_t *blob;
+		size_t len;
+		if (rdv_parse(&ent, tag, &blob, &len) != RDV_REPLY || ent.src_node != node ||
+		    ent.src_window != window)
+			continue;
+		if (len > peer_cap)
+			return -EMSGSIZE;
+		memcpy(peer, blob, len);
+		*peer_len = len;
+		return 0;
+	}
+}
+
+int weft_rdv_handle(struct weft_win *w, uint32_t tag, const struct weft_entry *e,
+		    const void *mine, size_t mine_len)
+{
+	const uint8_t *blob;
+	size_t len;
+	if (rdv_parse(e, tag, &blob, &len) != RDV_HELLO)
+		return 0;
+	rdv_send(w, tag, RDV_REPLY, e->src_node, e->src_window, mine, mine_len);
+	return 1;
+}
+
+int weft_rdv_bye(struct weft_win *w, uint32_t tag, uint16_t node, uint16_t window,
+		 int timeout_ms)
+{
+	uint64_t start = weft_dev_now_ns(w->dev);
+	uint64_t last = 0;
+	int sent = 0;
+	for (;;) {
+		uint64_t now = weft_dev_now_ns(w->dev);
+		if (!sent || now - last >= 100000000ull) {
+			int r = rdv_send(w, tag, RDV_BYE, node, window, NULL, 0);
+			if (r)
+				return r;
+			sent = 1;
+			last = now;
+		}
+		struct weft_entry ent;
+		int r = weft_win_poll(w, &ent);
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			if (deadline_passed(w, start, timeout_ms))
+				return -ETIMEDOUT;
+			r = weft_win_wait(w, 100);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		const uint8_t *blob;
+		size_t len;
+		if (rdv_parse(&ent, tag, &blob, &len) == RDV_BYE_ACK && ent.src_node == node)
+			return 0;
+	}
+}
+
+int weft_rdv_is_bye(struct weft_win *w, uint32_t tag, const struct weft_entry *e)
+{
+	const uint8_t *blob;
+	size_t len;
+	if (rdv_parse(e, tag, &blob, &len) != RDV_BYE)
+		return 0;
+	rdv_send(w, tag, RDV_BYE_ACK, e->src_node, e->src_window, NULL, 0);
+	return 1;
+}

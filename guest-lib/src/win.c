@@ -1,0 +1,800 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libweft windows: FIFO-mode send and receive, RDMA posting, receive
+ * polling with the seed's slot-return and threshold rules, rCxts and
+ * tids, reliable (retried) RDMA operations.
+ *
+ * Send FIFO: frame i is written at (i & mask); the header line goes in
+ * after the payload, then one START_TRANSMIT doorbell.  The adapter marks
+ * a processed frame by rewriting its header line with WEFT_SF_DONE; frames
+ * are reclaimed in order from the tail (the adapter may finish them out
+ * of order) and their header line is zeroed for reuse.
+ *
+ * Receive FIFO: entry i is at (i & mask); it is ready when its header
+ * line has WEFT_RF_VALID (the adapter writes the header line last).  The
+ * consumer copies it out, zeroes the header line and returns the slot
+ * with RETURN_SLOTS, in batches of return_batch (and whenever the FIFO
+ * is found empty, so the adapter never starves).  Blocking waits arm the
+ * receive threshold at the next entry's count and sleep on the event fd.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "priv.h"
+#include "weft/counters.h"
+
+#define DEF_SEND_LOG2   6u
+#define DEF_RECV_LOG2   8u
+#define DEF_TIMEOUT_NS  (2ull * 1000 * 1000)
+
+/* ---- doorbells -------------------------------------------------------- */
+
+static void db_write(struct weft_win *w, uint32_t off, uint64_t val)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (w->bw.db)
+		w->bw.db[off / 8] = val;
+	else
+		w->dev->be->ops->db_write(w->dev->be, &w->bw, off, val);
+}
+
+static uint64_t db_read(struct weft_win *w, uint32_t off)
+{
+	if (w->bw.db)
+		return w->bw.db[off / 8];
+	return w->dev->be->ops->db_read(w->dev->be, &w->bw, off);
+}
+
+static uint8_t *tx_frame(struct weft_win *w, uint64_t i)
+{
+	return w->bw.send_fifo + (size_t)(i & w->send_mask) * WEFT_FRAME_SIZE;
+}
+
+static uint8_t *rx_frame(struct weft_win *w, uint64_t i)
+{
+	return w->bw.recv_fifo + (size_t)(i & w->recv_mask) * WEFT_FRAME_SIZE;
+}
+
+/* ---- open / close ----------------------------------------------------- */
+
+struct weft_win *weft_win_open(struct weft_dev *dev, const struct weft_win_attr *attr,
+			       int *error)
+{
+	int dummy;
+	if (!error)
+		error = &dummy;
+	struct weft_win_attr a = *attr;
+	if (a.job_id == 0) {
+		*error = -EINVAL;
+		return NULL;
+	}
+	if (a.send_log2 == 0)
+		a.send_log2 = DEF_SEND_LOG2;
+	if (a.recv_log2 == 0)
+		a.recv_log2 = DEF_RECV_LOG2;
+	if (a.send_log2 > WEFT_FIFO_MAX_LOG2 || a.recv_log2 > WEFT_FIFO_MAX_LOG2) {
+		*error = -EINVAL;
+		return NULL;
+	}
+	int r = weft_dev_job_attach(dev, a.job_id);
+	if (r) {
+		*error = r;
+		return NULL;
+	}
+	struct weft_win *w = calloc(1, sizeof(*w));
+	if (!w) {
+		*error = -ENOMEM;
+		return NULL;
+	}
+	w->dev = dev;
+	w->job_id = a.job_id;
+	struct weft_ioc_open_window req = {
+		.job_id = a.job_id, .send_log2 = a.send_log2, .recv_log2 = a.recv_log2,
+		.flags = (a.flags & WEFT_WIN_F_BCAST ? WEFT_OPEN_F_BCAST : 0) |
+			 (a.flags & WEFT_WIN_F_EARLY_INT ? WEFT_OPEN_F_EARLY_INT : 0),
+		.quantum = a.quantum,
+	};
+	r = dev->be->ops->open_window(dev->be, &req, &w->bw);
+	if (r) {
+		free(w);
+		*error = r;
+		return NULL;
+	}
+	w->send_frames = 1u << w->bw.send_log2;
+	w->recv_frames = 1u << w->bw.recv_log2;
+	w->send_mask = w->send_frames - 1;
+	w->recv_mask = w->recv_frames - 1;
+	w->return_batch = a.return_batch ? a.return_batch : w->recv_frames / 4;
+	if (w->return_batch == 0)
+		w->return_batch = 1;
+	if (w->return_batch > w->recv_frames)
+		w->return_batch = w->recv_frames;
+	w->next_tid = 1;
+	w->rop_timeout = DEF_TIMEOUT_NS;
+	w->rop_max_timeout = 256 * DEF_TIMEOUT_NS;
+	w->rop_max_tries = 1000;
+	w->tx_slots = calloc(w->send_frames, sizeof(*w->tx_slots));
+	w->pend = calloc(WEFT_PENDQ, sizeof(*w->pend));
+	if (!w->tx_slots || !w->pend) {
+		dev->be->ops->close_window(dev->be, &w->bw);
+		free(w->tx_slots);
+		free(w->pend);
+		free(w);
+		*error = -ENOMEM;
+		return NULL;
+	}
+	/* Disable the thresholds until a wait arms one. */
+	weft_be_lock(dev);
+	db_write(w, WEFT_DB_RECV_THRESHOLD, WEFT_THRESHOLD_OFF0);
+	db_write(w, WEFT_DB_SEND_THRESHOLD, WEFT_THRESHOLD_OFF0);
+	weft_be_unlock(dev);
+	w->next = dev->wins;
+	dev->wins = w;
+	*error = 0;
+	return w;
+}
+
+int weft_win_close(struct weft_win *w)
+{
+	if (!w)
+		return 0;
+	struct weft_dev *dev = w->dev;
+	for (struct weft_win **p = &dev->wins; *p; p = &(*p)->next)
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	for (uint32_t i = 0; i < w->rcxt_n; i++)
+		dev->be->ops->free_rcxt(dev->be, w->bw.window, w->rcxts[i].id);
+	int r = dev->be->ops->close_window(dev->be, &w->bw);
+	free(w->rcxts);
+	free(w->tx_slots);
+	free(w->pend);
+	free(w->rops);
+	free(w);
+	return r;
+}
+
+uint32_t weft_win_id(const struct weft_win *w) { return w->bw.window; }
+uint16_t weft_win_node(const struct weft_win *w) { return w->dev->q.node_id; }
+struct weft_dev *weft_win_dev(const struct weft_win *w) { return w->dev; }
+
+void weft_win_get_stats(const struct weft_win *w, struct weft_win_stats *s)
+{
+	*s = w->st;
+}
+
+void weft_win_set_retry(struct weft_win *w, uint64_t timeout_ns, uint64_t max_timeout_ns,
+			unsigned int max_tries)
+{
+	if (timeout_ns)
+		w->rop_timeout = timeout_ns;
+	w->rop_max_timeout = max_timeout_ns ? max_timeout_ns : 256 * w->rop_timeout;
+	if (w->rop_max_timeout < w->rop_timeout)
+		w->rop_max_timeout = w->rop_timeout;
+	if (max_tries)
+		w->rop_max_tries = max_tries;
+}
+
+int weft_win_state(struct weft_win *w, uint64_t *state, uint64_t *recv_count,
+		   uint64_t *send_count)
+{
+	weft_be_lock(w->dev);
+	*state = db_read(w, WEFT_DB_STATE);
+	*recv_count = db_read(w, WEFT_DB_RECV_COUNT);
+	*send_count = db_read(w, WEFT_DB_SEND_COUNT);
+	weft_be_unlock(w->dev);
+	return 0;
+}
+
+int weft_win_event_fd(struct weft_win *w)
+{
+	if (!w->dev->be->ops->event_fd)
+		return -1;
+	return w->dev->be->ops->event_fd(w->dev->be);
+}
+
+/* ---- rCxts ------------------------------------------------------------ */
+
+struct weft_rcxt_ent *weft_rcxt_find(struct weft_win *w, uint32_t id)
+{
+	for (uint32_t i = 0; i < w->rcxt_n; i++)
+		if (w->rcxts[i].id == id)
+			return &w->rcxts[i];
+	return NULL;
+}
+
+int weft_rcxt_alloc(struct weft_win *w, uint32_t *rcxt, uint16_t *key)
+{
+	if (w->rcxt_n == w->rcxt_cap) {
+		uint32_t cap = w->rcxt_cap ? 2 * w->rcxt_cap : 16;
+		struct weft_rcxt_ent *n = realloc(w->rcxts, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		w->rcxts = n;
+		w->rcxt_cap = cap;
+	}
+	uint32_t id;
+	uint16_t k;
+	int r = w->dev->be->ops->alloc_rcxt(w->dev->be, w->bw.window, &id, &k);
+	if (r)
+		return r;
+	struct weft_rcxt_ent *e = &w->rcxts[w->rcxt_n++];
+	memset(e, 0, sizeof(*e));
+	e->id = id;
+	e->key = k;
+	*rcxt = id;
+	*key = k;
+	return 0;
+}
+
+int weft_rcxt_free(struct weft_win *w, uint32_t rcxt)
+{
+	struct weft_rcxt_ent *e = weft_rcxt_find(w, rcxt);
+	if (!e)
+		return -ENOENT;
+	if (e->rop)
+		return -EBUSY;
+	int r = w->dev->be->ops->free_rcxt(w->dev->be, w->bw.window, rcxt);
+	*e = w->rcxts[--w->rcxt_n];
+	return r;
+}
+
+uint32_t weft_rcxt_next_tid(struct weft_win *w, uint32_t rcxt)
+{
+	struct weft_rcxt_ent *e = weft_rcxt_find(w, rcxt);
+	uint32_t tid = w->next_tid++;
+	if (e && e->last_tid >= tid) {
+		tid = e->last_tid + 1;
+		w->next_tid = tid + 1;
+	}
+	if (e)
+		e->last_tid = tid;
+	return tid;
+}
+
+uint32_t weft_rcxt_last_tid(const struct weft_win *w, uint32_t rcxt)
+{
+	for (uint32_t i = 0; i < w->rcxt_n; i++)
+		if (w->rcxts[i].id == rcxt)
+			return w->rcxts[i].last_tid;
+	return 0;
+}
+
+/* ---- internal entry queue --------------------------------------------- */
+
+void weft_win_pend_push(struct weft_win *w, const struct weft_entry *e)
+{
+	if (w->pend_n == WEFT_PENDQ) {
+		/* Full: the oldest entry is lost (counted as bad). */
+		w->pend_head = (w->pend_head + 1) % WEFT_PENDQ;
+		w->pend_n--;
+		w->st.rx_bad++;
+	}
+	unsigned int slot = (w->pend_head + w->pend_n) % WEFT_PENDQ;
+	size_t hdr = offsetof(struct weft_entry, data);
+	memcpy(&w->pend[slot], e, hdr);
+	w->pend_n++;
+}
+
+static int pend_pop(struct weft_win *w, struct weft_entry *e)
+{
+	if (!w->pend_n)
+		return 0;
+	memcpy(e, &w->pend[w->pend_head], offsetof(struct weft_entry, data));
+	w->pend_head = (w->pend_head + 1) % WEFT_PENDQ;
+	w->pend_n--;
+	return 1;
+}
+
+/* ---- reliable-op bookkeeping ------------------------------------------ */
+
+static int rops_add(struct weft_win *w, struct weft_rop *rop)
+{
+	if (w->nr_rops == w->cap_rops) {
+		unsigned int cap = w->cap_rops ? 2 * w->cap_rops : 16;
+		struct weft_rop **n = realloc(w->rops, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		w->rops = n;
+		w->cap_rops = cap;
+	}
+	w->rops[w->nr_rops++] = rop;
+	return 0;
+}
+
+static void rops_remove(struct weft_win *w, struct weft_rop *rop)
+{
+	for (unsigned int i = 0; i < w->nr_rops; i++)
+		if (w->rops[i] == rop) {
+			w->rops[i] = w->rops[--w->nr_rops];
+			return;
+		}
+}
+
+static void rop_finish(struct weft_win *w, struct weft_rop *rop, int state, int error,
+		       unsigned int status)
+{
+	struct weft_rcxt_ent *re = weft_rcxt_find(w, rop->rdma.local_rcxt);
+	if (re && re->rop == rop)
+		re->rop = NULL;
+	rops_remove(w, rop);
+	for (uint64_t i = w->tx_tail; i != w->tx_head; i++)
+		if (w->tx_slots[i & w->send_mask].rop == rop)
+			w->tx_slots[i & w->send_mask].rop = NULL;
+	rop->state = state;
+	rop->error = error;
+	rop->status = status;
+	if (state == WEFT_ROP_DONE)
+		w->st.rop_done++;
+	else
+		w->st.rop_failed++;
+	struct weft_entry e;
+	memset(&e, 0, offsetof(struct weft_entry, data));
+	e.type = WEFT_ENT_ROP;
+	e.rop = rop;
+	e.rcxt = rop->rdma.local_rcxt;
+	e.tid = rop->rdma.tid;
+	e.status = status;
+	e.length = rop->rdma.length;
+	e.protocol_cookie = rop->rdma.protocol_cookie;
+	e.user_cookie = rop->rdma.user_cookie;
+	e.flags = WEFT_ENT_F_SOURCE | (rop->is_read ? WEFT_ENT_F_READ : 0);
+	weft_win_pend_push(w, &e);
+}
+
+void weft_win_rop_abandon(struct weft_win *w, struct weft_rop *rop)
+{
+	if (rop->state != WEFT_ROP_POSTED)
+		return;
+	weft_be_lock(w->dev);
+	struct weft_rcxt_ent *re = weft_rcxt_find(w, rop->rdma.local_rcxt);
+	if (re && re->rop == rop)
+		re->rop = NULL;
+	rops_remove(w, rop);
+	/* Its send frame may still be queued: forget the back pointer. */
+	for (uint64_t i = w->tx_tail; i != w->tx_head; i++)
+		if (w->tx_slots[i & w->send_mask].rop == rop)
+			w->tx_slots[i & w->send_mask].rop = NULL;
+	rop->state = WEFT_ROP_DONE;
+	weft_be_unlock(w->dev);
+}
+
+/* Send statuses after which a retry can succeed. */
+static int status_retryable(unsigned int st)
+{
+	return st == WEFT_R_RCXT_BUSY || st == WEFT_R_NO_LINK || st == WEFT_R_RX_QUEUE_FULL ||
+	       st == WEFT_R_FIFO_FULL;
+}
+
+/* ---- send side -------------------------------------------------------- */
+
+/* Reclaim frames the adapter has finished, in order.  Lock held. */
+static void tx_reclaim(struct weft_win *w)
+{
+	uint64_t now = 0;
+	while (w->tx_tail != w->tx_head) {
+		uint8_t *f = tx_frame(w, w->tx_tail);
+		volatile struct weft_send_hdr *vh = (volatile struct weft_send_hdr *)f;
+		if (!(vh->flags & WEFT_SF_DONE))
+			break;
+		atomic_thread_fence(memory_order_acquire);
+		unsigned int status = vh->status;
+		struct weft_tx_slot *ts = &w->tx_slots[w->tx_tail & w->send_mask];
+		memset(f, 0, WEFT_FRAME_HDR_SIZE);
+		w->tx_tail++;
+		if (ts->rop) {
+			struct weft_rop *rop = ts->rop;
+			ts->rop = NULL;
+			/* Only the frame of the op's current tid counts. */
+			if (rop->state == WEFT_ROP_POSTED && rop->rdma.tid == ts->tid) {
+				rop->frame_pending = 0;
+				if (!now)
+					now = w->dev->be->ops->now_ns(w->dev->be);
+				rop->deadline = now + rop->cur_timeout;
+				if (status != WEFT_R_OK && !status_retryable(status)) {
+					w->st.tx_errors++;
+					rop_finish(w, rop, WEFT_ROP_FAILED, -EIO, status);
+				}
+			}
+			continue;
+		}
+		if (status != WEFT_R_OK) {
+			w->st.tx_errors++;
+			struct weft_entry e;
+			memset(&e, 0, offsetof(struct weft_entry, data));
+			e.type = WEFT_ENT_SEND_ERROR;
+			e.status = status < WEFT_R__COUNT ? status : WEFT_R_BAD_TYPE;
+			e.tid = ts->tid;
+			e.rcxt = ts->rcxt;
+			e.flags = ts->type == WEFT_SF_RDMAR ? WEFT_ENT_F_READ : 0;
+			weft_win_pend_push(w, &e);
+		}
+	}
+}
+
+/* Claim the next send frame; lock held. */
+static uint8_t *tx_claim(struct weft_win *w)
+{
+	if (w->tx_head - w->tx_tail >= w->send_frames)
+		tx_reclaim(w);
+	if (w->tx_head - w->tx_tail >= w->send_frames) {
+		w->st.tx_full++;
+		return NULL;
+	}
+	return tx_frame(w, w->tx_head);
+}
+
+static void tx_commit(struct weft_win *w, uint8_t type, uint32_t tid, uint32_t rcxt,
+		      struct weft_rop *rop)
+{
+	struct weft_tx_slot *ts = &w->tx_slots[w->tx_head & w->send_mask];
+	ts->rop = rop;
+	ts->tid = tid;
+	ts->rcxt = rcxt;
+	ts->type = type;
+	w->tx_head++;
+	w->st.tx_frames++;
+	db_write(w, WEFT_DB_START_TRANSMIT, 1);
+}
+
+int weft_win_send(struct weft_win *w, uint16_t node, uint16_t window, const void *buf,
+		  size_t len)
+{
+	if (len > w->dev->q.max_payload)
+		return -EMSGSIZE;
+	if (len && !buf)
+		return -EINVAL;
+	if (w->fatal)
+		return -EPIPE;
+	weft_be_lock(w->dev);
+	uint8_t *f = tx_claim(w);
+	if (!f) {
+		weft_be_unlock(w->dev);
+		return -EAGAIN;
+	}
+	if (len)
+		memcpy(f + WEFT_FRAME_HDR_SIZE, buf, len);
+	struct weft_send_line line;
+	memset(&line, 0, sizeof(line));
+	line.hdr.dest_node = node;
+	line.hdr.dest_window = window;
+	line.hdr.length = (uint16_t)len;
+	line.hdr.type = WEFT_SF_FIFO;
+	line.hdr.key = w->job_id;
+	memcpy(f, &line, sizeof(line));
+	tx_commit(w, WEFT_SF_FIFO, 0, 0, NULL);
+	w->st.tx_packets++;
+	weft_be_unlock(w->dev);
+	return 0;
+}
+
+/* Post one RDMA pseudo packet; lock held. */
+static int post_rdma_locked(struct weft_win *w, struct weft_rdma *op, int is_read,
+			    struct weft_rop *rop)
+{
+	if (op->length == 0 || op->notify > WEFT_COMP_BOTH)
+		return -EINVAL;
+	uint8_t *f = tx_claim(w);
+	if (!f)
+		return -EAGAIN;
+	if (op->tid == 0)
+		op->tid = weft_rcxt_next_tid(w, op->local_rcxt);
+	else {
+		struct weft_rcxt_ent *e = weft_rcxt_find(w, op->local_rcxt);
+		if (e && e->last_tid < op->tid)
+			e->last_tid = op->tid;
+		if (w->next_tid <= op->tid)
+			w->next_tid = op->tid + 1;
+	}
+	struct weft_send_line line;
+	memset(&line, 0, sizeof(line));
+	line.hdr.dest_node = op->node;
+	line.hdr.dest_window = op->window;
+	line.hdr.type = is_read ? WEFT_SF_RDMAR : WEFT_SF_RDMAW;
+	line.hdr.key = w->job_id;
+	line.rdma.local_pvo = op->local_pvo;
+	line.rdma.remote_pvo = op->remote_pvo;
+	line.rdma.length = op->length;
+	line.rdma.local_rcxt = op->local_rcxt;
+	line.rdma.remote_rcxt = op->remote_rcxt;
+	line.rdma.remote_rcxt_key = op->remote_rcxt_key;
+	line.rdma.notify = op->notify;
+	line.rdma.tid = op->tid;
+	line.rdma.protocol_cookie = op->protocol_cookie;
+	line.rdma.user_cookie = op->user_cookie;
+	memcpy(f, &line, sizeof(line));
+	tx_commit(w, line.hdr.type, op->tid, op->local_rcxt, rop);
+	w->st.tx_rdma++;
+	return 0;
+}
+
+int weft_win_post_rdma_raw(struct weft_win *w, struct weft_rdma *op, int is_read,
+			   struct weft_rop *rop)
+{
+	if (w->fatal)
+		return -EPIPE;
+	weft_be_lock(w->dev);
+	int r = post_rdma_locked(w, op, is_read, rop);
+	weft_be_unlock(w->dev);
+	return r;
+}
+
+int weft_win_rdma_write(struct weft_win *w, struct weft_rdma *op)
+{
+	return weft_win_post_rdma_raw(w, op, 0, NULL);
+}
+
+int weft_win_rdma_read(struct weft_win *w, struct weft_rdma *op)
+{
+	return weft_win_post_rdma_raw(w, op, 1, NULL);
+}
+
+int weft_win_rop_post(struct weft_win *w, struct weft_rop *rop)
+{
+	if (w->fatal)
+		return -EPIPE;
+	struct weft_rcxt_ent *re = weft_rcxt_find(w, rop->rdma.local_rcxt);
+	if (!re)
+		return -ENOENT;         /* reliable ops need an rCxt of this window */
+	if (re->rop)
+		return -EBUSY;          /* one transaction per rCxt */
+	rop->rdma.notify |= WEFT_COMP_SOURCE;
+	rop->rdma.tid = 0;
+	rop->cur_timeout = rop->timeout_ns ? rop->timeout_ns : w->rop_timeout;
+	if (!rop->max_tries)
+		rop->max_tries = w->rop_max_tries;
+	rop->tries = 1;
+	rop->error = 0;
+	rop->status = 0;
+	rop->frame_pending = 1;
+	rop->deadline = UINT64_MAX;
+	weft_be_lock(w->dev);
+	int r = post_rdma_locked(w, &rop->rdma, rop->is_read, rop);
+	if (r == 0) {
+		r = rops_add(w, rop);
+		if (r == 0) {
+			rop->state = WEFT_ROP_POSTED;
+			rop->first_tid = rop->rdma.tid;
+			re->rop = rop;
+			w->st.rop_posted++;
+		}
+	}
+	weft_be_unlock(w->dev);
+	return r;
+}
+
+/* Re-issue timed-out reliable ops with a larger tid; lock held. */
+static void rops_check(struct weft_win *w)
+{
+	if (!w->nr_rops)
+		return;
+	uint64_t now = w->dev->be->ops->now_ns(w->dev->be);
+	for (unsigned int i = 0; i < w->nr_rops; i++) {
+		struct weft_rop *rop = w->rops[i];
+		if (rop->frame_pending || now < rop->deadline)
+			continue;
+		if (rop->tries >= rop->max_tries) {
+			rop_finish(w, rop, WEFT_ROP_FAILED, -ETIMEDOUT, WEFT_R_CANCELLED);
+			i--;
+			continue;
+		}
+		uint32_t old = rop->rdma.tid;
+		rop->rdma.tid = 0;
+		if (post_rdma_locked(w, &rop->rdma, rop->is_read, rop) != 0) {
+			rop->rdma.tid = old;    /* send FIFO full: try on the next poll */
+			continue;
+		}
+		rop->tries++;
+		rop->frame_pending = 1;
+		rop->cur_timeout *= 2;
+		uint64_t cap = w->rop_max_timeout;
+		if (rop->timeout_ns && cap < rop->timeout_ns)
+			cap = rop->timeout_ns;
+		if (rop->cur_timeout > cap)
+			rop->cur_timeout = cap;
+		w->st.rop_retries++;
+	}
+}
+
+/* ---- receive side ----------------------------------------------------- */
+
+static void rx_return(struct weft_win *w)
+{
+	if (!w->ret_pending)
+		return;
+	db_write(w, WEFT_DB_RETURN_SLOTS, w->ret_pending);
+	w->st.slots_returned += w->ret_pending;
+	w->st.return_doorbells++;
+	w->ret_pending = 0;
+}
+
+static int rx_ready(struct weft_win *w)
+{
+	volatile struct weft_recv_hdr *vh = (volatile struct weft_recv_hdr *)rx_frame(w, w->rx_head);
+	return (vh->flags & WEFT_RF_VALID) != 0;
+}
+
+/* A completion for a reliable op?  Returns 1 if it was consumed. */
+static int rx_match_rop(struct weft_win *w, const struct weft_recv_hdr *h)
+{
+	if (!(h->flags & WEFT_RF_AS_SOURCE))
+		return 0;
+	struct weft_rcxt_ent *re = weft_rcxt_find(w, h->rcxt);
+	if (!re)
+		return 0;
+	struct weft_rop *rop = re->rop;
+	if (rop && h->tid >= rop->first_tid && h->tid <= rop->rdma.tid) {
+		if (h->status == WEFT_R_OK) {
+			rop_finish(w, rop, WEFT_ROP_DONE, 0, WEFT_R_OK);
+		} else if (!status_retryable(h->status) && h->tid == rop->rdma.tid) {
+			rop_finish(w, rop, WEFT_ROP_FAILED, -EIO, h->status);
+		}
+		return 1;
+	}
+	if (rop || h->tid <= re->last_tid) {
+		/* A tid this rCxt used before the current operation: stale. */
+		w->st.stale_completions++;
+		return 1;
+	}
+	return 0;
+}
+
+/* Take one receive entry, lock held.  1 = *e filled, 0 = nothing for
+ * the caller (empty, or consumed internally). */
+static int rx_take(struct weft_win *w, struct weft_entry *e, int *more)
+{
+	*more = 0;
+	uint8_t *f = rx_frame(w, w->rx_head);
+	volatile struct weft_recv_hdr *vh = (volatile struct weft_recv_hdr *)f;
+	if (!(vh->flags & WEFT_RF_VALID))
+		return 0;
+	atomic_thread_fence(memory_order_acquire);
+	struct weft_recv_hdr h;
+	memcpy(&h, f, sizeof(h));
+	int got = 0;
+	if (h.type == WEFT_RF_FIFO && h.length <= WEFT_MAX_PAYLOAD) {
+		memset(e, 0, offsetof(struct weft_entry, data));
+		e->type = WEFT_ENT_PACKET;
+		e->flags = h.flags & WEFT_RF_BROADCAST;
+		e->src_node = h.src_node;
+		e->src_window = h.src_window;
+		e->length = h.length;
+		memcpy(e->data, f + WEFT_FRAME_HDR_SIZE, h.length);
+		w->st.rx_packets++;
+		got = 1;
+	} else if (h.type == WEFT_RF_COMPLETION) {
+		w->st.rx_completions++;
+		if (!rx_match_rop(w, &h)) {
+			memset(e, 0, offsetof(struct weft_entry, data));
+			e->type = WEFT_ENT_COMPLETION;
+			e->flags = h.flags & (WEFT_RF_AS_SOURCE | WEFT_RF_AS_TARGET | WEFT_RF_READ |
+					      WEFT_RF_BROADCAST);
+			e->src_node = h.src_node;
+			e->src_window = h.src_window;
+			e->rcxt = h.rcxt;
+			e->tid = h.tid;
+			e->status = h.status < WEFT_R__COUNT ? h.status : WEFT_R_BAD_TYPE;
+			e->length = h.total_length;
+			e->protocol_cookie = h.protocol_cookie;
+			e->user_cookie = h.user_cookie;
+			got = 1;
+		}
+	} else {
+		w->st.rx_bad++;
+	}
+	/* Consume: zero the header line, count the slot for return. */
+	memset(f, 0, WEFT_FRAME_HDR_SIZE);
+	w->rx_head++;
+	if (++w->ret_pending >= w->return_batch)
+		rx_return(w);
+	*more = 1;
+	return got;
+}
+
+int weft_win_poll(struct weft_win *w, struct weft_entry *e)
+{
+	struct weft_dev *d = w->dev;
+	weft_be_progress(d);
+	weft_be_lock(d);
+	tx_reclaim(w);
+	rops_check(w);
+	int got = pend_pop(w, e);
+	while (!got) {
+		int more;
+		got = rx_take(w, e, &more);
+		if (!got && w->pend_n)
+			got = pend_pop(w, e);
+		if (!more)
+			break;
+	}
+	if (!got)
+		rx_return(w);
+	weft_be_unlock(d);
+	if (!got && w->fatal)
+		return -EPIPE;
+	return got;
+}
+
+/* Handle the events the backend queued; returns 1 if one concerned w. */
+static int drain_events(struct weft_win *w)
+{
+	struct weft_uevent ev;
+	int mine = 0;
+	while (w->dev->be->ops->read_event(w->dev->be, &ev) == 1) {
+		w->st.events++;
+		if (ev.type == WEFT_UEV_RECOVERY) {
+			for (struct weft_win *x = w->dev->wins; x; x = x->next)
+				x->fatal = 1;
+			mine = 1;
+			continue;
+		}
+		for (struct weft_win *x = w->dev->wins; x; x = x->next)
+			if (x->bw.window == ev.window && ev.type == WEFT_UEV_FATAL)
+				x->fatal = 1;
+		if (ev.window == w->bw.window)
+			mine = 1;
+	}
+	return mine;
+}
+
+int weft_win_wait(struct weft_win *w, int timeout_ms)
+{
+	struct weft_dev *d = w->dev;
+	const struct weft_be_ops *ops = d->be->ops;
+	uint64_t start = ops->now_ns(d->be);
+	w->st.waits++;
+	for (;;) {
+		weft_be_progress(d);
+		weft_be_lock(d);
+		tx_reclaim(w);
+		rops_check(w);
+		int ready = w->pend_n || rx_ready(w) || w->fatal;
+		uint32_t thr = (uint32_t)(w->rx_head + 1);
+		int armed = 0;
+		if (!ready && thr != WEFT_THRESHOLD_OFF0 && thr != WEFT_THRESHOLD_OFF1) {
+			rx_return(w);
+			db_write(w, WEFT_DB_RECV_THRESHOLD, thr);
+			armed = 1;
+			/* The entry may have landed before the threshold was set. */
+			ready = rx_ready(w);
+		}
+		/* Reliable ops need a timer: never sleep past their deadline. */
+		int64_t slice = -1;
+		uint64_t now = ops->now_ns(d->be);
+		for (unsigned int i = 0; i < w->nr_rops; i++) {
+			struct weft_rop *rop = w->rops[i];
+			int64_t left = rop->frame_pending ? 1000000 :
+				       (rop->deadline > now ? (int64_t)(rop->deadline - now) : 0);
+			if (slice < 0 || left < slice)
+				slice = left;
+		}
+		if (w->tx_head != w->tx_tail && (slice < 0 || slice > 1000000))
+			slice = 1000000;        /* frames to reclaim: look again in 1 ms */
+		weft_be_unlock(d);
+		if (ready)
+			return 1;
+		int tmo = timeout_ms;
+		if (timeout_ms >= 0) {
+			uint64_t spent = (now - start) / 1000000;
+			if (spent >= (uint64_t)timeout_ms)
+				return 0;
+			tmo = timeout_ms - (int)spent;
+		}
+		if (slice >= 0) {
+			int s = (int)((slice + 999999) / 1000000);
+			if (tmo < 0 || s < tmo)
+				tmo = s;
+		}
+		if (!armed && (tmo < 0 || tmo > 1))
+			tmo = 1;                /* threshold unusable at this count: poll */
+		int r = ops->wait(d->be, tmo);
+		if (r < 0)
+			return r;
+		if (r > 0 && drain_events(w))
+			return 1;
+	}
+}
