@@ -44,7 +44,7 @@ RECIPE_HASH=$(printf '%s\n' "$QEMU_SERIES" "${QEMU_CONFIGURE[*]}" "${BUILD_DEPS[
 JOBS=${WEFT_JOBS:-2}
 START=$(date +%s%N)
 
-# In the print modes all progress, including the compiler's, goes to stderr.
+# All progress, including the compiler's, goes to stderr.
 run_quiet() {
 	"$@" >&2
 }
@@ -157,6 +157,8 @@ integrate() {
 	add_line_after "$src/meson.build" "^ *'hw/nvme',\$" "    'hw/weft/qemu',"
 	add_line_after "$src/tests/qtest/meson.build" '^qtests_x86_64 = ' \
 		"qtests_x86_64 += ['weft-test']"
+	add_line_after "$src/tests/qtest/meson.build" '^qtests = \{' \
+		"  'weft-test': [weft_qtest_dep],"
 }
 
 # ---- Firmware ----------------------------------------------------------------
@@ -207,13 +209,19 @@ fi
 firmware "$build"
 
 weft_log "building qemu-system-x86_64 and the weft qtest in $build (-j$JOBS)"
-if [ "$mode" = report ]; then
-	ninja -C "$build" -j"$JOBS" qemu-system-x86_64 tests/qtest/weft-test ||
-		weft_die "QEMU build failed"
-else
-	run_quiet ninja -C "$build" -j"$JOBS" qemu-system-x86_64 tests/qtest/weft-test ||
-		weft_die "QEMU build failed"
+# Warnings in Weft's own sources are errors (QEMU's release tarball builds
+# without -Werror): their objects are removed so the next run fails too.
+log=$dir/ninja.log
+set +e
+ninja -C "$build" -j"$JOBS" qemu-system-x86_64 tests/qtest/weft-test 2>&1 |
+	tee "$log" >&2
+rc=${PIPESTATUS[0]}
+set -e
+if grep -E '(hw/weft/|tests/qtest/weft-test\.c).*warning:' "$log" >&2; then
+	find "$build" -name '*weft*.o' -delete
+	weft_die "warnings in the weft device or qtest sources (shown above)"
 fi
+[ "$rc" -eq 0 ] || weft_die "QEMU build failed"
 bin=$build/qemu-system-x86_64
 [ -x "$bin" ] || weft_die "no $bin after the build"
 

@@ -128,6 +128,7 @@ static int weft_op_dma_read(void *opaque, uint64_t addr, void *buf,
         trace_weft_dma_error("read", addr, len);
         return -1;
     }
+    trace_weft_dma_read(addr, len);
     return 0;
 }
 
@@ -141,6 +142,7 @@ static int weft_op_dma_write(void *opaque, uint64_t addr, const void *buf,
         trace_weft_dma_error("write", addr, len);
         return -1;
     }
+    trace_weft_dma_write(addr, len);
     return 0;
 }
 
@@ -227,7 +229,17 @@ static void weft_op_trace(void *opaque, const struct weft_trace *ev)
         weft_trace_pkt(ev->kind, ev->hdr, ev->len, ev->reason);
         break;
     case WEFT_TR_CMD:
-        trace_weft_cmd(name, ev->val, ev->reason);
+        /* size carries the CMD_STATUS value; msg is set when the command
+         * or doorbell was refused or discarded, which is guest misuse. */
+        trace_weft_cmd(name, ev->window, ev->val, ev->size,
+                       weft_reason_name(ev->reason));
+        if (ev->msg) {
+            trace_weft_guest_error(ev->msg);
+            qemu_log_mask(LOG_GUEST_ERROR, "weft: %s: %s (data 0x%" PRIx64
+                          ", window %u, status %u, %s)\n", name, ev->msg,
+                          ev->val, ev->window, ev->size,
+                          weft_reason_text(ev->reason));
+        }
         break;
     case WEFT_TR_IRQ:
         /* weft_op_irq traces the delivery itself. */
@@ -329,6 +341,8 @@ static int weft_op_xmit(void *opaque, const void *pkt, size_t len)
 
 static void weft_link_reset(WeftState *s)
 {
+    /* Packets the core holds back for the link are dropped from now on. */
+    qemu_bh_schedule(s->poll_bh);
     if (s->tx_watch) {
         g_source_remove(s->tx_watch);
         s->tx_watch = 0;

@@ -1,0 +1,100 @@
+#!/bin/bash
+# Runs the weft device's qtests (tests/qtest/weft-test.c) against the QEMU
+# that scripts/build-qemu.sh builds (and builds it first when needed):
+#
+#   1. the whole suite with TAP output;
+#   2. the loopback test again with -trace 'weft_*', checking that the
+#      trace names registers and shows packets sent and received.
+#
+# Ends with one line "weft qtests: N passed, N failed" and exits non-zero
+# when anything failed.  WEFT_QTEST_ARGS adds arguments to the first run
+# (e.g. "-p /x86_64/weft/misuse").
+set -euo pipefail
+
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+build=$("$WEFT_ROOT/scripts/build-qemu.sh" --print-build-dir) ||
+	weft_die "building QEMU with the weft device failed"
+test_bin=$build/tests/qtest/weft-test
+[ -x "$test_bin" ] || weft_die "no qtest binary at $test_bin"
+
+out=$(mktemp -d "${TMPDIR:-/tmp}/weft-qtests.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+
+passed=0
+failed=0
+
+# Runs the test binary in the build folder; TAP goes to stdout and FILE.
+run_tap() {
+	local file=$1
+	shift
+	set +e
+	(cd "$build" && QTEST_QEMU_BINARY=./qemu-system-x86_64 "$test_bin" --tap "$@") \
+		>"$file" 2>"$file.err"
+	local rc=$?
+	set -e
+	cat "$file"
+	return $rc
+}
+
+count_tap() {
+	local file=$1 p f
+	p=$(grep -c '^ok ' "$file" || true)
+	f=$(grep -c '^not ok ' "$file" || true)
+	passed=$((passed + p))
+	failed=$((failed + f))
+	echo "$p $f"
+}
+
+# ---- 1. the suite --------------------------------------------------------
+weft_log "running $test_bin (TAP)"
+rc=0
+# shellcheck disable=SC2086
+run_tap "$out/suite.tap" -k ${WEFT_QTEST_ARGS:-} || rc=$?
+read -r p f < <(count_tap "$out/suite.tap")
+if [ "$rc" -ne 0 ] || [ "$p" -eq 0 ]; then
+	sed 's/^/# stderr: /' "$out/suite.tap.err" | tail -n 60
+	if [ "$f" -eq 0 ]; then
+		# A crash or abort that TAP did not report still fails the run.
+		failed=$((failed + 1))
+		echo "not ok - weft-test exited with status $rc"
+	fi
+fi
+
+# ---- 2. the trace run --------------------------------------------------------
+# QTEST_TRACE reaches QEMU through a shell: quote the pattern there.
+weft_log "running the loopback test with -trace 'weft_*'"
+set +e
+(cd "$build" && QTEST_QEMU_BINARY=./qemu-system-x86_64 QTEST_TRACE="'weft_*'" \
+	WEFT_QTEST_SHOW_LOG=1 "$test_bin" --tap -p /x86_64/weft/fifo/loopback) \
+	>"$out/trace.tap" 2>"$out/trace.err"
+trc=$?
+set -e
+trace_ok=1
+for pat in 'weft_reg_read regs ID ' 'weft_reg_write regs CMD_OPEN_WINDOW ' \
+	'weft_sram_write sram LMT ' 'weft_db_write doorbell window 0 START_TRANSMIT ' \
+	'weft_pkt_tx packet sent FIFO node 5 -> node 5 window 1' \
+	'weft_pkt_rx packet received FIFO node 5 -> node 5 window 1' \
+	'weft_link_up node 5: HELLO_ACK received' 'weft_irq MSI-X vector 2'; do
+	if grep -qF -- "$pat" "$out/trace.err"; then
+		echo "# trace has: $pat"
+	else
+		echo "# trace lacks: $pat"
+		trace_ok=0
+	fi
+done
+echo "# trace sample:"
+grep -E 'weft_(reg_write|db_write|pkt_tx|pkt_rx|irq)' "$out/trace.err" |
+	sed 's/^[0-9]*@[0-9.]*://' | head -n 12 | sed 's/^/#   /'
+if [ "$trc" -eq 0 ] && [ "$trace_ok" = 1 ] && grep -q '^ok ' "$out/trace.tap"; then
+	passed=$((passed + 1))
+	echo "ok - trace run prints register names and packet events"
+else
+	failed=$((failed + 1))
+	echo "not ok - trace run (exit $trc)"
+	tail -n 40 "$out/trace.err" | sed 's/^/# stderr: /'
+fi
+
+echo "weft qtests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,1100 @@
+/*
+ * QTest for the weft PCI device (qemu-device/qemu/weft.c).
+ *
+ * No guest runs: the test maps the BARs through libqos, writes LMTs and
+ * rCxts through the SRAM aperture, rings doorbells and reads guest RAM.
+ * It also plays weft-switch: each QEMU's chardev connects to a UNIX socket
+ * the test listens on; the test answers HELLO and relays frames between
+ * two QEMU instances, or back into the same one.
+ *
+ * Each QEMU runs with -d guest_errors,invalid_mem -D <log> so the misuse
+ * tests can check the guest-error log.  With WEFT_QTEST_SHOW_LOG=1 the logs (and
+ * so any -trace output, see QTEST_TRACE) are copied to stderr at the end
+ * of each test: scripts/run-qtests.sh uses that for its trace run.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+
+#include "qemu/osdep.h"
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include "qemu/bswap.h"
+#include "libqtest.h"
+#include "libqos/libqos-malloc.h"
+#include "libqos/malloc-pc.h"
+#include "libqos/pci.h"
+#include "libqos/pci-pc.h"
+#include "hw/pci/pci_regs.h"
+
+#include "weft/hw.h"
+#include "weft/sram.h"
+#include "weft/fifo.h"
+#include "weft/wire.h"
+#include "weft/xlate.h"
+#include "weft/counters.h"
+
+/* Hang protection only: every wait below fails the test with a message
+ * naming what did not happen when this much time has passed. */
+#define WAIT_LIMIT_US           (20 * G_USEC_PER_SEC)
+
+#define TEST_WINDOWS            4
+#define TEST_RCXTS              64
+#define TEST_HANDLERS           4
+#define TEST_KEY                0x4a0b      /* window key = job id */
+#define FIFO_LOG2               3           /* 8 frames per FIFO */
+
+typedef struct WeftNode {
+    QTestState *qts;
+    QGuestAllocator alloc;
+    QPCIBus *bus;
+    QPCIDevice *dev;
+    QPCIBar regs, sram, db;
+    uint64_t regs_size, sram_size, db_size;
+    unsigned int node;
+    char *log;
+    char *sock;
+    int listen_fd;          /* the test's switch socket for this node */
+    int conn_fd;            /* the device's connection, or -1 */
+    uint64_t send_fifo[TEST_WINDOWS];
+    uint64_t recv_fifo[TEST_WINDOWS];
+    uint64_t send_next[TEST_WINDOWS];
+    uint64_t evq;
+} WeftNode;
+
+static char *tmpdir;
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static int64_t deadline(void)
+{
+    return g_get_monotonic_time() + WAIT_LIMIT_US;
+}
+
+static void check_deadline(int64_t end, const char *what)
+{
+    if (g_get_monotonic_time() > end) {
+        g_error("weft-test: gave up waiting for %s", what);
+    }
+}
+
+static char *read_log(WeftNode *n)
+{
+    char *text = NULL;
+
+    if (!g_file_get_contents(n->log, &text, NULL, NULL)) {
+        return g_strdup("");
+    }
+    return text;
+}
+
+/* Polls the device's log until it contains needle. */
+static void wait_log(WeftNode *n, const char *needle)
+{
+    int64_t end = deadline();
+
+    for (;;) {
+        g_autofree char *text = read_log(n);
+
+        if (strstr(text, needle)) {
+            return;
+        }
+        if (g_get_monotonic_time() > end) {
+            g_error("weft-test: node %u log %s lacks \"%s\"; it has:\n%s",
+                    n->node, n->log, needle, text);
+        }
+        g_usleep(1000);
+    }
+}
+
+static int count_in_log(WeftNode *n, const char *needle)
+{
+    g_autofree char *text = read_log(n);
+    const char *p = text;
+    int count = 0;
+
+    while ((p = strstr(p, needle))) {
+        count++;
+        p++;
+    }
+    return count;
+}
+
+/* ---- the test's switch: UNIX socket, length-prefixed frames ---------- */
+
+static int sw_listen(const char *path)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpuint(strlen(path), <, sizeof(sa.sun_path));
+    strcpy(sa.sun_path, path);
+    unlink(path);
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+    g_assert_cmpint(listen(fd, 4), ==, 0);
+    return fd;
+}
+
+static bool wait_fd(int fd, short events, int64_t end)
+{
+    struct pollfd p = { .fd = fd, .events = events };
+    int64_t left = (end - g_get_monotonic_time()) / 1000;
+
+    if (left < 0) {
+        return false;
+    }
+    return poll(&p, 1, (int)MIN(left, 1000)) > 0;
+}
+
+static int sw_accept(WeftNode *n)
+{
+    int64_t end = deadline();
+    int fd;
+
+    while (!wait_fd(n->listen_fd, POLLIN, end)) {
+        check_deadline(end, "the device to connect to the switch socket");
+    }
+    fd = accept(n->listen_fd, NULL, NULL);
+    g_assert_cmpint(fd, >=, 0);
+    return fd;
+}
+
+static void read_full(int fd, void *buf, size_t len, const char *what)
+{
+    int64_t end = deadline();
+    size_t got = 0;
+
+    while (got < len) {
+        ssize_t r;
+
+        if (!wait_fd(fd, POLLIN, end)) {
+            check_deadline(end, what);
+            continue;
+        }
+        r = read(fd, (uint8_t *)buf + got, len - got);
+        if (r == 0) {
+            g_error("weft-test: connection closed while reading %s", what);
+        }
+        if (r < 0 && errno != EINTR && errno != EAGAIN) {
+            g_error("weft-test: read error %s while reading %s",
+                    strerror(errno), what);
+        }
+        if (r > 0) {
+            got += r;
+        }
+    }
+}
+
+static void write_full(int fd, const void *buf, size_t len)
+{
+    size_t done = 0;
+
+    while (done < len) {
+        ssize_t r = write(fd, (const uint8_t *)buf + done, len - done);
+
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        g_assert_cmpint(r, >, 0);
+        done += r;
+    }
+}
+
+/* Reads one frame; returns the packet length. */
+static size_t sw_read_frame(int fd, uint8_t *pkt, const char *what)
+{
+    uint8_t pre[WEFT_WIRE_LEN_PREFIX];
+    uint32_t len;
+
+    read_full(fd, pre, sizeof(pre), what);
+    len = ldl_le_p(pre);
+    g_assert_cmpuint(len, >=, WEFT_WIRE_HDR_SIZE);
+    g_assert_cmpuint(len, <=, WEFT_WIRE_MAX_FRAME);
+    read_full(fd, pkt, len, what);
+    return len;
+}
+
+static void sw_write_frame(int fd, const void *pkt, size_t len)
+{
+    uint8_t pre[WEFT_WIRE_LEN_PREFIX];
+
+    stl_le_p(pre, len);
+    write_full(fd, pre, sizeof(pre));
+    write_full(fd, pkt, len);
+}
+
+static bool sw_frame_ready(int fd)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+
+    return poll(&p, 1, 0) > 0;
+}
+
+/* ---- one QEMU with one weft device ----------------------------------- */
+
+static void save_dev(QPCIDevice *dev, int devfn, void *data)
+{
+    QPCIDevice **out = data;
+
+    g_assert_null(*out);
+    *out = dev;
+}
+
+static uint64_t reg_read(WeftNode *n, uint64_t off)
+{
+    return qpci_io_readq(n->dev, n->regs, off);
+}
+
+static void reg_write(WeftNode *n, uint64_t off, uint64_t val)
+{
+    qpci_io_writeq(n->dev, n->regs, off, val);
+}
+
+static uint64_t counter(WeftNode *n, unsigned int c)
+{
+    return reg_read(n, WEFT_REG_CNT(c));
+}
+
+static uint64_t db_read(WeftNode *n, unsigned int w, uint64_t reg)
+{
+    return qpci_io_readq(n->dev, n->db, (uint64_t)w * WEFT_DB_PAGE_SIZE + reg);
+}
+
+static void db_write(WeftNode *n, unsigned int w, uint64_t reg, uint64_t val)
+{
+    qpci_io_writeq(n->dev, n->db, (uint64_t)w * WEFT_DB_PAGE_SIZE + reg, val);
+}
+
+/* Accepts the device's connection and answers its HELLO with status. */
+static void sw_handshake(WeftNode *n, uint16_t status)
+{
+    uint8_t pkt[WEFT_WIRE_MAX_FRAME];
+    struct weft_wire_hdr h;
+    size_t len;
+
+    n->conn_fd = sw_accept(n);
+    len = sw_read_frame(n->conn_fd, pkt, "the device's HELLO");
+    g_assert_cmpuint(len, ==, WEFT_WIRE_HDR_SIZE);
+    memcpy(&h, pkt, sizeof(h));
+    g_assert_cmpuint(h.version, ==, WEFT_WIRE_VERSION);
+    g_assert_cmpuint(h.type, ==, WEFT_PKT_HELLO);
+    g_assert_cmpuint(le16_to_cpu(h.src_node), ==, n->node);
+    g_assert_cmphex(le32_to_cpu(h.key), ==, WEFT_WIRE_HELLO_MAGIC);
+
+    memset(&h, 0, sizeof(h));
+    h.version = WEFT_WIRE_VERSION;
+    h.type = WEFT_PKT_HELLO_ACK;
+    h.dst_node = cpu_to_le16(n->node);
+    h.status = cpu_to_le16(status);
+    sw_write_frame(n->conn_fd, &h, sizeof(h));
+}
+
+static void wait_link(WeftNode *n, bool up)
+{
+    int64_t end = deadline();
+
+    while (!!(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_LINK_UP) != up) {
+        check_deadline(end, up ? "STATUS.LINK_UP" : "STATUS link down");
+        g_usleep(1000);
+    }
+}
+
+/* Enables the device and maps its BARs and MSI-X (again after a reset). */
+static void node_map(WeftNode *n)
+{
+    qpci_device_enable(n->dev);
+    n->regs = qpci_iomap(n->dev, WEFT_BAR_REGS, &n->regs_size);
+    n->sram = qpci_iomap(n->dev, WEFT_BAR_SRAM, &n->sram_size);
+    n->db = qpci_iomap(n->dev, WEFT_BAR_DOORBELL, &n->db_size);
+    qpci_msix_enable(n->dev);
+}
+
+/*
+ * Starts QEMU with a weft device.  with_switch: the device's chardev
+ * connects to a socket the test listens on, and the handshake is done.
+ */
+static WeftNode *node_start(unsigned int node, bool with_switch,
+                            const char *extra)
+{
+    WeftNode *n = g_new0(WeftNode, 1);
+    g_autofree char *chr = NULL;
+
+    n->node = node;
+    n->conn_fd = -1;
+    n->listen_fd = -1;
+    n->log = g_strdup_printf("%s/qemu-node%u.log", tmpdir, node);
+    unlink(n->log);
+    if (with_switch) {
+        n->sock = g_strdup_printf("%s/switch-%u.sock", tmpdir, node);
+        n->listen_fd = sw_listen(n->sock);
+        chr = g_strdup_printf("-chardev socket,id=sw,path=%s,reconnect-ms=200",
+                              n->sock);
+    }
+    n->qts = qtest_initf("-machine pc -nodefaults -d guest_errors,invalid_mem -D %s "
+                         "-trace weft_dma_write %s "
+                         "-device weft,node-id=%u,windows=%u,rcxts=%u,"
+                         "handlers=%u%s %s",
+                         n->log, chr ? chr : "", node, TEST_WINDOWS,
+                         TEST_RCXTS, TEST_HANDLERS,
+                         with_switch ? ",chardev=sw" : "", extra ? extra : "");
+    pc_alloc_init(&n->alloc, n->qts, ALLOC_NO_FLAGS);
+    n->bus = qpci_new_pc(n->qts, &n->alloc);
+    qpci_device_foreach(n->bus, WEFT_PCI_VENDOR_ID, WEFT_PCI_DEVICE_ID,
+                        save_dev, &n->dev);
+    g_assert_nonnull(n->dev);
+    node_map(n);
+
+    if (with_switch) {
+        sw_handshake(n, WEFT_SW_OK);
+        wait_link(n, true);
+    }
+    return n;
+}
+
+static void node_stop(WeftNode *n)
+{
+    if (g_getenv("WEFT_QTEST_SHOW_LOG")) {
+        g_autofree char *text = read_log(n);
+
+        fprintf(stderr, "---- weft node %u log (%s) ----\n%s", n->node,
+                n->log, text);
+    }
+    qpci_msix_disable(n->dev);
+    g_free(n->dev);
+    qpci_free_pc(n->bus);
+    alloc_destroy(&n->alloc);
+    qtest_quit(n->qts);
+    if (n->conn_fd >= 0) {
+        close(n->conn_fd);
+    }
+    if (n->listen_fd >= 0) {
+        close(n->listen_fd);
+        unlink(n->sock);
+    }
+    g_free(n->sock);
+    unlink(n->log);
+    g_free(n->log);
+    g_free(n);
+}
+
+/* ---- guest-side set-up, as the driver would do it ---------------------- */
+
+static uint64_t alloc_zeroed(WeftNode *n, size_t len)
+{
+    uint64_t a = guest_alloc(&n->alloc, len);
+
+    g_assert_cmpuint(a, !=, 0);
+    qtest_memset(n->qts, a, 0, len);
+    return a;
+}
+
+static void sram_write_block(WeftNode *n, uint64_t off, const void *data,
+                             size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i += 8) {
+        qpci_io_writeq(n->dev, n->sram, off + i, ldq_le_p((const uint8_t *)data + i));
+    }
+}
+
+static void sram_read_block(WeftNode *n, uint64_t off, void *data, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i += 8) {
+        stq_le_p((uint8_t *)data + i, qpci_io_readq(n->dev, n->sram, off + i));
+    }
+}
+
+/* Writes window w's LMT through BAR 2, issues CMD_OPEN_WINDOW and
+ * returns CMD_STATUS. */
+static uint64_t open_window_at(WeftNode *n, unsigned int w, uint64_t send,
+                               uint64_t recv, uint32_t handler)
+{
+    struct weft_lmt l;
+
+    memset(&l, 0, sizeof(l));
+    l.window_id = w;
+    l.window_key = TEST_KEY;
+    l.send_fifo_real_address = send;
+    l.send_fifo_size = FIFO_LOG2;
+    l.send_mask = (1u << FIFO_LOG2) - 1;
+    l.recv_fifo_real_address = recv;
+    l.recv_fifo_size = FIFO_LOG2;
+    l.recv_mask = (1u << FIFO_LOG2) - 1;
+    l.send_quanta_size = WEFT_DEF_QUANTUM;
+    l.int_vect_data = handler;
+    l.recv_int_threshold = WEFT_THRESHOLD_OFF0;
+    l.send_int_threshold_hi = WEFT_THRESHOLD_OFF0;
+    sram_write_block(n, WEFT_SRAM_LMT_OFF(w), &l, sizeof(l));
+    reg_write(n, WEFT_REG_CMD_OPEN_WINDOW, w);
+    return reg_read(n, WEFT_REG_CMD_STATUS);
+}
+
+static void open_window(WeftNode *n, unsigned int w, uint32_t handler)
+{
+    size_t fifo = (size_t)WEFT_FRAME_SIZE << FIFO_LOG2;
+
+    n->send_fifo[w] = alloc_zeroed(n, fifo);
+    n->recv_fifo[w] = alloc_zeroed(n, fifo);
+    n->send_next[w] = 0;
+    g_assert_cmpuint(open_window_at(n, w, n->send_fifo[w], n->recv_fifo[w],
+                                    handler), ==, WEFT_CMD_OK);
+    g_assert_cmpuint(db_read(n, w, WEFT_DB_STATE), ==, WEFT_WIN_VALID);
+    g_assert_cmpuint(db_read(n, w, WEFT_DB_RECV_AVAIL), ==, 1u << FIFO_LOG2);
+}
+
+/* Event queue and interrupt handlers: every handler ready. */
+static void setup_interrupts(WeftNode *n)
+{
+    unsigned int h;
+
+    n->evq = alloc_zeroed(n, 64 * sizeof(struct weft_event));
+    reg_write(n, WEFT_REG_INT_CONFIG, TEST_HANDLERS);
+    reg_write(n, WEFT_REG_EVQ_BASE, n->evq);
+    reg_write(n, WEFT_REG_EVQ_SIZE, 6);
+    for (h = 0; h < TEST_HANDLERS; h++) {
+        reg_write(n, WEFT_REG_INT_READY, h);
+    }
+}
+
+/* True when the event queue holds an event of this type for window w. */
+static bool find_event(WeftNode *n, unsigned int type, unsigned int w)
+{
+    uint64_t prod = reg_read(n, WEFT_REG_EVQ_PROD), i;
+    struct weft_event ev;
+
+    for (i = 0; i < prod && i < 64; i++) {
+        qtest_memread(n->qts, n->evq + i * sizeof(ev), &ev, sizeof(ev));
+        g_assert_cmpuint(le32_to_cpu(ev.seq), ==, i + 1);
+        if (le16_to_cpu(ev.type) == type && le16_to_cpu(ev.window) == w) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Points MSI-X vector v at guest RAM so a delivered message is visible. */
+static uint64_t msix_to_ram(WeftNode *n, unsigned int v)
+{
+    uint64_t addr = alloc_zeroed(n, 64);
+    uint64_t e = n->dev->msix_table_off + v * PCI_MSIX_ENTRY_SIZE;
+
+    qpci_io_writel(n->dev, n->dev->msix_table_bar, e + PCI_MSIX_ENTRY_LOWER_ADDR,
+                   (uint32_t)addr);
+    qpci_io_writel(n->dev, n->dev->msix_table_bar, e + PCI_MSIX_ENTRY_UPPER_ADDR,
+                   addr >> 32);
+    qpci_io_writel(n->dev, n->dev->msix_table_bar, e + PCI_MSIX_ENTRY_DATA,
+                   0x5eed0000 | v);
+    qpci_io_writel(n->dev, n->dev->msix_table_bar, e + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+    return addr;
+}
+
+/* Writes a FIFO-mode send frame and rings START_TRANSMIT. */
+static void post_fifo(WeftNode *n, unsigned int w, uint16_t dst_node,
+                      uint16_t dst_window, const void *payload, uint16_t len)
+{
+    uint64_t slot = n->send_next[w]++ & ((1u << FIFO_LOG2) - 1);
+    uint64_t frame = n->send_fifo[w] + slot * WEFT_FRAME_SIZE;
+    struct weft_send_line line;
+
+    memset(&line, 0, sizeof(line));
+    line.hdr.dest_node = cpu_to_le16(dst_node);
+    line.hdr.dest_window = cpu_to_le16(dst_window);
+    line.hdr.length = cpu_to_le16(len);
+    line.hdr.type = WEFT_SF_FIFO;
+    qtest_memwrite(n->qts, frame + WEFT_FRAME_HDR_SIZE, payload, len);
+    qtest_memwrite(n->qts, frame, &line, sizeof(line));
+    db_write(n, w, WEFT_DB_START_TRANSMIT, 1);
+}
+
+/* Waits for the send frame posted last on window w to be marked done;
+ * returns its status. */
+static unsigned int wait_send_done(WeftNode *n, unsigned int w)
+{
+    uint64_t slot = (n->send_next[w] - 1) & ((1u << FIFO_LOG2) - 1);
+    uint64_t frame = n->send_fifo[w] + slot * WEFT_FRAME_SIZE;
+    int64_t end = deadline();
+    struct weft_send_hdr h;
+
+    for (;;) {
+        qtest_memread(n->qts, frame, &h, sizeof(h));
+        if (h.flags & WEFT_SF_DONE) {
+            return le16_to_cpu(h.status);
+        }
+        check_deadline(end, "the send frame to be marked done");
+        g_usleep(1000);
+    }
+}
+
+/* Relays every frame between the given nodes' connections until pred()
+ * holds (pred sees the nodes); the switch routes by dst_node. */
+typedef bool (*RelayDone)(WeftNode **nodes, int nr, void *opaque);
+
+static void relay_until(WeftNode **nodes, int nr, RelayDone done,
+                        void *opaque, const char *what)
+{
+    uint8_t pkt[WEFT_WIRE_MAX_FRAME];
+    int64_t end = deadline();
+    int i, j;
+
+    while (!done(nodes, nr, opaque)) {
+        bool moved = false;
+
+        for (i = 0; i < nr; i++) {
+            while (sw_frame_ready(nodes[i]->conn_fd)) {
+                size_t len = sw_read_frame(nodes[i]->conn_fd, pkt, what);
+                uint16_t dst = lduw_le_p(pkt + offsetof(struct weft_wire_hdr,
+                                                        dst_node));
+
+                for (j = 0; j < nr; j++) {
+                    if (nodes[j]->node == dst) {
+                        sw_write_frame(nodes[j]->conn_fd, pkt, len);
+                    }
+                }
+                moved = true;
+            }
+        }
+        check_deadline(end, what);
+        if (!moved) {
+            g_usleep(1000);
+        }
+    }
+}
+
+static bool recv_valid(WeftNode *n, unsigned int w, unsigned int slot,
+                       struct weft_recv_hdr *h)
+{
+    qtest_memread(n->qts, n->recv_fifo[w] + slot * WEFT_FRAME_SIZE, h,
+                  sizeof(*h));
+    return h->flags & WEFT_RF_VALID;
+}
+
+typedef struct RecvWait {
+    WeftNode *node;
+    unsigned int window;
+    unsigned int slot;
+} RecvWait;
+
+static bool relay_done_recv(WeftNode **nodes, int nr, void *opaque)
+{
+    RecvWait *rw = opaque;
+    struct weft_recv_hdr h;
+
+    return recv_valid(rw->node, rw->window, rw->slot, &h);
+}
+
+/* Checks in the device's DMA trace that the receive slot's payload lines
+ * were written before its header line. */
+static void check_header_last(WeftNode *n, uint64_t frame)
+{
+    g_autofree char *text = read_log(n);
+    g_autofree char *hdr = g_strdup_printf("DMA write 0x%" PRIx64 "+",
+                                           frame);
+    g_autofree char *payload = g_strdup_printf("DMA write 0x%" PRIx64 "+",
+                                               frame + WEFT_FRAME_HDR_SIZE);
+    const char *ph = strstr(text, hdr);
+    const char *pp = strstr(text, payload);
+
+    if (!ph || !pp) {
+        g_error("weft-test: no DMA trace of the receive frame 0x%" PRIx64
+                " in %s:\n%s", frame, n->log, text);
+    }
+    g_assert_cmpint(pp - text, <, ph - text);
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+static void test_identity(void)
+{
+    WeftNode *n = node_start(7, false, NULL);
+    uint64_t caps;
+
+    g_assert_cmphex(qpci_config_readw(n->dev, PCI_VENDOR_ID), ==,
+                    WEFT_PCI_VENDOR_ID);
+    g_assert_cmphex(qpci_config_readw(n->dev, PCI_DEVICE_ID), ==,
+                    WEFT_PCI_DEVICE_ID);
+    g_assert_cmphex(qpci_config_readb(n->dev, PCI_REVISION_ID), ==,
+                    WEFT_PCI_REVISION);
+    g_assert_cmphex(qpci_config_readw(n->dev, PCI_CLASS_DEVICE), ==,
+                    WEFT_PCI_CLASS);
+    g_assert_cmpuint(n->regs_size, ==, WEFT_REGS_SIZE);
+    g_assert_cmpuint(n->db_size, >=, TEST_WINDOWS * WEFT_DB_PAGE_SIZE);
+    g_assert_cmpuint(n->sram_size, >=,
+                     WEFT_SRAM_RCXT_OFF(TEST_RCXTS));
+    g_assert_cmpuint(qpci_msix_table_size(n->dev), ==, TEST_HANDLERS);
+
+    g_assert_cmphex(reg_read(n, WEFT_REG_ID), ==,
+                    WEFT_ID_MAGIC | ((uint64_t)WEFT_HW_VERSION << 32));
+    g_assert_cmphex(qpci_io_readl(n->dev, n->regs, WEFT_REG_ID), ==,
+                    WEFT_ID_MAGIC);
+    g_assert_cmphex(qpci_io_readl(n->dev, n->regs, WEFT_REG_ID + 4), ==,
+                    WEFT_HW_VERSION);
+    caps = reg_read(n, WEFT_REG_CAPS);
+    g_assert_cmpuint(WEFT_CAPS_WINDOWS(caps), ==, TEST_WINDOWS);
+    g_assert_cmpuint(WEFT_CAPS_TASKS(caps), ==, WEFT_NR_TASKS);
+    g_assert_cmpuint(WEFT_CAPS_TCE_TABLES(caps), ==, WEFT_NR_TCE_TABLES);
+    g_assert_cmpuint(WEFT_CAPS_HANDLERS(caps), ==, TEST_HANDLERS);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_NR_RCXT), ==, TEST_RCXTS);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_NODE_ID), ==, 7);
+    /* No chardev: ready, link down. */
+    g_assert_cmphex(reg_read(n, WEFT_REG_STATUS), ==, WEFT_STATUS_READY);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_ACTIVE_WIN0), ==, 0);
+    g_assert_cmpuint(counter(n, WEFT_CNT_GUEST_ERRORS), ==, 0);
+    node_stop(n);
+}
+
+static void test_open_window(void)
+{
+    WeftNode *n = node_start(3, false, NULL);
+    size_t fifo = (size_t)WEFT_FRAME_SIZE << FIFO_LOG2;
+    uint64_t send = alloc_zeroed(n, fifo), recv = alloc_zeroed(n, fifo);
+    struct weft_lmt l;
+
+    /* Never opened: INVALID. */
+    g_assert_cmpuint(db_read(n, 1, WEFT_DB_STATE), ==, WEFT_WIN_INVALID);
+    g_assert_cmpuint(open_window_at(n, 1, send, recv, 0), ==, WEFT_CMD_OK);
+    g_assert_cmpuint(db_read(n, 1, WEFT_DB_STATE), ==, WEFT_WIN_VALID);
+    g_assert_cmpuint(db_read(n, 1, WEFT_DB_RECV_AVAIL), ==, 1u << FIFO_LOG2);
+    g_assert_cmpuint(db_read(n, 1, WEFT_DB_SEND_READY), ==, 0);
+
+    /* The adapter initialised the LMT it validated; SRAM reads it back. */
+    sram_read_block(n, WEFT_SRAM_LMT_OFF(1), &l, sizeof(l));
+    g_assert_cmpuint(l.window_state, ==, WEFT_WIN_VALID);
+    g_assert_cmpuint(l.window_key, ==, TEST_KEY);
+    g_assert_cmphex(l.send_fifo_real_address, ==, send);
+    g_assert_cmpuint(l.recv_fifo_avail_slots, ==, 1u << FIFO_LOG2);
+
+    /* Opening it again is refused. */
+    reg_write(n, WEFT_REG_CMD_OPEN_WINDOW, 1);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_CMD_STATUS), ==, WEFT_CMD_EBUSY);
+
+    /* An LMT whose masks disagree with its sizes is refused. */
+    memset(&l, 0, sizeof(l));
+    l.window_id = 2;
+    l.window_key = TEST_KEY;
+    l.send_fifo_real_address = send;
+    l.recv_fifo_real_address = recv;
+    l.send_fifo_size = l.recv_fifo_size = FIFO_LOG2;
+    l.send_mask = 1;
+    l.recv_mask = (1u << FIFO_LOG2) - 1;
+    l.send_quanta_size = 1;
+    sram_write_block(n, WEFT_SRAM_LMT_OFF(2), &l, sizeof(l));
+    reg_write(n, WEFT_REG_CMD_OPEN_WINDOW, 2);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_CMD_STATUS), ==, WEFT_CMD_EBADLMT);
+    g_assert_cmpuint(db_read(n, 2, WEFT_DB_STATE), ==, WEFT_WIN_INVALID);
+
+    /* Close. */
+    reg_write(n, WEFT_REG_CMD_CLOSE_WINDOW, 1);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_CMD_STATUS), ==, WEFT_CMD_OK);
+    g_assert_cmpuint(db_read(n, 1, WEFT_DB_STATE), ==, WEFT_WIN_CLOSED);
+
+    /* The RESET register puts every window back to INVALID ... */
+    g_assert_cmpuint(open_window_at(n, 1, send, recv, 0), ==, WEFT_CMD_OK);
+    reg_write(n, WEFT_REG_RESET, WEFT_RESET_MAGIC);
+    g_assert_cmpuint(db_read(n, 1, WEFT_DB_STATE), ==, WEFT_WIN_INVALID);
+
+    /* ... and so does a PCI reset of the machine. */
+    g_assert_cmpuint(open_window_at(n, 1, send, recv, 0), ==, WEFT_CMD_OK);
+    qtest_qmp_assert_success(n->qts, "{ 'execute': 'system_reset' }");
+    qtest_qmp_eventwait(n->qts, "RESET");
+    node_map(n);
+    g_assert_cmpuint(db_read(n, 1, WEFT_DB_STATE), ==, WEFT_WIN_INVALID);
+    g_assert_cmphex(reg_read(n, WEFT_REG_STATUS), ==, WEFT_STATUS_READY);
+    node_stop(n);
+}
+
+/* A FIFO packet from window 0 to window 1 of the same node, relayed by
+ * the test's switch back into the same device. */
+static void test_fifo_loopback(void)
+{
+    WeftNode *n = node_start(5, true, NULL);
+    static const char msg[] = "weft loopback packet";
+    RecvWait rw = { .node = n, .window = 1, .slot = 0 };
+    struct weft_recv_hdr h;
+    char buf[sizeof(msg)];
+
+    setup_interrupts(n);
+    open_window(n, 0, 0);
+    open_window(n, 1, 2);
+    db_write(n, 1, WEFT_DB_RECV_THRESHOLD, 1);
+
+    post_fifo(n, 0, 5, 1, msg, sizeof(msg));
+    relay_until(&n, 1, relay_done_recv, &rw, "the loopback packet");
+    g_assert_cmpuint(wait_send_done(n, 0), ==, WEFT_R_OK);
+
+    g_assert_true(recv_valid(n, 1, 0, &h));
+    g_assert_cmpuint(h.type, ==, WEFT_RF_FIFO);
+    g_assert_cmpuint(le16_to_cpu(h.length), ==, sizeof(msg));
+    g_assert_cmpuint(le16_to_cpu(h.src_node), ==, 5);
+    g_assert_cmpuint(le16_to_cpu(h.src_window), ==, 0);
+    qtest_memread(n->qts, n->recv_fifo[1] + WEFT_FRAME_HDR_SIZE, buf,
+                  sizeof(buf));
+    g_assert_cmpstr(buf, ==, msg);
+    check_header_last(n, n->recv_fifo[1]);
+
+    g_assert_cmpuint(db_read(n, 1, WEFT_DB_RECV_COUNT), ==, 1);
+    g_assert_cmpuint(db_read(n, 1, WEFT_DB_RECV_AVAIL), ==,
+                     (1u << FIFO_LOG2) - 1);
+    g_assert_cmpuint(counter(n, WEFT_CNT_TX_PACKETS), ==, 1);
+    g_assert_cmpuint(counter(n, WEFT_CNT_RX_FIFO_PACKETS), ==, 1);
+
+    /* The receive threshold event is in the event queue, and its
+     * interrupt went to window 1's handler (2): that vector is masked
+     * after reset, so its PBA bit is pending. */
+    g_assert_true(find_event(n, WEFT_EV_RECV_THRESHOLD, 1));
+    g_assert_true(qpci_msix_pending(n->dev, 2));
+    g_assert_cmphex(reg_read(n, WEFT_REG_INT_PENDING) & (1u << 2), !=, 0);
+    node_stop(n);
+}
+
+typedef struct MsiWait {
+    WeftNode *node;
+    uint64_t addr;
+} MsiWait;
+
+static bool relay_done_msi(WeftNode **nodes, int nr, void *opaque)
+{
+    MsiWait *mw = opaque;
+
+    return qtest_readl(mw->node->qts, mw->addr) != 0;
+}
+
+/* A FIFO packet between two QEMU instances, with the MSI-X message
+ * written into guest RAM of the receiver. */
+static void test_fifo_two_nodes(void)
+{
+    WeftNode *a = node_start(1, true, NULL);
+    WeftNode *b = node_start(2, true, NULL);
+    WeftNode *both[2] = { a, b };
+    uint8_t payload[WEFT_MAX_PAYLOAD], buf[WEFT_MAX_PAYLOAD];
+    struct weft_recv_hdr h;
+    MsiWait mw;
+    unsigned int i;
+
+    for (i = 0; i < sizeof(payload); i++) {
+        payload[i] = (uint8_t)(i * 7 + 3);
+    }
+    setup_interrupts(b);
+    open_window(a, 2, 0);
+    open_window(b, 3, 1);
+    db_write(b, 3, WEFT_DB_RECV_THRESHOLD, 1);
+    mw.node = b;
+    mw.addr = msix_to_ram(b, 1);
+
+    post_fifo(a, 2, 2, 3, payload, sizeof(payload));
+    relay_until(both, 2, relay_done_msi, &mw, "the MSI-X message on node 2");
+    g_assert_cmphex(qtest_readl(b->qts, mw.addr), ==, 0x5eed0001);
+
+    g_assert_true(recv_valid(b, 3, 0, &h));
+    g_assert_cmpuint(le16_to_cpu(h.length), ==, sizeof(payload));
+    g_assert_cmpuint(le16_to_cpu(h.src_node), ==, 1);
+    g_assert_cmpuint(le16_to_cpu(h.src_window), ==, 2);
+    qtest_memread(b->qts, b->recv_fifo[3] + WEFT_FRAME_HDR_SIZE, buf,
+                  sizeof(buf));
+    g_assert_cmpmem(buf, sizeof(buf), payload, sizeof(payload));
+    check_header_last(b, b->recv_fifo[3]);
+    g_assert_cmpuint(wait_send_done(a, 2), ==, WEFT_R_OK);
+    g_assert_cmpuint(counter(a, WEFT_CNT_TX_FIFO_PACKETS), ==, 1);
+    g_assert_cmpuint(counter(b, WEFT_CNT_RX_FIFO_PACKETS), ==, 1);
+    node_stop(a);
+    node_stop(b);
+}
+
+/* ---- RDMA ------------------------------------------------------------------ */
+
+#define RDMA_PVO_KEY    0x1234
+#define RDMA_TABLE      3
+#define RDMA_PAGES      4
+#define RDMA_LEN        (3 * 4096 + 100)
+
+/* Registers TCE table RDMA_TABLE over a fresh buffer of RDMA_PAGES 4 KiB
+ * pages owned by TEST_KEY; returns the buffer's guest address. */
+static uint64_t map_buffer(WeftNode *n, uint64_t *pvo)
+{
+    uint64_t buf = alloc_zeroed(n, RDMA_PAGES * 4096);
+    uint64_t table = alloc_zeroed(n, RDMA_PAGES * 8);
+    unsigned int i;
+
+    *pvo = weft_pvo_make(RDMA_PVO_KEY, RDMA_TABLE, 0);
+    for (i = 0; i < RDMA_PAGES; i++) {
+        qtest_writeq(n->qts, table + i * 8,
+                     weft_tce_make(weft_pvo_tce_key(*pvo),
+                                   (buf >> WEFT_PAGE_SHIFT_4K) + i));
+    }
+    reg_write(n, WEFT_REG_TCE_BASE(RDMA_TABLE), table);
+    reg_write(n, WEFT_REG_TCE_CFG(RDMA_TABLE),
+              WEFT_TCE_CFG(RDMA_PAGES, WEFT_PAGE_SHIFT_4K));
+    reg_write(n, WEFT_REG_TCE_OWNER(RDMA_TABLE),
+              TEST_KEY | WEFT_TCE_OWNER_VALID);
+    return buf;
+}
+
+static void acquire_rcxt(WeftNode *n, uint32_t r, unsigned int w)
+{
+    uint16_t key = reg_read(n, WEFT_REG_RECOVERY_COUNT);
+
+    reg_write(n, WEFT_REG_CMD_ACQUIRE_RCXT, WEFT_ACQ(r, w, key));
+    g_assert_cmpuint(reg_read(n, WEFT_REG_CMD_STATUS), ==, WEFT_CMD_OK);
+}
+
+typedef struct CompWait {
+    WeftNode *a, *b;
+} CompWait;
+
+static bool relay_done_completions(WeftNode **nodes, int nr, void *opaque)
+{
+    CompWait *cw = opaque;
+    struct weft_recv_hdr ha, hb;
+
+    return recv_valid(cw->a, 1, 0, &ha) && recv_valid(cw->b, 2, 0, &hb);
+}
+
+static void test_rdma_write(void)
+{
+    WeftNode *a = node_start(10, true, NULL);
+    WeftNode *b = node_start(11, true, NULL);
+    WeftNode *both[2] = { a, b };
+    uint64_t pvo_a, pvo_b, buf_a, buf_b, frame;
+    g_autofree uint8_t *data = g_malloc(RDMA_LEN);
+    g_autofree uint8_t *got = g_malloc(RDMA_LEN + 16);
+    struct weft_send_line line;
+    struct weft_recv_hdr h;
+    CompWait cw = { a, b };
+    unsigned int i;
+
+    for (i = 0; i < RDMA_LEN; i++) {
+        data[i] = (uint8_t)(i ^ (i >> 8) ^ 0x5a);
+    }
+    open_window(a, 1, 0);
+    open_window(b, 2, 0);
+    buf_a = map_buffer(a, &pvo_a);
+    buf_b = map_buffer(b, &pvo_b);
+    qtest_memwrite(a->qts, buf_a, data, RDMA_LEN);
+    acquire_rcxt(a, 5, 1);
+    acquire_rcxt(b, 9, 2);
+
+    /* RDMAW of RDMA_LEN bytes from a:buf_a to b:buf_b + 8. */
+    memset(&line, 0, sizeof(line));
+    line.hdr.dest_node = cpu_to_le16(11);
+    line.hdr.dest_window = cpu_to_le16(2);
+    line.hdr.type = WEFT_SF_RDMAW;
+    line.rdma.local_pvo = cpu_to_le64(pvo_a);
+    line.rdma.remote_pvo = cpu_to_le64(pvo_b + 8);
+    line.rdma.length = cpu_to_le64(RDMA_LEN);
+    line.rdma.local_rcxt = cpu_to_le32(5);
+    line.rdma.remote_rcxt = cpu_to_le32(9);
+    line.rdma.remote_rcxt_key = cpu_to_le16(reg_read(b, WEFT_REG_RECOVERY_COUNT));
+    line.rdma.notify = WEFT_NOTIFY_BOTH;
+    line.rdma.tid = cpu_to_le32(1);
+    line.rdma.user_cookie = cpu_to_le64(0xc00c1e);
+    frame = a->send_fifo[1];
+    qtest_memwrite(a->qts, frame, &line, sizeof(line));
+    a->send_next[1] = 1;
+    db_write(a, 1, WEFT_DB_START_TRANSMIT, 1);
+
+    relay_until(both, 2, relay_done_completions, &cw,
+                "RDMA write completions on both nodes");
+
+    qtest_memread(b->qts, buf_b, got, RDMA_LEN + 16);
+    for (i = 0; i < 8; i++) {
+        g_assert_cmpuint(got[i], ==, 0);
+    }
+    g_assert_cmpmem(got + 8, RDMA_LEN, data, RDMA_LEN);
+    for (i = RDMA_LEN + 8; i < RDMA_LEN + 16; i++) {
+        g_assert_cmpuint(got[i], ==, 0);
+    }
+
+    /* Completion at the source (initiator) window ... */
+    g_assert_true(recv_valid(a, 1, 0, &h));
+    g_assert_cmpuint(h.type, ==, WEFT_RF_COMPLETION);
+    g_assert_cmphex(h.flags & WEFT_RF_AS_SOURCE, !=, 0);
+    g_assert_cmpuint(le16_to_cpu(h.status), ==, WEFT_R_OK);
+    g_assert_cmpuint(le32_to_cpu(h.rcxt), ==, 5);
+    g_assert_cmpuint(le32_to_cpu(h.tid), ==, 1);
+    g_assert_cmpuint(le64_to_cpu(h.total_length), ==, RDMA_LEN);
+    g_assert_cmphex(le64_to_cpu(h.user_cookie), ==, 0xc00c1e);
+    /* ... and at the target window. */
+    g_assert_true(recv_valid(b, 2, 0, &h));
+    g_assert_cmpuint(h.type, ==, WEFT_RF_COMPLETION);
+    g_assert_cmphex(h.flags & WEFT_RF_AS_TARGET, !=, 0);
+    g_assert_cmpuint(le16_to_cpu(h.status), ==, WEFT_R_OK);
+    g_assert_cmpuint(le32_to_cpu(h.rcxt), ==, 9);
+    g_assert_cmpuint(le64_to_cpu(h.total_length), ==, RDMA_LEN);
+
+    g_assert_cmpuint(counter(a, WEFT_CNT_RDMAW_STARTED), ==, 1);
+    g_assert_cmpuint(counter(b, WEFT_CNT_RDMAW_DONE), ==, 1);
+    g_assert_cmpuint(counter(a, WEFT_CNT_TX_PACKETS), >=,
+                     DIV_ROUND_UP(RDMA_LEN, WEFT_MAX_PAYLOAD));
+    node_stop(a);
+    node_stop(b);
+}
+
+/* ---- link --------------------------------------------------------------- */
+
+/* Without a switch the device keeps working and counts what it drops. */
+static void test_link_absent(void)
+{
+    WeftNode *n = node_start(4, false, NULL);
+    static const char msg[] = "nobody listens";
+
+    open_window(n, 0, 0);
+    post_fifo(n, 0, 9, 0, msg, sizeof(msg));
+    g_assert_cmpuint(wait_send_done(n, 0), ==, WEFT_R_NO_LINK);
+    g_assert_cmpuint(counter(n, WEFT_CNT_DROP(WEFT_R_NO_LINK)), ==, 1);
+    g_assert_cmpuint(counter(n, WEFT_CNT_TX_PACKETS), ==, 0);
+    g_assert_cmphex(reg_read(n, WEFT_REG_ID) & 0xffffffffu, ==, WEFT_ID_MAGIC);
+    node_stop(n);
+}
+
+/* The switch goes away and comes back; a corrupt frame drops the
+ * connection; a refused HELLO keeps the link down. */
+static void test_link_reconnect(void)
+{
+    WeftNode *n = node_start(6, true, NULL);
+    static const char msg[] = "after reconnect";
+    RecvWait rw = { .node = n, .window = 1, .slot = 0 };
+    uint8_t bad[WEFT_WIRE_LEN_PREFIX];
+
+    close(n->conn_fd);
+    n->conn_fd = -1;
+    wait_link(n, false);
+
+    /* Refused HELLO: the link stays down. */
+    sw_handshake(n, WEFT_SW_NODE_IN_USE);
+    wait_log(n, "refused the HELLO");
+    g_assert_cmphex(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_LINK_UP, ==, 0);
+    close(n->conn_fd);
+
+    /* The device reconnects by itself; a frame longer than the maximum
+     * makes it drop the connection. */
+    sw_handshake(n, WEFT_SW_OK);
+    wait_link(n, true);
+    stl_le_p(bad, WEFT_WIRE_MAX_FRAME + 1);
+    write_full(n->conn_fd, bad, sizeof(bad));
+    wait_log(n, "bad frame length");
+    wait_link(n, false);
+    close(n->conn_fd);
+
+    sw_handshake(n, WEFT_SW_OK);
+    wait_link(n, true);
+    open_window(n, 0, 0);
+    open_window(n, 1, 0);
+    post_fifo(n, 0, 6, 1, msg, sizeof(msg));
+    relay_until(&n, 1, relay_done_recv, &rw, "a packet after reconnecting");
+    node_stop(n);
+}
+
+/* ---- misuse ---------------------------------------------------------------- */
+
+static void assert_alive(WeftNode *n)
+{
+    g_assert_cmphex(reg_read(n, WEFT_REG_ID), ==,
+                    WEFT_ID_MAGIC | ((uint64_t)WEFT_HW_VERSION << 32));
+}
+
+static void test_misuse(void)
+{
+    WeftNode *n = node_start(8, false, NULL);
+    g_autofree char *evq_msg = NULL;
+    uint64_t errors = 0;
+
+    /* Past the registers of BAR 0 (still inside the BAR). */
+    g_assert_cmpuint(reg_read(n, 0x8000), ==, 0);
+    reg_write(n, 0xf000, 0x1234);
+    wait_log(n, "weft: regs: write to unknown offset 0xf000");
+    g_assert_cmpuint(counter(n, WEFT_CNT_GUEST_ERRORS), >=, errors + 2);
+    errors = counter(n, WEFT_CNT_GUEST_ERRORS);
+    /* A write to a read-only register. */
+    reg_write(n, WEFT_REG_ID, 0);
+    wait_log(n, "write to read-only ID");
+    assert_alive(n);
+
+    /* Misaligned and 2-byte accesses: refused by QEMU's memory core. */
+    qpci_io_readl(n->dev, n->regs, 0x2);
+    wait_log(n, "region 'weft-regs', reason: invalid size");
+    qpci_io_writew(n->dev, n->db, 0, 1);
+    wait_log(n, "region 'weft-doorbells', reason: invalid size");
+    assert_alive(n);
+
+    /* Bad SRAM indices: beyond the used SRAM, a bad rCxt and window. */
+    g_assert_cmpuint(qpci_io_readq(n->dev, n->sram, n->sram_size - 8), ==, 0);
+    wait_log(n, "sram: read beyond the used SRAM");
+    qpci_io_writeq(n->dev, n->sram, WEFT_SRAM_RCXT_OFF(TEST_RCXTS), 1);
+    wait_log(n, "sram: write beyond the used SRAM");
+    reg_write(n, WEFT_REG_CMD_ACQUIRE_RCXT, WEFT_ACQ(TEST_RCXTS, 0, 0));
+    g_assert_cmpuint(reg_read(n, WEFT_REG_CMD_STATUS), ==, WEFT_CMD_EINVAL);
+    wait_log(n, "weft: CMD_ACQUIRE_RCXT: command refused");
+    reg_write(n, WEFT_REG_CMD_OPEN_WINDOW, TEST_WINDOWS);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_CMD_STATUS), ==, WEFT_CMD_EINVAL);
+    wait_log(n, "weft: CMD_OPEN_WINDOW: command refused");
+    assert_alive(n);
+
+    /* Doorbells of a closed window and of a window that does not exist. */
+    open_window(n, 1, 0);
+    reg_write(n, WEFT_REG_CMD_CLOSE_WINDOW, 1);
+    g_assert_cmpuint(db_read(n, 1, WEFT_DB_STATE), ==, WEFT_WIN_CLOSED);
+    db_write(n, 1, WEFT_DB_START_TRANSMIT, 1);
+    wait_log(n, "weft: START_TRANSMIT: doorbell discarded");
+    g_assert_cmpuint(db_read(n, 1, WEFT_DB_SEND_READY), ==, 0);
+    db_write(n, 2, WEFT_DB_RETURN_SLOTS, 1);
+    g_assert_cmpint(count_in_log(n, "doorbell discarded"), ==, 2);
+    if (n->db_size > TEST_WINDOWS * WEFT_DB_PAGE_SIZE) {
+        db_write(n, TEST_WINDOWS, WEFT_DB_START_TRANSMIT, 1);
+        wait_log(n, "doorbell: write beyond the last window");
+    }
+    db_read(n, 0, WEFT_DB_START_TRANSMIT);
+    wait_log(n, "doorbell: read of write-only START_TRANSMIT");
+    assert_alive(n);
+
+    /*
+     * DMA outside guest RAM.  The event queue is put on the device's own
+     * registers (MMIO, not RAM), and window 3's send FIFO far beyond RAM:
+     * StartTransmit makes the adapter read the frame (refused), which is
+     * a window fatal error whose event write is refused as well.
+     */
+    reg_write(n, WEFT_REG_INT_CONFIG, TEST_HANDLERS);
+    reg_write(n, WEFT_REG_EVQ_BASE, n->regs.addr);
+    reg_write(n, WEFT_REG_EVQ_SIZE, 4);
+    reg_write(n, WEFT_REG_INT_READY, 0);
+    g_assert_cmpuint(open_window_at(n, 3, 0x7f0000000000ull,
+                                    alloc_zeroed(n, WEFT_FRAME_SIZE << FIFO_LOG2),
+                                    0), ==, WEFT_CMD_OK);
+    db_write(n, 3, WEFT_DB_START_TRANSMIT, 1);
+    wait_log(n, "DMA read of 128 bytes at 0x7f0000000000 outside guest RAM");
+    evq_msg = g_strdup_printf("DMA write of %zu bytes at 0x%" PRIx64
+                              " outside guest RAM", sizeof(struct weft_event),
+                              n->regs.addr);
+    wait_log(n, evq_msg);
+    g_assert_cmpuint(db_read(n, 3, WEFT_DB_STATE), ==, WEFT_WIN_FATAL);
+    g_assert_cmpuint(counter(n, WEFT_CNT_WINDOW_FATAL), ==, 1);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_EVQ_PROD), ==, 0);
+    assert_alive(n);
+    g_assert_cmpuint(counter(n, WEFT_CNT_GUEST_ERRORS), >, errors);
+    node_stop(n);
+}
+
+int main(int argc, char **argv)
+{
+    int r;
+
+    g_test_init(&argc, &argv, NULL);
+    tmpdir = g_dir_make_tmp("weft-qtest-XXXXXX", NULL);
+    g_assert_nonnull(tmpdir);
+
+    qtest_add_func("/weft/identity", test_identity);
+    qtest_add_func("/weft/open-window", test_open_window);
+    qtest_add_func("/weft/fifo/loopback", test_fifo_loopback);
+    qtest_add_func("/weft/fifo/two-nodes", test_fifo_two_nodes);
+    qtest_add_func("/weft/rdma/write", test_rdma_write);
+    qtest_add_func("/weft/link/absent", test_link_absent);
+    qtest_add_func("/weft/link/reconnect", test_link_reconnect);
+    qtest_add_func("/weft/misuse", test_misuse);
+
+    r = g_test_run();
+    rmdir(tmpdir);
+    g_free(tmpdir);
+    return r;
+}
