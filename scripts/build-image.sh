@@ -79,7 +79,7 @@ if [ "$with_driver" = 1 ]; then
 	[ -x "$S/build-driver.sh" ] ||
 		weft_die "scripts/build-driver.sh is missing: weft.ko cannot be built (use --without-driver for a boot-only image)"
 	weft_log "image: building weft.ko (scripts/build-driver.sh)"
-	"$S/build-driver.sh" >"$work/driver.out" 2>"$work/driver.err" ||
+	"$S/build-driver.sh" --no-6.1 >"$work/driver.out" 2>"$work/driver.err" ||
 		{ tail -30 "$work/driver.err" >&2; weft_die "scripts/build-driver.sh failed"; }
 	ko=$(grep -E '\.ko$' "$work/driver.out" | tail -n1)
 	{ [ -n "$ko" ] && [ -f "$ko" ]; } || weft_die "scripts/build-driver.sh printed no existing .ko path"
