@@ -44,7 +44,7 @@ struct weft_win {
 
 struct weft_pkt {
 	uint32_t len;
-	uint8_t data[WEFT_WIRE_MAX_FRAME];
+	_Alignas(8) uint8_t data[WEFT_WIRE_MAX_FRAME];
 };
 
 /* Received-chunk bitmap of an rCxt in the RECEIVING state. */

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fake-ops harness for the core unit tests: guest memory array, a log of
+ * DMA writes (for header-last checks), captured transmitted packets that
+ * can be fed into a second core, and an interrupt log.  It drives the core
+ * only through its MMIO entry points, as a driver would.
+ */
+#ifndef WEFT_TEST_HARNESS_H
+#define WEFT_TEST_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "weft_core.h"
+
+#define H_MEM_BASE      0x100000ull     /* guest RAM starts here */
+#define H_MEM_SIZE      (16ull << 20)
+#define H_MAX_TX        4096u
+#define H_MAX_WLOG      65536u
+#define H_MAX_IRQ       1024u
+#define H_EVQ_LOG2      6u
+
+struct h_wlog {
+	uint64_t addr;
+	size_t len;
+};
+
+struct h_pkt {
+	size_t len;
+	_Alignas(8) uint8_t data[WEFT_WIRE_MAX_FRAME];
+};
+
+struct h_node {
+	struct weft_core *c;
+	uint16_t id;
+	uint8_t *mem;
+	uint64_t brk;                   /* bump allocator, guest address */
+	struct h_wlog *wlog;
+	size_t nwlog;
+	struct h_pkt *tx;
+	size_t ntx;
+	int xmit_rc;                    /* forced xmit result (0 = take) */
+	unsigned int irq[H_MAX_IRQ];
+	size_t nirq;
+	unsigned int kicks;
+	unsigned int guest_errors;      /* GUEST_ERROR traces */
+	unsigned int named_reg_traces;  /* register traces with a name */
+	unsigned int reg_traces;
+	uint64_t evq;                   /* event queue guest address */
+	uint64_t evq_seen;
+	/* per window: FIFOs and the user's producer/consumer indexes */
+	uint64_t sfifo[WEFT_MAX_WINDOWS], rfifo[WEFT_MAX_WINDOWS];
+	uint32_t sprod[WEFT_MAX_WINDOWS], rcons[WEFT_MAX_WINDOWS];
+};
+
+extern unsigned int h_failures;
+extern unsigned int h_checks;
+
+#define CHECK(cond, ...) do { \
+	h_checks++; \
+	if (!(cond)) { \
+		h_failures++; \
+		printf("  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+		printf(__VA_ARGS__); \
+		printf("\n"); \
+	} \
+} while (0)
+
+#define CHECK_EQ(a, b, what) do { \
+	unsigned long long _a = (unsigned long long)(a), _b = (unsigned long long)(b); \
+	h_checks++; \
+	if (_a != _b) { \
+		h_failures++; \
+		printf("  FAIL %s:%d: %s: got %llu (0x%llx), want %llu (0x%llx)\n", \
+		       __FILE__, __LINE__, what, _a, _a, _b, _b); \
+	} \
+} while (0)
+
+void h_init(struct h_node *n, uint16_t id, uint32_t nr_windows, uint32_t nr_rcxt,
+	    uint32_t handlers, uint32_t rxq);
+void h_fini(struct h_node *n);
+uint64_t h_alloc(struct h_node *n, uint64_t size, uint64_t align);
+void *h_ptr(struct h_node *n, uint64_t addr);
+
+uint64_t h_reg_r(struct h_node *n, uint64_t off);
+void h_reg_w(struct h_node *n, uint64_t off, uint64_t val);
+uint64_t h_cnt(struct h_node *n, unsigned int counter);
+uint64_t h_drops(struct h_node *n, unsigned int reason);
+void h_db_w(struct h_node *n, unsigned int w, uint64_t op, uint64_t val);
+uint64_t h_db_r(struct h_node *n, unsigned int w, uint64_t op);
+
+/* LMT/rCxt through the SRAM aperture. */
+void h_lmt_read(struct h_node *n, unsigned int w, struct weft_lmt *l);
+void h_lmt_write(struct h_node *n, unsigned int w, const struct weft_lmt *l);
+void h_rcxt_read(struct h_node *n, uint32_t r, struct weft_rcxt *x);
+
+/* Fill a valid LMT (FIFOs allocated in guest memory) without opening. */
+void h_lmt_prepare(struct h_node *n, unsigned int w, uint32_t key, unsigned int slog2,
+		   unsigned int rlog2, uint32_t quantum, struct weft_lmt *l);
+/* Prepare + CMD_OPEN_WINDOW; returns CMD_STATUS. */
+uint64_t h_open(struct h_node *n, unsigned int w, uint32_t key, unsigned int slog2,
+		unsigned int rlog2, uint32_t quantum);
+uint64_t h_cmd(struct h_node *n, uint64_t reg, uint64_t val);
+uint64_t h_acquire(struct h_node *n, uint32_t r, unsigned int w, uint16_t key);
+
+/* Send FIFO frames: written at the user's producer index, not rung. */
+uint64_t h_frame_addr(struct h_node *n, unsigned int w, uint32_t idx);
+void h_put_fifo(struct h_node *n, unsigned int w, uint16_t dest, uint16_t dwin,
+		const void *payload, uint16_t len, uint32_t forged_key);
+void h_put_rdma(struct h_node *n, unsigned int w, uint8_t type, uint16_t dest,
+		uint16_t dwin, const struct weft_rdma_req *q);
+void h_start(struct h_node *n, unsigned int w, uint32_t frames);
+/* Header line of send frame idx. */
+void h_send_line(struct h_node *n, unsigned int w, uint32_t idx, struct weft_send_line *s);
+
+/* Receive FIFO entry idx (frame = idx & mask). */
+void h_recv_hdr(struct h_node *n, unsigned int w, uint32_t idx, struct weft_recv_hdr *rh);
+const uint8_t *h_recv_payload(struct h_node *n, unsigned int w, uint32_t idx);
+
+/* TCE: table t with nr entries of 2^shift pages, owned by job. */
+void h_tce_table(struct h_node *n, unsigned int t, uint32_t nr, uint32_t shift, uint32_t job);
+/* Map [addr, addr + len) into table t from entry first with PVO key;
+ * returns the PVO of addr. */
+uint64_t h_map(struct h_node *n, unsigned int t, uint32_t first, uint32_t key17,
+	       uint64_t addr, uint64_t len);
+void h_set_tce(struct h_node *n, unsigned int t, uint32_t idx, uint64_t tce);
+
+/* Event queue. */
+void h_evq_setup(struct h_node *n);
+/* Next unread event; false if none. */
+bool h_evq_next(struct h_node *n, struct weft_event *ev);
+
+/* Poll until idle (bounded); returns the number of polls. */
+unsigned int h_poll(struct h_node *n, unsigned int budget);
+/* Feed captured packets of from into to (all of them); returns count. */
+size_t h_deliver(struct h_node *from, struct h_node *to);
+/* Run two nodes until both are idle and no packet is left. */
+void h_run2(struct h_node *a, struct h_node *b);
+
+const struct weft_wire_hdr *h_txhdr(struct h_node *n, size_t i);
+
+void h_begin(const char *name);
+int h_end(void);
+void h_section(const char *what);
+
+#endif /* WEFT_TEST_HARNESS_H */
