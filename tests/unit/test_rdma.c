@@ -1,0 +1,709 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RDMA rules: segmentation, placement, completion routing with cookies,
+ * completion only at remaining == 0, tid rules, invalid/foreign/stale-key
+ * rCxt drops, duplicates, stale PVO after re-keying, TCE ownership, local
+ * page-boundary window fatal error, RDMA read rules, third-party read,
+ * cancel.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define JOB     0x77u
+#define PKEY_A  0x1234u
+#define PKEY_B  0x0abcu
+#define R_A     5u
+#define R_B     9u
+#define BUFSZ   (64u * 1024u)
+
+struct rig {
+	struct h_node a, b;
+	uint64_t abuf, bbuf;            /* guest addresses */
+	uint64_t apvo, bpvo;            /* PVOs */
+};
+
+static void rig_init(struct rig *g)
+{
+	h_init(&g->a, 1, 4, 64, 2, 0);
+	h_init(&g->b, 2, 4, 64, 2, 0);
+	h_evq_setup(&g->a);
+	h_evq_setup(&g->b);
+	CHECK_EQ(h_open(&g->a, 0, JOB, 4, 4, 2), WEFT_CMD_OK, "open a");
+	CHECK_EQ(h_open(&g->b, 0, JOB, 4, 4, 2), WEFT_CMD_OK, "open b");
+	CHECK_EQ(h_acquire(&g->a, R_A, 0, 0), WEFT_CMD_OK, "acquire a");
+	CHECK_EQ(h_acquire(&g->b, R_B, 0, 0), WEFT_CMD_OK, "acquire b");
+	h_tce_table(&g->a, 0, 64, 12, JOB);
+	h_tce_table(&g->b, 0, 64, 12, JOB);
+	g->abuf = h_alloc(&g->a, BUFSZ, 4096);
+	g->bbuf = h_alloc(&g->b, BUFSZ, 4096);
+	g->apvo = h_map(&g->a, 0, 0, PKEY_A, g->abuf, BUFSZ);
+	g->bpvo = h_map(&g->b, 0, 0, PKEY_B, g->bbuf, BUFSZ);
+}
+
+static void rig_fini(struct rig *g)
+{
+	h_fini(&g->a);
+	h_fini(&g->b);
+}
+
+static void fill(struct h_node *n, uint64_t addr, size_t len, uint8_t seed)
+{
+	uint8_t *p = h_ptr(n, addr);
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed + i * 13 + (i >> 8));
+}
+
+static bool same(struct h_node *x, uint64_t xa, struct h_node *y, uint64_t ya, size_t len)
+{
+	return memcmp(h_ptr(x, xa), h_ptr(y, ya), len) == 0;
+}
+
+static void post_write(struct rig *g, uint64_t len, uint32_t tid, uint8_t notify)
+{
+	struct weft_rdma_req q = {
+		.local_pvo = g->apvo, .remote_pvo = g->bpvo, .length = len,
+		.local_rcxt = R_A, .remote_rcxt = R_B, .remote_rcxt_key = 0,
+		.notify = notify, .tid = tid,
+		.protocol_cookie = 0x1000 + tid, .user_cookie = 0x2000 + tid,
+	};
+
+	h_put_rdma(&g->a, 0, WEFT_SF_RDMAW, 2, 0, &q);
+	h_start(&g->a, 0, 1);
+}
+
+/* Number of receive entries of window 0 that are completions. */
+static unsigned int completions(struct h_node *n, uint32_t *first_idx)
+{
+	uint64_t cnt = h_db_r(n, 0, WEFT_DB_RECV_COUNT), i;
+	unsigned int k = 0;
+	struct weft_recv_hdr rh;
+
+	for (i = 0; i < cnt; i++) {
+		h_recv_hdr(n, 0, (uint32_t)i, &rh);
+		if (rh.type == WEFT_RF_COMPLETION) {
+			if (k == 0 && first_idx)
+				*first_idx = (uint32_t)i;
+			k++;
+		}
+	}
+	return k;
+}
+
+static void test_rdmaw_basic(void)
+{
+	struct rig g;
+	struct weft_send_line s;
+	struct weft_recv_hdr rh;
+	uint32_t idx = 0;
+	size_t i;
+	const uint64_t len = 10000;
+
+	h_section("RDMAW: ceil(L/1920) self-describing packets, byte-exact placement, frame done after the last packet");
+	rig_init(&g);
+	fill(&g.a, g.abuf, len, 1);
+	post_write(&g, len, 1, WEFT_NOTIFY_BOTH);
+	h_poll(&g.a, 64);
+	CHECK_EQ(g.a.ntx, 6, "packets for 10000 bytes");
+	for (i = 0; i < g.a.ntx; i++) {
+		const struct weft_wire_hdr *h = h_txhdr(&g.a, i);
+
+		CHECK_EQ(h->type, WEFT_PKT_RDMAW, "type");
+		CHECK_EQ(h->rcxt, R_B, "remote rCxt");
+		CHECK_EQ(h->tid, 1, "tid");
+		CHECK_EQ(h->total_length, len, "total length");
+		CHECK_EQ(h->offset, i * WEFT_MAX_PAYLOAD, "offset");
+		CHECK_EQ(h->pvo, g.bpvo + i * WEFT_MAX_PAYLOAD, "destination PVO of this packet");
+		CHECK_EQ(h->length, i < 5 ? WEFT_MAX_PAYLOAD : len - 5 * WEFT_MAX_PAYLOAD, "packet length");
+		CHECK_EQ(h->key, JOB, "key stamped");
+	}
+	h_send_line(&g.a, 0, 0, &s);
+	CHECK(s.hdr.flags & WEFT_SF_DONE, "send frame done once all packets are out");
+	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_SEND_COUNT), 1, "send count");
+	CHECK_EQ(h_reg_r(&g.a, WEFT_REG_LIVE_TASK_VIEW), 0, "transmit task released");
+	h_run2(&g.a, &g.b);
+	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, len), "target buffer equals source");
+	CHECK_EQ(completions(&g.b, &idx), 1, "one target completion");
+	h_recv_hdr(&g.b, 0, idx, &rh);
+	CHECK(rh.flags & WEFT_RF_AS_TARGET, "AS_TARGET");
+	CHECK_EQ(rh.rcxt, R_B, "target completion names its rCxt");
+	CHECK_EQ(rh.tid, 1, "tid");
+	CHECK_EQ(rh.total_length, len, "length");
+	CHECK_EQ(rh.protocol_cookie, 0x1001, "protocol cookie");
+	CHECK_EQ(rh.user_cookie, 0x2001, "user cookie");
+	CHECK_EQ(rh.src_node, 1, "completion identifies the source");
+	CHECK_EQ(completions(&g.a, &idx), 1, "one source completion");
+	h_recv_hdr(&g.a, 0, idx, &rh);
+	CHECK(rh.flags & WEFT_RF_AS_SOURCE, "AS_SOURCE");
+	CHECK_EQ(rh.rcxt, R_A, "source completion names the initiator rCxt");
+	CHECK_EQ(rh.tid, 1, "tid");
+	CHECK_EQ(rh.user_cookie, 0x2001, "user cookie at the source");
+	CHECK_EQ(h_cnt(&g.b, WEFT_CNT_RDMAW_DONE), 1, "RDMAW_DONE");
+	rig_fini(&g);
+}
+
+static void test_routing(void)
+{
+	static const char *const names[] = { "none", "source", "target", "both" };
+	unsigned int notify;
+
+	h_section("completion routing: none / source / target / both");
+	for (notify = 0; notify < 4; notify++) {
+		struct rig g;
+
+		rig_init(&g);
+		fill(&g.a, g.abuf, 3000, (uint8_t)notify);
+		post_write(&g, 3000, 1, (uint8_t)notify);
+		h_run2(&g.a, &g.b);
+		CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 3000), "data (%s)", names[notify]);
+		CHECK_EQ(completions(&g.a, NULL), (notify & WEFT_NOTIFY_SOURCE) ? 1 : 0, "source completions");
+		CHECK_EQ(completions(&g.b, NULL), (notify & WEFT_NOTIFY_TARGET) ? 1 : 0, "target completions");
+		printf("  notify=%s: source %u, target %u completions\n", names[notify],
+		       completions(&g.a, NULL), completions(&g.b, NULL));
+		rig_fini(&g);
+	}
+}
+
+static void test_remaining(void)
+{
+	struct rig g;
+	struct h_pkt *saved;
+	size_t n, i;
+
+	h_section("completion only when remaining == 0; out-of-order arrival gives one completion");
+	rig_init(&g);
+	fill(&g.a, g.abuf, 9000, 3);
+	post_write(&g, 9000, 1, WEFT_NOTIFY_TARGET);
+	h_poll(&g.a, 64);
+	n = g.a.ntx;
+	saved = malloc(n * sizeof(*saved));
+	memcpy(saved, g.a.tx, n * sizeof(*saved));
+	g.a.ntx = 0;
+	/* Reverse order, holding back the first packet. */
+	for (i = n; i-- > 1;)
+		weft_core_receive(g.b.c, saved[i].data, saved[i].len);
+	h_poll(&g.b, 64);
+	CHECK_EQ(completions(&g.b, NULL), 0, "no completion while bytes are missing");
+	CHECK(!same(&g.a, g.abuf, &g.b, g.bbuf, 9000), "first packet still missing");
+	weft_core_receive(g.b.c, saved[0].data, saved[0].len);
+	h_poll(&g.b, 64);
+	CHECK_EQ(completions(&g.b, NULL), 1, "completion with the last byte");
+	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 9000), "data complete");
+
+	h_section("duplicates of the same tid cannot complete twice");
+	for (i = 0; i < n; i++)
+		weft_core_receive(g.b.c, saved[i].data, saved[i].len);
+	h_poll(&g.b, 64);
+	CHECK_EQ(completions(&g.b, NULL), 1, "still one completion after a full replay");
+	CHECK_EQ(h_drops(&g.b, WEFT_R_TID_STALE), n, "replayed packets dropped as stale");
+	rig_fini(&g);
+
+	rig_init(&g);
+	fill(&g.a, g.abuf, 9000, 4);
+	post_write(&g, 9000, 1, WEFT_NOTIFY_TARGET);
+	h_poll(&g.a, 64);
+	n = g.a.ntx;
+	memcpy(saved, g.a.tx, n * sizeof(*saved));
+	g.a.ntx = 0;
+	/* Packet 1 three times, then the rest except packet 0. */
+	for (i = 0; i < 3; i++)
+		weft_core_receive(g.b.c, saved[1].data, saved[1].len);
+	for (i = 2; i < n; i++)
+		weft_core_receive(g.b.c, saved[i].data, saved[i].len);
+	h_poll(&g.b, 64);
+	CHECK_EQ(h_drops(&g.b, WEFT_R_DUPLICATE), 2, "in-flight duplicates dropped");
+	CHECK_EQ(completions(&g.b, NULL), 0, "duplicates did not stand in for packet 0");
+	weft_core_receive(g.b.c, saved[0].data, saved[0].len);
+	h_poll(&g.b, 64);
+	CHECK_EQ(completions(&g.b, NULL), 1, "one completion");
+	free(saved);
+	rig_fini(&g);
+}
+
+static void test_tid(void)
+{
+	struct rig g;
+	struct h_pkt *old;
+	size_t n, i;
+	struct weft_rcxt x;
+	uint32_t idx = 0;
+	struct weft_recv_hdr rh;
+
+	h_section("tid rules: > restarts, == continues, < is dropped");
+	rig_init(&g);
+	old = malloc(64 * sizeof(*old));
+	/* tid 5: only the first half arrives. */
+	fill(&g.a, g.abuf, 8000, 50);
+	post_write(&g, 8000, 5, WEFT_NOTIFY_TARGET);
+	h_poll(&g.a, 64);
+	n = g.a.ntx;
+	memcpy(old, g.a.tx, n * sizeof(*old));
+	g.a.ntx = 0;
+	for (i = 0; i < n / 2; i++)
+		weft_core_receive(g.b.c, old[i].data, old[i].len);
+	h_poll(&g.b, 64);
+	h_rcxt_read(&g.b, R_B, &x);
+	CHECK_EQ(x.tid, 5, "rCxt tid 5");
+	CHECK_EQ(x.rcxt_state, WEFT_RCXT_RECEIVING, "RECEIVING");
+	CHECK_EQ(x.data_to_snd_rcv, 8000 - (n / 2) * WEFT_MAX_PAYLOAD, "remaining");
+	/* tid 6 (retry with other data) restarts the rCxt. */
+	fill(&g.a, g.abuf, 8000, 60);
+	post_write(&g, 8000, 6, WEFT_NOTIFY_TARGET);
+	h_poll(&g.a, 64);
+	/* Equal tid continues: deliver in two batches. */
+	for (i = 0; i < 2; i++)
+		weft_core_receive(g.b.c, g.a.tx[i].data, g.a.tx[i].len);
+	h_poll(&g.b, 64);
+	h_rcxt_read(&g.b, R_B, &x);
+	CHECK_EQ(x.tid, 6, "restarted with tid 6");
+	CHECK_EQ(x.total_rdma_size, 8000, "total copied");
+	CHECK_EQ(h_cnt(&g.b, WEFT_CNT_RDMA_RESTARTS), 1, "RDMA_RESTARTS");
+	/* Stale tid-5 packets interleave: dropped, never placed. */
+	for (i = n / 2; i < n; i++)
+		weft_core_receive(g.b.c, old[i].data, old[i].len);
+	h_poll(&g.b, 64);
+	CHECK_EQ(h_drops(&g.b, WEFT_R_TID_STALE), n - n / 2, "tid < stored dropped");
+	for (i = 2; i < g.a.ntx; i++)
+		weft_core_receive(g.b.c, g.a.tx[i].data, g.a.tx[i].len);
+	g.a.ntx = 0;
+	h_poll(&g.b, 64);
+	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 8000), "buffer holds tid-6 data only");
+	CHECK_EQ(completions(&g.b, &idx), 1, "one completion");
+	h_recv_hdr(&g.b, 0, idx, &rh);
+	CHECK_EQ(rh.tid, 6, "completion for tid 6");
+	/* Old packets after completion: still dropped. */
+	for (i = 0; i < n; i++)
+		weft_core_receive(g.b.c, old[i].data, old[i].len);
+	h_poll(&g.b, 64);
+	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 8000), "late tid-5 packets change nothing");
+	CHECK_EQ(completions(&g.b, NULL), 1, "no second completion");
+
+	h_section("initiator refuses a tid that is not larger than the rCxt's");
+	post_write(&g, 100, 6, WEFT_NOTIFY_TARGET);
+	h_poll(&g.a, 64);
+	CHECK_EQ(g.a.ntx, 0, "nothing sent for a reused tid");
+	{
+		struct weft_send_line s;
+
+		h_send_line(&g.a, 0, 2, &s);
+		CHECK_EQ(s.hdr.status, WEFT_R_TID_STALE, "frame status TID_STALE");
+	}
+	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "no window error");
+	free(old);
+	rig_fini(&g);
+}
+
+static void test_rcxt_drops(void)
+{
+	struct rig g;
+	struct h_pkt p;
+	struct weft_wire_hdr *h = (struct weft_wire_hdr *)p.data;
+	uint64_t ev_before;
+	uint8_t *dst;
+
+	h_section("invalid / foreign / stale-key rCxt: silent drop, no window error");
+	rig_init(&g);
+	CHECK_EQ(h_open(&g.b, 1, JOB, 4, 4, 2), WEFT_CMD_OK, "open b window 1");
+	CHECK_EQ(h_acquire(&g.b, 11, 1, 0), WEFT_CMD_OK, "rCxt 11 owned by window 1");
+	fill(&g.a, g.abuf, 1000, 9);
+	post_write(&g, 1000, 1, WEFT_NOTIFY_BOTH);
+	h_poll(&g.a, 64);
+	CHECK_EQ(g.a.ntx, 1, "one packet");
+	p = g.a.tx[0];
+	g.a.ntx = 0;
+	ev_before = h_reg_r(&g.b, WEFT_REG_EVQ_PROD);
+	dst = h_ptr(&g.b, g.bbuf);
+	h->rcxt = 64;                   /* out of range */
+	weft_core_receive(g.b.c, p.data, p.len);
+	h->rcxt = 12;                   /* not assigned */
+	weft_core_receive(g.b.c, p.data, p.len);
+	h->rcxt = 11;                   /* window 1's */
+	weft_core_receive(g.b.c, p.data, p.len);
+	h->rcxt = R_B;
+	h->rcxt_key = 1;                /* stale key */
+	weft_core_receive(g.b.c, p.data, p.len);
+	h_poll(&g.b, 64);
+	CHECK_EQ(h_drops(&g.b, WEFT_R_RCXT_INVALID), 2, "RCXT_INVALID");
+	CHECK_EQ(h_drops(&g.b, WEFT_R_RCXT_FOREIGN), 1, "RCXT_FOREIGN");
+	CHECK_EQ(h_drops(&g.b, WEFT_R_RCXT_KEY), 1, "RCXT_KEY");
+	CHECK_EQ(h_reg_r(&g.b, WEFT_REG_EVQ_PROD), ev_before, "no event");
+	CHECK_EQ(g.b.nirq, 0, "no interrupt");
+	CHECK_EQ(h_db_r(&g.b, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "window valid");
+	CHECK_EQ(h_db_r(&g.b, 0, WEFT_DB_RECV_COUNT), 0, "no FIFO entry");
+	CHECK(dst[0] == 0 && dst[999] == 0, "no byte placed");
+	CHECK_EQ(g.b.ntx, 0, "no completion sent");
+
+	h_section("stale rCxt key after adapter recovery: dropped, no window error");
+	h->rcxt_key = 0;
+	h_reg_w(&g.b, WEFT_REG_RECOVER, WEFT_RECOVER_MAGIC);
+	CHECK_EQ(h_reg_r(&g.b, WEFT_REG_RECOVERY_COUNT), 1, "recovery count 1");
+	h_evq_setup(&g.b);
+	CHECK_EQ(h_open(&g.b, 0, JOB, 4, 4, 2), WEFT_CMD_OK, "reopen after recovery");
+	CHECK_EQ(h_acquire(&g.b, R_B, 0, 1), WEFT_CMD_OK, "re-acquire with key = recovery count");
+	weft_core_receive(g.b.c, p.data, p.len);
+	h_poll(&g.b, 64);
+	CHECK_EQ(h_drops(&g.b, WEFT_R_RCXT_KEY), 2, "old-key packet dropped");
+	CHECK_EQ(h_db_r(&g.b, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "window valid");
+	CHECK_EQ(h_reg_r(&g.b, WEFT_REG_EVQ_PROD), 0, "no event");
+	CHECK(dst[0] == 0, "nothing placed");
+	h->rcxt_key = 1;
+	weft_core_receive(g.b.c, p.data, p.len);
+	h_poll(&g.b, 64);
+	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 1000), "packet with the new key is placed");
+	rig_fini(&g);
+}
+
+static void test_stale_pvo(void)
+{
+	struct rig g;
+	struct h_pkt p;
+	struct weft_event ev;
+	uint64_t newpvo;
+	uint8_t *dst;
+
+	h_section("stale PVO after re-keying the TCEs: dropped, PROTECTION event, no completion");
+	rig_init(&g);
+	fill(&g.a, g.abuf, 1500, 21);
+	post_write(&g, 1500, 1, WEFT_NOTIFY_BOTH);
+	h_poll(&g.a, 64);
+	p = g.a.tx[0];
+	g.a.ntx = 0;
+	/* b's driver re-registers the buffer with a new key. */
+	newpvo = h_map(&g.b, 0, 0, PKEY_B + 1, g.bbuf, BUFSZ);
+	CHECK(newpvo != g.bpvo, "new PVO");
+	dst = h_ptr(&g.b, g.bbuf);
+	weft_core_receive(g.b.c, p.data, p.len);
+	h_poll(&g.b, 64);
+	CHECK_EQ(h_drops(&g.b, WEFT_R_TCE_KEY), 1, "TCE_KEY drop");
+	CHECK(dst[0] == 0 && dst[1499] == 0, "no byte placed");
+	CHECK_EQ(completions(&g.b, NULL), 0, "no target completion");
+	CHECK_EQ(g.b.ntx, 0, "no source completion");
+	CHECK(h_evq_next(&g.b, &ev), "event");
+	CHECK_EQ(ev.type, WEFT_EV_PROTECTION, "PROTECTION event");
+	CHECK_EQ(ev.reason, WEFT_R_TCE_KEY, "reason");
+	CHECK_EQ(ev.rcxt, R_B, "rCxt");
+	CHECK_EQ(h_db_r(&g.b, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "incoming violation is not fatal");
+
+	h_section("TCE table owner must be the window's job");
+	h_map(&g.b, 0, 0, PKEY_B, g.bbuf, BUFSZ);
+	h_reg_w(&g.b, WEFT_REG_TCE_OWNER(0), WEFT_TCE_OWNER_VALID | (JOB + 1));
+	weft_core_receive(g.b.c, p.data, p.len);
+	h_poll(&g.b, 64);
+	CHECK_EQ(h_drops(&g.b, WEFT_R_TCE_OWNER), 1, "owner mismatch");
+	h_reg_w(&g.b, WEFT_REG_TCE_OWNER(0), JOB);   /* valid bit clear */
+	weft_core_receive(g.b.c, p.data, p.len);
+	h_poll(&g.b, 64);
+	CHECK_EQ(h_drops(&g.b, WEFT_R_TCE_OWNER), 2, "ownership forced invalid");
+	CHECK(dst[0] == 0, "nothing placed");
+	h_reg_w(&g.b, WEFT_REG_TCE_OWNER(0), WEFT_TCE_OWNER_VALID | JOB);
+	h_reg_w(&g.b, WEFT_REG_TCE_CFG(1), 0);
+	{
+		struct h_pkt q = p;
+		struct weft_wire_hdr *h = (struct weft_wire_hdr *)q.data;
+
+		h->pvo = weft_pvo_make(PKEY_B, 1, 0);
+		weft_core_receive(g.b.c, q.data, q.len);
+		h->pvo = weft_pvo_make(PKEY_B, 0, 64ull * 4096);
+		weft_core_receive(g.b.c, q.data, q.len);
+	}
+	h_poll(&g.b, 64);
+	CHECK_EQ(h_drops(&g.b, WEFT_R_TCE_TABLE), 1, "unconfigured table");
+	CHECK_EQ(h_drops(&g.b, WEFT_R_TCE_BOUNDS), 1, "offset beyond the table");
+	weft_core_receive(g.b.c, p.data, p.len);
+	h_poll(&g.b, 64);
+	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 1500), "placed once ownership is right");
+	rig_fini(&g);
+}
+
+static void test_page_fatal(void)
+{
+	struct rig g;
+	struct weft_lmt l;
+	struct weft_event ev;
+	struct weft_send_line s;
+	struct weft_rdma_req q;
+	uint64_t small, pvo;
+
+	h_section("local page-boundary check: 4 KiB region, 16 KiB write -> window fatal error");
+	rig_init(&g);
+	h_tce_table(&g.a, 1, 1, 12, JOB);      /* one 4 KiB page */
+	small = h_alloc(&g.a, 16384, 4096);
+	pvo = h_map(&g.a, 1, 0, PKEY_A, small, 4096);
+	memset(&q, 0, sizeof(q));
+	q.local_pvo = pvo;
+	q.remote_pvo = g.bpvo;
+	q.length = 16384;
+	q.local_rcxt = R_A;
+	q.remote_rcxt = R_B;
+	q.notify = WEFT_NOTIFY_BOTH;
+	q.tid = 1;
+	h_lmt_read(&g.a, 0, &l);
+	l.int_vect_data = 1;
+	h_lmt_write(&g.a, 0, &l);
+	h_put_rdma(&g.a, 0, WEFT_SF_RDMAW, 2, 0, &q);
+	h_start(&g.a, 0, 1);
+	h_poll(&g.a, 64);
+	CHECK_EQ(g.a.ntx, 2, "the packets inside the first page went out");
+	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_STATE), WEFT_WIN_FATAL, "window FATAL");
+	h_lmt_read(&g.a, 0, &l);
+	CHECK_EQ(l.rcxt_id, R_A, "LMT.rcxt_id");
+	CHECK_EQ(l.fatal_reason, WEFT_R_TCE_BOUNDS, "LMT.fatal_reason");
+	CHECK(h_evq_next(&g.a, &ev), "event");
+	CHECK_EQ(ev.type, WEFT_EV_WINDOW_FATAL, "WINDOW_FATAL event");
+	CHECK_EQ(ev.rcxt, R_A, "event rCxt");
+	CHECK_EQ(g.a.nirq, 1, "one interrupt");
+	CHECK_EQ(g.a.irq[0], 1, "on the LMT.int_vect_data handler");
+	CHECK_EQ(h_cnt(&g.a, WEFT_CNT_WINDOW_FATAL), 1, "WINDOW_FATAL counter");
+	h_send_line(&g.a, 0, 0, &s);
+	CHECK_EQ(s.hdr.status, WEFT_R_TCE_BOUNDS, "frame status");
+	CHECK_EQ(h_reg_r(&g.a, WEFT_REG_LIVE_TASK_VIEW), 0, "task released");
+	CHECK_EQ(h_reg_r(&g.a, WEFT_REG_ACTIVE_WIN0), 0, "not active");
+	/* A fatal window discards doorbells. */
+	h_start(&g.a, 0, 1);
+	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_SEND_READY), 0, "doorbell discarded");
+	CHECK_EQ(h_cmd(&g.a, WEFT_REG_CMD_CLOSE_WINDOW, 0), WEFT_CMD_OK, "a fatal window can be closed");
+	rig_fini(&g);
+}
+
+static void post_read(struct rig *g, uint64_t len, uint32_t tid, uint8_t notify)
+{
+	struct weft_rdma_req q = {
+		.local_pvo = g->apvo, .remote_pvo = g->bpvo, .length = len,
+		.local_rcxt = R_A, .remote_rcxt = R_B, .remote_rcxt_key = 0,
+		.notify = notify, .tid = tid,
+		.protocol_cookie = 0x3000 + tid, .user_cookie = 0x4000 + tid,
+	};
+
+	h_put_rdma(&g->a, 0, WEFT_SF_RDMAR, 2, 0, &q);
+	h_start(&g->a, 0, 1);
+}
+
+static void test_rdmar(void)
+{
+	struct rig g;
+	struct weft_send_line s;
+	struct weft_recv_hdr rh;
+	struct h_pkt req;
+	uint32_t idx = 0;
+
+	h_section("RDMAR: request, data-source queue, READ_RESP payload, completions both sides");
+	rig_init(&g);
+	fill(&g.b, g.bbuf, 20000, 77);
+	post_read(&g, 20000, 3, WEFT_NOTIFY_BOTH);
+	h_poll(&g.a, 64);
+	CHECK_EQ(g.a.ntx, 1, "one request packet");
+	CHECK_EQ(h_txhdr(&g.a, 0)->type, WEFT_PKT_RDMAR_REQ, "RDMAR_REQ");
+	req = g.a.tx[0];
+	h_send_line(&g.a, 0, 0, &s);
+	CHECK(s.hdr.flags & WEFT_SF_DONE, "RDMAR frame done once the request is out");
+	CHECK_EQ(completions(&g.a, NULL), 0, "no data completion yet");
+	h_deliver(&g.a, &g.b);
+	weft_core_poll(g.b.c, 1);      /* receive only: queued */
+	{
+		struct weft_lmt l;
+
+		h_lmt_read(&g.b, 0, &l);
+		CHECK_EQ(l.rcxt_count, 1, "queued on the LMT RDMA send queue");
+		CHECK_EQ(l.rcxt_head, R_B, "queue head");
+		CHECK(h_reg_r(&g.b, WEFT_REG_ACTIVE_WIN0) & 1, "window marked active");
+	}
+	h_run2(&g.a, &g.b);
+	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 20000), "data read byte-exact");
+	CHECK_EQ(completions(&g.a, &idx), 1, "initiator completion");
+	h_recv_hdr(&g.a, 0, idx, &rh);
+	CHECK((rh.flags & WEFT_RF_AS_SOURCE) && (rh.flags & WEFT_RF_READ), "AS_SOURCE | READ");
+	CHECK_EQ(rh.rcxt, R_A, "initiator rCxt");
+	CHECK_EQ(rh.tid, 3, "tid");
+	CHECK_EQ(rh.user_cookie, 0x4003, "cookie");
+	CHECK_EQ(completions(&g.b, &idx), 1, "data-source completion");
+	h_recv_hdr(&g.b, 0, idx, &rh);
+	CHECK((rh.flags & WEFT_RF_AS_TARGET) && (rh.flags & WEFT_RF_READ), "AS_TARGET | READ");
+	CHECK_EQ(rh.rcxt, R_B, "data-source rCxt");
+	CHECK_EQ(h_cnt(&g.b, WEFT_CNT_RDMAR_SERVED), 1, "RDMAR_SERVED");
+	CHECK_EQ(h_cnt(&g.a, WEFT_CNT_RDMAR_DONE), 1, "RDMAR_DONE");
+
+	h_section("RDMAR at the data source: tid <= stored ignored, busy dropped, invalid ignored");
+	weft_core_receive(g.b.c, req.data, req.len);           /* same tid */
+	h_poll(&g.b, 64);
+	CHECK_EQ(h_drops(&g.b, WEFT_R_TID_STALE), 1, "tid == stored ignored");
+	CHECK_EQ(g.b.ntx, 0, "nothing sent");
+	{
+		struct weft_wire_hdr *h = (struct weft_wire_hdr *)req.data;
+
+		h->tid = 10;
+		weft_core_receive(g.b.c, req.data, req.len);
+		h->tid = 11;
+		weft_core_receive(g.b.c, req.data, req.len);
+		h_poll(&g.b, 64);
+		CHECK_EQ(h_drops(&g.b, WEFT_R_RCXT_BUSY), 1, "second request while serving: busy");
+		g.b.ntx = 0;
+		h->tid = 12;
+		h->rcxt = 30;
+		weft_core_receive(g.b.c, req.data, req.len);
+		h_poll(&g.b, 64);
+		CHECK_EQ(h_drops(&g.b, WEFT_R_RCXT_INVALID), 1, "unassigned rCxt ignored");
+		CHECK_EQ(g.b.ntx, 0, "nothing sent");
+	}
+	rig_fini(&g);
+
+	h_section("RDMAR destination checked at set-up: bad local PVO -> window fatal, nothing sent");
+	rig_init(&g);
+	g.apvo = weft_pvo_make(PKEY_A + 1, 0, 0);
+	post_read(&g, 5000, 1, WEFT_NOTIFY_SOURCE);
+	h_poll(&g.a, 64);
+	CHECK_EQ(g.a.ntx, 0, "no request sent");
+	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_STATE), WEFT_WIN_FATAL, "window FATAL");
+	rig_fini(&g);
+}
+
+static void test_cancel(void)
+{
+	struct rig g;
+	size_t i;
+	struct weft_rcxt x;
+
+	h_section("cancel clears the pending state; later packets of that tid are not placed");
+	rig_init(&g);
+	fill(&g.a, g.abuf, 6000, 5);
+	post_write(&g, 6000, 2, WEFT_NOTIFY_TARGET);
+	h_poll(&g.a, 64);
+	weft_core_receive(g.b.c, g.a.tx[0].data, g.a.tx[0].len);
+	h_poll(&g.b, 64);
+	CHECK_EQ(h_cmd(&g.b, WEFT_REG_CMD_CANCEL_RCXT, R_B), WEFT_CMD_OK, "cancel");
+	h_rcxt_read(&g.b, R_B, &x);
+	CHECK_EQ(x.rcxt_state, WEFT_RCXT_FREE, "FREE");
+	CHECK_EQ(x.complete_status, WEFT_R_CANCELLED, "status CANCELLED");
+	CHECK_EQ(x.tid, 2, "tid kept");
+	for (i = 1; i < g.a.ntx; i++)
+		weft_core_receive(g.b.c, g.a.tx[i].data, g.a.tx[i].len);
+	g.a.ntx = 0;
+	h_poll(&g.b, 64);
+	CHECK_EQ(h_drops(&g.b, WEFT_R_TID_STALE), 3, "remaining packets not placed");
+	CHECK_EQ(completions(&g.b, NULL), 0, "no completion");
+	CHECK_EQ(h_cmd(&g.b, WEFT_REG_CMD_RELEASE_RCXT, R_B), WEFT_CMD_OK, "release");
+	CHECK_EQ(h_cmd(&g.b, WEFT_REG_CMD_RELEASE_RCXT, R_B), WEFT_CMD_ESTATE, "release twice");
+	CHECK_EQ(h_cmd(&g.b, WEFT_REG_CMD_ACQUIRE_RCXT, WEFT_ACQ(R_B, 0, 0)), WEFT_CMD_OK, "re-acquire");
+	CHECK_EQ(h_cmd(&g.b, WEFT_REG_CMD_ACQUIRE_RCXT, WEFT_ACQ(R_B, 0, 0)), WEFT_CMD_EBUSY, "acquire twice");
+	h_rcxt_read(&g.b, R_B, &x);
+	CHECK_EQ(x.tid, 0, "tid 0 after acquisition");
+	rig_fini(&g);
+
+	h_section("local request checks: unassigned local rCxt refused without a window error");
+	rig_init(&g);
+	CHECK_EQ(h_cmd(&g.a, WEFT_REG_CMD_RELEASE_RCXT, R_A), WEFT_CMD_OK, "release local rCxt");
+	post_write(&g, 100, 1, WEFT_NOTIFY_TARGET);
+	h_poll(&g.a, 64);
+	CHECK_EQ(g.a.ntx, 0, "nothing sent");
+	{
+		struct weft_send_line s;
+
+		h_send_line(&g.a, 0, 0, &s);
+		CHECK_EQ(s.hdr.status, WEFT_R_RCXT_INVALID, "frame status RCXT_INVALID");
+	}
+	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "window valid");
+	rig_fini(&g);
+}
+
+/* Route packets among three nodes by destination node id. */
+static void run3(struct h_node **nodes)
+{
+	unsigned int round, i, j;
+
+	for (round = 0; round < 10000; round++) {
+		bool busy = false;
+
+		for (i = 0; i < 3; i++) {
+			struct h_node *n = nodes[i];
+			size_t k;
+
+			busy |= weft_core_poll(n->c, 64);
+			for (k = 0; k < n->ntx; k++) {
+				const struct weft_wire_hdr *h = h_txhdr(n, k);
+
+				for (j = 0; j < 3; j++)
+					if (nodes[j]->id == h->dst_node)
+						weft_core_receive(nodes[j]->c, n->tx[k].data, n->tx[k].len);
+				busy = true;
+			}
+			n->ntx = 0;
+		}
+		if (!busy)
+			return;
+	}
+	printf("  FAIL: three-node run never became idle\n");
+	h_failures++;
+}
+
+static void test_third_party(void)
+{
+	struct h_node A, B, C, *nodes[3] = { &A, &B, &C };
+	uint64_t abuf, cbuf, apvo, cpvo;
+	struct weft_rdma_req q;
+	struct weft_recv_hdr rh;
+	uint32_t idx = 0;
+
+	h_section("third-party read: manager B asks source C to write into A; completion goes to B");
+	h_init(&A, 1, 2, 64, 1, 0);
+	h_init(&B, 2, 2, 64, 1, 0);
+	h_init(&C, 3, 2, 64, 1, 0);
+	CHECK_EQ(h_open(&A, 0, JOB, 4, 4, 2), WEFT_CMD_OK, "open A");
+	CHECK_EQ(h_open(&B, 0, JOB, 4, 4, 2), WEFT_CMD_OK, "open B");
+	CHECK_EQ(h_open(&C, 0, JOB, 4, 4, 2), WEFT_CMD_OK, "open C");
+	h_acquire(&A, 1, 0, 0);
+	h_acquire(&B, 2, 0, 0);
+	h_acquire(&C, 3, 0, 0);
+	h_tce_table(&A, 0, 16, 12, JOB);
+	h_tce_table(&C, 0, 16, 12, JOB);
+	abuf = h_alloc(&A, 8192, 4096);
+	cbuf = h_alloc(&C, 8192, 4096);
+	apvo = h_map(&A, 0, 0, PKEY_A, abuf, 8192);
+	cpvo = h_map(&C, 0, 0, PKEY_B, cbuf, 8192);
+	fill(&C, cbuf, 5000, 99);
+	memset(&q, 0, sizeof(q));
+	q.local_pvo = apvo;            /* destination at the data target */
+	q.remote_pvo = cpvo;           /* source at the data source */
+	q.length = 5000;
+	q.local_rcxt = 2;
+	q.remote_rcxt = 3;
+	q.notify = WEFT_NOTIFY_SOURCE;
+	q.tid = 1;
+	q.user_cookie = 0xabc;
+	q.tp_node = 1;
+	q.tp_window = 0;
+	q.tp_rcxt = 1;
+	q.tp_rcxt_key = 0;
+	h_put_rdma(&B, 0, WEFT_SF_TP_RDMAR, 3, 0, &q);
+	h_start(&B, 0, 1);
+	run3(nodes);
+	CHECK(same(&A, abuf, &C, cbuf, 5000), "data landed at A");
+	CHECK_EQ(completions(&B, &idx), 1, "completion at the manager B");
+	h_recv_hdr(&B, 0, idx, &rh);
+	CHECK_EQ(rh.rcxt, 2, "B's rCxt");
+	CHECK_EQ(rh.user_cookie, 0xabc, "cookie");
+	CHECK_EQ(rh.src_node, 1, "sent by the data target A");
+	CHECK_EQ(completions(&C, NULL), 0, "none at the source C");
+	CHECK_EQ(completions(&A, NULL), 0, "none at A (source-only notification)");
+	h_fini(&A);
+	h_fini(&B);
+	h_fini(&C);
+}
+
+int main(void)
+{
+	h_begin("test_rdma: RDMA write/read, rCxt and tid rules, translation");
+	test_rdmaw_basic();
+	test_routing();
+	test_remaining();
+	test_tid();
+	test_rcxt_drops();
+	test_stale_pvo();
+	test_page_fatal();
+	test_rdmar();
+	test_cancel();
+	test_third_party();
+	return h_end();
+}
