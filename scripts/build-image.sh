@@ -95,13 +95,16 @@ else
 	weft_log "image: scripts/build-guest-tools.sh not available: no libweft tools in the image"
 fi
 
-gtests=$work/guest-tests
+# A persistent folder: build-guest-tests.sh rebuilds only what changed.
+gtests=$WEFT_CACHE/guest-tests
 mkdir -p "$gtests"
 if [ -x "$S/build-guest-tests.sh" ]; then
 	weft_log "image: building the in-guest tests (scripts/build-guest-tests.sh)"
 	"$S/build-guest-tests.sh" "$gtests" >"$work/gtests.log" 2>&1 ||
 		{ tail -30 "$work/gtests.log" >&2; weft_die "scripts/build-guest-tests.sh failed"; }
 else
+	gtests=$work/guest-tests
+	mkdir -p "$gtests"
 	weft_log "image: scripts/build-guest-tests.sh not available: no guest tests in the image"
 fi
 
