@@ -189,9 +189,13 @@ static bool evq_enabled(const struct weft_core *c)
 	       c->evq_base != 0;
 }
 
+/* With an event queue, pending means unconsumed entries; without one,
+ * an event that could not be presented yet. */
 static bool events_pending(const struct weft_core *c)
 {
-	return c->irq_unpresented || (evq_enabled(c) && c->evq_prod != c->evq_cons);
+	if (evq_enabled(c))
+		return c->evq_prod != c->evq_cons;
+	return c->irq_unpresented;
 }
 
 /* Present the pending events to a ready handler, preferring pref. */
