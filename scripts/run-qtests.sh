@@ -3,8 +3,9 @@
 # that scripts/build-qemu.sh builds (and builds it first when needed):
 #
 #   1. the whole suite with TAP output;
-#   2. the loopback test again with -trace 'weft_*', checking that the
-#      trace names registers and shows packets sent and received.
+#   2. the loopback and no-link tests again with -trace 'weft_*', checking
+#      that the trace names registers and shows packets sent, received
+#      and dropped.
 #
 # Ends with one line "weft qtests: N passed, N failed" and exits non-zero
 # when anything failed.  WEFT_QTEST_ARGS adds arguments to the first run
@@ -38,21 +39,16 @@ run_tap() {
 	return $rc
 }
 
-count_tap() {
-	local file=$1 p f
-	p=$(grep -c '^ok ' "$file" || true)
-	f=$(grep -c '^not ok ' "$file" || true)
-	passed=$((passed + p))
-	failed=$((failed + f))
-	echo "$p $f"
-}
 
 # ---- 1. the suite --------------------------------------------------------
 weft_log "running $test_bin (TAP)"
 rc=0
 # shellcheck disable=SC2086
 run_tap "$out/suite.tap" -k ${WEFT_QTEST_ARGS:-} || rc=$?
-read -r p f < <(count_tap "$out/suite.tap")
+p=$(grep -c '^ok ' "$out/suite.tap" || true)
+f=$(grep -c '^not ok ' "$out/suite.tap" || true)
+passed=$((passed + p))
+failed=$((failed + f))
 if [ "$rc" -ne 0 ] || [ "$p" -eq 0 ]; then
 	sed 's/^/# stderr: /' "$out/suite.tap.err" | tail -n 60
 	if [ "$f" -eq 0 ]; then
@@ -64,18 +60,20 @@ fi
 
 # ---- 2. the trace run --------------------------------------------------------
 # QTEST_TRACE reaches QEMU through a shell: quote the pattern there.
-weft_log "running the loopback test with -trace 'weft_*'"
+weft_log "running the loopback and no-link tests with -trace 'weft_*'"
 set +e
 (cd "$build" && QTEST_QEMU_BINARY=./qemu-system-x86_64 QTEST_TRACE="'weft_*'" \
-	WEFT_QTEST_SHOW_LOG=1 "$test_bin" --tap -p /x86_64/weft/fifo/loopback) \
+	WEFT_QTEST_SHOW_LOG=1 "$test_bin" --tap -p /x86_64/weft/fifo/loopback \
+	-p /x86_64/weft/link/absent) \
 	>"$out/trace.tap" 2>"$out/trace.err"
 trc=$?
 set -e
 trace_ok=1
-for pat in 'weft_reg_read regs ID ' 'weft_reg_write regs CMD_OPEN_WINDOW ' \
+for pat in 'weft_reg_read regs STATUS ' 'weft_reg_write regs CMD_OPEN_WINDOW ' \
 	'weft_sram_write sram LMT ' 'weft_db_write doorbell window 0 START_TRANSMIT ' \
 	'weft_pkt_tx packet sent FIFO node 5 -> node 5 window 1' \
 	'weft_pkt_rx packet received FIFO node 5 -> node 5 window 1' \
+	'weft_pkt_drop packet dropped FIFO node 4 -> node 9 window 0: NO_LINK' \
 	'weft_link_up node 5: HELLO_ACK received' 'weft_irq MSI-X vector 2'; do
 	if grep -qF -- "$pat" "$out/trace.err"; then
 		echo "# trace has: $pat"
@@ -85,9 +83,11 @@ for pat in 'weft_reg_read regs ID ' 'weft_reg_write regs CMD_OPEN_WINDOW ' \
 	fi
 done
 echo "# trace sample:"
-grep -E 'weft_(reg_write|db_write|pkt_tx|pkt_rx|irq)' "$out/trace.err" |
-	sed 's/^[0-9]*@[0-9.]*://' | head -n 12 | sed 's/^/#   /'
-if [ "$trc" -eq 0 ] && [ "$trace_ok" = 1 ] && grep -q '^ok ' "$out/trace.tap"; then
+{
+	grep -E 'weft_(reg_write|db_write)' "$out/trace.err" | head -n 4
+	grep -E 'weft_(pkt_|irq|link_up)' "$out/trace.err" | head -n 6
+} | sed 's/^[0-9]*@[0-9.]*://; s/^/#   /'
+if [ "$trc" -eq 0 ] && [ "$trace_ok" = 1 ] && [ "$(grep -c '^ok ' "$out/trace.tap")" -eq 2 ]; then
 	passed=$((passed + 1))
 	echo "ok - trace run prints register names and packet events"
 else

@@ -26,6 +26,7 @@
 #include "libqos/pci.h"
 #include "libqos/pci-pc.h"
 #include "hw/pci/pci_regs.h"
+#include "qobject/qdict.h"
 
 #include "weft/hw.h"
 #include "weft/sram.h"
@@ -43,6 +44,7 @@
 #define TEST_HANDLERS           4
 #define TEST_KEY                0x4a0b      /* window key = job id */
 #define FIFO_LOG2               3           /* 8 frames per FIFO */
+#define PC_IOAPIC_BASE          0xfec00000ull /* MMIO of the pc machine */
 
 typedef struct WeftNode {
     QTestState *qts;
@@ -607,6 +609,13 @@ static void check_header_last(WeftNode *n, uint64_t frame)
 
 /* ---- tests ---------------------------------------------------------------- */
 
+static void assert_alive(WeftNode *n)
+{
+    g_assert_cmphex(reg_read(n, WEFT_REG_ID), ==,
+                    WEFT_ID_MAGIC | ((uint64_t)WEFT_HW_VERSION << 32));
+}
+
+
 static void test_identity(void)
 {
     WeftNode *n = node_start(7, false, NULL);
@@ -932,6 +941,23 @@ static void test_rdma_write(void)
     node_stop(b);
 }
 
+/* Migration is refused with the device's blocker message. */
+static void test_migration_blocked(void)
+{
+    WeftNode *n = node_start(9, false, NULL);
+    QDict *rsp;
+    const char *desc;
+
+    rsp = qtest_qmp(n->qts, "{ 'execute': 'migrate', 'arguments': "
+                    "{ 'uri': 'exec:cat > /dev/null' } }");
+    g_assert_true(qdict_haskey(rsp, "error"));
+    desc = qdict_get_str(qdict_get_qdict(rsp, "error"), "desc");
+    g_assert_nonnull(strstr(desc, "weft: migration is not supported"));
+    qobject_unref(rsp);
+    assert_alive(n);
+    node_stop(n);
+}
+
 /* ---- link --------------------------------------------------------------- */
 
 /* Without a switch the device keeps working and counts what it drops. */
@@ -988,12 +1014,6 @@ static void test_link_reconnect(void)
 }
 
 /* ---- misuse ---------------------------------------------------------------- */
-
-static void assert_alive(WeftNode *n)
-{
-    g_assert_cmphex(reg_read(n, WEFT_REG_ID), ==,
-                    WEFT_ID_MAGIC | ((uint64_t)WEFT_HW_VERSION << 32));
-}
 
 static void test_misuse(void)
 {
@@ -1072,6 +1092,16 @@ static void test_misuse(void)
     g_assert_cmpuint(counter(n, WEFT_CNT_WINDOW_FATAL), ==, 1);
     g_assert_cmpuint(reg_read(n, WEFT_REG_EVQ_PROD), ==, 0);
     assert_alive(n);
+    /* Another device's MMIO (the I/O APIC of the pc machine) is not RAM
+     * either: the adapter must not read a send frame from it. */
+    g_assert_cmpuint(open_window_at(n, 2, PC_IOAPIC_BASE,
+                                    alloc_zeroed(n, WEFT_FRAME_SIZE << FIFO_LOG2),
+                                    0), ==, WEFT_CMD_OK);
+    db_write(n, 2, WEFT_DB_START_TRANSMIT, 1);
+    wait_log(n, "DMA read of 128 bytes at 0xfec00000 outside guest RAM");
+    g_assert_cmpuint(db_read(n, 2, WEFT_DB_STATE), ==, WEFT_WIN_FATAL);
+    g_assert_cmpuint(counter(n, WEFT_CNT_WINDOW_FATAL), ==, 2);
+    assert_alive(n);
     g_assert_cmpuint(counter(n, WEFT_CNT_GUEST_ERRORS), >, errors);
     node_stop(n);
 }
@@ -1092,6 +1122,7 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/link/absent", test_link_absent);
     qtest_add_func("/weft/link/reconnect", test_link_reconnect);
     qtest_add_func("/weft/misuse", test_misuse);
+    qtest_add_func("/weft/migration-blocked", test_migration_blocked);
 
     r = g_test_run();
     rmdir(tmpdir);
