@@ -54,7 +54,7 @@ if [ "$rc" -ne 0 ] || [ "$p" -eq 0 ]; then
 	if [ "$f" -eq 0 ]; then
 		# A crash or abort that TAP did not report still fails the run.
 		failed=$((failed + 1))
-		echo "not ok - weft-test exited with status $rc"
+		echo "not ok $((p + 1)) - weft-test exited with status $rc"
 	fi
 fi
 
@@ -89,10 +89,10 @@ echo "# trace sample:"
 } | sed 's/^[0-9]*@[0-9.]*://; s/^/#   /'
 if [ "$trc" -eq 0 ] && [ "$trace_ok" = 1 ] && [ "$(grep -c '^ok ' "$out/trace.tap")" -eq 2 ]; then
 	passed=$((passed + 1))
-	echo "ok - trace run prints register names and packet events"
+	echo "ok $((passed + failed)) - trace run prints register names and packet events"
 else
 	failed=$((failed + 1))
-	echo "not ok - trace run (exit $trc)"
+	echo "not ok $((passed + failed)) - trace run (exit $trc)"
 	tail -n 40 "$out/trace.err" | sed 's/^/# stderr: /'
 fi
 

@@ -812,6 +812,68 @@ static void test_fifo_two_nodes(void)
     node_stop(b);
 }
 
+/*
+ * The switch writes a burst of frames in one go, far more than the core's
+ * receive queue holds: the device must read them under backpressure,
+ * reassemble frames split across reads, and hand every one to the core.
+ * Window 0 has 8 slots, so 8 packets land and the rest are FIFO_FULL.
+ */
+#define BURST 300
+
+static void test_fifo_burst(void)
+{
+    WeftNode *n = node_start(12, true, NULL);
+    size_t frame_len = WEFT_WIRE_LEN_PREFIX + WEFT_WIRE_HDR_SIZE + 100;
+    g_autofree uint8_t *stream = g_malloc0(BURST * frame_len);
+    int64_t end = deadline();
+    struct weft_recv_hdr h;
+    uint8_t payload[100];
+    unsigned int i;
+
+    open_window(n, 0, 0);
+    for (i = 0; i < BURST; i++) {
+        uint8_t *f = stream + i * frame_len;
+        struct weft_wire_hdr wh;
+
+        memset(&wh, 0, sizeof(wh));
+        wh.version = WEFT_WIRE_VERSION;
+        wh.type = WEFT_PKT_FIFO;
+        wh.dst_node = cpu_to_le16(12);
+        wh.src_node = cpu_to_le16(40);
+        wh.dst_window = cpu_to_le16(0);
+        wh.src_window = cpu_to_le16(i);
+        wh.key = cpu_to_le32(TEST_KEY);
+        wh.length = cpu_to_le32(sizeof(payload));
+        stl_le_p(f, WEFT_WIRE_HDR_SIZE + sizeof(payload));
+        memcpy(f + WEFT_WIRE_LEN_PREFIX, &wh, sizeof(wh));
+        memset(f + WEFT_WIRE_LEN_PREFIX + sizeof(wh), i & 0xff, sizeof(payload));
+    }
+    write_full(n->conn_fd, stream, BURST * frame_len);
+
+    while (counter(n, WEFT_CNT_RX_FIFO_PACKETS) +
+           counter(n, WEFT_CNT_DROP(WEFT_R_FIFO_FULL)) < BURST) {
+        check_deadline(end, "the burst to be processed");
+        g_usleep(1000);
+    }
+    g_assert_cmpuint(counter(n, WEFT_CNT_RX_FIFO_PACKETS), ==, 1u << FIFO_LOG2);
+    g_assert_cmpuint(counter(n, WEFT_CNT_DROP(WEFT_R_FIFO_FULL)), ==,
+                     BURST - (1u << FIFO_LOG2));
+    g_assert_cmpuint(counter(n, WEFT_CNT_DROP(WEFT_R_BAD_HEADER)), ==, 0);
+    /* The first 8 packets, in order, in the 8 slots. */
+    for (i = 0; i < 1u << FIFO_LOG2; i++) {
+        g_assert_true(recv_valid(n, 0, i, &h));
+        g_assert_cmpuint(le16_to_cpu(h.src_window), ==, i);
+        qtest_memread(n->qts, n->recv_fifo[0] + i * WEFT_FRAME_SIZE +
+                      WEFT_FRAME_HDR_SIZE, payload, sizeof(payload));
+        g_assert_cmpuint(payload[0], ==, i);
+        g_assert_cmpuint(payload[sizeof(payload) - 1], ==, i);
+    }
+    g_assert_cmpuint(db_read(n, 0, WEFT_DB_RECV_AVAIL), ==, 0);
+    /* The link survived the burst. */
+    g_assert_cmphex(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_LINK_UP, !=, 0);
+    node_stop(n);
+}
+
 /* ---- RDMA ------------------------------------------------------------------ */
 
 #define RDMA_PVO_KEY    0x1234
@@ -1118,6 +1180,7 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/open-window", test_open_window);
     qtest_add_func("/weft/fifo/loopback", test_fifo_loopback);
     qtest_add_func("/weft/fifo/two-nodes", test_fifo_two_nodes);
+    qtest_add_func("/weft/fifo/burst", test_fifo_burst);
     qtest_add_func("/weft/rdma/write", test_rdma_write);
     qtest_add_func("/weft/link/absent", test_link_absent);
     qtest_add_func("/weft/link/reconnect", test_link_reconnect);
