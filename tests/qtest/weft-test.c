@@ -312,12 +312,14 @@ static void node_map(WeftNode *n)
     qpci_msix_enable(n->dev);
 }
 
-/*
- * Starts QEMU with a weft device.  with_switch: the device's chardev
- * connects to a socket the test listens on, and the handshake is done.
- */
-static WeftNode *node_start(unsigned int node, bool with_switch,
-                            const char *extra)
+typedef enum SwitchMode {
+    SW_NONE,        /* no chardev: the link stays down */
+    SW_UP,          /* the test listens before QEMU starts; link brought up */
+    SW_LATE,        /* chardev to a socket nobody listens on yet */
+} SwitchMode;
+
+/* Starts QEMU with a weft device linked as mode says. */
+static WeftNode *node_start(unsigned int node, SwitchMode mode)
 {
     WeftNode *n = g_new0(WeftNode, 1);
     g_autofree char *chr = NULL;
@@ -327,19 +329,22 @@ static WeftNode *node_start(unsigned int node, bool with_switch,
     n->listen_fd = -1;
     n->log = g_strdup_printf("%s/qemu-node%u.log", tmpdir, node);
     unlink(n->log);
-    if (with_switch) {
+    if (mode != SW_NONE) {
         n->sock = g_strdup_printf("%s/switch-%u.sock", tmpdir, node);
-        n->listen_fd = sw_listen(n->sock);
+        unlink(n->sock);
         chr = g_strdup_printf("-chardev socket,id=sw,path=%s,reconnect-ms=200",
                               n->sock);
+    }
+    if (mode == SW_UP) {
+        n->listen_fd = sw_listen(n->sock);
     }
     n->qts = qtest_initf("-machine pc -nodefaults -d guest_errors,invalid_mem -D %s "
                          "-trace weft_dma_write %s "
                          "-device weft,node-id=%u,windows=%u,rcxts=%u,"
-                         "handlers=%u%s %s",
+                         "handlers=%u%s",
                          n->log, chr ? chr : "", node, TEST_WINDOWS,
                          TEST_RCXTS, TEST_HANDLERS,
-                         with_switch ? ",chardev=sw" : "", extra ? extra : "");
+                         mode != SW_NONE ? ",chardev=sw" : "");
     pc_alloc_init(&n->alloc, n->qts, ALLOC_NO_FLAGS);
     n->bus = qpci_new_pc(n->qts, &n->alloc);
     qpci_device_foreach(n->bus, WEFT_PCI_VENDOR_ID, WEFT_PCI_DEVICE_ID,
@@ -347,7 +352,7 @@ static WeftNode *node_start(unsigned int node, bool with_switch,
     g_assert_nonnull(n->dev);
     node_map(n);
 
-    if (with_switch) {
+    if (mode == SW_UP) {
         sw_handshake(n, WEFT_SW_OK);
         wait_link(n, true);
     }
@@ -372,9 +377,11 @@ static void node_stop(WeftNode *n)
     }
     if (n->listen_fd >= 0) {
         close(n->listen_fd);
-        unlink(n->sock);
     }
-    g_free(n->sock);
+    if (n->sock) {
+        unlink(n->sock);
+        g_free(n->sock);
+    }
     unlink(n->log);
     g_free(n->log);
     g_free(n);
@@ -618,7 +625,7 @@ static void assert_alive(WeftNode *n)
 
 static void test_identity(void)
 {
-    WeftNode *n = node_start(7, false, NULL);
+    WeftNode *n = node_start(7, SW_NONE);
     uint64_t caps;
 
     g_assert_cmphex(qpci_config_readw(n->dev, PCI_VENDOR_ID), ==,
@@ -657,7 +664,7 @@ static void test_identity(void)
 
 static void test_open_window(void)
 {
-    WeftNode *n = node_start(3, false, NULL);
+    WeftNode *n = node_start(3, SW_NONE);
     size_t fifo = (size_t)WEFT_FRAME_SIZE << FIFO_LOG2;
     uint64_t send = alloc_zeroed(n, fifo), recv = alloc_zeroed(n, fifo);
     struct weft_lmt l;
@@ -719,7 +726,7 @@ static void test_open_window(void)
  * the test's switch back into the same device. */
 static void test_fifo_loopback(void)
 {
-    WeftNode *n = node_start(5, true, NULL);
+    WeftNode *n = node_start(5, SW_UP);
     static const char msg[] = "weft loopback packet";
     RecvWait rw = { .node = n, .window = 1, .slot = 0 };
     struct weft_recv_hdr h;
@@ -775,8 +782,8 @@ static bool relay_done_msi(WeftNode **nodes, int nr, void *opaque)
  * written into guest RAM of the receiver. */
 static void test_fifo_two_nodes(void)
 {
-    WeftNode *a = node_start(1, true, NULL);
-    WeftNode *b = node_start(2, true, NULL);
+    WeftNode *a = node_start(1, SW_UP);
+    WeftNode *b = node_start(2, SW_UP);
     WeftNode *both[2] = { a, b };
     uint8_t payload[WEFT_MAX_PAYLOAD], buf[WEFT_MAX_PAYLOAD];
     struct weft_recv_hdr h;
@@ -822,7 +829,7 @@ static void test_fifo_two_nodes(void)
 
 static void test_fifo_burst(void)
 {
-    WeftNode *n = node_start(12, true, NULL);
+    WeftNode *n = node_start(12, SW_UP);
     size_t frame_len = WEFT_WIRE_LEN_PREFIX + WEFT_WIRE_HDR_SIZE + 100;
     g_autofree uint8_t *stream = g_malloc0(BURST * frame_len);
     int64_t end = deadline();
@@ -925,8 +932,8 @@ static bool relay_done_completions(WeftNode **nodes, int nr, void *opaque)
 
 static void test_rdma_write(void)
 {
-    WeftNode *a = node_start(10, true, NULL);
-    WeftNode *b = node_start(11, true, NULL);
+    WeftNode *a = node_start(10, SW_UP);
+    WeftNode *b = node_start(11, SW_UP);
     WeftNode *both[2] = { a, b };
     uint64_t pvo_a, pvo_b, buf_a, buf_b, frame;
     g_autofree uint8_t *data = g_malloc(RDMA_LEN);
@@ -1006,7 +1013,7 @@ static void test_rdma_write(void)
 /* Migration is refused with the device's blocker message. */
 static void test_migration_blocked(void)
 {
-    WeftNode *n = node_start(9, false, NULL);
+    WeftNode *n = node_start(9, SW_NONE);
     QDict *rsp;
     const char *desc;
 
@@ -1025,7 +1032,7 @@ static void test_migration_blocked(void)
 /* Without a switch the device keeps working and counts what it drops. */
 static void test_link_absent(void)
 {
-    WeftNode *n = node_start(4, false, NULL);
+    WeftNode *n = node_start(4, SW_NONE);
     static const char msg[] = "nobody listens";
 
     open_window(n, 0, 0);
@@ -1037,11 +1044,35 @@ static void test_link_absent(void)
     node_stop(n);
 }
 
+/* The switch is not there when QEMU starts: the device works, counts
+ * what it drops, and connects once the switch appears. */
+static void test_link_late_switch(void)
+{
+    WeftNode *n = node_start(13, SW_LATE);
+    static const char msg[] = "switch came up";
+    RecvWait rw = { .node = n, .window = 1, .slot = 0 };
+
+    open_window(n, 0, 0);
+    open_window(n, 1, 0);
+    post_fifo(n, 0, 13, 1, msg, sizeof(msg));
+    g_assert_cmpuint(wait_send_done(n, 0), ==, WEFT_R_NO_LINK);
+    g_assert_cmpuint(counter(n, WEFT_CNT_DROP(WEFT_R_NO_LINK)), ==, 1);
+
+    n->listen_fd = sw_listen(n->sock);
+    sw_handshake(n, WEFT_SW_OK);
+    wait_link(n, true);
+    post_fifo(n, 0, 13, 1, msg, sizeof(msg));
+    relay_until(&n, 1, relay_done_recv, &rw, "a packet once the switch is up");
+    g_assert_cmpuint(wait_send_done(n, 0), ==, WEFT_R_OK);
+    g_assert_cmpuint(counter(n, WEFT_CNT_DROP(WEFT_R_NO_LINK)), ==, 1);
+    node_stop(n);
+}
+
 /* The switch goes away and comes back; a corrupt frame drops the
  * connection; a refused HELLO keeps the link down. */
 static void test_link_reconnect(void)
 {
-    WeftNode *n = node_start(6, true, NULL);
+    WeftNode *n = node_start(6, SW_UP);
     static const char msg[] = "after reconnect";
     RecvWait rw = { .node = n, .window = 1, .slot = 0 };
     uint8_t bad[WEFT_WIRE_LEN_PREFIX];
@@ -1079,7 +1110,7 @@ static void test_link_reconnect(void)
 
 static void test_misuse(void)
 {
-    WeftNode *n = node_start(8, false, NULL);
+    WeftNode *n = node_start(8, SW_NONE);
     g_autofree char *evq_msg = NULL;
     uint64_t errors = 0;
 
@@ -1184,6 +1215,7 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/rdma/write", test_rdma_write);
     qtest_add_func("/weft/link/absent", test_link_absent);
     qtest_add_func("/weft/link/reconnect", test_link_reconnect);
+    qtest_add_func("/weft/link/late-switch", test_link_late_switch);
     qtest_add_func("/weft/misuse", test_misuse);
     qtest_add_func("/weft/migration-blocked", test_migration_blocked);
 
