@@ -82,10 +82,11 @@ find_cached_tree() {
 }
 
 fetch_source() {
-	local dsc ver dir tmp
+	local uris dsc ver dir tmp
 	weft_apt_update
-	dsc=$(apt-get source --print-uris qemu/trixie 2>/dev/null |
-		awk '{print $2}' | grep -m1 '^qemu_.*\.dsc$') ||
+	uris=$(apt-get source --print-uris qemu/trixie 2>/dev/null) || uris=
+	dsc=$(awk '$2 ~ /^qemu_.*[.]dsc$/ {print $2; exit}' <<<"$uris")
+	[ -n "$dsc" ] ||
 		weft_die "apt has no trixie source for qemu (is the deb-src entry there?)"
 	ver=${dsc#qemu_}; ver=${ver%.dsc}; ver=${ver%%+*}; ver=${ver%%-*}
 	case "$ver" in "$QEMU_SERIES".*) ;; *) weft_die "trixie carries qemu $ver, not $QEMU_SERIES.x" ;; esac

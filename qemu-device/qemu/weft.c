@@ -40,8 +40,10 @@
 #define TYPE_WEFT "weft"
 OBJECT_DECLARE_SIMPLE_TYPE(WeftState, WEFT)
 
-/* Packets or commands per bottom-half run: bounds the time one main-loop
- * iteration spends in the adapter. */
+/*
+ * Packets or commands per bottom-half run: bounds the time one main-loop
+ * iteration spends in the adapter.
+ */
 #define WEFT_POLL_BUDGET        64
 /* Bytes of frames waiting for the socket before xmit answers -EAGAIN. */
 #define WEFT_TXBUF_SIZE         (64 * 1024)
@@ -82,7 +84,7 @@ struct WeftState {
     size_t rx_len;
 };
 
-/* ---- Guest memory ------------------------------------------------------ */
+/* ---- Guest memory -------------------------------------------------------- */
 
 /*
  * True when every byte of [addr, addr + len) is guest RAM (and writable
@@ -175,7 +177,7 @@ static void weft_op_kick(void *opaque)
     qemu_bh_schedule(s->poll_bh);
 }
 
-/* ---- Observability ------------------------------------------------------ */
+/* ---- Observability ------------------------------------------------------- */
 
 static void weft_trace_pkt(enum weft_trace_kind kind,
                            const struct weft_wire_hdr *h, size_t len,
@@ -229,8 +231,10 @@ static void weft_op_trace(void *opaque, const struct weft_trace *ev)
         weft_trace_pkt(ev->kind, ev->hdr, ev->len, ev->reason);
         break;
     case WEFT_TR_CMD:
-        /* size carries the CMD_STATUS value; msg is set when the command
-         * or doorbell was refused or discarded, which is guest misuse. */
+        /*
+         * size carries the CMD_STATUS value; msg is set when the command
+         * or doorbell was refused or discarded, which is guest misuse.
+         */
         trace_weft_cmd(name, ev->window, ev->val, ev->size,
                        weft_reason_name(ev->reason));
         if (ev->msg) {
@@ -259,7 +263,7 @@ static void weft_op_trace(void *opaque, const struct weft_trace *ev)
     }
 }
 
-/* ---- Link to weft-switch ------------------------------------------------ */
+/* ---- Link to weft-switch ------------------------------------------------- */
 
 static void weft_tx_flush(WeftState *s);
 
@@ -371,8 +375,10 @@ static void weft_send_hello(WeftState *s)
     trace_weft_link_hello(s->node_id);
 }
 
-/* A protocol violation by the peer: drop the connection (the chardev
- * reconnects by itself when it has reconnect-ms). */
+/*
+ * A protocol violation by the peer: drop the connection (the chardev
+ * reconnects by itself when it has reconnect-ms).
+ */
 static void weft_link_abort(WeftState *s, const char *why, uint64_t val)
 {
     trace_weft_link_error(why, val);
@@ -382,8 +388,10 @@ static void weft_link_abort(WeftState *s, const char *why, uint64_t val)
     qemu_chr_fe_disconnect(&s->chr);
 }
 
-/* Handles one complete packet; false when the core's queue is full and
- * the packet has to be offered again later. */
+/*
+ * Handles one complete packet; false when the core's queue is full and
+ * the packet has to be offered again later.
+ */
 static bool weft_rx_packet(WeftState *s, const uint8_t *pkt, size_t len)
 {
     const struct weft_wire_hdr *h = (const void *)pkt;
@@ -439,8 +447,10 @@ static void weft_rx_drain(WeftState *s)
     }
 }
 
-/* Room for more bytes only while the core accepts packets and no
- * complete frame is waiting for it. */
+/*
+ * Room for more bytes only while the core accepts packets and no
+ * complete frame is waiting for it.
+ */
 static int weft_chr_can_read(void *opaque)
 {
     WeftState *s = opaque;
@@ -494,7 +504,7 @@ static void weft_chr_event(void *opaque, QEMUChrEvent event)
     }
 }
 
-/* ---- Adapter tasks ------------------------------------------------------ */
+/* ---- Adapter tasks ------------------------------------------------------- */
 
 static void weft_poll_bh(void *opaque)
 {
@@ -514,7 +524,7 @@ static void weft_poll_bh(void *opaque)
     }
 }
 
-/* ---- MMIO --------------------------------------------------------------- */
+/* ---- MMIO ---------------------------------------------------------------- */
 
 static uint64_t weft_regs_read(void *opaque, hwaddr addr, unsigned size)
 {
@@ -577,7 +587,7 @@ static const MemoryRegionOps weft_sram_ops =
 static const MemoryRegionOps weft_db_ops =
     WEFT_MMIO_OPS(weft_db_read, weft_db_write);
 
-/* ---- QOM ------------------------------------------------------------------ */
+/* ---- QOM ----------------------------------------------------------------- */
 
 static const struct weft_core_ops weft_core_ops = {
     .dma_read = weft_op_dma_read,

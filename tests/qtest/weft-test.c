@@ -8,9 +8,10 @@
  * two QEMU instances, or back into the same one.
  *
  * Each QEMU runs with -d guest_errors,invalid_mem -D <log> so the misuse
- * tests can check the guest-error log.  With WEFT_QTEST_SHOW_LOG=1 the logs (and
- * so any -trace output, see QTEST_TRACE) are copied to stderr at the end
- * of each test: scripts/run-qtests.sh uses that for its trace run.
+ * tests can check the guest-error log.  With WEFT_QTEST_SHOW_LOG=1 the
+ * logs (and so any -trace output, see QTEST_TRACE) are copied to stderr
+ * at the end of each test: scripts/run-qtests.sh uses that for its trace
+ * run.
  *
  * SPDX-License-Identifier: MIT
  */
@@ -35,8 +36,10 @@
 #include "weft/xlate.h"
 #include "weft/counters.h"
 
-/* Hang protection only: every wait below fails the test with a message
- * naming what did not happen when this much time has passed. */
+/*
+ * Hang protection only: every wait below fails the test with a message
+ * naming what did not happen when this much time has passed.
+ */
 #define WAIT_LIMIT_US           (20 * G_USEC_PER_SEC)
 
 #define TEST_WINDOWS            4
@@ -44,6 +47,7 @@
 #define TEST_HANDLERS           4
 #define TEST_KEY                0x4a0b      /* window key = job id */
 #define FIFO_LOG2               3           /* 8 frames per FIFO */
+#define FIFO_BYTES              (WEFT_FRAME_SIZE << FIFO_LOG2)
 #define PC_IOAPIC_BASE          0xfec00000ull /* MMIO of the pc machine */
 
 typedef struct WeftNode {
@@ -66,7 +70,7 @@ typedef struct WeftNode {
 
 static char *tmpdir;
 
-/* ---- small helpers ------------------------------------------------------ */
+/* ---- small helpers ------------------------------------------------------- */
 
 static int64_t deadline(void)
 {
@@ -122,7 +126,7 @@ static int count_in_log(WeftNode *n, const char *needle)
     return count;
 }
 
-/* ---- the test's switch: UNIX socket, length-prefixed frames ---------- */
+/* ---- the test's switch: UNIX socket, length-prefixed frames -------------- */
 
 static int sw_listen(const char *path)
 {
@@ -233,7 +237,7 @@ static bool sw_frame_ready(int fd)
     return poll(&p, 1, 0) > 0;
 }
 
-/* ---- one QEMU with one weft device ----------------------------------- */
+/* ---- one QEMU with one weft device --------------------------------------- */
 
 static void save_dev(QPCIDevice *dev, int devfn, void *data)
 {
@@ -338,7 +342,8 @@ static WeftNode *node_start(unsigned int node, SwitchMode mode)
     if (mode == SW_UP) {
         n->listen_fd = sw_listen(n->sock);
     }
-    n->qts = qtest_initf("-machine pc -nodefaults -d guest_errors,invalid_mem -D %s "
+    n->qts = qtest_initf("-machine pc -nodefaults "
+                         "-d guest_errors,invalid_mem -D %s "
                          "-trace weft_dma_write %s "
                          "-device weft,node-id=%u,windows=%u,rcxts=%u,"
                          "handlers=%u%s",
@@ -387,7 +392,7 @@ static void node_stop(WeftNode *n)
     g_free(n);
 }
 
-/* ---- guest-side set-up, as the driver would do it ---------------------- */
+/* ---- guest-side set-up, as the driver would do it ------------------------ */
 
 static uint64_t alloc_zeroed(WeftNode *n, size_t len)
 {
@@ -404,7 +409,8 @@ static void sram_write_block(WeftNode *n, uint64_t off, const void *data,
     size_t i;
 
     for (i = 0; i < len; i += 8) {
-        qpci_io_writeq(n->dev, n->sram, off + i, ldq_le_p((const uint8_t *)data + i));
+        qpci_io_writeq(n->dev, n->sram, off + i,
+                       ldq_le_p((const uint8_t *)data + i));
     }
 }
 
@@ -417,8 +423,10 @@ static void sram_read_block(WeftNode *n, uint64_t off, void *data, size_t len)
     }
 }
 
-/* Writes window w's LMT through BAR 2, issues CMD_OPEN_WINDOW and
- * returns CMD_STATUS. */
+/*
+ * Writes window w's LMT through BAR 2, issues CMD_OPEN_WINDOW and
+ * returns CMD_STATUS.
+ */
 static uint64_t open_window_at(WeftNode *n, unsigned int w, uint64_t send,
                                uint64_t recv, uint32_t handler)
 {
@@ -491,13 +499,12 @@ static uint64_t msix_to_ram(WeftNode *n, unsigned int v)
     uint64_t addr = alloc_zeroed(n, 64);
     uint64_t e = n->dev->msix_table_off + v * PCI_MSIX_ENTRY_SIZE;
 
-    qpci_io_writel(n->dev, n->dev->msix_table_bar, e + PCI_MSIX_ENTRY_LOWER_ADDR,
-                   (uint32_t)addr);
-    qpci_io_writel(n->dev, n->dev->msix_table_bar, e + PCI_MSIX_ENTRY_UPPER_ADDR,
-                   addr >> 32);
-    qpci_io_writel(n->dev, n->dev->msix_table_bar, e + PCI_MSIX_ENTRY_DATA,
-                   0x5eed0000 | v);
-    qpci_io_writel(n->dev, n->dev->msix_table_bar, e + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+    QPCIBar bar = n->dev->msix_table_bar;
+
+    qpci_io_writel(n->dev, bar, e + PCI_MSIX_ENTRY_LOWER_ADDR, (uint32_t)addr);
+    qpci_io_writel(n->dev, bar, e + PCI_MSIX_ENTRY_UPPER_ADDR, addr >> 32);
+    qpci_io_writel(n->dev, bar, e + PCI_MSIX_ENTRY_DATA, 0x5eed0000 | v);
+    qpci_io_writel(n->dev, bar, e + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
     return addr;
 }
 
@@ -519,8 +526,10 @@ static void post_fifo(WeftNode *n, unsigned int w, uint16_t dst_node,
     db_write(n, w, WEFT_DB_START_TRANSMIT, 1);
 }
 
-/* Waits for the send frame posted last on window w to be marked done;
- * returns its status. */
+/*
+ * Waits for the send frame posted last on window w to be marked done;
+ * returns its status.
+ */
 static unsigned int wait_send_done(WeftNode *n, unsigned int w)
 {
     uint64_t slot = (n->send_next[w] - 1) & ((1u << FIFO_LOG2) - 1);
@@ -538,8 +547,10 @@ static unsigned int wait_send_done(WeftNode *n, unsigned int w)
     }
 }
 
-/* Relays every frame between the given nodes' connections until pred()
- * holds (pred sees the nodes); the switch routes by dst_node. */
+/*
+ * Relays every frame between the given nodes' connections until pred()
+ * holds (pred sees the nodes); the switch routes by dst_node.
+ */
 typedef bool (*RelayDone)(WeftNode **nodes, int nr, void *opaque);
 
 static void relay_until(WeftNode **nodes, int nr, RelayDone done,
@@ -595,8 +606,10 @@ static bool relay_done_recv(WeftNode **nodes, int nr, void *opaque)
     return recv_valid(rw->node, rw->window, rw->slot, &h);
 }
 
-/* Checks in the device's DMA trace that the receive slot's payload lines
- * were written before its header line. */
+/*
+ * Checks in the device's DMA trace that the receive slot's payload lines
+ * were written before its header line.
+ */
 static void check_header_last(WeftNode *n, uint64_t frame)
 {
     g_autofree char *text = read_log(n);
@@ -614,7 +627,7 @@ static void check_header_last(WeftNode *n, uint64_t frame)
     g_assert_cmpint(pp - text, <, ph - text);
 }
 
-/* ---- tests ---------------------------------------------------------------- */
+/* ---- tests --------------------------------------------------------------- */
 
 static void assert_alive(WeftNode *n)
 {
@@ -722,8 +735,10 @@ static void test_open_window(void)
     node_stop(n);
 }
 
-/* A FIFO packet from window 0 to window 1 of the same node, relayed by
- * the test's switch back into the same device. */
+/*
+ * A FIFO packet from window 0 to window 1 of the same node, relayed by
+ * the test's switch back into the same device.
+ */
 static void test_fifo_loopback(void)
 {
     WeftNode *n = node_start(5, SW_UP);
@@ -757,9 +772,11 @@ static void test_fifo_loopback(void)
     g_assert_cmpuint(counter(n, WEFT_CNT_TX_PACKETS), ==, 1);
     g_assert_cmpuint(counter(n, WEFT_CNT_RX_FIFO_PACKETS), ==, 1);
 
-    /* The receive threshold event is in the event queue, and its
+    /*
+     * The receive threshold event is in the event queue, and its
      * interrupt went to window 1's handler (2): that vector is masked
-     * after reset, so its PBA bit is pending. */
+     * after reset, so its PBA bit is pending.
+     */
     g_assert_true(find_event(n, WEFT_EV_RECV_THRESHOLD, 1));
     g_assert_true(qpci_msix_pending(n->dev, 2));
     g_assert_cmphex(reg_read(n, WEFT_REG_INT_PENDING) & (1u << 2), !=, 0);
@@ -778,8 +795,10 @@ static bool relay_done_msi(WeftNode **nodes, int nr, void *opaque)
     return qtest_readl(mw->node->qts, mw->addr) != 0;
 }
 
-/* A FIFO packet between two QEMU instances, with the MSI-X message
- * written into guest RAM of the receiver. */
+/*
+ * A FIFO packet between two QEMU instances, with the MSI-X message
+ * written into guest RAM of the receiver.
+ */
 static void test_fifo_two_nodes(void)
 {
     WeftNode *a = node_start(1, SW_UP);
@@ -853,7 +872,8 @@ static void test_fifo_burst(void)
         wh.length = cpu_to_le32(sizeof(payload));
         stl_le_p(f, WEFT_WIRE_HDR_SIZE + sizeof(payload));
         memcpy(f + WEFT_WIRE_LEN_PREFIX, &wh, sizeof(wh));
-        memset(f + WEFT_WIRE_LEN_PREFIX + sizeof(wh), i & 0xff, sizeof(payload));
+        memset(f + WEFT_WIRE_LEN_PREFIX + sizeof(wh), i & 0xff,
+               sizeof(payload));
     }
     write_full(n->conn_fd, stream, BURST * frame_len);
 
@@ -881,15 +901,17 @@ static void test_fifo_burst(void)
     node_stop(n);
 }
 
-/* ---- RDMA ------------------------------------------------------------------ */
+/* ---- RDMA ---------------------------------------------------------------- */
 
 #define RDMA_PVO_KEY    0x1234
 #define RDMA_TABLE      3
 #define RDMA_PAGES      4
 #define RDMA_LEN        (3 * 4096 + 100)
 
-/* Registers TCE table RDMA_TABLE over a fresh buffer of RDMA_PAGES 4 KiB
- * pages owned by TEST_KEY; returns the buffer's guest address. */
+/*
+ * Registers TCE table RDMA_TABLE over a fresh buffer of RDMA_PAGES 4 KiB
+ * pages owned by TEST_KEY; returns the buffer's guest address.
+ */
 static uint64_t map_buffer(WeftNode *n, uint64_t *pvo)
 {
     uint64_t buf = alloc_zeroed(n, RDMA_PAGES * 4096);
@@ -964,7 +986,8 @@ static void test_rdma_write(void)
     line.rdma.length = cpu_to_le64(RDMA_LEN);
     line.rdma.local_rcxt = cpu_to_le32(5);
     line.rdma.remote_rcxt = cpu_to_le32(9);
-    line.rdma.remote_rcxt_key = cpu_to_le16(reg_read(b, WEFT_REG_RECOVERY_COUNT));
+    line.rdma.remote_rcxt_key =
+        cpu_to_le16(reg_read(b, WEFT_REG_RECOVERY_COUNT));
     line.rdma.notify = WEFT_NOTIFY_BOTH;
     line.rdma.tid = cpu_to_le32(1);
     line.rdma.user_cookie = cpu_to_le64(0xc00c1e);
@@ -1027,7 +1050,7 @@ static void test_migration_blocked(void)
     node_stop(n);
 }
 
-/* ---- link --------------------------------------------------------------- */
+/* ---- link ---------------------------------------------------------------- */
 
 /* Without a switch the device keeps working and counts what it drops. */
 static void test_link_absent(void)
@@ -1044,8 +1067,10 @@ static void test_link_absent(void)
     node_stop(n);
 }
 
-/* The switch is not there when QEMU starts: the device works, counts
- * what it drops, and connects once the switch appears. */
+/*
+ * The switch is not there when QEMU starts: the device works, counts
+ * what it drops, and connects once the switch appears.
+ */
 static void test_link_late_switch(void)
 {
     WeftNode *n = node_start(13, SW_LATE);
@@ -1068,8 +1093,10 @@ static void test_link_late_switch(void)
     node_stop(n);
 }
 
-/* The switch goes away and comes back; a corrupt frame drops the
- * connection; a refused HELLO keeps the link down. */
+/*
+ * The switch goes away and comes back; a corrupt frame drops the
+ * connection; a refused HELLO keeps the link down.
+ */
 static void test_link_reconnect(void)
 {
     WeftNode *n = node_start(6, SW_UP);
@@ -1087,8 +1114,10 @@ static void test_link_reconnect(void)
     g_assert_cmphex(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_LINK_UP, ==, 0);
     close(n->conn_fd);
 
-    /* The device reconnects by itself; a frame longer than the maximum
-     * makes it drop the connection. */
+    /*
+     * The device reconnects by itself; a frame longer than the maximum
+     * makes it drop the connection.
+     */
     sw_handshake(n, WEFT_SW_OK);
     wait_link(n, true);
     stl_le_p(bad, WEFT_WIRE_MAX_FRAME + 1);
@@ -1106,7 +1135,7 @@ static void test_link_reconnect(void)
     node_stop(n);
 }
 
-/* ---- misuse ---------------------------------------------------------------- */
+/* ---- misuse -------------------------------------------------------------- */
 
 static void test_misuse(void)
 {
@@ -1173,7 +1202,7 @@ static void test_misuse(void)
     reg_write(n, WEFT_REG_EVQ_SIZE, 4);
     reg_write(n, WEFT_REG_INT_READY, 0);
     g_assert_cmpuint(open_window_at(n, 3, 0x7f0000000000ull,
-                                    alloc_zeroed(n, WEFT_FRAME_SIZE << FIFO_LOG2),
+                                    alloc_zeroed(n, FIFO_BYTES),
                                     0), ==, WEFT_CMD_OK);
     db_write(n, 3, WEFT_DB_START_TRANSMIT, 1);
     wait_log(n, "DMA read of 128 bytes at 0x7f0000000000 outside guest RAM");
@@ -1185,10 +1214,12 @@ static void test_misuse(void)
     g_assert_cmpuint(counter(n, WEFT_CNT_WINDOW_FATAL), ==, 1);
     g_assert_cmpuint(reg_read(n, WEFT_REG_EVQ_PROD), ==, 0);
     assert_alive(n);
-    /* Another device's MMIO (the I/O APIC of the pc machine) is not RAM
-     * either: the adapter must not read a send frame from it. */
+    /*
+     * Another device's MMIO (the I/O APIC of the pc machine) is not RAM
+     * either: the adapter must not read a send frame from it.
+     */
     g_assert_cmpuint(open_window_at(n, 2, PC_IOAPIC_BASE,
-                                    alloc_zeroed(n, WEFT_FRAME_SIZE << FIFO_LOG2),
+                                    alloc_zeroed(n, FIFO_BYTES),
                                     0), ==, WEFT_CMD_OK);
     db_write(n, 2, WEFT_DB_START_TRANSMIT, 1);
     wait_log(n, "DMA read of 128 bytes at 0xfec00000 outside guest RAM");
