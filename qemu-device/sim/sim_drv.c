@@ -635,6 +635,18 @@ int weft_sim_rcxt_free(struct weft_sim *s, unsigned int node, uint32_t rcxt)
 	return status_errno(st);
 }
 
+int weft_sim_rcxt_cancel(struct weft_sim *s, unsigned int node, uint32_t rcxt)
+{
+	struct sim_node *n;
+
+	if (node >= s->nr_nodes)
+		return -EINVAL;
+	n = &s->node[node];
+	if (rcxt >= n->nr_rcxt || !n->rcxt_owner[rcxt])
+		return -ENOENT;
+	return status_errno(drv_cmd(s, n, WEFT_REG_CMD_CANCEL_RCXT, rcxt));
+}
+
 /* ---- reboot and recovery --------------------------------------------------------------- */
 
 int weft_sim_node_reboot(struct weft_sim *s, unsigned int node)

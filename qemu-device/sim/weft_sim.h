@@ -207,6 +207,9 @@ int weft_sim_window_refresh(struct weft_sim_window *win);
 int weft_sim_rcxt_alloc(struct weft_sim *s, unsigned int node, unsigned int window,
 			uint32_t *rcxt, uint16_t *key);
 int weft_sim_rcxt_free(struct weft_sim *s, unsigned int node, uint32_t rcxt);
+/* CMD_CANCEL_RCXT: abandon what the rCxt is doing; it stays assigned and
+ * keeps its tid, so late packets of the cancelled tid are dropped. */
+int weft_sim_rcxt_cancel(struct weft_sim *s, unsigned int node, uint32_t rcxt);
 uint32_t weft_sim_recovery_count(struct weft_sim *s, unsigned int node);
 /* Driver generation of a node: bumped by every reboot and recovery.
  * A window, rCxt or MR obtained in an older generation is gone. */

@@ -149,34 +149,12 @@ int rel_channel(struct rel *r, struct weft_sim_window *a, struct weft_sim_window
 	return rc ? rc : ci;
 }
 
-int rel_channel_rebind(struct rel *r, int ci)
-{
-	struct rel_chan *c;
-
-	if (ci < 0 || (unsigned int)ci >= r->nr_ch)
-		return -EINVAL;
-	c = &r->ch[ci];
-	if (c->have_ra) {
-		map_set(r, c->a->node, c->ra, 0);
-		weft_sim_rcxt_free(r->sim, c->a->node, c->ra);
-		c->have_ra = false;
-	}
-	if (c->have_rb) {
-		map_set(r, c->b->node, c->rb, 0);
-		weft_sim_rcxt_free(r->sim, c->b->node, c->rb);
-		c->have_rb = false;
-	}
-	if (c->head >= 0) {
-		c->inflight = false;
-		c->need_post = true;
-	}
-	return chan_acquire(r, ci);
-}
-
-void rel_node_lost(struct rel *r, unsigned int node)
+int rel_node_reset(struct rel *r, unsigned int node)
 {
 	unsigned int i;
+	int rc, first = 0;
 
+	/* Forget every rCxt of node first: the new ids may equal old ones. */
 	for (i = 0; i < r->nr_ch; i++) {
 		struct rel_chan *c = &r->ch[i];
 
@@ -189,6 +167,24 @@ void rel_node_lost(struct rel *r, unsigned int node)
 			c->have_rb = false;
 		}
 	}
+	for (i = 0; i < r->nr_ch; i++) {
+		struct rel_chan *c = &r->ch[i];
+
+		if (c->a->node != node && c->b->node != node)
+			continue;
+		if (c->have_ra)
+			weft_sim_rcxt_cancel(r->sim, c->a->node, c->ra);
+		if (c->have_rb)
+			weft_sim_rcxt_cancel(r->sim, c->b->node, c->rb);
+		if (c->head >= 0) {
+			c->inflight = false;
+			c->need_post = true;
+		}
+		rc = chan_acquire(r, (int)i);
+		if (rc && !first)
+			first = rc;
+	}
+	return first;
 }
 
 uint64_t rel_submit(struct rel *r, int ci, enum rel_kind kind, uint64_t local_off,
@@ -275,8 +271,10 @@ static void completion(struct rel *r, struct weft_sim_window *w, const struct we
 	struct rel_op *op;
 	uint64_t idx;
 
-	if (h->rcxt >= r->map_len || !(v = r->map[w->node][h->rcxt]))
+	if (h->rcxt >= r->map_len || !(v = r->map[w->node][h->rcxt])) {
+		r->st.cpl_stale++;
 		return;
+	}
 	v--;
 	ci = v >> 1;
 	side = v & 1;
@@ -285,8 +283,10 @@ static void completion(struct rel *r, struct weft_sim_window *w, const struct we
 		r->st.cpl_error++;
 		return;
 	}
-	if (h->user_cookie < 1 || h->user_cookie > r->nr_ops)
+	if (h->user_cookie < 1 || h->user_cookie > r->nr_ops) {
+		r->st.cpl_stale++;
 		return;
+	}
 	idx = h->user_cookie - 1;
 	op = &r->ops[idx];
 	if (side == 0) {

@@ -50,13 +50,12 @@ void rel_set_region(struct rel *r, unsigned int node, uint64_t addr, uint64_t le
 /* A channel from window a (initiator) to window b (target): one rCxt is
  * acquired on each side.  Returns the channel id or a negative errno. */
 int rel_channel(struct rel *r, struct weft_sim_window *a, struct weft_sim_window *b);
-/* Re-acquire both rCxts of a channel (after a reboot or recovery of
- * either side, or to re-establish it); an op in flight is reposted on the
- * new rCxts with a fresh tid. */
-int rel_channel_rebind(struct rel *r, int ch);
-/* Forget the rCxts of node without releasing them (the node rebooted or
- * recovered: the adapter dropped them). */
-void rel_node_lost(struct rel *r, unsigned int node);
+/* Node rebooted or its adapter recovered: its rCxts are gone.  For every
+ * channel touching node: acquire a new rCxt on node's side (new id or new
+ * key), cancel the peer's rCxt (it keeps its id and tid, so the peer drops
+ * late packets of the old tids), and repost the op in flight with a
+ * larger tid.  Returns 0 or the first error. */
+int rel_node_reset(struct rel *r, unsigned int node);
 
 /* Queue an operation on a channel; returns its id (>= 1). */
 uint64_t rel_submit(struct rel *r, int ch, enum rel_kind kind, uint64_t local_off,
