@@ -5,7 +5,9 @@
 #   1. the whole suite with TAP output;
 #   2. the loopback and no-link tests again with -trace 'weft_*', checking
 #      that the trace names registers and shows packets sent, received
-#      and dropped.
+#      and dropped;
+#   3. that `-device help` lists weft and `-device weft,help` describes
+#      each of its properties.
 #
 # Ends with one line "weft qtests: N passed, N failed" and exits non-zero
 # when anything failed.  WEFT_QTEST_ARGS adds arguments to the first run
@@ -95,6 +97,32 @@ else
 	echo "not ok $((passed + failed)) - trace run (exit $trc)"
 	tail -n 40 "$out/trace.err" | sed 's/^/# stderr: /'
 fi
+
+# ---- 3. the device as QEMU lists it -------------------------------------------
+tap_check() {
+	local what=$1
+	shift
+	if "$@"; then
+		passed=$((passed + 1))
+		echo "ok $((passed + failed)) - $what"
+	else
+		failed=$((failed + 1))
+		echo "not ok $((passed + failed)) - $what"
+	fi
+}
+"$build/qemu-system-x86_64" -nodefaults -device help >"$out/devices.txt" 2>&1 || true
+"$build/qemu-system-x86_64" -nodefaults -device weft,help >"$out/props.txt" 2>&1 || true
+props_described() {
+	local p
+	for p in node-id windows rcxts handlers chardev; do
+		grep -qE "^  $p=<[a-z0-9]+> +- [a-z]" "$out/props.txt" || {
+			echo "# -device weft,help lacks a description of $p"
+			return 1
+		}
+	done
+}
+tap_check "-device help lists weft" grep -q '^name "weft", bus PCI' "$out/devices.txt"
+tap_check "-device weft,help describes every property" props_described
 
 echo "weft qtests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
