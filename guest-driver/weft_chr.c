@@ -138,6 +138,10 @@ int weft_window_close(struct weft_window *win, unsigned int timeout_ms)
 		if (ret)
 			dev_warn(&wdev->pdev->dev, "Close Window %u: %d\n", win->idx, ret);
 		win->state = WEFT_WS_CLOSING;
+		wdev->close_snapshot = weft_rd(wdev, WEFT_REG_SNAPSHOT_VIEW);
+		wdev->closes++;
+		if (wdev->close_snapshot)
+			wdev->closes_waited++;
 	}
 	ret = weft_wait_snapshot(wdev, timeout_ms);
 	if (ret)

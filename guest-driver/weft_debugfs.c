@@ -174,6 +174,8 @@ static int weft_state_show(struct seq_file *m, void *v)
 	seq_printf(m, "rcxt_free %u rcxt_head %u evq_entries %u evq_cons %llu evq_stale %llu\n",
 		   wdev->rcxt_free, wdev->rcxt_head, wdev->evq_entries, wdev->evq_cons,
 		   wdev->evq_stale);
+	seq_printf(m, "closes %llu closes_waited %llu close_snapshot 0x%llx\n",
+		   wdev->closes, wdev->closes_waited, wdev->close_snapshot);
 	for (h = 0; h < wdev->nr_handlers; h++)
 		seq_printf(m, "handler %u irq %d interrupts %llu\n", h, wdev->hdl[h].irq,
 			   wdev->hdl[h].count);

@@ -170,6 +170,8 @@ struct weft_dev {
 	u32 rcxt_head, rcxt_free;
 	u32 recovery_count;
 	u32 next_key;			/* PVO key generator */
+	u64 closes, closes_waited;	/* Close Window: all, snapshot was busy */
+	u64 close_snapshot;		/* Snapshot View right after the last close */
 	struct weft_slot slots[WEFT_NR_JOB_SLOTS];
 
 	/* event queue and interrupts */

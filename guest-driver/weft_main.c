@@ -166,8 +166,9 @@ static void weft_dispatch(struct weft_dev *wdev, const struct weft_event *ev)
 		return;
 	if (type == WEFT_UEV_FATAL && win->state == WEFT_WS_OPEN) {
 		win->state = WEFT_WS_FATAL;
-		dev_info(&wdev->pdev->dev, "window %u fatal error: %u (rCxt %u)\n",
-			 ev->window, ev->reason, ev->rcxt);
+		dev_info_ratelimited(&wdev->pdev->dev,
+				     "window %u fatal error: %u (rCxt %u)\n",
+				     ev->window, ev->reason, ev->rcxt);
 	}
 	weft_ctx_event(win->ctx, type, ev->window, ev->rcxt, ev->reason, ev->info);
 }
@@ -642,7 +643,7 @@ static struct pci_driver weft_pci_driver = {
 	.id_table = weft_pci_ids,
 	.probe = weft_probe,
 	.remove = weft_remove,
-	.driver.dev_groups = weft_groups,
+	.dev_groups = weft_groups,
 };
 
 static int __init weft_init(void)

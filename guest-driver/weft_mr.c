@@ -340,8 +340,6 @@ int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *a)
 	if (shift == WEFT_PAGE_SHIFT_16M &&
 	    ((a->addr | a->length) & (WEFT_SZ_16M - 1)))
 		return -EINVAL;
-	if (!access_ok((void __user *)(uintptr_t)a->addr, a->length))
-		return -EFAULT;
 	span = ((end + (1ull << shift) - 1) >> shift) - (a->addr >> shift);
 	if (shift == WEFT_PAGE_SHIFT_4K) {
 		t0 = WEFT_SLOT_TABLES_16M;
@@ -355,6 +353,8 @@ int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *a)
 			return -ENOSPC;
 	}
 	ntce = span;
+	if (!access_ok((void __user *)(uintptr_t)a->addr, a->length))
+		return -EFAULT;
 
 	mutex_lock(&wdev->lock);
 	ret = wdev->dead ? -ENODEV : weft_job_slot(ctx, a->job_id);

@@ -50,6 +50,9 @@ int main(void)
 			 "round %d: window, rCxt and FIFO memory released", round);
 		wt_unmap_window(&win);
 	}
+	t = wt_read_file(wt_dbg_path(path, sizeof(path), "state"));
+	t = t ? strstr(t, "closes ") : NULL;
+	printf("      driver: %.*s", t ? (int)(strchr(t, '\n') - t + 1) : 0, t ? t : "");
 	close(fd);
 	return wt_done("weft-test-close");
 }

@@ -14,6 +14,7 @@
 
 int main(void)
 {
+	struct wt_res base = wt_res(), now;
 	int fd = wt_open(), other = wt_open(), st;
 	struct weft_ioc_job j = { .job_id = JOB };
 	struct weft_ioc_query q = wt_query(fd);
@@ -27,7 +28,6 @@ int main(void)
 	static uint8_t buf[8192] __attribute__((aligned(4096)));
 	struct wt_win win;
 	uint64_t produced = 0;
-	struct wt_res base = wt_res(), now;
 	ssize_t n;
 
 	if (ioctl(fd, WEFT_IOC_JOB_ATTACH, &j) || wt_open_window(fd, JOB, 3, &win))

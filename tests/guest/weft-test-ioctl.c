@@ -38,7 +38,7 @@ static int child_touch(volatile uint64_t *p)
 
 int main(void)
 {
-	int fd = wt_open(), fd2;
+	int fd, fd2;
 	struct weft_ioc_query q;
 	struct weft_ioc_job j;
 	struct weft_ioc_open_window o;
@@ -58,6 +58,7 @@ int main(void)
 
 	base = wt_res();
 	wt_res_print("start", &base);
+	fd = wt_open();
 
 	/* ---- QUERY ---- */
 	memset(&q, 0xff, sizeof(q));

@@ -10,12 +10,12 @@
 
 int main(void)
 {
+	struct wt_res base = wt_res(), now;
 	int fd = wt_open(), pipefd[2], st;
 	struct weft_ioc_job j = { .job_id = JOB };
 	struct weft_ioc_rcxt r;
 	struct weft_ioc_reg_mr m;
 	struct wt_win win;
-	struct wt_res base = wt_res(), now;
 	static uint8_t buf[8192] __attribute__((aligned(4096)));
 	pid_t pid;
 	char c;
