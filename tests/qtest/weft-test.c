@@ -1068,6 +1068,55 @@ static void test_link_absent(void)
 }
 
 /*
+ * Every wire packet is untrusted: random frames (valid length prefixes,
+ * random headers and payloads, every packet type) must neither crash the
+ * device nor desynchronise the stream; a good packet sent afterwards
+ * still arrives.
+ */
+static void test_link_garbage(void)
+{
+    WeftNode *n = node_start(14, SW_UP);
+    static const char msg[] = "still in sync";
+    RecvWait rw = { .node = n, .window = 1, .slot = 0 };
+    uint8_t pkt[WEFT_WIRE_MAX_FRAME];
+    struct weft_wire_hdr *h = (struct weft_wire_hdr *)pkt;
+    unsigned int i, j;
+
+    open_window(n, 0, 0);
+    open_window(n, 1, 0);
+    acquire_rcxt(n, 3, 1);
+    for (i = 0; i < 400; i++) {
+        size_t len = g_test_rand_int_range(WEFT_WIRE_HDR_SIZE,
+                                           WEFT_WIRE_MAX_FRAME + 1);
+
+        for (j = 0; j < len; j++) {
+            pkt[j] = g_test_rand_int();
+        }
+        /*
+         * Half of them aimed at this node's windows and rCxts, so they
+         * get past the first checks.
+         */
+        if (i & 1) {
+            h->version = WEFT_WIRE_VERSION;
+            h->type = 1 + i % 6;
+            h->dst_node = cpu_to_le16(14);
+            h->dst_window = cpu_to_le16(i % 3);
+            h->key = cpu_to_le32(TEST_KEY);
+            h->rcxt = cpu_to_le32(i % 5);
+            h->rcxt_key = 0;
+        }
+        sw_write_frame(n->conn_fd, pkt, len);
+    }
+    assert_alive(n);
+    post_fifo(n, 0, 14, 1, msg, sizeof(msg));
+    relay_until(&n, 1, relay_done_recv, &rw, "a good packet after garbage");
+    g_assert_cmphex(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_LINK_UP, !=, 0);
+    g_assert_cmpuint(counter(n, WEFT_CNT_DROP(WEFT_R_BAD_HEADER)) +
+                     counter(n, WEFT_CNT_DROP(WEFT_R_NOT_FOR_US)), >, 0);
+    node_stop(n);
+}
+
+/*
  * The switch is not there when QEMU starts: the device works, counts
  * what it drops, and connects once the switch appears.
  */
@@ -1247,6 +1296,7 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/link/absent", test_link_absent);
     qtest_add_func("/weft/link/reconnect", test_link_reconnect);
     qtest_add_func("/weft/link/late-switch", test_link_late_switch);
+    qtest_add_func("/weft/link/garbage", test_link_garbage);
     qtest_add_func("/weft/misuse", test_misuse);
     qtest_add_func("/weft/migration-blocked", test_migration_blocked);
 
