@@ -1050,6 +1050,72 @@ static void test_migration_blocked(void)
     node_stop(n);
 }
 
+/* An RDMA read: node a pulls a buffer of node b into its own memory. */
+static void test_rdma_read(void)
+{
+    WeftNode *a = node_start(15, SW_UP);
+    WeftNode *b = node_start(16, SW_UP);
+    WeftNode *both[2] = { a, b };
+    uint64_t pvo_a, pvo_b, buf_a, buf_b;
+    g_autofree uint8_t *data = g_malloc(RDMA_LEN);
+    g_autofree uint8_t *got = g_malloc(RDMA_LEN);
+    struct weft_send_line line;
+    struct weft_recv_hdr h;
+    CompWait cw = { a, b };
+    unsigned int i;
+
+    for (i = 0; i < RDMA_LEN; i++) {
+        data[i] = (uint8_t)(i * 13 + 1);
+    }
+    open_window(a, 1, 0);
+    open_window(b, 2, 0);
+    buf_a = map_buffer(a, &pvo_a);
+    buf_b = map_buffer(b, &pvo_b);
+    qtest_memwrite(b->qts, buf_b + 100, data, RDMA_LEN);
+    acquire_rcxt(a, 7, 1);
+    acquire_rcxt(b, 8, 2);
+
+    memset(&line, 0, sizeof(line));
+    line.hdr.dest_node = cpu_to_le16(16);
+    line.hdr.dest_window = cpu_to_le16(2);
+    line.hdr.type = WEFT_SF_RDMAR;
+    line.rdma.local_pvo = cpu_to_le64(pvo_a);
+    line.rdma.remote_pvo = cpu_to_le64(pvo_b + 100);
+    line.rdma.length = cpu_to_le64(RDMA_LEN);
+    line.rdma.local_rcxt = cpu_to_le32(7);
+    line.rdma.remote_rcxt = cpu_to_le32(8);
+    line.rdma.remote_rcxt_key =
+        cpu_to_le16(reg_read(b, WEFT_REG_RECOVERY_COUNT));
+    line.rdma.notify = WEFT_NOTIFY_BOTH;
+    line.rdma.tid = cpu_to_le32(4);
+    qtest_memwrite(a->qts, a->send_fifo[1], &line, sizeof(line));
+    a->send_next[1] = 1;
+    db_write(a, 1, WEFT_DB_START_TRANSMIT, 1);
+
+    relay_until(both, 2, relay_done_completions, &cw,
+                "RDMA read completions on both nodes");
+    qtest_memread(a->qts, buf_a, got, RDMA_LEN);
+    g_assert_cmpmem(got, RDMA_LEN, data, RDMA_LEN);
+
+    g_assert_true(recv_valid(a, 1, 0, &h));
+    g_assert_cmpuint(h.type, ==, WEFT_RF_COMPLETION);
+    g_assert_cmphex(h.flags & (WEFT_RF_AS_SOURCE | WEFT_RF_READ), ==,
+                    WEFT_RF_AS_SOURCE | WEFT_RF_READ);
+    g_assert_cmpuint(le16_to_cpu(h.status), ==, WEFT_R_OK);
+    g_assert_cmpuint(le32_to_cpu(h.rcxt), ==, 7);
+    g_assert_cmpuint(le32_to_cpu(h.tid), ==, 4);
+    g_assert_cmpuint(le64_to_cpu(h.total_length), ==, RDMA_LEN);
+    g_assert_true(recv_valid(b, 2, 0, &h));
+    g_assert_cmphex(h.flags & (WEFT_RF_AS_TARGET | WEFT_RF_READ), ==,
+                    WEFT_RF_AS_TARGET | WEFT_RF_READ);
+    g_assert_cmpuint(le32_to_cpu(h.rcxt), ==, 8);
+    g_assert_cmpuint(counter(a, WEFT_CNT_RDMAR_STARTED), ==, 1);
+    g_assert_cmpuint(counter(b, WEFT_CNT_RDMAR_SERVED), ==, 1);
+    g_assert_cmpuint(counter(a, WEFT_CNT_RDMAR_DONE), ==, 1);
+    node_stop(a);
+    node_stop(b);
+}
+
 /* ---- link ---------------------------------------------------------------- */
 
 /* Without a switch the device keeps working and counts what it drops. */
@@ -1293,6 +1359,7 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/fifo/two-nodes", test_fifo_two_nodes);
     qtest_add_func("/weft/fifo/burst", test_fifo_burst);
     qtest_add_func("/weft/rdma/write", test_rdma_write);
+    qtest_add_func("/weft/rdma/read", test_rdma_read);
     qtest_add_func("/weft/link/absent", test_link_absent);
     qtest_add_func("/weft/link/reconnect", test_link_reconnect);
     qtest_add_func("/weft/link/late-switch", test_link_late_switch);
