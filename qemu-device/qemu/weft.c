@@ -698,7 +698,10 @@ static void weft_reset_hold(Object *obj, ResetType type)
 
     trace_weft_reset(s->node_id);
     weft_core_reset(s->core);
-    /* The link survives a device reset: the core learns it again. */
+    /*
+     * The connection to the switch is not adapter state and survives a
+     * reset; keep the core's view of it in line with the wrapper's.
+     */
     weft_core_set_link(s->core, s->link_up);
 }
 
