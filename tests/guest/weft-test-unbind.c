@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Removing the adapter (driver unbind) while a process uses it: its
+ * window, rCxts, registration and pinned pages are released at once, its
+ * mappings are gone (SIGBUS, no access to freed memory), every call fails
+ * with ENODEV and poll() reports POLLHUP; binding again gives a working
+ * /dev/weftN.
+ */
+#include <poll.h>
+
+#include "wt.h"
+
+#define JOB	0xb1du
+
+static int touch(volatile uint8_t *p)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		(void)*p;
+		_exit(0);
+	}
+	waitpid(pid, &st, 0);
+	return WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+}
+
+static int sysfs_write(const char *file, const char *bdf)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/drivers/weft/%s", file);
+	return wt_write_file(path, bdf);
+}
+
+int main(void)
+{
+	struct wt_res base = wt_res(), now;
+	int fd = wt_open(), fd2, ret;
+	struct weft_ioc_job j = { .job_id = JOB };
+	struct weft_ioc_rcxt r;
+	struct weft_ioc_reg_mr m;
+	struct weft_ioc_query q;
+	struct weft_uevent ev;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	static uint8_t buf[32768] __attribute__((aligned(4096)));
+	struct wt_win win;
+	char link[256], path[256], bdf[256];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/class/misc/%s/device", wt_devname());
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		wt_fatal("readlink %s: %s", path, strerror(errno));
+	link[n] = 0;
+	snprintf(bdf, sizeof(bdf), "%s", strrchr(link, '/') ? strrchr(link, '/') + 1 : link);
+	printf("      adapter %s\n", bdf);
+
+	if (ioctl(fd, WEFT_IOC_JOB_ATTACH, &j) || wt_open_window(fd, JOB, 4, &win))
+		wt_fatal("attach/open: %s", strerror(errno));
+	memset(&r, 0, sizeof(r));
+	r.window = win.o.window;
+	memset(&m, 0, sizeof(m));
+	m.addr = (uintptr_t)buf;
+	m.length = sizeof(buf);
+	m.job_id = JOB;
+	if (ioctl(fd, WEFT_IOC_ALLOC_RCXT, &r) || ioctl(fd, WEFT_IOC_REG_MR, &m))
+		wt_fatal("rCxt/MR: %s", strerror(errno));
+	WT_CHECK(touch(win.recv) == 0, "receive FIFO readable before the unbind");
+
+	ret = sysfs_write("unbind", bdf);
+	WT_CHECK(ret == 0, "unbind %s (%s)", bdf, ret ? strerror(-ret) : "ok");
+	now = wt_res();
+	WT_CHECK(now.windows_open == base.windows_open && now.rcxts_held == base.rcxts_held &&
+		 now.mrs == base.mrs && now.pages_pinned == base.pages_pinned &&
+		 now.devices == base.devices - 1,
+		 "window, rCxt, MR and pinned pages released while the fd is still open");
+	WT_CHECK(touch((volatile uint8_t *)win.db) == SIGBUS, "doorbell mapping gone (SIGBUS)");
+	WT_CHECK(touch(win.recv) == SIGBUS, "receive FIFO mapping gone (SIGBUS)");
+	WT_CHECK(touch(win.send) == SIGBUS, "send FIFO mapping gone (SIGBUS)");
+	memset(&q, 0, sizeof(q));
+	WT_EXPECT_ERR(fd, WEFT_IOC_QUERY, &q, ENODEV, "QUERY after removal");
+	WT_EXPECT_ERR(fd, WEFT_IOC_REG_MR, &m, ENODEV, "REG_MR after removal");
+	WT_CHECK(poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP), "poll reports POLLHUP");
+	n = read(fd, &ev, sizeof(ev));
+	WT_CHECK(n == 0, "read returns 0 (end of file), got %zd", n);
+	errno = 0;
+	WT_CHECK(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED && errno == ENODEV,
+		 "mmap after removal -> ENODEV (%s)", strerror(errno));
+	wt_unmap_window(&win);
+	close(fd);
+	now = wt_res();
+	WT_CHECK(now.contexts == base.contexts, "context freed at close (%lld)", now.contexts);
+
+	ret = sysfs_write("bind", bdf);
+	WT_CHECK(ret == 0, "bind %s again (%s)", bdf, ret ? strerror(-ret) : "ok");
+	fd2 = open(wt_dev(), O_RDWR);
+	WT_CHECK(fd2 >= 0, "%s opens again", wt_dev());
+	if (fd2 >= 0) {
+		WT_EXPECT_OK(fd2, WEFT_IOC_QUERY, &q, "QUERY on the new device");
+		close(fd2);
+	}
+	now = wt_res();
+	WT_CHECK(wt_res_equal(&now, &base) && now.devices == base.devices,
+		 "driver counters back to the start");
+	return wt_done("weft-test-unbind");
+}
