@@ -384,7 +384,6 @@ static void weft_dev_release(struct kref *kref)
 	kvfree(wdev->rcxt_ring);
 	pci_dev_put(wdev->pdev);
 	kfree(wdev);
-	atomic_dec(&weft_res.devices);
 }
 
 void weft_dev_put(struct weft_dev *wdev)
@@ -491,7 +490,6 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	wdev = kzalloc(sizeof(*wdev), GFP_KERNEL);
 	if (!wdev)
 		return -ENOMEM;
-	atomic_inc(&weft_res.devices);
 	kref_init(&wdev->kref);
 	wdev->pdev = pci_dev_get(pdev);
 	mutex_init(&wdev->lock);
@@ -569,6 +567,7 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		goto err_irqs;
 	weft_debugfs_add(wdev);
+	atomic_inc(&weft_res.devices);
 	dev_info(&pdev->dev, "weft%d: node %u, %u windows, %u rCxts, %u handlers, recovery count %u\n",
 		 wdev->id, wdev->node_id, wdev->nr_windows, wdev->nr_rcxt,
 		 wdev->nr_handlers, wdev->recovery_count);
@@ -628,6 +627,7 @@ static void weft_remove(struct pci_dev *pdev)
 	pci_release_regions(pdev);
 	pci_disable_device(pdev);
 	ida_free(&weft_ida, wdev->id);
+	atomic_dec(&weft_res.devices);
 	dev_info(&pdev->dev, "removed\n");
 	weft_dev_put(wdev);
 }
