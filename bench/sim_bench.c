@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * weft-sim-bench: figures of the in-process sim (not a test).
+ *
+ *   weft-sim-bench [--messages N] [--failover-events N] [--failover-nodes N]
+ *                  [--no-throughput] [--no-failover]
+ *
+ * 1. RDMA-write throughput of 1 MiB messages from node 0 to node 1 (one
+ *    RDMAW pseudo packet per message, 4 rCxt pairs in flight, wall clock),
+ *    a plain memcpy of the same bytes measured in the same run, and the
+ *    ratio of the two.  The last message of each channel is checked.
+ * 2. The failover campaign's long mode (docs/failover.md), by default
+ *    100,000 reboot/recovery events, with its report line.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "simtest.h"
+
+#define MIB     (1u << 20)
+#define PAIRS   4u
+
+static double clock_s(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double now_s(void)
+{
+	return clock_s(CLOCK_MONOTONIC);
+}
+
+static double cpu_s(void)
+{
+	return clock_s(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+static int throughput(unsigned int messages)
+{
+	struct weft_sim_config cfg = {
+		.nr_nodes = 2, .mem_size = 64u << 20, .seed = 1,
+		.faults = { .routes = 1, .delay_ns = 1000 },
+		.max_queued = 1u << 16, .rx_queue_len = 256, .poll_budget = 256,
+	};
+	struct weft_sim *s = st_sim(&cfg);
+	struct st_node n[2];
+	struct rel *r;
+	int ch[PAIRS];
+	unsigned int i;
+	double t0, c0, t_sim, c_sim, t_cpy, c_cpy, gb;
+	uint8_t *src, *dst, *a, *b;
+	volatile uint8_t sink = 0;
+
+	st_node_setup(s, 0, 3, PAIRS * MIB, 8, false, &n[0]);
+	st_node_setup(s, 1, 3, PAIRS * MIB, 8, false, &n[1]);
+	src = weft_sim_ptr(s, 0, n[0].buf, PAIRS * MIB);
+	dst = weft_sim_ptr(s, 1, n[1].buf, PAIRS * MIB);
+	st_fill(src, PAIRS * MIB, 99);
+	r = rel_new(s, 1000000000ull, NULL, NULL);
+	CHECK(r, "rel_new");
+	rel_set_region(r, 0, n[0].buf, n[0].len, n[0].pvo);
+	rel_set_region(r, 1, n[1].buf, n[1].len, n[1].pvo);
+	for (i = 0; i < PAIRS; i++) {
+		ch[i] = rel_channel(r, &n[0].win, &n[1].win);
+		CHECK(ch[i] >= 0, "channel %d", ch[i]);
+	}
+	for (i = 0; i < messages; i++)
+		rel_submit(r, ch[i % PAIRS], REL_WRITE, (uint64_t)(i % PAIRS) * MIB,
+			   (uint64_t)(i % PAIRS) * MIB, MIB);
+	t0 = now_s();
+	c0 = cpu_s();
+	CHECK(rel_run(r, UINT64_MAX / 2), "%llu messages pending",
+	      (unsigned long long)rel_pending(r));
+	t_sim = now_s() - t0;
+	c_sim = cpu_s() - c0;
+	CHECK(!memcmp(src, dst, PAIRS * MIB), "received data differs");
+	CHECK(rel_stats(r)->retries == 0, "retries without loss");
+
+	/* memcpy of the same bytes, same run, buffers of the same size. */
+	a = malloc(PAIRS * MIB);
+	b = malloc(PAIRS * MIB);
+	CHECK(a && b, "out of memory");
+	memcpy(a, src, PAIRS * MIB);
+	memset(b, 0, PAIRS * MIB);
+	t0 = now_s();
+	c0 = cpu_s();
+	for (i = 0; i < messages; i++) {
+		memcpy(b + (size_t)(i % PAIRS) * MIB, a + (size_t)(i % PAIRS) * MIB, MIB);
+		sink ^= b[(size_t)(i % PAIRS) * MIB + (i & (MIB - 1))];
+	}
+	t_cpy = now_s() - t0;
+	c_cpy = cpu_s() - c0;
+	(void)sink;
+	gb = (double)messages * MIB / 1e9;
+	printf("sim RDMA write, %u x 1 MiB, node 0 -> node 1: %.3f GB/s wall (%.3f s), "
+	       "%.3f GB/s CPU time; %llu packets, %.3f ms virtual\n", messages, gb / t_sim, t_sim,
+	       gb / c_sim, (unsigned long long)weft_sim_counter(s, 0, WEFT_CNT_TX_PACKETS),
+	       (double)weft_sim_now(s) / 1e6);
+	printf("memcpy of the same bytes:                %.3f GB/s wall (%.3f s), "
+	       "%.3f GB/s CPU time\n", gb / t_cpy, t_cpy, gb / c_cpy);
+	printf("ratio sim / memcpy: %.3f wall, %.3f CPU time\n", t_cpy / t_sim, c_cpy / c_sim);
+	free(a);
+	free(b);
+	rel_free(r);
+	weft_sim_free(s);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned int messages = 512, nodes = 2;
+	uint64_t events = 100000;
+	bool do_tp = true, do_fo = true;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--messages") && i + 1 < argc)
+			messages = (unsigned int)strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--failover-events") && i + 1 < argc)
+			events = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--failover-nodes") && i + 1 < argc)
+			nodes = (unsigned int)strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--no-throughput"))
+			do_tp = false;
+		else if (!strcmp(argv[i], "--no-failover"))
+			do_fo = false;
+		else {
+			fprintf(stderr, "usage: %s [--messages N] [--failover-events N] "
+				"[--failover-nodes N] [--no-throughput] [--no-failover]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (do_tp && messages)
+		throughput(messages);
+	if (do_fo && events) {
+		struct failover_cfg cfg = { .nodes = nodes, .events = events, .seed = 2026,
+					    .replay = 24 };
+		struct failover_report rep;
+		double t0 = now_s();
+		int rc = failover_run(&cfg, &rep);
+
+		failover_print(&rep);
+		printf("failover campaign: %u nodes, %.1f s wall, %.0f events/s\n", nodes,
+		       now_s() - t0, (double)rep.events / (now_s() - t0));
+		if (rc) {
+			fprintf(stderr, "failover campaign: a check failed\n");
+			return 1;
+		}
+	}
+	return 0;
+}

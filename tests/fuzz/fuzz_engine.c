@@ -1,0 +1,707 @@
+/* SPDX-License-Identifier: MIT */
+/* Weft core fuzz engine; see fuzz_engine.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_engine.h"
+#include "weft_sim.h"
+
+#define FZ_NODES        2u
+#define FZ_MEM          (4u << 20)
+#define FZ_BUF          (256u << 10)
+#define FZ_WINDOWS      2u
+#define FZ_POOL         96u
+#define FZ_JOB          0x4655u
+#define FZ_PAGE_SHIFT   12u
+
+struct fz_node {
+	struct weft_sim_window win[FZ_WINDOWS];
+	uint64_t buf, pvo;
+	uint32_t rcxt[4];
+	uint16_t key[4];
+	uint8_t *canary;        /* bit per byte: holds a canary */
+	uint8_t *approved;      /* byte per 4 KiB page: an allowed DMA wrote it */
+};
+
+struct fz {
+	struct weft_sim *s;
+	struct fz_node n[FZ_NODES];
+	uint8_t pool[FZ_POOL][WEFT_WIRE_MAX_FRAME];
+	size_t pool_len[FZ_POOL];
+	unsigned int npool;
+	bool capturing;
+	bool quiet;
+	struct fz_stats st;
+};
+
+/* ---- decision source -------------------------------------------------------- */
+
+static uint64_t src_u64(struct fz_src *src)
+{
+	uint64_t v = 0;
+
+	if (src->from_data) {
+		size_t i;
+
+		for (i = 0; i < 8; i++)
+			v |= (uint64_t)(src->pos < src->len ? src->data[src->pos++] : 0) << (8 * i);
+		return v;
+	}
+	v = (src->rng += 0x9e3779b97f4a7c15ull);
+	v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
+	v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
+	return v ^ (v >> 31);
+}
+
+static uint64_t below(struct fz_src *src, uint64_t n)
+{
+	if (src->from_data) {
+		uint64_t v = 0;
+
+		if (n <= 256)
+			v = src->pos < src->len ? src->data[src->pos++] : 0;
+		else
+			v = src_u64(src);
+		return n ? v % n : 0;
+	}
+	return n ? src_u64(src) % n : 0;
+}
+
+/* An "interesting" 64-bit value for a field. */
+static uint64_t interesting(struct fz *f, struct fz_src *src)
+{
+	struct fz_node *n = &f->n[0];
+
+	switch (below(src, 12)) {
+	case 0: return 0;
+	case 1: return 1 + below(src, 16);
+	case 2: return ~0ull;
+	case 3: return 0xffffffffull;
+	case 4: return below(src, FZ_MEM) & ~0x7ffull;
+	case 5: return n->buf + below(src, FZ_BUF);
+	case 6: return n->pvo + below(src, 2 * FZ_BUF);
+	case 7: return n->win[below(src, FZ_WINDOWS)].recv_addr;
+	case 8: return FZ_MEM - below(src, 4096);
+	case 9: return 1ull << below(src, 64);
+	case 10: return FZ_JOB;
+	default: return src_u64(src);
+	}
+}
+
+/* ---- oracle: may the adapter write [addr, addr + len) of node? ---------------- */
+
+static bool inside(uint64_t lo, uint64_t size, uint64_t addr, size_t len)
+{
+	return addr >= lo && len <= size && addr - lo <= size - len;
+}
+
+static int allowed(struct fz *f, unsigned int node, uint64_t addr, size_t len)
+{
+	struct weft_core *c = weft_sim_core(f->s, node);
+	uint8_t *mem = weft_sim_mem(f->s, node);
+	unsigned int w, nw = WEFT_CAPS_WINDOWS(weft_core_reg_read(c, WEFT_REG_CAPS, 8));
+	uint64_t base, size;
+	unsigned int t;
+
+	for (w = 0; w < nw; w++) {
+		uint64_t lmt = WEFT_SRAM_LMT_OFF(w);
+		uint64_t q1 = weft_core_sram_read(c, lmt + 0x08, 8);
+		uint32_t state = (uint32_t)q1, rsz = (uint32_t)(q1 >> 32);
+		uint32_t id = (uint32_t)weft_core_sram_read(c, lmt + 0x10, 8);
+		uint32_t ssz = (uint32_t)(weft_core_sram_read(c, lmt + 0x40, 8) >> 32);
+
+		if (id != w || state == WEFT_WIN_INVALID)
+			continue;
+		if (rsz >= WEFT_FIFO_MIN_LOG2 && rsz <= WEFT_FIFO_MAX_LOG2 &&
+		    inside(weft_core_sram_read(c, lmt + 0x00, 8), (uint64_t)WEFT_FRAME_SIZE << rsz,
+			   addr, len))
+			return 1;
+		if (ssz >= WEFT_FIFO_MIN_LOG2 && ssz <= WEFT_FIFO_MAX_LOG2 &&
+		    inside(weft_core_sram_read(c, lmt + 0x38, 8), (uint64_t)WEFT_FRAME_SIZE << ssz,
+			   addr, len))
+			return 1;
+	}
+	base = weft_core_reg_read(c, WEFT_REG_EVQ_BASE, 8);
+	size = weft_core_reg_read(c, WEFT_REG_EVQ_SIZE, 8);
+	if (base && size >= WEFT_EVQ_MIN_LOG2 && size <= WEFT_EVQ_MAX_LOG2 &&
+	    inside(base, 32ull << size, addr, len))
+		return 2;
+	for (t = 0; t < WEFT_NR_TCE_TABLES; t++) {
+		uint64_t cfg = weft_core_reg_read(c, WEFT_REG_TCE_CFG(t), 8);
+		uint64_t owner = weft_core_reg_read(c, WEFT_REG_TCE_OWNER(t), 8);
+		uint32_t nr = WEFT_TCE_CFG_NR(cfg), shift = WEFT_TCE_CFG_SHIFT(cfg);
+		uint64_t i, lim;
+
+		base = weft_core_reg_read(c, WEFT_REG_TCE_BASE(t), 8);
+		if (!base || (base & 7) || !nr || nr > WEFT_TCE_MAX_ENTRIES ||
+		    !(owner & WEFT_TCE_OWNER_VALID) ||
+		    (shift != WEFT_PAGE_SHIFT_4K && shift != WEFT_PAGE_SHIFT_64K &&
+		     shift != WEFT_PAGE_SHIFT_16M) || base >= FZ_MEM)
+			continue;
+		lim = (FZ_MEM - base) / 8;
+		if (lim > nr)
+			lim = nr;
+		for (i = 0; i < lim; i++) {
+			uint64_t tce;
+
+			memcpy(&tce, mem + base + i * 8, 8);
+			if (tce && inside(weft_tce_rpn(tce) << shift, 1ull << shift, addr, len))
+				return 3;
+		}
+	}
+	return 0;
+}
+
+static void dma_hook(void *opaque, unsigned int node, uint64_t addr, size_t len, bool is_write)
+{
+	struct fz *f = opaque;
+	uint64_t p;
+	int why;
+
+	if (!is_write || !len)
+		return;
+	f->st.dma_writes++;
+	why = allowed(f, node, addr, len);
+	if (!why) {
+		f->st.violations++;
+		if (!f->quiet)
+			fprintf(stderr, "fuzz: VIOLATION: node %u adapter wrote %zu bytes at 0x%llx, "
+				"outside every FIFO, the event queue and every TCE-mapped page\n",
+				node, len, (unsigned long long)addr);
+		return;
+	}
+	if (why == 1)
+		f->st.dma_fifo++;
+	else if (why == 2)
+		f->st.dma_evq++;
+	else
+		f->st.dma_tce++;
+	for (p = addr >> FZ_PAGE_SHIFT; p <= (addr + len - 1) >> FZ_PAGE_SHIFT; p++)
+		f->n[node].approved[p] = 1;
+}
+
+/* ---- canaries ------------------------------------------------------------------ */
+
+static uint8_t canary_at(uint64_t a)
+{
+	return (uint8_t)(0xa5 ^ (a * 131) ^ (a >> 9));
+}
+
+static void mark(uint8_t *bits, uint64_t lo, uint64_t size, bool on)
+{
+	uint64_t a;
+
+	if (lo >= FZ_MEM)
+		return;
+	if (size > FZ_MEM - lo)
+		size = FZ_MEM - lo;
+	for (a = lo; a < lo + size; a++) {
+		if (on)
+			bits[a >> 3] |= (uint8_t)(1u << (a & 7));
+		else
+			bits[a >> 3] &= (uint8_t)~(1u << (a & 7));
+	}
+}
+
+/* Canaries everywhere except the areas the set-up handed to the adapter. */
+static void lay_canaries(struct fz *f, unsigned int node)
+{
+	struct fz_node *n = &f->n[node];
+	struct weft_core *c = weft_sim_core(f->s, node);
+	uint8_t *mem = weft_sim_mem(f->s, node);
+	unsigned int w, t;
+	uint64_t a;
+
+	memset(n->canary, 0xff, FZ_MEM / 8);
+	memset(n->approved, 0, FZ_MEM >> FZ_PAGE_SHIFT);
+	mark(n->canary, 0, 4096, false);
+	mark(n->canary, n->buf, FZ_BUF, false);
+	for (w = 0; w < FZ_WINDOWS; w++) {
+		mark(n->canary, n->win[w].send_addr, (uint64_t)n->win[w].send_frames * WEFT_FRAME_SIZE,
+		     false);
+		mark(n->canary, n->win[w].recv_addr, (uint64_t)n->win[w].recv_frames * WEFT_FRAME_SIZE,
+		     false);
+	}
+	mark(n->canary, weft_core_reg_read(c, WEFT_REG_EVQ_BASE, 8),
+	     32ull << weft_core_reg_read(c, WEFT_REG_EVQ_SIZE, 8), false);
+	for (t = 0; t < WEFT_NR_TCE_TABLES; t++)
+		mark(n->canary, weft_core_reg_read(c, WEFT_REG_TCE_BASE(t), 8),
+		     8ull * WEFT_TCE_CFG_NR(weft_core_reg_read(c, WEFT_REG_TCE_CFG(t), 8)), false);
+	for (a = 0; a < FZ_MEM; a++)
+		if (n->canary[a >> 3] & (1u << (a & 7)))
+			mem[a] = canary_at(a);
+}
+
+static void check_canaries(struct fz *f, unsigned int node)
+{
+	struct fz_node *n = &f->n[node];
+	uint8_t *mem = weft_sim_mem(f->s, node);
+	uint64_t a, bad = 0, first = 0;
+
+	for (a = 0; a < FZ_MEM; a++) {
+		if (!(n->canary[a >> 3] & (1u << (a & 7))) || mem[a] == canary_at(a) ||
+		    n->approved[a >> FZ_PAGE_SHIFT])
+			continue;
+		if (!bad++)
+			first = a;
+	}
+	if (bad) {
+		f->st.canary_hits += bad;
+		f->st.violations++;
+		if (!f->quiet)
+			fprintf(stderr, "fuzz: VIOLATION: node %u: %llu canary bytes changed without an "
+				"allowed DMA, first at 0x%llx\n", node, (unsigned long long)bad,
+				(unsigned long long)first);
+	}
+}
+
+/* ---- set-up and valid traffic ------------------------------------------------------- */
+
+static void tap(void *opaque, uint16_t src_node, const void *frame, size_t len, bool replayed)
+{
+	struct fz *f = opaque;
+
+	(void)src_node;
+	if (!f->capturing || replayed || f->npool >= FZ_POOL || len > WEFT_WIRE_MAX_FRAME)
+		return;
+	memcpy(f->pool[f->npool], frame, len);
+	f->pool_len[f->npool++] = len;
+}
+
+static int setup_node(struct fz *f, unsigned int node)
+{
+	struct fz_node *n = &f->n[node];
+	unsigned int w, i;
+	int rc;
+
+	rc = weft_sim_job_attach(f->s, node, FZ_JOB);
+	if (rc < 0)
+		return rc;
+	for (w = 0; w < FZ_WINDOWS; w++) {
+		struct weft_sim_window_cfg wc = {
+			.job = FZ_JOB, .send_log2 = 5, .recv_log2 = 5, .bcast = w == 0,
+			.window = (int)w,
+		};
+
+		rc = weft_sim_open_window(f->s, node, &wc, &n->win[w]);
+		if (rc)
+			return rc;
+	}
+	if (!n->buf)
+		n->buf = weft_sim_alloc(f->s, node, FZ_BUF, 4096);
+	if (!n->buf)
+		return -1;
+	rc = weft_sim_reg_mr(f->s, node, FZ_JOB, n->buf, FZ_BUF, 12, &n->pvo);
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < 4; i++) {
+		rc = weft_sim_rcxt_alloc(f->s, node, i % FZ_WINDOWS, &n->rcxt[i], &n->key[i]);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static void valid_traffic(struct fz *f)
+{
+	static const char msg[] = "weft fuzz pool";
+	unsigned int a, i;
+	uint32_t tid = 1;
+
+	f->capturing = true;
+	for (a = 0; a < FZ_NODES; a++) {
+		unsigned int b = !a;
+		struct fz_node *na = &f->n[a], *nb = &f->n[b];
+
+		for (i = 0; i < 2; i++) {
+			struct weft_rdma_req q = {
+				.local_pvo = na->pvo + 4096 * i, .remote_pvo = nb->pvo + 8192 * i,
+				.length = 3000 + 2000 * i, .local_rcxt = na->rcxt[i],
+				.remote_rcxt = nb->rcxt[i], .remote_rcxt_key = nb->key[i],
+				.notify = WEFT_NOTIFY_BOTH, .tid = tid++, .protocol_cookie = 7,
+				.user_cookie = 9,
+			};
+
+			weft_sim_post_rdma(&na->win[i], i ? WEFT_SF_RDMAR : WEFT_SF_RDMAW,
+					   (uint16_t)b, (uint16_t)i, &q);
+			weft_sim_run_idle(f->s, 100000);
+		}
+		weft_sim_post_fifo(&na->win[0], (uint16_t)b, 1, msg, sizeof(msg));
+		weft_sim_post_fifo(&na->win[0], WEFT_NODE_BROADCAST, 0, msg, sizeof(msg));
+		weft_sim_run_idle(f->s, 100000);
+	}
+	f->capturing = false;
+}
+
+struct fz *fz_new(uint64_t seed, bool quiet)
+{
+	struct weft_sim_config cfg = {
+		.nr_nodes = FZ_NODES, .mem_size = FZ_MEM, .seed = seed, .nr_rcxt = 64,
+		.nr_windows = 4, .faults = { .routes = 2, .delay_ns = 500, .jitter_ns = 500 },
+		.max_queued = 4096, .reboot_ns = 1000,
+	};
+	char err[128] = "";
+	struct fz *f = calloc(1, sizeof(*f));
+	unsigned int i;
+
+	if (!f)
+		return NULL;
+	f->quiet = quiet;
+	f->s = weft_sim_new(&cfg, err, sizeof(err));
+	if (!f->s) {
+		fprintf(stderr, "fuzz: weft_sim_new: %s\n", err);
+		free(f);
+		return NULL;
+	}
+	for (i = 0; i < FZ_NODES; i++) {
+		f->n[i].canary = calloc(FZ_MEM / 8, 1);
+		f->n[i].approved = calloc(FZ_MEM >> FZ_PAGE_SHIFT, 1);
+		if (!f->n[i].canary || !f->n[i].approved || setup_node(f, i) != 0) {
+			fprintf(stderr, "fuzz: set-up of node %u failed\n", i);
+			fz_free(f);
+			return NULL;
+		}
+	}
+	weft_fabric_set_tap(weft_sim_fabric(f->s), tap, f);
+	valid_traffic(f);
+	weft_sim_set_dma_hook(f->s, dma_hook, f);
+	for (i = 0; i < FZ_NODES; i++)
+		lay_canaries(f, i);
+	/* The oracle must not be vacuous: the registered buffer is a TCE page,
+	 * a receive FIFO is a FIFO, and the last page of memory (a canary
+	 * area) is nothing. */
+	if (allowed(f, 0, f->n[0].buf, 64) != 3 ||
+	    allowed(f, 0, f->n[0].win[0].recv_addr, WEFT_FRAME_SIZE) != 1 ||
+	    allowed(f, 0, FZ_MEM - 4096, 8) != 0) {
+		fprintf(stderr, "fuzz: the memory-write oracle does not classify the set-up\n");
+		fz_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+void fz_free(struct fz *f)
+{
+	unsigned int i;
+
+	if (!f)
+		return;
+	for (i = 0; i < FZ_NODES; i++) {
+		free(f->n[i].canary);
+		free(f->n[i].approved);
+	}
+	weft_sim_free(f->s);
+	free(f);
+}
+
+void fz_reset(struct fz *f)
+{
+	/* The driver's own memory writes of the new set-up are not the
+	 * adapter's: check the canaries first, lay them again after. */
+	check_canaries(f, 0);
+	if (weft_sim_node_reboot(f->s, 0) == 0)
+		setup_node(f, 0);
+	lay_canaries(f, 0);
+	f->st.resets++;
+}
+
+/* ---- actions ------------------------------------------------------------------------- */
+
+static const uint64_t reg_offs[] = {
+#define FZ_REG_OFF(name, off, acc) off,
+	WEFT_REG_LIST(FZ_REG_OFF)
+#undef FZ_REG_OFF
+};
+
+static unsigned int pick_size(struct fz_src *src)
+{
+	static const unsigned int sizes[] = { 8, 8, 8, 4, 4, 2, 1 };
+
+	return sizes[below(src, sizeof(sizes) / sizeof(sizes[0]))];
+}
+
+static void act_reg(struct fz *f, struct fz_src *src)
+{
+	struct weft_core *c = weft_sim_core(f->s, 0);
+	uint64_t off, val;
+
+	switch (below(src, 4)) {
+	case 0:
+		off = reg_offs[below(src, sizeof(reg_offs) / sizeof(reg_offs[0]))];
+		break;
+	case 1:
+		off = WEFT_REG_TCE_BASE_OFF + below(src, WEFT_NR_TCE_TABLES) * WEFT_REG_TCE_STRIDE +
+		      8 * below(src, 4);
+		break;
+	case 2:
+		off = WEFT_REG_CNT_BASE + 8 * below(src, 128);
+		break;
+	default:
+		off = below(src, WEFT_REGS_SIZE + 64);
+		break;
+	}
+	/* RESET and RECOVER wipe the set-up: keep them rare. */
+	if ((off == WEFT_REG_RESET || off == WEFT_REG_RECOVER) && below(src, 8))
+		off = WEFT_REG_INT_READY;
+	switch (below(src, 6)) {
+	case 0: val = off == WEFT_REG_RESET ? WEFT_RESET_MAGIC : WEFT_RECOVER_MAGIC; break;
+	case 1: val = WEFT_ACQ(below(src, 80), below(src, 6), below(src, 4)); break;
+	case 2: val = WEFT_TCE_CFG(below(src, 2048), below(src, 3) ? 12 : 24); break;
+	case 3: val = FZ_JOB | (below(src, 2) ? WEFT_TCE_OWNER_VALID : 0); break;
+	default: val = interesting(f, src); break;
+	}
+	f->st.reg_writes++;
+	weft_core_reg_write(c, off, val, pick_size(src));
+}
+
+static void act_sram(struct fz *f, struct fz_src *src)
+{
+	struct weft_core *c = weft_sim_core(f->s, 0);
+	uint64_t off;
+
+	switch (below(src, 3)) {
+	case 0:
+		off = WEFT_SRAM_LMT_OFF(below(src, 5)) + 8 * below(src, 32);
+		break;
+	case 1:
+		off = WEFT_SRAM_RCXT_OFF(below(src, 70)) + 8 * below(src, 16);
+		break;
+	default:
+		off = below(src, weft_core_sram_bar_size(c) + 256);
+		break;
+	}
+	f->st.sram_writes++;
+	weft_core_sram_write(c, off, interesting(f, src), pick_size(src));
+}
+
+static void act_db(struct fz *f, struct fz_src *src)
+{
+	struct weft_core *c = weft_sim_core(f->s, 0);
+	uint64_t w = below(src, 6), off = below(src, 3) ? 8 * below(src, 10) : below(src, 4096);
+	uint64_t val = below(src, 2) ? below(src, 70) : interesting(f, src);
+
+	f->st.db_writes++;
+	weft_core_db_write(c, w * WEFT_DB_PAGE_SIZE + off, val, pick_size(src));
+}
+
+static void deliver(struct fz *f, unsigned int node, uint8_t *pkt, size_t len)
+{
+	struct weft_core *c = weft_sim_core(f->s, node);
+	int i;
+
+	f->st.packets++;
+	for (i = 0; i < 4 && weft_core_receive(c, pkt, len) != 0; i++)
+		weft_sim_progress(f->s);
+}
+
+static void act_packet(struct fz *f, struct fz_src *src)
+{
+	uint8_t pkt[WEFT_WIRE_MAX_FRAME + 64];
+	struct weft_wire_hdr h;
+	struct fz_node *n = &f->n[0];
+	size_t plen = below(src, 4) ? below(src, WEFT_MAX_PAYLOAD + 1) : below(src, 64);
+	size_t len, i;
+
+	memset(&h, 0, sizeof(h));
+	h.version = below(src, 8) ? WEFT_WIRE_VERSION : (uint8_t)below(src, 256);
+	h.type = below(src, 8) ? (uint8_t)(1 + below(src, 6)) : (uint8_t)below(src, 256);
+	h.notify = (uint8_t)below(src, 5);
+	h.flags = (uint8_t)below(src, 256);
+	h.dst_node = below(src, 8) ? 0 : (uint16_t)src_u64(src);
+	h.src_node = (uint16_t)below(src, 3);
+	h.dst_window = (uint16_t)below(src, 6);
+	h.src_window = (uint16_t)below(src, 6);
+	h.key = below(src, 6) ? FZ_JOB : (uint32_t)src_u64(src);
+	h.length = (uint32_t)plen;
+	h.rcxt = below(src, 4) ? n->rcxt[below(src, 4)] : (uint32_t)interesting(f, src);
+	h.src_rcxt = (uint32_t)below(src, 80);
+	h.rcxt_key = below(src, 4) ? n->key[0] : (uint16_t)src_u64(src);
+	h.tid = (uint32_t)below(src, 40);
+	h.pvo = below(src, 3) ? n->pvo + below(src, FZ_BUF + 8192) : interesting(f, src);
+	h.aux_pvo = below(src, 2) ? f->n[1].pvo + below(src, FZ_BUF) : interesting(f, src);
+	h.total_length = below(src, 3) ? below(src, 20000) : interesting(f, src);
+	h.offset = below(src, 2) ? WEFT_MAX_PAYLOAD * below(src, 10) : interesting(f, src);
+	h.ctl_node = (uint16_t)below(src, 3);
+	h.ctl_rcxt = (uint32_t)below(src, 80);
+	h.status = (uint16_t)below(src, 30);
+	memcpy(pkt, &h, sizeof(h));
+	for (i = 0; i < plen; i++)
+		pkt[sizeof(h) + i] = (uint8_t)src_u64(src);
+	len = sizeof(h) + plen;
+	if (!below(src, 8))
+		len = below(src, sizeof(pkt) + 1);
+	deliver(f, 0, pkt, len);
+}
+
+static void act_mutated(struct fz *f, struct fz_src *src)
+{
+	uint8_t pkt[WEFT_WIRE_MAX_FRAME + 64];
+	struct weft_wire_hdr h;
+	unsigned int k, nmut;
+	size_t len;
+
+	if (!f->npool)
+		return;
+	k = (unsigned int)below(src, f->npool);
+	len = f->pool_len[k];
+	memcpy(pkt, f->pool[k], len);
+	nmut = 1 + (unsigned int)below(src, 4);
+	while (nmut--) {
+		size_t at = below(src, len);
+
+		switch (below(src, 5)) {
+		case 0:
+			pkt[at] ^= (uint8_t)(1u << below(src, 8));
+			break;
+		case 1:
+			pkt[below(src, WEFT_WIRE_HDR_SIZE < len ? WEFT_WIRE_HDR_SIZE : len)] =
+				(uint8_t)src_u64(src);
+			break;
+		case 2: {
+			uint64_t v = interesting(f, src);
+			size_t o = 8 * below(src, WEFT_WIRE_HDR_SIZE / 8);
+
+			memcpy(pkt + o, &v, 8);
+			break;
+		}
+		case 3:
+			len = below(src, sizeof(pkt) + 1);
+			break;
+		default:
+			/* keep the frame consistent but move its target */
+			memcpy(&h, pkt, sizeof(h));
+			h.offset += WEFT_MAX_PAYLOAD * below(src, 4);
+			h.pvo += below(src, 2 * FZ_BUF);
+			h.tid += (uint32_t)below(src, 3);
+			memcpy(pkt, &h, sizeof(h));
+			break;
+		}
+	}
+	memcpy(&h, pkt, sizeof(h));
+	f->st.mutated++;
+	deliver(f, h.dst_node < FZ_NODES ? h.dst_node : 0, pkt, len);
+}
+
+/* A packet that is valid for node 0's current set-up (an RDMA write
+ * chunk or read request on one of its rCxts), sometimes with one field
+ * changed: reaches translation and placement. */
+static void act_current(struct fz *f, struct fz_src *src)
+{
+	uint8_t pkt[WEFT_WIRE_MAX_FRAME];
+	struct fz_node *n = &f->n[0];
+	struct weft_wire_hdr h;
+	unsigned int i = (unsigned int)below(src, 4);
+	uint64_t total = 1 + below(src, 8000), chunk = below(src, (total + 1919) / 1920);
+	uint64_t v;
+	size_t k;
+
+	memset(&h, 0, sizeof(h));
+	h.version = WEFT_WIRE_VERSION;
+	h.type = below(src, 4) ? WEFT_PKT_RDMAW : WEFT_PKT_RDMAR_REQ;
+	h.notify = (uint8_t)below(src, 4);
+	h.dst_node = 0;
+	h.src_node = 1;
+	h.dst_window = (uint16_t)(i % FZ_WINDOWS);
+	h.src_window = (uint16_t)(i % FZ_WINDOWS);
+	h.key = FZ_JOB;
+	h.rcxt = n->rcxt[i];
+	h.rcxt_key = n->key[i];
+	h.src_rcxt = f->n[1].rcxt[i];
+	h.src_rcxt_key = f->n[1].key[i];
+	h.tid = (uint32_t)(f->st.packets / 4 + 1);
+	h.total_length = total;
+	if (h.type == WEFT_PKT_RDMAW) {
+		h.offset = chunk * WEFT_MAX_PAYLOAD;
+		h.length = (uint32_t)(total - h.offset < WEFT_MAX_PAYLOAD ? total - h.offset
+								       : WEFT_MAX_PAYLOAD);
+		h.pvo = n->pvo + below(src, FZ_BUF - 8000) + h.offset;
+	} else {
+		h.pvo = n->pvo + below(src, FZ_BUF - 8000);
+		h.aux_pvo = f->n[1].pvo + below(src, FZ_BUF - 8000);
+	}
+	if (below(src, 2)) {
+		v = interesting(f, src);
+		k = 8 * below(src, WEFT_WIRE_HDR_SIZE / 8);
+		memcpy((uint8_t *)&h + k, &v, 8);
+	}
+	memcpy(pkt, &h, sizeof(h));
+	for (k = 0; k < h.length && k < WEFT_MAX_PAYLOAD; k++)
+		pkt[sizeof(h) + k] = (uint8_t)k;
+	deliver(f, 0, pkt, sizeof(h) + (h.length <= WEFT_MAX_PAYLOAD ? h.length : 0));
+}
+
+static void act_read(struct fz *f, struct fz_src *src)
+{
+	struct weft_core *c = weft_sim_core(f->s, 0);
+	unsigned int sz = pick_size(src);
+
+	switch (below(src, 3)) {
+	case 0:
+		weft_core_reg_read(c, below(src, WEFT_REGS_SIZE + 64), sz);
+		break;
+	case 1:
+		weft_core_sram_read(c, below(src, weft_core_sram_bar_size(c) + 64), sz);
+		break;
+	default:
+		weft_core_db_read(c, below(src, weft_core_db_bar_size(c) + 64), sz);
+		break;
+	}
+}
+
+static void act_user(struct fz *f, struct fz_src *src)
+{
+	struct fz_node *n = &f->n[below(src, FZ_NODES)];
+	struct weft_sim_window *w = &n->win[below(src, FZ_WINDOWS)];
+	struct weft_recv_hdr h;
+	uint8_t buf[64];
+
+	/* A user consuming its receive FIFO (header-last aware). */
+	while (weft_sim_poll_recv(w, &h, buf, sizeof(buf)) == 1)
+		;
+}
+
+void fz_action(struct fz *f, struct fz_src *src)
+{
+	unsigned int k = (unsigned int)below(src, 100);
+	unsigned int i, rounds;
+
+	f->st.actions++;
+	if (k < 12)
+		act_reg(f, src);
+	else if (k < 22)
+		act_sram(f, src);
+	else if (k < 36)
+		act_db(f, src);
+	else if (k < 48)
+		act_packet(f, src);
+	else if (k < 66)
+		act_mutated(f, src);
+	else if (k < 80)
+		act_current(f, src);
+	else if (k < 85)
+		act_read(f, src);
+	else if (k < 95)
+		act_user(f, src);
+	rounds = k >= 95 ? 1 + (unsigned int)below(src, 40) : 1;
+	for (i = 0; i < rounds; i++) {
+		f->st.polls++;
+		if (!weft_sim_progress(f->s))
+			break;
+	}
+}
+
+uint64_t fz_finish(struct fz *f)
+{
+	unsigned int i;
+
+	weft_sim_run_idle(f->s, 200000);
+	for (i = 0; i < FZ_NODES; i++)
+		check_canaries(f, i);
+	return f->st.violations;
+}
+
+const struct fz_stats *fz_stats(const struct fz *f)
+{
+	return &f->st;
+}

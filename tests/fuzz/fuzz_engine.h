@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Weft core fuzz engine, shared by the seeded random driver (a test) and
+ * the libFuzzer target.  Each action is one of: a register, SRAM or
+ * doorbell write (or read), a random or mutated-valid wire packet, or a
+ * few rounds of adapter work.  Every DMA write of every adapter is checked
+ * against an oracle built from the adapter's current state (LMT FIFOs, the
+ * event queue, pages mapped by valid TCEs); memory outside the set-up's
+ * areas holds canaries, checked at the end.  See docs/sim.md.
+ */
+#ifndef WEFT_FUZZ_ENGINE_H
+#define WEFT_FUZZ_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Source of fuzz decisions: a seeded generator, or fuzzer-provided bytes
+ * (exhausted bytes read as zeros). */
+struct fz_src {
+	const uint8_t *data;
+	size_t len, pos;
+	uint64_t rng;
+	bool from_data;
+};
+
+struct fz;
+
+struct fz_stats {
+	uint64_t actions, reg_writes, sram_writes, db_writes, packets, mutated, polls;
+	uint64_t dma_writes, dma_fifo, dma_evq, dma_tce, violations, canary_hits;
+	uint64_t resets;
+};
+
+/* A two-node sim; node 0 is set up (job, windows, buffers, rCxts), a pool
+ * of valid wire frames is captured from real traffic, canaries are laid. */
+struct fz *fz_new(uint64_t seed, bool quiet);
+void fz_free(struct fz *f);
+void fz_action(struct fz *f, struct fz_src *src);
+/* Re-establish a valid set-up (node reboot + set-up), as a driver would. */
+void fz_reset(struct fz *f);
+/* Run the adapters until idle (bounded) and check the canaries.
+ * Returns the number of violations found so far (0 = fine). */
+uint64_t fz_finish(struct fz *f);
+const struct fz_stats *fz_stats(const struct fz *f);
+
+#endif /* WEFT_FUZZ_ENGINE_H */
