@@ -270,8 +270,11 @@ static int s_wait(struct weft_be *be, int timeout_ms)
 				ret = -EDEADLK; /* everyone waits forever */
 				break;
 			}
-			weft_sim_advance_to(s, m);
-			continue;
+			if (m > weft_sim_now(s)) {
+				weft_sim_advance_to(s, m);
+				continue;
+			}
+			/* Another waiter's deadline passed: let it return. */
 		}
 		/* Someone else is still working: let it run. */
 		net_unlock(n);

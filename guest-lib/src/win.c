@@ -58,6 +58,8 @@ static uint8_t *rx_frame(struct weft_win *w, uint64_t i)
 	return w->bw.recv_fifo + (size_t)(i & w->recv_mask) * WEFT_FRAME_SIZE;
 }
 
+static void tx_reclaim(struct weft_win *w);
+
 /* ---- open / close ----------------------------------------------------- */
 
 struct weft_win *weft_win_open(struct weft_dev *dev, const struct weft_win_attr *attr,
@@ -142,6 +144,19 @@ int weft_win_close(struct weft_win *w)
 	if (!w)
 		return 0;
 	struct weft_dev *dev = w->dev;
+	/* Let the adapter send what was posted (e.g. a last acknowledgement)
+	 * before the window goes away; bounded to about a second. */
+	uint64_t start = dev->be->ops->now_ns(dev->be);
+	while (!w->fatal) {
+		weft_be_progress(dev);
+		weft_be_lock(dev);
+		tx_reclaim(w);
+		int empty = w->tx_head == w->tx_tail;
+		weft_be_unlock(dev);
+		if (empty || dev->be->ops->now_ns(dev->be) - start > 1000000000ull)
+			break;
+		dev->be->ops->wait(dev->be, 1);
+	}
 	for (struct weft_win **p = &dev->wins; *p; p = &(*p)->next)
 		if (*p == w) {
 			*p = w->next;

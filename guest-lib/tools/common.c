@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared set-up of the libweft tools.  Two-node tools: the server opens
+ * its window, registers its buffer, allocates rCxts and waits for the
+ * client's rendezvous hello (FIFO packets, no TCP); the client sends its
+ * description to (peer node, peer window) and receives the server's.
+ * With --backend sim both ends run in this process, on two simulated
+ * adapters (server on node 0, client on node 1).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+
+#define PEER_MAGIC 0x52454550u
+
+uint64_t tool_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void tool_err(const char *tool, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: error: ", tool);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int tool_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -1;
+	if (*end == 'k' || *end == 'K')
+		v <<= 10, end++;
+	else if (*end == 'm' || *end == 'M')
+		v <<= 20, end++;
+	else if (*end == 'g' || *end == 'G')
+		v <<= 30, end++;
+	if (*end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void usage(const struct tool_desc *d, FILE *f)
+{
+	fprintf(f, "Usage: %s [options]%s\n%s\n\n", d->name,
+		d->two_node ? "  (--server | --client --peer NODE)" : "", d->summary);
+	fprintf(f,
+		"Common options:\n"
+		"  --help               this text\n"
+		"  --json               machine-readable output\n"
+		"  --backend B          kernel (default) or sim (in-process simulator)\n"
+		"  --dev NAME           adapter (default weft0)\n"
+		"  --job ID             job id / window key (default 0x7765; same on both nodes)\n"
+		"  --timeout MS         rendezvous timeout (default 30000)\n");
+	if (d->two_node)
+		fprintf(f,
+			"  --server             wait for a client\n"
+			"  --client             connect to a server\n"
+			"  --peer NODE          server's node id (client)\n"
+			"  --peer-window W      server's window (default 0: its first window)\n"
+			"  --loss PPM           sim backend: fabric loss in parts per million\n"
+			"  --routes N           sim backend: routes per node pair (reordering)\n"
+			"With --backend sim, server and client run in this process on two\n"
+			"simulated adapters; --server/--client/--peer are not needed.\n");
+	if (d->extra_help)
+		fprintf(f, "%s", d->extra_help);
+}
+
+static int setup(struct tool_ctx *c, const struct tool_desc *d)
+{
+	int r;
+	struct weft_win_attr wa = { .job_id = c->o.job };
+	c->win = weft_win_open(c->dev, &wa, &r);
+	if (!c->win) {
+		tool_err(d->name, "opening a window: %s", strerror(-r));
+		return -1;
+	}
+	memset(&c->mine, 0, sizeof(c->mine));
+	c->mine.magic = PEER_MAGIC;
+	c->mine.node = weft_win_node(c->win);
+	c->mine.window = (uint16_t)weft_win_id(c->win);
+	c->buf_len = d->buf_size ? d->buf_size(&c->o) : 0;
+	if (c->buf_len) {
+		c->buf = weft_dev_alloc(c->dev, c->buf_len);
+		if (!c->buf) {
+			tool_err(d->name, "cannot allocate %zu bytes of buffer", c->buf_len);
+			return -1;
+		}
+		r = weft_mr_reg(c->dev, c->o.job, c->buf, c->buf_len, &c->buf_pvo, &c->buf_handle);
+		if (r) {
+			tool_err(d->name, "registering %zu bytes: %s", c->buf_len, strerror(-r));
+			return -1;
+		}
+		c->mine.buf_pvo = c->buf_pvo;
+		c->mine.buf_len = c->buf_len;
+	}
+	for (unsigned int i = 0; i < d->nr_rcxt && i < TOOL_MAX_RCXT; i++) {
+		r = weft_rcxt_alloc(c->win, &c->mine.rcxt[i], &c->mine.key[i]);
+		if (r) {
+			tool_err(d->name, "allocating an rCxt: %s", strerror(-r));
+			return -1;
+		}
+		c->mine.nr_rcxt++;
+	}
+	return 0;
+}
+
+static void teardown(struct tool_ctx *c)
+{
+	if (c->buf_handle)
+		weft_mr_dereg(c->dev, c->buf_handle);
+	if (c->buf)
+		weft_dev_free(c->dev, c->buf, c->buf_len);
+	if (c->win)
+		weft_win_close(c->win);
+	c->buf = NULL;
+	c->win = NULL;
+	c->buf_handle = 0;
+}
+
+static int check_peer(struct tool_ctx *c, const struct tool_desc *d, size_t len)
+{
+	if (len != sizeof(c->peer) || c->peer.magic != PEER_MAGIC ||
+	    c->peer.nr_rcxt > TOOL_MAX_RCXT || c->peer.nr_rcxt < d->nr_rcxt) {
+		tool_err(d->name, "peer sent a malformed rendezvous description");
+		return -1;
+	}
+	return 0;
+}
+
+static int run_server(struct tool_ctx *c, const struct tool_desc *d)
+{
+	if (setup(c, d))
+		return 1;
+	size_t len = 0;
+	uint16_t pn, pw;
+	int r = weft_rdv_serve(c->win, d->tag, &c->mine, sizeof(c->mine), &c->peer,
+			       sizeof(c->peer), &len, &pn, &pw, c->o.timeout_ms);
+	if (r) {
+		tool_err(d->name, "waiting for a client on node %u window %u: %s",
+			 c->mine.node, c->mine.window, strerror(-r));
+		return 1;
+	}
+	if (check_peer(c, d, len))
+		return 1;
+	r = d->server(c);
+	return r ? 1 : 0;
+}
+
+static int run_client(struct tool_ctx *c, const struct tool_desc *d)
+{
+	if (setup(c, d))
+		return 1;
+	size_t len = 0;
+	int r = weft_rdv_connect(c->win, d->tag, (uint16_t)c->o.peer_node,
+				 (uint16_t)c->o.peer_window, &c->mine, sizeof(c->mine), &c->peer,
+				 sizeof(c->peer), &len, c->o.timeout_ms);
+	if (r) {
+		tool_err(d->name, "no answer from node %d window %d: %s", c->o.peer_node,
+			 c->o.peer_window, strerror(-r));
+		return 1;
+	}
+	if (check_peer(c, d, len))
+		return 1;
+	r = d->client(c);
+	return r ? 1 : 0;
+}
+
+int tool_serve_until_bye(struct tool_ctx *c, const struct tool_desc *d)
+{
+	struct weft_entry e;
+	for (;;) {
+		int r = weft_win_poll(c->win, &e);
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			r = weft_win_wait(c->win, 1000);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (weft_rdv_is_bye(c->win, d->tag, &e))
+			return 0;
+		weft_rdv_handle(c->win, d->tag, &e, &c->mine, sizeof(c->mine));
+	}
+}
+
+int tool_bye(struct tool_ctx *c, const struct tool_desc *d)
+{
+	return weft_rdv_bye(c->win, d->tag, c->peer.node, c->peer.window, 5000);
+}
+
+int tool_rop_run(struct tool_ctx *c, struct weft_rop *rop, const struct tool_desc *d)
+{
+	int r = weft_win_rop_post(c->win, rop);
+	if (r)
+		return r;
+	struct weft_entry e;
+	while (rop->state == WEFT_ROP_POSTED) {
+		r = weft_win_poll(c->win, &e);
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			r = weft_win_wait(c->win, 1000);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (e.type == WEFT_ENT_PACKET)
+			weft_rdv_handle(c->win, d->tag, &e, &c->mine, sizeof(c->mine));
+	}
+	return rop->state == WEFT_ROP_DONE ? 0 : (rop->error ? rop->error : -EIO);
+}
+
+struct sim_thread {
+	struct tool_ctx c;
+	const struct tool_desc *d;
+	int rc;
+};
+
+static void *server_thread(void *arg)
+{
+	struct sim_thread *t = arg;
+	t->rc = run_server(&t->c, t->d);
+	teardown(&t->c);
+	weft_dev_close(t->c.dev);
+	t->c.dev = NULL;
+	return NULL;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 0);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int tool_main(const struct tool_desc *d, int argc, char **argv)
+{
+	struct tool_opts o = {
+		.dev = "weft0", .job = 0x7765, .peer_node = -1, .peer_window = 0,
+		.timeout_ms = 30000, .routes = 1,
+		.min_size = d->def_min_size, .max_size = d->def_max_size,
+		.iters = d->def_iters, .depth = d->def_depth, .mode = d->def_mode,
+	};
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		long n;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(d, stdout);
+			return 0;
+		} else if (!strcmp(a, "--json")) {
+			o.json = true;
+		} else if (!strcmp(a, "--server")) {
+			o.server = true;
+		} else if (!strcmp(a, "--client")) {
+			o.client = true;
+		} else if (!v) {
+			int t = d->option ? d->option(&o, a, NULL) : 0;
+			if (t == 1)
+				continue;
+			tool_err(d->name, "unknown option or missing value: %s (see --help)", a);
+			return 2;
+		} else if (!strcmp(a, "--backend")) {
+			if (!strcmp(v, "sim"))
+				o.sim = true;
+			else if (strcmp(v, "kernel")) {
+				tool_err(d->name, "--backend must be kernel or sim, not '%s'", v);
+				return 2;
+			}
+			i++;
+		} else if (!strcmp(a, "--dev")) {
+			o.dev = v;
+			i++;
+		} else if (!strcmp(a, "--job") || !strcmp(a, "--peer") || !strcmp(a, "--peer-window") ||
+			   !strcmp(a, "--timeout") || !strcmp(a, "--loss") || !strcmp(a, "--routes")) {
+			long hi = !strcmp(a, "--peer") ? 0xEFFF : !strcmp(a, "--peer-window") ? 127 :
+				  !strcmp(a, "--loss") ? 1000000 : !strcmp(a, "--routes") ? 16 :
+				  0x7fffffffL;
+			if (parse_int(v, 0, hi, &n)) {
+				tool_err(d->name, "%s: bad value '%s' (0..%ld)", a, v, hi);
+				return 2;
+			}
+			if (!strcmp(a, "--job"))
+				o.job = (uint32_t)n;
+			else if (!strcmp(a, "--peer"))
+				o.peer_node = (int)n;
+			else if (!strcmp(a, "--peer-window"))
+				o.peer_window = (int)n;
+			else if (!strcmp(a, "--timeout"))
+				o.timeout_ms = (int)n;
+			else if (!strcmp(a, "--loss"))
+				o.loss_ppm = (uint32_t)n;
+			else
+				o.routes = (uint32_t)n;
+			i++;
+		} else {
+			int t = d->option ? d->option(&o, a, v) : 0;
+			if (t < 0)
+				return 2;
+			if (t == 0) {
+				tool_err(d->name, "unknown option: %s (see --help)", a);
+				return 2;
+			}
+			i += t == 2;
+		}
+	}
+	if (o.job == 0) {
+		tool_err(d->name, "--job must be nonzero");
+		return 2;
+	}
+	char err[256];
+	struct tool_ctx c;
+	memset(&c, 0, sizeof(c));
+	c.o = o;
+	c.out = stdout;
+	if (!d->two_node) {
+		struct weft_simnet *net = NULL;
+		if (o.sim) {
+			struct weft_simnet_attr na = { .nodes = 1, .seed = 1 };
+			net = weft_simnet_new(&na, err, sizeof(err));
+			if (!net) {
+				tool_err(d->name, "sim backend: %s", err);
+				return 1;
+			}
+			c.dev = weft_simnet_open(net, 0, err, sizeof(err));
+		} else {
+			c.dev = weft_dev_open(o.dev, err, sizeof(err));
+		}
+		if (!c.dev) {
+			tool_err(d->name, "%s", err);
+			weft_simnet_free(net);
+			return 1;
+		}
+		int rc = d->single(&c) ? 1 : 0;
+		teardown(&c);
+		weft_dev_close(c.dev);
+		weft_simnet_free(net);
+		return rc;
+	}
+	if (o.sim) {
+		struct weft_simnet_attr na = { .nodes = 2, .seed = 42, .drop_ppm = o.loss_ppm,
+					       .routes = o.routes,
+					       .mem_size = 2 * (d->buf_size ? d->buf_size(&o) : 0) +
+							   (64ull << 20) };
+		struct weft_simnet *net = weft_simnet_new(&na, err, sizeof(err));
+		if (!net) {
+			tool_err(d->name, "sim backend: %s", err);
+			return 1;
+		}
+		struct sim_thread st;
+		memset(&st, 0, sizeof(st));
+		st.d = d;
+		st.c.o = o;
+		st.c.server = true;
+		st.c.out = stdout;
+		st.c.dev = weft_simnet_open(net, 0, err, sizeof(err));
+		c.dev = weft_simnet_open(net, 1, err, sizeof(err));
+		if (!st.c.dev || !c.dev) {
+			tool_err(d->name, "sim backend: %s", err);
+			weft_dev_close(st.c.dev);
+			weft_dev_close(c.dev);
+			weft_simnet_free(net);
+			return 1;
+		}
+		pthread_t th;
+		if (pthread_create(&th, NULL, server_thread, &st)) {
+			tool_err(d->name, "cannot start the server thread");
+			return 1;
+		}
+		c.o.peer_node = 0;
+		int rc = run_client(&c, d);
+		teardown(&c);
+		weft_dev_close(c.dev);
+		pthread_join(th, NULL);
+		weft_simnet_free(net);
+		return rc ? rc : st.rc;
+	}
+	if (o.server == o.client) {
+		tool_err(d->name, "give exactly one of --server or --client --peer NODE");
+		return 2;
+	}
+	if (o.client && o.peer_node < 0) {
+		tool_err(d->name, "--client needs --peer NODE");
+		return 2;
+	}
+	c.server = o.server;
+	c.dev = weft_dev_open(o.dev, err, sizeof(err));
+	if (!c.dev) {
+		tool_err(d->name, "%s", err);
+		return 1;
+	}
+	int rc = o.server ? run_server(&c, d) : run_client(&c, d);
+	teardown(&c);
+	weft_dev_close(c.dev);
+	return rc;
+}

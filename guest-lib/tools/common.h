@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared set-up of the libweft tools: options, backends, rendezvous. */
+#ifndef WEFT_TOOLS_COMMON_H
+#define WEFT_TOOLS_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "libweft.h"
+
+#define TOOL_MAX_RCXT   16u
+
+/* What each side tells the other at rendezvous. */
+struct tool_peer {
+	uint32_t magic;
+	uint16_t node, window;
+	uint32_t nr_rcxt;
+	uint32_t rcxt[TOOL_MAX_RCXT];
+	uint16_t key[TOOL_MAX_RCXT];
+	uint64_t buf_pvo;
+	uint64_t buf_len;
+};
+
+struct tool_opts {
+	bool json, server, client, sim;
+	const char *dev;
+	uint32_t job;
+	int peer_node;
+	int peer_window;
+	int timeout_ms;
+	uint32_t loss_ppm, routes;
+	uint64_t min_size, max_size;
+	unsigned int iters, depth;
+	const char *mode;               /* tool specific */
+};
+
+struct tool_ctx {
+	struct tool_opts o;
+	bool server;
+	struct weft_dev *dev;
+	struct weft_win *win;
+	uint8_t *buf;
+	size_t buf_len;
+	uint64_t buf_pvo;
+	uint32_t buf_handle;
+	struct tool_peer mine, peer;
+	FILE *out;                      /* figures go here (client) */
+};
+
+struct tool_desc {
+	const char *name;
+	const char *summary;
+	const char *extra_help;         /* tool-specific options */
+	uint32_t tag;                   /* rendezvous tag */
+	bool two_node;
+	unsigned int nr_rcxt;
+	uint64_t def_min_size, def_max_size;
+	unsigned int def_iters, def_depth;
+	const char *def_mode;
+	/* buffer bytes each side registers, from the options */
+	size_t (*buf_size)(const struct tool_opts *o);
+	/* tool-specific option (returns 1 if consumed arg, -1 on error) */
+	int (*option)(struct tool_opts *o, const char *arg, const char *val);
+	int (*server)(struct tool_ctx *c);
+	int (*client)(struct tool_ctx *c);
+	int (*single)(struct tool_ctx *c);  /* one-node tools */
+};
+
+int tool_main(const struct tool_desc *d, int argc, char **argv);
+
+/* Wait for and acknowledge the client's BYE, answering repeated hellos
+ * and echoing nothing else. */
+int tool_serve_until_bye(struct tool_ctx *c, const struct tool_desc *d);
+int tool_bye(struct tool_ctx *c, const struct tool_desc *d);
+
+uint64_t tool_now_ns(void);
+void tool_err(const char *tool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int tool_parse_size(const char *s, uint64_t *out);
+/* Run a reliable op to completion: 0, or a negative errno. */
+int tool_rop_run(struct tool_ctx *c, struct weft_rop *rop, const struct tool_desc *d);
+
+#endif
