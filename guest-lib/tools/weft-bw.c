@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * weft-bw: RDMA write and read bandwidth over a range of message sizes.
+ * The client keeps --depth reliable operations in flight (one rCxt pair
+ * each, SOURCE completion, retried on timeout) and counts the bytes of
+ * completed operations per second of wall time.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+#define TAG     0x42574257u     /* "BWBW" */
+
+static const struct tool_desc desc;
+
+static size_t buf_size(const struct tool_opts *o)
+{
+	return (size_t)o->max_size * (o->depth ? o->depth : 1);
+}
+
+static int server(struct tool_ctx *c)
+{
+	return tool_serve_until_bye(c, &desc);
+}
+
+static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
+{
+	unsigned int depth = c->o.depth;
+	uint64_t n = c->o.iters;
+	if (!n) {
+		n = (64ull << 20) / size;
+		if (n < 16)
+			n = 16;
+		if (n > 20000)
+			n = 20000;
+	}
+	struct weft_rop rops[TOOL_MAX_RCXT];
+	uint64_t posted = 0, done = 0, retries0;
+	struct weft_win_stats ws;
+	weft_win_get_stats(c->win, &ws);
+	retries0 = ws.rop_retries;
+	uint64_t t0 = tool_now_ns();
+	int r = 0;
+	for (unsigned int i = 0; i < depth && posted < n; i++, posted++) {
+		memset(&rops[i], 0, sizeof(rops[i]));
+		rops[i].is_read = is_read;
+		rops[i].rdma.node = c->peer.node;
+		rops[i].rdma.window = c->peer.window;
+		rops[i].rdma.local_rcxt = c->mine.rcxt[i];
+		rops[i].rdma.remote_rcxt = c->peer.rcxt[i];
+		rops[i].rdma.remote_rcxt_key = c->peer.key[i];
+		rops[i].rdma.notify = WEFT_COMP_SOURCE;
+		rops[i].rdma.local_pvo = c->buf_pvo + (uint64_t)i * size;
+		rops[i].rdma.remote_pvo = c->peer.buf_pvo + (uint64_t)i * size;
+		rops[i].rdma.length = size;
+		rops[i].timeout_ns = 50000000ull + size * 20 * depth;
+		while ((r = weft_win_rop_post(c->win, &rops[i])) == -EAGAIN) {
+			struct weft_entry e;
+			weft_win_poll(c->win, &e);
+		}
+		if (r)
+			break;
+	}
+	struct weft_entry e;
+	while (!r && done < n) {
+		int p = weft_win_poll(c->win, &e);
+		if (p < 0) {
+			r = p;
+			break;
+		}
+		if (p == 0) {
+			r = weft_win_wait(c->win, 1000);
+			r = r < 0 ? r : 0;
+			continue;
+		}
+		if (e.type == WEFT_ENT_PACKET) {
+			weft_rdv_handle(c->win, desc.tag, &e, &c->mine, sizeof(c->mine));
+			continue;
+		}
+		if (e.type != WEFT_ENT_ROP)
+			continue;
+		if (e.rop->state != WEFT_ROP_DONE) {
+			r = e.rop->error ? e.rop->error : -EIO;
+			break;
+		}
+		done++;
+		if (posted < n) {
+			while ((r = weft_win_rop_post(c->win, e.rop)) == -EAGAIN)
+				weft_win_poll(c->win, &e);
+			posted++;
+		}
+	}
+	double secs = (double)(tool_now_ns() - t0) / 1e9;
+	if (r) {
+		tool_err(desc.name, "RDMA %s of %" PRIu64 " B: %s", is_read ? "read" : "write", size,
+			 strerror(-r));
+		return r;
+	}
+	weft_win_get_stats(c->win, &ws);
+	double mbs = (double)(done * size) / secs / 1e6;
+	if (c->o.json)
+		printf("%s{\"op\":\"%s\",\"size\":%" PRIu64 ",\"ops\":%" PRIu64 ",\"seconds\":%.6f,"
+		       "\"MBps\":%.1f,\"ops_per_s\":%.0f,\"retries\":%" PRIu64 "}",
+		       first ? "" : ",", is_read ? "read" : "write", size, done, secs, mbs,
+		       (double)done / secs, ws.rop_retries - retries0);
+	else
+		printf("%-5s %9" PRIu64 " B %7" PRIu64 " ops %9.3f s %10.1f MB/s %10.0f ops/s  "
+		       "retries %" PRIu64 "\n",
+		       is_read ? "read" : "write", size, done, secs, mbs, (double)done / secs,
+		       ws.rop_retries - retries0);
+	return 0;
+}
+
+static int client(struct tool_ctx *c)
+{
+	if (c->peer.buf_len < buf_size(&c->o)) {
+		tool_err(desc.name, "server buffer too small: give the same --max-size and --depth "
+			 "on both sides");
+		return -1;
+	}
+	if (c->o.min_size > c->o.max_size) {
+		tool_err(desc.name, "--min-size is larger than --max-size");
+		return -1;
+	}
+	const char *m = c->o.mode;
+	int w = !strcmp(m, "write") || !strcmp(m, "both");
+	int rd = !strcmp(m, "read") || !strcmp(m, "both");
+	if (c->o.json)
+		printf("{\"backend\":\"%s\",\"depth\":%u,\"results\":[", c->o.sim ? "sim" : "kernel",
+		       c->o.depth);
+	int r = 0, first = 1;
+	for (int pass = 0; pass < 2 && !r; pass++) {
+		if ((pass == 0 && !w) || (pass == 1 && !rd))
+			continue;
+		for (uint64_t s = c->o.min_size; s <= c->o.max_size && !r; s *= 2) {
+			r = run_size(c, pass, s, first);
+			first = 0;
+		}
+	}
+	if (c->o.json)
+		printf("]}\n");
+	int br = tool_bye(c, &desc);
+	if (br)
+		tool_err(desc.name, "server did not acknowledge the end: %s", strerror(-br));
+	return r;
+}
+
+static int option(struct tool_opts *o, const char *a, const char *v)
+{
+	if (!v)
+		return 0;
+	if (!strcmp(a, "--mode")) {
+		if (strcmp(v, "write") && strcmp(v, "read") && strcmp(v, "both")) {
+			tool_err(desc.name, "--mode must be write, read or both");
+			return -1;
+		}
+		o->mode = v;
+		return 2;
+	}
+	uint64_t n;
+	if (strcmp(a, "--min-size") && strcmp(a, "--max-size") && strcmp(a, "--iters") &&
+	    strcmp(a, "--depth"))
+		return 0;
+	if (tool_parse_size(v, &n) || n == 0 || n > (1ull << 30) ||
+	    (!strcmp(a, "--depth") && n > TOOL_MAX_RCXT)) {
+		tool_err(desc.name, "%s: bad value '%s'", a, v);
+		return -1;
+	}
+	if (!strcmp(a, "--min-size"))
+		o->min_size = n;
+	else if (!strcmp(a, "--max-size"))
+		o->max_size = n;
+	else if (!strcmp(a, "--iters"))
+		o->iters = (unsigned int)n;
+	else
+		o->depth = (unsigned int)n;
+	return 2;
+}
+
+static const struct tool_desc desc = {
+	.name = "weft-bw",
+	.summary = "Measure RDMA write and read bandwidth over a range of message sizes.",
+	.extra_help = "Tool options:\n"
+		      "  --mode M             write, read or both (default both)\n"
+		      "  --min-size N         first size (default 1K), doubled up to\n"
+		      "  --max-size N         last size (default 4M; same on both sides)\n"
+		      "  --depth N            operations in flight, 1..16 (default 8; same on both sides)\n"
+		      "  --iters N            operations per size (default: 64 MiB worth, 16..20000)\n",
+	.tag = TAG,
+	.two_node = true,
+	.nr_rcxt = TOOL_MAX_RCXT,
+	.def_min_size = 1024,
+	.def_max_size = 4u << 20,
+	.def_depth = 8,
+	.def_mode = "both",
+	.buf_size = buf_size,
+	.option = option,
+	.server = server,
+	.client = client,
+};
+
+int main(int argc, char **argv)
+{
+	return tool_main(&desc, argc, argv);
+}
