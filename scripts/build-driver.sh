@@ -40,11 +40,16 @@ build() {
 	hdr=$("$WEFT_ROOT/scripts/fetch-kernel.sh" --print-headers "$series")
 	dir=$out/$series
 	mkdir -p "$dir/guest-driver" "$dir/include/weft"
-	# Copy only when changed, so that Kbuild's own dependency tracking works.
-	cp -u "$WEFT_ROOT"/guest-driver/*.[ch] "$WEFT_ROOT/guest-driver/Kbuild" "$dir/guest-driver/"
-	cp -u "$WEFT_ROOT"/include/weft/*.h "$dir/include/weft/"
-	# Files removed from the project must not linger in the copy.
+	# Copy only what differs, so that Kbuild's own dependency tracking works
+	# (and an older file from another checkout is still taken).
 	local f
+	for f in "$WEFT_ROOT"/guest-driver/*.[ch] "$WEFT_ROOT/guest-driver/Kbuild"; do
+		cmp -s "$f" "$dir/guest-driver/${f##*/}" || cp "$f" "$dir/guest-driver/"
+	done
+	for f in "$WEFT_ROOT"/include/weft/*.h; do
+		cmp -s "$f" "$dir/include/weft/${f##*/}" || cp "$f" "$dir/include/weft/"
+	done
+	# Files removed from the project must not linger in the copy.
 	for f in "$dir"/guest-driver/*.[ch]; do
 		[ -e "$WEFT_ROOT/guest-driver/${f##*/}" ] || rm -f "$f"
 	done
