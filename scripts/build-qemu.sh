@@ -72,15 +72,15 @@ ensure_packages() {
 }
 
 # ---- Source ----------------------------------------------------------------
-# Picks the newest cached tree of this recipe; otherwise asks apt which
-# QEMU trixie carries and fetches it.
+# Sets TREE to the newest cached tree of this recipe; returns 1 if none.
 find_cached_tree() {
-	local d
-	d=$(find "$WEFT_CACHE/qemu" -mindepth 1 -maxdepth 1 -type d \
+	TREE=$(find "$WEFT_CACHE/qemu" -mindepth 1 -maxdepth 1 -type d \
 		-name "$QEMU_SERIES.*-$RECIPE_HASH" 2>/dev/null | sort -V | tail -n1)
-	[ -n "$d" ] && [ -f "$d/.source-ok" ] && echo "$d"
+	[ -n "$TREE" ] && [ -f "$TREE/.source-ok" ]
 }
 
+# Asks apt which QEMU trixie carries, fetches it and sets TREE.  (Not run
+# in a subshell, so that apt-get update runs once per invocation.)
 fetch_source() {
 	local uris dsc ver dir tmp
 	weft_apt_update
@@ -105,7 +105,7 @@ fetch_source() {
 		[ -x "$dir/src/configure" ] || weft_die "unexpected layout of the qemu source package"
 		touch "$dir/.source-ok"
 	fi
-	echo "$dir"
+	TREE=$dir
 }
 
 # ---- Device integration ---------------------------------------------------
@@ -193,7 +193,8 @@ if ! flock -n 9; then
 fi
 
 ensure_packages
-dir=$(find_cached_tree) || dir=$(fetch_source)
+find_cached_tree || fetch_source
+dir=$TREE
 src=$dir/src
 build=$dir/build
 ver=$(basename "$dir"); ver=${ver%-"$RECIPE_HASH"}
