@@ -31,6 +31,7 @@ import time
 
 HELLO_PERIOD = 1.0      # seconds between hellos until a node answers READY
 RECONNECT_PERIOD = 0.2  # seconds between connection attempts to a VM
+KILL_GRACE = 10.0       # seconds to wait for a killed command's output
 
 
 class Node:
@@ -142,9 +143,15 @@ class Node:
         try:
             return await asyncio.wait_for(asyncio.shield(fut), timeout)
         except asyncio.TimeoutError:
+            # Kill it; the agent then sends what the command had printed.
             self._send(b"K " + cid.encode() + b"\n")
-            self.pending.pop(cid, None)
-            return 124, f"weft-chan: node{self.index}: command timed out after {timeout} s\n".encode()
+            note = f"weft-chan: node{self.index}: command timed out after {timeout} s (killed)\n".encode()
+            try:
+                _, out = await asyncio.wait_for(fut, KILL_GRACE)
+            except (asyncio.TimeoutError, ConnectionError):
+                self.pending.pop(cid, None)
+                out = b""
+            return 124, out + note
         except asyncio.CancelledError:
             self._send(b"K " + cid.encode() + b"\n")
             self.pending.pop(cid, None)
