@@ -24,6 +24,7 @@
 #include "qemu/rcu.h"
 #include "qemu/timer.h"
 #include "qapi/error.h"
+#include "qemu/error-report.h"
 #include "chardev/char-fe.h"
 #include "exec/memory.h"
 #include "hw/pci/msix.h"
@@ -382,8 +383,8 @@ static void weft_send_hello(WeftState *s)
 static void weft_link_abort(WeftState *s, const char *why, uint64_t val)
 {
     trace_weft_link_error(why, val);
-    qemu_log("weft: node %u: link error from the switch: %s (0x%" PRIx64
-             "); disconnecting\n", s->node_id, why, val);
+    warn_report("weft: node %u: protocol error from the switch: %s (0x%"
+                PRIx64 "); disconnecting", s->node_id, why, val);
     weft_link_reset(s);
     qemu_chr_fe_disconnect(&s->chr);
 }
@@ -403,8 +404,8 @@ static bool weft_rx_packet(WeftState *s, const uint8_t *pkt, size_t len)
             trace_weft_link_error("duplicate HELLO_ACK", status);
         } else if (status != WEFT_SW_OK) {
             trace_weft_link_refused(s->node_id, status);
-            qemu_log("weft: node %u: the switch refused the HELLO "
-                     "(status %u)\n", s->node_id, status);
+            warn_report("weft: node %u: the switch refused the HELLO "
+                        "(status %u)", s->node_id, status);
         } else {
             s->link_up = true;
             trace_weft_link_up(s->node_id);

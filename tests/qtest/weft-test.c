@@ -8,10 +8,11 @@
  * two QEMU instances, or back into the same one.
  *
  * Each QEMU runs with -d guest_errors,invalid_mem -D <log> so the misuse
- * tests can check the guest-error log.  With WEFT_QTEST_SHOW_LOG=1 the
- * logs (and so any -trace output, see QTEST_TRACE) are copied to stderr
- * at the end of each test: scripts/run-qtests.sh uses that for its trace
- * run.
+ * tests can check the guest-error log; the weft_dma_write and weft_link_*
+ * trace events go to the same log (DMA order, link events).  With
+ * WEFT_QTEST_SHOW_LOG=1 the logs (and so any -trace output, see
+ * QTEST_TRACE) are copied to stderr at the end of each test:
+ * scripts/run-qtests.sh uses that for its trace run.
  *
  * SPDX-License-Identifier: MIT
  */
@@ -344,7 +345,7 @@ static WeftNode *node_start(unsigned int node, SwitchMode mode)
     }
     n->qts = qtest_initf("-machine pc -nodefaults "
                          "-d guest_errors,invalid_mem -D %s "
-                         "-trace weft_dma_write %s "
+                         "-trace weft_dma_write -trace 'weft_link_*' %s "
                          "-device weft,node-id=%u,windows=%u,rcxts=%u,"
                          "handlers=%u%s",
                          n->log, chr ? chr : "", node, TEST_WINDOWS,
@@ -1225,7 +1226,7 @@ static void test_link_reconnect(void)
 
     /* Refused HELLO: the link stays down. */
     sw_handshake(n, WEFT_SW_NODE_IN_USE);
-    wait_log(n, "refused the HELLO");
+    wait_log(n, "switch refused HELLO, status 1");
     g_assert_cmphex(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_LINK_UP, ==, 0);
     close(n->conn_fd);
 
@@ -1237,7 +1238,7 @@ static void test_link_reconnect(void)
     wait_link(n, true);
     stl_le_p(bad, WEFT_WIRE_MAX_FRAME + 1);
     write_full(n->conn_fd, bad, sizeof(bad));
-    wait_log(n, "bad frame length");
+    wait_log(n, "protocol error from the switch: bad frame length");
     wait_link(n, false);
     close(n->conn_fd);
 
