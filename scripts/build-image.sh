@@ -12,8 +12,10 @@
 #   --print-dir       print only the image folder (the default output)
 #   --print-version   print only the kernel release used
 # The kernel release used is always logged on stderr.  The tools and the
-# guest tests go in when the scripts that build them exist; the driver is
-# required unless --without-driver.
+# guest tests go in when the scripts that build them exist
+# (guest-lib/build-static.sh or scripts/build-guest-tools.sh, and
+# scripts/build-guest-tests.sh); the driver is required unless
+# --without-driver.  WEFT_IMAGE_TOOLS=DIR takes the static tools from DIR.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -85,14 +87,24 @@ if [ "$with_driver" = 1 ]; then
 	{ [ -n "$ko" ] && [ -f "$ko" ]; } || weft_die "scripts/build-driver.sh printed no existing .ko path"
 fi
 
+# The static libweft tools: WEFT_IMAGE_TOOLS=DIR takes them from DIR (for
+# iterating on a tool), otherwise the guest-lib build script makes them.
 tools=$work/tools
 mkdir -p "$tools"
-if [ -x "$S/build-guest-tools.sh" ]; then
-	weft_log "image: building the libweft tools (scripts/build-guest-tools.sh)"
-	"$S/build-guest-tools.sh" "$tools" >"$work/tools.log" 2>&1 ||
-		{ tail -30 "$work/tools.log" >&2; weft_die "scripts/build-guest-tools.sh failed"; }
+tools_script=
+for f in "$S/build-guest-tools.sh" "$WEFT_ROOT/guest-lib/build-static.sh"; do
+	[ -x "$f" ] && { tools_script=$f; break; }
+done
+if [ -n "${WEFT_IMAGE_TOOLS:-}" ]; then
+	[ -d "$WEFT_IMAGE_TOOLS" ] || weft_die "WEFT_IMAGE_TOOLS=$WEFT_IMAGE_TOOLS is not a folder"
+	weft_log "image: libweft tools from $WEFT_IMAGE_TOOLS (WEFT_IMAGE_TOOLS)"
+	tools=$WEFT_IMAGE_TOOLS
+elif [ -n "$tools_script" ]; then
+	weft_log "image: building the static libweft tools (${tools_script#"$WEFT_ROOT"/})"
+	"$tools_script" "$tools" >"$work/tools.log" 2>&1 ||
+		{ tail -30 "$work/tools.log" >&2; weft_die "${tools_script#"$WEFT_ROOT"/} failed"; }
 else
-	weft_log "image: scripts/build-guest-tools.sh not available: no libweft tools in the image"
+	weft_log "image: no guest-lib/build-static.sh or scripts/build-guest-tools.sh yet: no libweft tools in the image"
 fi
 
 # A persistent folder: build-guest-tests.sh rebuilds only what changed.
