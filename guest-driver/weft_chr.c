@@ -23,7 +23,6 @@ void weft_ctx_event(struct weft_ctx *ctx, u32 type, u32 window, u32 rcxt,
 
 	spin_lock_irqsave(&ctx->evlock, flags);
 	if (ctx->ev_count == WEFT_UEV_RING) {
-		ctx->ev_dropped++;
 		atomic64_inc(&weft_res.uevents_dropped);
 	} else {
 		ev = &ctx->ev[(ctx->ev_head + ctx->ev_count) % WEFT_UEV_RING];
@@ -360,7 +359,6 @@ static int weft_open(struct inode *inode, struct file *filp)
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
 	if (!ctx)
 		return -ENOMEM;
-	ctx->filp = filp;
 	ctx->mapping = filp->f_mapping;
 	INIT_LIST_HEAD(&ctx->windows);
 	xa_init_flags(&ctx->mrs, XA_FLAGS_ALLOC1);

@@ -104,7 +104,6 @@ struct weft_window {
 };
 
 struct weft_mr {
-	struct weft_ctx *ctx;
 	u32 handle;
 	u32 slot;
 	u32 table;		/* index in the slot */
@@ -120,19 +119,16 @@ struct weft_mr {
 
 struct weft_ctx {
 	struct weft_dev *wdev;
-	struct file *filp;
 	struct address_space *mapping;
 	struct list_head node;		/* wdev->ctxs */
 	struct list_head windows;
 	struct xarray mrs;
-	u32 next_handle;
 	u32 slots;			/* bitmap of attached job slots */
 	/* user events */
 	spinlock_t evlock;
 	wait_queue_head_t wq;
 	struct weft_uevent ev[WEFT_UEV_RING];
 	u32 ev_head, ev_count;
-	u64 ev_dropped;
 };
 
 struct weft_handler {

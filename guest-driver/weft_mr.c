@@ -365,7 +365,6 @@ int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *a)
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return -ENOMEM;
-	mr->ctx = ctx;
 	/* Pinning takes mmap_lock: never under wdev->lock. */
 	ret = weft_mr_pin(wdev, mr, a->addr, a->length);
 	if (ret) {
