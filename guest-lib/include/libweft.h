@@ -96,7 +96,12 @@ struct weft_simnet_attr {
 	uint32_t routes;            /* routes per node pair (reordering), >= 1 */
 	uint64_t delay_ns;          /* one-way delay (virtual time) */
 	uint64_t jitter_ns;         /* random extra delay per frame */
+	uint32_t flags;             /* WEFT_SIMNET_F_* */
 };
+/* One thread drives every weft_dev of the simnet: a wait lets the
+ * virtual clock jump to its own deadline whenever the sim is idle,
+ * without waiting for the other weft_devs to block. */
+#define WEFT_SIMNET_F_SOLO      (1u << 0)
 
 /* Create an in-process simulated cluster (qemu-device/sim), running on a
  * virtual clock.  Returns NULL (with err) when libweft was built without

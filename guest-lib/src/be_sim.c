@@ -34,6 +34,7 @@ struct weft_simnet {
 	struct weft_sim *sim;
 	pthread_mutex_t mu;
 	unsigned int nodes;
+	int solo;
 	struct simnet_waiter wt[WEFT_SIM_MAX_NODES * 4];
 	uint64_t serial;
 };
@@ -248,6 +249,7 @@ static int s_wait(struct weft_be *be, int timeout_ms)
 	n->wt[b->slot].waiting = 1;
 	n->wt[b->slot].deadline = deadline;
 	int ret = 0;
+	unsigned int yields = 0;
 	for (;;) {
 		unsigned int rounds = 0;
 		bool busy = false;
@@ -264,8 +266,8 @@ static int s_wait(struct weft_be *be, int timeout_ms)
 		}
 		if (busy)
 			continue;
-		uint64_t m;
-		if (all_waiting(n, &m)) {
+		uint64_t m = deadline;
+		if (n->solo || all_waiting(n, &m)) {
 			if (m == UINT64_MAX) {
 				ret = -EDEADLK; /* everyone waits forever */
 				break;
@@ -278,8 +280,12 @@ static int s_wait(struct weft_be *be, int timeout_ms)
 		}
 		/* Someone else is still working: let it run. */
 		net_unlock(n);
-		struct timespec ts = { 0, 20000 };
-		nanosleep(&ts, NULL);
+		if (++yields < 64) {
+			sched_yield();
+		} else {
+			struct timespec ts = { 0, 20000 };
+			nanosleep(&ts, NULL);
+		}
 		net_lock(n);
 	}
 	n->wt[b->slot].waiting = 0;
@@ -497,6 +503,7 @@ struct weft_simnet *weft_simnet_new(const struct weft_simnet_attr *attr, char *e
 	pthread_mutex_init(&n->mu, &ma);
 	pthread_mutexattr_destroy(&ma);
 	n->nodes = attr->nodes;
+	n->solo = !!(attr->flags & WEFT_SIMNET_F_SOLO);
 	return n;
 }
 

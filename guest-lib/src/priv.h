@@ -25,6 +25,7 @@ struct weft_rcxt_ent {
 	uint32_t id;                    /* WEFT_RCXT_NONE = empty */
 	uint16_t key;
 	uint32_t last_tid;
+	uint32_t rop_tid_hi;            /* highest tid a reliable op used */
 	struct weft_rop *rop;           /* reliable op in flight on it */
 };
 

@@ -522,6 +522,11 @@ static int post_rdma_locked(struct weft_win *w, struct weft_rdma *op, int is_rea
 	line.rdma.protocol_cookie = op->protocol_cookie;
 	line.rdma.user_cookie = op->user_cookie;
 	memcpy(f, &line, sizeof(line));
+	if (rop) {
+		struct weft_rcxt_ent *re = weft_rcxt_find(w, op->local_rcxt);
+		if (re && re->rop_tid_hi < op->tid)
+			re->rop_tid_hi = op->tid;
+	}
 	tx_commit(w, line.hdr.type, op->tid, op->local_rcxt, rop);
 	w->st.tx_rdma++;
 	return 0;
@@ -650,7 +655,7 @@ static int rx_match_rop(struct weft_win *w, const struct weft_recv_hdr *h)
 		}
 		return 1;
 	}
-	if (rop || h->tid <= re->last_tid) {
+	if (rop || h->tid <= re->rop_tid_hi) {
 		/* A tid this rCxt used before the current operation: stale. */
 		w->st.stale_completions++;
 		return 1;

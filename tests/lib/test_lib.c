@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libweft tests on the sim backend (one thread drives two simulated
+ * adapters, WEFT_SIMNET_F_SOLO).  Each test prints what it checked; any
+ * failed check makes the program exit 1 with the reason.
+ *
+ *   fifo      FIFO ping-pong, every payload size 0..1920 checked
+ *   rdma      RDMA write/read ping-pong, completion selection
+ *             none/source/target/both, cookies, tids, data
+ *   tids      per-window tids strictly increase on every rCxt
+ *   rel       10,000 messages exactly once, in order, 5% loss + reordering
+ *   mrc       lazy deregistration: second transfer skips registration,
+ *             remap after the mapping changed, idle aging
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libweft.h"
+
+static int failed;
+
+#define CHECK(c, ...) do { \
+	if (!(c)) { \
+		fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
+		fprintf(stderr, __VA_ARGS__); \
+		fputc('\n', stderr); \
+		failed = 1; \
+		return -1; \
+	} \
+} while (0)
+
+#define JOB 0x1234u
+
+struct pair {
+	struct weft_simnet *net;
+	struct weft_dev *d[2];
+	struct weft_win *w[2];
+};
+
+static int pair_open(struct pair *p, uint32_t drop_ppm, uint32_t routes, uint64_t jitter)
+{
+	char err[256];
+	memset(p, 0, sizeof(*p));
+	struct weft_simnet_attr a = { .nodes = 2, .seed = 7, .drop_ppm = drop_ppm,
+				      .routes = routes, .delay_ns = 1000, .jitter_ns = jitter,
+				      .flags = WEFT_SIMNET_F_SOLO };
+	p->net = weft_simnet_new(&a, err, sizeof(err));
+	CHECK(p->net, "sim backend not available: %s", err);
+	for (int i = 0; i < 2; i++) {
+		p->d[i] = weft_simnet_open(p->net, i, err, sizeof(err));
+		CHECK(p->d[i], "open sim adapter %d: %s", i, err);
+		struct weft_win_attr wa = { .job_id = JOB, .recv_log2 = 8 };
+		int r;
+		p->w[i] = weft_win_open(p->d[i], &wa, &r);
+		CHECK(p->w[i], "open window on node %d: %s", i, strerror(-r));
+	}
+	return 0;
+}
+
+static void pair_close(struct pair *p)
+{
+	for (int i = 0; i < 2; i++)
+		weft_dev_close(p->d[i]);        /* closes its windows */
+	weft_simnet_free(p->net);
+}
+
+/* Poll w until an entry arrives (waiting on the device clock); 1 = got. */
+static int get_entry(struct weft_win *w, struct weft_entry *e, int timeout_ms)
+{
+	for (int i = 0; i < 1000000; i++) {
+		int r = weft_win_poll(w, e);
+		if (r)
+			return r;
+		r = weft_win_wait(w, timeout_ms);
+		if (r <= 0)
+			return r;
+	}
+	return 0;
+}
+
+static int test_fifo(void)
+{
+	struct pair p;
+	if (pair_open(&p, 0, 1, 0))
+		return -1;
+	static uint8_t buf[WEFT_LIB_MAX_PAYLOAD];
+	static struct weft_entry e;
+	uint16_t n1 = weft_win_node(p.w[1]), n0 = weft_win_node(p.w[0]);
+	unsigned int trips = 0;
+	for (unsigned int len = 0; len <= WEFT_LIB_MAX_PAYLOAD; len += (len < 130 ? 1 : 61)) {
+		for (unsigned int i = 0; i < len; i++)
+			buf[i] = (uint8_t)(i * 7 + len);
+		CHECK(weft_win_send(p.w[0], n1, weft_win_id(p.w[1]), buf, len) == 0, "send %u", len);
+		CHECK(get_entry(p.w[1], &e, 100) == 1, "no packet of %u bytes at node 1", len);
+		CHECK(e.type == WEFT_ENT_PACKET && e.length == len && e.src_node == n0 &&
+		      e.src_window == weft_win_id(p.w[0]), "packet header (type %d len %" PRIu64 ")",
+		      e.type, e.length);
+		CHECK(memcmp(e.data, buf, len) == 0, "payload of %u bytes differs", len);
+		/* echo it back */
+		CHECK(weft_win_send(p.w[1], e.src_node, e.src_window, e.data, len) == 0, "echo");
+		CHECK(get_entry(p.w[0], &e, 100) == 1, "no echo of %u bytes", len);
+		CHECK(e.length == len && memcmp(e.data, buf, len) == 0, "echo payload differs");
+		trips++;
+	}
+	CHECK(weft_win_send(p.w[0], n1, 0, buf, WEFT_LIB_MAX_PAYLOAD + 1) == -EMSGSIZE,
+	      "oversize send accepted");
+	/* Many packets back to back: the receive FIFO (256 frames) is
+	 * recycled several times through slot returns. */
+	unsigned int got = 0, sent = 0;
+	while (got < 2000) {
+		while (sent < 2000 && sent - got < 128) {
+			uint32_t v = sent;
+			int r = weft_win_send(p.w[0], n1, weft_win_id(p.w[1]), &v, sizeof(v));
+			if (r == -EAGAIN)
+				break;
+			CHECK(r == 0, "burst send: %s", strerror(-r));
+			sent++;
+		}
+		int r = get_entry(p.w[1], &e, 100);
+		CHECK(r == 1, "burst: packet %u missing", got);
+		uint32_t v;
+		memcpy(&v, e.data, sizeof(v));
+		CHECK(e.length == 4 && v == got, "burst: got %u, want %u (no loss configured)", v, got);
+		got++;
+		while (weft_win_poll(p.w[0], &e) > 0)
+			;
+	}
+	struct weft_win_stats st;
+	weft_win_get_stats(p.w[1], &st);
+	CHECK(st.slots_returned + 256 >= st.rx_packets, "slots not returned");
+	printf("fifo: %u round trips (0..1920 B) and a 2000-packet burst verified; "
+	       "%" PRIu64 " slots returned in %" PRIu64 " doorbells\n",
+	       trips, st.slots_returned, st.return_doorbells);
+	pair_close(&p);
+	return 0;
+}
+
+static int test_rdma(void)
+{
+	struct pair p;
+	if (pair_open(&p, 0, 1, 0))
+		return -1;
+	const size_t len = 256 * 1024;
+	uint8_t *b0 = weft_dev_alloc(p.d[0], len), *b1 = weft_dev_alloc(p.d[1], len);
+	CHECK(b0 && b1, "weft_dev_alloc");
+	uint64_t pvo0, pvo1;
+	uint32_t h0, h1;
+	CHECK(weft_mr_reg(p.d[0], JOB, b0, len, &pvo0, &h0) == 0, "reg 0");
+	CHECK(weft_mr_reg(p.d[1], JOB, b1, len, &pvo1, &h1) == 0, "reg 1");
+	uint32_t r0, r1;
+	uint16_t k0, k1;
+	CHECK(weft_rcxt_alloc(p.w[0], &r0, &k0) == 0, "rcxt 0");
+	CHECK(weft_rcxt_alloc(p.w[1], &r1, &k1) == 0, "rcxt 1");
+	static struct weft_entry e;
+	unsigned int checks = 0;
+	for (unsigned int notify = 0; notify <= WEFT_COMP_BOTH; notify++) {
+		for (int is_read = 0; is_read < 2; is_read++) {
+			size_t n = 1000 + notify * 4099 + (size_t)is_read * 77777;
+			uint8_t *src = is_read ? b1 : b0, *dst = is_read ? b0 : b1;
+			for (size_t i = 0; i < n; i++)
+				src[i] = (uint8_t)(i ^ (i >> 8) ^ notify ^ is_read);
+			memset(dst, 0, n);
+			struct weft_rdma op = {
+				.node = weft_win_node(p.w[1]), .window = (uint16_t)weft_win_id(p.w[1]),
+				.local_rcxt = r0, .remote_rcxt = r1, .remote_rcxt_key = k1,
+				.notify = (uint8_t)notify, .local_pvo = pvo0, .remote_pvo = pvo1,
+				.length = n, .protocol_cookie = 0xabc0 + notify,
+				.user_cookie = 0x1000 + notify * 2 + (uint64_t)is_read,
+			};
+			int r = is_read ? weft_win_rdma_read(p.w[0], &op) : weft_win_rdma_write(p.w[0], &op);
+			CHECK(r == 0 && op.tid != 0, "post: %s", strerror(-r));
+			int want_src = notify & WEFT_COMP_SOURCE, want_tgt = notify & WEFT_COMP_TARGET;
+			int got_src = 0, got_tgt = 0;
+			/* Run until both sides are quiet: a completion that should
+			 * not come must not come. */
+			for (int quiet = 0; quiet < 3;) {
+				int any = 0;
+				for (int s = 0; s < 2; s++) {
+					while ((r = weft_win_poll(p.w[s], &e)) > 0) {
+						any = 1;
+						CHECK(e.type == WEFT_ENT_COMPLETION, "entry type %d", e.type);
+						CHECK(e.status == 0, "status %s", weft_status_name(e.status));
+						CHECK(e.tid == op.tid && e.user_cookie == op.user_cookie &&
+						      e.protocol_cookie == op.protocol_cookie && e.length == n,
+						      "completion fields (tid %u/%u cookie %" PRIx64 ")",
+						      e.tid, op.tid, e.user_cookie);
+						CHECK(!!(e.flags & WEFT_ENT_F_READ) == is_read, "READ flag");
+						if (s == 0) {
+							CHECK(e.flags & WEFT_ENT_F_SOURCE && e.rcxt == r0, "source flags");
+							got_src++;
+						} else {
+							CHECK(e.flags & WEFT_ENT_F_TARGET && e.rcxt == r1, "target flags");
+							got_tgt++;
+						}
+					}
+					CHECK(r == 0, "poll error %d", r);
+				}
+				if (any)
+					quiet = 0;
+				else {
+					quiet++;
+					weft_win_wait(p.w[0], 2);
+				}
+			}
+			CHECK(got_src == !!want_src && got_tgt == !!want_tgt,
+			      "notify %u %s: %d source, %d target completions", notify,
+			      is_read ? "read" : "write", got_src, got_tgt);
+			CHECK(memcmp(src, dst, n) == 0, "data of %s (notify %u) differs",
+			      is_read ? "read" : "write", notify);
+			checks++;
+		}
+	}
+	uint32_t last = weft_rcxt_last_tid(p.w[0], r0);
+	CHECK(last >= 8, "tids were not recorded on the rCxt (%u)", last);
+	weft_mr_dereg(p.d[0], h0);
+	weft_mr_dereg(p.d[1], h1);
+	printf("rdma: write and read with completion none/source/target/both: %u cases, data, "
+	       "cookies, tids and flags verified\n", checks);
+	pair_close(&p);
+	return 0;
+}
+
+static int test_tids(void)
+{
+	struct pair p;
+	if (pair_open(&p, 0, 1, 0))
+		return -1;
+	uint32_t rc[4];
+	uint16_t k;
+	for (int i = 0; i < 4; i++)
+		CHECK(weft_rcxt_alloc(p.w[0], &rc[i], &k) == 0, "alloc");
+	uint32_t prev = 0;
+	for (int i = 0; i < 100; i++) {
+		uint32_t t = weft_rcxt_next_tid(p.w[0], rc[i % 4]);
+		CHECK(t > prev, "tid %u after %u", t, prev);
+		CHECK(weft_rcxt_last_tid(p.w[0], rc[i % 4]) == t, "last tid");
+		prev = t;
+	}
+	CHECK(weft_rcxt_free(p.w[0], rc[0]) == 0 && weft_rcxt_free(p.w[0], rc[0]) == -ENOENT,
+	      "free twice");
+	printf("tids: 100 tids strictly increasing over 4 rCxts\n");
+	pair_close(&p);
+	return 0;
+}
+
+static int test_rel(void)
+{
+	struct pair p;
+	/* 5% loss; 4 routes with 20 us skew and jitter reorder packets. */
+	if (pair_open(&p, 50000, 4, 20000))
+		return -1;
+	struct weft_rel_attr ra = { .slots = 16, .slot_size = 4096, .timeout_ns = 200000 };
+	int r;
+	struct weft_rel *a = weft_rel_new(p.w[0], &ra, &r);
+	CHECK(a, "rel a: %s", strerror(-r));
+	struct weft_rel *b = weft_rel_new(p.w[1], &ra, &r);
+	CHECK(b, "rel b: %s", strerror(-r));
+	struct weft_rel_info ia, ib;
+	weft_rel_local_info(a, &ia);
+	weft_rel_local_info(b, &ib);
+	CHECK(weft_rel_connect(a, &ib) == 0 && weft_rel_connect(b, &ia) == 0, "connect");
+	const uint64_t N = 10000;
+	uint64_t sent = 0, got = 0;
+	static uint8_t msg[4096], in[4096];
+	uint64_t idle = 0;
+	while (got < N) {
+		int progress = 0;
+		while (sent < N) {
+			size_t len = 8 + (sent * 37) % 3000;
+			memcpy(msg, &sent, 8);
+			for (size_t i = 8; i < len; i++)
+				msg[i] = (uint8_t)(sent + i);
+			r = weft_rel_send(a, msg, len);
+			if (r == -EAGAIN)
+				break;
+			CHECK(r == 0, "send %" PRIu64 ": %s", sent, strerror(-r));
+			sent++;
+			progress = 1;
+		}
+		CHECK(weft_rel_progress(a) == 0, "progress a");
+		CHECK(weft_rel_progress(b) == 0, "progress b");
+		size_t len;
+		while ((r = weft_rel_recv(b, in, sizeof(in), &len)) == 1) {
+			uint64_t seq;
+			memcpy(&seq, in, 8);
+			CHECK(seq == got, "message %" PRIu64 " delivered where %" PRIu64 " was due", seq, got);
+			CHECK(len == 8 + (seq * 37) % 3000, "length of %" PRIu64, seq);
+			for (size_t i = 8; i < len; i++)
+				CHECK(in[i] == (uint8_t)(seq + i), "byte %zu of message %" PRIu64, i, seq);
+			got++;
+			progress = 1;
+		}
+		CHECK(r == 0, "recv: %s", strerror(-r));
+		if (!progress) {
+			CHECK(++idle < 2000000, "no progress: sent %" PRIu64 " got %" PRIu64, sent, got);
+			weft_rel_wait(weft_rel_unacked(a) ? a : b, 1);
+		}
+	}
+	/* Drain: every message acknowledged, and nothing delivered twice. */
+	for (int i = 0; i < 100000 && weft_rel_unacked(a); i++) {
+		CHECK(weft_rel_progress(a) == 0 && weft_rel_progress(b) == 0, "drain");
+		size_t len;
+		CHECK(weft_rel_recv(b, in, sizeof(in), &len) == 0, "extra message delivered");
+		weft_rel_wait(a, 1);
+	}
+	CHECK(weft_rel_unacked(a) == 0, "%u messages never acknowledged", weft_rel_unacked(a));
+	struct weft_rel_stats sa, sb;
+	weft_rel_get_stats(a, &sa);
+	weft_rel_get_stats(b, &sb);
+	CHECK(sb.delivered == N && sa.sent == N, "delivered %" PRIu64, sb.delivered);
+	CHECK(sa.retries > 0, "5%% loss but no retry: the loss was not exercised");
+	printf("rel: %" PRIu64 " messages exactly once in order with 5%% loss and reordering; "
+	       "%" PRIu64 " retries, %" PRIu64 " duplicates dropped, %" PRIu64 " stale completions "
+	       "ignored, %" PRIu64 " acks\n",
+	       sb.delivered, sa.retries, sb.duplicates, sa.stale + sb.stale, sb.acks_sent);
+	weft_rel_free(a);
+	weft_rel_free(b);
+	pair_close(&p);
+	return 0;
+}
+
+/* One RDMA write of [p, p+n) to the peer through the cache, then back. */
+static int mrc_xfer(struct pair *pp, struct weft_mrc *c, uint8_t *p, size_t n, uint64_t rpvo,
+		    uint32_t lr, uint32_t rr, uint16_t rk)
+{
+	struct weft_mr_seg segs[4];
+	int ns = weft_mrc_get(c, p, n, segs, 4);
+	CHECK(ns > 0, "weft_mrc_get: %s", strerror(-ns));
+	for (int i = 0; i < ns; i++) {
+		struct weft_rop rop;
+		memset(&rop, 0, sizeof(rop));
+		rop.rdma.node = weft_win_node(pp->w[1]);
+		rop.rdma.window = (uint16_t)weft_win_id(pp->w[1]);
+		rop.rdma.local_rcxt = lr;
+		rop.rdma.remote_rcxt = rr;
+		rop.rdma.remote_rcxt_key = rk;
+		rop.rdma.local_pvo = segs[i].pvo;
+		rop.rdma.remote_pvo = rpvo + segs[i].offset;
+		rop.rdma.length = segs[i].len;
+		CHECK(weft_win_rop_post(pp->w[0], &rop) == 0, "post");
+		static struct weft_entry e;
+		while (rop.state == WEFT_ROP_POSTED) {
+			int r = weft_win_poll(pp->w[0], &e);
+			CHECK(r >= 0, "poll");
+			if (!r)
+				weft_win_wait(pp->w[0], 10);
+			weft_win_poll(pp->w[1], &e);
+		}
+		CHECK(rop.state == WEFT_ROP_DONE, "transfer failed: %s", weft_status_name(rop.status));
+	}
+	weft_mrc_put(c, p, n);
+	return 0;
+}
+
+static int test_mrc(void)
+{
+	struct pair p;
+	if (pair_open(&p, 0, 1, 0))
+		return -1;
+	const size_t n = 1 << 20;
+	uint8_t *dst = weft_dev_alloc(p.d[1], n);
+	uint64_t dpvo;
+	uint32_t dh, lr, rr;
+	uint16_t lk, rk;
+	CHECK(dst && weft_mr_reg(p.d[1], JOB, dst, n, &dpvo, &dh) == 0, "remote buffer");
+	CHECK(weft_rcxt_alloc(p.w[0], &lr, &lk) == 0 && weft_rcxt_alloc(p.w[1], &rr, &rk) == 0, "rcxt");
+	struct weft_mrc_attr ma = { .job_id = JOB, .idle_limit = 5 };
+	struct weft_mrc *c = weft_mrc_new(p.d[0], &ma);
+	CHECK(c, "weft_mrc_new");
+	uint8_t *buf = weft_dev_alloc(p.d[0], n);
+	CHECK(buf, "alloc");
+	memset(buf, 0x11, n);
+	if (mrc_xfer(&p, c, buf, n, dpvo, lr, rr, rk))
+		return -1;
+	struct weft_mrc_stats s1, s2, s3, s4;
+	weft_mrc_get_stats(c, &s1);
+	CHECK(s1.registrations == 1 && s1.misses == 1 && s1.hits == 0, "first transfer: %" PRIu64
+	      " registrations %" PRIu64 " misses", s1.registrations, s1.misses);
+	CHECK(dst[0] == 0x11 && dst[n - 1] == 0x11, "data of the first transfer");
+	memset(buf, 0x22, n);
+	if (mrc_xfer(&p, c, buf + 100, n - 200, dpvo + 100, lr, rr, rk))
+		return -1;
+	weft_mrc_get_stats(c, &s2);
+	CHECK(s2.registrations == 1 && s2.hits == 1, "second transfer from the same buffer "
+	      "registered again (%" PRIu64 " registrations, %" PRIu64 " hits)",
+	      s2.registrations, s2.hits);
+	CHECK(dst[100] == 0x22 && dst[n - 101] == 0x22 && dst[99] == 0x11, "second data");
+	/* Replace the mapping: free the buffer, allocate again at the same
+	 * address (first fit), transfer: the cache must notice and remap. */
+	weft_dev_free(p.d[0], buf, n);
+	uint8_t *buf2 = weft_dev_alloc(p.d[0], n);
+	CHECK(buf2 == buf, "the new allocation is not at the old address (%p vs %p): the remap "
+	      "case cannot be built", (void *)buf2, (void *)buf);
+	memset(buf2, 0x33, n);
+	if (mrc_xfer(&p, c, buf2, n, dpvo, lr, rr, rk))
+		return -1;
+	weft_mrc_get_stats(c, &s3);
+	CHECK(s3.remaps == 1 && s3.registrations == 2 && s3.deregistrations == 1,
+	      "changed mapping: %" PRIu64 " remaps, %" PRIu64 " registrations", s3.remaps,
+	      s3.registrations);
+	CHECK(dst[0] == 0x33 && dst[n - 1] == 0x33, "data after remap");
+	/* Idle aging: 4 ticks keep it, the 5th unmaps it. */
+	CHECK(weft_mrc_age(c, 4) == 0, "aged out too early");
+	CHECK(weft_mrc_age(c, 1) == 1, "not aged out");
+	weft_mrc_get_stats(c, &s4);
+	CHECK(s4.mapped == 0 && s4.evictions == 1, "mapped %" PRIu64, s4.mapped);
+	/* A fragment in use is never aged out. */
+	struct weft_mr_seg seg;
+	CHECK(weft_mrc_get(c, buf2, 4096, &seg, 1) == 1, "get");
+	CHECK(weft_mrc_age(c, 100) == 0, "a fragment in use was unmapped");
+	weft_mrc_put(c, buf2, 4096);
+	CHECK(weft_mrc_age(c, 100) == 1, "released fragment not aged out");
+	printf("mrc: second transfer hit the cache (registrations %" PRIu64 ", hits %" PRIu64
+	       "), changed mapping remapped (remaps %" PRIu64 "), idle fragments aged out\n",
+	       s2.registrations, s2.hits, s3.remaps);
+	weft_mrc_free(c);
+	pair_close(&p);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct { const char *name; int (*fn)(void); } tests[] = {
+		{ "fifo", test_fifo }, { "rdma", test_rdma }, { "tids", test_tids },
+		{ "rel", test_rel }, { "mrc", test_mrc },
+	};
+	if (!weft_simnet_available()) {
+		fprintf(stderr, "FAIL: libweft was built without the sim backend "
+			"(qemu-device/sim missing); these tests need it\n");
+		return 1;
+	}
+	int ran = 0;
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		if (argc > 1 && strcmp(argv[1], tests[i].name))
+			continue;
+		ran++;
+		if (tests[i].fn() || failed) {
+			fprintf(stderr, "test %s failed\n", tests[i].name);
+			return 1;
+		}
+	}
+	if (!ran) {
+		fprintf(stderr, "FAIL: no test named %s\n", argv[1]);
+		return 1;
+	}
+	return 0;
+}
