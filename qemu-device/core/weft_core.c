@@ -423,6 +423,15 @@ static void core_recover(struct weft_core *c)
 	uint32_t r;
 
 	c->recovery_count++;
+	/* Packets still queued are discarded: count and trace each. */
+	while (c->rxq_count > 0) {
+		struct weft_wire_hdr h;
+
+		memcpy(&h, c->rxq[c->rxq_head].data, sizeof(h));
+		weft_drop(c, &h, h.dst_window, WEFT_R_RESET);
+		c->rxq_head = (c->rxq_head + 1) % c->rxq_len;
+		c->rxq_count--;
+	}
 	clear_work(c);
 	for (w = 0; w < c->cfg.nr_windows; w++) {
 		struct weft_lmt *l = weft_lmt(c, w);

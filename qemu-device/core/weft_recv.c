@@ -84,6 +84,11 @@ unsigned int weft_rx_fifo_deliver(struct weft_core *c, unsigned int w,
 	uint32_t thr = l->recv_int_threshold;
 	bool early, hit;
 
+	if (l->recv_fifo_avail_slots > l->recv_mask + 1) {
+		weft_guest_error(c, "window %u: recv_fifo_avail_slots %u exceeds the FIFO",
+				 w, l->recv_fifo_avail_slots);
+		l->recv_fifo_avail_slots = l->recv_mask + 1;
+	}
 	if (l->recv_fifo_avail_slots == 0) {
 		l->recv_dropped++;
 		weft_drop(c, NULL, w, WEFT_R_FIFO_FULL);
@@ -140,7 +145,7 @@ static void rx_accept(struct weft_core *c, const struct weft_wire_hdr *h,
 }
 
 static void rx_fifo(struct weft_core *c, unsigned int w, const struct weft_wire_hdr *h,
-		    const uint8_t *payload)
+		    const uint8_t *payload, size_t len)
 {
 	struct weft_recv_hdr rh;
 
@@ -150,8 +155,10 @@ static void rx_fifo(struct weft_core *c, unsigned int w, const struct weft_wire_
 	rh.length = (uint16_t)h->length;
 	rh.src_node = h->src_node;
 	rh.src_window = h->src_window;
-	if (weft_rx_fifo_deliver(c, w, &rh, payload, h->length) == WEFT_R_OK)
+	if (weft_rx_fifo_deliver(c, w, &rh, payload, h->length) == WEFT_R_OK) {
+		rx_accept(c, h, w, len);
 		weft_count(c, WEFT_CNT_RX_FIFO_PACKETS, 1);
+	}
 }
 
 /* The RDMA operation on rCxt r is complete: notify as requested. */
@@ -241,9 +248,18 @@ static void rx_rdmaw(struct weft_core *c, unsigned int w, const struct weft_wire
 		return;
 	}
 	if (h->tid > x->tid) {
-		/* First packet of a new operation: restart the rCxt. */
+		/* First packet of a new operation: restart the rCxt, but only
+		 * for a packet that passes the protection checks, so a stale
+		 * packet cannot disturb the rCxt. */
 		if (x->rcxt_state == WEFT_RCXT_SENDING || x->rcxt_state == WEFT_RCXT_SEND_QUEUED) {
 			weft_drop(c, h, w, WEFT_R_RCXT_BUSY);
+			return;
+		}
+		reason = weft_xlate_check(c, l->window_key, h->pvo, h->length);
+		if (reason != WEFT_R_OK) {
+			weft_drop(c, h, w, reason);
+			if (reason != WEFT_R_DMA_ERROR)
+				weft_event(c, WEFT_EV_PROTECTION, w, h->rcxt, reason, h->tid);
 			return;
 		}
 		if (!weft_track_start(c, h->rcxt, h->tid, h->total_length)) {
@@ -348,6 +364,15 @@ static void rx_rdmar(struct weft_core *c, unsigned int w, const struct weft_wire
 		weft_drop(c, h, w, WEFT_R_BAD_HEADER);
 		return;
 	}
+	/* The source buffer's first page is checked now, so a stale request
+	 * is refused at once; later pages are checked as they are sent. */
+	reason = weft_xlate_check(c, l->window_key, h->pvo, 1);
+	if (reason != WEFT_R_OK) {
+		weft_drop(c, h, w, reason);
+		if (reason != WEFT_R_DMA_ERROR)
+			weft_event(c, WEFT_EV_PROTECTION, w, r, reason, h->tid);
+		return;
+	}
 	if (l->rcxt_count > 0 && (l->rcxt_tail >= c->cfg.nr_rcxt ||
 				  l->rcxt_count >= c->cfg.nr_rcxt)) {
 		weft_guest_error(c, "window %u: RDMA send queue corrupted, reset", w);
@@ -417,7 +442,6 @@ static void rx_completion(struct weft_core *c, unsigned int w, const struct weft
 		weft_drop(c, h, w, reason);
 		return;
 	}
-	rx_accept(c, h, w, len);
 	memset(&rh, 0, sizeof(rh));
 	rh.type = WEFT_RF_COMPLETION;
 	rh.flags = WEFT_RF_VALID |
@@ -431,8 +455,10 @@ static void rx_completion(struct weft_core *c, unsigned int w, const struct weft
 	rh.total_length = h->total_length;
 	rh.protocol_cookie = h->protocol_cookie;
 	rh.user_cookie = h->user_cookie;
-	if (weft_rx_fifo_deliver(c, w, &rh, NULL, 0) == WEFT_R_OK)
+	if (weft_rx_fifo_deliver(c, w, &rh, NULL, 0) == WEFT_R_OK) {
+		rx_accept(c, h, w, len);
 		weft_count(c, WEFT_CNT_RX_COMPLETIONS, 1);
+	}
 }
 
 void weft_rx_process(struct weft_core *c, const uint8_t *pkt, size_t len)
@@ -468,8 +494,7 @@ void weft_rx_process(struct weft_core *c, const uint8_t *pkt, size_t len)
 	}
 	switch (h.type) {
 	case WEFT_PKT_FIFO:
-		rx_accept(c, &h, w, len);
-		rx_fifo(c, w, &h, payload);
+		rx_fifo(c, w, &h, payload, len);
 		break;
 	case WEFT_PKT_RDMAW:
 	case WEFT_PKT_TP_RDMAW:

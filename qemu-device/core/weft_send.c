@@ -561,6 +561,11 @@ static int serve_window(struct weft_core *c, unsigned int w)
 		weft_tx_window_stop(c, w);
 		return 0;
 	}
+	if (l->send_fifo_ready_slots > l->send_mask + 1) {
+		weft_guest_error(c, "window %u: send_fifo_ready_slots %u exceeds the FIFO",
+				 w, l->send_fifo_ready_slots);
+		l->send_fifo_ready_slots = l->send_mask + 1;
+	}
 	fifo = win->fop.busy || l->send_fifo_ready_slots > 0;
 	rq = l->rcxt_count > 0;
 	if (!fifo && !rq) {
