@@ -29,19 +29,19 @@ declare -A csize=([$C2]=2 [$C4]=4)
 # ---- scenario list: name, cluster, description --------------------------------
 SCENARIOS=(
 	"boot|$C2|both nodes boot, load weft.ko, see their adapter with the right node id, switch ports attached"
-	"fifo-pingpong|$C2|FIFO ping-pong between node0 and node1 (weft-pingpong), latency figures printed"
+	"fifo-pingpong|$C2|FIFO (and RDMA) ping-pong between node0 and node1 (weft-pingpong): nothing lost, latency figures printed"
 	"rdma-1mib|$C2|RDMA write and read of 1 MiB between two nodes, verified byte by byte (weft-rdma-check)"
-	"rdma-sizes|$C2|RDMA write and read from 1 byte to 16 MiB with unaligned offsets (weft-rdma-check)"
-	"bandwidth|$C2|weft-bw write and read bandwidth over message sizes, figures printed"
+	"rdma-sizes|$C2|RDMA write and read from 1 byte to 16 MiB with unaligned offsets, byte by byte (weft-rdma-check)"
+	"bandwidth|$C2|RDMA write and read bandwidth over message sizes (weft-bw): figures printed"
 	"ioctl-errors|$C2|every ioctl with good and bad arguments; another process's window cannot be mapped or used (weft-test-ioctl, weft-test-isolation)"
 	"process-death|$C2|a process killed mid-transfer releases its windows, rCxts, registrations and pinned pages (weft-test-kill)"
 	"close-inflight|$C2|Close Window with traffic in flight waits for Snapshot View to clear and returns (weft-test-close)"
 	"window-fatal|$C2|window fatal errors are reported to the owning process (weft-test-fatal)"
 	"recovery|$C2|adapter recovery through sysfs and debugfs: count bumped, users told, old rCxts and registrations dead (weft-test-recovery)"
-	"recovery-streaming|$C2|adapter recovery on node0 while node1 streams: count bumped, old rCxts rejected, new traffic flows"
-	"reboot-streaming|$C2|node1 rebooted while node0 streams to it: node1 comes back with new keys, traffic flows again"
+	"recovery-streaming|$C2|adapter recovery on node0 while node1 streams to it; replayed old frames all dropped; new traffic byte-exact"
 	"modload|$C2|weft.ko loaded and unloaded 20 times on node1: no leak in the driver counters (weft-test-modload)"
-	"all-to-all|$C4|4 nodes: every ordered pair does an RDMA write/read check at the same time"
+	"reboot-streaming|$C2|node1 rebooted while node0 streams to it; replayed old frames all dropped; new traffic byte-exact"
+	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
 )
 
 usage() {
@@ -290,6 +290,241 @@ sc_rdma_sizes() {
 	need "$1" 0 weft-rdma-check || return 1
 	need "$1" 1 weft-rdma-check || return 1
 	rdma_check "$1" 1 0 4098 1 16M
+}
+
+# tool2 CLUSTER SERVER CLIENT NAME JOB TOOL ARGS: a two-node tool run with
+# the same ARGS on both sides; the client's output is left in $OUT.
+tool2() {
+	local c=$1 s=$2 k=$3 name=$4 job=$5 tool=$6 args=$7
+	server "$c" "$s" "$name" "$job" "$tool --server --job $job $args" || return 1
+	GX_TIMEOUT=600 gx "$c" "$k" "$tool --client --peer $s --peer-window $SW --job $job $args --json"
+	local crc=$RC cout=$OUT
+	bgwait "$name"
+	local src=$RC sout=$OUT
+	OUT=$cout
+	if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
+		tail -n 10 <<<"$cout" | sed 's/^/  | client: /'
+		tail -n 5 <<<"$sout" | sed 's/^/  | server: /'
+		fail "$tool node$k -> node$s: client exit $crc, server exit $src"
+		return 1
+	fi
+}
+
+# Print the "results" of a tool's JSON output, one line each, and check
+# that every entry has the numeric fields given.
+results() {
+	grep -E '^\{' <<<"$OUT" | tail -n1 | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+res = d.get("results") or []
+need = sys.argv[1].split(",")
+bad = 0
+for r in res:
+    flat = dict(r)
+    flat.update(r.get("lat_us", {}))
+    if any(not isinstance(flat.get(k), (int, float)) or flat.get(k) < 0 for k in need):
+        bad += 1
+    if "lat_us" in r:
+        l = r["lat_us"]
+        print("  figures: %s %d B x%d: one-way us min %.2f p50 %.2f p90 %.2f p99 %.2f max %.2f (lost %d)" %
+              (r["mode"], r["size"], r["iters"], l["min"], l["p50"], l["p90"], l["p99"], l["max"], r["lost"]))
+    else:
+        print("  figures: %-5s %9d B %7d ops %8.3f s %9.1f MB/s (retries %d)" %
+              (r["op"], r["size"], r["ops"], r["seconds"], r["MBps"], r["retries"]))
+sys.exit(0 if res and not bad else 1)
+' "$1"
+}
+
+sc_fifo_pingpong() {
+	local c=$1
+	need "$c" 0 weft-pingpong || return 1
+	need "$c" 1 weft-pingpong || return 1
+	tool2 "$c" 1 0 pp 4099 weft-pingpong "--mode fifo --size 8 --iters 1000" || return 1
+	results iters,lost,p50,p99 || fail "weft-pingpong printed no usable FIFO figures: $(tail -n 3 <<<"$OUT")" || return 1
+	grep -q '"mode":"fifo"' <<<"$OUT" || fail "no FIFO-mode result in: $OUT" || return 1
+	grep -q '"lost":0' <<<"$OUT" || fail "messages lost on a fault-free fabric: $OUT" || return 1
+	checked "node0 <-> node1 FIFO ping-pong: 1000 round trips of 8 bytes, none lost, latency percentiles printed"
+	tool2 "$c" 1 0 pp-rdma 4100 weft-pingpong "--mode rdma --size 8 --iters 300" || return 1
+	results iters,lost,p50,p99 || fail "weft-pingpong printed no usable RDMA figures" || return 1
+	checked "node0 <-> node1 RDMA ping-pong: 300 round trips, latency percentiles printed"
+}
+
+sc_bandwidth() {
+	local c=$1
+	need "$c" 0 weft-bw || return 1
+	need "$c" 1 weft-bw || return 1
+	tool2 "$c" 1 0 bw 4101 weft-bw "--mode both --min-size 4K --max-size 1M --depth 8 --iters 64" || return 1
+	results ops,seconds,MBps || fail "weft-bw printed no usable figures: $(tail -n 3 <<<"$OUT")" || return 1
+	checked "node0 -> node1 RDMA write and read bandwidth, 4 KiB..1 MiB, depth 8: figures printed"
+}
+
+# ---- failover under a stream (issues 7 and 8) -----------------------------------------
+# cnt NAME: value of counter NAME in the counters text $CNT.
+cnt() { awk -v n="$1" '$1 == n {print $2; f = 1} END {if (!f) print 0}' <<<"$CNT"; }
+drops() { awk '$1 ~ /^DROP_/ {s += $2} END {print s + 0}' <<<"$CNT"; }
+counters() { # counters CLUSTER NODE -> $CNT
+	gx "$1" "$2" 'cat /sys/kernel/debug/weft/weft0/counters'
+	CNT=$OUT
+	[ "$RC" = 0 ] || fail "node$2: cannot read the adapter counters: $OUT"
+}
+replayed_to() { # replayed_to CLUSTER NODE: frames the switch replayed to NODE
+	"$WC" --name "$1" faults counters | awk -v n="$2" '$1 == "port" && $2 == n {for (i = 3; i <= NF; i++) if ($i ~ /^replayed=/) {sub("replayed=", "", $i); print $i}}'
+}
+
+# failover CLUSTER EVENT: node S streams RDMA writes and reads to node T;
+# during the stream EVENT happens to T (reboot: T's VM restarts; recover:
+# T's adapter recovers).  Then T opens a window again with the same job,
+# the switch replays frames captured before the event, and T must accept
+# none of them (each is dropped with a counted reason); a new transfer
+# between S and T is then byte-exact.
+failover() {
+	local c=$1 ev=$2 s t job=4200 mark i rc0 before_tx now_tx reps=1024
+	if [ "$ev" = reboot ]; then s=0 t=1; else s=1 t=0; fi
+	for i in $s $t; do need "$c" "$i" weft-bw weft-rdma-check || return 1; done
+	local args="--mode both --min-size 64K --max-size 4M --depth 8 --iters 20000"
+	counters "$c" "$s" || return 1
+	before_tx=$(cnt TX_PACKETS)
+	server "$c" "$t" fo-srv "$job" "weft-bw --server --job $job $args" || return 1
+	bg "$c" "$s" fo-cli "weft-bw --client --peer $t --peer-window $SW --job $job $args"
+	# The stream runs until well over a capture ring of frames has passed.
+	for i in $(seq 240); do
+		counters "$c" "$s" || return 1
+		now_tx=$(cnt TX_PACKETS)
+		[ $((now_tx - before_tx)) -ge 3000 ] && break
+		if bgdone fo-cli; then
+			bgwait fo-cli
+			fail "the stream node$s -> node$t ended before the event (status $RC): $(tail -n 3 <<<"$OUT")"
+			return 1
+		fi
+		sleep 0.5
+	done
+	[ $((now_tx - before_tx)) -ge 3000 ] || fail "the stream node$s -> node$t did not get going ($((now_tx - before_tx)) frames sent)" || return 1
+	checked "node$s streams RDMA to node$t: $((now_tx - before_tx)) frames sent so far"
+	mark=$("$WC" --name "$c" faults mark 2>&1)
+	[[ $mark =~ ^[0-9]+$ ]] || fail "switch capture mark: $mark" || return 1
+
+	if [ "$ev" = reboot ]; then
+		gx "$c" "$t" 'cat /proc/sys/kernel/random/boot_id'
+		local boot0=$OUT
+		"$WC" --name "$c" reboot "$t" >"$TMP/reboot.out" 2>&1 ||
+			{ sed 's/^/  | /' "$TMP/reboot.out"; fail "node$t did not come back from the reboot"; return 1; }
+		gx "$c" "$t" 'cat /proc/sys/kernel/random/boot_id; cat /run/weft/driver; ls /dev/weft0'
+		[ "$RC" = 0 ] && [ "$(head -n1 <<<"$OUT")" != "$boot0" ] && grep -qx loaded <<<"$OUT" ||
+			fail "node$t after reboot: $OUT" || return 1
+		checked "node$t rebooted mid-stream (new boot id), weft.ko loaded again with new keys"
+	else
+		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
+		rc0=$OUT
+		gx "$c" "$t" 'echo 1 > /sys/kernel/debug/weft/weft0/recover'
+		[ "$RC" = 0 ] || fail "node$t: recovery through debugfs failed: $OUT" || return 1
+		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
+		[ "$RC" = 0 ] && [ "$OUT" = $((rc0 + 1)) ] ||
+			fail "node$t: recovery count $rc0 -> $OUT, expected $((rc0 + 1))" || return 1
+		checked "node$t: adapter recovered mid-stream, recovery count $rc0 -> $OUT"
+	fi
+
+	# The stream's ends see the event; whatever they do, they must end.
+	for i in $(seq 120); do bgdone fo-cli && bgdone fo-srv && break; sleep 0.5; done
+	for i in fo-cli fo-srv; do
+		if ! bgdone "$i"; then
+			local n=$s; [ "$i" = fo-srv ] && n=$t
+			gx "$c" "$n" 'killall -KILL weft-bw'
+			say "$i on node$n still running 60 s after the event: killed"
+		fi
+		bgwait "$i"
+		say "$i ended with status $RC: $(grep -v '^{' <<<"$OUT" | tail -n 1)"
+	done
+	for i in $s $t; do
+		gx "$c" "$i" "cat /sys/kernel/debug/weft/driver"
+		grep -q '^windows_open 0$' <<<"$OUT" && grep -q '^rcxts_held 0$' <<<"$OUT" &&
+			grep -q '^pages_pinned 0$' <<<"$OUT" ||
+			fail "node$i: resources still held after the stream ended: $(tr '\n' ' ' <<<"$OUT")" || return 1
+	done
+	checked "both stream ends are gone and their windows, rCxts and pinned pages are released"
+
+	# A fresh window of the same job on T, then the replay of old frames.
+	server "$c" "$t" fo-new "$job" "weft-rdma-check --server --job $job --max-size 1M" || return 1
+	counters "$c" "$t" || return 1
+	local rx0 dr0 rep0 rx1 dr1 rep1 dcnt
+	rx0=$(cnt RX_PACKETS) dr0=$(drops) dcnt=$CNT
+	rep0=$(replayed_to "$c" "$t")
+	OUT=$("$WC" --name "$c" faults replay "$reps" "before=$mark" 2>&1) || fail "switch replay: $OUT" || return 1
+	say "switch: $OUT (frames captured before the event)"
+	for i in $(seq 60); do
+		rep1=$(replayed_to "$c" "$t")
+		counters "$c" "$t" || return 1
+		rx1=$(cnt RX_PACKETS) dr1=$(drops)
+		[ $((dr1 - dr0 + rx1 - rx0)) -ge $((rep1 - rep0)) ] && break
+		sleep 0.5
+	done
+	local replayed=$((rep1 - rep0)) accepted=$((rx1 - rx0)) dropped=$((dr1 - dr0))
+	local reasons
+	reasons=$(awk 'NR == FNR {if ($1 ~ /^DROP_/) b[$1] = $2; next}
+		$1 ~ /^DROP_/ && $2 - b[$1] > 0 {printf "%s%s=%d", sep, substr($1, 6), $2 - b[$1]; sep = " "}' \
+		<(echo "$dcnt") <(echo "$CNT"))
+	echo "  report: failover $ev: events 1, stale frames replayed to node$t $replayed, accepted $accepted, dropped $dropped (${reasons:-none})"
+	[ "$replayed" -gt 0 ] || fail "the switch replayed no frame to node$t" || return 1
+	[ "$accepted" = 0 ] || fail "node$t accepted $accepted stale frame(s)" || return 1
+	[ "$dropped" -ge "$replayed" ] || fail "node$t dropped $dropped of $replayed replayed frames" || return 1
+	checked "node$t accepted 0 of $replayed stale frames; every one was dropped with a counted reason"
+
+	# New traffic between the two works.
+	GX_TIMEOUT=600 gx "$c" "$s" "weft-rdma-check --client --peer $t --peer-window $SW --job $job --min-size 1M --max-size 1M --json"
+	local crc=$RC cout=$OUT
+	bgwait fo-new
+	OUT=$cout
+	[ "$crc" = 0 ] && [ "$(json result)" = pass ] ||
+		fail "weft-rdma-check after the event: exit $crc: $(tail -n 3 <<<"$cout")" || return 1
+	checked "node$s -> node$t: RDMA write and read of 1 MiB byte-exact after the event"
+	no_oops "$c" "$s" && no_oops "$c" "$t" || return 1
+	checked "no kernel warning or oops on node$s and node$t"
+}
+
+sc_recovery_streaming() { failover "$1" recover; }
+sc_reboot_streaming() { failover "$1" reboot; }
+
+# ---- four nodes --------------------------------------------------------------------
+# Every node runs a weft-rdma-check server for each of the 3 others (started
+# one after the other, so each has its own window), then every ordered pair
+# runs its client at the same time.
+sc_all_to_all() {
+	local c=$1 i j k=0 job=4300 ok=0 bad=0
+	for i in 0 1 2 3; do need "$c" "$i" weft-rdma-check || return 1; done
+	declare -A win=()
+	for j in 0 1 2 3; do
+		for i in 0 1 2 3; do
+			[ "$i" = "$j" ] && continue
+			server "$c" "$j" "a2a-s$i-$j" $((job + 4 * i + j)) \
+				"weft-rdma-check --server --job $((job + 4 * i + j)) --max-size 256K" || return 1
+			win[$i-$j]=$SW
+		done
+	done
+	checked "12 servers up (3 per node, each on its own window)"
+	for i in 0 1 2 3; do
+		for j in 0 1 2 3; do
+			[ "$i" = "$j" ] && continue
+			bg "$c" "$i" "a2a-c$i-$j" "weft-rdma-check --client --peer $j --peer-window ${win[$i-$j]} --job $((job + 4 * i + j)) --min-size 1 --max-size 256K --json"
+			k=$((k + 1))
+		done
+	done
+	for i in 0 1 2 3; do
+		for j in 0 1 2 3; do
+			[ "$i" = "$j" ] && continue
+			bgwait "a2a-c$i-$j"
+			local crc=$RC r
+			r=$(json result)
+			bgwait "a2a-s$i-$j"
+			if [ "$crc" = 0 ] && [ "$r" = pass ] && [ "$RC" = 0 ]; then
+				ok=$((ok + 1))
+			else
+				bad=$((bad + 1))
+				say "node$i -> node$j: client exit $crc result ${r:-none}, server exit $RC"
+			fi
+		done
+	done
+	[ "$bad" = 0 ] || fail "$bad of 12 ordered pairs failed" || return 1
+	checked "all 12 ordered pairs: RDMA write+read 1 B..256 KiB byte-exact, all at the same time"
+	for i in 0 1 2 3; do no_oops "$c" "$i" || return 1; done
 }
 
 # ---- main ----------------------------------------------------------------------------
