@@ -473,11 +473,14 @@ static size_t nr_destinations(const struct weft_fabric *f, uint16_t dst)
 static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
 		    const void *frame, size_t len, uint64_t now, bool replayed)
 {
-	const struct weft_wire_hdr *h = frame;
 	uint16_t *dsts = f->scratch;
 	size_t nd, i, queued = 0;
+	uint16_t dst;
 
-	nd = destinations(f, src, h->dst_node, dsts, nr_destinations(f, h->dst_node));
+	/* The frame may be unaligned: copy the field. */
+	memcpy(&dst, (const unsigned char *)frame + offsetof(struct weft_wire_hdr, dst_node),
+	       sizeof(dst));
+	nd = destinations(f, src, dst, dsts, nr_destinations(f, dst));
 	if (nd == 0) {
 		count_drop(f, sp, WEFT_FABRIC_DROP_NO_ROUTE);
 		return 0;

@@ -1,0 +1,1174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * weft-switch end-to-end tests: a real switch process, real UNIX sockets,
+ * client processes (fork) and the ctl CLI.
+ *
+ *   switch-test PATH-TO-weft-switch [TEST...]
+ *
+ * Waits for events are bounded (WAIT_MS) and fail with a message; no
+ * assertion depends on how fast anything runs.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "weft/wire.h"
+
+#define WAIT_MS 20000
+
+static const char *swbin;
+static int failures;
+static const char *cur_test;
+
+#define CHECK(c) do { \
+	if (!(c)) { \
+		fprintf(stderr, "[%s] %s:%d: check failed: %s\n", cur_test, __FILE__, \
+			__LINE__, #c); \
+		failures++; \
+	} \
+} while (0)
+
+#define CHECKM(c, ...) do { \
+	if (!(c)) { \
+		fprintf(stderr, "[%s] %s:%d: ", cur_test, __FILE__, __LINE__); \
+		fprintf(stderr, __VA_ARGS__); \
+		fputc('\n', stderr); \
+		failures++; \
+	} \
+} while (0)
+
+static void msleep(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ---- switch process ------------------------------------------------------- */
+
+struct sw {
+	char dir[64];
+	char sock[96], ctl[96], log[96];
+	pid_t pid;
+};
+
+static int connect_path(const char *path)
+{
+	struct sockaddr_un a;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Start a switch in a fresh folder; extra options end with NULL. */
+static void sw_start(struct sw *s, const char *seed, ...)
+{
+	const char *argv[32];
+	va_list ap;
+	int n = 0, i;
+
+	snprintf(s->dir, sizeof(s->dir), "/tmp/weft-swtest-XXXXXX");
+	if (!mkdtemp(s->dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	snprintf(s->sock, sizeof(s->sock), "%s/sw.sock", s->dir);
+	snprintf(s->ctl, sizeof(s->ctl), "%s/ctl.sock", s->dir);
+	snprintf(s->log, sizeof(s->log), "%s/switch.log", s->dir);
+	argv[n++] = swbin;
+	argv[n++] = "--socket";
+	argv[n++] = s->sock;
+	argv[n++] = "--ctl";
+	argv[n++] = s->ctl;
+	argv[n++] = "--seed";
+	argv[n++] = seed;
+	va_start(ap, seed);
+	while (n < 31 && (argv[n] = va_arg(ap, const char *)))
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	s->pid = fork();
+	if (s->pid == 0) {
+		int fd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 2);
+			close(fd);
+		}
+		execv(swbin, (char *const *)argv);
+		_exit(127);
+	}
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		int fd = connect_path(s->ctl);
+
+		if (fd >= 0) {
+			close(fd);
+			return;
+		}
+		if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
+			fprintf(stderr, "[%s] weft-switch exited at start (log %s)\n", cur_test, s->log);
+			exit(1);
+		}
+		msleep(10);
+	}
+	fprintf(stderr, "[%s] weft-switch did not open %s within %d ms\n", cur_test, s->ctl,
+		WAIT_MS);
+	exit(1);
+}
+
+static void dump_log(const struct sw *s)
+{
+	char buf[4096];
+	FILE *fp = fopen(s->log, "r");
+	size_t n;
+
+	if (!fp)
+		return;
+	fprintf(stderr, "---- %s ----\n", s->log);
+	while ((n = fread(buf, 1, sizeof(buf), fp)) > 0)
+		fwrite(buf, 1, n, stderr);
+	fclose(fp);
+}
+
+/* Stop with SIGTERM: the switch must exit 0 (also no sanitizer report). */
+static void sw_stop(struct sw *s)
+{
+	int st = 0, before = failures;
+	char cmd[160];
+
+	kill(s->pid, SIGTERM);
+	if (waitpid(s->pid, &st, 0) != s->pid)
+		st = -1;
+	CHECKM(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "weft-switch did not exit cleanly (status 0x%x)", st);
+	CHECKM(access(s->sock, F_OK) != 0, "socket %s left behind", s->sock);
+	if (failures != before)
+		dump_log(s);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", s->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", s->dir);
+}
+
+static bool write_all(int fd, const void *p, size_t len);
+
+/* Run `weft-switch ctl --socket CTL args...`; output (stdout+stderr) in
+ * out; returns the exit status. */
+static int ctl(const struct sw *s, char *out, size_t outlen, const char *fmt, ...)
+{
+	char line[512], *argv[40], *save = NULL, *t;
+	int pfd[2], n = 0, st = 0;
+	size_t len = 0;
+	va_list ap;
+	pid_t pid;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	argv[n++] = (char *)swbin;
+	argv[n++] = "ctl";
+	argv[n++] = "--socket";
+	argv[n++] = (char *)s->ctl;
+	for (t = strtok_r(line, " ", &save); t && n < 39; t = strtok_r(NULL, " ", &save))
+		argv[n++] = t;
+	argv[n] = NULL;
+	if (pipe(pfd) != 0)
+		exit(1);
+	pid = fork();
+	if (pid == 0) {
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		close(pfd[0]);
+		close(pfd[1]);
+		execv(swbin, argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	for (;;) {
+		ssize_t r = read(pfd[0], out + len, outlen - 1 - len);
+
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		if (len == outlen - 1)
+			break;
+	}
+	out[len] = 0;
+	close(pfd[0]);
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The control protocol spoken directly (one request line, reply "OK\n"
+ * or "ERR ...\n" then the body), for the polling loops: cheaper than a
+ * CLI process per poll.  Returns 0 on OK, 1 on ERR, 2 if unreachable. */
+static int ctl_direct(const struct sw *s, char *out, size_t outlen, const char *cmd)
+{
+	int fd = connect_path(s->ctl);
+	size_t len = 0;
+	char line[512];
+	int n = snprintf(line, sizeof(line), "%s\n", cmd);
+
+	out[0] = 0;
+	if (fd < 0)
+		return 2;
+	if (!write_all(fd, line, (size_t)n)) {
+		close(fd);
+		return 2;
+	}
+	shutdown(fd, SHUT_WR);
+	for (;;) {
+		ssize_t r = read(fd, out + len, outlen - 1 - len);
+
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		if (len == outlen - 1)
+			break;
+	}
+	out[len] = 0;
+	close(fd);
+	if (!strncmp(out, "OK\n", 3)) {
+		memmove(out, out + 3, len - 2);
+		return 0;
+	}
+	return 1;
+}
+
+static void ctl_ok(const struct sw *s, const char *cmd)
+{
+	char out[8192];
+	int rc = ctl(s, out, sizeof(out), "%s", cmd);
+
+	CHECKM(rc == 0, "ctl '%s' failed (%d): %s", cmd, rc, out);
+}
+
+/* Value of KEY on the "port NODE" line (node >= 0) or the "switch" line
+ * (node < 0) of `ctl counters`; -1 if absent. */
+static long long counter(const struct sw *s, int node, const char *key)
+{
+	static char out[65536];
+	char head[32], pat[64], *line, *save = NULL, *p;
+
+	if (ctl_direct(s, out, sizeof(out), "counters") != 0)
+		return -1;
+	if (node >= 0)
+		snprintf(head, sizeof(head), "port %d ", node);
+	else
+		snprintf(head, sizeof(head), "switch ");
+	snprintf(pat, sizeof(pat), " %s=", key);
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, head, strlen(head)))
+			continue;
+		p = strstr(line, pat);
+		return p ? atoll(p + strlen(pat)) : -1;
+	}
+	return -1;
+}
+
+/* Wait until the counter reaches want. */
+static bool wait_counter(const struct sw *s, int node, const char *key, long long want)
+{
+	long long v = -1;
+	int i;
+
+	for (i = 0; i < WAIT_MS / 20; i++) {
+		v = counter(s, node, key);
+		if (v >= want)
+			return true;
+		msleep(20);
+	}
+	fprintf(stderr, "[%s] counter %s of %s%d is %lld, expected %lld within %d ms\n",
+		cur_test, key, node >= 0 ? "port " : "switch", node, v, want, WAIT_MS);
+	failures++;
+	return false;
+}
+
+static bool wait_ctl_contains(const struct sw *s, const char *cmd, const char *needle)
+{
+	char out[8192];
+	int i;
+
+	for (i = 0; i < WAIT_MS / 20; i++) {
+		if (ctl_direct(s, out, sizeof(out), cmd) == 0 && strstr(out, needle))
+			return true;
+		msleep(20);
+	}
+	fprintf(stderr, "[%s] '%s' never showed '%s'; last: %s\n", cur_test, cmd, needle, out);
+	failures++;
+	return false;
+}
+
+/* ---- adapter side ----------------------------------------------------------- */
+
+static bool write_all(int fd, const void *p, size_t len)
+{
+	const unsigned char *b = p;
+
+	while (len) {
+		ssize_t n = send(fd, b, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		b += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+static bool send_raw(int fd, uint32_t prefix, const void *frame, size_t len)
+{
+	unsigned char p[4] = { (unsigned char)prefix, (unsigned char)(prefix >> 8),
+			       (unsigned char)(prefix >> 16), (unsigned char)(prefix >> 24) };
+
+	return write_all(fd, p, 4) && write_all(fd, frame, len);
+}
+
+static size_t mkframe(unsigned char *b, uint8_t type, uint16_t src, uint16_t dst,
+		      uint32_t tid, uint32_t paylen)
+{
+	struct weft_wire_hdr h;
+	uint32_t i;
+
+	memset(&h, 0, sizeof(h));
+	h.version = WEFT_WIRE_VERSION;
+	h.type = type;
+	h.src_node = src;
+	h.dst_node = dst;
+	h.tid = tid;
+	h.length = paylen;
+	memcpy(b, &h, sizeof(h));
+	for (i = 0; i < paylen; i++)
+		b[sizeof(h) + i] = (unsigned char)(tid + i);
+	return sizeof(h) + paylen;
+}
+
+static bool send_frame(int fd, uint16_t src, uint16_t dst, uint32_t tid, uint32_t paylen)
+{
+	unsigned char b[WEFT_WIRE_MAX_FRAME];
+	size_t len = mkframe(b, WEFT_PKT_FIFO, src, dst, tid, paylen);
+
+	return send_raw(fd, (uint32_t)len, b, len);
+}
+
+static bool read_full(int fd, void *p, size_t len, int timeout_ms)
+{
+	unsigned char *b = p;
+
+	while (len) {
+		struct pollfd pf = { fd, POLLIN, 0 };
+		ssize_t n;
+
+		if (poll(&pf, 1, timeout_ms) <= 0)
+			return false;
+		n = read(fd, b, len);
+		if (n <= 0)
+			return false;
+		b += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+/* Receive one frame; returns its length, 0 on timeout/EOF, -1 if bad. */
+static long recv_frame(int fd, unsigned char *b, int timeout_ms)
+{
+	unsigned char p[4];
+	uint32_t len;
+
+	if (!read_full(fd, p, 4, timeout_ms))
+		return 0;
+	len = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+	if (len < WEFT_WIRE_HDR_SIZE || len > WEFT_WIRE_MAX_FRAME)
+		return -1;
+	if (!read_full(fd, b, len, WAIT_MS))
+		return -1;
+	return (long)len;
+}
+
+static struct weft_wire_hdr hdr_of(const unsigned char *b)
+{
+	struct weft_wire_hdr h;
+
+	memcpy(&h, b, sizeof(h));
+	return h;
+}
+
+/* Connect and say HELLO; returns the HELLO_ACK status (or -1) and the fd. */
+static int hello(const struct sw *s, uint16_t node, uint32_t key, int *fdp)
+{
+	unsigned char b[WEFT_WIRE_MAX_FRAME];
+	struct weft_wire_hdr h;
+	size_t len;
+	int fd = connect_path(s->sock);
+
+	*fdp = fd;
+	if (fd < 0)
+		return -1;
+	len = mkframe(b, WEFT_PKT_HELLO, node, 0, 0, 0);
+	h = hdr_of(b);
+	h.key = key;
+	memcpy(b, &h, sizeof(h));
+	if (!send_raw(fd, (uint32_t)len, b, len))
+		return -1;
+	if (recv_frame(fd, b, WAIT_MS) != WEFT_WIRE_HDR_SIZE)
+		return -1;
+	h = hdr_of(b);
+	if (h.type != WEFT_PKT_HELLO_ACK || h.dst_node != node)
+		return -1;
+	return h.status;
+}
+
+static int join(const struct sw *s, uint16_t node)
+{
+	int fd, st = hello(s, node, WEFT_WIRE_HELLO_MAGIC, &fd);
+
+	if (st != 0) {
+		fprintf(stderr, "[%s] HELLO for node %u: status %d\n", cur_test, node, st);
+		failures++;
+	}
+	return fd;
+}
+
+/* Receive n frames into tids (with sources in srcs if not NULL). */
+static size_t recv_n(int fd, size_t n, uint32_t *tids, uint16_t *srcs)
+{
+	unsigned char b[WEFT_WIRE_MAX_FRAME];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		long len = recv_frame(fd, b, WAIT_MS);
+		struct weft_wire_hdr h;
+
+		if (len <= 0)
+			break;
+		h = hdr_of(b);
+		if (h.length != (uint32_t)len - WEFT_WIRE_HDR_SIZE ||
+		    (h.length && b[WEFT_WIRE_HDR_SIZE] != (unsigned char)h.tid))
+			return i;
+		tids[i] = h.tid;
+		if (srcs)
+			srcs[i] = h.src_node;
+	}
+	return i;
+}
+
+static bool nothing_pending(int fd)
+{
+	struct pollfd pf = { fd, POLLIN, 0 };
+
+	return poll(&pf, 1, 0) == 0;
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+static void test_start_errors(void)
+{
+	struct sw s;
+	char out[8192], cmd[512];
+	int fd, rc;
+	struct sockaddr_un a;
+
+	sw_start(&s, "1", NULL);
+	/* Same path while the switch runs. */
+	snprintf(cmd, sizeof(cmd), "%s --socket %s --ctl %s/other 2>&1", swbin, s.sock, s.dir);
+	{
+		FILE *p = popen(cmd, "r");
+		size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+
+		out[n] = 0;
+		rc = p ? pclose(p) : -1;
+	}
+	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "in use by a running switch"),
+	       "second switch on a live path: rc %d, '%s'", rc, out);
+	/* Missing folder. */
+	snprintf(cmd, sizeof(cmd), "%s --socket %s/nope/sw.sock --ctl %s/c2 2>&1", swbin, s.dir,
+		 s.dir);
+	{
+		FILE *p = popen(cmd, "r");
+		size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+
+		out[n] = 0;
+		rc = p ? pclose(p) : -1;
+	}
+	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "does not exist"),
+	       "missing folder: rc %d, '%s'", rc, out);
+	/* Not a socket. */
+	snprintf(cmd, sizeof(cmd), "touch %s/file && %s --socket %s/file --ctl %s/c3 2>&1",
+		 s.dir, swbin, s.dir, s.dir);
+	{
+		FILE *p = popen(cmd, "r");
+		size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+
+		out[n] = 0;
+		rc = p ? pclose(p) : -1;
+	}
+	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "not a socket"),
+	       "not a socket: rc %d, '%s'", rc, out);
+	/* Missing options, --help. */
+	snprintf(cmd, sizeof(cmd), "%s --socket %s/x 2>&1", swbin, s.dir);
+	{
+		FILE *p = popen(cmd, "r");
+		size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+
+		out[n] = 0;
+		rc = p ? pclose(p) : -1;
+	}
+	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && strstr(out, "required"),
+	       "missing --ctl: rc %d, '%s'", rc, out);
+	snprintf(cmd, sizeof(cmd), "%s --help", swbin);
+	{
+		FILE *p = popen(cmd, "r");
+		size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+
+		out[n] = 0;
+		rc = p ? pclose(p) : -1;
+	}
+	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) == 0 && strstr(out, "--socket PATH"),
+	       "--help: rc %d", rc);
+	sw_stop(&s);
+
+	/* A stale socket file (bound, never unlinked) is removed. */
+	sw_start(&s, "1", NULL);
+	kill(s.pid, SIGKILL);
+	waitpid(s.pid, NULL, 0);
+	CHECK(access(s.sock, F_OK) == 0);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", s.sock);
+	CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0);
+	close(fd);
+	{
+		struct sw s2 = s;
+
+		s2.pid = fork();
+		if (s2.pid == 0) {
+			int lfd = open(s.log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+			dup2(lfd, 2);
+			execl(swbin, swbin, "--socket", s.sock, "--ctl", s.ctl, (char *)NULL);
+			_exit(127);
+		}
+		for (rc = 0; rc < WAIT_MS / 10; rc++) {
+			fd = connect_path(s.ctl);
+			if (fd >= 0)
+				break;
+			msleep(10);
+		}
+		CHECKM(fd >= 0, "switch did not start over stale sockets");
+		if (fd >= 0)
+			close(fd);
+		ctl(&s2, out, sizeof(out), "counters");
+		CHECK(strstr(out, "switch ") != NULL);
+		{
+			FILE *lf = fopen(s.log, "r");
+			size_t n = lf ? fread(out, 1, sizeof(out) - 1, lf) : 0;
+
+			out[n] = 0;
+			if (lf)
+				fclose(lf);
+		}
+		CHECKM(strstr(out, "removed stale adapter socket"), "no stale notice: %s", out);
+		sw_stop(&s2);
+	}
+}
+
+/* Three client processes: unicast to each other, one broadcast each. */
+static int node_proc(const struct sw *s, uint16_t me, int go_fd)
+{
+	uint32_t tids[64];
+	uint16_t srcs[64];
+	int fd = join(s, me), seen[4][8];
+	uint16_t j;
+	size_t n, i;
+	char c;
+
+	if (fd < 0 || failures)
+		return 1;
+	if (read(go_fd, &c, 1) != 1)
+		return 1;
+	for (j = 1; j <= 3; j++) {
+		uint32_t k;
+
+		if (j == me)
+			continue;
+		for (k = 0; k < 5; k++)
+			if (!send_frame(fd, me, j, me * 100 + j * 10 + k, 40 + k))
+				return 1;
+	}
+	if (!send_frame(fd, me, WEFT_NODE_BROADCAST, me * 100 + 99, 8))
+		return 1;
+	/* 2 senders x 5 unicast + 2 broadcasts. */
+	n = recv_n(fd, 12, tids, srcs);
+	CHECKM(n == 12, "node %u received %zu of 12 frames", me, n);
+	memset(seen, 0, sizeof(seen));
+	for (i = 0; i < n; i++) {
+		uint32_t from = tids[i] / 100, to = tids[i] / 10 % 10, k = tids[i] % 10;
+
+		CHECKM(from == srcs[i] && from != me && from >= 1 && from <= 3,
+		       "node %u got tid %u from %u", me, tids[i], srcs[i]);
+		if (tids[i] % 100 == 99) {
+			if (from <= 3)
+				seen[from][7]++;
+			continue;
+		}
+		CHECKM(to == me && k < 5, "node %u got tid %u", me, tids[i]);
+		if (from <= 3 && k < 5) {
+			/* Order per source is kept with one route. */
+			CHECKM(seen[from][0] == (int)k, "node %u: from %u expected k %d got %u", me,
+			       from, seen[from][0], k);
+			seen[from][0]++;
+		}
+	}
+	for (j = 1; j <= 3; j++)
+		if (j != me)
+			CHECKM(seen[j][7] == 1 && seen[j][0] == 5,
+			       "node %u from %u: %d broadcasts, %d unicast", me, j, seen[j][7],
+			       seen[j][0]);
+	CHECK(nothing_pending(fd));
+	close(fd);
+	return failures ? 1 : 0;
+}
+
+static void test_routing_broadcast(void)
+{
+	struct sw s;
+	pid_t pids[3];
+	int go[2], i, st;
+
+	sw_start(&s, "3", NULL);
+	if (pipe(go) != 0)
+		exit(1);
+	for (i = 0; i < 3; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			close(go[1]);
+			_exit(node_proc(&s, (uint16_t)(i + 1), go[0]));
+		}
+	}
+	close(go[0]);
+	/* Everybody registered before anybody sends. */
+	wait_counter(&s, -1, "clients", 3);
+	wait_ctl_contains(&s, "nodes", "node 3 attached");
+	wait_ctl_contains(&s, "nodes", "node 2 attached");
+	wait_ctl_contains(&s, "nodes", "node 1 attached");
+	if (write(go[1], "xxx", 3) != 3)
+		failures++;
+	close(go[1]);
+	for (i = 0; i < 3; i++) {
+		waitpid(pids[i], &st, 0);
+		CHECKM(WIFEXITED(st) && WEXITSTATUS(st) == 0, "node process %d failed", i + 1);
+	}
+	CHECK(counter(&s, 1, "rx_frames") == 11);
+	CHECK(counter(&s, 2, "tx_frames") == 12);
+	sw_stop(&s);
+}
+
+static void test_mcast(void)
+{
+	struct sw s;
+	char out[8192];
+	uint32_t tids[4];
+	int f1, f2, f3, f4;
+
+	sw_start(&s, "4", NULL);
+	f1 = join(&s, 1);
+	f2 = join(&s, 2);
+	f3 = join(&s, 3);
+	f4 = join(&s, 4);
+	ctl_ok(&s, "mcast join 7 2");
+	ctl_ok(&s, "mcast join 7 3");
+	ctl_ok(&s, "mcast join 7 1");
+	CHECK(ctl(&s, out, sizeof(out), "mcast list 7") == 0 && strstr(out, "group 7: 2 3 1"));
+	CHECK(ctl(&s, out, sizeof(out), "--json mcast list") == 0 && strstr(out, "\"7\":[2,3,1]"));
+	CHECK(send_frame(f1, 1, WEFT_NODE_MCAST_BASE + 7, 70, 16));
+	CHECK(recv_n(f2, 1, tids, NULL) == 1 && tids[0] == 70);
+	CHECK(recv_n(f3, 1, tids, NULL) == 1 && tids[0] == 70);
+	wait_counter(&s, 3, "tx_frames", 1);
+	CHECK(counter(&s, 4, "tx_frames") == 0);
+	CHECK(counter(&s, 1, "tx_frames") == 0);
+	CHECK(nothing_pending(f4) && nothing_pending(f1));
+	ctl_ok(&s, "mcast leave 7 3");
+	CHECK(send_frame(f4, 4, WEFT_NODE_MCAST_BASE + 7, 71, 16));
+	CHECK(recv_n(f1, 1, tids, NULL) == 1 && tids[0] == 71);
+	CHECK(recv_n(f2, 1, tids, NULL) == 1 && tids[0] == 71);
+	wait_counter(&s, 2, "tx_frames", 2);
+	CHECK(counter(&s, 3, "tx_frames") == 1);
+	/* An empty group has no route. */
+	CHECK(send_frame(f4, 4, WEFT_NODE_MCAST_BASE + 8, 72, 16));
+	wait_counter(&s, 4, "drop_NO_ROUTE", 1);
+	close(f1);
+	close(f2);
+	close(f3);
+	close(f4);
+	sw_stop(&s);
+}
+
+static size_t inversions(const uint32_t *t, size_t n)
+{
+	size_t i, inv = 0;
+
+	for (i = 1; i < n; i++)
+		inv += t[i] < t[i - 1];
+	return inv;
+}
+
+static bool all_once(const uint32_t *t, size_t n, uint32_t base, size_t count)
+{
+	static unsigned char seen[4096];
+	size_t i;
+
+	if (n != count || count > sizeof(seen))
+		return false;
+	memset(seen, 0, count);
+	for (i = 0; i < n; i++) {
+		if (t[i] < base || t[i] - base >= count || seen[t[i] - base])
+			return false;
+		seen[t[i] - base] = 1;
+	}
+	return true;
+}
+
+static void test_reorder_routes(void)
+{
+	struct sw s;
+	uint32_t tids[64];
+	size_t n;
+	int f1, f2, i;
+
+	/* 4 routes, 50 ms apart: frame k takes route k % 4. */
+	sw_start(&s, "5", "--routes", "4", "--skew-ns", "50000000", NULL);
+	f1 = join(&s, 1);
+	f2 = join(&s, 2);
+	for (i = 0; i < 40; i++)
+		CHECK(send_frame(f1, 1, 2, (uint32_t)i, 100));
+	n = recv_n(f2, 40, tids, NULL);
+	CHECKM(all_once(tids, n, 0, 40), "routes: %zu frames, not each of 40 once", n);
+	CHECKM(inversions(tids, n) > 0, "4 routes with skew gave no reordering");
+	CHECK(nothing_pending(f2));
+	close(f1);
+	close(f2);
+	sw_stop(&s);
+}
+
+static void test_delay_jitter(void)
+{
+	struct sw s;
+	char out[8192];
+	uint32_t tids[128];
+	size_t n;
+	int f1, f2, i;
+
+	sw_start(&s, "6", NULL);
+	f1 = join(&s, 1);
+	f2 = join(&s, 2);
+	ctl_ok(&s, "set delay_ns=1000000 jitter_ns=30000000");
+	CHECK(ctl(&s, out, sizeof(out), "faults") == 0 &&
+	      strstr(out, "delay_ns=1000000 jitter_ns=30000000"));
+	for (i = 0; i < 100; i++)
+		CHECK(send_frame(f1, 1, 2, (uint32_t)i, 64));
+	n = recv_n(f2, 100, tids, NULL);
+	CHECKM(all_once(tids, n, 0, 100), "jitter: %zu frames, not each of 100 once", n);
+	CHECKM(inversions(tids, n) > 0, "30 ms jitter gave no reordering");
+	/* A long delay keeps the frame in flight. */
+	ctl_ok(&s, "set delay_ns=600000000000 jitter_ns=0");
+	CHECK(send_frame(f1, 1, 2, 500, 64));
+	wait_counter(&s, 1, "rx_frames", 101);
+	CHECK(counter(&s, -1, "queued") == 1);
+	CHECK(nothing_pending(f2));
+	ctl_ok(&s, "clear");
+	CHECK(send_frame(f1, 1, 2, 501, 64));
+	CHECK(recv_n(f2, 1, tids, NULL) == 1 && tids[0] == 501);
+	close(f1);
+	close(f2);
+	sw_stop(&s);
+}
+
+/* Send 300 frames through drop=0.3; returns the delivered tids. */
+static size_t drop_run(const char *seed, uint32_t *tids, long long *drops)
+{
+	struct sw s;
+	size_t n;
+	int f1, f2, i;
+
+	sw_start(&s, seed, "--drop", "0.3", NULL);
+	f1 = join(&s, 1);
+	f2 = join(&s, 2);
+	for (i = 0; i < 300; i++)
+		CHECK(send_frame(f1, 1, 2, (uint32_t)i, 32));
+	wait_counter(&s, 1, "rx_frames", 300);
+	*drops = counter(&s, 2, "drop_RANDOM");
+	n = recv_n(f2, (size_t)(300 - *drops), tids, NULL);
+	CHECK(n == (size_t)(300 - *drops));
+	CHECK(counter(&s, 2, "tx_frames") == (long long)n);
+	CHECK(nothing_pending(f2));
+	close(f1);
+	close(f2);
+	sw_stop(&s);
+	return n;
+}
+
+static void test_drop_seeded(void)
+{
+	static uint32_t a[300], b[300], c[300];
+	long long da, db, dc;
+	size_t na, nb, nc, i;
+
+	na = drop_run("77", a, &da);
+	nb = drop_run("77", b, &db);
+	nc = drop_run("78", c, &dc);
+	CHECKM(da > 45 && da < 135, "drop=0.3 dropped %lld of 300", da);
+	CHECK(na == nb && da == db && memcmp(a, b, na * sizeof(a[0])) == 0);
+	CHECKM(na != nc || memcmp(a, c, na * sizeof(a[0])) != 0,
+	       "seeds 77 and 78 dropped the same frames");
+	for (i = 1; i < na; i++)
+		CHECK(a[i] > a[i - 1]);
+	(void)dc;
+}
+
+static void test_port_down_up(void)
+{
+	struct sw s;
+	uint32_t tids[4];
+	int f1, f2;
+
+	sw_start(&s, "8", NULL);
+	f1 = join(&s, 1);
+	f2 = join(&s, 2);
+	ctl_ok(&s, "port 2 down");
+	CHECK(send_frame(f1, 1, 2, 1, 16));
+	CHECK(send_frame(f1, 1, 2, 2, 16));
+	CHECK(send_frame(f2, 2, 1, 3, 16));
+	wait_counter(&s, 2, "drop_PORT_DOWN", 3);
+	CHECK(nothing_pending(f1) && nothing_pending(f2));
+	wait_ctl_contains(&s, "nodes", "node 2 attached down");
+	ctl_ok(&s, "port 2 up");
+	CHECK(send_frame(f1, 1, 2, 4, 16));
+	CHECK(send_frame(f2, 2, 1, 5, 16));
+	CHECK(recv_n(f2, 1, tids, NULL) == 1 && tids[0] == 4);
+	CHECK(recv_n(f1, 1, tids, NULL) == 1 && tids[0] == 5);
+	close(f1);
+	close(f2);
+	sw_stop(&s);
+}
+
+static void test_capture_replay(void)
+{
+	struct sw s;
+	char out[8192], path[160];
+	unsigned char buf[65536];
+	uint32_t tids[8];
+	size_t n, off, recs = 0, replayed_recs = 0;
+	FILE *fp;
+	int f1, f2, i;
+
+	sw_start(&s, "9", NULL);
+	snprintf(path, sizeof(path), "%s/cap.pcap", s.dir);
+	f1 = join(&s, 1);
+	f2 = join(&s, 2);
+	CHECK(ctl(&s, out, sizeof(out), "capture start %s", path) == 0);
+	for (i = 1; i <= 3; i++)
+		CHECK(send_frame(f1, 1, 2, (uint32_t)i, 100));
+	CHECK(recv_n(f2, 3, tids, NULL) == 3 && tids[0] == 1 && tids[2] == 3);
+	CHECK(ctl(&s, out, sizeof(out), "mark") == 0 && atoi(out) == 3);
+	CHECK(send_frame(f1, 1, 2, 4, 100));
+	CHECK(recv_n(f2, 1, tids, NULL) == 1 && tids[0] == 4);
+	/* Two frames from before the mark come back (trickle traffic). */
+	CHECK(ctl(&s, out, sizeof(out), "replay 5 before=2") == 0 && strstr(out, "replayed 2"));
+	n = recv_n(f2, 2, tids, NULL);
+	CHECK(n == 2 && tids[0] == 1 && tids[1] == 2);
+	wait_counter(&s, 2, "replayed", 2);
+	CHECK(ctl(&s, out, sizeof(out), "capture stop") == 0 && strstr(out, "captured"));
+	/* pcap: header, link type, records; replays flagged. */
+	fp = fopen(path, "rb");
+	CHECKM(fp != NULL, "no capture file %s", path);
+	n = fp ? fread(buf, 1, sizeof(buf), fp) : 0;
+	if (fp)
+		fclose(fp);
+	CHECK(n >= 24 && buf[0] == 0x4d && buf[1] == 0x3c && buf[2] == 0xb2 && buf[3] == 0xa1);
+	CHECK(n >= 24 && buf[20] == WEFT_PCAP_LINKTYPE && buf[21] == 0);
+	for (off = 24; off + 16 <= n;) {
+		uint32_t incl = (uint32_t)buf[off + 8] | (uint32_t)buf[off + 9] << 8 |
+				(uint32_t)buf[off + 10] << 16;
+		struct weft_wire_hdr h;
+
+		if (off + 16 + incl > n || incl < sizeof(h))
+			break;
+		memcpy(&h, buf + off + 16, sizeof(h));
+		CHECK(h.src_node == 1 && h.dst_node == 2 && h.length + sizeof(h) == incl);
+		recs++;
+		if (h.flags & WEFT_WF_REPLAYED) {
+			CHECK(h.tid == 1 || h.tid == 2);
+			replayed_recs++;
+		}
+		off += 16 + incl;
+	}
+	CHECKM(off == n, "pcap has trailing garbage at %zu of %zu", off, n);
+	CHECKM(recs == 6 && replayed_recs == 2, "pcap: %zu records, %zu replayed", recs,
+	       replayed_recs);
+	CHECK(ctl(&s, out, sizeof(out), "capture stop") == 1 && strstr(out, "no capture"));
+	close(f1);
+	close(f2);
+	sw_stop(&s);
+}
+
+static void test_reconnect(void)
+{
+	struct sw s;
+	uint32_t tids[16];
+	uint16_t srcs[16];
+	int f1, f3, f2, fx, st, i;
+	pid_t pid;
+
+	sw_start(&s, "10", NULL);
+	f1 = join(&s, 1);
+	f3 = join(&s, 3);
+	/* Node 2 is another process ("VM") that receives one frame and dies. */
+	pid = fork();
+	if (pid == 0) {
+		int fd = join(&s, 2);
+
+		_exit(fd >= 0 && !failures && recv_n(fd, 1, tids, NULL) == 1 && tids[0] == 1 ? 0 : 1);
+	}
+	wait_ctl_contains(&s, "nodes", "node 2 attached");
+	CHECK(send_frame(f1, 1, 2, 1, 16));
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	wait_ctl_contains(&s, "nodes", "node 2 detached");
+	/* While node 2 is away: its frames are held, others talk on. */
+	for (i = 0; i < 5; i++) {
+		CHECK(send_frame(f1, 1, 2, (uint32_t)(10 + i), 16));
+		CHECK(send_frame(f1, 1, 3, (uint32_t)(20 + i), 16));
+		CHECK(send_frame(f3, 3, 1, (uint32_t)(30 + i), 16));
+	}
+	CHECK(recv_n(f3, 5, tids, NULL) == 5 && tids[0] == 20 && tids[4] == 24);
+	CHECK(recv_n(f1, 5, tids, NULL) == 5 && tids[0] == 30 && tids[4] == 34);
+	wait_ctl_contains(&s, "nodes", "node 2 detached up held=5");
+	/* The same node id while node 1 is live is refused. */
+	CHECK(hello(&s, 1, WEFT_WIRE_HELLO_MAGIC, &fx) == WEFT_SW_NODE_IN_USE);
+	close(fx);
+	/* Node 2 comes back and gets what was held, in order. */
+	f2 = join(&s, 2);
+	CHECK(recv_n(f2, 5, tids, srcs) == 5);
+	for (i = 0; i < 5; i++)
+		CHECK(tids[i] == (uint32_t)(10 + i) && srcs[i] == 1);
+	CHECK(send_frame(f2, 2, 3, 40, 16));
+	CHECK(recv_n(f3, 1, tids, NULL) == 1 && tids[0] == 40);
+	CHECK(counter(&s, 2, "drop_ABSENT") == 0);
+	close(f1);
+	close(f2);
+	close(f3);
+	sw_stop(&s);
+}
+
+static void test_bad_frames(void)
+{
+	struct sw s;
+	unsigned char b[WEFT_WIRE_MAX_FRAME];
+	struct weft_wire_hdr h;
+	uint32_t tids[2];
+	size_t len;
+	int f1, f2, fx, st;
+
+	sw_start(&s, "11", NULL);
+	f1 = join(&s, 1);
+	f2 = join(&s, 2);
+	/* Too short, wrong length field, spoofed source, HELLO again. */
+	memset(b, 0, sizeof(b));
+	CHECK(send_raw(f1, 10, b, 10));
+	len = mkframe(b, WEFT_PKT_FIFO, 1, 2, 1, 64);
+	CHECK(send_raw(f1, (uint32_t)len - 4, b, len - 4));
+	len = mkframe(b, WEFT_PKT_FIFO, 9, 2, 1, 64);
+	CHECK(send_raw(f1, (uint32_t)len, b, len));
+	len = mkframe(b, WEFT_PKT_HELLO, 1, 0, 0, 0);
+	CHECK(send_raw(f1, (uint32_t)len, b, len));
+	wait_counter(&s, 1, "drop_BAD_FRAME", 4);
+	/* Unknown destination. */
+	CHECK(send_frame(f1, 1, 999, 2, 8));
+	wait_counter(&s, 1, "drop_NO_ROUTE", 1);
+	/* Data before HELLO. */
+	fx = connect_path(s.sock);
+	len = mkframe(b, WEFT_PKT_FIFO, 5, 2, 3, 8);
+	CHECK(fx >= 0 && send_raw(fx, (uint32_t)len, b, len));
+	wait_counter(&s, -1, "unregistered", 1);
+	close(fx);
+	/* Bad HELLOs: wrong magic, multicast node id. */
+	st = hello(&s, 5, 0x1234, &fx);
+	CHECK(st == WEFT_SW_BAD_HELLO);
+	/* The same connection may try again. */
+	len = mkframe(b, WEFT_PKT_HELLO, 5, 0, 0, 0);
+	h = hdr_of(b);
+	h.key = WEFT_WIRE_HELLO_MAGIC;
+	memcpy(b, &h, sizeof(h));
+	CHECK(send_raw(fx, (uint32_t)len, b, len));
+	CHECK(recv_frame(fx, b, WAIT_MS) == WEFT_WIRE_HDR_SIZE && hdr_of(b).status == WEFT_SW_OK);
+	close(fx);
+	CHECK(hello(&s, WEFT_NODE_MCAST_BASE, WEFT_WIRE_HELLO_MAGIC, &fx) == WEFT_SW_BAD_NODE);
+	close(fx);
+	wait_counter(&s, -1, "bad_hello", 1);
+	CHECK(counter(&s, -1, "hello_rejected") == 1);
+	/* Length prefix beyond the maximum: the connection is dropped. */
+	fx = join(&s, 6);
+	CHECK(send_raw(fx, WEFT_WIRE_MAX_FRAME + 1, b, 8));
+	CHECK(recv_frame(fx, b, WAIT_MS) == 0);
+	close(fx);
+	wait_counter(&s, -1, "oversize", 1);
+	/* The switch still routes. */
+	CHECK(send_frame(f1, 1, 2, 77, 8));
+	CHECK(recv_n(f2, 1, tids, NULL) == 1 && tids[0] == 77);
+	CHECK(counter(&s, 2, "tx_frames") == 1);
+	close(f1);
+	close(f2);
+	sw_stop(&s);
+}
+
+static void test_ctl_errors(void)
+{
+	struct sw s;
+	struct sw none;
+	char out[8192];
+
+	sw_start(&s, "12", NULL);
+	CHECK(ctl(&s, out, sizeof(out), "frobnicate") == 1 && strstr(out, "unknown command 'frobnicate'"));
+	CHECK(ctl(&s, out, sizeof(out), "port 2 sideways") == 1 && strstr(out, "port NODE up|down"));
+	CHECK(ctl(&s, out, sizeof(out), "port 70000 down") == 1 && strstr(out, "not a unicast node"));
+	CHECK(ctl(&s, out, sizeof(out), "set colour=blue") == 1 && strstr(out, "colour"));
+	CHECK(ctl(&s, out, sizeof(out), "set drop=2") == 1 && strstr(out, "probability"));
+	CHECK(ctl(&s, out, sizeof(out), "set routes=0") == 1 && strstr(out, "out of range"));
+	CHECK(ctl(&s, out, sizeof(out), "mcast join 300 1") == 1 && strstr(out, "out of range"));
+	CHECK(ctl(&s, out, sizeof(out), "mcast leave 3 1") == 1 && strstr(out, "not in group"));
+	CHECK(ctl(&s, out, sizeof(out), "counters 42") == 1 && strstr(out, "has no port"));
+	CHECK(ctl(&s, out, sizeof(out), "capture start /nonexistent/dir/x.pcap") == 1 &&
+	      strstr(out, "cannot open capture file"));
+	CHECK(ctl(&s, out, sizeof(out), "replay x") == 1 && strstr(out, "replay"));
+	CHECK(ctl(&s, out, sizeof(out), "help") == 0 && strstr(out, "mcast join|leave"));
+	CHECK(ctl(&s, out, sizeof(out), "--json counters") == 0 &&
+	      strstr(out, "\"ports\":[]") && strstr(out, "\"switch\":{"));
+	CHECK(ctl(&s, out, sizeof(out), "--json faults") == 0 && strstr(out, "\"routes\":1"));
+	none = s;
+	snprintf(none.ctl, sizeof(none.ctl), "%s/absent.sock", s.dir);
+	CHECK(ctl(&none, out, sizeof(out), "counters") == 2 && strstr(out, "cannot connect"));
+	sw_stop(&s);
+}
+
+/* A receiver that does not read: the switch stops reading the sender
+ * (bounded memory), drops nothing, and everything arrives in order once
+ * the receiver reads. */
+static void test_backpressure(void)
+{
+	enum { N = 2000 };
+	struct sw s;
+	static uint32_t tids[N];
+	long long q;
+	size_t n, i;
+	int f1, f2, st, ok = 1;
+	pid_t pid;
+
+	sw_start(&s, "13", "--max-queued", "64", NULL);
+	f2 = join(&s, 2);
+	f1 = join(&s, 1);
+	pid = fork();
+	if (pid == 0) {
+		for (i = 0; i < N; i++)
+			if (!send_frame(f1, 1, 2, (uint32_t)i, WEFT_MAX_PAYLOAD))
+				_exit(1);
+		_exit(0);
+	}
+	close(f1);
+	/* Wait until the fabric is full: the sender is then held back. */
+	wait_counter(&s, -1, "parked", 1);
+	q = counter(&s, -1, "queued");
+	CHECKM(q > 0 && q <= 64, "queued %lld not within 1..64", q);
+	CHECK(waitpid(pid, &st, WNOHANG) == 0);
+	n = recv_n(f2, N, tids, NULL);
+	CHECKM(n == N, "received %zu of %d", n, N);
+	for (i = 0; i < n; i++)
+		ok &= tids[i] == i;
+	CHECKM(ok, "frames out of order under backpressure");
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	wait_counter(&s, 2, "tx_frames", N);
+	CHECK(counter(&s, 2, "drop_ABSENT") == 0 && counter(&s, 1, "drop_BAD_FRAME") == 0);
+	close(f2);
+	sw_stop(&s);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} tests[] = {
+	{ "start-errors", test_start_errors },
+	{ "routing-broadcast", test_routing_broadcast },
+	{ "mcast", test_mcast },
+	{ "reorder-routes", test_reorder_routes },
+	{ "delay-jitter", test_delay_jitter },
+	{ "drop-seeded", test_drop_seeded },
+	{ "port-down-up", test_port_down_up },
+	{ "capture-replay", test_capture_replay },
+	{ "reconnect", test_reconnect },
+	{ "bad-frames", test_bad_frames },
+	{ "ctl-errors", test_ctl_errors },
+	{ "backpressure", test_backpressure },
+};
+
+int main(int argc, char **argv)
+{
+	size_t i;
+	int j, ran = 0;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: switch-test PATH-TO-weft-switch [TEST...]\n");
+		return 2;
+	}
+	swbin = argv[1];
+	if (access(swbin, X_OK) != 0) {
+		fprintf(stderr, "switch-test: weft-switch binary %s is missing or not executable\n",
+			swbin);
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		bool want = argc == 2;
+		int before = failures;
+
+		for (j = 2; j < argc; j++)
+			want |= !strcmp(argv[j], tests[i].name);
+		if (!want)
+			continue;
+		cur_test = tests[i].name;
+		tests[i].fn();
+		ran++;
+		printf("%s: %s\n", tests[i].name, failures == before ? "ok" : "FAILED");
+		fflush(stdout);
+	}
+	if (!ran) {
+		fprintf(stderr, "switch-test: no test matched\n");
+		return 1;
+	}
+	return failures ? 1 : 0;
+}
