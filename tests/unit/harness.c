@@ -41,8 +41,10 @@ static void op_irq(void *opaque, unsigned int vector)
 {
 	struct h_node *n = opaque;
 
-	if (n->nirq < H_MAX_IRQ)
+	if (n->nirq < H_MAX_IRQ) {
+		n->irq_wlog[n->nirq] = n->nwlog;
 		n->irq[n->nirq++] = vector;
+	}
 }
 
 static int op_xmit(void *opaque, const void *pkt, size_t len)

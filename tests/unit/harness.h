@@ -43,6 +43,7 @@ struct h_node {
 	size_t ntx;
 	int xmit_rc;                    /* forced xmit result (0 = take) */
 	unsigned int irq[H_MAX_IRQ];
+	size_t irq_wlog[H_MAX_IRQ];     /* DMA writes logged when it fired */
 	size_t nirq;
 	unsigned int kicks;
 	unsigned int guest_errors;      /* GUEST_ERROR traces */

@@ -446,6 +446,91 @@ static void test_link(void)
 	h_fini(&a);
 }
 
+static void test_early(void)
+{
+	struct h_node a, b;
+	struct weft_lmt l;
+	uint8_t msg[600] = { 1 };
+	size_t i, hdr_at = 0;
+
+	h_section("early interrupt: the threshold interrupt fires before the header line is written");
+	h_init(&a, 1, 4, 64, 1, 0);
+	h_init(&b, 2, 4, 64, 1, 0);
+	CHECK_EQ(h_open(&a, 0, KEY_A, 3, 3, 4), WEFT_CMD_OK, "open a");
+	h_lmt_prepare(&b, 0, KEY_A, 3, 3, 4, &l);
+	l.flags = WEFT_LMT_F_EARLY_INT;
+	l.recv_int_threshold = 1;
+	h_lmt_write(&b, 0, &l);
+	CHECK_EQ(h_cmd(&b, WEFT_REG_CMD_OPEN_WINDOW, 0), WEFT_CMD_OK, "open b (early mode)");
+	h_put_fifo(&a, 0, 2, 0, msg, sizeof(msg), 0);
+	h_start(&a, 0, 1);
+	h_poll(&a, 64);
+	h_deliver(&a, &b);
+	b.nwlog = 0;
+	h_poll(&b, 64);
+	for (i = 0; i < b.nwlog; i++)
+		if (b.wlog[i].addr == b.rfifo[0])
+			hdr_at = i;
+	CHECK_EQ(b.nirq, 1, "one interrupt");
+	CHECK(b.irq_wlog[0] <= hdr_at, "interrupt (after %zu writes) before the header write (#%zu)",
+	      b.irq_wlog[0], hdr_at);
+	CHECK(b.irq_wlog[0] >= 1, "after the payload");
+	CHECK(memcmp(h_recv_payload(&b, 0, 0), msg, sizeof(msg)) == 0, "polling still sees the data");
+	h_fini(&a);
+	h_fini(&b);
+
+	h_section("normal mode: the interrupt comes after the header line");
+	h_init(&a, 1, 4, 64, 1, 0);
+	h_init(&b, 2, 4, 64, 1, 0);
+	CHECK_EQ(h_open(&a, 0, KEY_A, 3, 3, 4), WEFT_CMD_OK, "open a");
+	CHECK_EQ(h_open(&b, 0, KEY_A, 3, 3, 4), WEFT_CMD_OK, "open b");
+	h_db_w(&b, 0, WEFT_DB_RECV_THRESHOLD, 1);
+	h_put_fifo(&a, 0, 2, 0, msg, sizeof(msg), 0);
+	h_start(&a, 0, 1);
+	h_poll(&a, 64);
+	h_deliver(&a, &b);
+	b.nwlog = 0;
+	h_poll(&b, 64);
+	CHECK_EQ(b.nirq, 1, "one interrupt");
+	CHECK_EQ(b.irq_wlog[0], b.nwlog, "after every write");
+	h_fini(&a);
+	h_fini(&b);
+}
+
+static void test_rx_backpressure(void)
+{
+	struct h_node a, b;
+	uint8_t v = 1;
+	unsigned int i, taken = 0, refused = 0;
+
+	h_section("receive queue: bounded, -EAGAIN backpressure, nothing lost");
+	h_init(&a, 1, 4, 64, 1, 0);
+	h_init(&b, 2, 4, 64, 1, 4);
+	CHECK_EQ(h_open(&a, 0, KEY_A, 4, 4, 4), WEFT_CMD_OK, "open a");
+	CHECK_EQ(h_open(&b, 0, KEY_A, 4, 4, 4), WEFT_CMD_OK, "open b");
+	for (i = 0; i < 6; i++)
+		h_put_fifo(&a, 0, 2, 0, &v, 1, 0);
+	h_start(&a, 0, 6);
+	h_poll(&a, 64);
+	for (i = 0; i < a.ntx; i++) {
+		if (weft_core_receive(b.c, a.tx[i].data, a.tx[i].len) == 0)
+			taken++;
+		else
+			refused++;
+	}
+	CHECK_EQ(taken, 4, "queue length 4");
+	CHECK_EQ(refused, 2, "-EAGAIN beyond it");
+	CHECK(!weft_core_can_receive(b.c), "can_receive false when full");
+	h_poll(&b, 64);
+	CHECK(weft_core_can_receive(b.c), "room after a poll");
+	for (i = 4; i < a.ntx; i++)
+		CHECK_EQ(weft_core_receive(b.c, a.tx[i].data, a.tx[i].len), 0, "retry taken");
+	h_poll(&b, 64);
+	CHECK_EQ(h_db_r(&b, 0, WEFT_DB_RECV_COUNT), 6, "all six delivered");
+	h_fini(&a);
+	h_fini(&b);
+}
+
 int main(void)
 {
 	h_begin("test_fifo: windows, send and receive FIFOs");
@@ -458,5 +543,7 @@ int main(void)
 	test_threshold();
 	test_bcast();
 	test_link();
+	test_early();
+	test_rx_backpressure();
 	return h_end();
 }
