@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Build and briefly run the libFuzzer target of the Weft core.
+#
+#   tests/fuzz/run-libfuzzer.sh [RUNS] [-- extra libFuzzer options]
+#
+# Needs clang with -fsanitize=fuzzer (Debian: clang + libclang-rt-14-dev).
+# When that is missing it says so and exits 2: nothing is built and
+# nothing counts as run.  The build goes to build-libfuzzer/ (git-ignored);
+# the corpus to build-libfuzzer/corpus/.  RUNS defaults to 20000 inputs.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+
+runs=${1:-20000}
+[ $# -gt 0 ] && shift
+[ "${1:-}" = "--" ] && shift
+
+out=$WEFT_ROOT/build-libfuzzer
+mkdir -p "$out/corpus"
+CC=${CLANG:-clang}
+if ! command -v "$CC" >/dev/null; then
+	echo "run-libfuzzer: clang not found; install clang and libclang-rt-14-dev" >&2
+	exit 2
+fi
+probe=$out/probe.c
+printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n)\n{ (void)d; (void)n; return 0; }\n' >"$probe"
+if ! "$CC" -fsanitize=fuzzer "$probe" -o "$out/probe" 2>"$out/probe.log"; then
+	echo "run-libfuzzer: $CC -fsanitize=fuzzer does not link here (see $out/probe.log);" \
+		"install libclang-rt-14-dev" >&2
+	exit 2
+fi
+
+src=(
+	"$WEFT_ROOT"/qemu-device/core/weft_core.c
+	"$WEFT_ROOT"/qemu-device/core/weft_send.c
+	"$WEFT_ROOT"/qemu-device/core/weft_recv.c
+	"$WEFT_ROOT"/qemu-device/core/weft_xlate.c
+	"$WEFT_ROOT"/qemu-device/switch/fabric.c
+	"$WEFT_ROOT"/qemu-device/sim/sim.c
+	"$WEFT_ROOT"/qemu-device/sim/sim_drv.c
+	"$WEFT_ROOT"/qemu-device/sim/sim_user.c
+	"$WEFT_ROOT"/tests/fuzz/fuzz_engine.c
+	"$WEFT_ROOT"/tests/fuzz/fuzz_libfuzzer.c
+)
+weft_log "building the libFuzzer target"
+"$CC" -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	-I"$WEFT_ROOT/include" -I"$WEFT_ROOT/qemu-device/core" \
+	-I"$WEFT_ROOT/qemu-device/switch" -I"$WEFT_ROOT/qemu-device/sim" \
+	"${src[@]}" -o "$out/weft-libfuzzer"
+weft_log "running $runs inputs"
+"$out/weft-libfuzzer" -runs="$runs" -max_len=4096 -seed=1 "$@" "$out/corpus"
