@@ -60,7 +60,6 @@ static void op_irq(void *opaque, unsigned int vector)
 
 	if (vector < 32)
 		n->irq_pending |= 1u << vector;
-	n->irqs++;
 }
 
 static int op_xmit(void *opaque, const void *pkt, size_t len)
@@ -377,7 +376,6 @@ bool weft_sim_progress(struct weft_sim *s)
 		work = true;
 		sim_poll_node(s, n);
 	}
-	s->rounds++;
 	if (work) {
 		s->now += s->tick_ns;
 		return true;

@@ -37,7 +37,6 @@ struct sim_node {
 	uint8_t *mem;
 	bool kicked, busy;
 	uint32_t irq_pending;
-	uint64_t irqs;
 
 	/* guest memory allocator */
 	struct sim_ext *ext;
@@ -73,7 +72,6 @@ struct weft_sim {
 	unsigned int budget;
 	uint64_t reboot_ns;
 	uint64_t now;
-	uint64_t rounds;
 	struct weft_fabric *fabric;
 	weft_sim_dma_hook dma_hook;
 	void *dma_hook_opaque;
