@@ -692,6 +692,100 @@ static void test_third_party(void)
 	h_fini(&C);
 }
 
+static void test_bcast_rdma(void)
+{
+	struct h_node A, B, C, *nodes[3] = { &A, &B, &C };
+	struct weft_lmt l;
+	struct weft_rdma_req q;
+	struct weft_recv_hdr rh;
+	uint64_t abuf, bbuf, cbuf, apvo;
+	uint32_t idx = 0;
+
+	h_section("broadcast RDMA write: every configured target places it; target completions name the source");
+	h_init(&A, 1, 2, 64, 1, 0);
+	h_init(&B, 2, 2, 64, 1, 0);
+	h_init(&C, 3, 2, 64, 1, 0);
+	h_lmt_prepare(&A, 0, JOB, 4, 4, 2, &l);
+	l.config_parm_bcast = 1;
+	h_lmt_write(&A, 0, &l);
+	CHECK_EQ(h_cmd(&A, WEFT_REG_CMD_OPEN_WINDOW, 0), WEFT_CMD_OK, "open A (bcast)");
+	CHECK_EQ(h_open(&B, 0, JOB, 4, 4, 2), WEFT_CMD_OK, "open B");
+	CHECK_EQ(h_open(&C, 0, JOB, 4, 4, 2), WEFT_CMD_OK, "open C");
+	h_acquire(&A, 4, 0, 0);
+	h_acquire(&B, 7, 0, 0);         /* the broadcast configuration: rCxt 7, same PVO */
+	h_acquire(&C, 7, 0, 0);
+	h_tce_table(&A, 0, 16, 12, JOB);
+	h_tce_table(&B, 0, 16, 12, JOB);
+	h_tce_table(&C, 0, 16, 12, JOB);
+	abuf = h_alloc(&A, 8192, 4096);
+	bbuf = h_alloc(&B, 8192, 4096);
+	cbuf = h_alloc(&C, 8192, 4096);
+	apvo = h_map(&A, 0, 0, PKEY_A, abuf, 8192);
+	h_map(&B, 0, 0, PKEY_B, bbuf, 8192);
+	h_map(&C, 0, 0, PKEY_B, cbuf, 8192);
+	fill(&A, abuf, 4000, 31);
+	memset(&q, 0, sizeof(q));
+	q.local_pvo = apvo;
+	q.remote_pvo = weft_pvo_make(PKEY_B, 0, 0);
+	q.length = 4000;
+	q.local_rcxt = 4;
+	q.remote_rcxt = 7;
+	q.notify = WEFT_NOTIFY_TARGET;
+	q.tid = 1;
+	h_put_rdma(&A, 0, WEFT_SF_RDMAW, WEFT_NODE_BROADCAST, 0, &q);
+	h_start(&A, 0, 1);
+	h_poll(&A, 64);
+	/* The fabric copies a broadcast to every other node. */
+	{
+		size_t k;
+
+		for (k = 0; k < A.ntx; k++) {
+			CHECK_EQ(h_txhdr(&A, k)->dst_node, WEFT_NODE_BROADCAST, "to the broadcast id");
+			weft_core_receive(B.c, A.tx[k].data, A.tx[k].len);
+			weft_core_receive(C.c, A.tx[k].data, A.tx[k].len);
+		}
+		A.ntx = 0;
+	}
+	run3(nodes);
+	CHECK(same(&A, abuf, &B, bbuf, 4000), "placed at B");
+	CHECK(same(&A, abuf, &C, cbuf, 4000), "placed at C");
+	CHECK_EQ(completions(&B, &idx), 1, "completion at B");
+	h_recv_hdr(&B, 0, idx, &rh);
+	CHECK_EQ(rh.src_node, 1, "names the source");
+	CHECK_EQ(completions(&C, NULL), 1, "completion at C");
+	CHECK_EQ(completions(&A, NULL), 0, "none at the source");
+	h_fini(&A);
+	h_fini(&B);
+	h_fini(&C);
+}
+
+static void test_rdmar_interleave(void)
+{
+	struct rig g;
+	uint8_t v = 0;
+	unsigned int i, switches = 0;
+	size_t k;
+
+	h_section("RDMA read payload interleaves with the data source window's own sends");
+	rig_init(&g);
+	fill(&g.b, g.bbuf, 15000, 8);
+	post_read(&g, 15000, 1, WEFT_NOTIFY_SOURCE);
+	h_poll(&g.a, 64);
+	h_deliver(&g.a, &g.b);
+	for (i = 0; i < 6; i++)
+		h_put_fifo(&g.b, 0, 1, 0, &v, 1, 0);
+	h_start(&g.b, 0, 6);
+	h_poll(&g.b, 64);
+	CHECK_EQ(g.b.ntx, 8 + 6, "8 read-response packets and 6 FIFO packets");
+	for (k = 1; k < g.b.ntx; k++)
+		switches += h_txhdr(&g.b, k)->type != h_txhdr(&g.b, k - 1)->type;
+	CHECK(switches >= 10, "interleaved (%u switches)", switches);
+	h_run2(&g.a, &g.b);
+	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 15000), "read data intact");
+	CHECK_EQ(completions(&g.a, NULL), 1, "one read completion");
+	rig_fini(&g);
+}
+
 int main(void)
 {
 	h_begin("test_rdma: RDMA write/read, rCxt and tid rules, translation");
@@ -705,5 +799,7 @@ int main(void)
 	test_rdmar();
 	test_cancel();
 	test_third_party();
+	test_bcast_rdma();
+	test_rdmar_interleave();
 	return h_end();
 }

@@ -118,6 +118,27 @@ static void test_snapshot(void)
 	h_fini(&o.a);
 }
 
+static void test_busy_tasks(void)
+{
+	struct one o;
+	unsigned int w;
+
+	h_section("busy-task path: five long writes, four transmit tasks; the fifth waits and still completes");
+	one_init(&o, 5);
+	for (w = 0; w < 5; w++)
+		post_write(&o, w, 10000);
+	weft_core_poll(o.a.c, 5);
+	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_LIVE_TASK_VIEW), 0xfu << WEFT_TX_TASK_BASE,
+		 "all four transmit tasks busy");
+	CHECK_EQ(sent_by(&o.a, 4), 0, "fifth window waits for a task");
+	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_ACTIVE_WIN0), 0x1f, "but stays active");
+	h_poll(&o.a, 64);
+	for (w = 0; w < 5; w++)
+		CHECK_EQ(sent_by(&o.a, w), 6, "every window sent its 6 packets");
+	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_LIVE_TASK_VIEW), 0, "all tasks released");
+	h_fini(&o.a);
+}
+
 static void raise_events(struct h_node *n, unsigned int k)
 {
 	unsigned int i;
@@ -262,6 +283,7 @@ int main(void)
 	h_begin("test_tasks: tasks, snapshot, interrupts, reset and recovery");
 	test_live_task_view();
 	test_snapshot();
+	test_busy_tasks();
 	test_interrupts();
 	test_reset_recover();
 	return h_end();
