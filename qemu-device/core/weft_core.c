@@ -917,7 +917,7 @@ uint64_t weft_core_sram_read(struct weft_core *c, uint64_t off, unsigned int siz
 
 	if (access_ok(c, "sram", off, size, false)) {
 		name = sram_name(c, off);
-		if (off + size > c->sram_used)
+		if (off >= c->sram_used || size > c->sram_used - off)
 			weft_guest_error(c, "sram: read beyond the used SRAM at 0x%llx",
 					 (unsigned long long)off);
 		else
@@ -933,7 +933,7 @@ void weft_core_sram_write(struct weft_core *c, uint64_t off, uint64_t val, unsig
 
 	if (access_ok(c, "sram", off, size, true)) {
 		name = sram_name(c, off);
-		if (off + size > c->sram_used)
+		if (off >= c->sram_used || size > c->sram_used - off)
 			weft_guest_error(c, "sram: write beyond the used SRAM at 0x%llx",
 					 (unsigned long long)off);
 		else

@@ -136,6 +136,15 @@ static void test_sram_db(void)
 	weft_core_sram_write(a.c, 0x1ffff8, 1, 8);
 	EXPECT_GE(a, g, "SRAM write beyond the BAR");
 	g = a.guest_errors;
+	weft_core_sram_write(a.c, ~7ull, 1, 8);
+	CHECK_EQ(weft_core_sram_read(a.c, ~7ull, 8), 0, "offset that wraps around");
+	EXPECT_GE(a, g, "SRAM write at an offset that wraps around");
+	g = a.guest_errors;
+	weft_core_db_write(a.c, ~7ull, 1, 8);
+	weft_core_reg_write(a.c, ~7ull, 1, 8);
+	CHECK_EQ(weft_core_reg_read(a.c, ~7ull, 8), 0, "register offset that wraps around");
+	EXPECT_GE(a, g, "doorbell/register write at a wrapping offset");
+	g = a.guest_errors;
 	weft_core_sram_write(a.c, 4, 1, 8);
 	EXPECT_GE(a, g, "unaligned SRAM write");
 	g = a.guest_errors;
