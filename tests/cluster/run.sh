@@ -386,7 +386,8 @@ failover() {
 	before_tx=$(cnt TX_PACKETS)
 	server "$c" "$t" fo-srv "$job" "weft-bw --server --job $job $args" || return 1
 	bg "$c" "$s" fo-cli "weft-bw --client --peer $t --peer-window $SW --job $job $args"
-	# The stream runs until well over a capture ring of frames has passed.
+	# The stream runs until well over a capture ring of frames (1024) has
+	# passed, so that the ring no longer holds its rendezvous packets.
 	for i in $(seq 240); do
 		counters "$c" "$s" || return 1
 		now_tx=$(cnt TX_PACKETS)
@@ -400,47 +401,67 @@ failover() {
 	done
 	[ $((now_tx - before_tx)) -ge 3000 ] || fail "the stream node$s -> node$t did not get going ($((now_tx - before_tx)) frames sent)" || return 1
 	checked "node$s streams RDMA to node$t: $((now_tx - before_tx)) frames sent so far"
-	mark=$("$WC" --name "$c" faults mark 2>&1)
-	[[ $mark =~ ^[0-9]+$ ]] || fail "switch capture mark: $mark" || return 1
-
+	# The event.  Right after it the stream's source is stopped: every frame
+	# the switch captured from then back (its capture ring holds the last
+	# 1024 frames, all of the stream) belongs to the old incarnation.
 	if [ "$ev" = reboot ]; then
 		gx "$c" "$t" 'cat /proc/sys/kernel/random/boot_id'
 		local boot0=$OUT
-		"$WC" --name "$c" reboot "$t" >"$TMP/reboot.out" 2>&1 ||
+		( "$WC" --name "$c" reboot "$t" >"$TMP/reboot.out" 2>&1; echo $? >"$TMP/reboot.rc" ) &
+		local rbpid=$!
+		for i in $(seq 100); do
+			"$WC" --name "$c" status 2>/dev/null | grep -qE "^node$t +[0-9]+ +[a-z]+ +ready" || break
+			sleep 0.2
+		done
+		gx "$c" "$s" 'killall -KILL weft-bw'
+		checked "node$t's VM went down mid-stream; node$s's stream stopped just after"
+		wait "$rbpid"
+		[ "$(cat "$TMP/reboot.rc")" = 0 ] ||
 			{ sed 's/^/  | /' "$TMP/reboot.out"; fail "node$t did not come back from the reboot"; return 1; }
 		gx "$c" "$t" 'cat /proc/sys/kernel/random/boot_id; cat /run/weft/driver; ls /dev/weft0'
 		[ "$RC" = 0 ] && [ "$(head -n1 <<<"$OUT")" != "$boot0" ] && grep -qx loaded <<<"$OUT" ||
 			fail "node$t after reboot: $OUT" || return 1
-		checked "node$t rebooted mid-stream (new boot id), weft.ko loaded again with new keys"
+		checked "node$t rebooted (new boot id), weft.ko loaded again with new keys"
 	else
 		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
 		rc0=$OUT
 		gx "$c" "$t" 'echo 1 > /sys/kernel/debug/weft/weft0/recover'
 		[ "$RC" = 0 ] || fail "node$t: recovery through debugfs failed: $OUT" || return 1
+		gx "$c" "$s" 'killall -KILL weft-bw'
 		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
 		[ "$RC" = 0 ] && [ "$OUT" = $((rc0 + 1)) ] ||
 			fail "node$t: recovery count $rc0 -> $OUT, expected $((rc0 + 1))" || return 1
-		checked "node$t: adapter recovered mid-stream, recovery count $rc0 -> $OUT"
+		checked "node$t: adapter recovered mid-stream, recovery count $rc0 -> $OUT; node$s's stream stopped just after"
 	fi
 
-	# The stream's ends see the event; whatever they do, they must end.
-	for i in $(seq 120); do bgdone fo-cli && bgdone fo-srv && break; sleep 0.5; done
-	for i in fo-cli fo-srv; do
-		if ! bgdone "$i"; then
-			local n=$s; [ "$i" = fo-srv ] && n=$t
-			gx "$c" "$n" 'killall -KILL weft-bw'
-			say "$i on node$n still running 60 s after the event: killed"
-		fi
-		bgwait "$i"
-		say "$i ended with status $RC: $(grep -v '^{' <<<"$OUT" | tail -n 1)"
-	done
+	# The server on T was told of the recovery (or went down with its VM).
+	for i in $(seq 60); do bgdone fo-srv && break; sleep 0.5; done
+	if ! bgdone fo-srv; then
+		gx "$c" "$t" 'killall -KILL weft-bw'
+		say "the weft-bw server on node$t was still running 30 s after the event: killed"
+	fi
+	bgwait fo-cli
+	bgwait fo-srv
+	say "weft-bw server on node$t ended with status $RC: $(grep -v '^{' <<<"$OUT" | tail -n 1)"
 	for i in $s $t; do
-		gx "$c" "$i" "cat /sys/kernel/debug/weft/driver"
+		local k
+		for k in $(seq 60); do
+			gx "$c" "$i" "cat /sys/kernel/debug/weft/driver"
+			grep -q '^windows_open 0$' <<<"$OUT" && grep -q '^rcxts_held 0$' <<<"$OUT" &&
+				grep -q '^pages_pinned 0$' <<<"$OUT" && break
+			sleep 0.5
+		done
 		grep -q '^windows_open 0$' <<<"$OUT" && grep -q '^rcxts_held 0$' <<<"$OUT" &&
-			grep -q '^pages_pinned 0$' <<<"$OUT" ||
-			fail "node$i: resources still held after the stream ended: $(tr '\n' ' ' <<<"$OUT")" || return 1
+			grep -q '^pages_pinned 0$' <<<"$OUT" || {
+			local held=$OUT
+			gx "$c" "$i" 'ps | grep -v grep | grep weft-; cat /sys/kernel/debug/weft/weft0/state'
+			fail "node$i: resources still held 30 s after the stream's processes were killed: $(tr '\n' ' ' <<<"$held") -- $(tr '\n' ' ' <<<"$OUT")"
+			return 1
+		}
 	done
 	checked "both stream ends are gone and their windows, rCxts and pinned pages are released"
+	mark=$("$WC" --name "$c" faults mark 2>&1)
+	[[ $mark =~ ^[0-9]+$ ]] || fail "switch capture mark: $mark" || return 1
 
 	# A fresh window of the same job on T, then the replay of old frames.
 	server "$c" "$t" fo-new "$job" "weft-rdma-check --server --job $job --max-size 1M" || return 1
@@ -449,7 +470,7 @@ failover() {
 	rx0=$(cnt RX_PACKETS) dr0=$(drops) dcnt=$CNT
 	rep0=$(replayed_to "$c" "$t")
 	OUT=$("$WC" --name "$c" faults replay "$reps" "before=$mark" 2>&1) || fail "switch replay: $OUT" || return 1
-	say "switch: $OUT (frames captured before the event)"
+	say "switch: $OUT (the last frames of the old stream)"
 	for i in $(seq 60); do
 		rep1=$(replayed_to "$c" "$t")
 		counters "$c" "$t" || return 1
