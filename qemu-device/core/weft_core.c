@@ -453,13 +453,18 @@ static void core_recover(struct weft_core *c)
 
 /* ---- commands ---------------------------------------------------------- */
 
-static void cmd_done(struct weft_core *c, const char *name, uint64_t val,
+static void cmd_done(struct weft_core *c, const char *name, uint64_t off, uint64_t val,
 		     unsigned int status, unsigned int reason)
 {
 	struct weft_trace t = {
 		.kind = WEFT_TR_CMD, .name = name, .val = val, .reason = reason,
-		.size = status,
+		.size = status, .window = WEFT_NO_WINDOW,
 	};
+
+	if (off == WEFT_REG_CMD_OPEN_WINDOW || off == WEFT_REG_CMD_CLOSE_WINDOW)
+		t.window = val < WEFT_NO_WINDOW ? (unsigned int)val : WEFT_NO_WINDOW;
+	else if (off == WEFT_REG_CMD_ACQUIRE_RCXT)
+		t.window = WEFT_ACQ_WINDOW(val);
 
 	c->cmd_status = status;
 	if (status != WEFT_CMD_OK)
@@ -609,7 +614,7 @@ static void run_command(struct weft_core *c, uint64_t off, const char *name, uin
 	}
 	if (status != WEFT_CMD_OK)
 		weft_count(c, WEFT_CNT_CMD_DISCARDED, 1);
-	cmd_done(c, name, val, status, reason);
+	cmd_done(c, name, off, val, status, reason);
 	weft_task_free(c, task);
 	if (status == WEFT_CMD_OK && off == WEFT_REG_CMD_CLOSE_WINDOW && c->ops.kick)
 		c->ops.kick(c->opaque);
@@ -1024,7 +1029,8 @@ static void db_command(struct weft_core *c, unsigned int w, uint64_t reg,
 	if (why != WEFT_R_OK) {
 		struct weft_trace t = {
 			.kind = WEFT_TR_CMD, .name = name, .window = w, .val = val,
-			.reason = why, .msg = "doorbell discarded: window not valid",
+			.reason = why, .size = WEFT_CMD_ESTATE,
+			.msg = "doorbell discarded: window not valid",
 		};
 
 		weft_count(c, WEFT_CNT_CMD_DISCARDED, 1);

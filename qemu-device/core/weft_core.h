@@ -38,7 +38,9 @@ enum weft_trace_kind {
 	WEFT_TR_PKT_TX,         /* hdr, len */
 	WEFT_TR_PKT_RX,         /* hdr, len: accepted and processed */
 	WEFT_TR_PKT_DROP,       /* hdr (may be NULL), reason */
-	WEFT_TR_CMD,            /* privileged command: name, val, reason = status */
+	WEFT_TR_CMD,            /* command or doorbell: name, window, val,
+				 * size = CMD_STATUS, reason; msg is set when
+				 * it was refused or discarded */
 	WEFT_TR_IRQ,            /* val = vector */
 	WEFT_TR_EVENT,          /* val = event type, window, reason */
 	WEFT_TR_WINDOW_FATAL,   /* window, reason, val = rCxt */
