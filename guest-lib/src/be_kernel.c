@@ -70,12 +70,16 @@ static int k_open_window(struct weft_be *be, const struct weft_ioc_open_window *
 	uint64_t want_recv = (uint64_t)WEFT_FRAME_SIZE << req->recv_log2;
 	struct weft_ioc_window cw = { .window = o.window };
 	/* The driver's answer is checked like any other untrusted value. */
-	if (o.send_size < want_send || o.recv_size < want_recv) {
+	if (o.send_size < want_send || o.recv_size < want_recv ||
+	    o.send_size > want_send + WEFT_DB_PAGE_SIZE || o.recv_size > want_recv + WEFT_DB_PAGE_SIZE) {
 		k_ioctl(k, WEFT_IOC_CLOSE_WINDOW, &cw);
 		return -EPROTO;
 	}
 	void *db = mmap(NULL, WEFT_DB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
 			k->fd, (off_t)o.db_offset);
+	/* The driver maps exactly the FIFO sizes it reported. */
+	want_send = o.send_size;
+	want_recv = o.recv_size;
 	void *sf = mmap(NULL, want_send, PROT_READ | PROT_WRITE, MAP_SHARED,
 			k->fd, (off_t)o.send_offset);
 	void *rf = mmap(NULL, want_recv, PROT_READ | PROT_WRITE, MAP_SHARED,
