@@ -68,7 +68,7 @@ static int info(struct tool_ctx *c)
 		printf("%s\n", any ? "" : "(none)");
 	}
 	if (!have_cnt) {
-		printf("counters      not readable (needs root for the PCI BAR in sysfs)\n");
+		printf("counters      not readable (needs root: the PCI BAR in sysfs or the driver's debugfs)\n");
 		return 0;
 	}
 	printf("counters (nonzero):\n");
