@@ -1117,6 +1117,65 @@ static void test_rdma_read(void)
     node_stop(b);
 }
 
+/*
+ * Hot-plug a second weft device linked through a chardev added over QMP,
+ * bring its link up, and unplug it again (ACPI eject): the device's exit
+ * path must release everything, and the machine keeps running.
+ */
+#define HP_SLOT 6
+
+static void test_hotplug(void)
+{
+    WeftNode *n = node_start(21, SW_NONE);
+    WeftNode hp = { .node = 22, .conn_fd = -1 };
+    g_autofree char *sock = g_strdup_printf("%s/hotplug.sock", tmpdir);
+    g_autofree char *addr = g_strdup_printf("%02x.0", HP_SLOT);
+    int64_t end = deadline();
+    QPCIDevice *dev;
+    QPCIBar regs;
+    uint8_t byte;
+
+    hp.listen_fd = sw_listen(sock);
+    qtest_qmp_assert_success(n->qts,
+        "{ 'execute': 'chardev-add', 'arguments': { 'id': 'hsw', "
+        "'backend': { 'type': 'socket', 'data': { 'server': false, "
+        "'reconnect-ms': 200, 'addr': { 'type': 'unix', "
+        "'data': { 'path': %s } } } } } }", sock);
+    qtest_qmp_device_add(n->qts, "weft", "hp",
+                         "{ 'addr': %s, 'node-id': 22, 'chardev': 'hsw' }",
+                         addr);
+    sw_handshake(&hp, WEFT_SW_OK);
+
+    dev = qpci_device_find(n->bus, QPCI_DEVFN(HP_SLOT, 0));
+    g_assert_nonnull(dev);
+    g_assert_cmphex(qpci_config_readw(dev, PCI_DEVICE_ID), ==,
+                    WEFT_PCI_DEVICE_ID);
+    qpci_device_enable(dev);
+    regs = qpci_iomap(dev, WEFT_BAR_REGS, NULL);
+    g_assert_cmpuint(qpci_io_readq(dev, regs, WEFT_REG_NODE_ID), ==, 22);
+    while (!(qpci_io_readq(dev, regs, WEFT_REG_STATUS) & WEFT_STATUS_LINK_UP)) {
+        check_deadline(end, "the hot-plugged device's link");
+        g_usleep(1000);
+    }
+
+    qpci_unplug_acpi_device_test(n->qts, "hp", HP_SLOT);
+    g_assert_cmphex(qpci_config_readw(dev, PCI_VENDOR_ID), ==, 0xffff);
+    g_free(dev);
+
+    /* The chardev outlives the device; removing it closes the socket. */
+    qtest_qmp_assert_success(n->qts, "{ 'execute': 'chardev-remove', "
+                             "'arguments': { 'id': 'hsw' } }");
+    while (!wait_fd(hp.conn_fd, POLLIN, end)) {
+        check_deadline(end, "the chardev's socket to close");
+    }
+    g_assert_cmpint(read(hp.conn_fd, &byte, 1), ==, 0);
+    close(hp.conn_fd);
+    close(hp.listen_fd);
+    unlink(sock);
+    assert_alive(n);
+    node_stop(n);
+}
+
 /* ---- link ---------------------------------------------------------------- */
 
 /* Without a switch the device keeps working and counts what it drops. */
@@ -1367,6 +1426,7 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/link/garbage", test_link_garbage);
     qtest_add_func("/weft/misuse", test_misuse);
     qtest_add_func("/weft/migration-blocked", test_migration_blocked);
+    qtest_add_func("/weft/hotplug", test_hotplug);
 
     r = g_test_run();
     rmdir(tmpdir);
