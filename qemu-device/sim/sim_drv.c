@@ -85,7 +85,7 @@ void sim_drv_free(struct sim_node *n)
 int sim_drv_boot(struct weft_sim *s, struct sim_node *n)
 {
 	uint64_t id, caps, mem = s->mem_size;
-	unsigned int t, h;
+	unsigned int t, h, i;
 	uint32_t r;
 
 	sim_drv_free(n);
@@ -93,7 +93,7 @@ int sim_drv_boot(struct weft_sim *s, struct sim_node *n)
 	memset(n->win, 0, sizeof(n->win));
 	memset(n->slot_job, 0, sizeof(n->slot_job));
 	wr(n, WEFT_REG_RESET, WEFT_RESET_MAGIC);
-	while (sim_poll_node(s, n))
+	for (i = 0; i < SIM_CMD_SPIN && sim_poll_node(s, n); i++)
 		;
 	id = rd(n, WEFT_REG_ID);
 	if ((uint32_t)id != WEFT_ID_MAGIC)
@@ -681,7 +681,7 @@ int weft_sim_node_recover(struct weft_sim *s, unsigned int node)
 		return -EINVAL;
 	n = &s->node[node];
 	wr(n, WEFT_REG_RECOVER, WEFT_RECOVER_MAGIC);
-	while (sim_poll_node(s, n))
+	for (w = 0; w < SIM_CMD_SPIN && sim_poll_node(s, n); w++)
 		;
 	n->gen++;
 	/* Every rCxt is gone: the protocols re-acquire (seed 1.5.17). */

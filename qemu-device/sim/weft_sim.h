@@ -190,9 +190,12 @@ struct weft_sim_window {
 
 int weft_sim_open_window(struct weft_sim *s, unsigned int node,
 			 const struct weft_sim_window_cfg *cfg, struct weft_sim_window *out);
-/* Close Window, wait (running the node) for Snapshot View to read 0,
- * then free the FIFOs.  -ETIMEDOUT if the snapshot never cleared (the
- * FIFOs are then leaked on purpose, as the driver must not free them). */
+/* Release the window's rCxts, Close Window, wait (running the sim) for
+ * Snapshot View to read 0, then free the FIFOs.  -ETIMEDOUT if the
+ * snapshot never cleared (the FIFOs are then leaked on purpose, as the
+ * driver must not free them); -ENODEV if the window is gone (node
+ * rebooted) or the struct is stale (call weft_sim_window_refresh after a
+ * recovery). */
 int weft_sim_close_window(struct weft_sim_window *win);
 /* True while the window is open in the driver and in the adapter
  * (doorbell STATE reads WEFT_WIN_VALID). */
