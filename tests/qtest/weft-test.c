@@ -913,24 +913,53 @@ static void test_fifo_burst(void)
  * Registers TCE table RDMA_TABLE over a fresh buffer of RDMA_PAGES 4 KiB
  * pages owned by TEST_KEY; returns the buffer's guest address.
  */
-static uint64_t map_buffer(WeftNode *n, uint64_t *pvo)
+static uint64_t map_buffer(WeftNode *n, unsigned int pages, uint64_t *pvo)
 {
-    uint64_t buf = alloc_zeroed(n, RDMA_PAGES * 4096);
-    uint64_t table = alloc_zeroed(n, RDMA_PAGES * 8);
+    uint64_t buf = alloc_zeroed(n, (size_t)pages * 4096);
+    uint64_t table = alloc_zeroed(n, (size_t)pages * 8);
+    g_autofree uint64_t *tces = g_new(uint64_t, pages);
     unsigned int i;
 
     *pvo = weft_pvo_make(RDMA_PVO_KEY, RDMA_TABLE, 0);
-    for (i = 0; i < RDMA_PAGES; i++) {
-        qtest_writeq(n->qts, table + i * 8,
-                     weft_tce_make(weft_pvo_tce_key(*pvo),
-                                   (buf >> WEFT_PAGE_SHIFT_4K) + i));
+    for (i = 0; i < pages; i++) {
+        tces[i] = cpu_to_le64(weft_tce_make(weft_pvo_tce_key(*pvo),
+                                            (buf >> WEFT_PAGE_SHIFT_4K) + i));
     }
+    qtest_memwrite(n->qts, table, tces, (size_t)pages * 8);
     reg_write(n, WEFT_REG_TCE_BASE(RDMA_TABLE), table);
     reg_write(n, WEFT_REG_TCE_CFG(RDMA_TABLE),
-              WEFT_TCE_CFG(RDMA_PAGES, WEFT_PAGE_SHIFT_4K));
+              WEFT_TCE_CFG(pages, WEFT_PAGE_SHIFT_4K));
     reg_write(n, WEFT_REG_TCE_OWNER(RDMA_TABLE),
               TEST_KEY | WEFT_TCE_OWNER_VALID);
     return buf;
+}
+
+/* Posts an RDMAW or RDMAR request on window w of n (next send slot). */
+static void post_rdma(WeftNode *n, unsigned int w, uint8_t type,
+                      WeftNode *peer, unsigned int peer_window,
+                      uint64_t local_pvo, uint64_t remote_pvo, uint64_t len,
+                      uint32_t local_rcxt, uint32_t remote_rcxt, uint32_t tid)
+{
+    uint64_t slot = n->send_next[w]++ & ((1u << FIFO_LOG2) - 1);
+    struct weft_send_line line;
+
+    memset(&line, 0, sizeof(line));
+    line.hdr.dest_node = cpu_to_le16(peer->node);
+    line.hdr.dest_window = cpu_to_le16(peer_window);
+    line.hdr.type = type;
+    line.rdma.local_pvo = cpu_to_le64(local_pvo);
+    line.rdma.remote_pvo = cpu_to_le64(remote_pvo);
+    line.rdma.length = cpu_to_le64(len);
+    line.rdma.local_rcxt = cpu_to_le32(local_rcxt);
+    line.rdma.remote_rcxt = cpu_to_le32(remote_rcxt);
+    line.rdma.remote_rcxt_key =
+        cpu_to_le16(reg_read(peer, WEFT_REG_RECOVERY_COUNT));
+    line.rdma.notify = WEFT_NOTIFY_BOTH;
+    line.rdma.tid = cpu_to_le32(tid);
+    line.rdma.user_cookie = cpu_to_le64(0xc00c1e00 | tid);
+    qtest_memwrite(n->qts, n->send_fifo[w] + slot * WEFT_FRAME_SIZE, &line,
+                   sizeof(line));
+    db_write(n, w, WEFT_DB_START_TRANSMIT, 1);
 }
 
 static void acquire_rcxt(WeftNode *n, uint32_t r, unsigned int w)
@@ -958,10 +987,9 @@ static void test_rdma_write(void)
     WeftNode *a = node_start(10, SW_UP);
     WeftNode *b = node_start(11, SW_UP);
     WeftNode *both[2] = { a, b };
-    uint64_t pvo_a, pvo_b, buf_a, buf_b, frame;
+    uint64_t pvo_a, pvo_b, buf_a, buf_b;
     g_autofree uint8_t *data = g_malloc(RDMA_LEN);
     g_autofree uint8_t *got = g_malloc(RDMA_LEN + 16);
-    struct weft_send_line line;
     struct weft_recv_hdr h;
     CompWait cw = { a, b };
     unsigned int i;
@@ -971,31 +999,14 @@ static void test_rdma_write(void)
     }
     open_window(a, 1, 0);
     open_window(b, 2, 0);
-    buf_a = map_buffer(a, &pvo_a);
-    buf_b = map_buffer(b, &pvo_b);
+    buf_a = map_buffer(a, RDMA_PAGES, &pvo_a);
+    buf_b = map_buffer(b, RDMA_PAGES, &pvo_b);
     qtest_memwrite(a->qts, buf_a, data, RDMA_LEN);
     acquire_rcxt(a, 5, 1);
     acquire_rcxt(b, 9, 2);
 
     /* RDMAW of RDMA_LEN bytes from a:buf_a to b:buf_b + 8. */
-    memset(&line, 0, sizeof(line));
-    line.hdr.dest_node = cpu_to_le16(11);
-    line.hdr.dest_window = cpu_to_le16(2);
-    line.hdr.type = WEFT_SF_RDMAW;
-    line.rdma.local_pvo = cpu_to_le64(pvo_a);
-    line.rdma.remote_pvo = cpu_to_le64(pvo_b + 8);
-    line.rdma.length = cpu_to_le64(RDMA_LEN);
-    line.rdma.local_rcxt = cpu_to_le32(5);
-    line.rdma.remote_rcxt = cpu_to_le32(9);
-    line.rdma.remote_rcxt_key =
-        cpu_to_le16(reg_read(b, WEFT_REG_RECOVERY_COUNT));
-    line.rdma.notify = WEFT_NOTIFY_BOTH;
-    line.rdma.tid = cpu_to_le32(1);
-    line.rdma.user_cookie = cpu_to_le64(0xc00c1e);
-    frame = a->send_fifo[1];
-    qtest_memwrite(a->qts, frame, &line, sizeof(line));
-    a->send_next[1] = 1;
-    db_write(a, 1, WEFT_DB_START_TRANSMIT, 1);
+    post_rdma(a, 1, WEFT_SF_RDMAW, b, 2, pvo_a, pvo_b + 8, RDMA_LEN, 5, 9, 1);
 
     relay_until(both, 2, relay_done_completions, &cw,
                 "RDMA write completions on both nodes");
@@ -1017,7 +1028,7 @@ static void test_rdma_write(void)
     g_assert_cmpuint(le32_to_cpu(h.rcxt), ==, 5);
     g_assert_cmpuint(le32_to_cpu(h.tid), ==, 1);
     g_assert_cmpuint(le64_to_cpu(h.total_length), ==, RDMA_LEN);
-    g_assert_cmphex(le64_to_cpu(h.user_cookie), ==, 0xc00c1e);
+    g_assert_cmphex(le64_to_cpu(h.user_cookie), ==, 0xc00c1e01);
     /* ... and at the target window. */
     g_assert_true(recv_valid(b, 2, 0, &h));
     g_assert_cmpuint(h.type, ==, WEFT_RF_COMPLETION);
@@ -1060,7 +1071,6 @@ static void test_rdma_read(void)
     uint64_t pvo_a, pvo_b, buf_a, buf_b;
     g_autofree uint8_t *data = g_malloc(RDMA_LEN);
     g_autofree uint8_t *got = g_malloc(RDMA_LEN);
-    struct weft_send_line line;
     struct weft_recv_hdr h;
     CompWait cw = { a, b };
     unsigned int i;
@@ -1070,28 +1080,13 @@ static void test_rdma_read(void)
     }
     open_window(a, 1, 0);
     open_window(b, 2, 0);
-    buf_a = map_buffer(a, &pvo_a);
-    buf_b = map_buffer(b, &pvo_b);
+    buf_a = map_buffer(a, RDMA_PAGES, &pvo_a);
+    buf_b = map_buffer(b, RDMA_PAGES, &pvo_b);
     qtest_memwrite(b->qts, buf_b + 100, data, RDMA_LEN);
     acquire_rcxt(a, 7, 1);
     acquire_rcxt(b, 8, 2);
 
-    memset(&line, 0, sizeof(line));
-    line.hdr.dest_node = cpu_to_le16(16);
-    line.hdr.dest_window = cpu_to_le16(2);
-    line.hdr.type = WEFT_SF_RDMAR;
-    line.rdma.local_pvo = cpu_to_le64(pvo_a);
-    line.rdma.remote_pvo = cpu_to_le64(pvo_b + 100);
-    line.rdma.length = cpu_to_le64(RDMA_LEN);
-    line.rdma.local_rcxt = cpu_to_le32(7);
-    line.rdma.remote_rcxt = cpu_to_le32(8);
-    line.rdma.remote_rcxt_key =
-        cpu_to_le16(reg_read(b, WEFT_REG_RECOVERY_COUNT));
-    line.rdma.notify = WEFT_NOTIFY_BOTH;
-    line.rdma.tid = cpu_to_le32(4);
-    qtest_memwrite(a->qts, a->send_fifo[1], &line, sizeof(line));
-    a->send_next[1] = 1;
-    db_write(a, 1, WEFT_DB_START_TRANSMIT, 1);
+    post_rdma(a, 1, WEFT_SF_RDMAR, b, 2, pvo_a, pvo_b + 100, RDMA_LEN, 7, 8, 4);
 
     relay_until(both, 2, relay_done_completions, &cw,
                 "RDMA read completions on both nodes");
@@ -1174,6 +1169,55 @@ static void test_hotplug(void)
     unlink(sock);
     assert_alive(n);
     node_stop(n);
+}
+
+/*
+ * A 1 MiB RDMA write while the switch does not read: the socket and the
+ * device's output buffer fill up, xmit answers -EAGAIN (counted as
+ * TX_BLOCKED), and once the switch reads again every packet goes out
+ * from where it stopped: nothing dropped, the data complete.
+ */
+#define BIG_PAGES 256
+#define BIG_LEN (BIG_PAGES * 4096)
+
+static void test_rdma_backpressure(void)
+{
+    WeftNode *a = node_start(30, SW_UP);
+    WeftNode *b = node_start(31, SW_UP);
+    WeftNode *both[2] = { a, b };
+    uint64_t pvo_a, pvo_b, buf_a, buf_b;
+    g_autofree uint8_t *data = g_malloc(BIG_LEN);
+    g_autofree uint8_t *got = g_malloc(BIG_LEN);
+    CompWait cw = { a, b };
+    int64_t end = deadline();
+    unsigned int i;
+
+    for (i = 0; i < BIG_LEN; i++) {
+        data[i] = (uint8_t)(i * 31 + (i >> 12));
+    }
+    open_window(a, 1, 0);
+    open_window(b, 2, 0);
+    buf_a = map_buffer(a, BIG_PAGES, &pvo_a);
+    buf_b = map_buffer(b, BIG_PAGES, &pvo_b);
+    qtest_memwrite(a->qts, buf_a, data, BIG_LEN);
+    acquire_rcxt(a, 1, 1);
+    acquire_rcxt(b, 2, 2);
+
+    post_rdma(a, 1, WEFT_SF_RDMAW, b, 2, pvo_a, pvo_b, BIG_LEN, 1, 2, 1);
+    while (counter(a, WEFT_CNT_TX_BLOCKED) == 0) {
+        check_deadline(end, "the device to find the socket full");
+        g_usleep(1000);
+    }
+    relay_until(both, 2, relay_done_completions, &cw,
+                "the 1 MiB RDMA write's completions");
+    qtest_memread(b->qts, buf_b, got, BIG_LEN);
+    g_assert_cmpmem(got, BIG_LEN, data, BIG_LEN);
+    g_assert_cmpuint(counter(a, WEFT_CNT_DROP(WEFT_R_NO_LINK)), ==, 0);
+    g_assert_cmpuint(counter(a, WEFT_CNT_TX_PACKETS), >=,
+                     DIV_ROUND_UP(BIG_LEN, WEFT_MAX_PAYLOAD));
+    g_assert_cmpuint(counter(b, WEFT_CNT_RDMAW_DONE), ==, 1);
+    node_stop(a);
+    node_stop(b);
 }
 
 /* ---- link ---------------------------------------------------------------- */
@@ -1420,6 +1464,7 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/fifo/burst", test_fifo_burst);
     qtest_add_func("/weft/rdma/write", test_rdma_write);
     qtest_add_func("/weft/rdma/read", test_rdma_read);
+    qtest_add_func("/weft/rdma/backpressure", test_rdma_backpressure);
     qtest_add_func("/weft/link/absent", test_link_absent);
     qtest_add_func("/weft/link/reconnect", test_link_reconnect);
     qtest_add_func("/weft/link/late-switch", test_link_late_switch);
