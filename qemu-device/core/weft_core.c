@@ -189,22 +189,20 @@ static bool evq_enabled(const struct weft_core *c)
 	       c->evq_base != 0;
 }
 
-/* With an event queue, pending means unconsumed entries; without one,
- * an event that could not be presented yet. */
+/* Pending: unconsumed entries in the event queue, or an event that was
+ * not queued (no queue, queue full) and not presented yet. */
 static bool events_pending(const struct weft_core *c)
 {
-	if (evq_enabled(c))
-		return c->evq_prod != c->evq_cons;
-	return c->irq_unpresented;
+	return c->irq_unpresented || (evq_enabled(c) && c->evq_prod != c->evq_cons);
 }
 
 /* Present the pending events to a ready handler, preferring pref. */
-static void irq_present(struct weft_core *c, unsigned int pref)
+static void irq_present(struct weft_core *c, unsigned int pref, bool force)
 {
 	unsigned int n = nr_handlers(c), h = WEFT_MAX_HANDLERS, i;
 	struct weft_trace t = { .kind = WEFT_TR_IRQ };
 
-	if (!events_pending(c))
+	if (!force && !events_pending(c))
 		return;
 	if (pref < n && (c->int_ready & (1u << pref))) {
 		h = pref;
@@ -237,6 +235,7 @@ void weft_event(struct weft_core *c, unsigned int type, unsigned int window,
 		.kind = WEFT_TR_EVENT, .val = type, .window = window, .reason = reason,
 	};
 	unsigned int pref = WEFT_MAX_HANDLERS;
+	bool queued = false;
 
 	weft_trace(c, &t);
 	if (window < c->cfg.nr_windows)
@@ -257,12 +256,14 @@ void weft_event(struct weft_core *c, unsigned int type, unsigned int window,
 		if (weft_dma_write(c, addr, &ev, sizeof(ev)) == 0) {
 			c->evq_prod++;
 			weft_count(c, WEFT_CNT_EVENTS, 1);
+			queued = true;
 		} else {
 			weft_count(c, WEFT_CNT_EVQ_OVERFLOW, 1);
 		}
 	}
-	c->irq_unpresented = true;
-	irq_present(c, pref);
+	if (!queued)
+		c->irq_unpresented = true;
+	irq_present(c, pref, true);
 }
 
 void weft_window_fatal(struct weft_core *c, unsigned int w, uint32_t rcxt,
@@ -777,10 +778,7 @@ static void int_ready(struct weft_core *c, uint64_t h)
 	}
 	c->int_ready |= 1u << h;
 	c->int_pending &= ~(1u << h);
-	if (events_pending(c)) {
-		c->irq_unpresented = true;
-		irq_present(c, (unsigned int)h);
-	}
+	irq_present(c, (unsigned int)h, false);
 }
 
 static void fixed_reg_write(struct weft_core *c, uint64_t reg, const char *name,

@@ -143,9 +143,9 @@ static void raise_events(struct h_node *n, unsigned int k)
 {
 	unsigned int i;
 
-	/* Link down/up each raise a LINK event. */
+	/* Each link change raises a LINK event. */
 	for (i = 0; i < k; i++)
-		weft_core_set_link(n->c, i % 2 == 1);
+		weft_core_set_link(n->c, !(h_reg_r(n, WEFT_REG_STATUS) & WEFT_STATUS_LINK_UP));
 }
 
 static void test_interrupts(void)
@@ -190,8 +190,36 @@ static void test_interrupts(void)
 	h_reg_w(&a, WEFT_REG_INT_READY, 0);
 	h_reg_w(&a, WEFT_REG_INT_READY, 1);
 	h_reg_w(&a, WEFT_REG_INT_READY, 2);
-	raise_events(&a, (1u << H_EVQ_LOG2) + 3);
-	CHECK_EQ(h_cnt(&a, WEFT_CNT_EVQ_OVERFLOW), 3 + 1, "overflowed events counted");
+	{
+		uint64_t used = h_reg_r(&a, WEFT_REG_EVQ_PROD) - h_reg_r(&a, WEFT_REG_EVQ_CONS);
+		uint64_t ovf = h_cnt(&a, WEFT_CNT_EVQ_OVERFLOW);
+
+		raise_events(&a, (unsigned int)((1u << H_EVQ_LOG2) - used + 3));
+		CHECK_EQ(h_cnt(&a, WEFT_CNT_EVQ_OVERFLOW) - ovf, 3, "overflowed events counted");
+	}
+	{
+		size_t before = a.nirq;
+		struct weft_event e;
+
+		h_reg_w(&a, WEFT_REG_INT_READY, 0);
+		CHECK_EQ(a.nirq, before + 1, "full queue: ready handler re-presented at once");
+		before = a.nirq;
+		raise_events(&a, 1);
+		CHECK_EQ(a.nirq, before, "no handler ready: nothing presented");
+		CHECK_EQ(h_reg_r(&a, WEFT_REG_EVQ_PROD) - h_reg_r(&a, WEFT_REG_EVQ_CONS),
+			 1u << H_EVQ_LOG2, "queue full");
+		h_reg_w(&a, WEFT_REG_INT_READY, 1);
+		CHECK_EQ(a.nirq, before + 1, "presented when a handler is re-armed");
+		a.evq_seen = h_reg_r(&a, WEFT_REG_EVQ_PROD) - (1u << H_EVQ_LOG2);
+		while (h_evq_next(&a, &e))
+			;
+		h_reg_w(&a, WEFT_REG_INT_READY, 0);
+		h_reg_w(&a, WEFT_REG_INT_READY, 1);
+		h_reg_w(&a, WEFT_REG_INT_READY, 2);
+		before = a.nirq;
+		h_reg_w(&a, WEFT_REG_INT_READY, 0);
+		CHECK_EQ(a.nirq, before, "drained queue: no spurious interrupt on re-arm");
+	}
 	h_fini(&a);
 
 	h_init(&a, 1, 4, 64, 3, 0);
