@@ -189,7 +189,8 @@ static const struct tool_desc desc = {
 		      "  --min-size N         first size (default 1K), doubled up to\n"
 		      "  --max-size N         last size (default 4M; same on both sides)\n"
 		      "  --depth N            operations in flight, 1..16 (default 8; same on both sides)\n"
-		      "  --iters N            operations per size (default: 64 MiB worth, 16..20000)\n",
+		      "  --iters N            operations per size (default: 64 MiB worth, 16..20000)\n"
+		      "  --memcpy             no adapter: print the host memcpy baseline for the sizes\n",
 	.tag = TAG,
 	.two_node = true,
 	.nr_rcxt = TOOL_MAX_RCXT,
@@ -203,7 +204,73 @@ static const struct tool_desc desc = {
 	.client = client,
 };
 
+/* Host baseline: memcpy between two buffers at the same sizes. */
+static int memcpy_baseline(int argc, char **argv)
+{
+	struct tool_opts o = { .min_size = desc.def_min_size, .max_size = desc.def_max_size };
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--memcpy"))
+			continue;
+		if (!strcmp(argv[i], "--json")) {
+			o.json = true;
+			continue;
+		}
+		int t = i + 1 < argc ? option(&o, argv[i], argv[i + 1]) : 0;
+		if (t < 0)
+			return 2;
+		if (t != 2 || !strcmp(argv[i], "--mode") || !strcmp(argv[i], "--depth")) {
+			tool_err(desc.name, "--memcpy takes --min-size, --max-size, --iters, --json only");
+			return 2;
+		}
+		i++;
+	}
+	if (o.min_size > o.max_size) {
+		tool_err(desc.name, "--min-size is larger than --max-size");
+		return 2;
+	}
+	uint8_t *a = malloc(o.max_size), *b = malloc(o.max_size);
+	if (!a || !b) {
+		tool_err(desc.name, "out of memory");
+		return 1;
+	}
+	memset(a, 1, o.max_size);
+	memset(b, 2, o.max_size);
+	if (o.json)
+		printf("{\"backend\":\"host\",\"results\":[");
+	int first = 1;
+	for (uint64_t s = o.min_size; s <= o.max_size; s *= 2) {
+		uint64_t n = o.iters ? o.iters : (64ull << 20) / s;
+		if (n < 16)
+			n = 16;
+		if (!o.iters && n > 20000)
+			n = 20000;
+		uint64_t t0 = tool_now_ns();
+		for (uint64_t i = 0; i < n; i++) {
+			memcpy(i & 1 ? a : b, i & 1 ? b : a, s);
+			__asm__ volatile("" : : "r"(a), "r"(b) : "memory");
+		}
+		double secs = (double)(tool_now_ns() - t0) / 1e9;
+		double mbs = (double)(n * s) / secs / 1e6;
+		if (o.json)
+			printf("%s{\"op\":\"memcpy\",\"size\":%" PRIu64 ",\"ops\":%" PRIu64
+			       ",\"seconds\":%.6f,\"MBps\":%.1f,\"ops_per_s\":%.0f,\"retries\":0}",
+			       first ? "" : ",", s, n, secs, mbs, (double)n / secs);
+		else
+			printf("%-6s %9" PRIu64 " B %7" PRIu64 " ops %9.3f s %10.1f MB/s %10.0f ops/s\n",
+			       "memcpy", s, n, secs, mbs, (double)n / secs);
+		first = 0;
+	}
+	if (o.json)
+		printf("]}\n");
+	free(a);
+	free(b);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--memcpy"))
+			return memcpy_baseline(argc, argv);
 	return tool_main(&desc, argc, argv);
 }
