@@ -469,10 +469,19 @@ failover() {
 	local rx0 dr0 rep0 rx1 dr1 rep1 dcnt
 	rx0=$(cnt RX_PACKETS) dr0=$(drops) dcnt=$CNT
 	rep0=$(replayed_to "$c" "$t")
+	local reps0 total
+	reps0=$(replayed_to "$c" "$s")
 	OUT=$("$WC" --name "$c" faults replay "$reps" "before=$mark" 2>&1) || fail "switch replay: $OUT" || return 1
 	say "switch: $OUT (the last frames of the old stream)"
+	total=$(grep -oE '[0-9]+' <<<"$OUT" | head -n1)
+	# Wait until the switch has delivered them all, then until T has
+	# handled the ones sent to it.
 	for i in $(seq 60); do
 		rep1=$(replayed_to "$c" "$t")
+		[ $((rep1 - rep0 + $(replayed_to "$c" "$s") - reps0)) -ge "${total:-0}" ] && break
+		sleep 0.5
+	done
+	for i in $(seq 60); do
 		counters "$c" "$t" || return 1
 		rx1=$(cnt RX_PACKETS) dr1=$(drops)
 		[ $((dr1 - dr0 + rx1 - rx0)) -ge $((rep1 - rep0)) ] && break
@@ -516,7 +525,7 @@ sc_all_to_all() {
 		for i in 0 1 2 3; do
 			[ "$i" = "$j" ] && continue
 			server "$c" "$j" "a2a-s$i-$j" $((job + 4 * i + j)) \
-				"weft-rdma-check --server --job $((job + 4 * i + j)) --max-size 256K" || return 1
+				"weft-rdma-check --server --job $((job + 4 * i + j)) --timeout 120000 --max-size 256K" || return 1
 			win[$i-$j]=$SW
 		done
 	done
@@ -524,7 +533,7 @@ sc_all_to_all() {
 	for i in 0 1 2 3; do
 		for j in 0 1 2 3; do
 			[ "$i" = "$j" ] && continue
-			bg "$c" "$i" "a2a-c$i-$j" "weft-rdma-check --client --peer $j --peer-window ${win[$i-$j]} --job $((job + 4 * i + j)) --min-size 1 --max-size 256K --json"
+			bg "$c" "$i" "a2a-c$i-$j" "weft-rdma-check --client --peer $j --peer-window ${win[$i-$j]} --job $((job + 4 * i + j)) --timeout 120000 --min-size 1 --max-size 256K --json"
 			k=$((k + 1))
 		done
 	done
@@ -532,7 +541,7 @@ sc_all_to_all() {
 		for j in 0 1 2 3; do
 			[ "$i" = "$j" ] && continue
 			bgwait "a2a-c$i-$j"
-			local crc=$RC r
+			local crc=$RC r cout=$OUT
 			r=$(json result)
 			bgwait "a2a-s$i-$j"
 			if [ "$crc" = 0 ] && [ "$r" = pass ] && [ "$RC" = 0 ]; then
@@ -540,6 +549,8 @@ sc_all_to_all() {
 			else
 				bad=$((bad + 1))
 				say "node$i -> node$j: client exit $crc result ${r:-none}, server exit $RC"
+				grep -v '^{' <<<"$cout" | tail -n 3 | sed 's/^/  | client: /'
+				tail -n 3 <<<"$OUT" | sed 's/^/  | server: /'
 			fi
 		done
 	done
