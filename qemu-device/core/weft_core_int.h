@@ -31,7 +31,6 @@ struct weft_fop {
 	bool busy;
 	uint8_t task;
 	struct weft_send_line line;     /* copy of the frame's header line */
-	uint64_t frame;                 /* send_current_cnt of the frame */
 	uint64_t sent;                  /* payload bytes already transmitted */
 };
 

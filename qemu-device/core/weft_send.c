@@ -264,7 +264,6 @@ static int rdmaw_start(struct weft_core *c, unsigned int w, unsigned int task,
 	f->busy = true;
 	f->task = (uint8_t)task;
 	f->line = *line;
-	f->frame = l->send_current_cnt;
 	f->sent = 0;
 	l->send_rcxt = q->local_rcxt;
 	l->send_progress = 0;
