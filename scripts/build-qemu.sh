@@ -144,7 +144,15 @@ add_line_after() {
 }
 
 integrate() {
-	local src=$1 hw=$1/hw/weft
+	local src=$1 hw=$1/hw/weft f
+	# Meson cannot glob: every core source must be named in the device's
+	# meson.build, or the device would link without it.
+	for f in "$WEFT_ROOT"/qemu-device/core/*.c; do
+		[ -e "$f" ] || weft_die "qemu-device/core/ has no sources"
+		grep -qF "'core/$(basename "$f")'" "$WEFT_ROOT/qemu-device/meson.build" ||
+			weft_die "qemu-device/core/$(basename "$f") is not listed in qemu-device/meson.build"
+	done
+	[ -f "$WEFT_ROOT/tests/qtest/weft-test.c" ] || weft_die "tests/qtest/weft-test.c is missing"
 	sync_tree "$WEFT_ROOT/include" "$hw/include" -name '*.h'
 	sync_tree "$WEFT_ROOT/qemu-device/core" "$hw/core" \( -name '*.c' -o -name '*.h' \)
 	sync_tree "$WEFT_ROOT/qemu-device/qemu" "$hw/qemu" \
