@@ -168,6 +168,28 @@ static void test_routing(void)
 	}
 }
 
+static void test_completion_full(void)
+{
+	struct rig g;
+	struct weft_lmt l;
+
+	h_section("completion into a full receive FIFO is silently lost (data still placed)");
+	rig_init(&g);
+	h_lmt_read(&g.b, 0, &l);
+	l.recv_fifo_avail_slots = 0;
+	h_lmt_write(&g.b, 0, &l);
+	fill(&g.a, g.abuf, 2500, 17);
+	post_write(&g, 2500, 1, WEFT_NOTIFY_BOTH);
+	h_run2(&g.a, &g.b);
+	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 2500), "data placed");
+	CHECK_EQ(h_drops(&g.b, WEFT_R_FIFO_FULL), 1, "target completion dropped FIFO_FULL");
+	CHECK_EQ(h_db_r(&g.b, 0, WEFT_DB_RECV_COUNT), 0, "no entry written");
+	CHECK_EQ(h_db_r(&g.b, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "no error state");
+	CHECK_EQ(g.b.nirq, 0, "no interrupt");
+	CHECK_EQ(completions(&g.a, NULL), 1, "source completion still delivered");
+	rig_fini(&g);
+}
+
 static void test_remaining(void)
 {
 	struct rig g;
@@ -644,6 +666,7 @@ static void test_third_party(void)
 	uint64_t abuf, cbuf, apvo, cpvo;
 	struct weft_rdma_req q;
 	struct weft_recv_hdr rh;
+	struct h_pkt saved;
 	uint32_t idx = 0;
 
 	h_section("third-party read: manager B asks source C to write into A; completion goes to B");
@@ -678,6 +701,11 @@ static void test_third_party(void)
 	q.tp_rcxt_key = 0;
 	h_put_rdma(&B, 0, WEFT_SF_TP_RDMAR, 3, 0, &q);
 	h_start(&B, 0, 1);
+	h_poll(&B, 64);
+	CHECK_EQ(B.ntx, 1, "one TP request");
+	CHECK_EQ(h_txhdr(&B, 0)->type, WEFT_PKT_TP_RDMAR_REQ, "TP_RDMAR_REQ");
+	CHECK_EQ(h_txhdr(&B, 0)->ctl_node, 1, "names the data target");
+	saved = B.tx[0];
 	run3(nodes);
 	CHECK(same(&A, abuf, &C, cbuf, 5000), "data landed at A");
 	CHECK_EQ(completions(&B, &idx), 1, "completion at the manager B");
@@ -687,6 +715,18 @@ static void test_third_party(void)
 	CHECK_EQ(rh.src_node, 1, "sent by the data target A");
 	CHECK_EQ(completions(&C, NULL), 0, "none at the source C");
 	CHECK_EQ(completions(&A, NULL), 0, "none at A (source-only notification)");
+
+	h_section("third-party request with a stale tid or a bad rCxt key: no transfer");
+	memset(h_ptr(&A, abuf), 0, 5000);
+	weft_core_receive(C.c, saved.data, saved.len);
+	((struct weft_wire_hdr *)saved.data)->tid = 2;
+	((struct weft_wire_hdr *)saved.data)->rcxt_key = 9;
+	weft_core_receive(C.c, saved.data, saved.len);
+	run3(nodes);
+	CHECK_EQ(h_drops(&C, WEFT_R_TID_STALE), 1, "stale tid ignored");
+	CHECK_EQ(h_drops(&C, WEFT_R_RCXT_KEY), 1, "bad rCxt key ignored");
+	CHECK(((uint8_t *)h_ptr(&A, abuf))[0] == 0, "nothing written at A");
+	CHECK_EQ(completions(&B, NULL), 1, "no new completion");
 	h_fini(&A);
 	h_fini(&B);
 	h_fini(&C);
@@ -791,6 +831,7 @@ int main(void)
 	h_begin("test_rdma: RDMA write/read, rCxt and tid rules, translation");
 	test_rdmaw_basic();
 	test_routing();
+	test_completion_full();
 	test_remaining();
 	test_tid();
 	test_rcxt_drops();
