@@ -235,8 +235,8 @@ fi
 bin=$build/qemu-system-x86_64
 [ -x "$bin" ] || weft_die "no $bin after the build"
 
-"$bin" -nodefaults -device help 2>/dev/null | grep -q '"weft"' ||
-	weft_die "$bin does not list the weft device"
+devices=$("$bin" -nodefaults -device help 2>&1) || true
+grep -q '^name "weft"' <<<"$devices" || weft_die "$bin does not list the weft device"
 
 case "$mode" in
 path) echo "$bin" ;;
