@@ -34,7 +34,7 @@
 #include "weft/wire.h"
 
 #define PROG            "weft-switch"
-#define RBUF_SIZE       (64u * 1024u)
+#define RBUF_SIZE       (256u * 1024u)
 #define OUTQ_SIZE       (256u * 1024u)
 #define CTL_MAX_REQ     4096u
 #define MAX_CLIENTS     1024u
@@ -501,6 +501,9 @@ static void handle_hello(struct sw *s, struct client *c, const unsigned char *p,
  * closed. */
 static int client_input(struct sw *s, struct client *c)
 {
+	/* One time stamp per batch read: the frames arrived together. */
+	uint64_t now = mono_ns();
+
 	while (c->rlen - c->rpos >= WEFT_WIRE_LEN_PREFIX) {
 		unsigned char *p = c->rbuf + c->rpos;
 		uint32_t len = get_le32(p);
@@ -528,7 +531,7 @@ static int client_input(struct sw *s, struct client *c)
 		} else {
 			if (!c->paused)
 				pcap_record(s, p, len);
-			if (weft_fabric_submit(s->fab, c->node, p, len, mono_ns()) == -EAGAIN) {
+			if (weft_fabric_submit(s->fab, c->node, p, len, now) == -EAGAIN) {
 				c->paused = true;
 				return 0;
 			}
@@ -603,11 +606,18 @@ static int client_flush(struct sw *s, struct client *c)
 	return 0;
 }
 
+static size_t client_pending(struct sw *s, const struct client *c)
+{
+	size_t n = c->ack_len - c->ack_off;
+
+	if (c->registered)
+		n += s->nodes[c->node]->q.len - s->nodes[c->node]->q.off;
+	return n;
+}
+
 static bool client_has_output(struct sw *s, const struct client *c)
 {
-	if (c->ack_off < c->ack_len)
-		return true;
-	return c->registered && s->nodes[c->node]->q.off < s->nodes[c->node]->q.len;
+	return client_pending(s, c) != 0;
 }
 
 /* Clients use one-shot level events, re-armed here after each event or
@@ -672,20 +682,29 @@ static void accept_clients(struct sw *s)
 	}
 }
 
-/* Deliver what is due, write it out, let paused clients continue. */
-static void pump(struct sw *s)
+/* Deliver what is due, write it out, let paused clients continue.  Frames
+ * parked behind a full output queue are retried as long as writing makes
+ * room: once the queue is empty no EPOLLOUT would wake us for them.
+ * Returns true if work is left (the caller then does not sleep). */
+static bool pump(struct sw *s)
 {
 	int round;
 
-	for (round = 0; round < 4; round++) {
+	for (round = 0; round < 16; round++) {
 		struct client *c, *next;
 		bool again = false;
+		size_t wrote = 0;
 
 		weft_fabric_poll(s->fab, mono_ns(), deliver, s);
 		for (c = s->clients; c; c = next) {
 			next = c->next;
-			if (client_has_output(s, c) && client_flush(s, c) < 0)
-				continue;
+			if (client_has_output(s, c)) {
+				size_t before = client_pending(s, c);
+
+				if (client_flush(s, c) < 0)
+					continue;
+				wrote += before - client_pending(s, c);
+			}
 		}
 		for (c = s->clients; c; c = next) {
 			next = c->next;
@@ -696,9 +715,12 @@ static void pump(struct sw *s)
 					again = true;
 			}
 		}
+		if (wrote && weft_fabric_parked(s->fab))
+			again = true;
 		if (!again)
-			break;
+			return false;
 	}
+	return true;
 }
 
 static void arm_timer(struct sw *s)
@@ -1282,15 +1304,16 @@ static int run(struct sw *s)
 
 	while (!s->quit) {
 		struct client *c;
+		bool busy;
 		int n, i;
 
-		pump(s);
+		busy = pump(s);
 		for (c = s->clients; c; c = c->next)
 			client_arm(s, c);
 		arm_timer(s);
-		if (s->pcap)
+		if (s->pcap && !busy)
 			fflush(s->pcap);
-		n = epoll_wait(s->ep, evs, 64, -1);
+		n = epoll_wait(s->ep, evs, 64, busy ? 0 : -1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * weft-switch-bench: throughput of ~2 KiB frames (the largest wire frame,
+ * WEFT_WIRE_MAX_FRAME bytes) from one client to another through
+ * weft-switch, and of the same byte stream over a raw socketpair, in one
+ * run; prints frames/s, GB/s and the ratio.  A benchmark, not a test.
+ *
+ *   weft-switch-bench [--switch PATH] [--frames N]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "weft/wire.h"
+
+#define BATCH 32u
+#define FRAME_LEN WEFT_WIRE_MAX_FRAME
+#define WIRE_LEN (WEFT_WIRE_LEN_PREFIX + FRAME_LEN)
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "weft-switch-bench: error: ");
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static bool write_all(int fd, const void *p, size_t len)
+{
+	const unsigned char *b = p;
+
+	while (len) {
+		ssize_t n = write(fd, b, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		b += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+static void put_frame(unsigned char *p, uint16_t src, uint16_t dst, uint8_t type,
+		      uint32_t tid, uint32_t paylen)
+{
+	struct weft_wire_hdr h;
+	uint32_t len = WEFT_WIRE_HDR_SIZE + paylen;
+
+	memset(&h, 0, sizeof(h));
+	h.version = WEFT_WIRE_VERSION;
+	h.type = type;
+	h.src_node = src;
+	h.dst_node = dst;
+	h.tid = tid;
+	h.length = paylen;
+	h.key = type == WEFT_PKT_HELLO ? WEFT_WIRE_HELLO_MAGIC : 0;
+	p[0] = (unsigned char)len;
+	p[1] = (unsigned char)(len >> 8);
+	p[2] = (unsigned char)(len >> 16);
+	p[3] = (unsigned char)(len >> 24);
+	memcpy(p + WEFT_WIRE_LEN_PREFIX, &h, sizeof(h));
+}
+
+/* Send n max-size frames from src to dst in batches. */
+static int sender(int fd, uint16_t src, uint16_t dst, uint64_t n)
+{
+	static unsigned char buf[BATCH * WIRE_LEN];
+	uint64_t i = 0;
+	unsigned int k;
+
+	memset(buf, 0xa5, sizeof(buf));
+	while (i < n) {
+		unsigned int m = n - i < BATCH ? (unsigned int)(n - i) : BATCH;
+
+		for (k = 0; k < m; k++)
+			put_frame(buf + k * WIRE_LEN, src, dst, WEFT_PKT_FIFO, (uint32_t)(i + k),
+				  WEFT_MAX_PAYLOAD);
+		if (!write_all(fd, buf, (size_t)m * WIRE_LEN))
+			return 1;
+		i += m;
+	}
+	return 0;
+}
+
+/* Receive n frames; checks lengths and the tid sequence.  Returns the
+ * seconds from the first byte to the last. */
+static double receiver(int fd, uint64_t n)
+{
+	static unsigned char buf[256 * 1024];
+	size_t have = 0, pos;
+	uint64_t got = 0;
+	double t0 = 0;
+
+	while (got < n) {
+		ssize_t r = read(fd, buf + have, sizeof(buf) - have);
+
+		if (r <= 0)
+			die("receiver: stream ended after %s frames", got ? "some" : "no");
+		if (!t0)
+			t0 = now_s();
+		have += (size_t)r;
+		pos = 0;
+		while (have - pos >= WEFT_WIRE_LEN_PREFIX) {
+			uint32_t len = (uint32_t)buf[pos] | (uint32_t)buf[pos + 1] << 8 |
+				       (uint32_t)buf[pos + 2] << 16 | (uint32_t)buf[pos + 3] << 24;
+			struct weft_wire_hdr h;
+
+			if (len != FRAME_LEN)
+				die("receiver: unexpected frame length%s", "");
+			if (have - pos < WEFT_WIRE_LEN_PREFIX + len)
+				break;
+			memcpy(&h, buf + pos + WEFT_WIRE_LEN_PREFIX, sizeof(h));
+			if (h.tid != (uint32_t)got)
+				die("receiver: frames out of order or lost%s", "");
+			got++;
+			pos += WEFT_WIRE_LEN_PREFIX + len;
+		}
+		memmove(buf, buf + pos, have - pos);
+		have -= pos;
+	}
+	return now_s() - t0;
+}
+
+static int connect_path(const char *path)
+{
+	struct sockaddr_un a;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int join(const char *sock, uint16_t node)
+{
+	unsigned char b[WIRE_LEN];
+	struct weft_wire_hdr h;
+	int fd = connect_path(sock);
+	size_t got = 0;
+
+	if (fd < 0)
+		die("cannot connect to %s", sock);
+	put_frame(b, node, 0, WEFT_PKT_HELLO, 0, 0);
+	if (!write_all(fd, b, WEFT_WIRE_LEN_PREFIX + WEFT_WIRE_HDR_SIZE))
+		die("HELLO to %s failed", sock);
+	while (got < WEFT_WIRE_LEN_PREFIX + WEFT_WIRE_HDR_SIZE) {
+		ssize_t r = read(fd, b + got, WEFT_WIRE_LEN_PREFIX + WEFT_WIRE_HDR_SIZE - got);
+
+		if (r <= 0)
+			die("no HELLO_ACK from %s", sock);
+		got += (size_t)r;
+	}
+	memcpy(&h, b + WEFT_WIRE_LEN_PREFIX, sizeof(h));
+	if (h.type != WEFT_PKT_HELLO_ACK || h.status != WEFT_SW_OK)
+		die("HELLO refused by %s", sock);
+	return fd;
+}
+
+static double run_raw(uint64_t n)
+{
+	int sv[2], st;
+	pid_t pid;
+	double t;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		die("socketpair: %s", strerror(errno));
+	pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		_exit(sender(sv[1], 1, 2, n));
+	}
+	close(sv[1]);
+	t = receiver(sv[0], n);
+	close(sv[0]);
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		die("raw sender failed%s", "");
+	return t;
+}
+
+static double run_switch(const char *bin, uint64_t n)
+{
+	char dir[] = "/tmp/weft-swbench-XXXXXX", sock[96], ctl[96], cmd[160];
+	pid_t sw, pid;
+	int tx, rx, st, i;
+	double t;
+
+	if (!mkdtemp(dir))
+		die("mkdtemp: %s", strerror(errno));
+	snprintf(sock, sizeof(sock), "%s/sw.sock", dir);
+	snprintf(ctl, sizeof(ctl), "%s/ctl.sock", dir);
+	sw = fork();
+	if (sw == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		if (fd >= 0)
+			dup2(fd, 2);
+		execl(bin, bin, "--socket", sock, "--ctl", ctl, (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 2000; i++) {
+		int fd = connect_path(ctl);
+		struct timespec ts = { 0, 5000000 };
+
+		if (fd >= 0) {
+			close(fd);
+			break;
+		}
+		if (waitpid(sw, &st, WNOHANG) == sw)
+			die("%s exited at start", bin);
+		nanosleep(&ts, NULL);
+	}
+	rx = join(sock, 2);
+	tx = join(sock, 1);
+	pid = fork();
+	if (pid == 0) {
+		close(rx);
+		_exit(sender(tx, 1, 2, n));
+	}
+	close(tx);
+	t = receiver(rx, n);
+	close(rx);
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		die("sender through the switch failed%s", "");
+	kill(sw, SIGTERM);
+	waitpid(sw, &st, 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "weft-switch-bench: cannot remove %s\n", dir);
+	return t;
+}
+
+int main(int argc, char **argv)
+{
+	char self[PATH_MAX], bin[PATH_MAX + 16];
+	const char *swbin = NULL;
+	uint64_t n = 200000;
+	double ts, tr, bytes;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--switch") && i + 1 < argc) {
+			swbin = argv[++i];
+		} else if (!strcmp(argv[i], "--frames") && i + 1 < argc) {
+			char *end;
+
+			n = strtoull(argv[++i], &end, 0);
+			if (*end || n == 0 || n > UINT32_MAX)
+				die("--frames needs 1..4294967295, got '%s'", argv[i]);
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: weft-switch-bench [--switch PATH] [--frames N]\n"
+			       "Throughput of %u-byte frames through weft-switch and over a raw\n"
+			       "socketpair (default 200000 frames; switch next to this binary).\n",
+			       FRAME_LEN);
+			return 0;
+		} else {
+			die("unknown argument '%s' (see --help)", argv[i]);
+		}
+	}
+	if (!swbin) {
+		ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+		if (l < 0)
+			die("cannot find myself: %s", strerror(errno));
+		self[l] = 0;
+		snprintf(bin, sizeof(bin), "%s/weft-switch", dirname(self));
+		swbin = bin;
+	}
+	if (access(swbin, X_OK) != 0)
+		die("weft-switch binary %s not found (use --switch PATH)", swbin);
+	signal(SIGPIPE, SIG_IGN);
+
+	ts = run_switch(swbin, n);
+	tr = run_raw(n);
+	bytes = (double)n * FRAME_LEN;
+	printf("frames: %llu of %u bytes (+%u-byte length prefix)\n", (unsigned long long)n,
+	       FRAME_LEN, WEFT_WIRE_LEN_PREFIX);
+	printf("switch:     %10.0f frames/s  %6.3f GB/s  (%.3f s)\n", n / ts, bytes / ts / 1e9, ts);
+	printf("socketpair: %10.0f frames/s  %6.3f GB/s  (%.3f s)\n", n / tr, bytes / tr / 1e9, tr);
+	printf("ratio switch/socketpair: %.3f\n", tr / ts);
+	return 0;
+}
