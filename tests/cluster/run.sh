@@ -104,16 +104,20 @@ bgwait() {
 bgdone() { ! kill -0 "${bgpid[$1]}" 2>/dev/null; }
 
 # server CLUSTER NODE NAME JOB CMD: start a tool's server in the background
-# and wait until its window (of job JOB) is open; the window number is
-# left in $SW.
+# and wait until it has opened its window (a new window of job JOB); the
+# window number is left in $SW.
 server() {
-	local c=$1 n=$2 name=$3 job=$4 cmd=$5 i
+	local c=$1 n=$2 name=$3 job=$4 cmd=$5 i old
+	local list="awk '\$1 == \"window\" && \$3 == \"job\" && \$4 == $job {sub(\":\", \"\", \$2); print \$2}' /sys/kernel/debug/weft/weft0/state"
+	gx "$c" "$n" "$list"
+	old=" $(tr '\n' ' ' <<<"$OUT") "
 	bg "$c" "$n" "$name" "$cmd"
 	for i in $(seq 240); do
-		gx "$c" "$n" "awk '\$1 == \"window\" && \$3 == \"job\" && \$4 == $job {sub(\":\", \"\", \$2); print \$2; exit}' /sys/kernel/debug/weft/weft0/state"
-		if [ "$RC" = 0 ] && [[ $OUT =~ ^[0-9]+$ ]]; then
-			SW=$OUT
-			return 0
+		gx "$c" "$n" "$list"
+		if [ "$RC" = 0 ]; then
+			for SW in $OUT; do
+				case $old in *" $SW "*) ;; *) return 0 ;; esac
+			done
 		fi
 		if bgdone "$name"; then
 			bgwait "$name"
@@ -516,7 +520,8 @@ sc_reboot_streaming() { failover "$1" reboot; }
 # ---- four nodes --------------------------------------------------------------------
 # Every node runs a weft-rdma-check server for each of the 3 others (started
 # one after the other, so each has its own window), then every ordered pair
-# runs its client at the same time.
+# runs its client at the same time.  All use one job (a node has 5 job
+# slots, and 6 windows here).
 sc_all_to_all() {
 	local c=$1 i j k=0 job=4300 ok=0 bad=0
 	for i in 0 1 2 3; do need "$c" "$i" weft-rdma-check || return 1; done
@@ -524,8 +529,8 @@ sc_all_to_all() {
 	for j in 0 1 2 3; do
 		for i in 0 1 2 3; do
 			[ "$i" = "$j" ] && continue
-			server "$c" "$j" "a2a-s$i-$j" $((job + 4 * i + j)) \
-				"weft-rdma-check --server --job $((job + 4 * i + j)) --timeout 120000 --max-size 256K" || return 1
+			server "$c" "$j" "a2a-s$i-$j" "$job" \
+				"weft-rdma-check --server --job $job --timeout 120000 --max-size 256K" || return 1
 			win[$i-$j]=$SW
 		done
 	done
@@ -533,7 +538,7 @@ sc_all_to_all() {
 	for i in 0 1 2 3; do
 		for j in 0 1 2 3; do
 			[ "$i" = "$j" ] && continue
-			bg "$c" "$i" "a2a-c$i-$j" "weft-rdma-check --client --peer $j --peer-window ${win[$i-$j]} --job $((job + 4 * i + j)) --timeout 120000 --min-size 1 --max-size 256K --json"
+			bg "$c" "$i" "a2a-c$i-$j" "weft-rdma-check --client --peer $j --peer-window ${win[$i-$j]} --job $job --timeout 120000 --min-size 1 --max-size 256K --json"
 			k=$((k + 1))
 		done
 	done
