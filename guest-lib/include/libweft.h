@@ -248,14 +248,17 @@ struct weft_entry {
  * (-EPIPE: the window went fatal).  Also reclaims finished send frames,
  * returns receive slots and re-issues timed-out reliable operations. */
 int weft_win_poll(struct weft_win *win, struct weft_entry *e);
-/* Block until an entry may be ready or timeout_ms passes (-1 = forever),
- * using the receive threshold and the driver's event fd.  1 = ready,
- * 0 = timeout. */
+/* Block until an entry may be ready or timeout_ms passes (-1 = forever):
+ * poll for up to the window's spin time first (real hardware only), then
+ * arm the receive threshold and sleep on the driver's event fd.
+ * 1 = ready, 0 = timeout. */
 int weft_win_wait(struct weft_win *win, int timeout_ms);
 /* Window state as the adapter sees it (doorbell page reads): LMT
  * window_state (1 = valid, 3 = fatal), receive and send counts. */
 int weft_win_state(struct weft_win *win, uint64_t *state, uint64_t *recv_count,
 		   uint64_t *send_count);
+/* Busy-poll time of weft_win_wait before it sleeps (default 50 us). */
+void weft_win_set_spin(struct weft_win *win, uint64_t spin_ns);
 /* File descriptor that becomes readable on window events (-1 if the
  * backend has none). */
 int weft_win_event_fd(struct weft_win *win);
@@ -399,6 +402,10 @@ int weft_rel_recv(struct weft_rel *rel, void *buf, size_t cap, size_t *len);
 /* Poll the window, retry, acknowledge.  < 0 on a fatal error
  * (-ETIMEDOUT when a message ran out of tries). */
 int weft_rel_progress(struct weft_rel *rel);
+/* FIFO packets on the channel's window that are not the channel's own go
+ * to fn (they are dropped without one). */
+void weft_rel_set_packet_handler(struct weft_rel *rel,
+				 void (*fn)(void *arg, const struct weft_entry *e), void *arg);
 /* Block until the channel's window may have work (see weft_win_wait). */
 int weft_rel_wait(struct weft_rel *rel, int timeout_ms);
 /* Messages sent but not yet acknowledged. */
@@ -423,7 +430,9 @@ int weft_rdv_connect(struct weft_win *win, uint32_t tag, uint16_t node, uint16_t
 		     size_t *peer_len, int timeout_ms);
 /* Answer repeated hellos of the same client (its earlier answer was
  * lost) while waiting for something else: call on each packet entry;
- * returns 1 when e was a rendezvous packet (handled). */
+ * returns 1 when e was a hello of tag, or of any tag this window served
+ * before (the window remembers its last replies; the rendezvous calls
+ * answer those too while they wait). */
 int weft_rdv_handle(struct weft_win *win, uint32_t tag, const struct weft_entry *e,
 		    const void *mine, size_t mine_len);
 /* Two-phase goodbye: the client sends BYE until acknowledged. */

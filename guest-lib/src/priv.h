@@ -65,7 +65,16 @@ struct weft_win {
 	struct weft_rop **rops;         /* reliable ops waiting for retry */
 	unsigned int nr_rops, cap_rops;
 	int fatal;
+	uint64_t spin_ns;
+	struct weft_rdv_memo *rdv_memo; /* last replies, answered again on repeats */
 	struct weft_win_stats st;
+};
+
+#define WEFT_RDV_MEMOS 4
+struct weft_rdv_memo {
+	uint32_t tag;
+	uint32_t len;
+	uint8_t blob[WEFT_RDV_MAX];
 };
 
 /* Backend helpers. */

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "priv.h"
@@ -62,6 +63,44 @@ static uint32_t rdv_parse(const struct weft_entry *e, uint32_t tag, const uint8_
 	return h.kind;
 }
 
+/* Remember the reply of a tag, so that a repeated hello (our reply was
+ * lost) is answered again whatever the window is doing meanwhile. */
+static void memo_store(struct weft_win *w, uint32_t tag, const void *blob, size_t len)
+{
+	if (!w->rdv_memo) {
+		w->rdv_memo = calloc(WEFT_RDV_MEMOS, sizeof(*w->rdv_memo));
+		if (!w->rdv_memo)
+			return;
+	}
+	unsigned int slot = 0;
+	for (unsigned int i = 0; i < WEFT_RDV_MEMOS; i++)
+		if (w->rdv_memo[i].tag == tag || w->rdv_memo[i].tag == 0) {
+			slot = i;
+			break;
+		}
+	w->rdv_memo[slot].tag = tag;
+	w->rdv_memo[slot].len = (uint32_t)len;
+	memcpy(w->rdv_memo[slot].blob, blob, len);
+}
+
+/* Answer a hello of a remembered tag; 1 if e was one. */
+static int memo_answer(struct weft_win *w, const struct weft_entry *e)
+{
+	struct rdv_hdr h;
+	if (!w->rdv_memo || e->type != WEFT_ENT_PACKET || e->length < sizeof(h))
+		return 0;
+	memcpy(&h, e->data, sizeof(h));
+	if (h.magic != RDV_MAGIC || h.kind != RDV_HELLO || h.tag == 0)
+		return 0;
+	for (unsigned int i = 0; i < WEFT_RDV_MEMOS; i++)
+		if (w->rdv_memo[i].tag == h.tag) {
+			rdv_send(w, h.tag, RDV_REPLY, e->src_node, e->src_window,
+				 w->rdv_memo[i].blob, w->rdv_memo[i].len);
+			return 1;
+		}
+	return 0;
+}
+
 static int deadline_passed(struct weft_win *w, uint64_t start, int timeout_ms)
 {
 	return timeout_ms >= 0 &&
@@ -88,14 +127,17 @@ int weft_rdv_serve(struct weft_win *w, uint32_t tag, const void *mine, size_t mi
 		}
 		const uint8_t *blob;
 		size_t len;
-		if (rdv_parse(&ent, tag, &blob, &len) != RDV_HELLO)
+		if (rdv_parse(&ent, tag, &blob, &len) != RDV_HELLO) {
+			memo_answer(w, &ent);
 			continue;
-		if (len > peer_cap)
+		}
+		if (len > peer_cap || mine_len > WEFT_RDV_MAX)
 			return -EMSGSIZE;
 		memcpy(peer, blob, len);
 		*peer_len = len;
 		*peer_node = ent.src_node;
 		*peer_window = ent.src_window;
+		memo_store(w, tag, mine, mine_len);
 		return rdv_send(w, tag, RDV_REPLY, ent.src_node, ent.src_window, mine, mine_len);
 	}
 }
@@ -131,8 +173,10 @@ int weft_rdv_connect(struct weft_win *w, uint32_t tag, uint16_t node, uint16_t w
 		const uint8_t *blob;
 		size_t len;
 		if (rdv_parse(&ent, tag, &blob, &len) != RDV_REPLY || ent.src_node != node ||
-		    ent.src_window != window)
+		    ent.src_window != window) {
+			memo_answer(w, &ent);
 			continue;
+		}
 		if (len > peer_cap)
 			return -EMSGSIZE;
 		memcpy(peer, blob, len);
@@ -147,7 +191,7 @@ int weft_rdv_handle(struct weft_win *w, uint32_t tag, const struct weft_entry *e
 	const uint8_t *blob;
 	size_t len;
 	if (rdv_parse(e, tag, &blob, &len) != RDV_HELLO)
-		return 0;
+		return memo_answer(w, e);
 	rdv_send(w, tag, RDV_REPLY, e->src_node, e->src_window, mine, mine_len);
 	return 1;
 }
@@ -183,6 +227,7 @@ int weft_rdv_bye(struct weft_win *w, uint32_t tag, uint16_t node, uint16_t windo
 		size_t len;
 		if (rdv_parse(&ent, tag, &blob, &len) == RDV_BYE_ACK && ent.src_node == node)
 			return 0;
+		memo_answer(w, &ent);
 	}
 }
 

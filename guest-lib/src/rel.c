@@ -77,6 +77,8 @@ struct weft_rel {
 	uint64_t seq_next, acked;       /* sender */
 	uint64_t expected;              /* receiver */
 	int need_ack;
+	void (*pkt_fn)(void *arg, const struct weft_entry *e);
+	void *pkt_arg;
 	uint64_t rop_retries0;          /* window's rop retries at creation */
 	struct weft_rel_stats st;
 };
@@ -334,6 +336,11 @@ int weft_rel_progress(struct weft_rel *rel)
 			memcpy(&a, e.data, sizeof(a));
 			if (a.magic == REL_MAGIC && a.kind == 1)
 				on_ack(rel, a.next);
+			else if (rel->pkt_fn)
+				rel->pkt_fn(rel->pkt_arg, &e);
+		} else if (e.type == WEFT_ENT_PACKET) {
+			if (rel->pkt_fn)
+				rel->pkt_fn(rel->pkt_arg, &e);
 		} else if (e.type == WEFT_ENT_COMPLETION) {
 			rel->st.stale++;
 		}
@@ -369,6 +376,13 @@ int weft_rel_recv(struct weft_rel *rel, void *buf, size_t cap, size_t *len)
 	if (rel->connected)
 		send_ack(rel);
 	return 1;
+}
+
+void weft_rel_set_packet_handler(struct weft_rel *rel,
+				 void (*fn)(void *arg, const struct weft_entry *e), void *arg)
+{
+	rel->pkt_fn = fn;
+	rel->pkt_arg = arg;
 }
 
 int weft_rel_wait(struct weft_rel *rel, int timeout_ms)

@@ -115,6 +115,7 @@ struct weft_win *weft_win_open(struct weft_dev *dev, const struct weft_win_attr 
 	if (w->return_batch > w->recv_frames)
 		w->return_batch = w->recv_frames;
 	w->next_tid = 1;
+	w->spin_ns = 50000;
 	w->rop_timeout = DEF_TIMEOUT_NS;
 	w->rop_max_timeout = 256 * DEF_TIMEOUT_NS;
 	w->rop_max_tries = 1000;
@@ -169,6 +170,7 @@ int weft_win_close(struct weft_win *w)
 	free(w->tx_slots);
 	free(w->pend);
 	free(w->rops);
+	free(w->rdv_memo);
 	free(w);
 	return r;
 }
@@ -203,6 +205,11 @@ int weft_win_state(struct weft_win *w, uint64_t *state, uint64_t *recv_count,
 	*send_count = db_read(w, WEFT_DB_SEND_COUNT);
 	weft_be_unlock(w->dev);
 	return 0;
+}
+
+void weft_win_set_spin(struct weft_win *w, uint64_t spin_ns)
+{
+	w->spin_ns = spin_ns;
 }
 
 int weft_win_event_fd(struct weft_win *w)
@@ -767,6 +774,17 @@ int weft_win_wait(struct weft_win *w, int timeout_ms)
 	const struct weft_be_ops *ops = d->be->ops;
 	uint64_t start = ops->now_ns(d->be);
 	w->st.waits++;
+	/* Spin first: an answer that is about to land is cheaper to see by
+	 * polling than through an interrupt (simulated hardware only moves
+	 * when waited on, so no spin there). */
+	if (!ops->progress && w->spin_ns) {
+		for (unsigned int i = 0;; i++) {
+			if (w->pend_n || rx_ready(w) || w->fatal)
+				return 1;
+			if ((i & 63) == 63 && ops->now_ns(d->be) - start >= w->spin_ns)
+				break;
+		}
+	}
 	for (;;) {
 		weft_be_progress(d);
 		weft_be_lock(d);

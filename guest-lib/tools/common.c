@@ -94,6 +94,8 @@ static int setup(struct tool_ctx *c, const struct tool_desc *d)
 	c->mine.magic = PEER_MAGIC;
 	c->mine.node = weft_win_node(c->win);
 	c->mine.window = (uint16_t)weft_win_id(c->win);
+	c->mine.mode = c->o.server ? 0 : c->o.peer_mode;
+	c->mine.count = c->o.server ? 0 : c->o.count;
 	c->buf_len = d->buf_size ? d->buf_size(&c->o) : 0;
 	if (c->buf_len) {
 		c->buf = weft_dev_alloc(c->dev, c->buf_len);
@@ -195,9 +197,29 @@ int tool_serve_until_bye(struct tool_ctx *c, const struct tool_desc *d)
 			continue;
 		}
 		if (weft_rdv_is_bye(c->win, d->tag, &e))
-			return 0;
+			return tool_linger(c, d);
 		weft_rdv_handle(c->win, d->tag, &e, &c->mine, sizeof(c->mine));
 	}
+}
+
+int tool_linger(struct tool_ctx *c, const struct tool_desc *d)
+{
+	/* Our acknowledgement of the BYE may be lost: answer repeats until
+	 * the client has been quiet for 500 ms. */
+	struct weft_entry e;
+	uint64_t quiet = weft_dev_now_ns(c->dev);
+	while (weft_dev_now_ns(c->dev) - quiet < 500000000ull) {
+		int r = weft_win_poll(c->win, &e);
+		if (r < 0)
+			return 0;
+		if (r == 0) {
+			weft_win_wait(c->win, 100);
+			continue;
+		}
+		if (weft_rdv_is_bye(c->win, d->tag, &e))
+			quiet = weft_dev_now_ns(c->dev);
+	}
+	return 0;
 }
 
 int tool_bye(struct tool_ctx *c, const struct tool_desc *d)
@@ -261,6 +283,7 @@ int tool_main(const struct tool_desc *d, int argc, char **argv)
 		.timeout_ms = 30000, .routes = 1,
 		.min_size = d->def_min_size, .max_size = d->def_max_size,
 		.iters = d->def_iters, .depth = d->def_depth, .mode = d->def_mode,
+		.rel_timeout_ns = 5000000,
 	};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -360,7 +383,8 @@ int tool_main(const struct tool_desc *d, int argc, char **argv)
 	}
 	if (o.sim) {
 		struct weft_simnet_attr na = { .nodes = 2, .seed = 42, .drop_ppm = o.loss_ppm,
-					       .routes = o.routes,
+					       .routes = o.routes, .delay_ns = 1000,
+					       .jitter_ns = o.routes > 1 ? 20000 : 0,
 					       .mem_size = 2 * (d->buf_size ? d->buf_size(&o) : 0) +
 							   (64ull << 20) };
 		struct weft_simnet *net = weft_simnet_new(&na, err, sizeof(err));

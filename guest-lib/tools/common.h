@@ -20,6 +20,8 @@ struct tool_peer {
 	uint16_t key[TOOL_MAX_RCXT];
 	uint64_t buf_pvo;
 	uint64_t buf_len;
+	uint32_t mode;                  /* tool specific (client -> server) */
+	uint32_t count;
 };
 
 struct tool_opts {
@@ -33,6 +35,8 @@ struct tool_opts {
 	uint64_t min_size, max_size;
 	unsigned int iters, depth;
 	const char *mode;               /* tool specific */
+	uint32_t peer_mode, count;      /* sent to the server at rendezvous */
+	uint64_t rel_timeout_ns;
 };
 
 struct tool_ctx {
@@ -73,6 +77,8 @@ int tool_main(const struct tool_desc *d, int argc, char **argv);
  * and echoing nothing else. */
 int tool_serve_until_bye(struct tool_ctx *c, const struct tool_desc *d);
 int tool_bye(struct tool_ctx *c, const struct tool_desc *d);
+/* After the BYE: acknowledge repeated BYEs for a while. */
+int tool_linger(struct tool_ctx *c, const struct tool_desc *d);
 
 uint64_t tool_now_ns(void);
 void tool_err(const char *tool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -79,7 +79,7 @@ static int server(struct tool_ctx *c)
 			}
 		}
 		if (weft_rdv_is_bye(c->win, desc.tag, &e))
-			return 0;
+			return tool_linger(c, &desc);
 		weft_rdv_handle(c->win, desc.tag, &e, &c->mine, sizeof(c->mine));
 	}
 }

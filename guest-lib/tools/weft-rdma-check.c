@@ -21,6 +21,10 @@
 #include "common.h"
 
 #define TAG     0x43484b31u     /* "CHK1" */
+#define TAG_REL 0x43484b52u     /* "CHKR": reliable-layer exchange */
+#define MODE_REL 1u
+#define REL_SLOTS 16u
+#define REL_SIZE 4096u
 #define GUARD   64u
 #define SLACK   8192u
 
@@ -38,8 +42,12 @@ static uint8_t pat(uint64_t i, uint32_t seed)
 	return (uint8_t)(x * 0xbf58476d1ce4e5b9ull >> 56);
 }
 
+static int rel_server(struct tool_ctx *c);
+
 static int server(struct tool_ctx *c)
 {
+	if (c->peer.mode == MODE_REL)
+		return rel_server(c);
 	for (size_t i = 0; i < c->buf_len; i++)
 		c->buf[i] = pat(i, 0);
 	return tool_serve_until_bye(c, &desc);
@@ -202,8 +210,229 @@ static int client(struct tool_ctx *c)
 	return ok ? 0 : -1;
 }
 
+
+/* ---- reliable-layer check (--messages N) ----------------------------------
+ * The client sends N messages (sequence number, total, a pattern of a
+ * length derived from the sequence) through weft_rel; the server checks
+ * that each arrives exactly once and in order, then sends its verdict back
+ * on the same channel.  Over a lossy, reordering fabric this is the
+ * exactly-once check of the reliable layer. */
+
+struct rel_msg {
+	uint64_t seq;
+	uint64_t total;
+};
+
+struct verdict {
+	uint32_t magic;
+	uint32_t errors;
+	uint64_t delivered;
+	uint64_t duplicates;
+	uint64_t stale;
+};
+#define VERDICT_MAGIC 0x54434456u
+
+static size_t rel_len(uint64_t seq)
+{
+	return sizeof(struct rel_msg) + (size_t)((seq * 37) % (REL_SIZE - sizeof(struct rel_msg)));
+}
+
+struct bye_state {
+	struct tool_ctx *c;
+	int bye;
+};
+
+static void on_packet(void *arg, const struct weft_entry *e)
+{
+	struct bye_state *b = arg;
+	if (weft_rdv_is_bye(b->c->win, desc.tag, e))
+		b->bye = 1;
+	else
+		weft_rdv_handle(b->c->win, desc.tag, e, &b->c->mine, sizeof(b->c->mine));
+}
+
+static struct weft_rel *rel_setup(struct tool_ctx *c, int server_side)
+{
+	struct weft_rel_attr ra = { .slots = REL_SLOTS, .slot_size = REL_SIZE,
+				    .timeout_ns = c->o.rel_timeout_ns };
+	int r;
+	struct weft_rel *rel = weft_rel_new(c->win, &ra, &r);
+	if (!rel) {
+		tool_err(desc.name, "reliable channel: %s", strerror(-r));
+		return NULL;
+	}
+	struct weft_rel_info mine, peer;
+	size_t len = 0;
+	weft_rel_local_info(rel, &mine);
+	if (server_side) {
+		uint16_t pn, pw;
+		r = weft_rdv_serve(c->win, TAG_REL, &mine, sizeof(mine), &peer, sizeof(peer), &len,
+				   &pn, &pw, c->o.timeout_ms);
+	} else {
+		r = weft_rdv_connect(c->win, TAG_REL, c->peer.node, c->peer.window, &mine,
+				     sizeof(mine), &peer, sizeof(peer), &len, c->o.timeout_ms);
+	}
+	if (!r && (len != sizeof(peer) || peer.node != c->peer.node))
+		r = -EPROTO;
+	if (!r)
+		r = weft_rel_connect(rel, &peer);
+	if (r) {
+		tool_err(desc.name, "reliable channel exchange: %s", strerror(-r));
+		weft_rel_free(rel);
+		return NULL;
+	}
+	return rel;
+}
+
+static int rel_server(struct tool_ctx *c)
+{
+	struct weft_rel *rel = rel_setup(c, 1);
+	if (!rel)
+		return -1;
+	struct bye_state bs = { .c = c };
+	weft_rel_set_packet_handler(rel, on_packet, &bs);
+	static uint8_t in[REL_SIZE];
+	uint64_t total = c->peer.count, got = 0;
+	uint32_t errors = 0;
+	int r = 0;
+	uint64_t t0 = weft_dev_now_ns(c->dev);
+	while (got < total && !r && !bs.bye) {
+		size_t len;
+		int n = 0;
+		r = weft_rel_progress(rel);
+		while (!r && (n = weft_rel_recv(rel, in, sizeof(in), &len)) == 1) {
+			struct rel_msg m;
+			memcpy(&m, in, sizeof(m));
+			int bad = len < sizeof(m) || m.seq != got || m.total != total ||
+				  len != rel_len(m.seq);
+			for (size_t i = sizeof(m); !bad && i < len; i++)
+				bad = in[i] != pat(i, (uint32_t)m.seq);
+			errors += bad;
+			got++;
+		}
+		if (n < 0)
+			r = n;
+		if (!r && n == 0 && weft_rel_wait(rel, 100) < 0)
+			r = -EPIPE;
+		if (weft_dev_now_ns(c->dev) - t0 > 600000000000ull)
+			r = -ETIMEDOUT;
+	}
+	struct weft_rel_stats st;
+	weft_rel_get_stats(rel, &st);
+	struct verdict v = { VERDICT_MAGIC, errors, got, st.duplicates, st.stale };
+	while (!r && !bs.bye && (r = weft_rel_send(rel, &v, sizeof(v))) == -EAGAIN) {
+		r = weft_rel_progress(rel);
+		if (!r)
+			weft_rel_wait(rel, 10);
+	}
+	/* Keep acknowledging until the client says goodbye. */
+	t0 = weft_dev_now_ns(c->dev);
+	while (!r && !bs.bye && weft_dev_now_ns(c->dev) - t0 < 60000000000ull) {
+		r = weft_rel_progress(rel);
+		if (!r && !bs.bye)
+			weft_rel_wait(rel, 100);
+	}
+	weft_rel_free(rel);
+	if (bs.bye)
+		tool_linger(c, &desc);
+	if (r)
+		tool_err(desc.name, "reliable channel: %s", strerror(-r));
+	if (!bs.bye)
+		tool_err(desc.name, "the client never said goodbye");
+	return r || !bs.bye ? -1 : 0;
+}
+
+static int rel_client(struct tool_ctx *c)
+{
+	struct weft_rel *rel = rel_setup(c, 0);
+	if (!rel)
+		return -1;
+	struct bye_state bs = { .c = c };
+	weft_rel_set_packet_handler(rel, on_packet, &bs);
+	static uint8_t msg[REL_SIZE], in[REL_SIZE];
+	uint64_t total = c->o.count, sent = 0;
+	struct verdict v = { 0, 1, 0, 0, 0 };
+	int have_verdict = 0, r = 0;
+	uint64_t t0 = tool_now_ns();
+	uint64_t d0 = weft_dev_now_ns(c->dev);
+	while (!have_verdict && !r) {
+		int busy = 0;
+		while (sent < total) {
+			struct rel_msg m = { sent, total };
+			size_t len = rel_len(sent);
+			memcpy(msg, &m, sizeof(m));
+			for (size_t i = sizeof(m); i < len; i++)
+				msg[i] = pat(i, (uint32_t)sent);
+			r = weft_rel_send(rel, msg, len);
+			if (r == -EAGAIN) {
+				r = 0;
+				break;
+			}
+			if (r)
+				break;
+			sent++;
+			busy = 1;
+		}
+		if (!r)
+			r = weft_rel_progress(rel);
+		size_t len;
+		if (!r && weft_rel_recv(rel, in, sizeof(in), &len) == 1 && len == sizeof(v)) {
+			memcpy(&v, in, sizeof(v));
+			have_verdict = v.magic == VERDICT_MAGIC;
+		}
+		if (!r && !busy && !have_verdict)
+			weft_rel_wait(rel, 100);
+		if (weft_dev_now_ns(c->dev) - d0 > 600000000000ull)
+			r = -ETIMEDOUT;
+	}
+	double secs = (double)(tool_now_ns() - t0) / 1e9;
+	struct weft_rel_stats st;
+	weft_rel_get_stats(rel, &st);
+	/* Stay until the server's verdict is acknowledged (bounded). */
+	for (int i = 0; !r && i < 50; i++) {
+		weft_rel_progress(rel);
+		weft_rel_wait(rel, 10);
+	}
+	weft_rel_free(rel);
+	int ok = !r && have_verdict && v.errors == 0 && v.delivered == total;
+	if (r)
+		tool_err(desc.name, "reliable channel: %s", strerror(-r));
+	if (c->o.json)
+		printf("{\"result\":\"%s\",\"mode\":\"messages\",\"messages\":%" PRIu64
+		       ",\"delivered\":%" PRIu64 ",\"failures\":%u,\"duplicates\":%" PRIu64
+		       ",\"stale\":%" PRIu64 ",\"retries\":%" PRIu64 ",\"seconds\":%.3f}\n",
+		       ok ? "pass" : "fail", total, have_verdict ? v.delivered : 0,
+		       have_verdict ? v.errors : 1, have_verdict ? v.duplicates : 0,
+		       st.stale + (have_verdict ? v.stale : 0), st.retries, secs);
+	else
+		printf("%s: %" PRIu64 " messages through the reliable layer, %" PRIu64 " delivered "
+		       "exactly once in order, %u bad, %" PRIu64 " duplicates dropped, %" PRIu64
+		       " retries, %.3f s\n",
+		       ok ? "PASS" : "FAIL", total, have_verdict ? v.delivered : 0,
+		       have_verdict ? v.errors : 1, have_verdict ? v.duplicates : 0, st.retries, secs);
+	int br = tool_bye(c, &desc);
+	if (br)
+		tool_err(desc.name, "server did not acknowledge the end: %s", strerror(-br));
+	return ok ? 0 : -1;
+}
+
 static int option(struct tool_opts *o, const char *a, const char *v)
 {
+	if (v && (!strcmp(a, "--messages") || !strcmp(a, "--rel-timeout-us"))) {
+		char *end;
+		unsigned long long n = strtoull(v, &end, 0);
+		if (*end || n == 0 || n > 100000000ull) {
+			tool_err(desc.name, "%s: bad value '%s'", a, v);
+			return -1;
+		}
+		if (!strcmp(a, "--messages")) {
+			o->peer_mode = MODE_REL;
+			o->count = (uint32_t)n;
+		} else {
+			o->rel_timeout_ns = n * 1000;
+		}
+		return 2;
+	}
 	if (!v || (strcmp(a, "--min-size") && strcmp(a, "--max-size")))
 		return 0;
 	uint64_t n;
@@ -220,6 +449,8 @@ static int option(struct tool_opts *o, const char *a, const char *v)
 
 static int client_entry(struct tool_ctx *c)
 {
+	if (c->o.peer_mode == MODE_REL)
+		return rel_client(c);
 	if (c->o.min_size > c->o.max_size) {
 		tool_err(desc.name, "--min-size is larger than --max-size");
 		return -1;
@@ -232,7 +463,10 @@ static const struct tool_desc desc = {
 	.summary = "Verify RDMA write and read byte by byte over sizes and unaligned offsets.",
 	.extra_help = "Tool options:\n"
 		      "  --min-size N         smallest transfer (default 1)\n"
-		      "  --max-size N         largest transfer (default 16M; same on both sides)\n",
+		      "  --max-size N         largest transfer (default 16M; same on both sides)\n"
+		      "  --messages N         client: instead, send N messages through the reliable\n"
+		      "                       layer; the server checks exactly once, in order\n"
+		      "  --rel-timeout-us T   reliable layer: first retry timeout (default 5000)\n",
 	.tag = TAG,
 	.two_node = true,
 	.nr_rcxt = 1,
