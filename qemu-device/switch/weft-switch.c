@@ -38,6 +38,7 @@
 #define OUTQ_SIZE       (256u * 1024u)
 #define CTL_MAX_REQ     4096u
 #define MAX_CLIENTS     1024u
+#define MAX_CTL_CONNS   64u
 #define DEF_MAX_QUEUED  4096u
 #define DEF_CAPTURE     1024u
 #define PCAP_MAGIC_NS   0xa1b23c4du
@@ -106,6 +107,7 @@ struct sw {
 	struct client *clients;
 	size_t nclients;
 	struct ctlconn *ctls;
+	size_t nctls;
 	struct node **nodes;
 	FILE *pcap;
 	char *pcap_path;
@@ -1182,6 +1184,7 @@ static void ctl_close(struct sw *s, struct ctlconn *k)
 			break;
 		}
 	}
+	s->nctls--;
 	close(k->fd);
 	free(k);
 }
@@ -1234,11 +1237,18 @@ static void accept_ctl(struct sw *s)
 
 		if (fd < 0)
 			return;
+		if (s->nctls >= MAX_CTL_CONNS) {
+			logmsg("too many control connections (%u): connection refused",
+			       MAX_CTL_CONNS);
+			close(fd);
+			continue;
+		}
 		k = calloc(1, sizeof(*k));
 		if (!k) {
 			close(fd);
 			continue;
 		}
+		s->nctls++;
 		k->ev.kind = EV_CTL;
 		k->fd = fd;
 		k->next = s->ctls;

@@ -1038,10 +1038,33 @@ static void test_bad_frames(void)
 	CHECK(recv_frame(fx, b, WAIT_MS) == 0);
 	close(fx);
 	wait_counter(&s, -1, "oversize", 1);
+	/* Random garbage of valid lengths, some with plausible headers. */
+	fx = join(&s, 7);
+	srand(11);
+	for (st = 0; st < 500; st++) {
+		uint32_t l = (uint32_t)rand() % (WEFT_WIRE_MAX_FRAME + 1), k;
+
+		for (k = 0; k < l; k++)
+			b[k] = (unsigned char)rand();
+		if (l >= sizeof(h) && st % 2) {
+			h = hdr_of(b);
+			h.version = WEFT_WIRE_VERSION;
+			h.src_node = 7;
+			h.dst_node = (uint16_t)(st % 4 ? rand() : 2);
+			memcpy(b, &h, sizeof(h));
+		}
+		if (!send_raw(fx, l, b, l))
+			break;
+	}
+	CHECK(st == 500);
+	wait_counter(&s, 7, "rx_frames", 500);
+	close(fx);
+	/* Whatever of it reached node 2 is drained before the check below. */
+	while (recv_frame(f2, b, 200) > 0)
+		;
 	/* The switch still routes. */
 	CHECK(send_frame(f1, 1, 2, 77, 8));
 	CHECK(recv_n(f2, 1, tids, NULL) == 1 && tids[0] == 77);
-	CHECK(counter(&s, 2, "tx_frames") == 1);
 	close(f1);
 	close(f2);
 	sw_stop(&s);
