@@ -153,10 +153,14 @@ deps=
 # ---- cache key ---------------------------------------------------------------
 dep_files=()
 while read -r d; do [ -n "$d" ] && dep_files+=("$moddir/$d"); done <<<"$deps"
+# Contents of a folder by relative name (the tools' folder is temporary).
+dir_hash() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum) | sha256sum; }
 key=$( {
 	echo "release $release with_driver $with_driver"
 	weft_hash "$INIT" "${BASH_SOURCE[0]}" "$bbdeb" "$kernel" ${ko:+"$ko"} \
-		"$tools" "$gtests" ${dep_files[@]+"${dep_files[@]}"}
+		${dep_files[@]+"${dep_files[@]}"}
+	dir_hash "$tools"
+	dir_hash "$gtests"
 } | sha256sum | cut -c1-16)
 imgdir=$WEFT_CACHE/images/$key
 
@@ -231,6 +235,9 @@ else
 	mv "$work/out" "$imgdir"
 	touch "$imgdir/.complete"
 	weft_log "image: $imgdir ($(du -k "$imgdir/initrd.img" | cut -f1) KiB initramfs, kernel $release)"
+	# Keep the eight newest images.
+	find "$WEFT_CACHE/images" -mindepth 1 -maxdepth 1 -type d ! -name '.work.*' -printf '%T@ %p\n' |
+		sort -rn | tail -n +9 | cut -d' ' -f2- | while read -r old; do rm -rf "$old"; done
 fi
 
 case $print in
