@@ -522,6 +522,11 @@ static int client_input(struct sw *s, struct client *c)
 			break;
 		p += WEFT_WIRE_LEN_PREFIX;
 		if (!c->registered) {
+			/* One HELLO_ACK at a time: wait until the last is sent. */
+			if (c->ack_off < c->ack_len) {
+				c->paused = true;
+				return 0;
+			}
 			pcap_record(s, p, len);
 			if (len >= WEFT_WIRE_HDR_SIZE && p[1] == WEFT_PKT_HELLO) {
 				handle_hello(s, c, p, len);

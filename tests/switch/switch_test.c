@@ -1030,7 +1030,21 @@ static void test_bad_frames(void)
 	close(fx);
 	CHECK(hello(&s, WEFT_NODE_MCAST_BASE, WEFT_WIRE_HELLO_MAGIC, &fx) == WEFT_SW_BAD_NODE);
 	close(fx);
-	wait_counter(&s, -1, "bad_hello", 1);
+	/* Two HELLOs back to back (bad key, then good): two answers, in order. */
+	fx = connect_path(s.sock);
+	len = mkframe(b, WEFT_PKT_HELLO, 8, 0, 0, 0);
+	h = hdr_of(b);
+	h.key = 1;
+	memcpy(b, &h, sizeof(h));
+	CHECK(fx >= 0 && send_raw(fx, (uint32_t)len, b, len));
+	h.key = WEFT_WIRE_HELLO_MAGIC;
+	memcpy(b, &h, sizeof(h));
+	CHECK(send_raw(fx, (uint32_t)len, b, len));
+	CHECK(recv_frame(fx, b, WAIT_MS) == WEFT_WIRE_HDR_SIZE &&
+	      hdr_of(b).status == WEFT_SW_BAD_HELLO);
+	CHECK(recv_frame(fx, b, WAIT_MS) == WEFT_WIRE_HDR_SIZE && hdr_of(b).status == WEFT_SW_OK);
+	close(fx);
+	wait_counter(&s, -1, "bad_hello", 2);
 	CHECK(counter(&s, -1, "hello_rejected") == 1);
 	/* Length prefix beyond the maximum: the connection is dropped. */
 	fx = join(&s, 6);
