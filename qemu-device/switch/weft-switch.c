@@ -941,6 +941,30 @@ static int set_faults(struct weft_fabric_faults *ft, size_t *hold, char **tok, i
 	return 0;
 }
 
+/* {"capture":"PATH"|null,"frames":N}; PATH is printed as given, with
+ * quotes and backslashes escaped. */
+static void capture_json(struct sbuf *b, const struct sw *s)
+{
+	const char *p;
+
+	sb_printf(b, "OK\n{\"capture\":");
+	if (!s->pcap) {
+		sb_printf(b, "null");
+	} else {
+		sb_printf(b, "\"");
+		for (p = s->pcap_path; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				sb_printf(b, "\\%c", *p);
+			else if ((unsigned char)*p < 0x20)
+				sb_printf(b, "\\u%04x", (unsigned char)*p);
+			else
+				sb_printf(b, "%c", *p);
+		}
+		sb_printf(b, "\"");
+	}
+	sb_printf(b, ",\"frames\":%" PRIu64 "}\n", s->pcap_frames);
+}
+
 static const char ctl_help[] =
 	"commands:\n"
 	"  help                         this list\n"
@@ -957,7 +981,7 @@ static const char ctl_help[] =
 	"  replay [N] [before=MARK]     re-inject N (default 1) captured frames\n"
 	"  capture start FILE | stop    pcap capture of all frames\n"
 	"  capture status               current capture\n"
-	"option --json: JSON output for counters, faults, nodes, mcast list, mark\n";
+	"option --json: JSON output (every command but help)\n";
 
 static void ctl_exec(struct sw *s, char *line, struct sbuf *b)
 {
@@ -1024,7 +1048,10 @@ static void ctl_exec(struct sw *s, char *line, struct sbuf *b)
 		if (weft_fabric_set_port_up(s->fab, node, up))
 			FAIL("port: cannot set node %u %s", node, tok[2]);
 		logmsg("port %u %s", node, up ? "up" : "down");
-		sb_printf(b, "OK\nport %u %s\n", node, tok[2]);
+		if (json)
+			sb_printf(b, "OK\n{\"node\":%u,\"up\":%s}\n", node, up ? "true" : "false");
+		else
+			sb_printf(b, "OK\nport %u %s\n", node, tok[2]);
 	} else if (!strcmp(tok[0], "nodes")) {
 		uint16_t *ids;
 		size_t np, k;
@@ -1106,8 +1133,13 @@ static void ctl_exec(struct sw *s, char *line, struct sbuf *b)
 			FAIL("mcast: node %u is not in group %" PRIu64, node, g);
 		if (r)
 			FAIL("mcast: %s", strerror(-r));
-		sb_printf(b, "OK\nmcast %s group %" PRIu64 " (address 0x%x) node %u\n", tok[1], g,
-			  (unsigned int)(WEFT_NODE_MCAST_BASE + g), node);
+		if (json)
+			sb_printf(b, "OK\n{\"op\":\"%s\",\"group\":%" PRIu64 ",\"address\":%u,"
+				  "\"node\":%u}\n", tok[1], g,
+				  (unsigned int)(WEFT_NODE_MCAST_BASE + g), node);
+		else
+			sb_printf(b, "OK\nmcast %s group %" PRIu64 " (address 0x%x) node %u\n",
+				  tok[1], g, (unsigned int)(WEFT_NODE_MCAST_BASE + g), node);
 	} else if (!strcmp(tok[0], "counters")) {
 		uint16_t node = 0;
 
@@ -1144,7 +1176,10 @@ static void ctl_exec(struct sw *s, char *line, struct sbuf *b)
 			if (pcap_start(s, tok[2], err, sizeof(err)))
 				goto fail;
 			logmsg("capture to %s started", tok[2]);
-			sb_printf(b, "OK\ncapture to %s\n", tok[2]);
+			if (json)
+				capture_json(b, s);
+			else
+				sb_printf(b, "OK\ncapture to %s\n", tok[2]);
 		} else if (n == 2 && !strcmp(tok[1], "stop")) {
 			uint64_t frames = s->pcap_frames;
 
@@ -1152,9 +1187,14 @@ static void ctl_exec(struct sw *s, char *line, struct sbuf *b)
 				FAIL("capture: no capture is running");
 			logmsg("capture to %s stopped, %" PRIu64 " frames", s->pcap_path, frames);
 			pcap_stop(s);
-			sb_printf(b, "OK\ncaptured %" PRIu64 " frames\n", frames);
+			if (json)
+				sb_printf(b, "OK\n{\"capture\":null,\"frames\":%" PRIu64 "}\n", frames);
+			else
+				sb_printf(b, "OK\ncaptured %" PRIu64 " frames\n", frames);
 		} else if (n == 2 && !strcmp(tok[1], "status")) {
-			if (s->pcap)
+			if (json)
+				capture_json(b, s);
+			else if (s->pcap)
 				sb_printf(b, "OK\ncapturing to %s, %" PRIu64 " frames\n", s->pcap_path,
 					  s->pcap_frames);
 			else

@@ -1107,6 +1107,10 @@ static void test_ctl_errors(void)
 	CHECK(ctl(&s, out, sizeof(out), "--json counters") == 0 &&
 	      strstr(out, "\"ports\":[]") && strstr(out, "\"switch\":{"));
 	CHECK(ctl(&s, out, sizeof(out), "--json faults") == 0 && strstr(out, "\"routes\":1"));
+	CHECK(ctl(&s, out, sizeof(out), "--json port 3 down") == 0 &&
+	      strstr(out, "{\"node\":3,\"up\":false}"));
+	CHECK(ctl(&s, out, sizeof(out), "--json capture status") == 0 &&
+	      strstr(out, "{\"capture\":null,\"frames\":0}"));
 	none = s;
 	snprintf(none.ctl, sizeof(none.ctl), "%s/absent.sock", s.dir);
 	CHECK(ctl(&none, out, sizeof(out), "counters") == 2 && strstr(out, "cannot connect"));
