@@ -57,7 +57,7 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 		rops[i].rdma.local_pvo = c->buf_pvo + (uint64_t)i * size;
 		rops[i].rdma.remote_pvo = c->peer.buf_pvo + (uint64_t)i * size;
 		rops[i].rdma.length = size;
-		rops[i].timeout_ns = 50000000ull + size * 20 * depth;
+		rops[i].timeout_ns = 10000000ull + size * 40 * depth;
 		while ((r = weft_win_rop_post(c->win, &rops[i])) == -EAGAIN) {
 			struct weft_entry e;
 			weft_win_poll(c->win, &e);

@@ -84,7 +84,7 @@ static int xfer(struct check *k, int is_read, uint8_t *p, uint64_t ro, uint64_t 
 		rop.rdma.local_pvo = segs[i].pvo;
 		rop.rdma.remote_pvo = k->c->peer.buf_pvo + ro + segs[i].offset;
 		rop.rdma.length = segs[i].len;
-		rop.timeout_ns = 50000000ull + segs[i].len * 20;
+		rop.timeout_ns = 10000000ull + segs[i].len * 40;
 		r = tool_rop_run(k->c, &rop, &desc);
 		if (r == 0 && rop.status)
 			r = -EIO;
