@@ -468,6 +468,20 @@ static size_t nr_destinations(const struct weft_fabric *f, uint16_t dst)
 	return 1;
 }
 
+/* now + delay + r * skew + jitter, saturated below UINT64_MAX (which
+ * means "never" to weft_fabric_next_due()). */
+static uint64_t due_time(uint64_t now, uint64_t delay, uint64_t r, uint64_t skew,
+			 uint64_t jitter)
+{
+	uint64_t t, rs;
+
+	if (__builtin_mul_overflow(r, skew, &rs) || __builtin_add_overflow(now, delay, &t) ||
+	    __builtin_add_overflow(t, rs, &t) || __builtin_add_overflow(t, jitter, &t) ||
+	    t == UINT64_MAX)
+		return UINT64_MAX - 1;
+	return t;
+}
+
 /* Route the copies of one frame; the caller checked the capacity.
  * Returns the number of copies queued. */
 static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
@@ -518,8 +532,8 @@ static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
 		fr->next = NULL;
 		fr->seq = f->seq++;
 		r = f->ft.routes > 1 ? (sp ? sp->next_route++ : 0) % f->ft.routes : 0;
-		fr->due = now + f->ft.delay_ns + r * f->ft.route_skew_ns +
-			  (f->ft.jitter_ns ? rng_below(f, f->ft.jitter_ns + 1) : 0);
+		fr->due = due_time(now, f->ft.delay_ns, r, f->ft.route_skew_ns,
+				   f->ft.jitter_ns ? rng_below(f, f->ft.jitter_ns + 1) : 0);
 		f->nqueued++;
 		heap_push(f, fr);
 		queued++;

@@ -130,6 +130,16 @@ static void test_routing(void)
 	CHECK(weft_fabric_poll(f, 1499, deliver, &s) == 0);
 	CHECK(weft_fabric_poll(f, 1500, deliver, &s) == 1);
 
+	/* Huge delays saturate instead of wrapping around. */
+	weft_fabric_set_faults(f, &(struct weft_fabric_faults){
+		.routes = 2, .delay_ns = UINT64_MAX - 10, .route_skew_ns = UINT64_MAX / 2 });
+	CHECK(weft_fabric_submit(f, 1, b, len, 1000) == 0);
+	CHECK(weft_fabric_submit(f, 1, b, len, 1000) == 0);
+	CHECK(weft_fabric_next_due(f) == UINT64_MAX - 1);
+	CHECK(weft_fabric_poll(f, UINT64_MAX - 2, deliver, &s) == 0);
+	CHECK(weft_fabric_poll(f, UINT64_MAX - 1, deliver, &s) == 2);
+	weft_fabric_set_faults(f, &(struct weft_fabric_faults){ .routes = 1 });
+
 	/* Unknown destination. */
 	len = mkframe(b, 1, 40, 8, 0);
 	CHECK(weft_fabric_submit(f, 1, b, len, 2000) == 0);
