@@ -38,6 +38,7 @@ struct fport {
 	uint32_t next_route;
 	struct fframe *park_head, *park_tail;
 	size_t nparked;
+	size_t queued;          /* frames for this node: in flight + parked */
 	struct weft_fabric_port_stats st;
 };
 
@@ -58,6 +59,7 @@ struct weft_fabric {
 	struct weft_fabric_faults ft;
 	size_t max_queued;
 	size_t hold_limit;
+	size_t port_limit;      /* frames queued for one attached node */
 	size_t nqueued;         /* heap + parked */
 	size_t nheld;           /* parked for absent destinations */
 	uint64_t seq;
@@ -184,6 +186,7 @@ static void frame_free(struct weft_fabric *f, struct fframe *fr)
 	if (fr->held)
 		f->nheld--;
 	f->nqueued--;
+	f->port[fr->dst]->queued--;
 	free(fr);
 }
 
@@ -229,6 +232,7 @@ struct weft_fabric *weft_fabric_new(uint64_t seed, size_t max_queued,
 	f->ft.routes = 1;
 	f->max_queued = max_queued;
 	f->hold_limit = max_queued / 2;
+	f->port_limit = max_queued;
 	f->heap = calloc(max_queued, sizeof(*f->heap));
 	f->port = calloc(NR_UNICAST, sizeof(*f->port));
 	f->scratch = calloc(NR_UNICAST, sizeof(*f->scratch));
@@ -296,6 +300,46 @@ void weft_fabric_set_tap(struct weft_fabric *f, weft_fabric_tap_fn fn, void *opa
 void weft_fabric_set_hold_limit(struct weft_fabric *f, size_t frames)
 {
 	f->hold_limit = frames < f->max_queued ? frames : f->max_queued;
+}
+
+void weft_fabric_set_port_limit(struct weft_fabric *f, size_t frames)
+{
+	if (frames == 0)
+		frames = 1;
+	f->port_limit = frames < f->max_queued ? frames : f->max_queued;
+}
+
+/* A destination that is present but has port_limit frames queued takes
+ * no more for now (backpressure on the senders to it only). */
+static bool dst_congested(const struct weft_fabric *f, uint16_t dst)
+{
+	const struct fport *p = f->port[dst];
+
+	return p && p->attached && p->up && p->queued >= f->port_limit;
+}
+
+static bool any_congested(const struct weft_fabric *f, uint16_t src, uint16_t dst)
+{
+	size_t i;
+
+	if (f->port_limit >= f->max_queued)
+		return false;
+	if (dst <= WEFT_NODE_MAX_UNICAST)
+		return dst_congested(f, dst);
+	if (dst == WEFT_NODE_BROADCAST) {
+		for (i = 0; i < f->nports; i++)
+			if (f->plist[i]->node != src && dst_congested(f, f->plist[i]->node))
+				return true;
+		return false;
+	}
+	if (dst - WEFT_NODE_MCAST_BASE < WEFT_NR_MCAST_GROUPS) {
+		const struct mgroup *g = &f->mcast[dst - WEFT_NODE_MCAST_BASE];
+
+		for (i = 0; i < g->n; i++)
+			if (g->nodes[i] != src && dst_congested(f, g->nodes[i]))
+				return true;
+	}
+	return false;
 }
 
 /* ---- ports ---------------------------------------------------------------- */
@@ -535,6 +579,7 @@ static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
 		fr->due = due_time(now, f->ft.delay_ns, r, f->ft.route_skew_ns,
 				   f->ft.jitter_ns ? rng_below(f, f->ft.jitter_ns + 1) : 0);
 		f->nqueued++;
+		dp->queued++;
 		heap_push(f, fr);
 		queued++;
 	}
@@ -576,7 +621,8 @@ int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
 	memcpy(&dst, (const unsigned char *)frame + offsetof(struct weft_wire_hdr, dst_node),
 	       sizeof(dst));
 	need = nr_destinations(f, dst);
-	if (need > f->max_queued - f->nqueued && f->nqueued > 0)
+	if ((need > f->max_queued - f->nqueued && f->nqueued > 0) ||
+	    any_congested(f, src_node, dst))
 		return -EAGAIN;
 	sp->st.rx_frames++;
 	sp->st.rx_bytes += len;

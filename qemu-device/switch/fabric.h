@@ -80,6 +80,12 @@ int weft_fabric_set_port_up(struct weft_fabric *f, uint16_t node, bool up);
 bool weft_fabric_port_is_up(const struct weft_fabric *f, uint16_t node);
 bool weft_fabric_port_attached(const struct weft_fabric *f, uint16_t node);
 void weft_fabric_set_hold_limit(struct weft_fabric *f, size_t frames);
+/* Per-destination budget (default max_queued, i.e. none): while an attached,
+ * up node has this many frames queued for it (in flight or refused by its
+ * sink), weft_fabric_submit() returns -EAGAIN for frames addressed to it
+ * (also broadcasts and multicasts that include it), so one slow receiver
+ * holds back only its senders instead of filling the whole fabric. */
+void weft_fabric_set_port_limit(struct weft_fabric *f, size_t frames);
 /* Frames parked for node: held while detached or refused with -EAGAIN. */
 size_t weft_fabric_port_held(const struct weft_fabric *f, uint16_t node);
 /* Node ids that have a port record (attached once, or set up/down); writes
@@ -96,7 +102,8 @@ size_t weft_fabric_mcast_members(const struct weft_fabric *f, unsigned int group
 				 uint16_t *out, size_t max);
 
 /* Submit a frame (weft_wire_hdr + payload) from src_node at time now.
- * Returns 0 (queued, or dropped and counted) or -EAGAIN (full: retry).
+ * Returns 0 (queued, or dropped and counted) or -EAGAIN (full, or a
+ * destination over its port limit: retry).
  * A frame is BAD_FRAME unless: HDR_SIZE <= len <= MAX_FRAME, version is
  * WEFT_WIRE_VERSION, hdr.length == len - HDR_SIZE, hdr.src_node ==
  * src_node and the type is a data type (not 0, below WEFT_PKT_HELLO).

@@ -1437,6 +1437,8 @@ static void usage(FILE *fp)
 		"  --capture-ring N   frames remembered for replay (default %u)\n"
 		"  --max-queued N     frames the fabric holds at most (default %u)\n"
 		"  --hold N           frames held for absent nodes (default max-queued/2)\n"
+		"  --port-queue N     frames queued for one node before its senders are\n"
+		"                     held back (default max-queued/4)\n"
 		"  --drop P           drop probability 0..1 (default 0)\n"
 		"  --routes R         routes per node pair 1..64 (default 1)\n"
 		"  --delay-ns N       base delay; --jitter-ns N; --skew-ns N (per route)\n"
@@ -1576,7 +1578,7 @@ static bool opt_u64(const char *name, const char *v, uint64_t max, uint64_t *out
 int main(int argc, char **argv)
 {
 	enum { O_SOCKET = 256, O_CTL, O_SEED, O_CAPTURE, O_RING, O_MAXQ, O_HOLD, O_DROP,
-	       O_ROUTES, O_DELAY, O_JITTER, O_SKEW, O_VERBOSE };
+	       O_ROUTES, O_DELAY, O_JITTER, O_SKEW, O_VERBOSE, O_PORTQ };
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, O_SOCKET },
 		{ "ctl", required_argument, NULL, O_CTL },
@@ -1585,6 +1587,7 @@ int main(int argc, char **argv)
 		{ "capture-ring", required_argument, NULL, O_RING },
 		{ "max-queued", required_argument, NULL, O_MAXQ },
 		{ "hold", required_argument, NULL, O_HOLD },
+		{ "port-queue", required_argument, NULL, O_PORTQ },
 		{ "drop", required_argument, NULL, O_DROP },
 		{ "routes", required_argument, NULL, O_ROUTES },
 		{ "delay-ns", required_argument, NULL, O_DELAY },
@@ -1598,6 +1601,7 @@ int main(int argc, char **argv)
 	struct sw s;
 	const char *capture = NULL;
 	uint64_t ring = DEF_CAPTURE, maxq = DEF_MAX_QUEUED, hold = UINT64_MAX, v = 1;
+	uint64_t portq = UINT64_MAX;
 	sigset_t mask;
 	char err[512];
 	int o, rc;
@@ -1631,6 +1635,13 @@ int main(int argc, char **argv)
 		case O_HOLD:
 			if (!opt_u64("--hold", optarg, 1u << 22, &hold))
 				return 2;
+			break;
+		case O_PORTQ:
+			if (!opt_u64("--port-queue", optarg, 1u << 22, &portq) || portq == 0) {
+				if (portq == 0)
+					logmsg("error: --port-queue must be at least 1");
+				return 2;
+			}
 			break;
 		case O_DROP: {
 			char *end;
@@ -1695,6 +1706,8 @@ int main(int argc, char **argv)
 	weft_fabric_set_faults(s.fab, &ft);
 	if (hold != UINT64_MAX)
 		weft_fabric_set_hold_limit(s.fab, (size_t)hold);
+	weft_fabric_set_port_limit(s.fab, portq != UINT64_MAX ? (size_t)portq
+							       : (size_t)(maxq / 4 ? maxq / 4 : 1));
 	weft_fabric_set_tap(s.fab, tap, &s);
 	if (capture && pcap_start(&s, capture, err, sizeof(err))) {
 		logmsg("error: %s", err);

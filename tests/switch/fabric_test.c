@@ -313,6 +313,47 @@ static void test_bounded(void)
 	weft_fabric_free(f);
 }
 
+static void test_port_limit(void)
+{
+	struct weft_fabric *f = mkfab(9, 64, 0, 4);
+	static struct sink s;
+	unsigned char b[WEFT_WIRE_MAX_FRAME];
+	size_t len, i;
+
+	memset(&s, 0, sizeof(s));
+	weft_fabric_set_port_limit(f, 4);
+	s.refuse = 1;
+	s.refuse_node = 2;
+	for (i = 0; i < 4; i++) {
+		len = mkframe(b, 1, 2, (uint32_t)i, 16);
+		CHECK(weft_fabric_submit(f, 1, b, len, 0) == 0);
+	}
+	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 0);
+	/* Node 2 is at its limit: frames to it wait, others pass. */
+	len = mkframe(b, 1, 2, 4, 16);
+	CHECK(weft_fabric_submit(f, 1, b, len, 0) == -EAGAIN);
+	len = mkframe(b, 1, WEFT_NODE_BROADCAST, 5, 16);
+	CHECK(weft_fabric_submit(f, 1, b, len, 0) == -EAGAIN);
+	len = mkframe(b, 1, 3, 6, 16);
+	CHECK(weft_fabric_submit(f, 1, b, len, 0) == 0);
+	len = mkframe(b, 4, 3, 7, 16);
+	CHECK(weft_fabric_submit(f, 4, b, len, 0) == 0);
+	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 2);
+	/* A detached node is not congested: its frames are held or dropped. */
+	weft_fabric_detach(f, 2);
+	len = mkframe(b, 1, 2, 8, 16);
+	CHECK(weft_fabric_submit(f, 1, b, len, 0) == 0);
+	CHECK(weft_fabric_attach(f, 2) == 0);
+	s.refuse = 0;
+	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 5);
+	for (i = 0; i < 4; i++)
+		CHECK(s.r[2 + i].dst == 2 && s.r[2 + i].tid == i);
+	CHECK(s.r[6].tid == 8);
+	len = mkframe(b, 1, 2, 9, 16);
+	CHECK(weft_fabric_submit(f, 1, b, len, 0) == 0);
+	weft_fabric_free(f);
+}
+
 static void test_port_down_up(void)
 {
 	struct weft_fabric *f = mkfab(5, 64, 0, 2);
@@ -486,6 +527,7 @@ int main(void)
 	test_routes_reorder();
 	test_seeded_drop();
 	test_bounded();
+	test_port_limit();
 	test_port_down_up();
 	test_detach_hold();
 	test_replay();

@@ -1159,6 +1159,54 @@ static void test_backpressure(void)
 	sw_stop(&s);
 }
 
+/* One receiver that does not read holds back only its own senders:
+ * traffic between other nodes keeps flowing. */
+static void test_slow_receiver(void)
+{
+	enum { N = 2000 };
+	struct sw s;
+	static uint32_t tids[N];
+	long long q;
+	size_t n, i;
+	int f1, f2, f3, f4, st, ok = 1;
+	pid_t pid;
+
+	sw_start(&s, "15", "--max-queued", "64", "--port-queue", "16", NULL);
+	f1 = join(&s, 1);
+	f2 = join(&s, 2);
+	f3 = join(&s, 3);
+	f4 = join(&s, 4);
+	pid = fork();
+	if (pid == 0) {
+		for (i = 0; i < N; i++)
+			if (!send_frame(f1, 1, 3, (uint32_t)i, WEFT_MAX_PAYLOAD))
+				_exit(1);
+		_exit(0);
+	}
+	close(f1);
+	/* Node 3's queue is at its limit... */
+	wait_counter(&s, -1, "parked", 1);
+	q = counter(&s, -1, "queued");
+	CHECKM(q > 0 && q <= 16, "queued %lld not within 1..16", q);
+	/* ...and nodes 2 and 4 still talk. */
+	for (i = 0; i < 200; i++)
+		CHECK(send_frame(f2, 2, 4, (uint32_t)i, 512));
+	n = recv_n(f4, 200, tids, NULL);
+	CHECKM(n == 200, "2 -> 4 received %zu of 200 while 3 is slow", n);
+	CHECK(waitpid(pid, &st, WNOHANG) == 0);
+	n = recv_n(f3, N, tids, NULL);
+	CHECKM(n == N, "slow receiver got %zu of %d", n, N);
+	for (i = 0; i < n; i++)
+		ok &= tids[i] == i;
+	CHECKM(ok, "slow receiver: frames out of order");
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(f2);
+	close(f3);
+	close(f4);
+	sw_stop(&s);
+}
+
 /* A long stream with no ctl traffic to wake the switch: frames parked
  * behind a full output queue must still flow (lost-wakeup regression). */
 static void test_stream(void)
@@ -1209,6 +1257,7 @@ static const struct {
 	{ "ctl-errors", test_ctl_errors },
 	{ "backpressure", test_backpressure },
 	{ "stream", test_stream },
+	{ "slow-receiver", test_slow_receiver },
 };
 
 int main(int argc, char **argv)
