@@ -11,6 +11,8 @@
  *   rel       10,000 messages exactly once, in order, 5% loss + reordering
  *   mrc       lazy deregistration: second transfer skips registration,
  *             remap after the mapping changed, idle aging
+ *   maps      the kernel backend's mapping identity (/proc/self/maps) tells
+ *             a new memfd mapping at an old address from the old one
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,7 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "libweft.h"
+#include "backend.h"    /* the kernel backend's mapping lookup and memfd memory */
 
 static int failed;
 
@@ -422,13 +428,41 @@ static int test_mrc(void)
 	return 0;
 }
 
+static int test_maps(void)
+{
+	const size_t n = 1 << 20;
+	uint8_t *a = weft_be_memfd_alloc(n);
+	CHECK(a, "memfd allocation");
+	struct weft_be_map m1, m2, m3;
+	CHECK(weft_be_proc_map_lookup((uint64_t)(uintptr_t)(a + 4096), &m1) == 0, "lookup");
+	CHECK(m1.start == (uint64_t)(uintptr_t)a && m1.end == m1.start + n && m1.ino != 0,
+	      "extent %" PRIx64 "-%" PRIx64 " ino %" PRIu64, m1.start, m1.end, m1.ino);
+	CHECK(weft_be_proc_map_lookup((uint64_t)(uintptr_t)(a + n - 1), &m2) == 0 &&
+	      m2.ino == m1.ino && m2.start == m1.start, "same mapping, same identity");
+	/* Replace the mapping at the same address by another memfd. */
+	uint8_t *b = weft_be_memfd_alloc(n);
+	CHECK(b, "second memfd");
+	void *r = mremap(b, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, a);
+	CHECK(r == a, "mremap onto the old address: %s", strerror(errno));
+	CHECK(weft_be_proc_map_lookup((uint64_t)(uintptr_t)(a + 4096), &m3) == 0, "lookup again");
+	CHECK(m3.start == m1.start && m3.ino != m1.ino, "the new mapping has the old identity "
+	      "(ino %" PRIu64 ")", m3.ino);
+	weft_be_memfd_free(a, n);
+	struct weft_be_map m4;
+	CHECK(weft_be_proc_map_lookup((uint64_t)(uintptr_t)a, &m4) != 0 || m4.ino != m3.ino,
+	      "unmapped range still found");
+	printf("maps: /proc/self/maps identity: same mapping matches, a replaced mapping at the "
+	       "same address differs (inode %" PRIu64 " -> %" PRIu64 ")\n", m1.ino, m3.ino);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; int (*fn)(void); } tests[] = {
 		{ "fifo", test_fifo }, { "rdma", test_rdma }, { "tids", test_tids },
-		{ "rel", test_rel }, { "mrc", test_mrc },
+		{ "rel", test_rel }, { "mrc", test_mrc }, { "maps", test_maps },
 	};
-	if (!weft_simnet_available()) {
+	if (!weft_simnet_available() && !(argc > 1 && !strcmp(argv[1], "maps"))) {
 		fprintf(stderr, "FAIL: libweft was built without the sim backend "
 			"(qemu-device/sim missing); these tests need it\n");
 		return 1;
