@@ -32,6 +32,7 @@ import time
 HELLO_PERIOD = 1.0      # seconds between hellos until a node answers READY
 RECONNECT_PERIOD = 0.2  # seconds between connection attempts to a VM
 KILL_GRACE = 10.0       # seconds to wait for a killed command's output
+PROGRESS_PERIOD = 10.0  # seconds between "still waiting" lines
 
 
 class Node:
@@ -319,6 +320,7 @@ def cmd_wait(a):
     t0 = time.monotonic()
     waiting = set(nodes)
     failed = {}
+    next_note = t0 + PROGRESS_PERIOD
     while waiting:
         st = {n["node"]: n for n in request(a.dir, {"op": "status"})["nodes"]}
         for i in sorted(waiting):
@@ -340,6 +342,11 @@ def cmd_wait(a):
                              else "QEMU running, command channel not connected") + \
                             f" after {a.timeout:.0f} s"
             break
+        if waiting and time.monotonic() >= next_note:
+            next_note += PROGRESS_PERIOD
+            states = ", ".join(f"node{i} " + ("booting" if st.get(i, {}).get("connected") else "starting")
+                               for i in sorted(waiting))
+            print(f"still waiting after {time.monotonic() - t0:.0f} s: {states}", file=sys.stderr, flush=True)
         if waiting:
             time.sleep(0.25)
     for i in sorted(failed):
