@@ -59,6 +59,7 @@ static uint8_t *rx_frame(struct weft_win *w, uint64_t i)
 }
 
 static void tx_reclaim(struct weft_win *w);
+static int drain_events(struct weft_win *w);
 
 /* ---- open / close ----------------------------------------------------- */
 
@@ -156,7 +157,8 @@ int weft_win_close(struct weft_win *w)
 		weft_be_unlock(dev);
 		if (empty || dev->be->ops->now_ns(dev->be) - start > 1000000000ull)
 			break;
-		dev->be->ops->wait(dev->be, 1);
+		if (dev->be->ops->wait(dev->be, 1) > 0)
+			drain_events(w);        /* else a queued event keeps poll() ready */
 	}
 	for (struct weft_win **p = &dev->wins; *p; p = &(*p)->next)
 		if (*p == w) {
