@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "weft/wire.h"
+#include "wire_io.h"
 
 #define BATCH 32u
 #define FRAME_LEN WEFT_WIRE_MAX_FRAME
@@ -46,41 +47,13 @@ static void die(const char *fmt, const char *arg)
 	exit(1);
 }
 
-static bool write_all(int fd, const void *p, size_t len)
-{
-	const unsigned char *b = p;
-
-	while (len) {
-		ssize_t n = write(fd, b, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		b += n;
-		len -= (size_t)n;
-	}
-	return true;
-}
-
 static void put_frame(unsigned char *p, uint16_t src, uint16_t dst, uint8_t type,
 		      uint32_t tid, uint32_t paylen)
 {
-	struct weft_wire_hdr h;
-	uint32_t len = WEFT_WIRE_HDR_SIZE + paylen;
+	struct weft_wire_hdr h = wire_hdr(type, src, dst, tid, paylen);
 
-	memset(&h, 0, sizeof(h));
-	h.version = WEFT_WIRE_VERSION;
-	h.type = type;
-	h.src_node = src;
-	h.dst_node = dst;
-	h.tid = tid;
-	h.length = paylen;
 	h.key = type == WEFT_PKT_HELLO ? WEFT_WIRE_HELLO_MAGIC : 0;
-	p[0] = (unsigned char)len;
-	p[1] = (unsigned char)(len >> 8);
-	p[2] = (unsigned char)(len >> 16);
-	p[3] = (unsigned char)(len >> 24);
+	put_le32(p, WEFT_WIRE_HDR_SIZE + paylen);
 	memcpy(p + WEFT_WIRE_LEN_PREFIX, &h, sizeof(h));
 }
 
@@ -124,8 +97,7 @@ static double receiver(int fd, uint64_t n)
 		have += (size_t)r;
 		pos = 0;
 		while (have - pos >= WEFT_WIRE_LEN_PREFIX) {
-			uint32_t len = (uint32_t)buf[pos] | (uint32_t)buf[pos + 1] << 8 |
-				       (uint32_t)buf[pos + 2] << 16 | (uint32_t)buf[pos + 3] << 24;
+			uint32_t len = get_le32(buf + pos);
 			struct weft_wire_hdr h;
 
 			if (len != FRAME_LEN)
@@ -142,21 +114,6 @@ static double receiver(int fd, uint64_t n)
 		have -= pos;
 	}
 	return now_s() - t0;
-}
-
-static int connect_path(const char *path)
-{
-	struct sockaddr_un a;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	memset(&a, 0, sizeof(a));
-	a.sun_family = AF_UNIX;
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
 }
 
 static int join(const char *sock, uint16_t node)

@@ -32,6 +32,7 @@
 #include "fabric.h"
 #include "weft/names.h"
 #include "weft/wire.h"
+#include "wire_io.h"
 
 #define PROG            "weft-switch"
 #define RBUF_SIZE       (256u * 1024u)
@@ -135,20 +136,6 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint32_t get_le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static void put_le32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-	p[2] = (unsigned char)(v >> 16);
-	p[3] = (unsigned char)(v >> 24);
 }
 
 /* ---- growable text buffer for ctl replies ------------------------------- */
@@ -445,12 +432,8 @@ static void client_close(struct sw *s, struct client *c, const char *why)
 
 static void send_ack(struct sw *s, struct client *c, uint16_t node, uint16_t status)
 {
-	struct weft_wire_hdr h;
+	struct weft_wire_hdr h = wire_hdr(WEFT_PKT_HELLO_ACK, 0, node, 0, 0);
 
-	memset(&h, 0, sizeof(h));
-	h.version = WEFT_WIRE_VERSION;
-	h.type = WEFT_PKT_HELLO_ACK;
-	h.dst_node = node;
 	h.key = WEFT_WIRE_HELLO_MAGIC;
 	h.status = status;
 	put_le32(c->ack, WEFT_WIRE_HDR_SIZE);

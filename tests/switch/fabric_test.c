@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fabric.h"
+#include "wire_io.h"
 
 static int failures;
 
@@ -61,15 +62,8 @@ static int deliver(void *opaque, uint16_t dst, const void *frame, size_t len)
 static size_t mkframe(unsigned char *buf, uint16_t src, uint16_t dst, uint32_t tid,
 		      uint32_t paylen)
 {
-	struct weft_wire_hdr h;
+	struct weft_wire_hdr h = wire_hdr(WEFT_PKT_FIFO, src, dst, tid, paylen);
 
-	memset(&h, 0, sizeof(h));
-	h.version = WEFT_WIRE_VERSION;
-	h.type = WEFT_PKT_FIFO;
-	h.src_node = src;
-	h.dst_node = dst;
-	h.tid = tid;
-	h.length = paylen;
 	memcpy(buf, &h, sizeof(h));
 	memset(buf + sizeof(h), (int)(tid & 0xff), paylen);
 	return sizeof(h) + paylen;

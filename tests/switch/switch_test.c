@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "weft/wire.h"
+#include "wire_io.h"
 
 #define WAIT_MS 20000
 
@@ -65,23 +66,6 @@ struct sw {
 	char sock[96], ctl[96], log[96];
 	pid_t pid;
 };
-
-static int connect_path(const char *path)
-{
-	struct sockaddr_un a;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	memset(&a, 0, sizeof(a));
-	a.sun_family = AF_UNIX;
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
 
 /* Start a switch in a fresh folder; extra options end with NULL. */
 static void sw_start(struct sw *s, const char *seed, ...)
@@ -172,7 +156,24 @@ static void sw_stop(struct sw *s)
 		fprintf(stderr, "cannot remove %s\n", s->dir);
 }
 
-static bool write_all(int fd, const void *p, size_t len);
+/* Read fd until EOF or out is full; out is NUL-terminated.  Returns the
+ * length read. */
+static size_t read_all(int fd, char *out, size_t outlen)
+{
+	size_t len = 0;
+
+	for (;;) {
+		ssize_t r = read(fd, out + len, outlen - 1 - len);
+
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		if (len == outlen - 1)
+			break;
+	}
+	out[len] = 0;
+	return len;
+}
 
 /* Run `weft-switch ctl --socket CTL args...`; output (stdout+stderr) in
  * out; returns the exit status. */
@@ -180,7 +181,6 @@ static int ctl(const struct sw *s, char *out, size_t outlen, const char *fmt, ..
 {
 	char line[512], *argv[40], *save = NULL, *t;
 	int pfd[2], n = 0, st = 0;
-	size_t len = 0;
 	va_list ap;
 	pid_t pid;
 
@@ -206,16 +206,7 @@ static int ctl(const struct sw *s, char *out, size_t outlen, const char *fmt, ..
 		_exit(127);
 	}
 	close(pfd[1]);
-	for (;;) {
-		ssize_t r = read(pfd[0], out + len, outlen - 1 - len);
-
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-		if (len == outlen - 1)
-			break;
-	}
-	out[len] = 0;
+	read_all(pfd[0], out, outlen);
 	close(pfd[0]);
 	waitpid(pid, &st, 0);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
@@ -227,7 +218,7 @@ static int ctl(const struct sw *s, char *out, size_t outlen, const char *fmt, ..
 static int ctl_direct(const struct sw *s, char *out, size_t outlen, const char *cmd)
 {
 	int fd = connect_path(s->ctl);
-	size_t len = 0;
+	size_t len;
 	char line[512];
 	int n = snprintf(line, sizeof(line), "%s\n", cmd);
 
@@ -239,16 +230,7 @@ static int ctl_direct(const struct sw *s, char *out, size_t outlen, const char *
 		return 2;
 	}
 	shutdown(fd, SHUT_WR);
-	for (;;) {
-		ssize_t r = read(fd, out + len, outlen - 1 - len);
-
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-		if (len == outlen - 1)
-			break;
-	}
-	out[len] = 0;
+	len = read_all(fd, out, outlen);
 	close(fd);
 	if (!strncmp(out, "OK\n", 3)) {
 		memmove(out, out + 3, len - 2);
@@ -323,44 +305,20 @@ static bool wait_ctl_contains(const struct sw *s, const char *cmd, const char *n
 
 /* ---- adapter side ----------------------------------------------------------- */
 
-static bool write_all(int fd, const void *p, size_t len)
-{
-	const unsigned char *b = p;
-
-	while (len) {
-		ssize_t n = send(fd, b, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		b += n;
-		len -= (size_t)n;
-	}
-	return true;
-}
-
 static bool send_raw(int fd, uint32_t prefix, const void *frame, size_t len)
 {
-	unsigned char p[4] = { (unsigned char)prefix, (unsigned char)(prefix >> 8),
-			       (unsigned char)(prefix >> 16), (unsigned char)(prefix >> 24) };
+	unsigned char p[4];
 
+	put_le32(p, prefix);
 	return write_all(fd, p, 4) && write_all(fd, frame, len);
 }
 
 static size_t mkframe(unsigned char *b, uint8_t type, uint16_t src, uint16_t dst,
 		      uint32_t tid, uint32_t paylen)
 {
-	struct weft_wire_hdr h;
+	struct weft_wire_hdr h = wire_hdr(type, src, dst, tid, paylen);
 	uint32_t i;
 
-	memset(&h, 0, sizeof(h));
-	h.version = WEFT_WIRE_VERSION;
-	h.type = type;
-	h.src_node = src;
-	h.dst_node = dst;
-	h.tid = tid;
-	h.length = paylen;
 	memcpy(b, &h, sizeof(h));
 	for (i = 0; i < paylen; i++)
 		b[sizeof(h) + i] = (unsigned char)(tid + i);
@@ -402,7 +360,7 @@ static long recv_frame(int fd, unsigned char *b, int timeout_ms)
 
 	if (!read_full(fd, p, 4, timeout_ms))
 		return 0;
-	len = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+	len = get_le32(p);
 	if (len < WEFT_WIRE_HDR_SIZE || len > WEFT_WIRE_MAX_FRAME)
 		return -1;
 	if (!read_full(fd, b, len, WAIT_MS))
@@ -477,6 +435,42 @@ static size_t recv_n(int fd, size_t n, uint32_t *tids, uint16_t *srcs)
 	return i;
 }
 
+/* Fork a client that sends n max-size frames with tids 0..n-1 from src to
+ * dst on fd and exits 0 if all were sent. */
+static pid_t fork_sender(int fd, uint16_t src, uint16_t dst, size_t n)
+{
+	pid_t pid = fork();
+	size_t i;
+
+	if (pid == 0) {
+		for (i = 0; i < n; i++)
+			if (!send_frame(fd, src, dst, (uint32_t)i, WEFT_MAX_PAYLOAD))
+				_exit(1);
+		_exit(0);
+	}
+	return pid;
+}
+
+/* Wait for a sender from fork_sender(); it must have sent everything. */
+static void reap_sender(pid_t pid)
+{
+	int st = 0;
+
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* tids[i] == i for every i < n. */
+static bool in_order(const uint32_t *tids, size_t n)
+{
+	size_t i;
+	bool ok = true;
+
+	for (i = 0; i < n; i++)
+		ok &= tids[i] == i;
+	return ok;
+}
+
 static bool nothing_pending(int fd)
 {
 	struct pollfd pf = { fd, POLLIN, 0 };
@@ -485,6 +479,17 @@ static bool nothing_pending(int fd)
 }
 
 /* ---- tests ------------------------------------------------------------------ */
+
+/* Run a shell command; its output (NUL-terminated) in out.  Returns the
+ * pclose() status, -1 if it could not run. */
+static int run_shell(const char *cmd, char *out, size_t outlen)
+{
+	FILE *p = popen(cmd, "r");
+	size_t n = p ? fread(out, 1, outlen - 1, p) : 0;
+
+	out[n] = 0;
+	return p ? pclose(p) : -1;
+}
 
 static void test_start_errors(void)
 {
@@ -496,58 +501,28 @@ static void test_start_errors(void)
 	sw_start(&s, "1", NULL);
 	/* Same path while the switch runs. */
 	snprintf(cmd, sizeof(cmd), "%s --socket %s --ctl %s/other 2>&1", swbin, s.sock, s.dir);
-	{
-		FILE *p = popen(cmd, "r");
-		size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
-
-		out[n] = 0;
-		rc = p ? pclose(p) : -1;
-	}
+	rc = run_shell(cmd, out, sizeof(out));
 	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "in use by a running switch"),
 	       "second switch on a live path: rc %d, '%s'", rc, out);
 	/* Missing folder. */
 	snprintf(cmd, sizeof(cmd), "%s --socket %s/nope/sw.sock --ctl %s/c2 2>&1", swbin, s.dir,
 		 s.dir);
-	{
-		FILE *p = popen(cmd, "r");
-		size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
-
-		out[n] = 0;
-		rc = p ? pclose(p) : -1;
-	}
+	rc = run_shell(cmd, out, sizeof(out));
 	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "does not exist"),
 	       "missing folder: rc %d, '%s'", rc, out);
 	/* Not a socket. */
 	snprintf(cmd, sizeof(cmd), "touch %s/file && %s --socket %s/file --ctl %s/c3 2>&1",
 		 s.dir, swbin, s.dir, s.dir);
-	{
-		FILE *p = popen(cmd, "r");
-		size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
-
-		out[n] = 0;
-		rc = p ? pclose(p) : -1;
-	}
+	rc = run_shell(cmd, out, sizeof(out));
 	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "not a socket"),
 	       "not a socket: rc %d, '%s'", rc, out);
 	/* Missing options, --help. */
 	snprintf(cmd, sizeof(cmd), "%s --socket %s/x 2>&1", swbin, s.dir);
-	{
-		FILE *p = popen(cmd, "r");
-		size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
-
-		out[n] = 0;
-		rc = p ? pclose(p) : -1;
-	}
+	rc = run_shell(cmd, out, sizeof(out));
 	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && strstr(out, "required"),
 	       "missing --ctl: rc %d, '%s'", rc, out);
 	snprintf(cmd, sizeof(cmd), "%s --help", swbin);
-	{
-		FILE *p = popen(cmd, "r");
-		size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
-
-		out[n] = 0;
-		rc = p ? pclose(p) : -1;
-	}
+	rc = run_shell(cmd, out, sizeof(out));
 	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) == 0 && strstr(out, "--socket PATH"),
 	       "--help: rc %d", rc);
 	sw_stop(&s);
@@ -1117,6 +1092,17 @@ static void test_ctl_errors(void)
 	sw_stop(&s);
 }
 
+/* Wait until a sender is held back (a frame parked); 1..limit frames are
+ * then queued. */
+static void wait_parked(const struct sw *s, long long limit)
+{
+	long long q;
+
+	wait_counter(s, -1, "parked", 1);
+	q = counter(s, -1, "queued");
+	CHECKM(q > 0 && q <= limit, "queued %lld not within 1..%lld", q, limit);
+}
+
 /* A receiver that does not read: the switch stops reading the sender
  * (bounded memory), drops nothing, and everything arrives in order once
  * the receiver reads. */
@@ -1125,34 +1111,22 @@ static void test_backpressure(void)
 	enum { N = 2000 };
 	struct sw s;
 	static uint32_t tids[N];
-	long long q;
-	size_t n, i;
-	int f1, f2, st, ok = 1;
+	size_t n;
+	int f1, f2, st;
 	pid_t pid;
 
 	sw_start(&s, "13", "--max-queued", "64", NULL);
 	f2 = join(&s, 2);
 	f1 = join(&s, 1);
-	pid = fork();
-	if (pid == 0) {
-		for (i = 0; i < N; i++)
-			if (!send_frame(f1, 1, 2, (uint32_t)i, WEFT_MAX_PAYLOAD))
-				_exit(1);
-		_exit(0);
-	}
+	pid = fork_sender(f1, 1, 2, N);
 	close(f1);
 	/* Wait until the fabric is full: the sender is then held back. */
-	wait_counter(&s, -1, "parked", 1);
-	q = counter(&s, -1, "queued");
-	CHECKM(q > 0 && q <= 64, "queued %lld not within 1..64", q);
+	wait_parked(&s, 64);
 	CHECK(waitpid(pid, &st, WNOHANG) == 0);
 	n = recv_n(f2, N, tids, NULL);
 	CHECKM(n == N, "received %zu of %d", n, N);
-	for (i = 0; i < n; i++)
-		ok &= tids[i] == i;
-	CHECKM(ok, "frames out of order under backpressure");
-	waitpid(pid, &st, 0);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECKM(in_order(tids, n), "frames out of order under backpressure");
+	reap_sender(pid);
 	wait_counter(&s, 2, "tx_frames", N);
 	CHECK(counter(&s, 2, "drop_ABSENT") == 0 && counter(&s, 1, "drop_BAD_FRAME") == 0);
 	close(f2);
@@ -1166,9 +1140,8 @@ static void test_slow_receiver(void)
 	enum { N = 2000 };
 	struct sw s;
 	static uint32_t tids[N];
-	long long q;
 	size_t n, i;
-	int f1, f2, f3, f4, st, ok = 1;
+	int f1, f2, f3, f4, st;
 	pid_t pid;
 
 	sw_start(&s, "15", "--max-queued", "64", "--port-queue", "16", NULL);
@@ -1176,18 +1149,10 @@ static void test_slow_receiver(void)
 	f2 = join(&s, 2);
 	f3 = join(&s, 3);
 	f4 = join(&s, 4);
-	pid = fork();
-	if (pid == 0) {
-		for (i = 0; i < N; i++)
-			if (!send_frame(f1, 1, 3, (uint32_t)i, WEFT_MAX_PAYLOAD))
-				_exit(1);
-		_exit(0);
-	}
+	pid = fork_sender(f1, 1, 3, N);
 	close(f1);
 	/* Node 3's queue is at its limit... */
-	wait_counter(&s, -1, "parked", 1);
-	q = counter(&s, -1, "queued");
-	CHECKM(q > 0 && q <= 16, "queued %lld not within 1..16", q);
+	wait_parked(&s, 16);
 	/* ...and nodes 2 and 4 still talk. */
 	for (i = 0; i < 200; i++)
 		CHECK(send_frame(f2, 2, 4, (uint32_t)i, 512));
@@ -1196,11 +1161,8 @@ static void test_slow_receiver(void)
 	CHECK(waitpid(pid, &st, WNOHANG) == 0);
 	n = recv_n(f3, N, tids, NULL);
 	CHECKM(n == N, "slow receiver got %zu of %d", n, N);
-	for (i = 0; i < n; i++)
-		ok &= tids[i] == i;
-	CHECKM(ok, "slow receiver: frames out of order");
-	waitpid(pid, &st, 0);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECKM(in_order(tids, n), "slow receiver: frames out of order");
+	reap_sender(pid);
 	close(f2);
 	close(f3);
 	close(f4);
@@ -1214,28 +1176,19 @@ static void test_stream(void)
 	enum { N = 20000 };
 	struct sw s;
 	static uint32_t tids[N];
-	size_t n, i;
-	int f1, f2, st, ok = 1;
+	size_t n;
+	int f1, f2;
 	pid_t pid;
 
 	sw_start(&s, "14", "--max-queued", "64", NULL);
 	f2 = join(&s, 2);
 	f1 = join(&s, 1);
-	pid = fork();
-	if (pid == 0) {
-		for (i = 0; i < N; i++)
-			if (!send_frame(f1, 1, 2, (uint32_t)i, WEFT_MAX_PAYLOAD))
-				_exit(1);
-		_exit(0);
-	}
+	pid = fork_sender(f1, 1, 2, N);
 	close(f1);
 	n = recv_n(f2, N, tids, NULL);
 	CHECKM(n == N, "stream: received %zu of %d", n, N);
-	for (i = 0; i < n; i++)
-		ok &= tids[i] == i;
-	CHECKM(ok, "stream: frames out of order");
-	waitpid(pid, &st, 0);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECKM(in_order(tids, n), "stream: frames out of order");
+	reap_sender(pid);
 	close(f2);
 	sw_stop(&s);
 }
