@@ -397,7 +397,10 @@ size_t weft_fabric_port_held(const struct weft_fabric *f, uint16_t node)
 
 /* ---- multicast ------------------------------------------------------------ */
 
-int weft_fabric_mcast_join(struct weft_fabric *f, unsigned int group, uint16_t node)
+/* Node's index in the group (g->n if not a member) with the group in *gp;
+ * -EINVAL if group or node is out of range. */
+static long mcast_find(struct weft_fabric *f, unsigned int group, uint16_t node,
+		       struct mgroup **gp)
 {
 	struct mgroup *g;
 	size_t i;
@@ -405,9 +408,21 @@ int weft_fabric_mcast_join(struct weft_fabric *f, unsigned int group, uint16_t n
 	if (group >= WEFT_NR_MCAST_GROUPS || node > WEFT_NODE_MAX_UNICAST)
 		return -EINVAL;
 	g = &f->mcast[group];
-	for (i = 0; i < g->n; i++)
-		if (g->nodes[i] == node)
-			return -EEXIST;
+	for (i = 0; i < g->n && g->nodes[i] != node; i++)
+		;
+	*gp = g;
+	return (long)i;
+}
+
+int weft_fabric_mcast_join(struct weft_fabric *f, unsigned int group, uint16_t node)
+{
+	struct mgroup *g;
+	long i = mcast_find(f, group, node, &g);
+
+	if (i < 0)
+		return (int)i;
+	if ((size_t)i < g->n)
+		return -EEXIST;
 	if (g->n == g->cap) {
 		size_t nc = g->cap ? 2 * g->cap : 8;
 		uint16_t *nn = realloc(g->nodes, nc * sizeof(*nn));
@@ -424,18 +439,14 @@ int weft_fabric_mcast_join(struct weft_fabric *f, unsigned int group, uint16_t n
 int weft_fabric_mcast_leave(struct weft_fabric *f, unsigned int group, uint16_t node)
 {
 	struct mgroup *g;
-	size_t i;
+	long i = mcast_find(f, group, node, &g);
 
-	if (group >= WEFT_NR_MCAST_GROUPS || node > WEFT_NODE_MAX_UNICAST)
-		return -EINVAL;
-	g = &f->mcast[group];
-	for (i = 0; i < g->n; i++) {
-		if (g->nodes[i] == node) {
-			g->nodes[i] = g->nodes[--g->n];
-			return 0;
-		}
-	}
-	return -ENOENT;
+	if (i < 0)
+		return (int)i;
+	if ((size_t)i == g->n)
+		return -ENOENT;
+	g->nodes[i] = g->nodes[--g->n];
+	return 0;
 }
 
 size_t weft_fabric_mcast_members(const struct weft_fabric *f, unsigned int group,
