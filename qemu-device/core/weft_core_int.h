@@ -156,6 +156,8 @@ void weft_tx_window_stop(struct weft_core *c, unsigned int w);
 void weft_tx_rcxt_unlink(struct weft_core *c, unsigned int w, uint32_t r);
 
 /* ---- weft_recv.c ------------------------------------------------------ */
+/* Process one received packet of len bytes (at least a wire header) in
+ * place; pkt is 8-byte aligned. */
 void weft_rx_process(struct weft_core *c, const uint8_t *pkt, size_t len);
 /* Deliver a receive entry into window w's FIFO, header line last.
  * Returns enum weft_reason (0 = delivered). */
@@ -169,11 +171,8 @@ void weft_track_free(struct weft_core *c, uint32_t r);
 void weft_rcxt_cancel(struct weft_core *c, uint32_t r, unsigned int reason);
 
 /* ---- weft_xlate.c ----------------------------------------------------- */
-/* Translate the byte at pvo for job: real address and bytes left in its
- * page.  Returns enum weft_reason. */
-unsigned int weft_xlate(struct weft_core *c, uint32_t job, uint64_t pvo,
-			uint64_t *real, uint64_t *avail);
-/* Check every page of [pvo, pvo + len). */
+/* Check every page of [pvo, pvo + len) for job.  Returns enum
+ * weft_reason. */
 unsigned int weft_xlate_check(struct weft_core *c, uint32_t job, uint64_t pvo,
 			      uint64_t len);
 /* Copy between guest memory named by a PVO range and buf.  Every page is

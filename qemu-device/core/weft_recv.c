@@ -463,52 +463,52 @@ static void rx_completion(struct weft_core *c, unsigned int w, const struct weft
 
 void weft_rx_process(struct weft_core *c, const uint8_t *pkt, size_t len)
 {
-	struct weft_wire_hdr h;
-	const uint8_t *payload = pkt + sizeof(h);
+	/* pkt is an 8-byte aligned receive-queue slot of at least a header. */
+	const struct weft_wire_hdr *h = (const struct weft_wire_hdr *)pkt;
+	const uint8_t *payload = pkt + sizeof(*h);
 	struct weft_lmt *l;
 	unsigned int w;
 	uint16_t d;
 
-	memcpy(&h, pkt, sizeof(h));
-	if (h.version != WEFT_WIRE_VERSION || h.length > WEFT_MAX_PAYLOAD ||
-	    h.length != len - sizeof(h)) {
-		weft_drop(c, &h, WEFT_NO_WINDOW, WEFT_R_BAD_HEADER);
+	if (h->version != WEFT_WIRE_VERSION || h->length > WEFT_MAX_PAYLOAD ||
+	    h->length != len - sizeof(*h)) {
+		weft_drop(c, h, WEFT_NO_WINDOW, WEFT_R_BAD_HEADER);
 		return;
 	}
-	d = h.dst_node;
+	d = h->dst_node;
 	if (d != c->cfg.node_id && d != WEFT_NODE_BROADCAST &&
 	    !(d >= WEFT_NODE_MCAST_BASE && d < WEFT_NODE_MCAST_BASE + WEFT_NR_MCAST_GROUPS)) {
-		weft_drop(c, &h, WEFT_NO_WINDOW, WEFT_R_NOT_FOR_US);
+		weft_drop(c, h, WEFT_NO_WINDOW, WEFT_R_NOT_FOR_US);
 		return;
 	}
-	w = h.dst_window;
+	w = h->dst_window;
 	if (w >= c->cfg.nr_windows || !weft_window_valid(c, w) ||
 	    weft_lmt_check(weft_lmt(c, w), w) != WEFT_R_OK) {
-		weft_drop(c, &h, w, WEFT_R_WINDOW_INVALID);
+		weft_drop(c, h, w, WEFT_R_WINDOW_INVALID);
 		return;
 	}
 	l = weft_lmt(c, w);
-	if (h.key != l->window_key) {
-		weft_drop(c, &h, w, WEFT_R_KEY_MISMATCH);
+	if (h->key != l->window_key) {
+		weft_drop(c, h, w, WEFT_R_KEY_MISMATCH);
 		return;
 	}
-	switch (h.type) {
+	switch (h->type) {
 	case WEFT_PKT_FIFO:
-		rx_fifo(c, w, &h, payload, len);
+		rx_fifo(c, w, h, payload, len);
 		break;
 	case WEFT_PKT_RDMAW:
 	case WEFT_PKT_TP_RDMAW:
-		rx_rdmaw(c, w, &h, payload, len);
+		rx_rdmaw(c, w, h, payload, len);
 		break;
 	case WEFT_PKT_RDMAR_REQ:
 	case WEFT_PKT_TP_RDMAR_REQ:
-		rx_rdmar(c, w, &h, len);
+		rx_rdmar(c, w, h, len);
 		break;
 	case WEFT_PKT_COMPLETION:
-		rx_completion(c, w, &h, len);
+		rx_completion(c, w, h, len);
 		break;
 	default:
-		weft_drop(c, &h, w, WEFT_R_BAD_TYPE);
+		weft_drop(c, h, w, WEFT_R_BAD_TYPE);
 		break;
 	}
 }

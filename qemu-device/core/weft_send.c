@@ -583,9 +583,27 @@ static int serve_window(struct weft_core *c, unsigned int w)
 	return rc;
 }
 
+/* The first active window in [from, end), or end: a scan of the
+ * active-window vector a word at a time. */
+static unsigned int next_active(const struct weft_core *c, unsigned int from,
+				unsigned int end)
+{
+	while (from < end) {
+		uint64_t bits = c->active[from >> 6] >> (from & 63);
+
+		if (bits) {
+			unsigned int w = from + (unsigned int)__builtin_ctzll(bits);
+
+			return w < end ? w : end;
+		}
+		from = (from | 63) + 1;
+	}
+	return end;
+}
+
 int weft_tx_one(struct weft_core *c)
 {
-	unsigned int n = c->cfg.nr_windows, i;
+	unsigned int n = c->cfg.nr_windows, start, pass;
 	int rc;
 
 	if (c->ctlq_count > 0) {
@@ -619,23 +637,27 @@ int weft_tx_one(struct weft_core *c)
 			}
 		}
 	}
-	for (i = 1; i <= n; i++) {
-		unsigned int w = ((c->tx_have_cur ? c->tx_cur : n - 1) + i) % n;
-		struct weft_lmt *l;
+	/* The active windows after the current one, in index order, then
+	 * those up to and including it. */
+	start = c->tx_have_cur && c->tx_cur < n ? c->tx_cur : n - 1;
+	for (pass = 0; pass < 2; pass++) {
+		unsigned int end = pass ? start + 1 : n, w;
 
-		if (!weft_is_active(c, w))
-			continue;
-		l = weft_lmt(c, w);
-		c->tx_cur = w;
-		c->tx_have_cur = true;
-		l->send_quanta_value = l->send_quanta_size;
-		rc = serve_window(c, w);
-		if (rc == -EAGAIN)
-			return rc;
-		if (rc == 1) {
-			if (l->send_quanta_value > 0)
-				l->send_quanta_value--;
-			return 1;
+		for (w = next_active(c, pass ? 0 : start + 1, end); w < end;
+		     w = next_active(c, w + 1, end)) {
+			struct weft_lmt *l = weft_lmt(c, w);
+
+			c->tx_cur = w;
+			c->tx_have_cur = true;
+			l->send_quanta_value = l->send_quanta_size;
+			rc = serve_window(c, w);
+			if (rc == -EAGAIN)
+				return rc;
+			if (rc == 1) {
+				if (l->send_quanta_value > 0)
+					l->send_quanta_value--;
+				return 1;
+			}
 		}
 	}
 	return 0;

@@ -26,83 +26,96 @@ static bool shift_ok(uint32_t s)
 	return s == WEFT_PAGE_SHIFT_4K || s == WEFT_PAGE_SHIFT_64K || s == WEFT_PAGE_SHIFT_16M;
 }
 
-unsigned int weft_xlate(struct weft_core *c, uint32_t job, uint64_t pvo,
-			uint64_t *real, uint64_t *avail)
+/* The TCE table a PVO names, read from the TCE registers once per
+ * translated range (every byte of a range lies in the same table). */
+struct xtab {
+	uint64_t base;
+	uint32_t nr;
+	uint32_t shift;
+	uint32_t tce_key;               /* PVO.key || PVO.table */
+};
+
+/* Steps 1 and 2: the table is configured and owned by job. */
+static unsigned int xtab_get(const struct weft_core *c, uint32_t job, uint64_t pvo,
+			     struct xtab *x)
 {
 	uint32_t t = weft_pvo_table(pvo);
 	uint64_t cfg = c->tce_cfg[t], owner = c->tce_owner[t];
-	uint32_t nr = WEFT_TCE_CFG_NR(cfg), shift = WEFT_TCE_CFG_SHIFT(cfg);
-	uint64_t off = weft_pvo_offset(pvo), idx, tce, page;
 
-	if (c->tce_base[t] == 0 || (c->tce_base[t] & 7) || nr == 0 ||
-	    nr > WEFT_TCE_MAX_ENTRIES || !shift_ok(shift))
+	x->base = c->tce_base[t];
+	x->nr = WEFT_TCE_CFG_NR(cfg);
+	x->shift = WEFT_TCE_CFG_SHIFT(cfg);
+	x->tce_key = weft_pvo_tce_key(pvo);
+	if (x->base == 0 || (x->base & 7) || x->nr == 0 ||
+	    x->nr > WEFT_TCE_MAX_ENTRIES || !shift_ok(x->shift))
 		return WEFT_R_TCE_TABLE;
 	if (!(owner & WEFT_TCE_OWNER_VALID) || (uint32_t)owner != job)
 		return WEFT_R_TCE_OWNER;
-	idx = off >> shift;
-	if (idx >= nr)
+	return WEFT_R_OK;
+}
+
+/* Steps 3 to 5 for the page holding offset off of table x. */
+static unsigned int xtab_page(struct weft_core *c, const struct xtab *x, uint64_t off,
+			      uint64_t *real, uint64_t *avail)
+{
+	uint64_t idx = off >> x->shift, tce, page = 1ull << x->shift;
+
+	if (idx >= x->nr)
 		return WEFT_R_TCE_BOUNDS;
-	if (weft_dma_read(c, c->tce_base[t] + idx * 8, &tce, sizeof(tce)) != 0)
+	if (weft_dma_read(c, x->base + idx * 8, &tce, sizeof(tce)) != 0)
 		return WEFT_R_DMA_ERROR;
-	if (tce == 0 || weft_tce_key(tce) != weft_pvo_tce_key(pvo))
+	if (tce == 0 || weft_tce_key(tce) != x->tce_key)
 		return WEFT_R_TCE_KEY;
-	page = 1ull << shift;
-	*real = (weft_tce_rpn(tce) << shift) | (off & (page - 1));
+	*real = (weft_tce_rpn(tce) << x->shift) | (off & (page - 1));
 	*avail = page - (off & (page - 1));
 	return WEFT_R_OK;
 }
 
-/* The PVO of byte n of the region that starts at pvo.  Callers have
- * checked that offset + n stays inside the 42-bit virtual space. */
-static uint64_t pvo_at(uint64_t pvo, uint64_t n)
+/* Translate every page of [pvo, pvo + len), in order, before any byte
+ * moves.  With segs, the real range of each page is stored (at most
+ * max_segs of them). */
+static unsigned int xlate_range(struct weft_core *c, uint32_t job, uint64_t pvo,
+				uint64_t len, struct xseg *segs, unsigned int max_segs,
+				unsigned int *nseg)
 {
-	return (pvo & ~WEFT_PVO_OFFSET_MASK) | (weft_pvo_offset(pvo) + n);
-}
+	uint64_t off = weft_pvo_offset(pvo), done = 0;
+	unsigned int n = 0, r;
+	struct xtab x;
 
-unsigned int weft_xlate_check(struct weft_core *c, uint32_t job, uint64_t pvo,
-			      uint64_t len)
-{
-	uint64_t done = 0;
-
+	*nseg = 0;
 	if (len == 0)
 		return WEFT_R_OK;
-	if (len > WEFT_PVO_OFFSET_MASK + 1 - weft_pvo_offset(pvo))
+	if (len > WEFT_PVO_OFFSET_MASK + 1 - off)
 		return WEFT_R_TCE_BOUNDS;
-	while (done < len) {
-		uint64_t real, avail;
-		unsigned int r = weft_xlate(c, job, pvo_at(pvo, done), &real, &avail);
-
-		if (r != WEFT_R_OK)
-			return r;
-		done += avail < len - done ? avail : len - done;
-	}
-	return WEFT_R_OK;
-}
-
-static unsigned int xlate_segs(struct weft_core *c, uint32_t job, uint64_t pvo,
-			       size_t len, struct xseg *segs, unsigned int *nseg)
-{
-	uint64_t done = 0;
-	unsigned int n = 0;
-
-	if (len > WEFT_PVO_OFFSET_MASK + 1 - weft_pvo_offset(pvo))
-		return WEFT_R_TCE_BOUNDS;
+	r = xtab_get(c, job, pvo, &x);
+	if (r != WEFT_R_OK)
+		return r;
 	while (done < len) {
 		uint64_t real, avail, take;
-		unsigned int r = weft_xlate(c, job, pvo_at(pvo, done), &real, &avail);
 
+		r = xtab_page(c, &x, off + done, &real, &avail);
 		if (r != WEFT_R_OK)
 			return r;
-		if (n == XLATE_MAX_SEGS)
-			return WEFT_R_LENGTH;
 		take = avail < len - done ? avail : len - done;
-		segs[n].real = real;
-		segs[n].len = take;
+		if (segs) {
+			if (n == max_segs)
+				return WEFT_R_LENGTH;
+			segs[n].real = real;
+			segs[n].len = take;
+		}
 		n++;
 		done += take;
 	}
 	*nseg = n;
 	return WEFT_R_OK;
+}
+
+unsigned int weft_xlate_check(struct weft_core *c, uint32_t job, uint64_t pvo,
+			      uint64_t len)
+{
+	unsigned int n;
+
+	return xlate_range(c, job, pvo, len, NULL, 0, &n);
 }
 
 unsigned int weft_xlate_read(struct weft_core *c, uint32_t job, uint64_t pvo,
@@ -112,7 +125,7 @@ unsigned int weft_xlate_read(struct weft_core *c, uint32_t job, uint64_t pvo,
 	unsigned int n = 0, i, r;
 	uint8_t *b = buf;
 
-	r = xlate_segs(c, job, pvo, len, segs, &n);
+	r = xlate_range(c, job, pvo, len, segs, XLATE_MAX_SEGS, &n);
 	if (r != WEFT_R_OK)
 		return r;
 	for (i = 0; i < n; i++) {
@@ -131,7 +144,7 @@ unsigned int weft_xlate_write(struct weft_core *c, uint32_t job, uint64_t pvo,
 	const uint8_t *b = buf;
 	int rc = 0;
 
-	r = xlate_segs(c, job, pvo, len, segs, &n);
+	r = xlate_range(c, job, pvo, len, segs, XLATE_MAX_SEGS, &n);
 	if (r != WEFT_R_OK)
 		return r;
 	for (i = 0; i < n; i++) {
