@@ -152,6 +152,12 @@ static struct seg *seg_find(struct weft_mrc *c, uint64_t segno, int create)
 	return s;
 }
 
+/* First address of the fragment holding addr. */
+static uint64_t frag_start(const struct weft_mrc *c, uint64_t addr)
+{
+	return addr & ~((1ull << c->shift) - 1);
+}
+
 /* Fragment record of an address; NULL if none (or create fails). */
 static struct frag *frag_of(struct weft_mrc *c, uint64_t addr, int create, struct seg **sp,
 			    uint32_t *bitp)
@@ -301,7 +307,7 @@ int weft_mrc_get(struct weft_mrc *c, const void *addr, size_t len, struct weft_m
 			}
 			have_ident = 1;
 		}
-		uint64_t fstart = pos & ~((1ull << c->shift) - 1);
+		uint64_t fstart = frag_start(c, pos);
 		uint64_t fend = fstart + (1ull << c->shift);
 		uint64_t pend = end;
 		if (pend > fend)
@@ -395,7 +401,7 @@ void weft_mrc_put(struct weft_mrc *c, const void *addr, size_t len)
 {
 	uint64_t a = (uint64_t)(uintptr_t)addr, end = a + len, pos = a;
 	while (pos < end) {
-		uint64_t fend = (pos & ~((1ull << c->shift) - 1)) + (1ull << c->shift);
+		uint64_t fend = frag_start(c, pos) + (1ull << c->shift);
 		struct seg *s;
 		uint32_t bit;
 		struct frag *f = frag_of(c, pos, 0, &s, &bit);
@@ -418,7 +424,7 @@ void weft_mrc_invalidate(struct weft_mrc *c, const void *addr, size_t len)
 {
 	uint64_t a = (uint64_t)(uintptr_t)addr, end = a + len, pos = a;
 	while (pos < end) {
-		uint64_t fend = (pos & ~((1ull << c->shift) - 1)) + (1ull << c->shift);
+		uint64_t fend = frag_start(c, pos) + (1ull << c->shift);
 		struct seg *s;
 		uint32_t bit;
 		struct frag *f = frag_of(c, pos, 0, &s, &bit);

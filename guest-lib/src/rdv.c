@@ -107,24 +107,55 @@ static int deadline_passed(struct weft_win *w, uint64_t start, int timeout_ms)
 	       weft_dev_now_ns(w->dev) - start >= (uint64_t)timeout_ms * 1000000ull;
 }
 
+/* A wait for the next entry of a window, bounded by timeout_ms from start,
+ * repeating a request (kind != 0) at once and every 100 ms meanwhile. */
+struct rdv_wait {
+	uint64_t start;
+	int timeout_ms;
+	uint32_t tag, kind;
+	uint16_t node, window;
+	const void *blob;
+	size_t len;
+	uint64_t last;
+	int sent;
+};
+
+/* 0 with the next entry in *ent, else the error (-ETIMEDOUT at the end). */
+static int rdv_next(struct weft_win *w, struct rdv_wait *rw, struct weft_entry *ent)
+{
+	for (;;) {
+		uint64_t now = rw->kind ? weft_dev_now_ns(w->dev) : 0;
+		if (rw->kind && (!rw->sent || now - rw->last >= 100000000ull)) {
+			int r = rdv_send(w, rw->tag, rw->kind, rw->node, rw->window, rw->blob,
+					 rw->len);
+			if (r)
+				return r;
+			rw->sent = 1;
+			rw->last = now;
+		}
+		int r = weft_win_poll(w, ent);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			return 0;
+		if (deadline_passed(w, rw->start, rw->timeout_ms))
+			return -ETIMEDOUT;
+		r = weft_win_wait(w, 100);
+		if (r < 0)
+			return r;
+	}
+}
+
 int weft_rdv_serve(struct weft_win *w, uint32_t tag, const void *mine, size_t mine_len,
 		   void *peer, size_t peer_cap, size_t *peer_len, uint16_t *peer_node,
 		   uint16_t *peer_window, int timeout_ms)
 {
-	uint64_t start = weft_dev_now_ns(w->dev);
+	struct rdv_wait rw = { .start = weft_dev_now_ns(w->dev), .timeout_ms = timeout_ms };
 	for (;;) {
 		struct weft_entry ent;
-		int r = weft_win_poll(w, &ent);
-		if (r < 0)
+		int r = rdv_next(w, &rw, &ent);
+		if (r)
 			return r;
-		if (r == 0) {
-			if (deadline_passed(w, start, timeout_ms))
-				return -ETIMEDOUT;
-			r = weft_win_wait(w, 100);
-			if (r < 0)
-				return r;
-			continue;
-		}
 		const uint8_t *blob;
 		size_t len;
 		if (rdv_parse(&ent, tag, &blob, &len) != RDV_HELLO) {
@@ -146,30 +177,14 @@ int weft_rdv_connect(struct weft_win *w, uint32_t tag, uint16_t node, uint16_t w
 		     const void *mine, size_t mine_len, void *peer, size_t peer_cap,
 		     size_t *peer_len, int timeout_ms)
 {
-	uint64_t start = weft_dev_now_ns(w->dev);
-	uint64_t last = 0;
-	int sent = 0;
+	struct rdv_wait rw = { .start = weft_dev_now_ns(w->dev), .timeout_ms = timeout_ms,
+			       .tag = tag, .kind = RDV_HELLO, .node = node, .window = window,
+			       .blob = mine, .len = mine_len };
 	for (;;) {
-		uint64_t now = weft_dev_now_ns(w->dev);
-		if (!sent || now - last >= 100000000ull) {
-			int r = rdv_send(w, tag, RDV_HELLO, node, window, mine, mine_len);
-			if (r)
-				return r;
-			sent = 1;
-			last = now;
-		}
 		struct weft_entry ent;
-		int r = weft_win_poll(w, &ent);
-		if (r < 0)
+		int r = rdv_next(w, &rw, &ent);
+		if (r)
 			return r;
-		if (r == 0) {
-			if (deadline_passed(w, start, timeout_ms))
-				return -ETIMEDOUT;
-			r = weft_win_wait(w, 100);
-			if (r < 0)
-				return r;
-			continue;
-		}
 		const uint8_t *blob;
 		size_t len;
 		if (rdv_parse(&ent, tag, &blob, &len) != RDV_REPLY || ent.src_node != node ||
@@ -199,30 +214,13 @@ int weft_rdv_handle(struct weft_win *w, uint32_t tag, const struct weft_entry *e
 int weft_rdv_bye(struct weft_win *w, uint32_t tag, uint16_t node, uint16_t window,
 		 int timeout_ms)
 {
-	uint64_t start = weft_dev_now_ns(w->dev);
-	uint64_t last = 0;
-	int sent = 0;
+	struct rdv_wait rw = { .start = weft_dev_now_ns(w->dev), .timeout_ms = timeout_ms,
+			       .tag = tag, .kind = RDV_BYE, .node = node, .window = window };
 	for (;;) {
-		uint64_t now = weft_dev_now_ns(w->dev);
-		if (!sent || now - last >= 100000000ull) {
-			int r = rdv_send(w, tag, RDV_BYE, node, window, NULL, 0);
-			if (r)
-				return r;
-			sent = 1;
-			last = now;
-		}
 		struct weft_entry ent;
-		int r = weft_win_poll(w, &ent);
-		if (r < 0)
+		int r = rdv_next(w, &rw, &ent);
+		if (r)
 			return r;
-		if (r == 0) {
-			if (deadline_passed(w, start, timeout_ms))
-				return -ETIMEDOUT;
-			r = weft_win_wait(w, 100);
-			if (r < 0)
-				return r;
-			continue;
-		}
 		const uint8_t *blob;
 		size_t len;
 		if (rdv_parse(&ent, tag, &blob, &len) == RDV_BYE_ACK && ent.src_node == node)

@@ -339,8 +339,9 @@ static void rops_remove(struct weft_win *w, struct weft_rop *rop)
 		}
 }
 
-static void rop_finish(struct weft_win *w, struct weft_rop *rop, int state, int error,
-		       unsigned int status)
+/* Drop every reference the window holds to rop: its rCxt's, the list of
+ * rops and its send frame's back pointer (the frame may still be queued). */
+static void rop_unlink(struct weft_win *w, struct weft_rop *rop)
 {
 	struct weft_rcxt_ent *re = weft_rcxt_find(w, rop->rdma.local_rcxt);
 	if (re && re->rop == rop)
@@ -349,6 +350,12 @@ static void rop_finish(struct weft_win *w, struct weft_rop *rop, int state, int 
 	for (uint64_t i = w->tx_tail; i != w->tx_head; i++)
 		if (w->tx_slots[i & w->send_mask].rop == rop)
 			w->tx_slots[i & w->send_mask].rop = NULL;
+}
+
+static void rop_finish(struct weft_win *w, struct weft_rop *rop, int state, int error,
+		       unsigned int status)
+{
+	rop_unlink(w, rop);
 	rop->state = state;
 	rop->error = error;
 	rop->status = status;
@@ -375,14 +382,7 @@ void weft_win_rop_abandon(struct weft_win *w, struct weft_rop *rop)
 	if (rop->state != WEFT_ROP_POSTED)
 		return;
 	weft_be_lock(w->dev);
-	struct weft_rcxt_ent *re = weft_rcxt_find(w, rop->rdma.local_rcxt);
-	if (re && re->rop == rop)
-		re->rop = NULL;
-	rops_remove(w, rop);
-	/* Its send frame may still be queued: forget the back pointer. */
-	for (uint64_t i = w->tx_tail; i != w->tx_head; i++)
-		if (w->tx_slots[i & w->send_mask].rop == rop)
-			w->tx_slots[i & w->send_mask].rop = NULL;
+	rop_unlink(w, rop);
 	rop->state = WEFT_ROP_DONE;
 	weft_be_unlock(w->dev);
 }
