@@ -187,15 +187,11 @@ int tool_serve_until_bye(struct tool_ctx *c, const struct tool_desc *d)
 {
 	struct weft_entry e;
 	for (;;) {
-		int r = weft_win_poll(c->win, &e);
+		int r = tool_poll_wait(c, &e, 1000);
 		if (r < 0)
 			return r;
-		if (r == 0) {
-			r = weft_win_wait(c->win, 1000);
-			if (r < 0)
-				return r;
+		if (r == 0)
 			continue;
-		}
 		if (weft_rdv_is_bye(c->win, d->tag, &e))
 			return tool_linger(c, d);
 		weft_rdv_handle(c->win, d->tag, &e, &c->mine, sizeof(c->mine));
@@ -222,9 +218,31 @@ int tool_linger(struct tool_ctx *c, const struct tool_desc *d)
 	return 0;
 }
 
-int tool_bye(struct tool_ctx *c, const struct tool_desc *d)
+void tool_bye(struct tool_ctx *c, const struct tool_desc *d)
 {
-	return weft_rdv_bye(c->win, d->tag, c->peer.node, c->peer.window, 5000);
+	int r = weft_rdv_bye(c->win, d->tag, c->peer.node, c->peer.window, 5000);
+	if (r)
+		tool_err(d->name, "server did not acknowledge the end: %s", strerror(-r));
+}
+
+int tool_mode_option(struct tool_opts *o, const char *tool, const char *v, const char *a,
+		     const char *b)
+{
+	if (strcmp(v, a) && strcmp(v, b) && strcmp(v, "both")) {
+		tool_err(tool, "--mode must be %s, %s or both", a, b);
+		return -1;
+	}
+	o->mode = v;
+	return 2;
+}
+
+int tool_poll_wait(struct tool_ctx *c, struct weft_entry *e, int wait_ms)
+{
+	int r = weft_win_poll(c->win, e);
+	if (r != 0)
+		return r;
+	r = weft_win_wait(c->win, wait_ms);
+	return r < 0 ? r : 0;
 }
 
 int tool_rop_run(struct tool_ctx *c, struct weft_rop *rop, const struct tool_desc *d)
@@ -234,15 +252,11 @@ int tool_rop_run(struct tool_ctx *c, struct weft_rop *rop, const struct tool_des
 		return r;
 	struct weft_entry e;
 	while (rop->state == WEFT_ROP_POSTED) {
-		r = weft_win_poll(c->win, &e);
+		r = tool_poll_wait(c, &e, 1000);
 		if (r < 0)
 			return r;
-		if (r == 0) {
-			r = weft_win_wait(c->win, 1000);
-			if (r < 0)
-				return r;
+		if (r == 0)
 			continue;
-		}
 		if (e.type == WEFT_ENT_PACKET)
 			weft_rdv_handle(c->win, d->tag, &e, &c->mine, sizeof(c->mine));
 	}

@@ -76,7 +76,15 @@ int tool_main(const struct tool_desc *d, int argc, char **argv);
 /* Wait for and acknowledge the client's BYE, answering repeated hellos
  * and echoing nothing else. */
 int tool_serve_until_bye(struct tool_ctx *c, const struct tool_desc *d);
-int tool_bye(struct tool_ctx *c, const struct tool_desc *d);
+/* Say BYE to the peer; a message if it does not acknowledge. */
+void tool_bye(struct tool_ctx *c, const struct tool_desc *d);
+/* A --mode value: one of a, b or "both".  2 (option and value used), or
+ * -1 with a message. */
+int tool_mode_option(struct tool_opts *o, const char *tool, const char *v, const char *a,
+		     const char *b);
+/* Poll the window; if nothing is there, wait up to wait_ms.  >0 with an
+ * entry in *e, 0 if none, or a negative errno. */
+int tool_poll_wait(struct tool_ctx *c, struct weft_entry *e, int wait_ms);
 /* After the BYE: acknowledge repeated BYEs for a while. */
 int tool_linger(struct tool_ctx *c, const struct tool_desc *d);
 

@@ -143,9 +143,7 @@ static int client(struct tool_ctx *c)
 	}
 	if (c->o.json)
 		printf("]}\n");
-	int br = tool_bye(c, &desc);
-	if (br)
-		tool_err(desc.name, "server did not acknowledge the end: %s", strerror(-br));
+	tool_bye(c, &desc);
 	return r;
 }
 
@@ -153,14 +151,8 @@ static int option(struct tool_opts *o, const char *a, const char *v)
 {
 	if (!v)
 		return 0;
-	if (!strcmp(a, "--mode")) {
-		if (strcmp(v, "write") && strcmp(v, "read") && strcmp(v, "both")) {
-			tool_err(desc.name, "--mode must be write, read or both");
-			return -1;
-		}
-		o->mode = v;
-		return 2;
-	}
+	if (!strcmp(a, "--mode"))
+		return tool_mode_option(o, desc.name, v, "write", "read");
 	uint64_t n;
 	if (strcmp(a, "--min-size") && strcmp(a, "--max-size") && strcmp(a, "--iters") &&
 	    strcmp(a, "--depth"))

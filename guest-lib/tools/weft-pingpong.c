@@ -51,14 +51,11 @@ static int server(struct tool_ctx *c)
 {
 	struct weft_entry e;
 	for (;;) {
-		int r = weft_win_poll(c->win, &e);
+		int r = tool_poll_wait(c, &e, 1000);
 		if (r < 0)
 			return r;
-		if (r == 0) {
-			if ((r = weft_win_wait(c->win, 1000)) < 0)
-				return r;
+		if (r == 0)
 			continue;
-		}
 		if (e.type == WEFT_ENT_COMPLETION && (e.flags & WEFT_ENT_F_TARGET) && !e.status) {
 			if (e.length > c->buf_len || e.length == 0)
 				continue;
@@ -220,9 +217,7 @@ static int client(struct tool_ctx *c)
 		r = run_mode(c, 1, !fifo);
 	if (c->o.json)
 		printf("]}\n");
-	int br = tool_bye(c, &desc);
-	if (br)
-		tool_err(desc.name, "server did not acknowledge the end: %s", strerror(-br));
+	tool_bye(c, &desc);
 	return r;
 }
 
@@ -230,14 +225,8 @@ static int option(struct tool_opts *o, const char *a, const char *v)
 {
 	if (!v)
 		return 0;
-	if (!strcmp(a, "--mode")) {
-		if (strcmp(v, "fifo") && strcmp(v, "rdma") && strcmp(v, "both")) {
-			tool_err(desc.name, "--mode must be fifo, rdma or both");
-			return -1;
-		}
-		o->mode = v;
-		return 2;
-	}
+	if (!strcmp(a, "--mode"))
+		return tool_mode_option(o, desc.name, v, "fifo", "rdma");
 	if (!strcmp(a, "--size") || !strcmp(a, "--iters")) {
 		uint64_t n;
 		if (tool_parse_size(v, &n) || n == 0 || n > (1u << 24)) {
