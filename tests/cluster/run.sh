@@ -169,10 +169,16 @@ cluster_up() { # cluster_up NAME N
 	fi
 }
 
+# Take the clusters down; their logs are kept only when something failed.
 cleanup() {
 	local c
 	for c in "$C2" "$C4"; do
 		[ -z "${up_error[$c]+x}" ] || "$WC" --name "$c" down >/dev/null 2>&1
+		if [ "$failed" = 0 ]; then
+			rm -rf "${WEFT_RUN_DIR:-/tmp/weft-cluster-$(id -u)}/$c"
+		else
+			echo "logs of cluster $c: ${WEFT_RUN_DIR:-/tmp/weft-cluster-$(id -u)}/$c"
+		fi
 	done
 	rm -rf "$TMP"
 }
