@@ -527,66 +527,38 @@ static void weft_poll_bh(void *opaque)
 
 /* ---- MMIO ---------------------------------------------------------------- */
 
-static uint64_t weft_regs_read(void *opaque, hwaddr addr, unsigned size)
-{
-    WeftState *s = opaque;
-
-    return weft_core_reg_read(s->core, addr, size);
-}
-
-static void weft_regs_write(void *opaque, hwaddr addr, uint64_t val,
-                            unsigned size)
-{
-    WeftState *s = opaque;
-
-    weft_core_reg_write(s->core, addr, val, size);
-}
-
-static uint64_t weft_sram_read(void *opaque, hwaddr addr, unsigned size)
-{
-    WeftState *s = opaque;
-
-    return weft_core_sram_read(s->core, addr, size);
-}
-
-static void weft_sram_write(void *opaque, hwaddr addr, uint64_t val,
-                            unsigned size)
-{
-    WeftState *s = opaque;
-
-    weft_core_sram_write(s->core, addr, val, size);
-}
-
-static uint64_t weft_db_read(void *opaque, hwaddr addr, unsigned size)
-{
-    WeftState *s = opaque;
-
-    return weft_core_db_read(s->core, addr, size);
-}
-
-static void weft_db_write(void *opaque, hwaddr addr, uint64_t val,
-                          unsigned size)
-{
-    WeftState *s = opaque;
-
-    weft_core_db_write(s->core, addr, val, size);
-}
-
-#define WEFT_MMIO_OPS(fn_read, fn_write)                    \
-    {                                                       \
-        .read = fn_read,                                    \
-        .write = fn_write,                                  \
-        .endianness = DEVICE_LITTLE_ENDIAN,                 \
-        .valid = { .min_access_size = 4, .max_access_size = 8 }, \
-        .impl = { .min_access_size = 4, .max_access_size = 8 },  \
+/*
+ * One BAR region: MemoryRegionOps named weft_<name>_ops whose accessors
+ * forward to the core's <fn>_read and <fn>_write.
+ */
+#define WEFT_MMIO_REGION(name, fn)                                          \
+    static uint64_t weft_##name##_read(void *opaque, hwaddr addr,           \
+                                       unsigned size)                       \
+    {                                                                       \
+        WeftState *s = opaque;                                              \
+                                                                            \
+        return fn##_read(s->core, addr, size);                              \
+    }                                                                       \
+                                                                            \
+    static void weft_##name##_write(void *opaque, hwaddr addr, uint64_t val, \
+                                    unsigned size)                          \
+    {                                                                       \
+        WeftState *s = opaque;                                              \
+                                                                            \
+        fn##_write(s->core, addr, val, size);                               \
+    }                                                                       \
+                                                                            \
+    static const MemoryRegionOps weft_##name##_ops = {                      \
+        .read = weft_##name##_read,                                         \
+        .write = weft_##name##_write,                                       \
+        .endianness = DEVICE_LITTLE_ENDIAN,                                 \
+        .valid = { .min_access_size = 4, .max_access_size = 8 },            \
+        .impl = { .min_access_size = 4, .max_access_size = 8 },             \
     }
 
-static const MemoryRegionOps weft_regs_ops =
-    WEFT_MMIO_OPS(weft_regs_read, weft_regs_write);
-static const MemoryRegionOps weft_sram_ops =
-    WEFT_MMIO_OPS(weft_sram_read, weft_sram_write);
-static const MemoryRegionOps weft_db_ops =
-    WEFT_MMIO_OPS(weft_db_read, weft_db_write);
+WEFT_MMIO_REGION(regs, weft_core_reg);
+WEFT_MMIO_REGION(sram, weft_core_sram);
+WEFT_MMIO_REGION(db, weft_core_db);
 
 /* ---- QOM ----------------------------------------------------------------- */
 
