@@ -982,6 +982,40 @@ static bool relay_done_completions(WeftNode **nodes, int nr, void *opaque)
     return recv_valid(cw->a, 1, 0, &ha) && recv_valid(cw->b, 2, 0, &hb);
 }
 
+/*
+ * The set-up of the RDMA tests: window 1 on a and 2 on b, a buffer of
+ * pages mapped on each (guest addresses in buf_*, PVOs in pvo_*), rCxt
+ * rcxt_a on a's window 1 and rcxt_b on b's window 2.
+ */
+static void rdma_setup(WeftNode *a, WeftNode *b, unsigned int pages,
+                       uint32_t rcxt_a, uint32_t rcxt_b,
+                       uint64_t *buf_a, uint64_t *pvo_a,
+                       uint64_t *buf_b, uint64_t *pvo_b)
+{
+    open_window(a, 1, 0);
+    open_window(b, 2, 0);
+    *buf_a = map_buffer(a, pages, pvo_a);
+    *buf_b = map_buffer(b, pages, pvo_b);
+    acquire_rcxt(a, rcxt_a, 1);
+    acquire_rcxt(b, rcxt_b, 2);
+}
+
+/*
+ * Slot 0 of window w of n holds a good completion of an RDMA_LEN-byte
+ * operation on rCxt rcxt with (at least) the flags want; the header is
+ * left in *h for further checks.
+ */
+static void assert_rdma_completion(WeftNode *n, unsigned int w, uint8_t want,
+                                   uint32_t rcxt, struct weft_recv_hdr *h)
+{
+    g_assert_true(recv_valid(n, w, 0, h));
+    g_assert_cmpuint(h->type, ==, WEFT_RF_COMPLETION);
+    g_assert_cmphex(h->flags & want, ==, want);
+    g_assert_cmpuint(le16_to_cpu(h->status), ==, WEFT_R_OK);
+    g_assert_cmpuint(le32_to_cpu(h->rcxt), ==, rcxt);
+    g_assert_cmpuint(le64_to_cpu(h->total_length), ==, RDMA_LEN);
+}
+
 static void test_rdma_write(void)
 {
     WeftNode *a = node_start(10, SW_UP);
@@ -997,13 +1031,8 @@ static void test_rdma_write(void)
     for (i = 0; i < RDMA_LEN; i++) {
         data[i] = (uint8_t)(i ^ (i >> 8) ^ 0x5a);
     }
-    open_window(a, 1, 0);
-    open_window(b, 2, 0);
-    buf_a = map_buffer(a, RDMA_PAGES, &pvo_a);
-    buf_b = map_buffer(b, RDMA_PAGES, &pvo_b);
+    rdma_setup(a, b, RDMA_PAGES, 5, 9, &buf_a, &pvo_a, &buf_b, &pvo_b);
     qtest_memwrite(a->qts, buf_a, data, RDMA_LEN);
-    acquire_rcxt(a, 5, 1);
-    acquire_rcxt(b, 9, 2);
 
     /* RDMAW of RDMA_LEN bytes from a:buf_a to b:buf_b + 8. */
     post_rdma(a, 1, WEFT_SF_RDMAW, b, 2, pvo_a, pvo_b + 8, RDMA_LEN, 5, 9, 1);
@@ -1021,21 +1050,11 @@ static void test_rdma_write(void)
     }
 
     /* Completion at the source (initiator) window ... */
-    g_assert_true(recv_valid(a, 1, 0, &h));
-    g_assert_cmpuint(h.type, ==, WEFT_RF_COMPLETION);
-    g_assert_cmphex(h.flags & WEFT_RF_AS_SOURCE, !=, 0);
-    g_assert_cmpuint(le16_to_cpu(h.status), ==, WEFT_R_OK);
-    g_assert_cmpuint(le32_to_cpu(h.rcxt), ==, 5);
+    assert_rdma_completion(a, 1, WEFT_RF_AS_SOURCE, 5, &h);
     g_assert_cmpuint(le32_to_cpu(h.tid), ==, 1);
-    g_assert_cmpuint(le64_to_cpu(h.total_length), ==, RDMA_LEN);
     g_assert_cmphex(le64_to_cpu(h.user_cookie), ==, 0xc00c1e01);
     /* ... and at the target window. */
-    g_assert_true(recv_valid(b, 2, 0, &h));
-    g_assert_cmpuint(h.type, ==, WEFT_RF_COMPLETION);
-    g_assert_cmphex(h.flags & WEFT_RF_AS_TARGET, !=, 0);
-    g_assert_cmpuint(le16_to_cpu(h.status), ==, WEFT_R_OK);
-    g_assert_cmpuint(le32_to_cpu(h.rcxt), ==, 9);
-    g_assert_cmpuint(le64_to_cpu(h.total_length), ==, RDMA_LEN);
+    assert_rdma_completion(b, 2, WEFT_RF_AS_TARGET, 9, &h);
 
     g_assert_cmpuint(counter(a, WEFT_CNT_RDMAW_STARTED), ==, 1);
     g_assert_cmpuint(counter(b, WEFT_CNT_RDMAW_DONE), ==, 1);
@@ -1078,13 +1097,8 @@ static void test_rdma_read(void)
     for (i = 0; i < RDMA_LEN; i++) {
         data[i] = (uint8_t)(i * 13 + 1);
     }
-    open_window(a, 1, 0);
-    open_window(b, 2, 0);
-    buf_a = map_buffer(a, RDMA_PAGES, &pvo_a);
-    buf_b = map_buffer(b, RDMA_PAGES, &pvo_b);
+    rdma_setup(a, b, RDMA_PAGES, 7, 8, &buf_a, &pvo_a, &buf_b, &pvo_b);
     qtest_memwrite(b->qts, buf_b + 100, data, RDMA_LEN);
-    acquire_rcxt(a, 7, 1);
-    acquire_rcxt(b, 8, 2);
 
     post_rdma(a, 1, WEFT_SF_RDMAR, b, 2, pvo_a, pvo_b + 100, RDMA_LEN, 7, 8, 4);
 
@@ -1093,18 +1107,9 @@ static void test_rdma_read(void)
     qtest_memread(a->qts, buf_a, got, RDMA_LEN);
     g_assert_cmpmem(got, RDMA_LEN, data, RDMA_LEN);
 
-    g_assert_true(recv_valid(a, 1, 0, &h));
-    g_assert_cmpuint(h.type, ==, WEFT_RF_COMPLETION);
-    g_assert_cmphex(h.flags & (WEFT_RF_AS_SOURCE | WEFT_RF_READ), ==,
-                    WEFT_RF_AS_SOURCE | WEFT_RF_READ);
-    g_assert_cmpuint(le16_to_cpu(h.status), ==, WEFT_R_OK);
-    g_assert_cmpuint(le32_to_cpu(h.rcxt), ==, 7);
+    assert_rdma_completion(a, 1, WEFT_RF_AS_SOURCE | WEFT_RF_READ, 7, &h);
     g_assert_cmpuint(le32_to_cpu(h.tid), ==, 4);
-    g_assert_cmpuint(le64_to_cpu(h.total_length), ==, RDMA_LEN);
-    g_assert_true(recv_valid(b, 2, 0, &h));
-    g_assert_cmphex(h.flags & (WEFT_RF_AS_TARGET | WEFT_RF_READ), ==,
-                    WEFT_RF_AS_TARGET | WEFT_RF_READ);
-    g_assert_cmpuint(le32_to_cpu(h.rcxt), ==, 8);
+    assert_rdma_completion(b, 2, WEFT_RF_AS_TARGET | WEFT_RF_READ, 8, &h);
     g_assert_cmpuint(counter(a, WEFT_CNT_RDMAR_STARTED), ==, 1);
     g_assert_cmpuint(counter(b, WEFT_CNT_RDMAR_SERVED), ==, 1);
     g_assert_cmpuint(counter(a, WEFT_CNT_RDMAR_DONE), ==, 1);
@@ -1195,13 +1200,8 @@ static void test_rdma_backpressure(void)
     for (i = 0; i < BIG_LEN; i++) {
         data[i] = (uint8_t)(i * 31 + (i >> 12));
     }
-    open_window(a, 1, 0);
-    open_window(b, 2, 0);
-    buf_a = map_buffer(a, BIG_PAGES, &pvo_a);
-    buf_b = map_buffer(b, BIG_PAGES, &pvo_b);
+    rdma_setup(a, b, BIG_PAGES, 1, 2, &buf_a, &pvo_a, &buf_b, &pvo_b);
     qtest_memwrite(a->qts, buf_a, data, BIG_LEN);
-    acquire_rcxt(a, 1, 1);
-    acquire_rcxt(b, 2, 2);
 
     post_rdma(a, 1, WEFT_SF_RDMAW, b, 2, pvo_a, pvo_b, BIG_LEN, 1, 2, 1);
     while (counter(a, WEFT_CNT_TX_BLOCKED) == 0) {
