@@ -127,6 +127,7 @@ void weft_drop(struct weft_core *c, const struct weft_wire_hdr *h,
 	       unsigned int window, unsigned int reason);
 bool weft_window_valid(struct weft_core *c, unsigned int w);
 unsigned int weft_lmt_check(const struct weft_lmt *l, unsigned int w);
+unsigned int weft_rcxt_owned(struct weft_core *c, unsigned int w, uint32_t r);
 unsigned int weft_task_alloc(struct weft_core *c, enum weft_task_kind kind,
 			     unsigned int window);
 void weft_task_free(struct weft_core *c, unsigned int task);

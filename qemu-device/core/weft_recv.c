@@ -120,18 +120,31 @@ unsigned int weft_rx_fifo_deliver(struct weft_core *c, unsigned int w,
 static unsigned int rcxt_check(struct weft_core *c, unsigned int w, uint32_t r,
 			       uint16_t key)
 {
-	struct weft_rcxt *x;
+	unsigned int reason = weft_rcxt_owned(c, w, r);
 
-	if (r >= c->cfg.nr_rcxt)
-		return WEFT_R_RCXT_INVALID;
-	x = weft_rcxt(c, r);
-	if (!x->rcxt_assigned)
-		return WEFT_R_RCXT_INVALID;
-	if (x->local_window != w)
-		return WEFT_R_RCXT_FOREIGN;
-	if (x->rcxt_key != key)
+	if (reason != WEFT_R_OK)
+		return reason;
+	if (weft_rcxt(c, r)->rcxt_key != key)
 		return WEFT_R_RCXT_KEY;
 	return WEFT_R_OK;
+}
+
+/* Start the operation of packet h on rCxt x: the fields every incoming
+ * RDMA operation sets alike. */
+static void rcxt_load_op(struct weft_rcxt *x, const struct weft_wire_hdr *h,
+			 uint8_t state, uint8_t direction)
+{
+	x->tid = h->tid;
+	x->pkt_type = h->type;
+	x->rcxt_direction = direction;
+	x->rcxt_state = state;
+	x->complete_status = WEFT_R_OK;
+	x->notify_on_completion = h->notify & WEFT_NOTIFY_BOTH;
+	x->payload_size = WEFT_MAX_PAYLOAD;
+	x->total_rdma_size = h->total_length;
+	x->data_to_snd_rcv = h->total_length;
+	x->rdma_protocol_cookie = h->protocol_cookie;
+	x->rdma_usr_cookie = h->user_cookie;
 }
 
 static void rx_accept(struct weft_core *c, const struct weft_wire_hdr *h,
@@ -268,23 +281,13 @@ static void rx_rdmaw(struct weft_core *c, unsigned int w, const struct weft_wire
 		}
 		if (x->rcxt_state == WEFT_RCXT_RECEIVING)
 			weft_count(c, WEFT_CNT_RDMA_RESTARTS, 1);
-		x->tid = h->tid;
-		x->pkt_type = h->type;
-		x->rcxt_direction = WEFT_RCXT_DIR_RECV;
-		x->rcxt_state = WEFT_RCXT_RECEIVING;
-		x->complete_status = WEFT_R_OK;
-		x->notify_on_completion = h->notify & WEFT_NOTIFY_BOTH;
-		x->payload_size = WEFT_MAX_PAYLOAD;
-		x->total_rdma_size = h->total_length;
-		x->data_to_snd_rcv = h->total_length;
+		rcxt_load_op(x, h, WEFT_RCXT_RECEIVING, WEFT_RCXT_DIR_RECV);
 		x->outstanding_dma = 0;
 		x->lid = h->src_node;
 		x->remote_window = h->src_window;
 		x->data_source_rcxt = h->src_rcxt;
 		x->data_target_rcxt = h->rcxt;
 		x->remote_rcxt_key = h->src_rcxt_key;
-		x->rdma_protocol_cookie = h->protocol_cookie;
-		x->rdma_usr_cookie = h->user_cookie;
 		x->remote_pvo = h->pvo - h->offset;
 		x->initiator_node = h->type == WEFT_PKT_TP_RDMAW ? h->ctl_node : h->src_node;
 		x->initiator_window = h->type == WEFT_PKT_TP_RDMAW ? h->ctl_window : h->src_window;
@@ -380,17 +383,7 @@ static void rx_rdmar(struct weft_core *c, unsigned int w, const struct weft_wire
 	}
 	rx_accept(c, h, w, len);
 	weft_track_free(c, r);
-	x->tid = h->tid;
-	x->pkt_type = h->type;
-	x->rcxt_direction = WEFT_RCXT_DIR_SEND;
-	x->rcxt_state = WEFT_RCXT_SEND_QUEUED;
-	x->complete_status = WEFT_R_OK;
-	x->notify_on_completion = h->notify & WEFT_NOTIFY_BOTH;
-	x->payload_size = WEFT_MAX_PAYLOAD;
-	x->total_rdma_size = h->total_length;
-	x->data_to_snd_rcv = h->total_length;
-	x->rdma_protocol_cookie = h->protocol_cookie;
-	x->rdma_usr_cookie = h->user_cookie;
+	rcxt_load_op(x, h, WEFT_RCXT_SEND_QUEUED, WEFT_RCXT_DIR_SEND);
 	x->local_pvo = h->pvo;
 	x->remote_pvo = h->aux_pvo;
 	x->initiator_node = h->src_node;

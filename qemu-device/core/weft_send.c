@@ -113,15 +113,12 @@ static void frame_done(struct weft_core *c, unsigned int w, struct weft_send_lin
 static unsigned int local_rcxt_check(struct weft_core *c, unsigned int w, uint32_t r,
 				     uint32_t tid)
 {
-	struct weft_rcxt *x;
+	unsigned int reason = weft_rcxt_owned(c, w, r);
+	const struct weft_rcxt *x;
 
-	if (r >= c->cfg.nr_rcxt)
-		return WEFT_R_RCXT_INVALID;
+	if (reason != WEFT_R_OK)
+		return reason;
 	x = weft_rcxt(c, r);
-	if (!x->rcxt_assigned)
-		return WEFT_R_RCXT_INVALID;
-	if (x->local_window != w)
-		return WEFT_R_RCXT_FOREIGN;
 	if (x->rcxt_state == WEFT_RCXT_SENDING || x->rcxt_state == WEFT_RCXT_SEND_QUEUED)
 		return WEFT_R_RCXT_BUSY;
 	if (tid <= x->tid)
@@ -209,6 +206,39 @@ static int fop_chunk(struct weft_core *c, unsigned int w)
 	return 1;
 }
 
+/* Load the local rCxt of an RDMA pseudo packet with its request: the
+ * rCxt holds the data source end for an RDMA write, the data target end
+ * for a read. */
+static void rcxt_load_req(struct weft_core *c, unsigned int w,
+			  const struct weft_send_line *line, uint8_t type,
+			  uint8_t state, uint8_t direction)
+{
+	const struct weft_rdma_req *q = &line->rdma;
+	struct weft_rcxt *x = weft_rcxt(c, q->local_rcxt);
+	bool source = type == WEFT_PKT_RDMAW;
+
+	x->tid = q->tid;
+	x->pkt_type = type;
+	x->rcxt_direction = direction;
+	x->rcxt_state = state;
+	x->complete_status = WEFT_R_OK;
+	x->notify_on_completion = q->notify;
+	x->payload_size = WEFT_MAX_PAYLOAD;
+	x->total_rdma_size = q->length;
+	x->data_to_snd_rcv = q->length;
+	x->lid = line->hdr.dest_node;
+	x->remote_window = line->hdr.dest_window;
+	x->data_source_rcxt = source ? q->local_rcxt : q->remote_rcxt;
+	x->data_target_rcxt = source ? q->remote_rcxt : q->local_rcxt;
+	x->remote_rcxt_key = q->remote_rcxt_key;
+	x->rdma_protocol_cookie = q->protocol_cookie;
+	x->rdma_usr_cookie = q->user_cookie;
+	x->local_pvo = q->local_pvo;
+	x->remote_pvo = q->remote_pvo;
+	x->initiator_node = c->cfg.node_id;
+	x->initiator_window = (uint16_t)w;
+}
+
 /* Common checks of an RDMA pseudo packet.  Returns a reason. */
 static unsigned int rdma_req_check(struct weft_core *c, unsigned int w,
 				   const struct weft_send_line *line, bool unicast_only)
@@ -232,35 +262,14 @@ static int rdmaw_start(struct weft_core *c, unsigned int w, unsigned int task,
 	struct weft_lmt *l = weft_lmt(c, w);
 	const struct weft_rdma_req *q = &line->rdma;
 	unsigned int reason = rdma_req_check(c, w, line, false);
-	struct weft_rcxt *x;
 
 	if (reason != WEFT_R_OK) {
 		frame_done(c, w, line, reason);
 		weft_task_free(c, task);
 		return 1;
 	}
-	x = weft_rcxt(c, q->local_rcxt);
 	weft_track_free(c, q->local_rcxt);
-	x->tid = q->tid;
-	x->pkt_type = WEFT_PKT_RDMAW;
-	x->rcxt_direction = WEFT_RCXT_DIR_SEND;
-	x->rcxt_state = WEFT_RCXT_SENDING;
-	x->complete_status = WEFT_R_OK;
-	x->notify_on_completion = q->notify;
-	x->payload_size = WEFT_MAX_PAYLOAD;
-	x->total_rdma_size = q->length;
-	x->data_to_snd_rcv = q->length;
-	x->lid = line->hdr.dest_node;
-	x->remote_window = line->hdr.dest_window;
-	x->data_target_rcxt = q->remote_rcxt;
-	x->data_source_rcxt = q->local_rcxt;
-	x->remote_rcxt_key = q->remote_rcxt_key;
-	x->rdma_protocol_cookie = q->protocol_cookie;
-	x->rdma_usr_cookie = q->user_cookie;
-	x->local_pvo = q->local_pvo;
-	x->remote_pvo = q->remote_pvo;
-	x->initiator_node = c->cfg.node_id;
-	x->initiator_window = (uint16_t)w;
+	rcxt_load_req(c, w, line, WEFT_PKT_RDMAW, WEFT_RCXT_SENDING, WEFT_RCXT_DIR_SEND);
 	f->busy = true;
 	f->task = (uint8_t)task;
 	f->line = *line;
@@ -326,31 +335,13 @@ static int rdmar_send(struct weft_core *c, unsigned int w, struct weft_send_line
 	rc = do_xmit(c, w, c->txbuf.data, sizeof(*h));
 	if (rc == -EAGAIN)
 		return -EAGAIN;
-	x->tid = q->tid;
-	x->pkt_type = tp ? WEFT_PKT_TP_RDMAR_REQ : WEFT_PKT_RDMAR_REQ;
-	x->complete_status = WEFT_R_OK;
-	x->notify_on_completion = q->notify;
-	x->total_rdma_size = q->length;
-	x->data_to_snd_rcv = q->length;
-	x->lid = line->hdr.dest_node;
-	x->remote_window = line->hdr.dest_window;
-	x->data_source_rcxt = q->remote_rcxt;
-	x->data_target_rcxt = q->local_rcxt;
-	x->remote_rcxt_key = q->remote_rcxt_key;
-	x->rdma_protocol_cookie = q->protocol_cookie;
-	x->rdma_usr_cookie = q->user_cookie;
-	x->local_pvo = q->local_pvo;
-	x->remote_pvo = q->remote_pvo;
-	x->initiator_node = c->cfg.node_id;
-	x->initiator_window = (uint16_t)w;
-	x->payload_size = WEFT_MAX_PAYLOAD;
-	if (tp) {
-		x->rcxt_state = WEFT_RCXT_FREE;
-		x->rcxt_direction = WEFT_RCXT_DIR_SEND;
-	} else {
-		x->rcxt_state = WEFT_RCXT_RECEIVING;
-		x->rcxt_direction = WEFT_RCXT_DIR_RECV;
-	}
+	/* A third-party read brings no data here: the rCxt stays FREE. */
+	if (tp)
+		rcxt_load_req(c, w, line, WEFT_PKT_TP_RDMAR_REQ, WEFT_RCXT_FREE,
+			      WEFT_RCXT_DIR_SEND);
+	else
+		rcxt_load_req(c, w, line, WEFT_PKT_RDMAR_REQ, WEFT_RCXT_RECEIVING,
+			      WEFT_RCXT_DIR_RECV);
 	weft_count(c, WEFT_CNT_RDMAR_STARTED, 1);
 	frame_done(c, w, line, rc == 0 ? WEFT_R_OK : WEFT_R_NO_LINK);
 	return 1;
