@@ -35,6 +35,30 @@ static void hook(void *opaque, unsigned int node, uint64_t addr, size_t len, boo
 		watch.hits++;
 }
 
+/* An RDMA write (tid 1, both notified) of len bytes from node from's
+ * buffer to node to's, each end on a fresh rCxt of window 0. */
+static void post_write(struct weft_sim *s, struct st_node *n, unsigned int from,
+		       unsigned int to, uint64_t len)
+{
+	struct weft_rdma_req q;
+	uint32_t rl, rr;
+	uint16_t kl, kr;
+
+	CHECK(weft_sim_rcxt_alloc(s, from, 0, &rl, &kl) == 0, "rcxt node %u", from);
+	CHECK(weft_sim_rcxt_alloc(s, to, 0, &rr, &kr) == 0, "rcxt node %u", to);
+	memset(&q, 0, sizeof(q));
+	q.local_pvo = n[from].pvo;
+	q.remote_pvo = n[to].pvo;
+	q.length = len;
+	q.local_rcxt = rl;
+	q.remote_rcxt = rr;
+	q.remote_rcxt_key = kr;
+	q.notify = WEFT_NOTIFY_BOTH;
+	q.tid = 1;
+	CHECK(weft_sim_post_rdma(&n[from].win, WEFT_SF_RDMAW, (uint16_t)to, 0, &q) == 0,
+	      "post from node %u", from);
+}
+
 int main(void)
 {
 	struct weft_sim_config cfg = {
@@ -44,9 +68,6 @@ int main(void)
 	};
 	struct weft_sim *s = st_sim(&cfg);
 	struct st_node n[3];
-	struct weft_rdma_req q;
-	uint32_t ra, rb;
-	uint16_t ka, kb;
 	uint64_t snap, drops0, drops1, rx0, i;
 	int rc;
 
@@ -55,18 +76,7 @@ int main(void)
 		st_node_setup(s, (unsigned int)i, 31, 4u << 20, 6, false, &n[i]);
 
 	/* 1: close the sending window in the middle of a 4 MiB write. */
-	CHECK(weft_sim_rcxt_alloc(s, 0, 0, &ra, &ka) == 0, "rcxt 0");
-	CHECK(weft_sim_rcxt_alloc(s, 1, 0, &rb, &kb) == 0, "rcxt 1");
-	memset(&q, 0, sizeof(q));
-	q.local_pvo = n[0].pvo;
-	q.remote_pvo = n[1].pvo;
-	q.length = 4u << 20;
-	q.local_rcxt = ra;
-	q.remote_rcxt = rb;
-	q.remote_rcxt_key = kb;
-	q.notify = WEFT_NOTIFY_BOTH;
-	q.tid = 1;
-	CHECK(weft_sim_post_rdma(&n[0].win, WEFT_SF_RDMAW, 1, 0, &q) == 0, "post");
+	post_write(s, n, 0, 1, 4u << 20);
 	for (i = 0; i < 20; i++)
 		weft_sim_progress(s);
 	CHECK(weft_sim_reg_read(s, 0, WEFT_REG_LIVE_TASK_VIEW) != 0,
@@ -88,24 +98,7 @@ int main(void)
 
 	/* 2: close the receiving window with frames in flight towards it. */
 	watch.armed = false;
-	{
-		struct weft_sim_window *w2 = &n[2].win;
-		uint32_t r2, r1;
-		uint16_t k2, k1;
-
-		CHECK(weft_sim_rcxt_alloc(s, 2, 0, &r2, &k2) == 0, "rcxt node 2");
-		CHECK(weft_sim_rcxt_alloc(s, 1, 0, &r1, &k1) == 0, "rcxt node 1");
-		memset(&q, 0, sizeof(q));
-		q.local_pvo = n[2].pvo;
-		q.remote_pvo = n[1].pvo;
-		q.length = 2u << 20;
-		q.local_rcxt = r2;
-		q.remote_rcxt = r1;
-		q.remote_rcxt_key = k1;
-		q.notify = WEFT_NOTIFY_BOTH;
-		q.tid = 1;
-		CHECK(weft_sim_post_rdma(w2, WEFT_SF_RDMAW, 1, 0, &q) == 0, "post 2");
-	}
+	post_write(s, n, 2, 1, 2u << 20);
 	rx0 = weft_sim_counter(s, 1, WEFT_CNT_RX_PACKETS);
 	drops0 = weft_sim_counter(s, 1, WEFT_CNT_DROP(WEFT_R_WINDOW_INVALID)) +
 		 weft_sim_counter(s, 1, WEFT_CNT_DROP(WEFT_R_RCXT_INVALID));

@@ -274,35 +274,36 @@ uint64_t h_frame_addr(struct h_node *n, unsigned int w, uint32_t idx)
 	return n->sfifo[w] + (uint64_t)(idx & l.send_mask) * WEFT_FRAME_SIZE;
 }
 
-void h_put_fifo(struct h_node *n, unsigned int w, uint16_t dest, uint16_t dwin,
-		const void *payload, uint16_t len, uint32_t forged_key)
+/* The next send frame of window w, zeroed, with its header line's type,
+ * destination and (ignored by the adapter) key filled in. */
+static struct weft_send_line *next_frame(struct h_node *n, unsigned int w, uint8_t type,
+					 uint16_t dest, uint16_t dwin, uint32_t key)
 {
-	uint64_t a = h_frame_addr(n, w, n->sprod[w]++);
-	struct weft_send_line *s = h_ptr(n, a);
+	struct weft_send_line *s = h_ptr(n, h_frame_addr(n, w, n->sprod[w]++));
 
 	memset(s, 0, sizeof(*s));
 	s->hdr.dest_node = dest;
 	s->hdr.dest_window = dwin;
+	s->hdr.type = type;
+	s->hdr.key = key;
+	return s;
+}
+
+void h_put_fifo(struct h_node *n, unsigned int w, uint16_t dest, uint16_t dwin,
+		const void *payload, uint16_t len, uint32_t forged_key)
+{
+	struct weft_send_line *s = next_frame(n, w, WEFT_SF_FIFO, dest, dwin, forged_key);
+
 	s->hdr.length = len;
-	s->hdr.type = WEFT_SF_FIFO;
-	s->hdr.key = forged_key;
 	if (len)
-		memcpy((uint8_t *)h_ptr(n, a) + WEFT_FRAME_HDR_SIZE, payload,
+		memcpy((uint8_t *)s + WEFT_FRAME_HDR_SIZE, payload,
 		       len > WEFT_MAX_PAYLOAD ? WEFT_MAX_PAYLOAD : len);
 }
 
 void h_put_rdma(struct h_node *n, unsigned int w, uint8_t type, uint16_t dest,
 		uint16_t dwin, const struct weft_rdma_req *q)
 {
-	uint64_t a = h_frame_addr(n, w, n->sprod[w]++);
-	struct weft_send_line *s = h_ptr(n, a);
-
-	memset(s, 0, sizeof(*s));
-	s->hdr.dest_node = dest;
-	s->hdr.dest_window = dwin;
-	s->hdr.type = type;
-	s->hdr.key = 0xdeadbeef;
-	s->rdma = *q;
+	next_frame(n, w, type, dest, dwin, 0xdeadbeef)->rdma = *q;
 }
 
 void h_start(struct h_node *n, unsigned int w, uint32_t frames)

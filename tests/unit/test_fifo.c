@@ -14,6 +14,22 @@
 #define KEY_A   0x1111u
 #define KEY_B   0x2222u
 
+/* Node 1 with window 0 open (8-frame FIFOs, quantum 4). */
+static void one_open(struct h_node *a)
+{
+	h_init(a, 1, 4, 64, 1, 0);
+	CHECK_EQ(h_open(a, 0, KEY_A, 3, 3, 4), WEFT_CMD_OK, "open a");
+}
+
+/* Nodes 1 and 2, window 0 of node 1 and window bwin of node 2 open with
+ * the same key. */
+static void pair_open(struct h_node *a, struct h_node *b, unsigned int bwin)
+{
+	one_open(a);
+	h_init(b, 2, 4, 64, 1, 0);
+	CHECK_EQ(h_open(b, bwin, KEY_A, 3, 3, 4), WEFT_CMD_OK, "open b");
+}
+
 static void test_gating(void)
 {
 	struct h_node a;
@@ -173,10 +189,7 @@ static void test_key_stamping(void)
 	struct weft_wire_hdr *h = (struct weft_wire_hdr *)raw;
 
 	h_section("key stamping: the user's key in the send frame never reaches the wire");
-	h_init(&a, 1, 4, 64, 1, 0);
-	h_init(&b, 2, 4, 64, 1, 0);
-	CHECK_EQ(h_open(&a, 0, KEY_A, 3, 3, 4), WEFT_CMD_OK, "open a");
-	CHECK_EQ(h_open(&b, 1, KEY_A, 3, 3, 4), WEFT_CMD_OK, "open b");
+	pair_open(&a, &b, 1);
 	h_put_fifo(&a, 0, 2, 1, msg, sizeof(msg), KEY_B); /* forged key */
 	h_start(&a, 0, 1);
 	h_poll(&a, 64);
@@ -239,10 +252,7 @@ static void test_header_last(void)
 	unsigned int seen_payload = 0, hdr_writes = 0;
 
 	h_section("header-last: every payload line is written before the header line");
-	h_init(&a, 1, 4, 64, 1, 0);
-	h_init(&b, 2, 4, 64, 1, 0);
-	CHECK_EQ(h_open(&a, 0, KEY_A, 3, 3, 4), WEFT_CMD_OK, "open a");
-	CHECK_EQ(h_open(&b, 0, KEY_A, 3, 3, 4), WEFT_CMD_OK, "open b");
+	pair_open(&a, &b, 0);
 	for (i = 0; i < sizeof(msg); i++)
 		msg[i] = (uint8_t)(i * 7);
 	h_put_fifo(&a, 0, 2, 0, msg, sizeof(msg), 0);
@@ -390,8 +400,7 @@ static void test_bcast(void)
 	uint8_t v = 1;
 
 	h_section("broadcast/multicast sends need config_parm_bcast");
-	h_init(&a, 1, 4, 64, 1, 0);
-	CHECK_EQ(h_open(&a, 0, KEY_A, 3, 3, 4), WEFT_CMD_OK, "open 0");
+	one_open(&a);
 	h_put_fifo(&a, 0, WEFT_NODE_BROADCAST, 0, &v, 1, 0);
 	h_put_fifo(&a, 0, WEFT_NODE_MCAST_BASE + 3, 0, &v, 1, 0);
 	h_put_fifo(&a, 0, 0xF200, 0, &v, 1, 0);
@@ -426,8 +435,7 @@ static void test_link(void)
 	uint8_t v = 1;
 
 	h_section("link busy keeps the frame; no link drops it (NO_LINK)");
-	h_init(&a, 1, 4, 64, 1, 0);
-	CHECK_EQ(h_open(&a, 0, KEY_A, 3, 3, 4), WEFT_CMD_OK, "open");
+	one_open(&a);
 	h_put_fifo(&a, 0, 2, 0, &v, 1, 0);
 	h_put_fifo(&a, 0, 2, 0, &v, 1, 0);
 	h_start(&a, 0, 2);
@@ -480,10 +488,7 @@ static void test_early(void)
 	h_fini(&b);
 
 	h_section("normal mode: the interrupt comes after the header line");
-	h_init(&a, 1, 4, 64, 1, 0);
-	h_init(&b, 2, 4, 64, 1, 0);
-	CHECK_EQ(h_open(&a, 0, KEY_A, 3, 3, 4), WEFT_CMD_OK, "open a");
-	CHECK_EQ(h_open(&b, 0, KEY_A, 3, 3, 4), WEFT_CMD_OK, "open b");
+	pair_open(&a, &b, 0);
 	h_db_w(&b, 0, WEFT_DB_RECV_THRESHOLD, 1);
 	h_put_fifo(&a, 0, 2, 0, msg, sizeof(msg), 0);
 	h_start(&a, 0, 1);

@@ -63,17 +63,25 @@ static bool same(struct h_node *x, uint64_t xa, struct h_node *y, uint64_t ya, s
 	return memcmp(h_ptr(x, xa), h_ptr(y, ya), len) == 0;
 }
 
-static void post_write(struct rig *g, uint64_t len, uint32_t tid, uint8_t notify)
+/* Post an RDMA pseudo packet of type on window 0 of node a, from A's
+ * buffer to B's, with cookies cookie_base + tid and cookie_base + 0x1000 + tid. */
+static void post_rdma(struct rig *g, uint8_t type, uint64_t len, uint32_t tid, uint8_t notify,
+		      uint64_t cookie_base)
 {
 	struct weft_rdma_req q = {
 		.local_pvo = g->apvo, .remote_pvo = g->bpvo, .length = len,
 		.local_rcxt = R_A, .remote_rcxt = R_B, .remote_rcxt_key = 0,
 		.notify = notify, .tid = tid,
-		.protocol_cookie = 0x1000 + tid, .user_cookie = 0x2000 + tid,
+		.protocol_cookie = cookie_base + tid, .user_cookie = cookie_base + 0x1000 + tid,
 	};
 
-	h_put_rdma(&g->a, 0, WEFT_SF_RDMAW, 2, 0, &q);
+	h_put_rdma(&g->a, 0, type, 2, 0, &q);
 	h_start(&g->a, 0, 1);
+}
+
+static void post_write(struct rig *g, uint64_t len, uint32_t tid, uint8_t notify)
+{
+	post_rdma(g, WEFT_SF_RDMAW, len, tid, notify, 0x1000);
 }
 
 /* Number of receive entries of window 0 that are completions. */
@@ -493,15 +501,7 @@ static void test_page_fatal(void)
 
 static void post_read(struct rig *g, uint64_t len, uint32_t tid, uint8_t notify)
 {
-	struct weft_rdma_req q = {
-		.local_pvo = g->apvo, .remote_pvo = g->bpvo, .length = len,
-		.local_rcxt = R_A, .remote_rcxt = R_B, .remote_rcxt_key = 0,
-		.notify = notify, .tid = tid,
-		.protocol_cookie = 0x3000 + tid, .user_cookie = 0x4000 + tid,
-	};
-
-	h_put_rdma(&g->a, 0, WEFT_SF_RDMAR, 2, 0, &q);
-	h_start(&g->a, 0, 1);
+	post_rdma(g, WEFT_SF_RDMAR, len, tid, notify, 0x3000);
 }
 
 static void test_rdmar(void)
