@@ -28,29 +28,36 @@ static bool mem_range_ok(const struct weft_sim *s, uint64_t addr, size_t len)
 	return addr <= s->mem_size && len <= s->mem_size - addr;
 }
 
-static int op_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
+/* The host address of a DMA of len bytes at guest address addr, after
+ * the DMA hook has seen it; NULL when the range is not all guest memory. */
+static uint8_t *dma_at(struct sim_node *n, uint64_t addr, size_t len, bool is_write)
 {
-	struct sim_node *n = opaque;
 	struct weft_sim *s = n->sim;
 
 	if (!mem_range_ok(s, addr, len))
-		return -1;
+		return NULL;
 	if (s->dma_hook)
-		s->dma_hook(s->dma_hook_opaque, n->id, addr, len, false);
-	memcpy(buf, n->mem + addr, len);
+		s->dma_hook(s->dma_hook_opaque, n->id, addr, len, is_write);
+	return n->mem + addr;
+}
+
+static int op_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
+{
+	const uint8_t *p = dma_at(opaque, addr, len, false);
+
+	if (!p)
+		return -1;
+	memcpy(buf, p, len);
 	return 0;
 }
 
 static int op_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len)
 {
-	struct sim_node *n = opaque;
-	struct weft_sim *s = n->sim;
+	uint8_t *p = dma_at(opaque, addr, len, true);
 
-	if (!mem_range_ok(s, addr, len))
+	if (!p)
 		return -1;
-	if (s->dma_hook)
-		s->dma_hook(s->dma_hook_opaque, n->id, addr, len, true);
-	memcpy(n->mem + addr, buf, len);
+	memcpy(p, buf, len);
 	return 0;
 }
 

@@ -504,19 +504,31 @@ static void release_window_rcxts(struct weft_sim *s, struct sim_node *n, unsigne
 			weft_sim_rcxt_free(s, n->id, r);
 }
 
+/* The node and driver state of the window a handle names, or NULL when
+ * the handle names no window of the sim. */
+static struct sim_win *handle_win(const struct weft_sim_window *win, struct sim_node **np)
+{
+	struct weft_sim *s = win->sim;
+	struct sim_node *n;
+
+	if (!s || win->node >= s->nr_nodes)
+		return NULL;
+	n = &s->node[win->node];
+	if (win->window >= n->nr_windows)
+		return NULL;
+	*np = n;
+	return &n->win[win->window];
+}
+
 int weft_sim_close_window(struct weft_sim_window *win)
 {
 	struct weft_sim *s = win->sim;
 	struct sim_node *n;
-	struct sim_win *dw;
+	struct sim_win *dw = handle_win(win, &n);
 	unsigned int st, i;
 
-	if (!s || win->node >= s->nr_nodes)
+	if (!dw)
 		return -EINVAL;
-	n = &s->node[win->node];
-	if (win->window >= n->nr_windows)
-		return -EINVAL;
-	dw = &n->win[win->window];
 	if (!dw->open || win->boot != n->gen)
 		return -ENODEV;
 	release_window_rcxts(s, n, win->window);
@@ -537,13 +549,10 @@ int weft_sim_close_window(struct weft_sim_window *win)
 
 bool weft_sim_window_ok(const struct weft_sim_window *win)
 {
-	struct weft_sim *s = win->sim;
 	struct sim_node *n;
+	const struct sim_win *dw = handle_win(win, &n);
 
-	if (!s || win->node >= s->nr_nodes)
-		return false;
-	n = &s->node[win->node];
-	if (win->window >= n->nr_windows || !n->win[win->window].open || win->boot != n->gen)
+	if (!dw || !dw->open || win->boot != n->gen)
 		return false;
 	return weft_core_db_read(n->core, (uint64_t)win->window * WEFT_DB_PAGE_SIZE +
 				 WEFT_DB_STATE, 8) == WEFT_WIN_VALID;
@@ -551,21 +560,16 @@ bool weft_sim_window_ok(const struct weft_sim_window *win)
 
 int weft_sim_window_refresh(struct weft_sim_window *win)
 {
-	struct weft_sim *s = win->sim;
 	struct sim_node *n;
-	struct sim_win *dw;
+	struct sim_win *dw = handle_win(win, &n);
 
-	if (!s || win->node >= s->nr_nodes)
+	if (!dw)
 		return -EINVAL;
-	n = &s->node[win->node];
-	if (win->window >= n->nr_windows)
-		return -EINVAL;
-	dw = &n->win[win->window];
 	if (!dw->open || dw->job != win->job || dw->send_addr != win->send_addr)
 		return -ENODEV;
 	if (dw->open_seq == win->open_seq && win->boot == n->gen)
 		return 0;
-	fill_window(s, n, win->window, win);
+	fill_window(win->sim, n, win->window, win);
 	return 1;
 }
 
