@@ -28,28 +28,32 @@ static int next_event(int fd, struct weft_uevent *ev, uint32_t type)
 	return -1;
 }
 
+/* The adapter's INTERRUPTS counter (debugfs), 0 if it cannot be read. */
+static unsigned long long irq_count(void)
+{
+	char path[256];
+	const char *t = wt_read_file(wt_dbg_path(path, sizeof(path), "counters"));
+	const char *p = t ? strstr(t, "\nINTERRUPTS ") : NULL;
+
+	return p ? strtoull(p + 12, NULL, 10) : 0;
+}
+
 int main(void)
 {
 	struct wt_res base = wt_res(), now;
 	int fd = wt_open(), other = wt_open(), st;
-	struct weft_ioc_job j = { .job_id = JOB };
 	struct weft_ioc_query q = wt_query(fd);
 	struct pollfd pfd = { .fd = other, .events = POLLIN };
-	struct weft_ioc_window cw;
 	struct weft_uevent ev;
 	struct wt_win win;
 	volatile struct weft_recv_hdr *rh;
 	uint64_t produced = 0;
 	char path[256], *t;
-	unsigned long long irq_before = 0, irq_after = 0;
+	unsigned long long irq_before, irq_after;
 	const char *p;
 
-	if (ioctl(fd, WEFT_IOC_JOB_ATTACH, &j) || wt_open_window(fd, JOB, 3, &win))
-		wt_fatal("attach/open: %s", strerror(errno));
-	t = wt_read_file(wt_dbg_path(path, sizeof(path), "counters"));
-	p = t ? strstr(t, "\nINTERRUPTS ") : NULL;
-	if (p)
-		irq_before = strtoull(p + 12, NULL, 10);
+	wt_attach_open(fd, JOB, 3, &win, "");
+	irq_before = irq_count();
 
 	win.db[WEFT_DB_SEND_THRESHOLD / 8] = 1;
 	win.db[WEFT_DB_RECV_THRESHOLD / 8] = 1;
@@ -67,10 +71,7 @@ int main(void)
 		 "the packet is in the receive FIFO (type %u flags 0x%x length %u from node %u)",
 		 rh->type, rh->flags, rh->length, rh->src_node);
 	WT_CHECK(poll(&pfd, 1, 0) == 0, "another fd has no event");
-	t = wt_read_file(wt_dbg_path(path, sizeof(path), "counters"));
-	p = t ? strstr(t, "\nINTERRUPTS ") : NULL;
-	if (p)
-		irq_after = strtoull(p + 12, NULL, 10);
+	irq_after = irq_count();
 	WT_CHECK(irq_after > irq_before, "adapter INTERRUPTS counter %llu -> %llu", irq_before,
 		 irq_after);
 	t = wt_read_file(wt_dbg_path(path, sizeof(path), "state"));
@@ -78,10 +79,7 @@ int main(void)
 	printf("      %.*s", p ? (int)(strstr(p, "window") ? strstr(p, "window") - p :
 				       (long)strlen(p)) : 0, p ? p : "");
 
-	memset(&cw, 0, sizeof(cw));
-	cw.window = win.o.window;
-	WT_EXPECT_OK(fd, WEFT_IOC_CLOSE_WINDOW, &cw, "close");
-	wt_unmap_window(&win);
+	wt_close_window(fd, &win, "close");
 	close(fd);
 	close(other);
 	now = wt_res();

@@ -16,12 +16,10 @@ int main(void)
 {
 	struct wt_res base = wt_res(), now;
 	int fd = wt_open(), other = wt_open(), st;
-	struct weft_ioc_job j = { .job_id = JOB };
 	struct weft_ioc_query q = wt_query(fd);
 	struct weft_ioc_rcxt r;
 	struct weft_ioc_reg_mr m;
 	struct weft_ioc_dereg_mr d;
-	struct weft_ioc_window cw;
 	struct weft_uevent ev;
 	struct pollfd pfd = { .fd = other, .events = POLLIN };
 	volatile struct weft_send_line *f;
@@ -30,16 +28,8 @@ int main(void)
 	uint64_t produced = 0;
 	ssize_t n;
 
-	if (ioctl(fd, WEFT_IOC_JOB_ATTACH, &j) || wt_open_window(fd, JOB, 3, &win))
-		wt_fatal("attach/open: %s", strerror(errno));
-	memset(&r, 0, sizeof(r));
-	r.window = win.o.window;
-	memset(&m, 0, sizeof(m));
-	m.addr = (uintptr_t)buf;
-	m.length = sizeof(buf);
-	m.job_id = JOB;
-	if (ioctl(fd, WEFT_IOC_ALLOC_RCXT, &r) || ioctl(fd, WEFT_IOC_REG_MR, &m))
-		wt_fatal("rCxt/MR: %s", strerror(errno));
+	wt_attach_open(fd, JOB, 3, &win, "");
+	wt_rcxt_mr(fd, JOB, &win, buf, sizeof(buf), &r, &m, "");
 	d.handle = m.handle;
 	d.reserved = 0;
 	WT_EXPECT_OK(fd, WEFT_IOC_DEREG_MR, &d, "deregister the region (its PVO is now stale)");
@@ -60,10 +50,7 @@ int main(void)
 		 win.db[WEFT_DB_STATE / 8]);
 	r.rcxt = 0;
 	WT_EXPECT_ERR(fd, WEFT_IOC_ALLOC_RCXT, &r, EPIPE, "ALLOC_RCXT on a fatal window");
-	memset(&cw, 0, sizeof(cw));
-	cw.window = win.o.window;
-	WT_EXPECT_OK(fd, WEFT_IOC_CLOSE_WINDOW, &cw, "close the fatal window");
-	wt_unmap_window(&win);
+	wt_close_window(fd, &win, "close the fatal window");
 	close(fd);
 	close(other);
 	now = wt_res();

@@ -12,7 +12,6 @@ int main(void)
 {
 	struct wt_res base = wt_res(), now;
 	int fd = wt_open(), pipefd[2], st;
-	struct weft_ioc_job j = { .job_id = JOB };
 	struct weft_ioc_rcxt r;
 	struct weft_ioc_reg_mr m;
 	struct wt_win win;
@@ -20,20 +19,8 @@ int main(void)
 	pid_t pid;
 	char c;
 
-	if (ioctl(fd, WEFT_IOC_JOB_ATTACH, &j))
-		wt_fatal("JOB_ATTACH: %s", strerror(errno));
-	if (wt_open_window(fd, JOB, 3, &win))
-		wt_fatal("open window: %s", strerror(errno));
-	memset(&r, 0, sizeof(r));
-	r.window = win.o.window;
-	if (ioctl(fd, WEFT_IOC_ALLOC_RCXT, &r))
-		wt_fatal("ALLOC_RCXT: %s", strerror(errno));
-	memset(&m, 0, sizeof(m));
-	m.addr = (uintptr_t)buf;
-	m.length = sizeof(buf);
-	m.job_id = JOB;
-	if (ioctl(fd, WEFT_IOC_REG_MR, &m))
-		wt_fatal("REG_MR: %s", strerror(errno));
+	wt_attach_open(fd, JOB, 3, &win, "");
+	wt_rcxt_mr(fd, JOB, &win, buf, sizeof(buf), &r, &m, "");
 	printf("owner: window %u, rCxt %u, MR handle %u\n", win.o.window, r.rcxt, m.handle);
 	fflush(stdout);
 	if (pipe(pipefd))

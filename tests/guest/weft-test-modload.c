@@ -51,23 +51,16 @@ static int unload(void)
 static void workload(int cycle)
 {
 	int fd = wt_open();
-	struct weft_ioc_job j = { .job_id = JOB };
 	struct weft_ioc_rcxt r;
 	struct weft_ioc_reg_mr m;
 	struct wt_win win;
 	static uint8_t buf[65536] __attribute__((aligned(4096)));
 	struct wt_res mid, end;
+	char pfx[32];
 
-	if (ioctl(fd, WEFT_IOC_JOB_ATTACH, &j) || wt_open_window(fd, JOB, 4, &win))
-		wt_fatal("cycle %d: attach/open: %s", cycle, strerror(errno));
-	memset(&r, 0, sizeof(r));
-	r.window = win.o.window;
-	memset(&m, 0, sizeof(m));
-	m.addr = (uintptr_t)buf;
-	m.length = sizeof(buf);
-	m.job_id = JOB;
-	if (ioctl(fd, WEFT_IOC_ALLOC_RCXT, &r) || ioctl(fd, WEFT_IOC_REG_MR, &m))
-		wt_fatal("cycle %d: rCxt/MR: %s", cycle, strerror(errno));
+	snprintf(pfx, sizeof(pfx), "cycle %d: ", cycle);
+	wt_attach_open(fd, JOB, 4, &win, pfx);
+	wt_rcxt_mr(fd, JOB, &win, buf, sizeof(buf), &r, &m, pfx);
 	mid = wt_res();
 	if (mid.windows_open != 1 || mid.rcxts_held != 1 || mid.mrs != 1 || mid.pages_pinned != 16)
 		WT_CHECK(0, "cycle %d: resources in use are counted", cycle);

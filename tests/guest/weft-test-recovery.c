@@ -55,16 +55,7 @@ int main(void)
 
 		if (wt_open_window(fd, JOB, 3, &win))
 			wt_fatal("open window: %s", strerror(errno));
-		memset(&r, 0, sizeof(r));
-		r.window = win.o.window;
-		if (ioctl(fd, WEFT_IOC_ALLOC_RCXT, &r))
-			wt_fatal("ALLOC_RCXT: %s", strerror(errno));
-		memset(&m, 0, sizeof(m));
-		m.addr = (uintptr_t)buf;
-		m.length = sizeof(buf);
-		m.job_id = JOB;
-		if (ioctl(fd, WEFT_IOC_REG_MR, &m))
-			wt_fatal("REG_MR: %s", strerror(errno));
+		wt_rcxt_mr(fd, JOB, &win, buf, sizeof(buf), &r, &m, "");
 
 		old_pvo = m.pvo;
 		ret = trigger(how);

@@ -37,7 +37,6 @@ int main(void)
 {
 	struct wt_res base = wt_res(), now;
 	int fd = wt_open(), fd2, ret;
-	struct weft_ioc_job j = { .job_id = JOB };
 	struct weft_ioc_rcxt r;
 	struct weft_ioc_reg_mr m;
 	struct weft_ioc_query q;
@@ -56,16 +55,8 @@ int main(void)
 	snprintf(bdf, sizeof(bdf), "%s", strrchr(link, '/') ? strrchr(link, '/') + 1 : link);
 	printf("      adapter %s\n", bdf);
 
-	if (ioctl(fd, WEFT_IOC_JOB_ATTACH, &j) || wt_open_window(fd, JOB, 4, &win))
-		wt_fatal("attach/open: %s", strerror(errno));
-	memset(&r, 0, sizeof(r));
-	r.window = win.o.window;
-	memset(&m, 0, sizeof(m));
-	m.addr = (uintptr_t)buf;
-	m.length = sizeof(buf);
-	m.job_id = JOB;
-	if (ioctl(fd, WEFT_IOC_ALLOC_RCXT, &r) || ioctl(fd, WEFT_IOC_REG_MR, &m))
-		wt_fatal("rCxt/MR: %s", strerror(errno));
+	wt_attach_open(fd, JOB, 4, &win, "");
+	wt_rcxt_mr(fd, JOB, &win, buf, sizeof(buf), &r, &m, "");
 	WT_CHECK(touch(win.recv) == 0, "receive FIFO readable before the unbind");
 
 	ret = sysfs_write("unbind", bdf);

@@ -256,6 +256,44 @@ static inline void wt_unmap_window(struct wt_win *w)
 	munmap(w->recv, w->o.recv_size);
 }
 
+/* Attach fd to job and open a window of 2^log2 frames in it; exits on
+ * failure, the message led by pfx. */
+static inline void wt_attach_open(int fd, uint32_t job, uint32_t log2, struct wt_win *w,
+				  const char *pfx)
+{
+	struct weft_ioc_job j = { .job_id = job };
+
+	if (ioctl(fd, WEFT_IOC_JOB_ATTACH, &j) || wt_open_window(fd, job, log2, w))
+		wt_fatal("%sattach/open: %s", pfx, strerror(errno));
+}
+
+/* Allocate an rCxt (into *r) on window w and register len bytes at buf
+ * for job (into *m); exits on failure, the message led by pfx. */
+static inline void wt_rcxt_mr(int fd, uint32_t job, const struct wt_win *w, void *buf,
+			      size_t len, struct weft_ioc_rcxt *r, struct weft_ioc_reg_mr *m,
+			      const char *pfx)
+{
+	memset(r, 0, sizeof(*r));
+	r->window = w->o.window;
+	memset(m, 0, sizeof(*m));
+	m->addr = (uintptr_t)buf;
+	m->length = len;
+	m->job_id = job;
+	if (ioctl(fd, WEFT_IOC_ALLOC_RCXT, r) || ioctl(fd, WEFT_IOC_REG_MR, m))
+		wt_fatal("%srCxt/MR: %s", pfx, strerror(errno));
+}
+
+/* Close window w (a check named what) and unmap it. */
+static inline void wt_close_window(int fd, struct wt_win *w, const char *what)
+{
+	struct weft_ioc_window cw;
+
+	memset(&cw, 0, sizeof(cw));
+	cw.window = w->o.window;
+	WT_EXPECT_OK(fd, WEFT_IOC_CLOSE_WINDOW, &cw, what);
+	wt_unmap_window(w);
+}
+
 /*
  * Queue packet-mode frames to (node, window) until n frames were handed
  * to the adapter, never overrunning the send FIFO.  Returns frames queued.
