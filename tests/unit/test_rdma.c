@@ -84,6 +84,20 @@ static void post_write(struct rig *g, uint64_t len, uint32_t tid, uint8_t notify
 	post_rdma(g, WEFT_SF_RDMAW, len, tid, notify, 0x1000);
 }
 
+/* A 100-byte RDMA write with tid, posted as send frame idx, is refused
+ * with status: nothing is sent and the window stays valid. */
+static void write_refused(struct rig *g, uint32_t tid, uint32_t idx, unsigned int status)
+{
+	struct weft_send_line s;
+
+	post_write(g, 100, tid, WEFT_NOTIFY_TARGET);
+	h_poll(&g->a, 64);
+	CHECK_EQ(g->a.ntx, 0, "nothing sent");
+	h_send_line(&g->a, 0, idx, &s);
+	CHECK_EQ(s.hdr.status, status, "frame status");
+	CHECK_EQ(h_db_r(&g->a, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "no window error");
+}
+
 /* Number of receive entries of window 0 that are completions. */
 static unsigned int completions(struct h_node *n, uint32_t *first_idx)
 {
@@ -313,16 +327,7 @@ static void test_tid(void)
 	CHECK_EQ(completions(&g.b, NULL), 1, "no second completion");
 
 	h_section("initiator refuses a tid that is not larger than the rCxt's");
-	post_write(&g, 100, 6, WEFT_NOTIFY_TARGET);
-	h_poll(&g.a, 64);
-	CHECK_EQ(g.a.ntx, 0, "nothing sent for a reused tid");
-	{
-		struct weft_send_line s;
-
-		h_send_line(&g.a, 0, 2, &s);
-		CHECK_EQ(s.hdr.status, WEFT_R_TID_STALE, "frame status TID_STALE");
-	}
-	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "no window error");
+	write_refused(&g, 6, 2, WEFT_R_TID_STALE);
 	free(old);
 	rig_fini(&g);
 }
@@ -617,16 +622,7 @@ static void test_cancel(void)
 	h_section("local request checks: unassigned local rCxt refused without a window error");
 	rig_init(&g);
 	CHECK_EQ(h_cmd(&g.a, WEFT_REG_CMD_RELEASE_RCXT, R_A), WEFT_CMD_OK, "release local rCxt");
-	post_write(&g, 100, 1, WEFT_NOTIFY_TARGET);
-	h_poll(&g.a, 64);
-	CHECK_EQ(g.a.ntx, 0, "nothing sent");
-	{
-		struct weft_send_line s;
-
-		h_send_line(&g.a, 0, 0, &s);
-		CHECK_EQ(s.hdr.status, WEFT_R_RCXT_INVALID, "frame status RCXT_INVALID");
-	}
-	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "window valid");
+	write_refused(&g, 1, 0, WEFT_R_RCXT_INVALID);
 	rig_fini(&g);
 }
 
