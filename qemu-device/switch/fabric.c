@@ -146,6 +146,12 @@ static struct fframe *heap_pop(struct weft_fabric *f)
 
 /* ---- ports -------------------------------------------------------------- */
 
+/* The port of a node; NULL if it has none or is not a unicast node. */
+static struct fport *port_find(const struct weft_fabric *f, uint16_t node)
+{
+	return node <= WEFT_NODE_MAX_UNICAST ? f->port[node] : NULL;
+}
+
 static struct fport *port_get(struct weft_fabric *f, uint16_t node, bool create)
 {
 	struct fport *p;
@@ -344,15 +350,22 @@ static bool any_congested(const struct weft_fabric *f, uint16_t src, uint16_t ds
 
 /* ---- ports ---------------------------------------------------------------- */
 
+/* The port of a unicast node, made if new: 0, -EINVAL or -ENOMEM. */
+static int port_make(struct weft_fabric *f, uint16_t node, struct fport **pp)
+{
+	if (node > WEFT_NODE_MAX_UNICAST)
+		return -EINVAL;
+	*pp = port_get(f, node, true);
+	return *pp ? 0 : -ENOMEM;
+}
+
 int weft_fabric_attach(struct weft_fabric *f, uint16_t node)
 {
 	struct fport *p;
+	int r = port_make(f, node, &p);
 
-	if (node > WEFT_NODE_MAX_UNICAST)
-		return -EINVAL;
-	p = port_get(f, node, true);
-	if (!p)
-		return -ENOMEM;
+	if (r)
+		return r;
 	if (p->attached)
 		return -EBUSY;
 	p->attached = true;
@@ -371,26 +384,24 @@ void weft_fabric_detach(struct weft_fabric *f, uint16_t node)
 int weft_fabric_set_port_up(struct weft_fabric *f, uint16_t node, bool up)
 {
 	struct fport *p;
+	int r = port_make(f, node, &p);
 
-	if (node > WEFT_NODE_MAX_UNICAST)
-		return -EINVAL;
-	p = port_get(f, node, true);
-	if (!p)
-		return -ENOMEM;
+	if (r)
+		return r;
 	p->up = up;
 	return 0;
 }
 
 bool weft_fabric_port_is_up(const struct weft_fabric *f, uint16_t node)
 {
-	const struct fport *p = node <= WEFT_NODE_MAX_UNICAST ? f->port[node] : NULL;
+	const struct fport *p = port_find(f, node);
 
 	return !p || p->up;
 }
 
 size_t weft_fabric_port_held(const struct weft_fabric *f, uint16_t node)
 {
-	const struct fport *p = node <= WEFT_NODE_MAX_UNICAST ? f->port[node] : NULL;
+	const struct fport *p = port_find(f, node);
 
 	return p ? p->nparked : 0;
 }
@@ -797,7 +808,7 @@ size_t weft_fabric_replay(struct weft_fabric *f, uint64_t before_mark,
 const struct weft_fabric_port_stats *weft_fabric_port_stats(const struct weft_fabric *f,
 							   uint16_t node)
 {
-	const struct fport *p = node <= WEFT_NODE_MAX_UNICAST ? f->port[node] : NULL;
+	const struct fport *p = port_find(f, node);
 
 	return p ? &p->st : NULL;
 }
@@ -818,7 +829,7 @@ size_t weft_fabric_ports(const struct weft_fabric *f, uint16_t *out, size_t max)
 
 bool weft_fabric_port_attached(const struct weft_fabric *f, uint16_t node)
 {
-	const struct fport *p = node <= WEFT_NODE_MAX_UNICAST ? f->port[node] : NULL;
+	const struct fport *p = port_find(f, node);
 
 	return p && p->attached;
 }
