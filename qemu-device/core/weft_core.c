@@ -106,21 +106,6 @@ unsigned int weft_lmt_check(const struct weft_lmt *l, unsigned int w)
 	return WEFT_R_OK;
 }
 
-/* rCxt r exists, is acquired and belongs to window w.  Returns a reason. */
-unsigned int weft_rcxt_owned(struct weft_core *c, unsigned int w, uint32_t r)
-{
-	const struct weft_rcxt *x;
-
-	if (r >= c->cfg.nr_rcxt)
-		return WEFT_R_RCXT_INVALID;
-	x = weft_rcxt(c, r);
-	if (!x->rcxt_assigned)
-		return WEFT_R_RCXT_INVALID;
-	if (x->local_window != w)
-		return WEFT_R_RCXT_FOREIGN;
-	return WEFT_R_OK;
-}
-
 /* ---- tasks, Live Task View and Snapshot View --------------------------- */
 
 unsigned int weft_task_alloc(struct weft_core *c, enum weft_task_kind kind,

@@ -119,6 +119,21 @@ static inline struct weft_rcxt *weft_rcxt(struct weft_core *c, uint32_t r)
 	return (struct weft_rcxt *)(c->sram + WEFT_SRAM_RCXT_OFF(r));
 }
 
+/* rCxt r exists, is acquired and belongs to window w.  Returns a reason. */
+static inline unsigned int weft_rcxt_owned(struct weft_core *c, unsigned int w, uint32_t r)
+{
+	const struct weft_rcxt *x;
+
+	if (r >= c->cfg.nr_rcxt)
+		return WEFT_R_RCXT_INVALID;
+	x = weft_rcxt(c, r);
+	if (!x->rcxt_assigned)
+		return WEFT_R_RCXT_INVALID;
+	if (x->local_window != w)
+		return WEFT_R_RCXT_FOREIGN;
+	return WEFT_R_OK;
+}
+
 void weft_count(struct weft_core *c, unsigned int counter, uint64_t n);
 void weft_trace(struct weft_core *c, const struct weft_trace *t);
 void weft_guest_error(struct weft_core *c, const char *fmt, ...)
@@ -127,7 +142,6 @@ void weft_drop(struct weft_core *c, const struct weft_wire_hdr *h,
 	       unsigned int window, unsigned int reason);
 bool weft_window_valid(struct weft_core *c, unsigned int w);
 unsigned int weft_lmt_check(const struct weft_lmt *l, unsigned int w);
-unsigned int weft_rcxt_owned(struct weft_core *c, unsigned int w, uint32_t r);
 unsigned int weft_task_alloc(struct weft_core *c, enum weft_task_kind kind,
 			     unsigned int window);
 void weft_task_free(struct weft_core *c, unsigned int task);
