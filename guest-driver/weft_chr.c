@@ -131,6 +131,11 @@ int weft_window_close(struct weft_window *win, unsigned int timeout_ms)
 	struct weft_dev *wdev = win->wdev;
 	int ret;
 
+	if (win->state == WEFT_WS_STALE) {
+		/* The adapter forgot it at the recovery: only the memory is left. */
+		weft_window_free(win);
+		return 0;
+	}
 	if (win->state != WEFT_WS_CLOSING) {
 		weft_window_zap(win);
 		ret = weft_cmd(wdev, WEFT_REG_CMD_CLOSE_WINDOW, win->idx);
@@ -277,6 +282,8 @@ static int weft_alloc_rcxt(struct weft_ctx *ctx, struct weft_ioc_rcxt *a)
 	win = weft_ctx_window(ctx, a->window);
 	if (!win)
 		return -ENOENT;
+	if (win->state == WEFT_WS_STALE)
+		return -ESTALE;
 	if (win->state != WEFT_WS_OPEN)
 		return -EPIPE;
 	if (!wdev->rcxt_free)
@@ -310,6 +317,8 @@ static int weft_free_rcxt(struct weft_ctx *ctx, struct weft_ioc_rcxt *a)
 	if (a->window >= wdev->nr_windows || a->rcxt >= wdev->nr_rcxt)
 		return -EINVAL;
 	win = weft_ctx_window(ctx, a->window);
+	if (win && win->state == WEFT_WS_STALE)
+		return -ESTALE;
 	if (!win || wdev->rcxt_win[a->rcxt] != win->idx + 1)
 		return -ENOENT;
 	ret = weft_cmd(wdev, WEFT_REG_CMD_RELEASE_RCXT, a->rcxt);
@@ -344,7 +353,7 @@ void weft_ctx_teardown(struct weft_ctx *ctx)
 		spin_unlock_irqrestore(&wdev->evlock, flags);
 		atomic_inc(&weft_res.windows_zombie);
 	}
-	weft_mr_release_all(ctx);
+	weft_mr_release_all(ctx, false);
 	weft_job_detach_all(ctx);
 }
 
@@ -545,6 +554,10 @@ static int weft_mmap(struct file *filp, struct vm_area_struct *vma)
 	win = weft_ctx_window(ctx, w);
 	if (!win || win->state == WEFT_WS_CLOSING) {
 		ret = -EACCES;
+		goto out;
+	}
+	if (win->state == WEFT_WS_STALE) {
+		ret = -ESTALE;
 		goto out;
 	}
 	/* Both remap paths set VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP. */

@@ -86,6 +86,7 @@ enum weft_win_state {
 	WEFT_WS_OPEN,
 	WEFT_WS_FATAL,		/* window fatal error reported */
 	WEFT_WS_CLOSING,	/* Close Window issued, snapshot not yet clear */
+	WEFT_WS_STALE,		/* invalidated by a recovery, still mapped */
 };
 
 struct weft_ctx;
@@ -227,7 +228,7 @@ void weft_job_detach_all(struct weft_ctx *ctx);
 int weft_job_slot(struct weft_ctx *ctx, u32 job_id);
 int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *arg);
 int weft_dereg_mr(struct weft_ctx *ctx, u32 handle);
-void weft_mr_release_all(struct weft_ctx *ctx);
+void weft_mr_release_all(struct weft_ctx *ctx, bool stale);
 
 /* weft_debugfs.c */
 void weft_debugfs_init(void);

@@ -295,10 +295,17 @@ int weft_recover(struct weft_dev *wdev, const char *why)
 	}
 	dev_warn(&wdev->pdev->dev, "adapter recovery: %s\n", why);
 	wdev->recovering = true;
-	/* Users lose access first, then the adapter forgets their state. */
+	/*
+	 * The adapter forgets every window and rCxt.  User mappings stay:
+	 * the doorbell page of an invalid window is discarded by the adapter
+	 * (and reads STATE INVALID), the FIFO pages stay allocated, so a
+	 * process still touching them gets no signal.  The window number is
+	 * kept by its owner until it closes the window or the fd.
+	 */
 	list_for_each_entry(ctx, &wdev->ctxs, node) {
 		list_for_each_entry(win, &ctx->windows, node) {
-			weft_window_zap(win);
+			if (win->state == WEFT_WS_STALE)
+				continue;
 			weft_cmd(wdev, WEFT_REG_CMD_CLOSE_WINDOW, win->idx);
 			weft_rcxt_release_window(wdev, win, true);
 		}
@@ -313,9 +320,14 @@ int weft_recover(struct weft_dev *wdev, const char *why)
 	wdev->recovery_count = cnt;
 
 	list_for_each_entry(ctx, &wdev->ctxs, node) {
-		list_for_each_entry_safe(win, tmp, &ctx->windows, node)
-			weft_window_free(win);
-		weft_mr_release_all(ctx);
+		list_for_each_entry_safe(win, tmp, &ctx->windows, node) {
+			if (win->state == WEFT_WS_CLOSING) {
+				weft_window_free(win);
+				continue;
+			}
+			win->state = WEFT_WS_STALE;
+		}
+		weft_mr_release_all(ctx, true);
 	}
 	list_for_each_entry_safe(win, tmp, &wdev->zombies, node)
 		weft_window_free(win);

@@ -162,7 +162,7 @@ int weft_job_detach(struct weft_ctx *ctx, struct weft_ioc_job *job)
 		if (win->job_id == job->job_id)
 			return -EBUSY;
 	xa_for_each(&ctx->mrs, idx, mr)
-		if (mr->slot == s)
+		if (!xa_is_value(mr) && mr->slot == s)
 			return -EBUSY;
 	ctx->slots &= ~BIT(s);
 	weft_slot_put(wdev, s);
@@ -226,17 +226,32 @@ int weft_dereg_mr(struct weft_ctx *ctx, u32 handle)
 
 	if (!mr)
 		return -ENOENT;
+	/* Invalidated by a recovery: the handle is forgotten now. */
+	if (xa_is_value(mr))
+		return -ESTALE;
 	weft_mr_free(ctx->wdev, mr);
 	return 0;
 }
 
-void weft_mr_release_all(struct weft_ctx *ctx)
+/*
+ * Deregister everything.  With stale (recovery) each handle stays reserved
+ * as a marker, so deregistering it later says ESTALE, not ENOENT.
+ */
+void weft_mr_release_all(struct weft_ctx *ctx, bool stale)
 {
 	struct weft_mr *mr;
 	unsigned long idx;
 
 	xa_for_each(&ctx->mrs, idx, mr) {
-		xa_erase(&ctx->mrs, idx);
+		if (xa_is_value(mr)) {
+			if (!stale)
+				xa_erase(&ctx->mrs, idx);
+			continue;
+		}
+		if (stale)
+			xa_store(&ctx->mrs, idx, xa_mk_value(0), GFP_KERNEL);
+		else
+			xa_erase(&ctx->mrs, idx);
 		weft_mr_free(ctx->wdev, mr);
 	}
 }

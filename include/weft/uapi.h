@@ -96,7 +96,7 @@ enum weft_uevent_type {
 	WEFT_UEV_SEND = 2,      /* send threshold reached */
 	WEFT_UEV_FATAL = 3,     /* window fatal error: window is unusable */
 	WEFT_UEV_PROTECTION = 4,/* an incoming packet failed a protection check */
-	WEFT_UEV_RECOVERY = 5,  /* adapter recovered: windows, rCxts and MRs are gone */
+	WEFT_UEV_RECOVERY = 5,  /* adapter recovered: windows, rCxts, MRs invalid (ESTALE) */
 };
 
 struct weft_uevent {
