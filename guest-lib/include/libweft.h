@@ -209,12 +209,17 @@ struct weft_rop {
 	uint64_t deadline;
 	uint64_t cur_timeout;
 	int frame_pending;
+	uint64_t start_ns;      /* first post: the retry budget counts from here */
 };
 
 int weft_win_rop_post(struct weft_win *win, struct weft_rop *rop);
 /* Default timeout/back-off of reliable operations on this window. */
 void weft_win_set_retry(struct weft_win *win, uint64_t timeout_ns,
 			uint64_t max_timeout_ns, unsigned int max_tries);
+/* Retry budget of reliable operations on this window: an operation with
+ * no completion budget_ns after its first post fails with -ETIMEDOUT
+ * (whatever tries are left).  Default 30 s of device time; 0 = none. */
+void weft_win_set_retry_budget(struct weft_win *win, uint64_t budget_ns);
 
 /* ---- Polling the receive FIFO ------------------------------------------- */
 
@@ -245,16 +250,19 @@ struct weft_entry {
 };
 
 /* Take one entry: 1 = *e filled, 0 = nothing ready, < 0 = error
- * (-EPIPE: the window went fatal).  Also reclaims finished send frames,
+ * (-EPIPE: the window went fatal; -ESTALE: the adapter recovered and the
+ * window is invalid, close it).  Also reclaims finished send frames,
  * returns receive slots and re-issues timed-out reliable operations. */
 int weft_win_poll(struct weft_win *win, struct weft_entry *e);
 /* Block until an entry may be ready or timeout_ms passes (-1 = forever):
  * poll for up to the window's spin time first (real hardware only), then
  * arm the receive threshold and sleep on the driver's event fd.
- * 1 = ready, 0 = timeout. */
+ * 1 = ready, 0 = timeout, -EPIPE / -ESTALE as weft_win_poll once nothing
+ * is left to take (window fatal / adapter recovered). */
 int weft_win_wait(struct weft_win *win, int timeout_ms);
 /* Window state as the adapter sees it (doorbell page reads): LMT
- * window_state (1 = valid, 3 = fatal), receive and send counts. */
+ * window_state (1 = valid, 3 = fatal, 0 = invalid: the adapter recovered),
+ * receive and send counts. */
 int weft_win_state(struct weft_win *win, uint64_t *state, uint64_t *recv_count,
 		   uint64_t *send_count);
 /* Busy-poll time of weft_win_wait before it sleeps (default 50 us). */

@@ -62,9 +62,11 @@ struct weft_win {
 	unsigned int pend_head, pend_n;
 	uint64_t rop_timeout, rop_max_timeout;
 	unsigned int rop_max_tries;
+	uint64_t rop_budget;            /* ns, 0 = none */
 	struct weft_rop **rops;         /* reliable ops waiting for retry */
 	unsigned int nr_rops, cap_rops;
-	int fatal;
+	int fatal;                      /* 0, or -EPIPE (window fatal), -ESTALE (recovered) */
+	unsigned int idle_polls;        /* empty polls since the last STATE check */
 	uint64_t spin_ns;
 	struct weft_rdv_memo *rdv_memo; /* last replies, answered again on repeats */
 	struct weft_win_stats st;

@@ -25,10 +25,13 @@
 
 #include "priv.h"
 #include "weft/counters.h"
+#include "weft/sram.h"
 
 #define DEF_SEND_LOG2   6u
 #define DEF_RECV_LOG2   8u
 #define DEF_TIMEOUT_NS  (2ull * 1000 * 1000)
+#define DEF_BUDGET_NS   (30ull * 1000 * 1000 * 1000)
+#define STATE_CHECK_POLLS 1024u  /* empty polls between two STATE reads */
 
 /* ---- doorbells -------------------------------------------------------- */
 
@@ -46,6 +49,23 @@ static uint64_t db_read(struct weft_win *w, uint32_t off)
 	if (w->bw.db)
 		return w->bw.db[off / 8];
 	return w->dev->be->ops->db_read(w->dev->be, &w->bw, off);
+}
+
+/*
+ * The adapter's view of the window: anything but VALID means it no longer
+ * sends or receives (FATAL: window fatal error; INVALID or CLOSED: the
+ * adapter recovered and forgot it).  After a recovery weft.ko keeps the
+ * doorbell page and FIFOs mapped, so reading it is harmless.  Lock held.
+ */
+static int state_check(struct weft_win *w)
+{
+	if (w->fatal)
+		return w->fatal;
+	uint64_t st = db_read(w, WEFT_DB_STATE);
+	if (st == WEFT_WIN_VALID)
+		return 0;
+	w->fatal = st == WEFT_WIN_FATAL ? -EPIPE : -ESTALE;
+	return w->fatal;
 }
 
 static uint8_t *tx_frame(struct weft_win *w, uint64_t i)
@@ -120,6 +140,7 @@ struct weft_win *weft_win_open(struct weft_dev *dev, const struct weft_win_attr 
 	w->rop_timeout = DEF_TIMEOUT_NS;
 	w->rop_max_timeout = 256 * DEF_TIMEOUT_NS;
 	w->rop_max_tries = 1000;
+	w->rop_budget = DEF_BUDGET_NS;
 	w->tx_slots = calloc(w->send_frames, sizeof(*w->tx_slots));
 	w->pend = calloc(WEFT_PENDQ, sizeof(*w->pend));
 	if (!w->tx_slots || !w->pend) {
@@ -196,6 +217,11 @@ void weft_win_set_retry(struct weft_win *w, uint64_t timeout_ns, uint64_t max_ti
 		w->rop_max_timeout = w->rop_timeout;
 	if (max_tries)
 		w->rop_max_tries = max_tries;
+}
+
+void weft_win_set_retry_budget(struct weft_win *w, uint64_t budget_ns)
+{
+	w->rop_budget = budget_ns;
 }
 
 int weft_win_state(struct weft_win *w, uint64_t *state, uint64_t *recv_count,
@@ -473,7 +499,7 @@ int weft_win_send(struct weft_win *w, uint16_t node, uint16_t window, const void
 	if (len && !buf)
 		return -EINVAL;
 	if (w->fatal)
-		return -EPIPE;
+		return w->fatal;
 	weft_be_lock(w->dev);
 	uint8_t *f = tx_claim(w);
 	if (!f) {
@@ -545,7 +571,7 @@ int weft_win_post_rdma_raw(struct weft_win *w, struct weft_rdma *op, int is_read
 			   struct weft_rop *rop)
 {
 	if (w->fatal)
-		return -EPIPE;
+		return w->fatal;
 	weft_be_lock(w->dev);
 	int r = post_rdma_locked(w, op, is_read, rop);
 	weft_be_unlock(w->dev);
@@ -565,7 +591,7 @@ int weft_win_rdma_read(struct weft_win *w, struct weft_rdma *op)
 int weft_win_rop_post(struct weft_win *w, struct weft_rop *rop)
 {
 	if (w->fatal)
-		return -EPIPE;
+		return w->fatal;
 	struct weft_rcxt_ent *re = weft_rcxt_find(w, rop->rdma.local_rcxt);
 	if (!re)
 		return -ENOENT;         /* reliable ops need an rCxt of this window */
@@ -581,6 +607,7 @@ int weft_win_rop_post(struct weft_win *w, struct weft_rop *rop)
 	rop->status = 0;
 	rop->frame_pending = 1;
 	rop->deadline = UINT64_MAX;
+	rop->start_ns = w->dev->be->ops->now_ns(w->dev->be);
 	weft_be_lock(w->dev);
 	int r = post_rdma_locked(w, &rop->rdma, rop->is_read, rop);
 	if (r == 0) {
@@ -606,7 +633,8 @@ static void rops_check(struct weft_win *w)
 		struct weft_rop *rop = w->rops[i];
 		if (rop->frame_pending || now < rop->deadline)
 			continue;
-		if (rop->tries >= rop->max_tries) {
+		if (rop->tries >= rop->max_tries ||
+		    (w->rop_budget && now - rop->start_ns >= w->rop_budget)) {
 			rop_finish(w, rop, WEFT_ROP_FAILED, -ETIMEDOUT, WEFT_R_CANCELLED);
 			i--;
 			continue;
@@ -740,11 +768,19 @@ int weft_win_poll(struct weft_win *w, struct weft_entry *e)
 		if (!more)
 			break;
 	}
-	if (!got)
+	if (!got) {
 		rx_return(w);
+		/* No event needed to notice a recovery or a fatal window. */
+		if (++w->idle_polls >= STATE_CHECK_POLLS) {
+			w->idle_polls = 0;
+			state_check(w);
+		}
+	} else {
+		w->idle_polls = 0;
+	}
 	weft_be_unlock(d);
 	if (!got && w->fatal)
-		return -EPIPE;
+		return w->fatal;
 	return got;
 }
 
@@ -757,13 +793,14 @@ static int drain_events(struct weft_win *w)
 		w->st.events++;
 		if (ev.type == WEFT_UEV_RECOVERY) {
 			for (struct weft_win *x = w->dev->wins; x; x = x->next)
-				x->fatal = 1;
+				x->fatal = -ESTALE;
 			mine = 1;
 			continue;
 		}
 		for (struct weft_win *x = w->dev->wins; x; x = x->next)
-			if (x->bw.window == ev.window && ev.type == WEFT_UEV_FATAL)
-				x->fatal = 1;
+			if (x->bw.window == ev.window && ev.type == WEFT_UEV_FATAL &&
+			    !x->fatal)
+				x->fatal = -EPIPE;
 		if (ev.window == w->bw.window)
 			mine = 1;
 	}
@@ -781,8 +818,10 @@ int weft_win_wait(struct weft_win *w, int timeout_ms)
 	 * when waited on, so no spin there). */
 	if (!ops->progress && w->spin_ns) {
 		for (unsigned int i = 0;; i++) {
-			if (w->pend_n || rx_ready(w) || w->fatal)
+			if (w->pend_n || rx_ready(w))
 				return 1;
+			if (w->fatal)
+				break;
 			if ((i & 63) == 63 && ops->now_ns(d->be) - start >= w->spin_ns)
 				break;
 		}
@@ -792,7 +831,11 @@ int weft_win_wait(struct weft_win *w, int timeout_ms)
 		weft_be_lock(d);
 		tx_reclaim(w);
 		rops_check(w);
-		int ready = w->pend_n || rx_ready(w) || w->fatal;
+		int ready = w->pend_n || rx_ready(w);
+		if (!ready && state_check(w)) {
+			weft_be_unlock(d);
+			return w->fatal;
+		}
 		uint32_t thr = (uint32_t)(w->rx_head + 1);
 		int armed = 0;
 		if (!ready && thr != WEFT_THRESHOLD_OFF0 && thr != WEFT_THRESHOLD_OFF1) {
@@ -835,6 +878,6 @@ int weft_win_wait(struct weft_win *w, int timeout_ms)
 		if (r < 0)
 			return r;
 		if (r > 0 && drain_events(w))
-			return 1;
+			return w->fatal && !w->pend_n && !rx_ready(w) ? w->fatal : 1;
 	}
 }
