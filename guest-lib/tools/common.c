@@ -36,6 +36,15 @@ void tool_err(const char *tool, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+const char *tool_strerror(int r)
+{
+	if (r == -ESTALE)
+		return "adapter recovered: window invalidated";
+	if (r == -EPIPE)
+		return "window fatal error: window invalidated";
+	return strerror(r < 0 ? -r : r);
+}
+
 int tool_parse_size(const char *s, uint64_t *out)
 {
 	char *end;
@@ -87,9 +96,11 @@ static int setup(struct tool_ctx *c, const struct tool_desc *d)
 	struct weft_win_attr wa = { .job_id = c->o.job };
 	c->win = weft_win_open(c->dev, &wa, &r);
 	if (!c->win) {
-		tool_err(d->name, "opening a window: %s", strerror(-r));
+		tool_err(d->name, "opening a window: %s", tool_strerror(r));
 		return -1;
 	}
+	/* A reliable operation that gets no completion gives up in time. */
+	weft_win_set_retry_budget(c->win, (uint64_t)c->o.timeout_ms * 1000000ull);
 	memset(&c->mine, 0, sizeof(c->mine));
 	c->mine.magic = PEER_MAGIC;
 	c->mine.node = weft_win_node(c->win);
@@ -105,7 +116,7 @@ static int setup(struct tool_ctx *c, const struct tool_desc *d)
 		}
 		r = weft_mr_reg(c->dev, c->o.job, c->buf, c->buf_len, &c->buf_pvo, &c->buf_handle);
 		if (r) {
-			tool_err(d->name, "registering %zu bytes: %s", c->buf_len, strerror(-r));
+			tool_err(d->name, "registering %zu bytes: %s", c->buf_len, tool_strerror(r));
 			return -1;
 		}
 		c->mine.buf_pvo = c->buf_pvo;
@@ -114,7 +125,7 @@ static int setup(struct tool_ctx *c, const struct tool_desc *d)
 	for (unsigned int i = 0; i < d->nr_rcxt && i < TOOL_MAX_RCXT; i++) {
 		r = weft_rcxt_alloc(c->win, &c->mine.rcxt[i], &c->mine.key[i]);
 		if (r) {
-			tool_err(d->name, "allocating an rCxt: %s", strerror(-r));
+			tool_err(d->name, "allocating an rCxt: %s", tool_strerror(r));
 			return -1;
 		}
 		c->mine.nr_rcxt++;
@@ -155,7 +166,7 @@ static int run_server(struct tool_ctx *c, const struct tool_desc *d)
 			       sizeof(c->peer), &len, &pn, &pw, c->o.timeout_ms);
 	if (r) {
 		tool_err(d->name, "waiting for a client on node %u window %u: %s",
-			 c->mine.node, c->mine.window, strerror(-r));
+			 c->mine.node, c->mine.window, tool_strerror(r));
 		return 1;
 	}
 	if (check_peer(c, d, len))
@@ -174,7 +185,7 @@ static int run_client(struct tool_ctx *c, const struct tool_desc *d)
 				 sizeof(c->peer), &len, c->o.timeout_ms);
 	if (r) {
 		tool_err(d->name, "no answer from node %d window %d: %s", c->o.peer_node,
-			 c->o.peer_window, strerror(-r));
+			 c->o.peer_window, tool_strerror(r));
 		return 1;
 	}
 	if (check_peer(c, d, len))
@@ -188,8 +199,11 @@ int tool_serve_until_bye(struct tool_ctx *c, const struct tool_desc *d)
 	struct weft_entry e;
 	for (;;) {
 		int r = tool_poll_wait(c, &e, 1000);
-		if (r < 0)
+		if (r < 0) {
+			tool_err(d->name, "serving node %u window %u: %s", c->peer.node,
+				 c->peer.window, tool_strerror(r));
 			return r;
+		}
 		if (r == 0)
 			continue;
 		if (weft_rdv_is_bye(c->win, d->tag, &e))
@@ -220,9 +234,13 @@ int tool_linger(struct tool_ctx *c, const struct tool_desc *d)
 
 void tool_bye(struct tool_ctx *c, const struct tool_desc *d)
 {
+	uint64_t st, rc, sc;
+	/* Nothing can be said through a window the adapter invalidated. */
+	if (weft_win_state(c->win, &st, &rc, &sc) == 0 && st != 1 /* valid */)
+		return;
 	int r = weft_rdv_bye(c->win, d->tag, c->peer.node, c->peer.window, 5000);
 	if (r)
-		tool_err(d->name, "server did not acknowledge the end: %s", strerror(-r));
+		tool_err(d->name, "server did not acknowledge the end: %s", tool_strerror(r));
 }
 
 int tool_mode_option(struct tool_opts *o, const char *tool, const char *v, const char *a,

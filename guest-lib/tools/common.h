@@ -90,6 +90,8 @@ int tool_linger(struct tool_ctx *c, const struct tool_desc *d);
 
 uint64_t tool_now_ns(void);
 void tool_err(const char *tool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* strerror, with the adapter's own meanings: -ESTALE recovered, -EPIPE fatal. */
+const char *tool_strerror(int r);
 int tool_parse_size(const char *s, uint64_t *out);
 /* Run a reliable op to completion: 0, or a negative errno. */
 int tool_rop_run(struct tool_ctx *c, struct weft_rop *rop, const struct tool_desc *d);

@@ -95,9 +95,15 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 		}
 	}
 	double secs = (double)(tool_now_ns() - t0) / 1e9;
+	if (r == -ETIMEDOUT) {
+		tool_err(desc.name, "RDMA %s of %" PRIu64 " B: no completion from node %u within "
+			 "the retry budget (--timeout %d ms): giving up", is_read ? "read" : "write",
+			 size, c->peer.node, c->o.timeout_ms);
+		return r;
+	}
 	if (r) {
 		tool_err(desc.name, "RDMA %s of %" PRIu64 " B: %s", is_read ? "read" : "write", size,
-			 strerror(-r));
+			 tool_strerror(r));
 		return r;
 	}
 	weft_win_get_stats(c->win, &ws);

@@ -12,7 +12,7 @@ static int info(struct tool_ctx *c)
 	struct weft_dev_info di;
 	int r = weft_dev_query(c->dev, &di);
 	if (r) {
-		tool_err("weft-info", "query: %s", strerror(-r));
+		tool_err("weft-info", "query: %s", tool_strerror(r));
 		return -1;
 	}
 	uint64_t act[2] = { 0, 0 };

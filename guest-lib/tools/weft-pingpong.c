@@ -171,7 +171,7 @@ static int run_mode(struct tool_ctx *c, int rdma, int first)
 		}
 	}
 	if (r < 0) {
-		tool_err(desc.name, "%s ping-pong: %s", rdma ? "RDMA" : "FIFO", strerror(-r));
+		tool_err(desc.name, "%s ping-pong: %s", rdma ? "RDMA" : "FIFO", tool_strerror(r));
 		free(lat);
 		return r;
 	}

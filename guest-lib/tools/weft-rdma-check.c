@@ -183,7 +183,7 @@ static int client(struct tool_ctx *c)
 	struct weft_win_stats ws;
 	weft_win_get_stats(c->win, &ws);
 	if (r)
-		tool_err(desc.name, "transfer failed: %s", strerror(-r));
+		tool_err(desc.name, "transfer failed: %s", tool_strerror(r));
 	int ok = !r && !k.failures;
 	if (c->o.json)
 		printf("{\"result\":\"%s\",\"cases\":%u,\"sizes\":%u,\"min_size\":%" PRIu64
@@ -256,7 +256,7 @@ static struct weft_rel *rel_setup(struct tool_ctx *c, int server_side)
 	int r;
 	struct weft_rel *rel = weft_rel_new(c->win, &ra, &r);
 	if (!rel) {
-		tool_err(desc.name, "reliable channel: %s", strerror(-r));
+		tool_err(desc.name, "reliable channel: %s", tool_strerror(r));
 		return NULL;
 	}
 	struct weft_rel_info mine, peer;
@@ -275,7 +275,7 @@ static struct weft_rel *rel_setup(struct tool_ctx *c, int server_side)
 	if (!r)
 		r = weft_rel_connect(rel, &peer);
 	if (r) {
-		tool_err(desc.name, "reliable channel exchange: %s", strerror(-r));
+		tool_err(desc.name, "reliable channel exchange: %s", tool_strerror(r));
 		weft_rel_free(rel);
 		return NULL;
 	}
@@ -334,7 +334,7 @@ static int rel_server(struct tool_ctx *c)
 	if (bs.bye)
 		tool_linger(c, &desc);
 	if (r)
-		tool_err(desc.name, "reliable channel: %s", strerror(-r));
+		tool_err(desc.name, "reliable channel: %s", tool_strerror(r));
 	if (!bs.bye)
 		tool_err(desc.name, "the client never said goodbye");
 	return r || !bs.bye ? -1 : 0;
@@ -394,7 +394,7 @@ static int rel_client(struct tool_ctx *c)
 	weft_rel_free(rel);
 	int ok = !r && have_verdict && v.errors == 0 && v.delivered == total;
 	if (r)
-		tool_err(desc.name, "reliable channel: %s", strerror(-r));
+		tool_err(desc.name, "reliable channel: %s", tool_strerror(r));
 	if (c->o.json)
 		printf("{\"result\":\"%s\",\"mode\":\"messages\",\"messages\":%" PRIu64
 		       ",\"delivered\":%" PRIu64 ",\"failures\":%u,\"duplicates\":%" PRIu64
