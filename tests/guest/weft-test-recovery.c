@@ -2,9 +2,10 @@
 /*
  * Adapter recovery through sysfs and through debugfs: the recovery count
  * goes up, every user gets WEFT_UEV_RECOVERY, and the old windows, rCxts
- * and registrations no longer work (ioctls on them fail with ENOENT, the
- * adapter's rCxt is unassigned and the TCEs are invalid), while new ones
- * work and carry the new key.
+ * and registrations no longer work (ioctls on them fail with ESTALE, the
+ * old window reads INVALID, closing it releases it, the adapter's rCxt is
+ * unassigned and the TCEs are invalid), while new ones work and carry the
+ * new key.
  */
 #include <poll.h>
 
@@ -77,13 +78,19 @@ int main(void)
 		WT_CHECK(n == (ssize_t)sizeof(ev[0]) && ev[0].type == WEFT_UEV_RECOVERY,
 			 "second fd reads WEFT_UEV_RECOVERY");
 
+		WT_CHECK(win.db[WEFT_DB_STATE / 8] != WEFT_WIN_VALID,
+			 "old window still mapped, reads state %" PRIu64 " (not VALID)",
+			 (uint64_t)win.db[WEFT_DB_STATE / 8]);
 		r2 = r;
-		WT_EXPECT_ERR(fd, WEFT_IOC_FREE_RCXT, &r2, ENOENT, "old rCxt is gone");
+		WT_EXPECT_ERR(fd, WEFT_IOC_FREE_RCXT, &r2, ESTALE, "old rCxt is stale");
+		WT_EXPECT_ERR(fd, WEFT_IOC_ALLOC_RCXT, &r2, ESTALE, "no rCxt on the old window");
 		d.handle = m.handle;
 		d.reserved = 0;
-		WT_EXPECT_ERR(fd, WEFT_IOC_DEREG_MR, &d, ENOENT, "old registration is gone");
+		WT_EXPECT_ERR(fd, WEFT_IOC_DEREG_MR, &d, ESTALE, "old registration is stale");
+		WT_EXPECT_ERR(fd, WEFT_IOC_DEREG_MR, &d, ENOENT, "and then forgotten");
 		memset(&cw, 0, sizeof(cw));
 		cw.window = win.o.window;
+		WT_EXPECT_OK(fd, WEFT_IOC_CLOSE_WINDOW, &cw, "closing the old window releases it");
 		WT_EXPECT_ERR(fd, WEFT_IOC_CLOSE_WINDOW, &cw, ENOENT, "old window is gone");
 		snprintf(want, sizeof(want), "%u", r.rcxt);
 		wt_write_file(wt_dbg_path(path, sizeof(path), "rcxt_first"), want);
