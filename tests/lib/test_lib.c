@@ -230,6 +230,55 @@ static int test_rdma(void)
 	return 0;
 }
 
+/* A reliable op whose peer never answers gives up when its retry budget
+ * is spent, long before max_tries. */
+static int test_budget(void)
+{
+	struct pair p;
+	if (pair_open(&p, 1000000, 1, 0))      /* the fabric drops everything */
+		return -1;
+	const size_t len = 4096;
+	uint8_t *b0 = weft_dev_alloc(p.d[0], len), *b1 = weft_dev_alloc(p.d[1], len);
+	CHECK(b0 && b1, "weft_dev_alloc");
+	uint64_t pvo0, pvo1;
+	uint32_t h0, h1, r0, r1;
+	uint16_t k0, k1;
+	CHECK(weft_mr_reg(p.d[0], JOB, b0, len, &pvo0, &h0) == 0, "reg 0");
+	CHECK(weft_mr_reg(p.d[1], JOB, b1, len, &pvo1, &h1) == 0, "reg 1");
+	CHECK(weft_rcxt_alloc(p.w[0], &r0, &k0) == 0, "rcxt 0");
+	CHECK(weft_rcxt_alloc(p.w[1], &r1, &k1) == 0, "rcxt 1");
+	const uint64_t budget = 50ull * 1000 * 1000;
+	weft_win_set_retry(p.w[0], 1000000, 8000000, 0);
+	weft_win_set_retry_budget(p.w[0], budget);
+	static struct weft_rop rop;
+	memset(&rop, 0, sizeof(rop));
+	rop.rdma = (struct weft_rdma){
+		.node = weft_win_node(p.w[1]), .window = (uint16_t)weft_win_id(p.w[1]),
+		.local_rcxt = r0, .remote_rcxt = r1, .remote_rcxt_key = k1,
+		.local_pvo = pvo0, .remote_pvo = pvo1, .length = len,
+	};
+	uint64_t t0 = weft_dev_now_ns(p.d[0]);
+	CHECK(weft_win_rop_post(p.w[0], &rop) == 0, "post");
+	static struct weft_entry e;
+	int r = 0;
+	do
+		r = get_entry(p.w[0], &e, 1000);
+	while (r > 0 && e.type != WEFT_ENT_ROP);
+	uint64_t spent = weft_dev_now_ns(p.d[0]) - t0;
+	CHECK(r > 0 && e.rop == &rop, "the op finished (poll %d)", r);
+	CHECK(rop.state == WEFT_ROP_FAILED && rop.error == -ETIMEDOUT, "state %d error %d",
+	      rop.state, rop.error);
+	CHECK(rop.tries >= 3 && rop.tries < rop.max_tries, "%u tries of %u", rop.tries,
+	      rop.max_tries);
+	CHECK(spent >= budget && spent < 4 * budget, "gave up after %" PRIu64 " ns", spent);
+	printf("budget: op to a silent peer failed with ETIMEDOUT after %u tries, %.1f ms of "
+	       "device time (budget %.1f ms)\n", rop.tries, spent / 1e6, budget / 1e6);
+	weft_mr_dereg(p.d[0], h0);
+	weft_mr_dereg(p.d[1], h1);
+	pair_close(&p);
+	return 0;
+}
+
 static int test_tids(void)
 {
 	struct pair p;
@@ -472,6 +521,7 @@ int main(int argc, char **argv)
 	static const struct { const char *name; int (*fn)(void); } tests[] = {
 		{ "fifo", test_fifo }, { "rdma", test_rdma }, { "tids", test_tids },
 		{ "rel", test_rel }, { "mrc", test_mrc }, { "maps", test_maps },
+		{ "budget", test_budget },
 	};
 	if (!weft_simnet_available() && !(argc > 1 && !strcmp(argv[1], "maps"))) {
 		fprintf(stderr, "FAIL: libweft was built without the sim backend "
