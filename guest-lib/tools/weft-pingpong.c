@@ -42,8 +42,8 @@ static int reply_rdma(struct tool_ctx *c, uint64_t len, uint64_t cookie)
 		int r = weft_win_rdma_write(c->win, &op);
 		if (r != -EAGAIN)
 			return r;
-		if (weft_win_poll(c->win, &e) < 0)
-			return -EPIPE;
+		if ((r = weft_win_poll(c->win, &e)) < 0)
+			return r;
 	}
 }
 
@@ -52,15 +52,21 @@ static int server(struct tool_ctx *c)
 	struct weft_entry e;
 	for (;;) {
 		int r = tool_poll_wait(c, &e, 1000);
-		if (r < 0)
+		if (r < 0) {
+			tool_err(desc.name, "serving node %u window %u: %s", c->peer.node,
+				 c->peer.window, tool_strerror(r));
 			return r;
+		}
 		if (r == 0)
 			continue;
 		if (e.type == WEFT_ENT_COMPLETION && (e.flags & WEFT_ENT_F_TARGET) && !e.status) {
 			if (e.length > c->buf_len || e.length == 0)
 				continue;
-			if ((r = reply_rdma(c, e.length, e.user_cookie)) < 0)
+			if ((r = reply_rdma(c, e.length, e.user_cookie)) < 0) {
+				tool_err(desc.name, "answering node %u: %s", c->peer.node,
+					 tool_strerror(r));
 				return r;
+			}
 			continue;
 		}
 		if (e.type != WEFT_ENT_PACKET)
@@ -163,12 +169,23 @@ static int run_mode(struct tool_ctx *c, int rdma, int first)
 			if (r != 0)
 				break;
 			lost++;
+			/* Re-sent for --timeout without an answer: the peer is gone. */
+			if (tool_now_ns() - t0 >= (uint64_t)c->o.timeout_ms * 1000000ull) {
+				r = -ETIMEDOUT;
+				break;
+			}
 		}
 		uint64_t t1 = tool_now_ns();
 		if (i >= warm && r > 0) {
 			lat[i - warm] = (t1 - t0) / 2;
 			sum += lat[i - warm];
 		}
+	}
+	if (r == -ETIMEDOUT) {
+		tool_err(desc.name, "%s ping-pong: no answer from node %u for %d ms (--timeout): "
+			 "giving up", rdma ? "RDMA" : "FIFO", c->peer.node, c->o.timeout_ms);
+		free(lat);
+		return r;
 	}
 	if (r < 0) {
 		tool_err(desc.name, "%s ping-pong: %s", rdma ? "RDMA" : "FIFO", tool_strerror(r));
