@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Weft cluster tests: real guests (TCG here), the real driver and the real
-# switch.  Boots its own clusters (ct2-<pid>: 2 nodes, ct4-<pid>: 4 nodes),
-# runs the scenarios, and always takes the clusters down.
+# switch.  Boots its own clusters (ct2-<pid>: 2 nodes; ctf-<pid>: 2 nodes
+# with small rCxt pools, for the failover campaign; ct4-<pid>: 4 nodes),
+# one at a time, runs the scenarios, and always takes the clusters down.
 #
 #   tests/cluster/run.sh              every scenario
 #   tests/cluster/run.sh NAME...      only these (see --list)
@@ -20,11 +21,20 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
 WC=$WEFT_ROOT/scripts/weft-cluster
 TMP=$(mktemp -d /tmp/weft-ct.XXXXXX)
 C2=ct2-$$
+CF=ctf-$$
 C4=ct4-$$
 passed=0 failed=0
 summary=()
 declare -A up_error=()  # cluster -> why it is not usable ("" when up)
-declare -A csize=([$C2]=2 [$C4]=4)
+declare -A csize=([$C2]=2 [$CF]=2 [$C4]=4)
+# The failover campaign (cluster $CF) replays old frames while a new stream
+# runs: its switch keeps 8192 frames, so the old ones outlive the new
+# stream's first frames.  Its adapters have 40 rCxts, a little more than
+# one stream holds, so that restarted streams get the old streams' rCxt
+# ids back (the seed's "pool below twice the outstanding rCxts" case) and
+# the keys, not the ids, are what stops stale frames.
+declare -A cargs=([$C2]="" [$CF]="--capture-ring 8192" [$C4]="")
+declare -A cprops=([$C2]="" [$CF]="rcxts=40" [$C4]="")
 
 # ---- scenario list: name, cluster, description --------------------------------
 SCENARIOS=(
@@ -34,14 +44,16 @@ SCENARIOS=(
 	"rdma-sizes|$C2|RDMA write and read from 1 byte to 16 MiB with unaligned offsets, byte by byte (weft-rdma-check)"
 	"bandwidth|$C2|RDMA write and read bandwidth over message sizes (weft-bw): figures printed"
 	"lossy-rdma|$C2|RDMA write and read, 1 byte to 4 KiB, through a fabric with 5% loss and reordering: reliable operations retry, byte-exact"
+	"reliable-messages|$C2|reliable layer: 10000 messages through a fabric with 5% loss and reordering, each delivered exactly once and in order (weft-rdma-check --messages)"
+	"mr-cache|$C2|lazy deregistration: transfers from an already registered buffer are MR cache hits with no registration call (mr_cache counters)"
 	"ioctl-errors|$C2|every ioctl with good and bad arguments; another process's window cannot be mapped or used (weft-test-ioctl, weft-test-isolation)"
 	"process-death|$C2|a process killed mid-transfer releases its windows, rCxts, registrations and pinned pages (weft-test-kill)"
 	"close-inflight|$C2|Close Window with traffic in flight waits for Snapshot View to clear and returns (weft-test-close)"
 	"window-fatal|$C2|window fatal errors are reported to the owning process (weft-test-fatal)"
 	"recovery|$C2|adapter recovery through sysfs and debugfs: count bumped, users told, old rCxts and registrations dead (weft-test-recovery)"
-	"recovery-streaming|$C2|adapter recovery on node0 while node1 streams to it; replayed old frames all dropped; new traffic byte-exact"
 	"modload|$C2|weft.ko loaded and unloaded 20 times on node1: no leak in the driver counters (weft-test-modload)"
-	"reboot-streaming|$C2|node1 rebooted while node0 streams to it; replayed old frames all dropped; new traffic byte-exact"
+	"reboot-streaming|$CF|node1 rebooted while node0 streams to it; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
+	"recovery-streaming|$CF|adapter recovery on node0 while node1 streams to it; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
 )
 
@@ -160,7 +172,7 @@ cluster_up() { # cluster_up NAME N
 	local c=$1 n=$2
 	[ -z "${up_error[$c]+x}" ] || return 0
 	say "starting cluster $c ($n nodes)"
-	if "$WC" --name "$c" up -n "$n" >"$TMP/$c.up" 2>&1; then
+	if "$WC" --name "$c" up -n "$n" --switch-args "${cargs[$c]:-}" --device-props "${cprops[$c]:-}" >"$TMP/$c.up" 2>&1; then
 		sed 's/^/  | /' "$TMP/$c.up" | grep -E 'ready after|NODE|node[0-9] |up:' || true
 		up_error[$c]=
 	else
@@ -172,7 +184,7 @@ cluster_up() { # cluster_up NAME N
 # Take the clusters down; their logs are kept only when something failed.
 cleanup() {
 	local c
-	for c in "$C2" "$C4"; do
+	for c in "$C2" "$CF" "$C4"; do
 		[ -z "${up_error[$c]+x}" ] || "$WC" --name "$c" down >/dev/null 2>&1
 		if [ "$failed" = 0 ]; then
 			rm -rf "${WEFT_RUN_DIR:-/tmp/weft-cluster-$(id -u)}/$c"
@@ -395,6 +407,80 @@ sc_lossy_rdma() {
 	return $r
 }
 
+# ---- reliable layer and lazy deregistration (issue 6) ----------------------------------
+# The reliable layer (weft_rel) through a lossy, reordering switch: the
+# client sends 10000 sequence-numbered messages, the server checks that
+# each arrives exactly once and in order.
+reliable_body() {
+	local c=$1 job=4104 n=10000 sw0 sw1
+	OUT=$("$WC" --name "$c" faults set drop_ppm=50000 routes=4 jitter_ns=50000 2>&1) ||
+		fail "switch: faults set: $OUT" || return 1
+	say "switch faults: $OUT"
+	sw0=$("$WC" --name "$c" faults --json counters 2>&1)
+	server "$c" 1 rel-srv "$job" "weft-rdma-check --server --job $job" || return 1
+	GX_TIMEOUT=600 gx "$c" 0 "weft-rdma-check --client --peer 1 --peer-window $SW --job $job --messages $n --json"
+	local crc=$RC cout=$OUT
+	bgwait rel-srv
+	local src=$RC sout=$OUT
+	OUT=$cout
+	local result delivered failures dups stale retries secs mode
+	result=$(json result) delivered=$(json delivered) failures=$(json failures) mode=$(json mode)
+	dups=$(json duplicates) stale=$(json stale) retries=$(json retries) secs=$(json seconds)
+	sw1=$("$WC" --name "$c" faults --json counters 2>&1)
+	local swdrops
+	swdrops=$(python3 -c 'import json,sys; a,b=(json.loads(x) for x in sys.argv[1:3]); print(b["total"]["drops"]["RANDOM"]-a["total"]["drops"]["RANDOM"])' "$sw0" "$sw1" 2>/dev/null)
+	say "figures: messages $n, delivered ${delivered:-?}, out of order or repeated ${failures:-?}, retries ${retries:-?}, duplicates dropped ${dups:-?}, stale completions ignored ${stale:-?}, ${secs:-?} s; frames dropped by the switch ${swdrops:-?}"
+	if [ "$crc" != 0 ] || [ "$result" != pass ] || [ "$mode" != messages ] || [ "$delivered" != "$n" ] || [ "$failures" != 0 ]; then
+		tail -n 10 <<<"$cout" | sed 's/^/  | client: /'
+		tail -n 5 <<<"$sout" | sed 's/^/  | server: /'
+		fail "reliable layer: client exit $crc, result ${result:-none}, delivered ${delivered:-none} of $n, failures ${failures:-?}"
+		return 1
+	fi
+	[ "$src" = 0 ] || { tail -n 5 <<<"$sout" | sed 's/^/  | server: /'; fail "weft-rdma-check server on node1 exited $src"; return 1; }
+	[[ $swdrops =~ ^[0-9]+$ ]] && [ "$swdrops" -gt 0 ] ||
+		fail "the switch dropped no frame (${swdrops:-unreadable}): the faults did not act" || return 1
+	checked "with 5% loss, 4 routes and jitter ($swdrops frames dropped by the switch): \"result\":\"pass\", \"delivered\":$n, each message exactly once, in order (sequence-checked by the server)"
+}
+sc_reliable_messages() {
+	local r
+	need "$1" 0 weft-rdma-check || return 1
+	need "$1" 1 weft-rdma-check || return 1
+	reliable_body "$1"
+	r=$?
+	OUT=$("$WC" --name "$1" faults clear 2>&1) || { fail "switch: faults clear failed: $OUT"; return 1; }
+	checked "switch faults reset: $OUT"
+	return $r
+}
+
+# Lazy deregistration: weft-rdma-check moves every transfer through the
+# MR cache; its two local buffers are registered once, and every later
+# transfer from the same buffer is a cache hit with no registration call.
+sc_mr_cache() {
+	local c=$1 job=4105
+	need "$c" 0 weft-rdma-check || return 1
+	need "$c" 1 weft-rdma-check || return 1
+	rdma_check "$c" 1 0 "$job" 4K 4K || return 1
+	local mc
+	mc=$(json mr_cache)
+	local v
+	v=$(python3 -c '
+import json, sys
+d = json.loads(sys.argv[1]); m = d["mr_cache"]
+gets = 3 * d["cases"]
+print(m["hits"], m["misses"], m["remaps"], m["registrations"], gets, d["ops"])' "$(grep -E '^\{' <<<"$OUT" | tail -n1)" 2>/dev/null)
+	local hits misses remaps regs gets ops
+	read -r hits misses remaps regs gets ops <<<"$v"
+	say "figures: mr_cache $mc over $gets transfers ($ops operations)"
+	[[ $hits =~ ^[0-9]+$ ]] || fail "weft-rdma-check printed no mr_cache counters: $(tail -n 2 <<<"$OUT")" || return 1
+	[ "$regs" -ge 1 ] && [ "$regs" -le 2 ] ||
+		fail "$regs registrations for 2 local buffers (expected 1..2)" || return 1
+	[ $((hits + misses)) = "$gets" ] ||
+		fail "hits $hits + misses $misses != $gets transfers" || return 1
+	[ "$hits" -ge $((gets - 2)) ] ||
+		fail "only $hits cache hits for $gets transfers from 2 buffers" || return 1
+	checked "$gets transfers from 2 buffers: $regs registration calls, $hits cache hits: every transfer after the first from a buffer skipped registration"
+}
+
 # ---- failover under a stream (issues 7 and 8) -----------------------------------------
 # cnt NAME: value of counter NAME in the counters text $CNT.
 cnt() { awk -v n="$1" '$1 == n {print $2; f = 1} END {if (!f) print 0}' <<<"$CNT"; }
@@ -410,12 +496,15 @@ replayed_to() { # replayed_to CLUSTER NODE: frames the switch replayed to NODE
 
 # failover CLUSTER EVENT: node S streams RDMA writes and reads to node T;
 # during the stream EVENT happens to T (reboot: T's VM restarts; recover:
-# T's adapter recovers).  Then T opens a window again with the same job,
-# the switch replays frames captured before the event, and T must accept
-# none of them (each is dropped with a counted reason); a new transfer
-# between S and T is then byte-exact.
+# T's adapter recovers).  Then the stream restarts as a reliable-layer
+# stream (weft-rdma-check --messages) of the same job: both ends acquire
+# rCxts and register memory again, and while it runs the switch replays
+# old frames captured before the event.  No stale frame may be accepted
+# (each is dropped with a counted reason, or is an old completion the ULP
+# drops by tid), every new message arrives exactly once, and the adapter,
+# switch, weft-info and driver counters must agree.
 failover() {
-	local c=$1 ev=$2 s t job=4200 mark i rc0 before_tx now_tx reps=1024
+	local c=$1 ev=$2 s t job=4200 mark i rc0 before_tx now_tx
 	if [ "$ev" = reboot ]; then s=0 t=1; else s=1 t=0; fi
 	for i in $s $t; do need "$c" "$i" weft-bw weft-rdma-check || return 1; done
 	local args="--mode both --min-size 64K --max-size 4M --depth 8 --iters 20000"
@@ -423,12 +512,12 @@ failover() {
 	before_tx=$(cnt TX_PACKETS)
 	server "$c" "$t" fo-srv "$job" "weft-bw --server --job $job $args" || return 1
 	bg "$c" "$s" fo-cli "weft-bw --client --peer $t --peer-window $SW --job $job $args"
-	# The stream runs until well over a capture ring of frames (1024) has
-	# passed, so that the ring no longer holds its rendezvous packets.
+	# The stream runs until well over a capture ring of frames (8192) has
+	# passed, so that the ring holds only stream frames.
 	for i in $(seq 240); do
 		counters "$c" "$s" || return 1
 		now_tx=$(cnt TX_PACKETS)
-		[ $((now_tx - before_tx)) -ge 3000 ] && break
+		[ $((now_tx - before_tx)) -ge 10000 ] && break
 		if bgdone fo-cli; then
 			bgwait fo-cli
 			fail "the stream node$s -> node$t ended before the event (status $RC): $(tail -n 3 <<<"$OUT")"
@@ -436,11 +525,11 @@ failover() {
 		fi
 		sleep 0.5
 	done
-	[ $((now_tx - before_tx)) -ge 3000 ] || fail "the stream node$s -> node$t did not get going ($((now_tx - before_tx)) frames sent)" || return 1
+	[ $((now_tx - before_tx)) -ge 10000 ] || fail "the stream node$s -> node$t did not get going ($((now_tx - before_tx)) frames sent)" || return 1
 	checked "node$s streams RDMA to node$t: $((now_tx - before_tx)) frames sent so far"
 	# The event.  Right after it the stream's source is stopped: every frame
 	# the switch captured from then back (its capture ring holds the last
-	# 1024 frames, all of the stream) belongs to the old incarnation.
+	# 8192 frames, all of the stream) belongs to the old incarnation.
 	if [ "$ev" = reboot ]; then
 		gx "$c" "$t" 'cat /proc/sys/kernel/random/boot_id'
 		local boot0=$OUT
@@ -500,51 +589,164 @@ failover() {
 	mark=$("$WC" --name "$c" faults mark 2>&1)
 	[[ $mark =~ ^[0-9]+$ ]] || fail "switch capture mark: $mark" || return 1
 
-	# A fresh window of the same job on T, then the replay of old frames.
-	server "$c" "$t" fo-new "$job" "weft-rdma-check --server --job $job --max-size 1M" || return 1
-	counters "$c" "$t" || return 1
-	local rx0 dr0 rep0 rx1 dr1 rep1 dcnt
-	rx0=$(cnt RX_PACKETS) dr0=$(drops) dcnt=$CNT
-	rep0=$(replayed_to "$c" "$t")
-	local reps0 total
-	reps0=$(replayed_to "$c" "$s")
-	OUT=$("$WC" --name "$c" faults replay "$reps" "before=$mark" 2>&1) || fail "switch replay: $OUT" || return 1
-	say "switch: $OUT (the last frames of the old stream)"
-	total=$(grep -oE '[0-9]+' <<<"$OUT" | head -n1)
-	# Wait until the switch has delivered them all, then until T has
-	# handled the ones sent to it.
-	for i in $(seq 60); do
-		rep1=$(replayed_to "$c" "$t")
-		[ $((rep1 - rep0 + $(replayed_to "$c" "$s") - reps0)) -ge "${total:-0}" ] && break
-		sleep 0.5
-	done
-	for i in $(seq 60); do
+	# The stream restarts: T opens a window of the same job again and S a
+	# new client, both acquire rCxts and register memory anew (after a
+	# reboot with T's new PVO keys, after a recovery with the new rCxt
+	# key), and the reliable layer streams $msgs messages.  While it runs,
+	# the switch replays the old stream's frames still in its capture ring
+	# (the new stream's frames push the oldest out), so they meet rCxts
+	# and registrations that are live again.
+	fo_snap "$c" "$s" "$t" 0 || return 1
+	local relt="--rel-timeout-us 200000" msgs=2000
+	server "$c" "$t" fo-new "$job" "weft-rdma-check --server --job $job $relt" || return 1
+	bg "$c" "$s" fo-msg "weft-rdma-check --client --peer $t --peer-window $SW --job $job --messages $msgs $relt --json"
+	local rx0 started=
+	rx0=$(awk '$1 == "RX_PACKETS" {print $2}' "$TMP/fo0.$t")
+	for i in $(seq 200); do
 		counters "$c" "$t" || return 1
-		rx1=$(cnt RX_PACKETS) dr1=$(drops)
-		[ $((dr1 - dr0 + rx1 - rx0)) -ge $((rep1 - rep0)) ] && break
-		sleep 0.5
+		[ $(($(cnt RX_COMPLETIONS) - $(awk '$1 == "RX_COMPLETIONS" {print $2}' "$TMP/fo0.$t"))) -ge 2 ] && { started=1; break; }
+		bgdone fo-msg && break
+		sleep 0.1
 	done
-	local replayed=$((rep1 - rep0)) accepted=$((rx1 - rx0)) dropped=$((dr1 - dr0))
-	local reasons
-	reasons=$(awk 'NR == FNR {if ($1 ~ /^DROP_/) b[$1] = $2; next}
-		$1 ~ /^DROP_/ && $2 - b[$1] > 0 {printf "%s%s=%d", sep, substr($1, 6), $2 - b[$1]; sep = " "}' \
-		<(echo "$dcnt") <(echo "$CNT"))
-	echo "  report: failover $ev: events 1, stale frames replayed to node$t $replayed, accepted $accepted, dropped $dropped (${reasons:-none})"
-	[ "$replayed" -gt 0 ] || fail "the switch replayed no frame to node$t" || return 1
-	[ "$accepted" = 0 ] || fail "node$t accepted $accepted stale frame(s)" || return 1
-	[ "$dropped" -ge "$replayed" ] || fail "node$t dropped $dropped of $replayed replayed frames" || return 1
-	checked "node$t accepted 0 of $replayed stale frames; every one was dropped with a counted reason"
+	[ -n "$started" ] && ! bgdone fo-msg ||
+		{ bgwait fo-msg; fail "the new stream node$s -> node$t did not get going: $(tail -n 3 <<<"$OUT")"; return 1; }
+	OUT=$("$WC" --name "$c" faults replay 2048 "before=$mark" 2>&1) || fail "switch replay: $OUT" || return 1
+	local total dv rpl=$OUT
+	total=$(grep -oE '[0-9]+' <<<"$OUT" | head -n1)
+	for i in $s $t; do
+		drv "$c" "$i"
+		dv+="node$i $(awk '$1 == "windows_open" || $1 == "rcxts_held" || $1 == "mrs" || $1 == "pages_pinned" {printf "%s=%s ", $1, $2}' <<<"$OUT")"
+	done
+	checked "the new stream runs (weft-rdma-check --messages $msgs, node$s -> node$t, $(( $(cnt RX_PACKETS) - rx0 )) frames received by node$t so far) and holds its resources again: $dv"
+	say "switch: $rpl (old stream frames from the capture ring, captured before mark $mark)"
+	[ "${total:-0}" -gt 0 ] || fail "the switch replayed no frame" || return 1
 
-	# New traffic between the two works.
-	GX_TIMEOUT=600 gx "$c" "$s" "weft-rdma-check --client --peer $t --peer-window $SW --job $job --min-size 1M --max-size 1M --json"
+	bgwait fo-msg
 	local crc=$RC cout=$OUT
 	bgwait fo-new
+	local src=$RC sout=$OUT
 	OUT=$cout
-	[ "$crc" = 0 ] && [ "$(json result)" = pass ] ||
-		fail "weft-rdma-check after the event: exit $crc: $(tail -n 3 <<<"$cout")" || return 1
-	checked "node$s -> node$t: RDMA write and read of 1 MiB byte-exact after the event"
+	local result delivered failures dups stale retries
+	result=$(json result) delivered=$(json delivered) failures=$(json failures)
+	dups=$(json duplicates) stale=$(json stale) retries=$(json retries)
+	say "new stream: result ${result:-none}, delivered ${delivered:-?}/$msgs, out of order or repeated ${failures:-?}, duplicates dropped ${dups:-?}, stale completions ignored ${stale:-?}, retries ${retries:-?}"
+	if [ "$crc" != 0 ] || [ "$result" != pass ] || [ "$delivered" != "$msgs" ] || [ "$failures" != 0 ]; then
+		tail -n 5 <<<"$cout" | sed 's/^/  | client: /'
+		tail -n 5 <<<"$sout" | sed 's/^/  | server: /'
+		fail "the new stream did not deliver every message exactly once (client exit $crc, server exit $src)"
+		return 1
+	fi
+	[ "$src" = 0 ] || { tail -n 5 <<<"$sout" | sed 's/^/  | server: /'; fail "weft-rdma-check server on node$t exited $src"; return 1; }
+	checked "the reliable layer delivered all $msgs messages exactly once and in order (sequence-checked by the server)"
+
+	# Quiescent again: the switch holds nothing, then the second snapshot.
+	for i in $(seq 40); do
+		"$WC" --name "$c" faults --json counters 2>/dev/null | grep -q '"queued":0,"parked":0' && break
+		sleep 0.25
+	done
+	sleep 0.5
+	fo_snap "$c" "$s" "$t" 1 || return 1
+	local lost=$((msgs - delivered))
+	python3 - "$TMP" "$s" "$t" "$total" "$ev" "$lost" "$failures" "$stale" "$retries" <<'PY' >"$TMP/fo.report"
+import json, sys
+tmp, s, t, total, ev, lost, dup = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]), int(sys.argv[7])
+ulp_stale, retries = int(sys.argv[8]), int(sys.argv[9])
+def cnt(path):
+    d = {}
+    for l in open(path):
+        f = l.split()
+        if len(f) == 2 and f[1].isdigit():
+            d[f[0]] = int(f[1])
+    return d
+def port(sw, n):
+    return next(p for p in sw["ports"] if p["node"] == int(n))
+sw0 = json.load(open(tmp + "/fo0.sw")); sw1 = json.load(open(tmp + "/fo1.sw"))
+bad = []
+replayed = drops_all = 0
+reasons = {}
+for n in (s, t):
+    c0, c1 = cnt("%s/fo0.%s" % (tmp, n)), cnt("%s/fo1.%s" % (tmp, n))
+    info = cnt("%s/fo1.%s.info" % (tmp, n))
+    p0, p1 = port(sw0, n), port(sw1, n)
+    d = {k: c1.get(k, 0) - c0.get(k, 0) for k in c1}
+    drops = sum(v for k, v in d.items() if k.startswith("DROP_"))
+    for k, v in d.items():
+        if k.startswith("DROP_") and v:
+            reasons[k[5:]] = reasons.get(k[5:], 0) + v
+    tx = p1["tx_frames"] - p0["tx_frames"]
+    rep = p1["replayed"] - p0["replayed"]
+    replayed += rep
+    drops_all += drops
+    print("  counters: node%s: switch delivered %d frames (%d replayed); adapter accepted %d (RX_PACKETS) + dropped %d = %d; driver: %s" % (
+        n, tx, rep, d.get("RX_PACKETS", 0), drops, d.get("RX_PACKETS", 0) + drops,
+        " ".join("%s=%d" % (k, v) for k, v in sorted(cnt("%s/fo1.%s.drv" % (tmp, n)).items()) if k in ("windows_open", "rcxts_held", "mrs", "pages_pinned", "recoveries"))))
+    if tx != d.get("RX_PACKETS", 0) + drops:
+        bad.append("node%s: switch delivered %d frames, adapter RX_PACKETS+DROP_* moved by %d" % (n, tx, d.get("RX_PACKETS", 0) + drops))
+    diff = [k for k in c1 if k in info and info[k] != c1[k]]
+    if diff:
+        bad.append("node%s: weft-info and debugfs counters differ: %s" % (n, ", ".join("%s %d/%d" % (k, info[k], c1[k]) for k in diff)))
+    drv = cnt("%s/fo1.%s.drv" % (tmp, n))
+    held = ["%s=%d" % (k, drv.get(k, -1)) for k in ("windows_open", "rcxts_held", "mrs", "pages_pinned") if drv.get(k, -1) != 0]
+    if held:
+        bad.append("node%s: driver still holds %s after the new stream ended" % (n, " ".join(held)))
+if replayed != total:
+    bad.append("the switch said replayed %d, its ports count %d replayed deliveries" % (total, replayed))
+# Every frame the switch delivered was accepted or dropped (checked per
+# node above), and the new stream's own frames were all accepted (no loss,
+# so no retry): the replayed frames the adapters accepted are
+# replayed - drops.  As in the seed, the adapter checks a completion's rCxt
+# but not its tid, so an old completion naming a re-used rCxt id (same key:
+# that node did not recover) is accepted and the ULP drops it by tid; the
+# tool counts those as "stale".  Stale frames accepted = those the adapters
+# accepted and the ULP did not drop.
+adapter_accepted = replayed - drops_all
+stale_accepted = max(0, adapter_accepted - ulp_stale)
+if drops_all > replayed:
+    bad.append("replayed %d frames but the adapters' drop counters moved by %d" % (replayed, drops_all))
+elif adapter_accepted != ulp_stale and (retries == 0 or adapter_accepted > ulp_stale):
+    bad.append("the adapters accepted %d replayed frames (replayed %d - dropped %d), the ULP dropped %d stale completions" % (adapter_accepted, replayed, drops_all, ulp_stale))
+print("failover-cluster: events=1 replayed=%d stale_accepted=%d lost=%d duplicated=%d" % (replayed, stale_accepted, lost, dup))
+print("failover-cluster %s: replayed %d = dropped by the adapters %d (%s) + stale completions accepted by an adapter and dropped by the ULP (tid) %d" % (
+    ev, replayed, drops_all, " ".join("%s=%d" % kv for kv in sorted(reasons.items())) or "none", adapter_accepted))
+for b in bad:
+    print("BAD " + b)
+PY
+	grep -v '^BAD ' "$TMP/fo.report"
+	if grep -q '^BAD ' "$TMP/fo.report"; then
+		fail "$(grep '^BAD ' "$TMP/fo.report" | sed 's/^BAD //' | paste -sd ';' -)"
+		return 1
+	fi
+	checked "stale frames accepted 0; replayed frames = the adapters' DROP_* deltas + stale completions the ULP dropped; per node, frames the switch delivered = RX_PACKETS + DROP_* deltas; weft-info = debugfs counters; driver resources back to 0"
+	if [ "$ev" = recover ]; then
+		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
+		local rcnow=$OUT
+		local drec dcnt_rec
+		drec=$(awk '$1 == "recoveries" {print $2}' "$TMP/fo1.$t.drv")
+		dcnt_rec=$(awk '$1 == "RECOVERIES" {print $2}' "$TMP/fo1.$t")
+		[ "$rcnow" = "$drec" ] && [ "$rcnow" = "$dcnt_rec" ] ||
+			fail "node$t: recovery count $rcnow (sysfs), driver recoveries $drec, adapter RECOVERIES $dcnt_rec disagree" || return 1
+		checked "node$t: recovery count (sysfs) = driver recoveries = adapter RECOVERIES counter = $rcnow"
+	fi
 	no_oops "$c" "$s" && no_oops "$c" "$t" || return 1
 	checked "no kernel warning or oops on node$s and node$t"
+}
+
+# fo_snap CLUSTER S T K: adapter counters (debugfs), weft-info's counters
+# and the driver's counters of nodes S and T, and the switch's per-port
+# counters, into $TMP/foK.*.
+fo_snap() {
+	local c=$1 s=$2 t=$3 k=$4 n
+	for n in $s $t; do
+		gx "$c" "$n" 'cat /sys/kernel/debug/weft/weft0/counters; echo ==; weft-info --json; echo ==; cat /sys/kernel/debug/weft/driver'
+		[ "$RC" = 0 ] || fail "node$n: cannot read the counters: $OUT" || return 1
+		awk '/^==$/ {p++; next} p == 0' <<<"$OUT" >"$TMP/fo$k.$n"
+		awk '/^==$/ {p++; next} p == 1' <<<"$OUT" | python3 -c '
+import json, sys
+for k, v in json.load(sys.stdin).get("counters", {}).items(): print(k, v)' >"$TMP/fo$k.$n.info" 2>/dev/null ||
+			fail "node$n: weft-info --json printed no counters" || return 1
+		awk '/^==$/ {p++; next} p == 2' <<<"$OUT" >"$TMP/fo$k.$n.drv"
+	done
+	"$WC" --name "$c" faults --json counters >"$TMP/fo$k.sw" 2>&1 || fail "switch counters: $(cat "$TMP/fo$k.sw")"
 }
 
 sc_recovery_streaming() { failover "$1" recover; }
