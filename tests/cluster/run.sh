@@ -478,7 +478,7 @@ print(m["hits"], m["misses"], m["remaps"], m["registrations"], gets, d["ops"])' 
 		fail "hits $hits + misses $misses != $gets transfers" || return 1
 	[ "$hits" -ge $((gets - 2)) ] ||
 		fail "only $hits cache hits for $gets transfers from 2 buffers" || return 1
-	checked "$gets transfers from 2 buffers: $regs registration calls, $hits cache hits: every transfer after the first from a buffer skipped registration"
+	checked "$gets transfers from 2 buffers: $regs registration calls, $hits cache hits, $misses misses, $remaps remaps: every transfer after the first from a buffer skipped registration"
 }
 
 # ---- failover under a stream (issues 7 and 8) -----------------------------------------
