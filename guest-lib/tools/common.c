@@ -160,6 +160,8 @@ static int run_server(struct tool_ctx *c, const struct tool_desc *d)
 {
 	if (setup(c, d))
 		return 1;
+	if (d->server_prepare && d->server_prepare(c))
+		return 1;
 	size_t len = 0;
 	uint16_t pn, pw;
 	int r = weft_rdv_serve(c->win, d->tag, &c->mine, sizeof(c->mine), &c->peer,

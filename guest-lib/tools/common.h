@@ -66,6 +66,11 @@ struct tool_desc {
 	size_t (*buf_size)(const struct tool_opts *o);
 	/* tool-specific option (returns 1 if consumed arg, -1 on error) */
 	int (*option)(struct tool_opts *o, const char *arg, const char *val);
+	/* server: runs after set-up (window, buffer, rCxts) and before the
+	 * rendezvous.  The reply hands the client the buffer's PVO and the
+	 * client may read the buffer at once, so whatever it expects to find
+	 * there must be in place before the reply goes out. */
+	int (*server_prepare)(struct tool_ctx *c);
 	int (*server)(struct tool_ctx *c);
 	int (*client)(struct tool_ctx *c);
 	int (*single)(struct tool_ctx *c);  /* one-node tools */

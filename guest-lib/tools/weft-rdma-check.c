@@ -44,12 +44,20 @@ static uint8_t pat(uint64_t i, uint32_t seed)
 
 static int rel_server(struct tool_ctx *c);
 
+/* The client's shadow starts as pat(i, 0) and its first RDMA read may
+ * reach this buffer as soon as our rendezvous reply is out: fill it
+ * before the rendezvous, not after. */
+static int server_prepare(struct tool_ctx *c)
+{
+	for (size_t i = 0; i < c->buf_len; i++)
+		c->buf[i] = pat(i, 0);
+	return 0;
+}
+
 static int server(struct tool_ctx *c)
 {
 	if (c->peer.mode == MODE_REL)
 		return rel_server(c);
-	for (size_t i = 0; i < c->buf_len; i++)
-		c->buf[i] = pat(i, 0);
 	return tool_serve_until_bye(c, &desc);
 }
 
@@ -470,6 +478,7 @@ static const struct tool_desc desc = {
 	.def_min_size = 1,
 	.def_max_size = 16u << 20,
 	.option = option,
+	.server_prepare = server_prepare,
 	.server = server,
 	.client = client_entry,
 };
