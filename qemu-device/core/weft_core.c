@@ -344,7 +344,8 @@ struct weft_core *weft_core_new(const struct weft_core_config *cfg,
 	c->rxq = calloc(c->rxq_len, sizeof(*c->rxq));
 	c->ctlq = calloc(WEFT_CTLQ_LEN, sizeof(*c->ctlq));
 	c->track = calloc(cf.nr_rcxt, sizeof(*c->track));
-	if (!c->sram || !c->rxq || !c->ctlq || !c->track) {
+	c->cmpl_tid = calloc(cf.nr_rcxt ? cf.nr_rcxt : 1, sizeof(*c->cmpl_tid));
+	if (!c->sram || !c->rxq || !c->ctlq || !c->track || !c->cmpl_tid) {
 		weft_core_free(c);
 		goto nomem;
 	}
@@ -367,6 +368,7 @@ void weft_core_free(struct weft_core *c)
 		for (r = 0; r < c->cfg.nr_rcxt; r++)
 			free(c->track[r].bits);
 	free(c->track);
+	free(c->cmpl_tid);
 	free(c->ctlq);
 	free(c->rxq);
 	free(c->sram);
@@ -404,6 +406,7 @@ void weft_core_reset(struct weft_core *c)
 
 	clear_work(c);
 	memset(c->sram, 0, c->sram_size);
+	memset(c->cmpl_tid, 0, (c->cfg.nr_rcxt ? c->cfg.nr_rcxt : 1) * sizeof(*c->cmpl_tid));
 	memset(c->cnt, 0, sizeof(c->cnt));
 	c->cnt[WEFT_CNT_RESETS] = resets + 1;
 	memset(c->tce_base, 0, sizeof(c->tce_base));
@@ -556,6 +559,7 @@ static unsigned int cmd_acquire(struct weft_core *c, uint64_t val, unsigned int 
 		return WEFT_CMD_EBUSY;
 	}
 	weft_track_free(c, r);
+	c->cmpl_tid[r] = 0;
 	memset(x, 0, sizeof(*x));
 	x->rcxt_assigned = 1;
 	x->local_window = (uint16_t)w;

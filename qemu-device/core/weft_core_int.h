@@ -103,6 +103,9 @@ struct weft_core {
 
 	struct weft_track *track;
 	uint64_t track_bytes;
+	/* Per rCxt: tid of the last completion packet accepted (0 = none),
+	 * for at-most-once completion delivery (hw-spec 6.2). */
+	uint32_t *cmpl_tid;
 
 	struct weft_pkt txbuf;          /* scratch for building a packet */
 	char msgbuf[160];

@@ -420,6 +420,54 @@ static void rx_rdmar(struct weft_core *c, unsigned int w, const struct weft_wire
 		c->ops.kick(c->opaque);
 }
 
+/* The rCxt's operation was sent to a broadcast or multicast id: every
+ * target sends its own completion for the one tid. */
+static bool bcast_op(const struct weft_rcxt *x)
+{
+	return x->pkt_type == WEFT_PKT_RDMAW && x->lid > WEFT_NODE_MAX_UNICAST;
+}
+
+/* At-most-once completion delivery (hw-spec 6.2): a completion packet is
+ * accepted only for the operation the rCxt currently holds, in the role
+ * that operation expects a completion packet in, and once per tid.  The
+ * rCxt key was checked by the caller. */
+static unsigned int completion_check(struct weft_core *c, const struct weft_wire_hdr *h)
+{
+	const struct weft_rcxt *x = weft_rcxt(c, h->rcxt);
+	bool read = h->flags & WEFT_WF_READ_RESP;
+	uint8_t role;
+
+	/* tid 0 is no operation; older tids are finished operations; newer
+	 * tids are operations this rCxt never started. */
+	if (x->tid == 0 || h->tid != x->tid)
+		return WEFT_R_TID_STALE;
+	/* The role in which the current operation expects a completion
+	 * packet: the initiator of an RDMA write (SOURCE), the data source
+	 * of an RDMA read (TARGET, READ), the controlling rCxt of a
+	 * third-party read (SOURCE, READ). */
+	if (x->rcxt_direction != WEFT_RCXT_DIR_SEND)
+		return WEFT_R_TID_STALE;
+	switch (x->pkt_type) {
+	case WEFT_PKT_RDMAW:
+		role = read ? 0 : WEFT_NOTIFY_SOURCE;
+		break;
+	case WEFT_PKT_RDMAR_REQ:
+		role = read ? WEFT_NOTIFY_TARGET : 0;
+		break;
+	case WEFT_PKT_TP_RDMAR_REQ:
+		role = read ? WEFT_NOTIFY_SOURCE : 0;
+		break;
+	default:
+		role = 0;
+		break;
+	}
+	if (!role || h->notify != role || !(x->notify_on_completion & role))
+		return WEFT_R_TID_STALE;
+	if (c->cmpl_tid[h->rcxt] == h->tid)
+		return WEFT_R_DUPLICATE;
+	return WEFT_R_OK;
+}
+
 static void rx_completion(struct weft_core *c, unsigned int w, const struct weft_wire_hdr *h,
 			  size_t len)
 {
@@ -431,6 +479,8 @@ static void rx_completion(struct weft_core *c, unsigned int w, const struct weft
 		return;
 	}
 	reason = rcxt_check(c, w, h->rcxt, h->rcxt_key);
+	if (reason == WEFT_R_OK)
+		reason = completion_check(c, h);
 	if (reason != WEFT_R_OK) {
 		weft_drop(c, h, w, reason);
 		return;
@@ -449,6 +499,10 @@ static void rx_completion(struct weft_core *c, unsigned int w, const struct weft
 	rh.protocol_cookie = h->protocol_cookie;
 	rh.user_cookie = h->user_cookie;
 	if (weft_rx_fifo_deliver(c, w, &rh, NULL, 0) == WEFT_R_OK) {
+		/* Only a delivered completion uses up its tid: one dropped on a
+		 * full FIFO may still be delivered by a later copy. */
+		if (!bcast_op(weft_rcxt(c, h->rcxt)))
+			c->cmpl_tid[h->rcxt] = h->tid;
 		rx_accept(c, h, w, len);
 		weft_count(c, WEFT_CNT_RX_COMPLETIONS, 1);
 	}
