@@ -627,6 +627,33 @@ static void test_cancel(void)
 }
 
 /* Route packets among three nodes by destination node id. */
+/* Poll n and keep the first completion packet it sends in *out; every
+ * other packet is delivered to to.  Returns true if one was found. */
+static bool take_completion(struct h_node *n, struct h_node *to, struct h_pkt *out)
+{
+	bool found = false;
+	size_t k;
+
+	h_poll(n, 64);
+	for (k = 0; k < n->ntx; k++) {
+		if (!found && h_txhdr(n, k)->type == WEFT_PKT_COMPLETION) {
+			*out = n->tx[k];
+			found = true;
+			continue;
+		}
+		weft_core_receive(to->c, n->tx[k].data, n->tx[k].len);
+	}
+	n->ntx = 0;
+	return found;
+}
+
+static void inject(struct h_node *n, struct h_pkt *p, uint32_t tid)
+{
+	((struct weft_wire_hdr *)p->data)->tid = tid;
+	weft_core_receive(n->c, p->data, p->len);
+	h_poll(n, 64);
+}
+
 static void run3(struct h_node **nodes)
 {
 	unsigned int round, i, j;
@@ -723,6 +750,28 @@ static void test_third_party(void)
 	CHECK_EQ(h_drops(&C, WEFT_R_RCXT_KEY), 1, "bad rCxt key ignored");
 	CHECK(((uint8_t *)h_ptr(&A, abuf))[0] == 0, "nothing written at A");
 	CHECK_EQ(completions(&B, NULL), 1, "no new completion");
+
+	h_section("third-party read: the manager takes the completion of its current tid once");
+	{
+		struct h_pkt cp;
+
+		q.tid = 5;
+		h_put_rdma(&B, 0, WEFT_SF_TP_RDMAR, 3, 0, &q);
+		h_start(&B, 0, 1);
+		h_poll(&B, 64);
+		h_deliver(&B, &C);
+		h_poll(&C, 64);
+		h_deliver(&C, &A);
+		CHECK(take_completion(&A, &B, &cp), "A sends the completion to B");
+		CHECK_EQ(((struct weft_wire_hdr *)cp.data)->rcxt, 2, "to B's rCxt");
+		inject(&B, &cp, 5);
+		CHECK_EQ(completions(&B, NULL), 2, "delivered");
+		inject(&B, &cp, 5);
+		CHECK_EQ(h_drops(&B, WEFT_R_DUPLICATE), 1, "again: DUPLICATE");
+		inject(&B, &cp, 1);
+		CHECK_EQ(h_drops(&B, WEFT_R_TID_STALE), 1, "the earlier tid: TID_STALE");
+		CHECK_EQ(completions(&B, NULL), 2, "exactly once");
+	}
 	h_fini(&A);
 	h_fini(&B);
 	h_fini(&C);
@@ -790,9 +839,155 @@ static void test_bcast_rdma(void)
 	CHECK_EQ(rh.src_node, 1, "names the source");
 	CHECK_EQ(completions(&C, NULL), 1, "completion at C");
 	CHECK_EQ(completions(&A, NULL), 0, "none at the source");
+
+	h_section("broadcast RDMA write with SOURCE notification: one completion per target");
+	q.tid = 2;
+	q.notify = WEFT_NOTIFY_SOURCE;
+	h_put_rdma(&A, 0, WEFT_SF_RDMAW, WEFT_NODE_BROADCAST, 0, &q);
+	h_start(&A, 0, 1);
+	h_poll(&A, 64);
+	{
+		size_t k;
+
+		for (k = 0; k < A.ntx; k++) {
+			weft_core_receive(B.c, A.tx[k].data, A.tx[k].len);
+			weft_core_receive(C.c, A.tx[k].data, A.tx[k].len);
+		}
+		A.ntx = 0;
+	}
+	run3(nodes);
+	CHECK_EQ(completions(&A, NULL), 2, "one from B and one from C");
+	CHECK_EQ(h_drops(&A, WEFT_R_DUPLICATE), 0, "not taken for duplicates");
 	h_fini(&A);
 	h_fini(&B);
 	h_fini(&C);
+}
+
+static void test_completion_tid(void)
+{
+	struct rig g;
+	struct h_pkt cp, rp;
+	struct weft_recv_hdr rh;
+	uint32_t idx = 0;
+
+	h_section("completion packets: at most once, only for the rCxt's current tid");
+	rig_init(&g);
+	fill(&g.a, g.abuf, 3000, 41);
+	post_write(&g, 3000, 4, WEFT_NOTIFY_BOTH);
+	h_poll(&g.a, 64);
+	h_deliver(&g.a, &g.b);
+	CHECK(take_completion(&g.b, &g.a, &cp), "target sends a SOURCE completion");
+	CHECK_EQ(completions(&g.a, NULL), 0, "nothing at the initiator yet");
+	inject(&g.a, &cp, 4);
+	CHECK_EQ(completions(&g.a, &idx), 1, "genuine completion delivered");
+	h_recv_hdr(&g.a, 0, idx, &rh);
+	CHECK_EQ(rh.tid, 4, "its tid");
+	CHECK_EQ(rh.rcxt, R_A, "initiator rCxt");
+	CHECK_EQ(h_cnt(&g.a, WEFT_CNT_RX_COMPLETIONS), 1, "RX_COMPLETIONS 1");
+	inject(&g.a, &cp, 4);
+	CHECK_EQ(h_drops(&g.a, WEFT_R_DUPLICATE), 1, "second completion of the tid: DUPLICATE");
+	CHECK_EQ(completions(&g.a, NULL), 1, "still one completion");
+	inject(&g.a, &cp, 3);
+	CHECK_EQ(h_drops(&g.a, WEFT_R_TID_STALE), 1, "older tid: TID_STALE");
+	inject(&g.a, &cp, 5);
+	CHECK_EQ(h_drops(&g.a, WEFT_R_TID_STALE), 2, "newer tid than the rCxt started: TID_STALE");
+	CHECK_EQ(completions(&g.a, NULL), 1, "still one completion");
+	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "no window error");
+
+	h_section("after a new operation on the rCxt the old tid's completion is stale");
+	fill(&g.a, g.abuf, 2000, 42);
+	post_write(&g, 2000, 9, WEFT_NOTIFY_BOTH);
+	h_run2(&g.a, &g.b);
+	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 2000), "data");
+	CHECK_EQ(completions(&g.a, NULL), 2, "new tid completed once at the initiator");
+	CHECK_EQ(completions(&g.b, NULL), 2, "and once at the target");
+	inject(&g.a, &cp, 4);
+	CHECK_EQ(h_drops(&g.a, WEFT_R_TID_STALE), 3, "replayed tid-4 completion: TID_STALE");
+	inject(&g.a, &cp, 9);
+	CHECK_EQ(h_drops(&g.a, WEFT_R_DUPLICATE), 2, "replayed tid-9 completion: DUPLICATE");
+	CHECK_EQ(completions(&g.a, NULL), 2, "exactly once per tid");
+
+	h_section("a completion naming an rCxt that expects none (write target, notify without SOURCE)");
+	rp = cp;
+	((struct weft_wire_hdr *)rp.data)->dst_node = 2;
+	((struct weft_wire_hdr *)rp.data)->rcxt = R_B;
+	inject(&g.b, &rp, 9);
+	CHECK_EQ(h_drops(&g.b, WEFT_R_TID_STALE), 1, "write target rCxt: TID_STALE");
+	CHECK_EQ(completions(&g.b, NULL), 2, "nothing delivered at the target");
+	fill(&g.a, g.abuf, 1000, 43);
+	post_write(&g, 1000, 10, WEFT_NOTIFY_TARGET);
+	h_run2(&g.a, &g.b);
+	inject(&g.a, &cp, 10);
+	CHECK_EQ(h_drops(&g.a, WEFT_R_TID_STALE), 4, "current tid, SOURCE not requested: TID_STALE");
+	CHECK_EQ(completions(&g.a, NULL), 2, "nothing delivered at the initiator");
+	rig_fini(&g);
+
+	h_section("RDMA read: the data source takes its TARGET completion once");
+	rig_init(&g);
+	fill(&g.b, g.bbuf, 6000, 44);
+	post_read(&g, 6000, 2, WEFT_NOTIFY_BOTH);
+	h_poll(&g.a, 64);
+	h_deliver(&g.a, &g.b);
+	h_poll(&g.b, 64);
+	h_deliver(&g.b, &g.a);
+	CHECK(take_completion(&g.a, &g.b, &cp), "initiator sends a TARGET completion");
+	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 6000), "data read");
+	CHECK_EQ(completions(&g.a, NULL), 1, "initiator's local completion");
+	inject(&g.b, &cp, 2);
+	CHECK_EQ(completions(&g.b, NULL), 1, "data source completion delivered");
+	inject(&g.b, &cp, 2);
+	CHECK_EQ(h_drops(&g.b, WEFT_R_DUPLICATE), 1, "duplicate: DUPLICATE");
+	inject(&g.b, &cp, 1);
+	CHECK_EQ(h_drops(&g.b, WEFT_R_TID_STALE), 1, "older tid: TID_STALE");
+	CHECK_EQ(completions(&g.b, NULL), 1, "exactly once");
+
+	h_section("a completion dropped on a full FIFO does not use up its tid");
+	post_read(&g, 3000, 3, WEFT_NOTIFY_BOTH);
+	h_poll(&g.a, 64);
+	h_deliver(&g.a, &g.b);
+	h_poll(&g.b, 64);
+	h_deliver(&g.b, &g.a);
+	CHECK(take_completion(&g.a, &g.b, &cp), "TARGET completion of tid 3");
+	{
+		struct weft_lmt l;
+		uint32_t slots;
+
+		h_lmt_read(&g.b, 0, &l);
+		slots = l.recv_fifo_avail_slots;
+		l.recv_fifo_avail_slots = 0;
+		h_lmt_write(&g.b, 0, &l);
+		inject(&g.b, &cp, 3);
+		CHECK_EQ(h_drops(&g.b, WEFT_R_FIFO_FULL), 1, "FIFO full");
+		h_lmt_read(&g.b, 0, &l);
+		l.recv_fifo_avail_slots = slots;
+		h_lmt_write(&g.b, 0, &l);
+	}
+	inject(&g.b, &cp, 3);
+	CHECK_EQ(completions(&g.b, NULL), 2, "delivered by the next copy");
+	inject(&g.b, &cp, 3);
+	CHECK_EQ(h_drops(&g.b, WEFT_R_DUPLICATE), 2, "then DUPLICATE");
+	rig_fini(&g);
+
+	h_section("after re-acquisition a completion is TID_STALE until the rCxt starts an operation");
+	rig_init(&g);
+	fill(&g.a, g.abuf, 500, 45);
+	post_write(&g, 500, 1, WEFT_NOTIFY_SOURCE);
+	h_poll(&g.a, 64);
+	h_deliver(&g.a, &g.b);
+	CHECK(take_completion(&g.b, &g.a, &cp), "SOURCE completion of tid 1");
+	CHECK_EQ(h_cmd(&g.a, WEFT_REG_CMD_RELEASE_RCXT, R_A), WEFT_CMD_OK, "release");
+	CHECK_EQ(h_acquire(&g.a, R_A, 0, 0), WEFT_CMD_OK, "acquire again");
+	inject(&g.a, &cp, 1);
+	CHECK_EQ(h_drops(&g.a, WEFT_R_TID_STALE), 1, "rCxt tid 0: TID_STALE");
+	inject(&g.a, &cp, 0);
+	CHECK_EQ(h_drops(&g.a, WEFT_R_TID_STALE), 2, "tid 0: TID_STALE");
+	CHECK_EQ(completions(&g.a, NULL), 0, "nothing delivered");
+	fill(&g.a, g.abuf, 500, 46);
+	post_write(&g, 500, 2, WEFT_NOTIFY_SOURCE);     /* B's rCxt is at tid 1 */
+	h_run2(&g.a, &g.b);
+	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 500), "data");
+	CHECK_EQ(completions(&g.a, NULL), 1, "the new owner's completion delivered");
+	rig_fini(&g);
 }
 
 static void test_rdmar_interleave(void)
@@ -838,5 +1033,6 @@ int main(void)
 	test_third_party();
 	test_bcast_rdma();
 	test_rdmar_interleave();
+	test_completion_tid();
 	return h_end();
 }
