@@ -243,8 +243,10 @@ static void event(struct fo *f, unsigned int replay)
 	f->rep->drop_rcxt_key += f->tr_drop[WEFT_R_RCXT_KEY];
 	f->rep->drop_tid_stale += f->tr_drop[WEFT_R_TID_STALE];
 	f->rep->drop_rcxt_invalid += f->tr_drop[WEFT_R_RCXT_INVALID];
+	f->rep->drop_duplicate += f->tr_drop[WEFT_R_DUPLICATE];
 	f->rep->drop_other += dropped - f->tr_drop[WEFT_R_TCE_KEY] - f->tr_drop[WEFT_R_RCXT_KEY] -
-			      f->tr_drop[WEFT_R_TID_STALE] - f->tr_drop[WEFT_R_RCXT_INVALID];
+			      f->tr_drop[WEFT_R_TID_STALE] - f->tr_drop[WEFT_R_RCXT_INVALID] -
+			      f->tr_drop[WEFT_R_DUPLICATE];
 	f->rep->cpl_filtered += f->tr_accept_cpl;
 	f->rep->stale_accepted += f->tr_accept_data + f->region_writes +
 				  (rs->cpl_src + rs->cpl_dst + rs->delivered - acted0);
@@ -373,13 +375,14 @@ void failover_print(const struct failover_report *r)
 	       (unsigned long long)r->lost, (unsigned long long)r->duplicated);
 	printf("failover-sim: reboots=%llu recoveries=%llu messages=%llu delivered=%llu "
 	       "retries=%llu drops: tce_key=%llu rcxt_key=%llu tid_stale=%llu "
-	       "rcxt_invalid=%llu other=%llu; stale completions filtered by the ULP=%llu; "
+	       "rcxt_invalid=%llu duplicate=%llu other=%llu; stale completions filtered by the ULP=%llu; "
 	       "memory mismatches=%llu counter mismatches=%llu; %.3f s virtual\n",
 	       (unsigned long long)r->reboots, (unsigned long long)r->recoveries,
 	       (unsigned long long)r->messages, (unsigned long long)r->delivered,
 	       (unsigned long long)r->retries, (unsigned long long)r->drop_tce_key,
 	       (unsigned long long)r->drop_rcxt_key, (unsigned long long)r->drop_tid_stale,
-	       (unsigned long long)r->drop_rcxt_invalid, (unsigned long long)r->drop_other,
+	       (unsigned long long)r->drop_rcxt_invalid, (unsigned long long)r->drop_duplicate,
+	       (unsigned long long)r->drop_other,
 	       (unsigned long long)r->cpl_filtered, (unsigned long long)r->mismatched_bytes,
 	       (unsigned long long)r->counter_mismatches, r->virt_seconds);
 }

@@ -57,7 +57,8 @@ struct failover_report {
 	uint64_t events, reboots, recoveries;
 	uint64_t messages, delivered, lost, duplicated;
 	uint64_t replayed, stale_accepted;
-	uint64_t drop_tce_key, drop_rcxt_key, drop_tid_stale, drop_rcxt_invalid, drop_other;
+	uint64_t drop_tce_key, drop_rcxt_key, drop_tid_stale, drop_rcxt_invalid, drop_duplicate,
+		 drop_other;
 	uint64_t cpl_filtered;      /* stale completions accepted into a FIFO, ignored by the ULP */
 	uint64_t retries, mismatched_bytes;
 	uint64_t counter_mismatches;
