@@ -146,31 +146,41 @@ static int rdv_next(struct weft_win *w, struct rdv_wait *rw, struct weft_entry *
 	}
 }
 
+/* Wait for an entry of the given kind (from rw's peer when from_peer),
+ * answering every other entry meanwhile.  0 with the entry and its blob. */
+static int rdv_await(struct weft_win *w, struct rdv_wait *rw, uint32_t tag, uint32_t kind,
+		     int from_peer, struct weft_entry *ent, const uint8_t **blob, size_t *len)
+{
+	for (;;) {
+		int r = rdv_next(w, rw, ent);
+		if (r)
+			return r;
+		if (rdv_parse(ent, tag, blob, len) == kind &&
+		    (!from_peer || (ent->src_node == rw->node && ent->src_window == rw->window)))
+			return 0;
+		memo_answer(w, ent);
+	}
+}
+
 int weft_rdv_serve(struct weft_win *w, uint32_t tag, const void *mine, size_t mine_len,
 		   void *peer, size_t peer_cap, size_t *peer_len, uint16_t *peer_node,
 		   uint16_t *peer_window, int timeout_ms)
 {
 	struct rdv_wait rw = { .start = weft_dev_now_ns(w->dev), .timeout_ms = timeout_ms };
-	for (;;) {
-		struct weft_entry ent;
-		int r = rdv_next(w, &rw, &ent);
-		if (r)
-			return r;
-		const uint8_t *blob;
-		size_t len;
-		if (rdv_parse(&ent, tag, &blob, &len) != RDV_HELLO) {
-			memo_answer(w, &ent);
-			continue;
-		}
-		if (len > peer_cap || mine_len > WEFT_RDV_MAX)
-			return -EMSGSIZE;
-		memcpy(peer, blob, len);
-		*peer_len = len;
-		*peer_node = ent.src_node;
-		*peer_window = ent.src_window;
-		memo_store(w, tag, mine, mine_len);
-		return rdv_send(w, tag, RDV_REPLY, ent.src_node, ent.src_window, mine, mine_len);
-	}
+	struct weft_entry ent;
+	const uint8_t *blob;
+	size_t len;
+	int r = rdv_await(w, &rw, tag, RDV_HELLO, 0, &ent, &blob, &len);
+	if (r)
+		return r;
+	if (len > peer_cap || mine_len > WEFT_RDV_MAX)
+		return -EMSGSIZE;
+	memcpy(peer, blob, len);
+	*peer_len = len;
+	*peer_node = ent.src_node;
+	*peer_window = ent.src_window;
+	memo_store(w, tag, mine, mine_len);
+	return rdv_send(w, tag, RDV_REPLY, ent.src_node, ent.src_window, mine, mine_len);
 }
 
 int weft_rdv_connect(struct weft_win *w, uint32_t tag, uint16_t node, uint16_t window,
@@ -180,24 +190,17 @@ int weft_rdv_connect(struct weft_win *w, uint32_t tag, uint16_t node, uint16_t w
 	struct rdv_wait rw = { .start = weft_dev_now_ns(w->dev), .timeout_ms = timeout_ms,
 			       .tag = tag, .kind = RDV_HELLO, .node = node, .window = window,
 			       .blob = mine, .len = mine_len };
-	for (;;) {
-		struct weft_entry ent;
-		int r = rdv_next(w, &rw, &ent);
-		if (r)
-			return r;
-		const uint8_t *blob;
-		size_t len;
-		if (rdv_parse(&ent, tag, &blob, &len) != RDV_REPLY || ent.src_node != node ||
-		    ent.src_window != window) {
-			memo_answer(w, &ent);
-			continue;
-		}
-		if (len > peer_cap)
-			return -EMSGSIZE;
-		memcpy(peer, blob, len);
-		*peer_len = len;
-		return 0;
-	}
+	struct weft_entry ent;
+	const uint8_t *blob;
+	size_t len;
+	int r = rdv_await(w, &rw, tag, RDV_REPLY, 1, &ent, &blob, &len);
+	if (r)
+		return r;
+	if (len > peer_cap)
+		return -EMSGSIZE;
+	memcpy(peer, blob, len);
+	*peer_len = len;
+	return 0;
 }
 
 int weft_rdv_handle(struct weft_win *w, uint32_t tag, const struct weft_entry *e,
@@ -216,17 +219,10 @@ int weft_rdv_bye(struct weft_win *w, uint32_t tag, uint16_t node, uint16_t windo
 {
 	struct rdv_wait rw = { .start = weft_dev_now_ns(w->dev), .timeout_ms = timeout_ms,
 			       .tag = tag, .kind = RDV_BYE, .node = node, .window = window };
-	for (;;) {
-		struct weft_entry ent;
-		int r = rdv_next(w, &rw, &ent);
-		if (r)
-			return r;
-		const uint8_t *blob;
-		size_t len;
-		if (rdv_parse(&ent, tag, &blob, &len) == RDV_BYE_ACK && ent.src_node == node)
-			return 0;
-		memo_answer(w, &ent);
-	}
+	struct weft_entry ent;
+	const uint8_t *blob;
+	size_t len;
+	return rdv_await(w, &rw, tag, RDV_BYE_ACK, 1, &ent, &blob, &len);
 }
 
 int weft_rdv_is_bye(struct weft_win *w, uint32_t tag, const struct weft_entry *e)
