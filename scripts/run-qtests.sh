@@ -114,7 +114,7 @@ tap_check() {
 "$build/qemu-system-x86_64" -nodefaults -device weft,help >"$out/props.txt" 2>&1 || true
 props_described() {
 	local p
-	for p in node-id windows rcxts handlers chardev; do
+	for p in node-id windows rcxts handlers chardev epoch-file; do
 		grep -qE "^  $p=<[a-z0-9]+> +- [a-z]" "$out/props.txt" || {
 			echo "# -device weft,help lacks a description of $p"
 			return 1

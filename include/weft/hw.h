@@ -95,6 +95,8 @@
 	X(EVQ_SIZE,        0x088, RW) /* log2(entries); 0 disables */        \
 	X(EVQ_PROD,        0x090, RO) /* events written (free-running) */    \
 	X(EVQ_CONS,        0x098, RW) /* events consumed by the driver */    \
+	X(KEY_EPOCH,       0x0a0, RO) /* non-volatile PVO key epoch */       \
+	X(KEY_EPOCH_NEXT,  0x0a8, WO) /* write WEFT_EPOCH_MAGIC: epoch + 1 */ \
 	X(CMD_OPEN_WINDOW, 0x100, WO) /* data = window */                    \
 	X(CMD_CLOSE_WINDOW,0x108, WO) /* data = window */                    \
 	X(CMD_ACQUIRE_RCXT,0x110, WO) /* WEFT_ACQ_* packing */               \
@@ -142,6 +144,7 @@ enum weft_reg {
 
 #define WEFT_RESET_MAGIC        0x52455345ull /* "ESER" */
 #define WEFT_RECOVER_MAGIC      0x52564352ull /* "RCVR" */
+#define WEFT_EPOCH_MAGIC        0x48435045ull /* "EPCH" */
 
 /* INT_CONFIG: number of handlers in bits 7:0 (1..WEFT_MAX_HANDLERS,
  * limited by the MSI-X vectors), bit 8 = early interrupt mode. */

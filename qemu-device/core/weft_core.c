@@ -336,6 +336,7 @@ struct weft_core *weft_core_new(const struct weft_core_config *cfg,
 	c->cfg = cf;
 	c->ops = *ops;
 	c->opaque = opaque;
+	c->key_epoch = cf.key_epoch;
 	c->sram_used = WEFT_SRAM_RCXT_OFF(cf.nr_rcxt);
 	c->sram_size = pow2_ceil(c->sram_used);
 	c->db_size = pow2_ceil((uint64_t)cf.nr_windows * WEFT_DB_PAGE_SIZE);
@@ -703,6 +704,8 @@ static uint64_t fixed_reg_value(struct weft_core *c, uint64_t reg)
 		return WEFT_STATUS_READY | (c->link_up ? WEFT_STATUS_LINK_UP : 0);
 	case WEFT_REG_RECOVERY_COUNT:
 		return c->recovery_count;
+	case WEFT_REG_KEY_EPOCH:
+		return c->key_epoch;
 	case WEFT_REG_ACTIVE_WIN0:
 		return c->active[0];
 	case WEFT_REG_ACTIVE_WIN1:
@@ -773,6 +776,18 @@ uint64_t weft_core_reg_read(struct weft_core *c, uint64_t off, unsigned int size
 	return val;
 }
 
+/* The next key epoch is stored before it can be read: a driver never
+ * sees an epoch that a power cycle could hand out again.  If the store
+ * fails the epoch stays put, which the driver sees (hw-spec 9). */
+static void key_epoch_next(struct weft_core *c)
+{
+	uint64_t e = c->key_epoch + 1;
+
+	if (c->ops.epoch_store && c->ops.epoch_store(c->opaque, e) != 0)
+		return;
+	c->key_epoch = e;
+}
+
 static void int_ready(struct weft_core *c, uint64_t h)
 {
 	if (h >= nr_handlers(c)) {
@@ -804,6 +819,14 @@ static void fixed_reg_write(struct weft_core *c, uint64_t reg, const char *name,
 			return;
 		}
 		core_recover(c);
+		return;
+	case WEFT_REG_KEY_EPOCH_NEXT:
+		if (val != WEFT_EPOCH_MAGIC) {
+			weft_guest_error(c, "KEY_EPOCH_NEXT: wrong magic 0x%llx",
+					 (unsigned long long)val);
+			return;
+		}
+		key_epoch_next(c);
 		return;
 	case WEFT_REG_INT_CONFIG:
 		v = sub_merge(c->int_config, off, val, size);

@@ -78,6 +78,13 @@ struct weft_core_ops {
 	void (*kick)(void *opaque);
 	/* Observability, may be NULL. */
 	void (*trace)(void *opaque, const struct weft_trace *ev);
+	/* The adapter's non-volatile store: KEY_EPOCH_NEXT calls it with the
+	 * new key epoch before the write completes; the embedder keeps the
+	 * value across power cycles and hands it back in
+	 * weft_core_config.key_epoch.  Returns 0, or -1 if the value could
+	 * not be stored (the epoch then does not advance).  NULL: the epoch
+	 * lives as long as the core. */
+	int (*epoch_store)(void *opaque, uint64_t epoch);
 };
 
 struct weft_core_config {
@@ -86,6 +93,7 @@ struct weft_core_config {
 	uint32_t nr_rcxt;       /* WEFT_MIN_RCXT..WEFT_MAX_RCXT */
 	uint32_t nr_handlers;   /* 1..WEFT_MAX_HANDLERS (MSI-X vectors) */
 	uint32_t rx_queue_len;  /* packets buffered before backpressure, 0 = 64 */
+	uint64_t key_epoch;     /* KEY_EPOCH at power-on (the stored value) */
 };
 
 /* Create a core.  On a bad configuration returns NULL and writes a
@@ -96,7 +104,7 @@ struct weft_core *weft_core_new(const struct weft_core_config *cfg,
 void weft_core_free(struct weft_core *c);
 
 /* Device reset (PCI reset / RESET register): everything back to power-on,
- * except the recovery count. */
+ * except the recovery count and the key epoch. */
 void weft_core_reset(struct weft_core *c);
 
 /* MMIO.  off is relative to the BAR; size is 4 or 8. */

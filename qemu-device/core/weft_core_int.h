@@ -65,6 +65,7 @@ struct weft_core {
 
 	/* registers */
 	uint64_t recovery_count;
+	uint64_t key_epoch;             /* non-volatile: kept by RESET */
 	uint64_t active[2];
 	uint64_t cmd_status;
 	uint64_t int_config;

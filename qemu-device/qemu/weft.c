@@ -18,6 +18,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qemu/cutils.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
@@ -72,6 +73,7 @@ struct WeftState {
     uint32_t nr_rcxt;
     uint32_t nr_handlers;
     CharBackend chr;
+    char *epoch_file;       /* the adapter's non-volatile key epoch */
 
     /* Link to weft-switch */
     bool connected;         /* the chardev is open */
@@ -562,6 +564,53 @@ WEFT_MMIO_REGION(db, weft_core_db);
 
 /* ---- QOM ----------------------------------------------------------------- */
 
+/* ---- Non-volatile key epoch (hw-spec 9) ------------------------------------ */
+
+/* Stored in decimal in the epoch-file, replaced atomically. */
+static int weft_op_epoch_store(void *opaque, uint64_t epoch)
+{
+    WeftState *s = opaque;
+    g_autoptr(GError) gerr = NULL;
+    g_autofree char *txt = NULL;
+
+    if (!s->epoch_file) {
+        return 0;
+    }
+    txt = g_strdup_printf("%" PRIu64 "\n", epoch);
+    if (!g_file_set_contents(s->epoch_file, txt, -1, &gerr)) {
+        error_report("weft: node %u: cannot store the key epoch in %s: %s",
+                     s->node_id, s->epoch_file, gerr->message);
+        return -1;
+    }
+    return 0;
+}
+
+/* The stored epoch, 0 when the file does not exist yet. */
+static bool weft_epoch_load(WeftState *s, uint64_t *epoch, Error **errp)
+{
+    g_autoptr(GError) gerr = NULL;
+    g_autofree char *txt = NULL;
+    const char *end;
+
+    *epoch = 0;
+    if (!s->epoch_file) {
+        return true;
+    }
+    if (!g_file_get_contents(s->epoch_file, &txt, NULL, &gerr)) {
+        if (g_error_matches(gerr, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
+            return true;
+        }
+        error_setg(errp, "weft: epoch-file %s: %s", s->epoch_file, gerr->message);
+        return false;
+    }
+    if (qemu_strtou64(txt, &end, 10, epoch) < 0 || (*end && *end != '\n')) {
+        error_setg(errp, "weft: epoch-file %s does not hold a decimal epoch",
+                   s->epoch_file);
+        return false;
+    }
+    return true;
+}
+
 static const struct weft_core_ops weft_core_ops = {
     .dma_read = weft_op_dma_read,
     .dma_write = weft_op_dma_write,
@@ -570,6 +619,7 @@ static const struct weft_core_ops weft_core_ops = {
     .now_ns = weft_op_now_ns,
     .kick = weft_op_kick,
     .trace = weft_op_trace,
+    .epoch_store = weft_op_epoch_store,
 };
 
 static void weft_realize(PCIDevice *pdev, Error **errp)
@@ -589,6 +639,9 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     cfg.node_id = s->node_id;
+    if (!weft_epoch_load(s, &cfg.key_epoch, errp)) {
+        return;
+    }
     s->core = weft_core_new(&cfg, &weft_core_ops, s, err, sizeof(err));
     if (!s->core) {
         error_setg(errp, "weft: %s", err[0] ? err : "bad configuration");
@@ -684,6 +737,7 @@ static const Property weft_properties[] = {
     DEFINE_PROP_UINT32("rcxts", WeftState, nr_rcxt, WEFT_DEF_RCXT),
     DEFINE_PROP_UINT32("handlers", WeftState, nr_handlers, WEFT_DEF_HANDLERS),
     DEFINE_PROP_CHR("chardev", WeftState, chr),
+    DEFINE_PROP_STRING("epoch-file", WeftState, epoch_file),
 };
 
 static void weft_class_init(ObjectClass *klass, void *data)
@@ -714,6 +768,9 @@ static void weft_class_init(ObjectClass *klass, void *data)
     object_class_property_set_description(klass, "chardev",
         "socket chardev connected to weft-switch (use reconnect-ms=); "
         "without it the link stays down and sent packets are dropped");
+    object_class_property_set_description(klass, "epoch-file",
+        "file that stores the adapter's non-volatile key epoch (KEY_EPOCH) "
+        "across power cycles; without it the epoch starts at 0");
 }
 
 static const TypeInfo weft_info = {

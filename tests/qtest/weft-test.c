@@ -323,8 +323,10 @@ typedef enum SwitchMode {
     SW_LATE,        /* chardev to a socket nobody listens on yet */
 } SwitchMode;
 
-/* Starts QEMU with a weft device linked as mode says. */
-static WeftNode *node_start(unsigned int node, SwitchMode mode)
+/* Starts QEMU with a weft device linked as mode says; props are more
+ * device properties (",name=value..."). */
+static WeftNode *node_start_props(unsigned int node, SwitchMode mode,
+                                  const char *props)
 {
     WeftNode *n = g_new0(WeftNode, 1);
     g_autofree char *chr = NULL;
@@ -347,10 +349,10 @@ static WeftNode *node_start(unsigned int node, SwitchMode mode)
                          "-d guest_errors,invalid_mem -D %s "
                          "-trace weft_dma_write -trace 'weft_link_*' %s "
                          "-device weft,node-id=%u,windows=%u,rcxts=%u,"
-                         "handlers=%u%s",
+                         "handlers=%u%s%s",
                          n->log, chr ? chr : "", node, TEST_WINDOWS,
                          TEST_RCXTS, TEST_HANDLERS,
-                         mode != SW_NONE ? ",chardev=sw" : "");
+                         mode != SW_NONE ? ",chardev=sw" : "", props);
     pc_alloc_init(&n->alloc, n->qts, ALLOC_NO_FLAGS);
     n->bus = qpci_new_pc(n->qts, &n->alloc);
     qpci_device_foreach(n->bus, WEFT_PCI_VENDOR_ID, WEFT_PCI_DEVICE_ID,
@@ -363,6 +365,11 @@ static WeftNode *node_start(unsigned int node, SwitchMode mode)
         wait_link(n, true);
     }
     return n;
+}
+
+static WeftNode *node_start(unsigned int node, SwitchMode mode)
+{
+    return node_start_props(node, mode, "");
 }
 
 static void node_stop(WeftNode *n)
@@ -1081,6 +1088,48 @@ static void test_migration_blocked(void)
     node_stop(n);
 }
 
+/*
+ * KEY_EPOCH (hw-spec 9): advanced by KEY_EPOCH_NEXT, kept by RESET, and,
+ * with an epoch-file, kept across power cycles (QEMU restarts).
+ */
+static void test_key_epoch(void)
+{
+    g_autofree char *file = g_strdup_printf("%s/node-epoch", tmpdir);
+    g_autofree char *props = g_strdup_printf(",epoch-file=%s", file);
+    g_autofree char *txt = NULL;
+    WeftNode *n;
+
+    unlink(file);
+    n = node_start_props(10, SW_NONE, props);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 0);
+    reg_write(n, WEFT_REG_KEY_EPOCH_NEXT, 7);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 0);
+    reg_write(n, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+    reg_write(n, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+    reg_write(n, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 3);
+    g_assert_true(g_file_get_contents(file, &txt, NULL, NULL));
+    g_assert_cmpstr(txt, ==, "3\n");
+    reg_write(n, WEFT_REG_RESET, WEFT_RESET_MAGIC);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 3);
+    node_stop(n);
+
+    /* Power cycle: the stored epoch comes back. */
+    n = node_start_props(10, SW_NONE, props);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 3);
+    reg_write(n, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 4);
+    node_stop(n);
+    unlink(file);
+
+    /* Without a store the epoch lives as long as the device. */
+    n = node_start(10, SW_NONE);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 0);
+    reg_write(n, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 1);
+    node_stop(n);
+}
+
 /* An RDMA read: node a pulls a buffer of node b into its own memory. */
 static void test_rdma_read(void)
 {
@@ -1458,6 +1507,7 @@ int main(int argc, char **argv)
     g_assert_nonnull(tmpdir);
 
     qtest_add_func("/weft/identity", test_identity);
+    qtest_add_func("/weft/key-epoch", test_key_epoch);
     qtest_add_func("/weft/open-window", test_open_window);
     qtest_add_func("/weft/fifo/loopback", test_fifo_loopback);
     qtest_add_func("/weft/fifo/two-nodes", test_fifo_two_nodes);

@@ -284,11 +284,22 @@ static void test_reset_recover(void)
 	CHECK(h_reg_r(&o.a, WEFT_REG_TCE_CFG(0)) != 0, "TCE tables survive recovery");
 	CHECK_EQ(h_acquire(&o.a, 10, 0, 1), WEFT_CMD_OK, "rCxt can be re-acquired");
 
-	h_section("reset: power-on state except RECOVERY_COUNT");
+	h_section("KEY_EPOCH: advanced only by KEY_EPOCH_NEXT with its magic");
+	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_KEY_EPOCH), 0, "power-on epoch from the config");
+	h_reg_w(&o.a, WEFT_REG_KEY_EPOCH_NEXT, 1);
+	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_KEY_EPOCH), 0, "wrong magic ignored");
+	h_reg_w(&o.a, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+	h_reg_w(&o.a, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_KEY_EPOCH), 2, "KEY_EPOCH + 1 per write");
+	h_reg_w(&o.a, WEFT_REG_KEY_EPOCH, 99);
+	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_KEY_EPOCH), 2, "KEY_EPOCH is read-only");
+
+	h_section("reset: power-on state except RECOVERY_COUNT and KEY_EPOCH");
 	CHECK_EQ(h_open(&o.a, 0, JOB, 3, 3, 1), WEFT_CMD_OK, "reopen");
 	CHECK_EQ(weft_core_receive(o.a.c, pkt, sizeof(pkt)), 0, "packet queued");
 	h_reg_w(&o.a, WEFT_REG_RESET, WEFT_RESET_MAGIC);
 	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_RECOVERY_COUNT), 1, "RECOVERY_COUNT kept");
+	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_KEY_EPOCH), 2, "KEY_EPOCH kept");
 	CHECK_EQ(h_cnt(&o.a, WEFT_CNT_RESETS), 1, "RESETS");
 	CHECK_EQ(h_cnt(&o.a, WEFT_CNT_RECOVERIES), 0, "other counters cleared");
 	CHECK_EQ(h_cnt(&o.a, WEFT_CNT_GUEST_ERRORS), 0, "guest error counter cleared");
