@@ -120,7 +120,7 @@ DEFINE_SHOW_ATTRIBUTE(weft_rcxt);
 static int weft_tce_show(struct seq_file *m, void *v)
 {
 	struct weft_dev *wdev = m->private;
-	u32 s, t, i, used;
+	u32 s, t, i, k, used;
 
 	mutex_lock(&wdev->lock);
 	for (s = 0; s < WEFT_NR_JOB_SLOTS; s++) {
@@ -131,7 +131,9 @@ static int weft_tce_show(struct seq_file *m, void *v)
 
 			if (!tbl->va)
 				continue;
-			used = bitmap_weight(tbl->used, tbl->nr);
+			used = 0;
+			for (k = 0; k < WEFT_TCE_MAP_WORDS(tbl->nr); k++)
+				used += hweight64(tbl->used[k]);
 			seq_printf(m, "  table %u: shift %u entries %u used %u dma 0x%llx\n",
 				   s * WEFT_SLOT_TABLES + t, tbl->shift, tbl->nr, used,
 				   (u64)tbl->dma);
@@ -172,8 +174,10 @@ static int weft_state_show(struct seq_file *m, void *v)
 		   wdev->node_id, wdev->nr_windows, wdev->nr_rcxt, wdev->nr_handlers,
 		   wdev->recovery_count);
 	seq_printf(m, "rcxt_free %u rcxt_head %u evq_entries %u evq_cons %llu evq_stale %llu\n",
-		   wdev->rcxt_free, wdev->rcxt_head, wdev->evq_entries, wdev->evq_cons,
+		   wdev->rcxt_ring.count, wdev->rcxt_ring.head, wdev->evq_entries, wdev->evq_cons,
 		   wdev->evq_stale);
+	seq_printf(m, "key_epoch %llu key_block %u keys_used %u\n", wdev->keys.epoch,
+		   weft_key_block(wdev->keys.epoch), wdev->keys.seq);
 	seq_printf(m, "closes %llu closes_waited %llu close_snapshot 0x%llx\n",
 		   wdev->closes, wdev->closes_waited, wdev->close_snapshot);
 	for (h = 0; h < wdev->nr_handlers; h++)

@@ -26,6 +26,7 @@
 #include "weft/xlate.h"
 #include "weft/counters.h"
 #include "weft/uapi.h"
+#include "policy/weft_policy.h"
 
 #define WEFT_DRV_NAME		"weft"
 #define WEFT_MAX_DEVS		16
@@ -73,7 +74,7 @@ struct weft_tce_table {
 	dma_addr_t dma;
 	u32 nr;			/* entries */
 	u32 shift;		/* page shift: 12 or 24 */
-	unsigned long *used;	/* bitmap of entries in use */
+	u64 *used;		/* bitmap of entries in use (policy) */
 };
 
 struct weft_slot {
@@ -163,10 +164,10 @@ struct weft_dev {
 	struct list_head zombies;	/* windows whose close timed out */
 	struct weft_window *win[WEFT_MAX_WINDOWS];
 	u16 *rcxt_win;			/* owner window + 1, 0 = free */
-	u32 *rcxt_ring;			/* free list: allocate head, free tail */
-	u32 rcxt_head, rcxt_free;
+	u32 *rcxt_ids;			/* storage of rcxt_ring */
+	struct weft_rcxt_ring rcxt_ring;	/* free rCxts (policy) */
 	u32 recovery_count;
-	u32 next_key;			/* PVO key generator */
+	struct weft_keygen keys;	/* PVO keys (policy) */
 	u64 closes, closes_waited;	/* Close Window: all, snapshot was busy */
 	u64 close_snapshot;		/* Snapshot View right after the last close */
 	struct weft_slot slots[WEFT_NR_JOB_SLOTS];
@@ -220,6 +221,7 @@ void weft_ctx_teardown(struct weft_ctx *ctx);
 
 /* weft_mr.c */
 int weft_slots_init(struct weft_dev *wdev);
+int weft_keys_start(struct weft_dev *wdev);
 void weft_slots_fini(struct weft_dev *wdev);
 void weft_slots_program(struct weft_dev *wdev);
 int weft_job_attach(struct weft_ctx *ctx, struct weft_ioc_job *job);

@@ -11,7 +11,6 @@
 #include <linux/iopoll.h>
 #include <linux/module.h>
 #include <linux/pci.h>
-#include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 
@@ -40,9 +39,6 @@ MODULE_PARM_DESC(handlers, "interrupt handlers (MSI-X vectors) to use, 0 = all t
 struct weft_res weft_res;
 
 static DEFINE_IDA(weft_ida);
-
-/* PVO keys start from a random seed taken at load (seed section 1.5.16). */
-static u32 weft_key_seed;
 
 void *weft_coherent_alloc(struct weft_dev *wdev, size_t size, dma_addr_t *dma)
 {
@@ -393,7 +389,7 @@ static void weft_dev_release(struct kref *kref)
 	struct weft_dev *wdev = container_of(kref, struct weft_dev, kref);
 
 	kvfree(wdev->rcxt_win);
-	kvfree(wdev->rcxt_ring);
+	kvfree(wdev->rcxt_ids);
 	pci_dev_put(wdev->pdev);
 	kfree(wdev);
 }
@@ -492,7 +488,7 @@ static void weft_free_irqs(struct weft_dev *wdev)
 static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct weft_dev *wdev;
-	u32 i, evq_log2;
+	u32 evq_log2;
 	int ret;
 
 	BUILD_BUG_ON(IS_ENABLED(CONFIG_CPU_BIG_ENDIAN));
@@ -509,7 +505,6 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	INIT_LIST_HEAD(&wdev->ctxs);
 	INIT_LIST_HEAD(&wdev->zombies);
 	INIT_WORK(&wdev->recover_work, weft_recover_work);
-	wdev->next_key = weft_key_seed;
 	wdev->id = -1;
 
 	ret = pci_enable_device(pdev);
@@ -545,6 +540,9 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		goto err_iomap;
 	wdev->recovery_count = weft_rd(wdev, WEFT_REG_RECOVERY_COUNT);
+	ret = weft_keys_start(wdev);
+	if (ret)
+		goto err_iomap;
 
 	ret = ida_alloc_max(&weft_ida, WEFT_MAX_DEVS - 1, GFP_KERNEL);
 	if (ret < 0)
@@ -553,13 +551,10 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 	ret = -ENOMEM;
 	wdev->rcxt_win = kvcalloc(wdev->nr_rcxt, sizeof(*wdev->rcxt_win), GFP_KERNEL);
-	wdev->rcxt_ring = kvcalloc(wdev->nr_rcxt, sizeof(*wdev->rcxt_ring), GFP_KERNEL);
-	if (!wdev->rcxt_win || !wdev->rcxt_ring)
+	wdev->rcxt_ids = kvcalloc(wdev->nr_rcxt, sizeof(*wdev->rcxt_ids), GFP_KERNEL);
+	if (!wdev->rcxt_win || !wdev->rcxt_ids)
 		goto err_ida;
-	for (i = 0; i < wdev->nr_rcxt; i++)
-		wdev->rcxt_ring[i] = i;
-	wdev->rcxt_head = 0;
-	wdev->rcxt_free = wdev->nr_rcxt;
+	weft_ring_init(&wdev->rcxt_ring, wdev->rcxt_ids, wdev->nr_rcxt);
 
 	evq_log2 = clamp(weft_evq_log2, WEFT_EVQ_MIN_LOG2, WEFT_EVQ_MAX_LOG2);
 	wdev->evq_entries = 1u << evq_log2;
@@ -662,7 +657,6 @@ static int __init weft_init(void)
 {
 	int ret;
 
-	weft_key_seed = get_random_u32();
 	weft_debugfs_init();
 	ret = pci_register_driver(&weft_pci_driver);
 	if (ret)

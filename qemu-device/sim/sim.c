@@ -181,7 +181,8 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 		n->sim = s;
 		n->id = i;
 		n->rng = cfg->seed * 0x100000001b3ull + i + 1;
-		n->epoch = (uint32_t)(sim_rand(&n->rng) % 255u);
+		/* The adapter's stored key epoch at power-on: any value. */
+		cc.key_epoch = sim_rand(&n->rng) % 100000u;
 		n->mem = calloc(1, s->mem_size);
 		n->core = n->mem ? weft_core_new(&cc, &sim_core_ops, n, cerr, sizeof(cerr)) : NULL;
 		if (!n->core) {

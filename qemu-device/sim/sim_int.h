@@ -3,6 +3,7 @@
 #ifndef WEFT_SIM_INT_H
 #define WEFT_SIM_INT_H
 
+#include "weft_policy.h"
 #include "weft_sim.h"
 
 #define SIM_NR_EVENT_TYPES      8u
@@ -45,21 +46,20 @@ struct sim_node {
 	/* sim driver */
 	uint64_t rng;
 	uint32_t gen;           /* bumped by boot and recovery */
-	uint32_t epoch;         /* boot epoch: high bits of PVO keys */
-	uint32_t key_seq;       /* low bits of PVO keys, random start per boot */
+	struct weft_keygen keys;        /* PVO keys (driver policy) */
 	uint32_t nr_windows, nr_rcxt, nr_handlers;
 	uint64_t evq_addr;
 	uint64_t evq_cons;
 	uint64_t tce_addr[SIM_NR_TABLES];
 	uint32_t tce_nr[SIM_NR_TABLES];
 	uint8_t tce_shift[SIM_NR_TABLES];
-	uint8_t *tce_used[SIM_NR_TABLES];
+	uint64_t *tce_used[SIM_NR_TABLES];      /* bitmap of TCEs in use */
 	uint32_t slot_job[WEFT_NR_JOB_SLOTS];
 	struct sim_mr *mr;
 	size_t nr_mr, mr_cap;
 	struct sim_win win[WEFT_MAX_WINDOWS];
-	uint32_t *ring;         /* free rCxts: allocate at head, free to tail */
-	uint32_t ring_head, ring_count;
+	uint32_t *ring_ids;
+	struct weft_rcxt_ring ring;     /* free rCxts (driver policy) */
 	uint16_t *rcxt_owner;   /* window + 1 of a held rCxt, 0 = free */
 	uint64_t ev_count[SIM_NR_EVENT_TYPES];
 };
