@@ -504,6 +504,20 @@ static long weft_ioctl(struct file *filp, unsigned int cmd, unsigned long uarg)
 	return 0;
 }
 
+/*
+ * A device mapping is never inherited by fork (a child that touches it
+ * faults) and can never become executable (mprotect(PROT_EXEC) fails).
+ */
+static void weft_vma_protect(struct vm_area_struct *vma)
+{
+#ifdef WEFT_HAVE_VM_FLAGS_SET
+	vm_flags_set(vma, VM_DONTCOPY);
+	vm_flags_clear(vma, VM_MAYEXEC);
+#else
+	vma->vm_flags = (vma->vm_flags | VM_DONTCOPY) & ~VM_MAYEXEC;
+#endif
+}
+
 static int weft_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	struct weft_ctx *ctx = filp->private_data;
@@ -535,6 +549,7 @@ static int weft_mmap(struct file *filp, struct vm_area_struct *vma)
 		goto out;
 	}
 	/* Both remap paths set VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP. */
+	weft_vma_protect(vma);
 	switch (part) {
 	case WEFT_MMAP_DB:
 		if (size != PAGE_SIZE) {

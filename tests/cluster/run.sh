@@ -52,6 +52,8 @@ SCENARIOS=(
 	"window-fatal|$C2|window fatal errors are reported to the owning process (weft-test-fatal)"
 	"recovery|$C2|adapter recovery through sysfs and debugfs: count bumped, users told, old rCxts and registrations dead (weft-test-recovery)"
 	"modload|$C2|weft.ko loaded and unloaded 20 times on node1: no leak in the driver counters (weft-test-modload)"
+	"fork|$C2|a forked child that touches the parent's doorbell page or FIFOs gets SIGSEGV, the parent's traffic is unaffected, mappings never executable (weft-test-fork)"
+	"reboot-keys|$C2|node1 rebooted three times, the same buffer registered after each boot: three different PVO keys, each in the block of a new adapter key epoch (weft-test-mrkey)"
 	"reboot-streaming|$CF|node1 rebooted while node0 streams to it; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
 	"recovery-streaming|$CF|adapter recovery on node0 while node1 streams to it; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
@@ -159,7 +161,7 @@ no_oops() {
 
 console_tails() {
 	local c=$1 n i
-	n=$(sed -n 's/^NODES=//p' "${WEFT_RUN_DIR:-/tmp/weft-cluster-$(id -u)}/$c/cluster.env" 2>/dev/null)
+	n=$(sed -n 's/^NODES=//p' "$(weft_run_dir)/$c/cluster.env" 2>/dev/null)
 	for ((i = 0; i < ${n:-0}; i++)); do
 		echo "  ---- $c node$i console (last 30 lines) ----"
 		"$WC" --name "$c" console "$i" -n 30 2>&1 | sed 's/^/  | /'
@@ -187,9 +189,9 @@ cleanup() {
 	for c in "$C2" "$CF" "$C4"; do
 		[ -z "${up_error[$c]+x}" ] || "$WC" --name "$c" down >/dev/null 2>&1
 		if [ "$failed" = 0 ]; then
-			rm -rf "${WEFT_RUN_DIR:-/tmp/weft-cluster-$(id -u)}/$c"
+			rm -rf "$(weft_run_dir)/$c"
 		else
-			echo "logs of cluster $c: ${WEFT_RUN_DIR:-/tmp/weft-cluster-$(id -u)}/$c"
+			echo "logs of cluster $c: $(weft_run_dir)/$c"
 		fi
 	done
 	rm -rf "$TMP"
@@ -278,6 +280,36 @@ sc_modload() {
 	gx "$1" 1 'ls /dev/weft0 && head -1 /sys/kernel/debug/weft/weft0/state'
 	[ "$RC" = 0 ] || fail "node1: no adapter after the load/unload cycles: $OUT"
 	checked "node1: weft.ko loaded again afterwards, /dev/weft0 back"
+}
+
+sc_fork() { gtest "$1" 0 weft-test-fork; }
+
+# mrkey CLUSTER NODE: weft-test-mrkey; the buffer's key in $KEY, the
+# adapter's key epoch in $EPOCH.
+mrkey() {
+	gtest "$1" "$2" weft-test-mrkey || return 1
+	KEY=$(sed -n 's/^mrkey: .* key \(0x[0-9a-f]*\) epoch [0-9]*$/\1/p' <<<"$OUT")
+	EPOCH=$(sed -n 's/^mrkey: .* epoch \([0-9]*\)$/\1/p' <<<"$OUT")
+	[ -n "$KEY" ] && [ -n "$EPOCH" ] || fail "node$2: weft-test-mrkey printed no key line: $(tail -n 3 <<<"$OUT")"
+}
+
+sc_reboot_keys() {
+	local c=$1 i keys=() epochs=() k
+	mrkey "$c" 1 || return 1
+	keys+=("$KEY") epochs+=("$EPOCH")
+	for i in 1 2 3; do
+		"$WC" --name "$c" reboot 1 >"$TMP/reboot-keys.$i" 2>&1 ||
+			{ tail -5 "$TMP/reboot-keys.$i" | sed 's/^/  | /'; fail "reboot $i of node1 failed"; return 1; }
+		mrkey "$c" 1 || return 1
+		[ "$EPOCH" -gt "${epochs[-1]}" ] ||
+			{ fail "reboot $i: adapter key epoch $EPOCH, before it ${epochs[-1]}"; return 1; }
+		for k in "${keys[@]}"; do
+			[ "$KEY" != "$k" ] || { fail "reboot $i: the buffer got key $KEY again (keys ${keys[*]})"; return 1; }
+		done
+		keys+=("$KEY") epochs+=("$EPOCH")
+		checked "node1 reboot $i: same buffer, key $KEY (epoch $EPOCH), none of the earlier keys"
+	done
+	checked "node1: keys ${keys[*]} over 3 reboots, all different; epochs ${epochs[*]}"
 }
 
 # ---- two-node tool scenarios ---------------------------------------------------------
