@@ -27,12 +27,22 @@ enum weft_task_kind {
 };
 
 /* An RDMA send frame being turned into packets (RDMAW payload). */
+/*
+ * The send FIFO frame a transmit task works on across polls: an RDMA
+ * write being sent, or (checking) the destination of an RDMA read being
+ * checked page by page before its request goes out.
+ */
 struct weft_fop {
 	bool busy;
+	bool checking;                  /* RDMA read: destination check */
 	uint8_t task;
 	struct weft_send_line line;     /* copy of the frame's header line */
-	uint64_t sent;                  /* payload bytes already transmitted */
+	uint64_t sent;                  /* bytes transmitted, or checked */
 };
+
+/* TCEs an RDMA read's destination check reads per poll budget unit: the
+ * work of about one packet (hw-spec 7.1). */
+#define WEFT_CHECK_PAGES_PER_STEP 4u
 
 /* Private per-window state (the LMT in SRAM holds the rest). */
 struct weft_win {
@@ -194,6 +204,10 @@ void weft_rcxt_cancel(struct weft_core *c, uint32_t r, unsigned int reason);
  * weft_reason. */
 unsigned int weft_xlate_check(struct weft_core *c, uint32_t job, uint64_t pvo,
 			      uint64_t len);
+/* The same check, resumable: at most max_pages pages from byte *done of
+ * the range, advancing *done (== len once every page passed). */
+unsigned int weft_xlate_check_step(struct weft_core *c, uint32_t job, uint64_t pvo,
+				   uint64_t len, uint64_t *done, unsigned int max_pages);
 /* Copy between guest memory named by a PVO range and buf.  Every page is
  * translated and checked before any byte moves. */
 unsigned int weft_xlate_read(struct weft_core *c, uint32_t job, uint64_t pvo,

@@ -134,6 +134,7 @@ static void fop_end(struct weft_core *c, unsigned int w)
 	weft_task_free(c, f->task);
 	f->task = WEFT_NO_TASK;
 	f->busy = false;
+	f->checking = false;
 	l->send_rcxt = WEFT_RCXT_NONE;
 	l->send_progress = 0;
 }
@@ -280,38 +281,17 @@ static int rdmaw_start(struct weft_core *c, unsigned int w, unsigned int task,
 	return fop_chunk(c, w);
 }
 
-/* RDMA read or third-party read request: one request packet. */
-static int rdmar_send(struct weft_core *c, unsigned int w, struct weft_send_line *line,
-		      bool tp)
+/* Send the request packet of an RDMA read or third-party read.  Returns
+ * -EAGAIN (link busy, nothing changed) or the frame's status. */
+static int rdmar_request(struct weft_core *c, unsigned int w, const struct weft_send_line *line,
+			 bool tp)
 {
 	struct weft_lmt *l = weft_lmt(c, w);
 	const struct weft_rdma_req *q = &line->rdma;
-	unsigned int reason = rdma_req_check(c, w, line, true);
+	struct weft_rcxt *x = weft_rcxt(c, q->local_rcxt);
 	struct weft_wire_hdr *h;
-	struct weft_rcxt *x;
 	int rc;
 
-	if (reason == WEFT_R_OK && tp && q->tp_node > WEFT_NODE_MAX_UNICAST)
-		reason = WEFT_R_BAD_HEADER;
-	if (reason != WEFT_R_OK) {
-		frame_done(c, w, line, reason);
-		return 1;
-	}
-	x = weft_rcxt(c, q->local_rcxt);
-	if (!tp) {
-		/* The destination buffer is checked here, at set-up. */
-		reason = weft_xlate_check(c, l->window_key, q->local_pvo, q->length);
-		if (reason != WEFT_R_OK) {
-			x->complete_status = (uint8_t)reason;
-			frame_done(c, w, line, reason);
-			weft_window_fatal(c, w, q->local_rcxt, reason);
-			return 1;
-		}
-		if (!weft_track_start(c, q->local_rcxt, q->tid, q->length)) {
-			frame_done(c, w, line, WEFT_R_LENGTH);
-			return 1;
-		}
-	}
 	h = hdr_init(c, w, l, tp ? WEFT_PKT_TP_RDMAR_REQ : WEFT_PKT_RDMAR_REQ);
 	h->notify = q->notify;
 	h->dst_node = line->hdr.dest_node;
@@ -343,8 +323,92 @@ static int rdmar_send(struct weft_core *c, unsigned int w, struct weft_send_line
 		rcxt_load_req(c, w, line, WEFT_PKT_RDMAR_REQ, WEFT_RCXT_RECEIVING,
 			      WEFT_RCXT_DIR_RECV);
 	weft_count(c, WEFT_CNT_RDMAR_STARTED, 1);
-	frame_done(c, w, line, rc == 0 ? WEFT_R_OK : WEFT_R_NO_LINK);
+	return rc == 0 ? WEFT_R_OK : WEFT_R_NO_LINK;
+}
+
+/* Third-party read: one request packet (no local buffer to check). */
+static int tp_rdmar_send(struct weft_core *c, unsigned int w, struct weft_send_line *line)
+{
+	unsigned int reason = rdma_req_check(c, w, line, true);
+	int rc;
+
+	if (reason == WEFT_R_OK && line->rdma.tp_node > WEFT_NODE_MAX_UNICAST)
+		reason = WEFT_R_BAD_HEADER;
+	if (reason != WEFT_R_OK) {
+		frame_done(c, w, line, reason);
+		return 1;
+	}
+	rc = rdmar_request(c, w, line, true);
+	if (rc == -EAGAIN)
+		return -EAGAIN;
+	frame_done(c, w, line, (unsigned int)rc);
 	return 1;
+}
+
+/*
+ * One step of an RDMA read: check at most WEFT_CHECK_PAGES_PER_STEP pages
+ * of the destination buffer (seed 1.5.18: a bad page is a window fatal
+ * error with its reason, and no request goes out), or, once every page
+ * passed, send the request.  The task is kept across polls, so every poll
+ * does bounded work whatever the buffer's size.
+ */
+static int rdmar_step(struct weft_core *c, unsigned int w)
+{
+	struct weft_fop *f = &c->win[w].fop;
+	struct weft_lmt *l = weft_lmt(c, w);
+	const struct weft_rdma_req *q = &f->line.rdma;
+	struct weft_send_line line;
+	unsigned int reason;
+	int rc;
+
+	if (f->sent < q->length) {
+		reason = weft_xlate_check_step(c, l->window_key, q->local_pvo, q->length,
+					       &f->sent, WEFT_CHECK_PAGES_PER_STEP);
+		if (reason != WEFT_R_OK) {
+			line = f->line;
+			weft_rcxt(c, line.rdma.local_rcxt)->complete_status = (uint8_t)reason;
+			fop_end(c, w);
+			frame_done(c, w, &line, reason);
+			weft_window_fatal(c, w, line.rdma.local_rcxt, reason);
+			return 1;
+		}
+		if (f->sent < q->length)
+			return 1;
+	}
+	/* The rCxt may have been released or reused while the pages were
+	 * checked: the request checks run again. */
+	reason = rdma_req_check(c, w, &f->line, true);
+	if (reason == WEFT_R_OK && !weft_track_start(c, q->local_rcxt, q->tid, q->length))
+		reason = WEFT_R_LENGTH;
+	if (reason == WEFT_R_OK) {
+		rc = rdmar_request(c, w, &f->line, false);
+		if (rc == -EAGAIN)
+			return -EAGAIN;
+		reason = (unsigned int)rc;
+	}
+	line = f->line;
+	fop_end(c, w);
+	frame_done(c, w, &line, reason);
+	return 1;
+}
+
+static int rdmar_start(struct weft_core *c, unsigned int w, unsigned int task,
+		       struct weft_send_line *line)
+{
+	struct weft_fop *f = &c->win[w].fop;
+	unsigned int reason = rdma_req_check(c, w, line, true);
+
+	if (reason != WEFT_R_OK) {
+		frame_done(c, w, line, reason);
+		weft_task_free(c, task);
+		return 1;
+	}
+	f->busy = true;
+	f->checking = true;
+	f->task = (uint8_t)task;
+	f->line = *line;
+	f->sent = 0;
+	return rdmar_step(c, w);
 }
 
 static int fifo_send(struct weft_core *c, unsigned int w, struct weft_send_line *line)
@@ -390,7 +454,7 @@ static int serve_fifo(struct weft_core *c, unsigned int w)
 	int rc;
 
 	if (c->win[w].fop.busy)
-		return fop_chunk(c, w);
+		return c->win[w].fop.checking ? rdmar_step(c, w) : fop_chunk(c, w);
 	task = weft_task_alloc(c, WEFT_TASK_TX, w);
 	if (task == WEFT_NO_TASK)
 		return TX_NO_TASK;
@@ -406,10 +470,9 @@ static int serve_fifo(struct weft_core *c, unsigned int w)
 	case WEFT_SF_RDMAW:
 		return rdmaw_start(c, w, task, &line);
 	case WEFT_SF_RDMAR:
-		rc = rdmar_send(c, w, &line, false);
-		break;
+		return rdmar_start(c, w, task, &line);
 	case WEFT_SF_TP_RDMAR:
-		rc = rdmar_send(c, w, &line, true);
+		rc = tp_rdmar_send(c, w, &line);
 		break;
 	default:
 		frame_done(c, w, &line, WEFT_R_BAD_TYPE);

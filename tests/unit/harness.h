@@ -42,6 +42,7 @@ struct h_node {
 	struct h_pkt *tx;
 	size_t ntx;
 	int xmit_rc;                    /* forced xmit result (0 = take) */
+	uint64_t dma_read_ns;           /* modelled cost of a DMA read (busy wait), 0 = none */
 	unsigned int irq[H_MAX_IRQ];
 	size_t irq_wlog[H_MAX_IRQ];     /* DMA writes logged when it fired */
 	size_t nirq;
