@@ -3,12 +3,12 @@
 # private (mode 0700), and refused when another user owns it, when it is a
 # symbolic link or when others may write to it; a cluster.env it cannot
 # trust is never sourced.  Named clusters side by side and `list` work.
-# Needs no VM.  Run by meson (suite scripts); needs root for `chown nobody`
-# (exit 77, skipped, otherwise).
+# Needs no VM.  Run by meson (suite scripts, TAP: one point per check);
+# needs root for `chown nobody` (skipped otherwise, which is no pass).
 set -uo pipefail
 WC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/weft-cluster
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root to create a folder owned by another user"; exit 77; }
-id nobody >/dev/null 2>&1 || { echo "SKIP: no user 'nobody'"; exit 77; }
+[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root to create a folder owned by another user"; exit 0; }
+id nobody >/dev/null 2>&1 || { echo "1..0 # SKIP no user 'nobody'"; exit 0; }
 
 T=$(mktemp -d /tmp/weft-rundir-test.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -19,11 +19,11 @@ check() { # check DESCRIPTION COMMAND...
 	shift
 	checks=$((checks + 1))
 	if "$@"; then
-		echo "checked: $what"
+		echo "ok $checks - $what"
 	else
 		failures=$((failures + 1))
-		echo "FAIL: $what"
-		sed 's/^/  | /' "$T/out" 2>/dev/null | tail -5
+		echo "not ok $checks - $what"
+		sed 's/^/# | /' "$T/out" 2>/dev/null | tail -5
 	fi
 }
 wc_run() { # wc_run RUN_DIR ARGS...: status in $RC, output in $T/out
@@ -101,5 +101,6 @@ wc_run "$d" --name alpha down
 check "down of one named cluster works and leaves the other (exit $RC)" \
 	eval '[ "$RC" = 0 ] && [ -f "$d/beta/cluster.env" ]'
 
-echo "run directory: $checks checks, $failures failed"
+echo "1..$checks"
+echo "# run directory: $checks checks, $failures failed"
 [ "$failures" = 0 ]

@@ -129,7 +129,7 @@ static void test_rdmaw_basic(void)
 	size_t i;
 	const uint64_t len = 10000;
 
-	h_section("RDMAW: ceil(L/1920) self-describing packets, byte-exact placement, frame done after the last packet");
+	t_begin("RDMAW: ceil(L/1920) self-describing packets, byte-exact placement, frame done after the last packet");
 	rig_init(&g);
 	fill(&g.a, g.abuf, len, 1);
 	post_write(&g, len, 1, WEFT_NOTIFY_BOTH);
@@ -177,7 +177,7 @@ static void test_routing(void)
 	static const char *const names[] = { "none", "source", "target", "both" };
 	unsigned int notify;
 
-	h_section("completion routing: none / source / target / both");
+	t_begin("completion routing: none / source / target / both");
 	for (notify = 0; notify < 4; notify++) {
 		struct rig g;
 
@@ -188,7 +188,7 @@ static void test_routing(void)
 		CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 3000), "data (%s)", names[notify]);
 		CHECK_EQ(completions(&g.a, NULL), (notify & WEFT_NOTIFY_SOURCE) ? 1 : 0, "source completions");
 		CHECK_EQ(completions(&g.b, NULL), (notify & WEFT_NOTIFY_TARGET) ? 1 : 0, "target completions");
-		printf("  notify=%s: source %u, target %u completions\n", names[notify],
+		t_diag("notify=%s: source %u, target %u completions", names[notify],
 		       completions(&g.a, NULL), completions(&g.b, NULL));
 		rig_fini(&g);
 	}
@@ -199,7 +199,7 @@ static void test_completion_full(void)
 	struct rig g;
 	struct weft_lmt l;
 
-	h_section("completion into a full receive FIFO is silently lost (data still placed)");
+	t_begin("completion into a full receive FIFO is silently lost (data still placed)");
 	rig_init(&g);
 	h_lmt_read(&g.b, 0, &l);
 	l.recv_fifo_avail_slots = 0;
@@ -222,7 +222,7 @@ static void test_remaining(void)
 	struct h_pkt *saved;
 	size_t n, i;
 
-	h_section("completion only when remaining == 0; out-of-order arrival gives one completion");
+	t_begin("completion only when remaining == 0; out-of-order arrival gives one completion");
 	rig_init(&g);
 	fill(&g.a, g.abuf, 9000, 3);
 	post_write(&g, 9000, 1, WEFT_NOTIFY_TARGET);
@@ -242,7 +242,7 @@ static void test_remaining(void)
 	CHECK_EQ(completions(&g.b, NULL), 1, "completion with the last byte");
 	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 9000), "data complete");
 
-	h_section("duplicates of the same tid cannot complete twice");
+	t_begin("duplicates of the same tid cannot complete twice");
 	for (i = 0; i < n; i++)
 		weft_core_receive(g.b.c, saved[i].data, saved[i].len);
 	h_poll(&g.b, 64);
@@ -281,7 +281,7 @@ static void test_tid(void)
 	uint32_t idx = 0;
 	struct weft_recv_hdr rh;
 
-	h_section("tid rules: > restarts, == continues, < is dropped");
+	t_begin("tid rules: > restarts, == continues, < is dropped");
 	rig_init(&g);
 	old = malloc(64 * sizeof(*old));
 	/* tid 5: only the first half arrives. */
@@ -330,7 +330,7 @@ static void test_tid(void)
 	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 8000), "late tid-5 packets change nothing");
 	CHECK_EQ(completions(&g.b, NULL), 1, "no second completion");
 
-	h_section("initiator refuses a tid that is not larger than the rCxt's");
+	t_begin("initiator refuses a tid that is not larger than the rCxt's");
 	write_refused(&g, 6, 2, WEFT_R_TID_STALE);
 	free(old);
 	rig_fini(&g);
@@ -344,7 +344,7 @@ static void test_rcxt_drops(void)
 	uint64_t ev_before;
 	uint8_t *dst;
 
-	h_section("invalid / foreign / stale-key rCxt: silent drop, no window error");
+	t_begin("invalid / foreign / stale-key rCxt: silent drop, no window error");
 	rig_init(&g);
 	CHECK_EQ(h_open(&g.b, 1, JOB, 4, 4, 2), WEFT_CMD_OK, "open b window 1");
 	CHECK_EQ(h_acquire(&g.b, 11, 1, 0), WEFT_CMD_OK, "rCxt 11 owned by window 1");
@@ -376,7 +376,7 @@ static void test_rcxt_drops(void)
 	CHECK(dst[0] == 0 && dst[999] == 0, "no byte placed");
 	CHECK_EQ(g.b.ntx, 0, "no completion sent");
 
-	h_section("stale rCxt key after adapter recovery: dropped, no window error");
+	t_begin("stale rCxt key after adapter recovery: dropped, no window error");
 	h->rcxt_key = 0;
 	h_reg_w(&g.b, WEFT_REG_RECOVER, WEFT_RECOVER_MAGIC);
 	CHECK_EQ(h_reg_r(&g.b, WEFT_REG_RECOVERY_COUNT), 1, "recovery count 1");
@@ -404,7 +404,7 @@ static void test_stale_pvo(void)
 	uint64_t newpvo;
 	uint8_t *dst;
 
-	h_section("stale PVO after re-keying the TCEs: dropped, PROTECTION event, no completion");
+	t_begin("stale PVO after re-keying the TCEs: dropped, PROTECTION event, no completion");
 	rig_init(&g);
 	fill(&g.a, g.abuf, 1500, 21);
 	post_write(&g, 1500, 1, WEFT_NOTIFY_BOTH);
@@ -427,7 +427,7 @@ static void test_stale_pvo(void)
 	CHECK_EQ(ev.rcxt, R_B, "rCxt");
 	CHECK_EQ(h_db_r(&g.b, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "incoming violation is not fatal");
 
-	h_section("TCE table owner must be the window's job");
+	t_begin("TCE table owner must be the window's job");
 	h_map(&g.b, 0, 0, PKEY_B, g.bbuf, BUFSZ);
 	h_reg_w(&g.b, WEFT_REG_TCE_OWNER(0), WEFT_TCE_OWNER_VALID | (JOB + 1));
 	weft_core_receive(g.b.c, p.data, p.len);
@@ -467,7 +467,7 @@ static void test_page_fatal(void)
 	struct weft_rdma_req q;
 	uint64_t small, pvo;
 
-	h_section("local page-boundary check: 4 KiB region, 16 KiB write -> window fatal error");
+	t_begin("local page-boundary check: 4 KiB region, 16 KiB write -> window fatal error");
 	rig_init(&g);
 	h_tce_table(&g.a, 1, 1, 12, JOB);      /* one 4 KiB page */
 	small = h_alloc(&g.a, 16384, 4096);
@@ -521,7 +521,7 @@ static void test_rdmar(void)
 	struct h_pkt req;
 	uint32_t idx = 0;
 
-	h_section("RDMAR: request, data-source queue, READ_RESP payload, completions both sides");
+	t_begin("RDMAR: request, data-source queue, READ_RESP payload, completions both sides");
 	rig_init(&g);
 	fill(&g.b, g.bbuf, 20000, 77);
 	post_read(&g, 20000, 3, WEFT_NOTIFY_BOTH);
@@ -557,7 +557,7 @@ static void test_rdmar(void)
 	CHECK_EQ(h_cnt(&g.b, WEFT_CNT_RDMAR_SERVED), 1, "RDMAR_SERVED");
 	CHECK_EQ(h_cnt(&g.a, WEFT_CNT_RDMAR_DONE), 1, "RDMAR_DONE");
 
-	h_section("RDMAR at the data source: tid <= stored ignored, busy dropped, invalid ignored");
+	t_begin("RDMAR at the data source: tid <= stored ignored, busy dropped, invalid ignored");
 	weft_core_receive(g.b.c, req.data, req.len);           /* same tid */
 	h_poll(&g.b, 64);
 	CHECK_EQ(h_drops(&g.b, WEFT_R_TID_STALE), 1, "tid == stored ignored");
@@ -581,7 +581,7 @@ static void test_rdmar(void)
 	}
 	rig_fini(&g);
 
-	h_section("RDMAR destination checked at set-up: bad local PVO -> window fatal, nothing sent");
+	t_begin("RDMAR destination checked at set-up: bad local PVO -> window fatal, nothing sent");
 	rig_init(&g);
 	g.apvo = weft_pvo_make(PKEY_A + 1, 0, 0);
 	post_read(&g, 5000, 1, WEFT_NOTIFY_SOURCE);
@@ -597,7 +597,7 @@ static void test_cancel(void)
 	size_t i;
 	struct weft_rcxt x;
 
-	h_section("cancel clears the pending state; later packets of that tid are not placed");
+	t_begin("cancel clears the pending state; later packets of that tid are not placed");
 	rig_init(&g);
 	fill(&g.a, g.abuf, 6000, 5);
 	post_write(&g, 6000, 2, WEFT_NOTIFY_TARGET);
@@ -623,7 +623,7 @@ static void test_cancel(void)
 	CHECK_EQ(x.tid, 0, "tid 0 after acquisition");
 	rig_fini(&g);
 
-	h_section("local request checks: unassigned local rCxt refused without a window error");
+	t_begin("local request checks: unassigned local rCxt refused without a window error");
 	rig_init(&g);
 	CHECK_EQ(h_cmd(&g.a, WEFT_REG_CMD_RELEASE_RCXT, R_A), WEFT_CMD_OK, "release local rCxt");
 	write_refused(&g, 1, 0, WEFT_R_RCXT_INVALID);
@@ -683,8 +683,7 @@ static void run3(struct h_node **nodes)
 		if (!busy)
 			return;
 	}
-	printf("  FAIL: three-node run never became idle\n");
-	h_failures++;
+	CHECK(0, "three-node run never became idle");
 }
 
 static void test_third_party(void)
@@ -696,7 +695,7 @@ static void test_third_party(void)
 	struct h_pkt saved;
 	uint32_t idx = 0;
 
-	h_section("third-party read: manager B asks source C to write into A; completion goes to B");
+	t_begin("third-party read: manager B asks source C to write into A; completion goes to B");
 	h_init(&A, 1, 2, 64, 1, 0);
 	h_init(&B, 2, 2, 64, 1, 0);
 	h_init(&C, 3, 2, 64, 1, 0);
@@ -743,7 +742,7 @@ static void test_third_party(void)
 	CHECK_EQ(completions(&C, NULL), 0, "none at the source C");
 	CHECK_EQ(completions(&A, NULL), 0, "none at A (source-only notification)");
 
-	h_section("third-party request with a stale tid or a bad rCxt key: no transfer");
+	t_begin("third-party request with a stale tid or a bad rCxt key: no transfer");
 	memset(h_ptr(&A, abuf), 0, 5000);
 	weft_core_receive(C.c, saved.data, saved.len);
 	((struct weft_wire_hdr *)saved.data)->tid = 2;
@@ -755,7 +754,7 @@ static void test_third_party(void)
 	CHECK(((uint8_t *)h_ptr(&A, abuf))[0] == 0, "nothing written at A");
 	CHECK_EQ(completions(&B, NULL), 1, "no new completion");
 
-	h_section("third-party read: the manager takes the completion of its current tid once");
+	t_begin("third-party read: the manager takes the completion of its current tid once");
 	{
 		struct h_pkt cp;
 
@@ -790,7 +789,7 @@ static void test_bcast_rdma(void)
 	uint64_t abuf, bbuf, cbuf, apvo;
 	uint32_t idx = 0;
 
-	h_section("broadcast RDMA write: every configured target places it; target completions name the source");
+	t_begin("broadcast RDMA write: every configured target places it; target completions name the source");
 	h_init(&A, 1, 2, 64, 1, 0);
 	h_init(&B, 2, 2, 64, 1, 0);
 	h_init(&C, 3, 2, 64, 1, 0);
@@ -844,7 +843,7 @@ static void test_bcast_rdma(void)
 	CHECK_EQ(completions(&C, NULL), 1, "completion at C");
 	CHECK_EQ(completions(&A, NULL), 0, "none at the source");
 
-	h_section("broadcast RDMA write with SOURCE notification: one completion per target");
+	t_begin("broadcast RDMA write with SOURCE notification: one completion per target");
 	q.tid = 2;
 	q.notify = WEFT_NOTIFY_SOURCE;
 	h_put_rdma(&A, 0, WEFT_SF_RDMAW, WEFT_NODE_BROADCAST, 0, &q);
@@ -874,7 +873,7 @@ static void test_completion_tid(void)
 	struct weft_recv_hdr rh;
 	uint32_t idx = 0;
 
-	h_section("completion packets: at most once, only for the rCxt's current tid");
+	t_begin("completion packets: at most once, only for the rCxt's current tid");
 	rig_init(&g);
 	fill(&g.a, g.abuf, 3000, 41);
 	post_write(&g, 3000, 4, WEFT_NOTIFY_BOTH);
@@ -898,7 +897,7 @@ static void test_completion_tid(void)
 	CHECK_EQ(completions(&g.a, NULL), 1, "still one completion");
 	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "no window error");
 
-	h_section("after a new operation on the rCxt the old tid's completion is stale");
+	t_begin("after a new operation on the rCxt the old tid's completion is stale");
 	fill(&g.a, g.abuf, 2000, 42);
 	post_write(&g, 2000, 9, WEFT_NOTIFY_BOTH);
 	h_run2(&g.a, &g.b);
@@ -911,7 +910,7 @@ static void test_completion_tid(void)
 	CHECK_EQ(h_drops(&g.a, WEFT_R_DUPLICATE), 2, "replayed tid-9 completion: DUPLICATE");
 	CHECK_EQ(completions(&g.a, NULL), 2, "exactly once per tid");
 
-	h_section("a completion naming an rCxt that expects none (write target, notify without SOURCE)");
+	t_begin("a completion naming an rCxt that expects none (write target, notify without SOURCE)");
 	rp = cp;
 	((struct weft_wire_hdr *)rp.data)->dst_node = 2;
 	((struct weft_wire_hdr *)rp.data)->rcxt = R_B;
@@ -926,7 +925,7 @@ static void test_completion_tid(void)
 	CHECK_EQ(completions(&g.a, NULL), 2, "nothing delivered at the initiator");
 	rig_fini(&g);
 
-	h_section("RDMA read: the data source takes its TARGET completion once");
+	t_begin("RDMA read: the data source takes its TARGET completion once");
 	rig_init(&g);
 	fill(&g.b, g.bbuf, 6000, 44);
 	post_read(&g, 6000, 2, WEFT_NOTIFY_BOTH);
@@ -945,7 +944,7 @@ static void test_completion_tid(void)
 	CHECK_EQ(h_drops(&g.b, WEFT_R_TID_STALE), 1, "older tid: TID_STALE");
 	CHECK_EQ(completions(&g.b, NULL), 1, "exactly once");
 
-	h_section("a completion dropped on a full FIFO does not use up its tid");
+	t_begin("a completion dropped on a full FIFO does not use up its tid");
 	post_read(&g, 3000, 3, WEFT_NOTIFY_BOTH);
 	h_poll(&g.a, 64);
 	h_deliver(&g.a, &g.b);
@@ -972,7 +971,7 @@ static void test_completion_tid(void)
 	CHECK_EQ(h_drops(&g.b, WEFT_R_DUPLICATE), 2, "then DUPLICATE");
 	rig_fini(&g);
 
-	h_section("after re-acquisition a completion is TID_STALE until the rCxt starts an operation");
+	t_begin("after re-acquisition a completion is TID_STALE until the rCxt starts an operation");
 	rig_init(&g);
 	fill(&g.a, g.abuf, 500, 45);
 	post_write(&g, 500, 1, WEFT_NOTIFY_SOURCE);
@@ -1001,7 +1000,7 @@ static void test_rdmar_interleave(void)
 	unsigned int i, switches = 0;
 	size_t k;
 
-	h_section("RDMA read payload interleaves with the data source window's own sends");
+	t_begin("RDMA read payload interleaves with the data source window's own sends");
 	rig_init(&g);
 	fill(&g.b, g.bbuf, 15000, 8);
 	post_read(&g, 15000, 1, WEFT_NOTIFY_SOURCE);
@@ -1100,7 +1099,7 @@ static void test_rdmar_bounded(void)
 	struct weft_event ev;
 	struct h_node a;
 
-	h_section("RDMAR with a 65,536-page destination: bounded work per poll");
+	t_begin("RDMAR with a 65,536-page destination: bounded work per poll");
 	CHECK_EQ(q.length, WEFT_RDMA_MAX_LENGTH, "the largest RDMA length");
 	h_init(&a, 1, 4, 64, 2, 0);
 	h_evq_setup(&a);
@@ -1128,22 +1127,22 @@ static void test_rdmar_bounded(void)
 		h_send_line(&a, 0, k, &s);
 		CHECK_EQ(s.hdr.status, WEFT_R_OK, "frame done OK");
 	}
-	printf("  figures: 5 RDMARs of %u pages (%llu MiB), budget %u, DMA read %u ns: %u polls, "
+	t_diag("figures: 5 RDMARs of %u pages (%llu MiB), budget %u, DMA read %u ns: %u polls, "
 	       "%u preempted by the host; worst single poll %.3f ms (%.3f ms with the "
-	       "preempted ones)\n", BIG_PAGES, (unsigned long long)(q.length >> 20), QEMU_BUDGET,
+	       "preempted ones)", BIG_PAGES, (unsigned long long)(q.length >> 20), QEMU_BUDGET,
 	       QEMU_DMA_READ_NS, polls, preempted, worst / 1e6, worst_all / 1e6);
 	CHECK(polls - preempted >= 64, "%u of the %u polls measured unpreempted (at least 64)",
 	      polls - preempted, polls);
 	CHECK(worst <= BOUND_NS, "worst single poll %.3f ms <= 1 ms", worst / 1e6);
 
-	h_section("RDMAR with a bad page near the end: refused with its reason, nothing sent");
+	t_begin("RDMAR with a bad page near the end: refused with its reason, nothing sent");
 	h_set_tce(&a, BIG_TABLE, BIG_PAGES - 100, weft_tce_make(key22 ^ 0x20, H_MEM_BASE >> 12));
 	q.tid = 6;
 	a.ntx = 0;
 	h_put_rdma(&a, 0, WEFT_SF_RDMAR, 2, 0, &q);
 	h_start(&a, 0, 1);
 	timed_polls(&a, &st);
-	printf("  figures: refused after %u polls (%u preempted), worst single poll %.3f ms\n",
+	t_diag("figures: refused after %u polls (%u preempted), worst single poll %.3f ms",
 	       st.polls, st.preempted, st.worst / 1e6);
 	CHECK(st.polls - st.preempted >= 16 && st.worst <= BOUND_NS,
 	      "worst single poll %.3f ms <= 1 ms (%u of %u polls unpreempted)", st.worst / 1e6,
@@ -1163,7 +1162,7 @@ static void test_rdmar_bounded(void)
 
 int main(void)
 {
-	h_begin("test_rdma: RDMA write/read, rCxt and tid rules, translation");
+	t_diag("test_rdma: RDMA write/read, rCxt and tid rules, translation");
 	test_rdmaw_basic();
 	test_routing();
 	test_completion_full();
@@ -1179,5 +1178,5 @@ int main(void)
 	test_bcast_rdma();
 	test_rdmar_interleave();
 	test_completion_tid();
-	return h_end();
+	return t_done();
 }
