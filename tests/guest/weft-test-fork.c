@@ -28,7 +28,7 @@ static int child_touch(struct wt_win *w, enum touch what)
 	int st;
 
 	if (pid < 0)
-		wt_fatal("fork: %s", strerror(errno));
+		t_bail("fork: %s", strerror(errno));
 	if (pid == 0) {
 		switch (what) {
 		case T_DB_LOAD:
@@ -48,7 +48,7 @@ static int child_touch(struct wt_win *w, enum touch what)
 		_exit(0);
 	}
 	if (waitpid(pid, &st, 0) != pid)
-		wt_fatal("waitpid: %s", strerror(errno));
+		t_bail("waitpid: %s", strerror(errno));
 	return WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 }
 
@@ -73,7 +73,7 @@ static unsigned int traffic(struct wt_win *w, uint16_t node, uint64_t *produced,
 		st = wt_wait_done((volatile struct weft_send_line *)
 				  (w->send + (idx & (frames - 1)) * WEFT_FRAME_SIZE));
 		if (st != WEFT_R_OK) {
-			printf("      packet %llu: send status %s\n", (unsigned long long)idx,
+			t_diag("packet %llu: send status %s", (unsigned long long)idx,
 			       wt_reason(st));
 			continue;
 		}
@@ -101,18 +101,18 @@ int main(void)
 
 	wt_attach_open(fd, JOB, LOG2, &win, "");
 	got = traffic(&win, q.node_id, &produced, &consumed, 8);
-	WT_CHECK(got == 8, "before fork: %u of 8 packets to its own window arrived intact", got);
+	OK(got == 8, "before fork: %u of 8 packets to its own window arrived intact", got);
 
 	kids = wt_res();
 	for (t = T_DB_LOAD; t <= T_RECV; t++) {
 		sig = child_touch(&win, t);
-		WT_CHECK(sig == SIGSEGV, "a forked child that %s gets SIGSEGV (got %s)",
+		OK(sig == SIGSEGV, "a forked child that %s gets SIGSEGV (got %s)",
 			 touch_name[t], sig ? strsignal(sig) : "no signal");
 	}
 	mid = wt_res();
-	WT_CHECK(wt_res_equal(&mid, &kids) && mid.windows_open == base.windows_open + 1,
+	OK(wt_res_equal(&mid, &kids) && mid.windows_open == base.windows_open + 1,
 		 "the children changed no driver counter (windows_open %lld)", mid.windows_open);
-	WT_CHECK(win.db[WEFT_DB_STATE / 8] == WEFT_WIN_VALID, "the parent's window is still VALID");
+	OK(win.db[WEFT_DB_STATE / 8] == WEFT_WIN_VALID, "the parent's window is still VALID");
 
 	/* Traffic while a child faults on the doorbell page. */
 	if (fork() == 0) {
@@ -121,22 +121,22 @@ int main(void)
 	}
 	got = traffic(&win, q.node_id, &produced, &consumed, 8);
 	wait(NULL);
-	WT_CHECK(got == 8, "with a faulting child: %u of 8 packets arrived intact", got);
+	OK(got == 8, "with a faulting child: %u of 8 packets arrived intact", got);
 
 	errno = 0;
-	WT_CHECK(mprotect((void *)win.db, WEFT_DB_PAGE_SIZE, PROT_READ | PROT_EXEC) == -1 &&
+	OK(mprotect((void *)win.db, WEFT_DB_PAGE_SIZE, PROT_READ | PROT_EXEC) == -1 &&
 		 errno == EACCES, "mprotect(PROT_EXEC) of the doorbell page fails with EACCES (%s)",
 		 strerror(errno));
 	errno = 0;
-	WT_CHECK(mprotect(win.send, win.o.send_size, PROT_READ | PROT_EXEC) == -1 &&
+	OK(mprotect(win.send, win.o.send_size, PROT_READ | PROT_EXEC) == -1 &&
 		 errno == EACCES, "mprotect(PROT_EXEC) of the send FIFO fails with EACCES (%s)",
 		 strerror(errno));
 
 	got = traffic(&win, q.node_id, &produced, &consumed, 8);
-	WT_CHECK(got == 8, "after the children: %u of 8 packets arrived intact", got);
+	OK(got == 8, "after the children: %u of 8 packets arrived intact", got);
 	wt_close_window(fd, &win, "close");
 	close(fd);
 	mid = wt_res();
-	WT_CHECK(wt_res_equal(&mid, &base), "everything released");
-	return wt_done("weft-test-fork");
+	OK(wt_res_equal(&mid, &base), "everything released");
+	return t_done();
 }

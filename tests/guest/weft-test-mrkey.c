@@ -5,8 +5,9 @@
  * that the key lies in the block of the driver's key epoch (debugfs
  * state, docs/driver.md "PVO keys") and that registering it again in
  * the same boot gives another key, and prints
- *   mrkey: buffer 0x7e0000000000+65536 key 0xK epoch E
- * with the key of the first registration.
+ *   # mrkey: buffer 0x7e0000000000+65536 key 0xK epoch E
+ * as a TAP comment ("# mrkey: ...") with the key of the first
+ * registration.
  */
 #include "wt.h"
 
@@ -37,25 +38,25 @@ int main(void)
 	p = mmap(BUF, LEN, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	if (p != BUF)
-		wt_fatal("mmap at %p: %s", BUF, strerror(errno));
+		t_bail("mmap at %p: %s", BUF, strerror(errno));
 	memset(p, 0x5a, LEN);
 	if (ioctl(fd, WEFT_IOC_JOB_ATTACH, &j))
-		wt_fatal("attach: %s", strerror(errno));
-	WT_CHECK(reg(fd, &m1) == 0, "register the buffer");
+		t_bail("attach: %s", strerror(errno));
+	OK(reg(fd, &m1) == 0, "register the buffer");
 	key1 = weft_pvo_key(m1.pvo);
 	t = wt_read_file(wt_dbg_path(path, sizeof(path), "state"));
 	epoch = t ? wt_field(t, "key_epoch") : -1;
-	WT_CHECK(epoch >= 0, "debugfs state shows key_epoch (%lld)", epoch);
-	WT_CHECK(key1 >> 7 == (uint32_t)(epoch % 1023) + 1,
+	OK(epoch >= 0, "debugfs state shows key_epoch (%lld)", epoch);
+	OK(key1 >> 7 == (uint32_t)(epoch % 1023) + 1,
 		 "key 0x%x is in the block of epoch %lld (%lld)", key1, epoch, epoch % 1023 + 1);
 	d.handle = m1.handle;
 	WT_EXPECT_OK(fd, WEFT_IOC_DEREG_MR, &d, "deregister");
-	WT_CHECK(reg(fd, &m2) == 0, "register the same buffer again");
+	OK(reg(fd, &m2) == 0, "register the same buffer again");
 	key2 = weft_pvo_key(m2.pvo);
-	WT_CHECK(key2 != key1, "same boot, new registration: key 0x%x, first 0x%x", key2, key1);
+	OK(key2 != key1, "same boot, new registration: key 0x%x, first 0x%x", key2, key1);
 	d.handle = m2.handle;
 	WT_EXPECT_OK(fd, WEFT_IOC_DEREG_MR, &d, "deregister");
-	printf("mrkey: buffer %p+%u key 0x%x epoch %lld\n", BUF, LEN, key1, epoch);
+	t_diag("mrkey: buffer %p+%u key 0x%x epoch %lld", BUF, LEN, key1, epoch);
 	close(fd);
-	return wt_done("weft-test-mrkey");
+	return t_done();
 }
