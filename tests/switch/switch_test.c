@@ -30,6 +30,9 @@
 #include "weft_test.h"
 #include "wire_io.h"
 
+/* A check with a message (weft_test.h's CHECK takes one too). */
+#define CHECKM CHECK
+
 #define WAIT_MS 20000
 
 static const char *swbin;
@@ -122,9 +125,9 @@ static void sw_stop(struct sw *s)
 	kill(s->pid, SIGTERM);
 	if (waitpid(s->pid, &st, 0) != s->pid)
 		st = -1;
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	CHECKM(WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	       "weft-switch did not exit cleanly (status 0x%x)", st);
-	CHECK(access(s->sock, F_OK) != 0, "socket %s left behind", s->sock);
+	CHECKM(access(s->sock, F_OK) != 0, "socket %s left behind", s->sock);
 	if (t_failures() != before)
 		dump_log(s);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", s->dir);
@@ -220,7 +223,7 @@ static void ctl_ok(const struct sw *s, const char *cmd)
 	char out[8192];
 	int rc = ctl(s, out, sizeof(out), "%s", cmd);
 
-	CHECK(rc == 0, "ctl '%s' failed (%d): %s", cmd, rc, out);
+	CHECKM(rc == 0, "ctl '%s' failed (%d): %s", cmd, rc, out);
 }
 
 /* Value of KEY on the "port NODE" line (node >= 0) or the "switch" line
@@ -474,28 +477,28 @@ static void test_start_errors(void)
 	/* Same path while the switch runs. */
 	snprintf(cmd, sizeof(cmd), "%s --socket %s --ctl %s/other 2>&1", swbin, s.sock, s.dir);
 	rc = run_shell(cmd, out, sizeof(out));
-	CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "in use by a running switch"),
+	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "in use by a running switch"),
 	       "second switch on a live path: rc %d, '%s'", rc, out);
 	/* Missing folder. */
 	snprintf(cmd, sizeof(cmd), "%s --socket %s/nope/sw.sock --ctl %s/c2 2>&1", swbin, s.dir,
 		 s.dir);
 	rc = run_shell(cmd, out, sizeof(out));
-	CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "does not exist"),
+	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "does not exist"),
 	       "missing folder: rc %d, '%s'", rc, out);
 	/* Not a socket. */
 	snprintf(cmd, sizeof(cmd), "touch %s/file && %s --socket %s/file --ctl %s/c3 2>&1",
 		 s.dir, swbin, s.dir, s.dir);
 	rc = run_shell(cmd, out, sizeof(out));
-	CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "not a socket"),
+	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "not a socket"),
 	       "not a socket: rc %d, '%s'", rc, out);
 	/* Missing options, --help. */
 	snprintf(cmd, sizeof(cmd), "%s --socket %s/x 2>&1", swbin, s.dir);
 	rc = run_shell(cmd, out, sizeof(out));
-	CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && strstr(out, "required"),
+	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && strstr(out, "required"),
 	       "missing --ctl: rc %d, '%s'", rc, out);
 	snprintf(cmd, sizeof(cmd), "%s --help", swbin);
 	rc = run_shell(cmd, out, sizeof(out));
-	CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0 && strstr(out, "--socket PATH"),
+	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) == 0 && strstr(out, "--socket PATH"),
 	       "--help: rc %d", rc);
 	sw_stop(&s);
 
@@ -527,7 +530,7 @@ static void test_start_errors(void)
 				break;
 			msleep(10);
 		}
-		CHECK(fd >= 0, "switch did not start over stale sockets");
+		CHECKM(fd >= 0, "switch did not start over stale sockets");
 		if (fd >= 0)
 			close(fd);
 		ctl(&s2, out, sizeof(out), "counters");
@@ -540,7 +543,7 @@ static void test_start_errors(void)
 			if (lf)
 				fclose(lf);
 		}
-		CHECK(strstr(out, "removed stale adapter socket"), "no stale notice: %s", out);
+		CHECKM(strstr(out, "removed stale adapter socket"), "no stale notice: %s", out);
 		sw_stop(&s2);
 	}
 }
@@ -572,29 +575,29 @@ static int node_proc(const struct sw *s, uint16_t me, int go_fd)
 		return 1;
 	/* 2 senders x 5 unicast + 2 broadcasts. */
 	n = recv_n(fd, 12, tids, srcs);
-	CHECK(n == 12, "node %u received %zu of 12 frames", me, n);
+	CHECKM(n == 12, "node %u received %zu of 12 frames", me, n);
 	memset(seen, 0, sizeof(seen));
 	for (i = 0; i < n; i++) {
 		uint32_t from = tids[i] / 100, to = tids[i] / 10 % 10, k = tids[i] % 10;
 
-		CHECK(from == srcs[i] && from != me && from >= 1 && from <= 3,
+		CHECKM(from == srcs[i] && from != me && from >= 1 && from <= 3,
 		       "node %u got tid %u from %u", me, tids[i], srcs[i]);
 		if (tids[i] % 100 == 99) {
 			if (from <= 3)
 				seen[from][7]++;
 			continue;
 		}
-		CHECK(to == me && k < 5, "node %u got tid %u", me, tids[i]);
+		CHECKM(to == me && k < 5, "node %u got tid %u", me, tids[i]);
 		if (from <= 3 && k < 5) {
 			/* Order per source is kept with one route. */
-			CHECK(seen[from][0] == (int)k, "node %u: from %u expected k %d got %u", me,
+			CHECKM(seen[from][0] == (int)k, "node %u: from %u expected k %d got %u", me,
 			       from, seen[from][0], k);
 			seen[from][0]++;
 		}
 	}
 	for (j = 1; j <= 3; j++)
 		if (j != me)
-			CHECK(seen[j][7] == 1 && seen[j][0] == 5,
+			CHECKM(seen[j][7] == 1 && seen[j][0] == 5,
 			       "node %u from %u: %d broadcasts, %d unicast", me, j, seen[j][7],
 			       seen[j][0]);
 	CHECK(nothing_pending(fd));
@@ -628,7 +631,7 @@ static void test_routing_broadcast(void)
 	close(go[1]);
 	for (i = 0; i < 3; i++) {
 		waitpid(pids[i], &st, 0);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "node process %d failed", i + 1);
+		CHECKM(WIFEXITED(st) && WEXITSTATUS(st) == 0, "node process %d failed", i + 1);
 	}
 	CHECK(counter(&s, 1, "rx_frames") == 11);
 	CHECK(counter(&s, 2, "tx_frames") == 12);
@@ -714,8 +717,8 @@ static void test_reorder_routes(void)
 	for (i = 0; i < 40; i++)
 		CHECK(send_frame(f1, 1, 2, (uint32_t)i, 100));
 	n = recv_n(f2, 40, tids, NULL);
-	CHECK(all_once(tids, n, 0, 40), "routes: %zu frames, not each of 40 once", n);
-	CHECK(inversions(tids, n) > 0, "4 routes with skew gave no reordering");
+	CHECKM(all_once(tids, n, 0, 40), "routes: %zu frames, not each of 40 once", n);
+	CHECKM(inversions(tids, n) > 0, "4 routes with skew gave no reordering");
 	CHECK(nothing_pending(f2));
 	close(f1);
 	close(f2);
@@ -739,8 +742,8 @@ static void test_delay_jitter(void)
 	for (i = 0; i < 100; i++)
 		CHECK(send_frame(f1, 1, 2, (uint32_t)i, 64));
 	n = recv_n(f2, 100, tids, NULL);
-	CHECK(all_once(tids, n, 0, 100), "jitter: %zu frames, not each of 100 once", n);
-	CHECK(inversions(tids, n) > 0, "30 ms jitter gave no reordering");
+	CHECKM(all_once(tids, n, 0, 100), "jitter: %zu frames, not each of 100 once", n);
+	CHECKM(inversions(tids, n) > 0, "30 ms jitter gave no reordering");
 	/* A long delay keeps the frame in flight. */
 	ctl_ok(&s, "set delay_ns=600000000000 jitter_ns=0");
 	CHECK(send_frame(f1, 1, 2, 500, 64));
@@ -788,9 +791,9 @@ static void test_drop_seeded(void)
 	na = drop_run("77", a, &da);
 	nb = drop_run("77", b, &db);
 	nc = drop_run("78", c, &dc);
-	CHECK(da > 45 && da < 135, "drop=0.3 dropped %lld of 300", da);
+	CHECKM(da > 45 && da < 135, "drop=0.3 dropped %lld of 300", da);
 	CHECK(na == nb && da == db && memcmp(a, b, na * sizeof(a[0])) == 0);
-	CHECK(na != nc || memcmp(a, c, na * sizeof(a[0])) != 0,
+	CHECKM(na != nc || memcmp(a, c, na * sizeof(a[0])) != 0,
 	       "seeds 77 and 78 dropped the same frames");
 	for (i = 1; i < na; i++)
 		CHECK(a[i] > a[i - 1]);
@@ -852,7 +855,7 @@ static void test_capture_replay(void)
 	CHECK(ctl(&s, out, sizeof(out), "capture stop") == 0 && strstr(out, "captured"));
 	/* pcap: header, link type, records; replays flagged. */
 	fp = fopen(path, "rb");
-	CHECK(fp != NULL, "no capture file %s", path);
+	CHECKM(fp != NULL, "no capture file %s", path);
 	n = fp ? fread(buf, 1, sizeof(buf), fp) : 0;
 	if (fp)
 		fclose(fp);
@@ -874,8 +877,8 @@ static void test_capture_replay(void)
 		}
 		off += 16 + incl;
 	}
-	CHECK(off == n, "pcap has trailing garbage at %zu of %zu", off, n);
-	CHECK(recs == 6 && replayed_recs == 2, "pcap: %zu records, %zu replayed", recs,
+	CHECKM(off == n, "pcap has trailing garbage at %zu of %zu", off, n);
+	CHECKM(recs == 6 && replayed_recs == 2, "pcap: %zu records, %zu replayed", recs,
 	       replayed_recs);
 	CHECK(ctl(&s, out, sizeof(out), "capture stop") == 1 && strstr(out, "no capture"));
 	close(f1);
@@ -1073,7 +1076,7 @@ static void wait_parked(const struct sw *s, long long limit)
 
 	wait_counter(s, -1, "parked", 1);
 	q = counter(s, -1, "queued");
-	CHECK(q > 0 && q <= limit, "queued %lld not within 1..%lld", q, limit);
+	CHECKM(q > 0 && q <= limit, "queued %lld not within 1..%lld", q, limit);
 }
 
 /* A receiver that does not read: the switch stops reading the sender
@@ -1097,8 +1100,8 @@ static void test_backpressure(void)
 	wait_parked(&s, 64);
 	CHECK(waitpid(pid, &st, WNOHANG) == 0);
 	n = recv_n(f2, N, tids, NULL);
-	CHECK(n == N, "received %zu of %d", n, N);
-	CHECK(in_order(tids, n), "frames out of order under backpressure");
+	CHECKM(n == N, "received %zu of %d", n, N);
+	CHECKM(in_order(tids, n), "frames out of order under backpressure");
 	reap_sender(pid);
 	wait_counter(&s, 2, "tx_frames", N);
 	CHECK(counter(&s, 2, "drop_ABSENT") == 0 && counter(&s, 1, "drop_BAD_FRAME") == 0);
@@ -1130,11 +1133,11 @@ static void test_slow_receiver(void)
 	for (i = 0; i < 200; i++)
 		CHECK(send_frame(f2, 2, 4, (uint32_t)i, 512));
 	n = recv_n(f4, 200, tids, NULL);
-	CHECK(n == 200, "2 -> 4 received %zu of 200 while 3 is slow", n);
+	CHECKM(n == 200, "2 -> 4 received %zu of 200 while 3 is slow", n);
 	CHECK(waitpid(pid, &st, WNOHANG) == 0);
 	n = recv_n(f3, N, tids, NULL);
-	CHECK(n == N, "slow receiver got %zu of %d", n, N);
-	CHECK(in_order(tids, n), "slow receiver: frames out of order");
+	CHECKM(n == N, "slow receiver got %zu of %d", n, N);
+	CHECKM(in_order(tids, n), "slow receiver: frames out of order");
 	reap_sender(pid);
 	close(f2);
 	close(f3);
@@ -1159,8 +1162,8 @@ static void test_stream(void)
 	pid = fork_sender(f1, 1, 2, N);
 	close(f1);
 	n = recv_n(f2, N, tids, NULL);
-	CHECK(n == N, "stream: received %zu of %d", n, N);
-	CHECK(in_order(tids, n), "stream: frames out of order");
+	CHECKM(n == N, "stream: received %zu of %d", n, N);
+	CHECKM(in_order(tids, n), "stream: frames out of order");
 	reap_sender(pid);
 	close(f2);
 	sw_stop(&s);

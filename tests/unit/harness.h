@@ -120,4 +120,22 @@ void h_run2(struct h_node *a, struct h_node *b);
 
 const struct weft_wire_hdr *h_txhdr(struct h_node *n, size_t i);
 
+/* The harness's program structure, on weft_test.h: h_begin names the
+ * program (a "#" line), each h_section is a TAP point, h_end ends the TAP
+ * and gives main's exit status. */
+static inline void h_begin(const char *name)
+{
+	t_diag("%s", name);
+}
+
+static inline void h_section(const char *what)
+{
+	t_begin("%s", what);
+}
+
+static inline int h_end(void)
+{
+	return t_done();
+}
+
 #endif /* WEFT_TEST_HARNESS_H */

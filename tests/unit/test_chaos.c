@@ -292,7 +292,7 @@ int main(void)
 	struct cnode a, b;
 	unsigned int i, k;
 
-	t_begin("test_chaos: random traffic, faults and disruptions between two correctly set-up adapters");
+	h_section("test_chaos: random traffic, faults and disruptions between two correctly set-up adapters");
 	cnode_init(&a, 1);
 	cnode_init(&b, 2);
 	for (i = 0; i < STEPS; i++) {
@@ -365,5 +365,5 @@ int main(void)
 				    h_drops(&b.n, WEFT_R_TCE_BOUNDS)));
 	h_fini(&a.n);
 	h_fini(&b.n);
-	return t_done();
+	return h_end();
 }
