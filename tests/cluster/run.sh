@@ -218,10 +218,16 @@ trap 'exit 130' INT TERM
 # run_scenario NUMBER NAME CLUSTER DESCRIPTION: one TAP point, after the
 # scenario's checks as a subtest.
 run_scenario() {
-	local k=$1 name=$2 c=$3 desc=$4 t0 rc fpid
+	local k=$1 name=$2 c=$3 desc=$4 t0 rc fpid out
 	echo "# Subtest: $name"
 	t0=$SECONDS
 	why=() npt=0 held=1
+	# The filter indents the scenario's points and makes the rest "#"
+	# lines; it ends at the @@end@@ line (jobs the scenario left running
+	# may hold the pipe open), and is waited for by its own pid.
+	exec {out}> >(awk '/^@@end@@$/ {exit}
+		{ if (!sub(/^@@tap@@ /, "    ")) $0 = "    # " $0; print; fflush() }')
+	fpid=$!
 	{
 		echo "$desc"
 		if [ -n "${up_error[$c]:-}" ]; then
@@ -233,9 +239,10 @@ run_scenario() {
 			[ "$npt" -gt 0 ] || fail "the scenario checked nothing"
 			[ ${#why[@]} -eq 0 ] || console_tails "$c"
 		fi
-	} > >(sed -u -e 's/^@@tap@@ /    /; t' -e 's/^/    # /') 2>&1
-	fpid=$!
-	wait "$fpid" 2>/dev/null
+		echo "@@end@@"
+	} >&"$out" 2>&1
+	exec {out}>&-
+	wait "$fpid"
 	echo "    1..$npt"
 	if [ ${#why[@]} -eq 0 ]; then
 		echo "ok $k - $name ($((SECONDS - t0)) s)"
