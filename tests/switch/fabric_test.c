@@ -333,15 +333,24 @@ static void test_port_limit(void)
 	len = mkframe(b, 4, 3, 7, 16);
 	CHECK(weft_fabric_submit(f, 4, b, len, 0) == 0);
 	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 2);
-	/* A detached node is not congested: its frames are held or dropped. */
+	/* A detached node is not congested: its frames are held or, beyond
+	 * its quota (in flight plus held), dropped as ABSENT. */
 	weft_fabric_detach(f, 2);
 	len = mkframe(b, 1, 2, 8, 16);
 	CHECK(weft_fabric_submit(f, 1, b, len, 0) == 0);
+	CHECK(weft_fabric_port_stats(f, 2)->drops[WEFT_FABRIC_DROP_ABSENT] == 1);
 	CHECK(weft_fabric_attach(f, 2) == 0);
 	s.refuse = 0;
-	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 5);
+	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 4);
 	for (i = 0; i < 4; i++)
 		CHECK(s.r[2 + i].dst == 2 && s.r[2 + i].tid == i);
+	/* Below the quota again: held while away, delivered on return. */
+	weft_fabric_detach(f, 2);
+	len = mkframe(b, 1, 2, 8, 16);
+	CHECK(weft_fabric_submit(f, 1, b, len, 0) == 0);
+	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 0);
+	CHECK(weft_fabric_attach(f, 2) == 0);
+	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 1);
 	CHECK(s.r[6].tid == 8);
 	len = mkframe(b, 1, 2, 9, 16);
 	CHECK(weft_fabric_submit(f, 1, b, len, 0) == 0);

@@ -67,12 +67,14 @@ struct sw {
 	pid_t pid;
 };
 
-/* Start a switch in a fresh folder; extra options end with NULL. */
+/* Start a switch in a fresh folder (its --run-dir); extra options end
+ * with NULL.  Without --tokens among them it runs --insecure. */
 static void sw_start(struct sw *s, const char *seed, ...)
 {
-	const char *argv[32];
+	const char *argv[36];
 	va_list ap;
 	int n = 0, i;
+	bool tokens = false;
 
 	snprintf(s->dir, sizeof(s->dir), "/tmp/weft-swtest-XXXXXX");
 	if (!mkdtemp(s->dir)) {
@@ -89,10 +91,16 @@ static void sw_start(struct sw *s, const char *seed, ...)
 	argv[n++] = s->ctl;
 	argv[n++] = "--seed";
 	argv[n++] = seed;
+	argv[n++] = "--run-dir";
+	argv[n++] = s->dir;
 	va_start(ap, seed);
-	while (n < 31 && (argv[n] = va_arg(ap, const char *)))
+	while (n < 33 && (argv[n] = va_arg(ap, const char *))) {
+		tokens |= !strcmp(argv[n], "--tokens");
 		n++;
+	}
 	va_end(ap);
+	if (!tokens)
+		argv[n++] = "--insecure";
 	argv[n] = NULL;
 	s->pid = fork();
 	if (s->pid == 0) {
@@ -500,18 +508,19 @@ static void test_start_errors(void)
 
 	sw_start(&s, "1", NULL);
 	/* Same path while the switch runs. */
-	snprintf(cmd, sizeof(cmd), "%s --socket %s --ctl %s/other 2>&1", swbin, s.sock, s.dir);
+	snprintf(cmd, sizeof(cmd), "%s --insecure --socket %s --ctl %s/other 2>&1", swbin, s.sock,
+		 s.dir);
 	rc = run_shell(cmd, out, sizeof(out));
 	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "in use by a running switch"),
 	       "second switch on a live path: rc %d, '%s'", rc, out);
 	/* Missing folder. */
-	snprintf(cmd, sizeof(cmd), "%s --socket %s/nope/sw.sock --ctl %s/c2 2>&1", swbin, s.dir,
-		 s.dir);
+	snprintf(cmd, sizeof(cmd), "%s --insecure --socket %s/nope/sw.sock --ctl %s/c2 2>&1", swbin,
+		 s.dir, s.dir);
 	rc = run_shell(cmd, out, sizeof(out));
 	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "does not exist"),
 	       "missing folder: rc %d, '%s'", rc, out);
 	/* Not a socket. */
-	snprintf(cmd, sizeof(cmd), "touch %s/file && %s --socket %s/file --ctl %s/c3 2>&1",
+	snprintf(cmd, sizeof(cmd), "touch %s/file && %s --insecure --socket %s/file --ctl %s/c3 2>&1",
 		 s.dir, swbin, s.dir, s.dir);
 	rc = run_shell(cmd, out, sizeof(out));
 	CHECKM(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "not a socket"),
@@ -546,7 +555,7 @@ static void test_start_errors(void)
 			int lfd = open(s.log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 			dup2(lfd, 2);
-			execl(swbin, swbin, "--socket", s.sock, "--ctl", s.ctl, (char *)NULL);
+			execl(swbin, swbin, "--socket", s.sock, "--ctl", s.ctl, "--insecure", (char *)NULL);
 			_exit(127);
 		}
 		for (rc = 0; rc < WAIT_MS / 10; rc++) {
@@ -1115,7 +1124,7 @@ static void test_backpressure(void)
 	int f1, f2, st;
 	pid_t pid;
 
-	sw_start(&s, "13", "--max-queued", "64", NULL);
+	sw_start(&s, "13", "--max-queued", "64", "--stall-ms", "0", NULL);
 	f2 = join(&s, 2);
 	f1 = join(&s, 1);
 	pid = fork_sender(f1, 1, 2, N);
@@ -1144,7 +1153,7 @@ static void test_slow_receiver(void)
 	int f1, f2, f3, f4, st;
 	pid_t pid;
 
-	sw_start(&s, "15", "--max-queued", "64", "--port-queue", "16", NULL);
+	sw_start(&s, "15", "--max-queued", "64", "--port-queue", "16", "--stall-ms", "0", NULL);
 	f1 = join(&s, 1);
 	f2 = join(&s, 2);
 	f3 = join(&s, 3);
@@ -1180,7 +1189,7 @@ static void test_stream(void)
 	int f1, f2;
 	pid_t pid;
 
-	sw_start(&s, "14", "--max-queued", "64", NULL);
+	sw_start(&s, "14", "--max-queued", "64", "--stall-ms", "0", NULL);
 	f2 = join(&s, 2);
 	f1 = join(&s, 1);
 	pid = fork_sender(f1, 1, 2, N);
