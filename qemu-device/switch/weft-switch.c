@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -32,8 +33,9 @@
 #include "weft/names.h"
 #include "wire_io.h"
 
-#define RBUF_SIZE       (256u * 1024u)
-#define OUTQ_SIZE       (256u * 1024u)
+#define RBUF_SIZE       (256u * 1024u)  /* at most, per client */
+#define OUTQ_SIZE       (256u * 1024u)  /* at most, per node */
+#define BUF_START       (8u * 1024u)    /* both start this small and grow */
 #define DEF_MAX_QUEUED  4096u   /* with --max-queued: the old single budget */
 #define DEF_PORT_QUEUE  256u
 #define DEF_HOLD        4096u
@@ -46,6 +48,7 @@
  * written to the old connection are sent whole to the next one. */
 struct outq {
 	unsigned char *buf;
+	size_t cap;
 	size_t fstart;  /* start of the frame being written */
 	size_t off;     /* bytes written so far */
 	size_t len;     /* bytes queued */
@@ -75,7 +78,7 @@ struct client {
 	pid_t pid;       /* SO_PEERCRED, for the log */
 	uid_t uid;
 	unsigned char *rbuf;
-	size_t rpos, rlen;
+	size_t rpos, rlen, rcap;
 	unsigned char ack[WEFT_WIRE_LEN_PREFIX + WEFT_WIRE_HDR_SIZE];
 	size_t ack_off, ack_len;
 	struct client *next;
@@ -83,6 +86,7 @@ struct client {
 
 static struct node *node_list;  /* every node record */
 static uint64_t next_sweep;
+static uint64_t freed;          /* client or node records freed since the last sweep */
 
 void logmsg(const char *fmt, ...)
 {
@@ -198,11 +202,6 @@ static struct node *node_get(struct sw *s, uint16_t id)
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return NULL;
-	n->q.buf = malloc(OUTQ_SIZE);
-	if (!n->q.buf) {
-		free(n);
-		return NULL;
-	}
 	n->id = id;
 	n->next = node_list;
 	if (node_list)
@@ -223,24 +222,32 @@ static void node_free(struct sw *s, struct node *n)
 		n->next->prev = n->prev;
 	s->nodes[n->id] = NULL;
 	s->nnodes--;
+	freed++;
 	free(n->q.buf);
 	free(n);
 }
 
-/* Output left for nodes that stayed away longer than the expiry goes. */
+/* Output left for nodes that stayed away longer than the expiry goes.
+ * Memory freed by closed clients and nodes is given back to the system
+ * (malloc_trim also releases free pages inside the heap), so the
+ * switch's size follows the attached ports, not its history. */
 static void node_sweep(struct sw *s, uint64_t now)
 {
 	struct node *n, *next;
 
 	if (now < next_sweep)
 		return;
-	next_sweep = now + SWEEP_NS;
+	next_sweep = now + (s->expiry_ns && s->expiry_ns < SWEEP_NS ? s->expiry_ns : SWEEP_NS);
 	for (n = node_list; n; n = next) {
 		next = n->next;
 		if (!n->c && s->expiry_ns && now - n->detached_at >= s->expiry_ns) {
 			logmsg("node %u: output left from its last connection expired", n->id);
 			node_free(s, n);
 		}
+	}
+	if (freed) {
+		freed = 0;
+		malloc_trim(0);
 	}
 }
 
@@ -258,17 +265,32 @@ static void outq_advance(struct outq *q, size_t n)
 		q->fstart = q->off = q->len = 0;
 }
 
-static int outq_append(struct outq *q, const void *frame, size_t len)
+/* Make room for need more bytes: compact, then grow up to OUTQ_SIZE. */
+static bool outq_room(struct outq *q, size_t need)
 {
-	size_t need = WEFT_WIRE_LEN_PREFIX + len;
-
-	if (OUTQ_SIZE - q->len < need && q->fstart) {
+	if (q->cap - q->len < need && q->fstart) {
 		memmove(q->buf, q->buf + q->fstart, q->len - q->fstart);
 		q->off -= q->fstart;
 		q->len -= q->fstart;
 		q->fstart = 0;
 	}
-	if (OUTQ_SIZE - q->len < need)
+	while (q->cap - q->len < need && q->cap < OUTQ_SIZE) {
+		size_t nc = q->cap ? 2 * q->cap : BUF_START;
+		unsigned char *nb = realloc(q->buf, nc);
+
+		if (!nb)
+			return false;
+		q->buf = nb;
+		q->cap = nc;
+	}
+	return q->cap - q->len >= need;
+}
+
+static int outq_append(struct outq *q, const void *frame, size_t len)
+{
+	size_t need = WEFT_WIRE_LEN_PREFIX + len;
+
+	if (!outq_room(q, need))
 		return -EAGAIN;
 	put_le32(q->buf + q->len, (uint32_t)len);
 	memcpy(q->buf + q->len + WEFT_WIRE_LEN_PREFIX, frame, len);
@@ -314,6 +336,7 @@ static void client_close(struct sw *s, struct client *c, const char *why)
 	}
 	s->nclients--;
 	s->st.disconnects++;
+	freed++;
 	close(c->fd);
 	free(c->rbuf);
 	free(c);
@@ -458,7 +481,17 @@ static void client_read(struct sw *s, struct client *c)
 
 	if (c->paused || c->eof)
 		return;
-	n = read(c->fd, c->rbuf + c->rlen, RBUF_SIZE - c->rlen);
+	if (c->rlen == c->rcap && c->rcap < RBUF_SIZE) {
+		unsigned char *nb = realloc(c->rbuf, 2 * c->rcap);
+
+		if (nb) {
+			c->rbuf = nb;
+			c->rcap *= 2;
+		}
+	}
+	if (c->rlen == c->rcap)
+		return;
+	n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
 	if (n == 0) {
 		c->eof = true;
 	} else if (n < 0) {
@@ -568,8 +601,10 @@ static void accept_clients(struct sw *s)
 			continue;
 		}
 		c = calloc(1, sizeof(*c));
-		if (c)
-			c->rbuf = malloc(RBUF_SIZE);
+		if (c) {
+			c->rbuf = malloc(BUF_START);
+			c->rcap = BUF_START;
+		}
 		if (!c || !c->rbuf) {
 			free(c);
 			close(fd);
