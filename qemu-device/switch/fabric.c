@@ -37,6 +37,7 @@ struct fport {
 	bool up;
 	uint32_t next_route;
 	uint64_t progress_at;   /* last frame taken, or when it reached its quota */
+	bool stall_seen;        /* poll saw it stalled: no more wake-ups for it */
 	uint64_t detached_at;   /* UINT64_MAX: detached, not yet seen by poll */
 	struct fframe *park_head, *park_tail;
 	size_t nparked;
@@ -644,8 +645,10 @@ static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
 		fr->due = due_time(now, f->ft.delay_ns, r, f->ft.route_skew_ns,
 				   f->ft.jitter_ns ? rng_below(f, f->ft.jitter_ns + 1) : 0);
 		f->nqueued++;
-		if (++dp->queued == f->port_limit)
+		if (++dp->queued == f->port_limit) {
 			dp->progress_at = now;
+			dp->stall_seen = false;
+		}
 		heap_push(f, fr);
 		queued++;
 	}
@@ -719,6 +722,7 @@ static void delivered(struct weft_fabric *f, struct pollctx *c, struct fport *p,
 {
 	c->delivered++;
 	p->progress_at = c->now;
+	p->stall_seen = false;
 	p->st.tx_frames++;
 	p->st.tx_bytes += fr->len;
 	f->total.tx_frames++;
@@ -829,6 +833,8 @@ size_t weft_fabric_poll(struct weft_fabric *f, uint64_t now,
 
 		if (p->park_head)
 			drain_parked(f, &c, p);
+		if (port_stalled(f, p, now))
+			p->stall_seen = true;
 	}
 	while (f->nheap && f->heap[0]->due <= now)
 		deliver_one(f, &c, heap_pop(f));
@@ -851,13 +857,16 @@ uint64_t weft_fabric_next_due(const struct weft_fabric *f)
 		const struct fport *p = f->plist[i];
 		uint64_t d = UINT64_MAX;
 
-		if (p->attached && f->stall_ns && port_full(f, p))
+		/* Only deadlines that poll() will act on, so that none is
+		 * reported again once it has passed. */
+		if (p->attached && f->stall_ns && port_full(f, p) && !p->stall_seen)
 			d = sat_add(p->progress_at, f->stall_ns);
 		else if (!p->attached && f->expiry_ns && p->detached_at == UINT64_MAX)
 			d = 0;  /* not stamped yet: poll now */
-		else if (!p->attached && f->expiry_ns)
-			d = sat_add(p->park_head ? p->park_head->due : p->detached_at,
-				    f->expiry_ns);
+		else if (!p->attached && f->expiry_ns && p->park_head)
+			d = sat_add(p->park_head->due, f->expiry_ns);
+		else if (!p->attached && f->expiry_ns && p->up && p->queued == 0)
+			d = sat_add(p->detached_at, f->expiry_ns);
 		if (d < t)
 			t = d;
 	}
