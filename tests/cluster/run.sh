@@ -45,7 +45,7 @@ SCENARIOS=(
 	"bandwidth|$C2|RDMA write and read bandwidth over message sizes (weft-bw): figures printed"
 	"lossy-rdma|$C2|RDMA write and read, 1 byte to 4 KiB, through a fabric with 5% loss and reordering: reliable operations retry, byte-exact"
 	"reliable-messages|$C2|reliable layer: 10000 messages through a fabric with 5% loss and reordering, each delivered exactly once and in order (weft-rdma-check --messages)"
-	"switch-restart|$C2|weft-cluster switch restart kills the switch and starts it again while the reliable layer streams 20000 messages: each delivered exactly once and in order; status, ctl and down manage the new switch"
+	"switch-restart|$C2|weft-cluster switch restart kills the switch and starts it again while the reliable layer streams 20000 messages: each delivered exactly once and in order; status and ctl manage the new switch"
 	"mr-cache|$C2|lazy deregistration: transfers from an already registered buffer are MR cache hits with no registration call (mr_cache counters)"
 	"ioctl-errors|$C2|every ioctl with good and bad arguments; another process's window cannot be mapped or used (weft-test-ioctl, weft-test-isolation)"
 	"process-death|$C2|a process killed mid-transfer releases its windows, rCxts, registrations and pinned pages (weft-test-kill)"
@@ -469,29 +469,32 @@ switch_rx0() {
 # restart); the adapters reconnect by themselves and the reliable layer
 # retransmits what the dead switch held.
 sc_switch_restart() {
-	local c=$1 job=4106 n=20000 pid0 pid1 rx=0 i
+	local c=$1 job=4106 n=20000 pid0 pid1 rx=0 rx0 i
 	need "$c" 0 weft-rdma-check || return 1
 	need "$c" 1 weft-rdma-check || return 1
 	pid0=$(switch_pid "$c")
 	[[ $pid0 =~ ^[0-9]+$ ]] || fail "weft-cluster status shows no running switch" || return 1
+	rx0=$(switch_rx0 "$c")
+	[[ $rx0 =~ ^[0-9]+$ ]] || fail "cannot read the switch's counters" || return 1
 	server "$c" 1 sr-srv "$job" "weft-rdma-check --server --job $job" || return 1
 	GX_TIMEOUT=900 bg "$c" 0 sr-cli "weft-rdma-check --client --peer 1 --peer-window $SW --job $job --messages $n --json"
+	# Restart once node0 has sent 2000 frames of this stream.
 	for i in $(seq 600); do
-		rx=$(switch_rx0 "$c")
-		[ "${rx:-0}" -ge 2000 ] && break
+		rx=$(( $(switch_rx0 "$c" || echo 0) - rx0 ))
+		[ "$rx" -ge 2000 ] && break
 		bgdone sr-cli && break
 		sleep 0.2
 	done
-	if bgdone sr-cli || [ "${rx:-0}" -lt 2000 ]; then
+	if bgdone sr-cli || [ "$rx" -lt 2000 ]; then
 		bgwait sr-cli
-		fail "the stream did not get going before the restart (node0 frames at the switch: ${rx:-?}; client: $(tail -n 3 <<<"$OUT"))"
+		fail "the stream did not get going before the restart (node0 frames of this stream at the switch: $rx; client: $(tail -n 3 <<<"$OUT"))"
 		return 1
 	fi
 	OUT=$("$WC" --name "$c" switch restart 2>&1) || fail "weft-cluster switch restart: $OUT" || return 1
 	pid1=$(switch_pid "$c")
 	{ [[ $pid1 =~ ^[0-9]+$ ]] && [ "$pid1" != "$pid0" ] && kill -0 "$pid1" 2>/dev/null && ! kill -0 "$pid0" 2>/dev/null; } ||
 		fail "after the restart status shows switch pid '${pid1:-none}' (old $pid0)" || return 1
-	checked "weft-cluster switch restart killed weft-switch pid $pid0 mid-stream ($rx frames from node0 so far) and started pid $pid1, which status reports"
+	checked "weft-cluster switch restart killed weft-switch pid $pid0 mid-stream ($rx frames of the stream from node0 had passed it) and started pid $pid1, which status reports"
 	for i in $(seq 150); do
 		OUT=$("$WC" --name "$c" faults nodes 2>&1)
 		grep -q 'node 0 attached' <<<"$OUT" && grep -q 'node 1 attached' <<<"$OUT" && break
