@@ -1680,17 +1680,25 @@ static void test_churn_rss(void)
 }
 
 /* A frame held for an absent node does not delay a broadcast or the
- * unicast behind it; held frames expire. */
+ * unicast behind it, even with many more absent nodes than the fabric
+ * has room for (each once a broadcast destination); held frames expire. */
 static void test_held_broadcast(void)
 {
 	struct sw s;
 	uint32_t tids[4];
 	uint16_t srcs[4];
-	int f1, f2, f3;
+	int f1, f2, f3, i;
 
-	sw_start(&s, "35", "--expire-ms", "1500", NULL);
+	sw_start(&s, "35", "--expire-ms", "1500", "--max-queued", "64", NULL);
 	f1 = join(&s, 1);
 	f2 = join(&s, 2);
+	/* 100 nodes come and go: ports, but nothing held for them. */
+	for (i = 0; i < 100; i++) {
+		int fx;
+
+		CHECK(hello(&s, (uint16_t)(100 + i), WEFT_WIRE_HELLO_MAGIC, &fx) == WEFT_SW_OK);
+		close(fx);
+	}
 	f3 = join(&s, 3);
 	close(f3);
 	wait_ctl_contains(&s, "nodes", "node 3 detached");
