@@ -13,8 +13,10 @@
  *
  *   switch-fuzz PATH-TO-weft-switch [--actions N] [--seed S]
  *
- * Prints the figures of the run (actions by kind, frames and bytes sent,
- * the switch's counters) and "switch-fuzz: ok" or what failed.
+ * Speaks TAP (tests/common/weft_test.h): three points (the actions with
+ * the switch up and answering, forwarding at the end, a clean exit), the
+ * figures of the run (actions by kind, frames and bytes sent, the
+ * switch's counters) as "#" lines.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,6 +36,7 @@
 #include <unistd.h>
 
 #include "weft/wire.h"
+#include "weft_test.h"
 #include "wire_io.h"
 
 #define NCLIENTS        24
@@ -96,12 +99,19 @@ static enum act pick(void)
 	return (enum act)k;
 }
 
-static void die(const char *what)
+/* End the run after a failed check. */
+__attribute__((noreturn)) static void finish(void)
 {
-	fprintf(stderr, "switch-fuzz: FAILED: %s\n", what);
 	if (swpid > 0)
 		kill(swpid, SIGKILL);
-	exit(1);
+	exit(t_done());
+}
+
+/* A failed check that ends the run: the open point fails. */
+__attribute__((noreturn)) static void die(const char *what)
+{
+	CHECK(0, "%s (switch log %s)", what, logp);
+	finish();
 }
 
 static uint64_t now_ms(void)
@@ -346,7 +356,7 @@ static void write_tokens(const char *path)
 
 	fp = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!fp)
-		die("cannot write the token file");
+		t_bail("cannot write the token file %s", path);
 	for (n = 0; n < NODES; n++) {
 		fprintf(fp, "%u ", n);
 		for (i = 0; i < WEFT_WIRE_TOKEN_SIZE; i++) {
@@ -364,7 +374,7 @@ static void start_switch(const char *bin)
 	int i;
 
 	if (!mkdtemp(dir))
-		die("mkdtemp");
+		t_bail("mkdtemp: %s", strerror(errno));
 	snprintf(sock, sizeof(sock), "%s/sw.sock", dir);
 	snprintf(ctlp, sizeof(ctlp), "%s/ctl.sock", dir);
 	snprintf(logp, sizeof(logp), "%s/switch.log", dir);
@@ -391,29 +401,28 @@ static void start_switch(const char *bin)
 			return;
 		}
 		if (waitpid(swpid, NULL, WNOHANG) == swpid)
-			die("weft-switch exited at start");
+			t_bail("weft-switch exited at start (log %s)", logp);
 		usleep(10000);
 	}
-	die("weft-switch did not start");
+	t_bail("weft-switch did not start (log %s)", logp);
 }
 
 /* The switch is alive and answers its control socket in time. */
 static void check_alive(uint64_t done)
 {
 	char out[65536];
-	int st;
+	int st = 0;
 
-	if (waitpid(swpid, &st, WNOHANG) == swpid) {
-		fprintf(stderr, "switch-fuzz: weft-switch died after %" PRIu64 " actions "
-			"(status 0x%x); log %s\n", done, st, logp);
+	if (!CHECK(waitpid(swpid, &st, WNOHANG) != swpid,
+		   "weft-switch died after %" PRIu64 " actions (status 0x%x, log %s)", done, st,
+		   logp)) {
 		swpid = -1;
-		exit(1);
+		finish();
 	}
-	if (!ctl_req("counters", out, sizeof(out))) {
-		fprintf(stderr, "switch-fuzz: no control answer within %d ms after %" PRIu64
-			" actions\n", CTL_TIMEOUT_MS, done);
-		die("switch stalled");
-	}
+	if (!CHECK(ctl_req("counters", out, sizeof(out)),
+		   "no control answer within %d ms after %" PRIu64 " actions (stall)",
+		   CTL_TIMEOUT_MS, done))
+		finish();
 }
 
 /* A good client: HELLO with the node's token, blocking socket. */
@@ -532,42 +541,46 @@ static void check_forwarding(void)
 			die("good clients: frames out of order");
 		want++;
 	}
+	CHECK(want == 200);
 	close(a);
 	close(z);
 }
 
 static void print_counters(void)
 {
-	char out[65536], *tot;
+	char out[65536], *line, *save = NULL;
 
-	if (ctl_req("counters", out, sizeof(out)) && (tot = strstr(out, "\ntotal ")))
-		printf("switch-fuzz: the switch's counters:%s", tot);
+	if (!ctl_req("counters", out, sizeof(out)))
+		return;
+	for (line = strtok_r(out + 3, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (!strncmp(line, "total ", 6) || !strncmp(line, "switch ", 7))
+			t_diag("%s", line);
 }
 
 int main(int argc, char **argv)
 {
 	uint64_t n = 100000, seed = 1, i, t0;
 	char cmd[256], out[4096];
-	int st, k;
+	int st = 0, k;
 	FILE *p;
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: switch-fuzz PATH-TO-weft-switch [--actions N] [--seed S]\n");
-		return 2;
-	}
+	if (argc < 2)
+		t_bail("usage: switch-fuzz PATH-TO-weft-switch [--actions N] [--seed S]");
 	for (k = 2; k < argc; k++) {
 		if (!strcmp(argv[k], "--actions") && k + 1 < argc)
 			n = strtoull(argv[++k], NULL, 0);
 		else if (!strcmp(argv[k], "--seed") && k + 1 < argc)
 			seed = strtoull(argv[++k], NULL, 0);
 		else
-			return 2;
+			t_bail("unknown argument '%s'", argv[k]);
 	}
 	signal(SIGPIPE, SIG_IGN);
 	rng = seed;
 	for (k = 0; k < NCLIENTS; k++)
 		cls[k].fd = -1;
 	start_switch(argv[1]);
+	t_begin("%" PRIu64 " random client actions (seed %" PRIu64 "): the switch stays up and "
+		"answers its control socket every %u actions", n, seed, CHECK_EVERY);
 	t0 = now_ms();
 	for (i = 1; i <= n; i++) {
 		action();
@@ -575,23 +588,29 @@ int main(int argc, char **argv)
 			check_alive(i);
 	}
 	check_alive(n);
+	{
+		char line[512];
+		size_t l = (size_t)snprintf(line, sizeof(line), "%" PRIu64 " actions in %.1f s:", n,
+					    (double)(now_ms() - t0) / 1000.0);
+
+		for (k = 0; k < A__N && l < sizeof(line); k++)
+			l += (size_t)snprintf(line + l, sizeof(line) - l, " %s=%" PRIu64, act_name[k],
+					      acts[k]);
+		t_diag("%s", line);
+	}
+	t_diag("%" PRIu64 " frames, %" PRIu64 " bytes sent", frames_sent, bytes_sent);
+	print_counters();
 	for (k = 0; k < NCLIENTS; k++)
 		if (cls[k].fd >= 0)
 			close(cls[k].fd);
+	t_begin("two good clients exchange 200 frames in order after the fuzzing");
 	check_forwarding();
-	printf("switch-fuzz: %" PRIu64 " actions (seed %" PRIu64 ") in %.1f s:", n, seed,
-	       (double)(now_ms() - t0) / 1000.0);
-	for (k = 0; k < A__N; k++)
-		printf(" %s=%" PRIu64, act_name[k], acts[k]);
-	printf("\nswitch-fuzz: %" PRIu64 " frames, %" PRIu64 " bytes sent\n", frames_sent,
-	       bytes_sent);
-	print_counters();
+	t_begin("weft-switch exits 0 on SIGTERM with no sanitizer report in its log");
 	kill(swpid, SIGTERM);
-	if (waitpid(swpid, &st, 0) != swpid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		fprintf(stderr, "switch-fuzz: weft-switch did not exit cleanly (status 0x%x); log %s\n",
-			st, logp);
-		return 1;
-	}
+	k = waitpid(swpid, &st, 0) == swpid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	swpid = -1;
+	if (!CHECK(k, "weft-switch did not exit cleanly (status 0x%x, log %s)", st, logp))
+		return t_done();
 	/* No sanitizer report in the switch's log. */
 	snprintf(cmd, sizeof(cmd), "grep -c -E 'runtime error|AddressSanitizer|LeakSanitizer' %s",
 		 logp);
@@ -602,14 +621,10 @@ int main(int argc, char **argv)
 			out[0] = 0;
 		pclose(p);
 	}
-	if (atoi(out) != 0) {
-		fprintf(stderr, "switch-fuzz: sanitizer report in %s\n", logp);
-		return 1;
-	}
+	if (!CHECK(atoi(out) == 0, "sanitizer report in %s", logp))
+		return t_done();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
-		fprintf(stderr, "switch-fuzz: cannot remove %s\n", dir);
-	printf("switch-fuzz: ok (no crash, no sanitizer report, no stall; two good clients "
-	       "exchanged 200 frames in order at the end)\n");
-	return 0;
+		t_diag("cannot remove %s", dir);
+	return t_done();
 }
