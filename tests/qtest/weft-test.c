@@ -1117,7 +1117,7 @@ static void test_migration_blocked(void)
 static void test_properties(void)
 {
     static const char *const want[] = {
-        "node-id", "windows", "rcxts", "handlers", "chardev",
+        "node-id", "windows", "rcxts", "handlers", "chardev", "token-secret",
     };
     WeftNode *n = node_start(22, SW_NONE);
     QDict *rsp = qtest_qmp(n->qts, "{ 'execute': 'device-list-properties', "
