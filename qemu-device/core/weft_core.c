@@ -345,7 +345,8 @@ struct weft_core *weft_core_new(const struct weft_core_config *cfg,
 	c->ctlq = calloc(WEFT_CTLQ_LEN, sizeof(*c->ctlq));
 	c->track = calloc(cf.nr_rcxt, sizeof(*c->track));
 	c->cmpl_tid = calloc(cf.nr_rcxt ? cf.nr_rcxt : 1, sizeof(*c->cmpl_tid));
-	if (!c->sram || !c->rxq || !c->ctlq || !c->track || !c->cmpl_tid) {
+	c->cond_tag = calloc(cf.nr_rcxt ? cf.nr_rcxt : 1, sizeof(*c->cond_tag));
+	if (!c->sram || !c->rxq || !c->ctlq || !c->track || !c->cmpl_tid || !c->cond_tag) {
 		weft_core_free(c);
 		goto nomem;
 	}
@@ -369,6 +370,7 @@ void weft_core_free(struct weft_core *c)
 			free(c->track[r].bits);
 	free(c->track);
 	free(c->cmpl_tid);
+	free(c->cond_tag);
 	free(c->ctlq);
 	free(c->rxq);
 	free(c->sram);
@@ -407,6 +409,7 @@ void weft_core_reset(struct weft_core *c)
 	clear_work(c);
 	memset(c->sram, 0, c->sram_size);
 	memset(c->cmpl_tid, 0, (c->cfg.nr_rcxt ? c->cfg.nr_rcxt : 1) * sizeof(*c->cmpl_tid));
+	memset(c->cond_tag, 0, (c->cfg.nr_rcxt ? c->cfg.nr_rcxt : 1) * sizeof(*c->cond_tag));
 	memset(c->cnt, 0, sizeof(c->cnt));
 	c->cnt[WEFT_CNT_RESETS] = resets + 1;
 	memset(c->tce_base, 0, sizeof(c->tce_base));
@@ -560,6 +563,7 @@ static unsigned int cmd_acquire(struct weft_core *c, uint64_t val, unsigned int 
 	}
 	weft_track_free(c, r);
 	c->cmpl_tid[r] = 0;
+	c->cond_tag[r] = 0;
 	memset(x, 0, sizeof(*x));
 	x->rcxt_assigned = 1;
 	x->local_window = (uint16_t)w;
