@@ -6,9 +6,10 @@
  *
  * Send FIFO: frame i is written at (i & mask); the header line goes in
  * after the payload, then one START_TRANSMIT doorbell.  The adapter marks
- * a processed frame by rewriting its header line with WEFT_SF_DONE; frames
- * are reclaimed in order from the tail (the adapter may finish them out
- * of order) and their header line is zeroed for reuse.
+ * a processed frame by rewriting its header line with WEFT_SF_DONE; the
+ * adapter finishes frames in FIFO order (hw-spec 5.1), so they are
+ * reclaimed in order from the tail and their header line is zeroed for
+ * reuse.
  *
  * Receive FIFO: entry i is at (i & mask); it is ready when its header
  * line has WEFT_RF_VALID (the adapter writes the header line last).  The
