@@ -199,6 +199,7 @@ enum weft_event_type {
 	WEFT_EV_PROTECTION = 4,     /* incoming packet discarded on a protection check */
 	WEFT_EV_SNAPSHOT_CLEAR = 5, /* Snapshot View became 0 */
 	WEFT_EV_LINK = 6,           /* link to the switch went up (info=1) or down (0) */
+	WEFT_EV_ADAPTER_FATAL = 7,  /* STATUS.FATAL: the driver must recover the adapter */
 };
 
 struct weft_event {

@@ -90,6 +90,7 @@ struct weft_core {
 	unsigned int irq_rr;
 	bool irq_unpresented;
 	bool link_up;
+	bool fatal;                     /* STATUS.FATAL: adapter-internal error */
 	uint64_t tce_base[WEFT_NR_TCE_TABLES];
 	uint64_t tce_cfg[WEFT_NR_TCE_TABLES];
 	uint64_t tce_owner[WEFT_NR_TCE_TABLES];
