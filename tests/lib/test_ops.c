@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libweft operations beyond write/read, on the sim backend (one thread,
- * WEFT_SIMNET_F_SOLO).  Each test prints what it checked; a failed check
- * exits 1 with the reason.
+ * WEFT_SIMNET_F_SOLO).  Each test is one TAP point named after what it
+ * checked; a failed check ends the program with the reason (weft_test.h).
  *
  *   tp       third-party read: B asks C to write into A; A's TARGET and
  *            B's SOURCE completions, C gets none; data byte-exact
@@ -24,18 +24,7 @@
 #include <string.h>
 
 #include "libweft.h"
-
-static int failed;
-
-#define CHECK(c, ...) do { \
-	if (!(c)) { \
-		fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
-		fprintf(stderr, __VA_ARGS__); \
-		fputc('\n', stderr); \
-		failed = 1; \
-		return -1; \
-	} \
-} while (0)
+#include "weft_test.h"
 
 #define JOB     0x4242u
 #define MAXN    4
@@ -61,20 +50,20 @@ static int net_open(struct net *t, unsigned int n, uint32_t bcast_from)
 	struct weft_simnet_attr a = { .nodes = n, .seed = 11, .delay_ns = 1000,
 				      .flags = WEFT_SIMNET_F_SOLO };
 	t->sn = weft_simnet_new(&a, err, sizeof(err));
-	CHECK(t->sn, "sim backend: %s", err);
+	REQUIRE(t->sn, "sim backend: %s", err);
 	t->n = n;
 	for (unsigned int i = 0; i < n; i++) {
 		t->d[i] = weft_simnet_open(t->sn, i, err, sizeof(err));
-		CHECK(t->d[i], "open %u: %s", i, err);
+		REQUIRE(t->d[i], "open %u: %s", i, err);
 		struct weft_win_attr wa = { .job_id = JOB, .recv_log2 = 8,
 					    .flags = (bcast_from >> i) & 1 ? WEFT_WIN_F_BCAST : 0 };
 		int r;
 		t->w[i] = weft_win_open(t->d[i], &wa, &r);
-		CHECK(t->w[i], "window %u: %s", i, strerror(-r));
+		REQUIRE(t->w[i], "window %u: %s", i, strerror(-r));
 		t->buf[i] = weft_dev_alloc(t->d[i], BUFSZ);
-		CHECK(t->buf[i], "alloc");
-		CHECK(weft_mr_reg(t->d[i], JOB, t->buf[i], BUFSZ, &t->pvo[i], &t->mr[i]) == 0, "reg");
-		CHECK(weft_rcxt_alloc(t->w[i], &t->rc[i], &t->rk[i]) == 0, "rcxt");
+		REQUIRE(t->buf[i], "alloc");
+		REQUIRE(weft_mr_reg(t->d[i], JOB, t->buf[i], BUFSZ, &t->pvo[i], &t->mr[i]) == 0, "reg");
+		REQUIRE(weft_rcxt_alloc(t->w[i], &t->rc[i], &t->rk[i]) == 0, "rcxt");
 	}
 	return 0;
 }
@@ -166,16 +155,16 @@ static int test_tp(void)
 		.tp_rcxt = t.rc[0], .tp_rcxt_key = t.rk[0],
 	};
 	clear_ents();
-	CHECK(weft_win_tp_read(t.w[1], &op) == 0, "post third-party read");
+	REQUIRE(weft_win_tp_read(t.w[1], &op) == 0, "post third-party read");
 	drain_all(&t);
-	CHECK(memcmp(t.buf[0], t.buf[2], 50000) == 0, "A holds C's data");
-	CHECK(count(0, WEFT_ENT_COMPLETION, WEFT_ENT_F_TARGET) == 1, "A: one TARGET completion");
-	CHECK(count(1, WEFT_ENT_COMPLETION, WEFT_ENT_F_SOURCE | WEFT_ENT_F_READ) == 1,
+	REQUIRE(memcmp(t.buf[0], t.buf[2], 50000) == 0, "A holds C's data");
+	REQUIRE(count(0, WEFT_ENT_COMPLETION, WEFT_ENT_F_TARGET) == 1, "A: one TARGET completion");
+	REQUIRE(count(1, WEFT_ENT_COMPLETION, WEFT_ENT_F_SOURCE | WEFT_ENT_F_READ) == 1,
 	      "B (the manager): one SOURCE completion");
-	CHECK(nents[2] == 0, "C: no entry (%u)", nents[2]);
-	CHECK(ents[1][0].tid == op.rdma.tid && ents[1][0].user_cookie == 0x7b, "B's fields");
-	printf("tp: B asked C to write 50000 B into A: A's TARGET and B's SOURCE completion, "
-	       "none at C, data byte-exact\n");
+	REQUIRE(nents[2] == 0, "C: no entry (%u)", nents[2]);
+	REQUIRE(ents[1][0].tid == op.rdma.tid && ents[1][0].user_cookie == 0x7b, "B's fields");
+	t_point("tp: B asked C to write 50000 B into A: A's TARGET and B's SOURCE completion, "
+	       "none at C, data byte-exact");
 	net_close(&t);
 	return 0;
 }
@@ -194,17 +183,17 @@ static int test_half(void)
 	pattern(t.buf[0], 20000, 1);
 	struct weft_rdma op = { .node = n1, .window = w1, .local_rcxt = t.rc[0],
 				.local_pvo = t.pvo[0], .length = 20000, .user_cookie = 1 };
-	CHECK(weft_win_write_fifo(t.w[0], &op) == 0, "write_fifo");
+	REQUIRE(weft_win_write_fifo(t.w[0], &op) == 0, "write_fifo");
 	int done = 0, entries = 0;
 	while (!done) {
-		CHECK(next_entry(&t, 1, &e, 100) == 1, "DATA entry %d missing", entries);
-		CHECK(e.type == WEFT_ENT_DATA && e.total == 20000 && e.tid == op.tid,
+		REQUIRE(next_entry(&t, 1, &e, 100) == 1, "DATA entry %d missing", entries);
+		REQUIRE(e.type == WEFT_ENT_DATA && e.total == 20000 && e.tid == op.tid,
 		      "DATA entry (type %d)", e.type);
 		done = weft_fifo_rx_add(&rx, &e);
-		CHECK(done >= 0, "reassembly refused an entry");
+		REQUIRE(done >= 0, "reassembly refused an entry");
 		entries++;
 	}
-	CHECK(entries == 11 && memcmp(got, t.buf[0], 20000) == 0,
+	REQUIRE(entries == 11 && memcmp(got, t.buf[0], 20000) == 0,
 	      "write_fifo: %d entries, data", entries);
 	weft_fifo_rx_reset(&rx);
 	/* 2. write, RDMA at the receiver: PUT */
@@ -214,10 +203,10 @@ static int test_half(void)
 				 .remote_rcxt = t.rc[1], .remote_rcxt_key = t.rk[1],
 				 .notify = WEFT_COMP_BOTH, .remote_pvo = t.pvo[1], .length = 30000 };
 	clear_ents();
-	CHECK(weft_win_put(t.w[0], &op, got) == 0, "put");
+	REQUIRE(weft_win_put(t.w[0], &op, got) == 0, "put");
 	drain_all(&t);
-	CHECK(memcmp(t.buf[1], got, 30000) == 0, "put: placed byte-exact");
-	CHECK(count(0, WEFT_ENT_COMPLETION, WEFT_ENT_F_SOURCE) == 1 &&
+	REQUIRE(memcmp(t.buf[1], got, 30000) == 0, "put: placed byte-exact");
+	REQUIRE(count(0, WEFT_ENT_COMPLETION, WEFT_ENT_F_SOURCE) == 1 &&
 	      count(1, WEFT_ENT_COMPLETION, WEFT_ENT_F_TARGET) == 1, "put: completions");
 	/* 3. read, RDMA at the data source, into our receive FIFO */
 	pattern(t.buf[1], 9000, 3);
@@ -225,13 +214,13 @@ static int test_half(void)
 				 .remote_rcxt = t.rc[1], .remote_rcxt_key = t.rk[1],
 				 .notify = WEFT_COMP_SOURCE, .remote_pvo = t.pvo[1], .length = 9000 };
 	clear_ents();
-	CHECK(weft_win_read_fifo(t.w[0], &op) == 0, "read_fifo");
+	REQUIRE(weft_win_read_fifo(t.w[0], &op) == 0, "read_fifo");
 	drain_all(&t);
 	for (unsigned int j = 0; j < nents[0]; j++)
 		if (ents[0][j].type == WEFT_ENT_DATA)
-			CHECK(weft_fifo_rx_add(&rx, &ents[0][j]) >= 0, "add");
-	CHECK(rx.got == 9000 && memcmp(got, t.buf[1], 9000) == 0, "read_fifo: data");
-	CHECK(nents[0] == 6 && ents[0][5].type == WEFT_ENT_COMPLETION &&
+			REQUIRE(weft_fifo_rx_add(&rx, &ents[0][j]) >= 0, "add");
+	REQUIRE(rx.got == 9000 && memcmp(got, t.buf[1], 9000) == 0, "read_fifo: data");
+	REQUIRE(nents[0] == 6 && ents[0][5].type == WEFT_ENT_COMPLETION &&
 	      (ents[0][5].flags & WEFT_ENT_F_READ), "read_fifo: 5 DATA then the completion");
 	weft_fifo_rx_reset(&rx);
 	/* 4. read, RDMA at the destination: node 1's program answers */
@@ -239,20 +228,20 @@ static int test_half(void)
 	op = (struct weft_rdma){ .node = n1, .window = w1, .local_rcxt = t.rc[0],
 				 .notify = WEFT_COMP_BOTH, .local_pvo = t.pvo[0],
 				 .remote_pvo = 0x5eed, .length = 12000 };
-	CHECK(weft_win_read_put(t.w[0], &op) == 0, "read_put");
-	CHECK(next_entry(&t, 1, &e, 100) == 1 && e.type == WEFT_ENT_READ_REQ,
+	REQUIRE(weft_win_read_put(t.w[0], &op) == 0, "read_put");
+	REQUIRE(next_entry(&t, 1, &e, 100) == 1 && e.type == WEFT_ENT_READ_REQ,
 	      "READ_REQ at the data source");
-	CHECK(e.src_pvo == 0x5eed && e.total == 12000, "request fields");
+	REQUIRE(e.src_pvo == 0x5eed && e.total == 12000, "request fields");
 	pattern(got, 12000, 4);
-	CHECK(weft_win_put_reply(t.w[1], &e, got, t.rc[1], WEFT_COMP_TARGET) == 0, "put_reply");
+	REQUIRE(weft_win_put_reply(t.w[1], &e, got, t.rc[1], WEFT_COMP_TARGET) == 0, "put_reply");
 	clear_ents();
 	drain_all(&t);
-	CHECK(memcmp(t.buf[0], got, 12000) == 0, "read_put: placed byte-exact");
-	CHECK(count(0, WEFT_ENT_COMPLETION, WEFT_ENT_F_SOURCE | WEFT_ENT_F_READ) == 1 &&
+	REQUIRE(memcmp(t.buf[0], got, 12000) == 0, "read_put: placed byte-exact");
+	REQUIRE(count(0, WEFT_ENT_COMPLETION, WEFT_ENT_F_SOURCE | WEFT_ENT_F_READ) == 1 &&
 	      count(1, WEFT_ENT_COMPLETION, WEFT_ENT_F_TARGET | WEFT_ENT_F_READ) == 1,
 	      "read_put: completions at both ends");
-	printf("half: write_fifo (11 DATA entries), put, read_fifo (5 DATA + completion), "
-	       "read_put (READ_REQ answered by put_reply): data byte-exact, completions\n");
+	t_point("half: write_fifo (11 DATA entries), put, read_fifo (5 DATA + completion), "
+	       "read_put (READ_REQ answered by put_reply): data byte-exact, completions");
 	net_close(&t);
 	return 0;
 }
@@ -266,13 +255,13 @@ static int test_cond(void)
 	if (net_open(&t, 2, 0))
 		return -1;
 	for (int i = 0; i < 3; i++) {
-		CHECK(weft_rcxt_alloc(t.w[0], &mrc[i], &mk[i]) == 0, "member rcxt");
-		CHECK(weft_rcxt_alloc(t.w[1], &tr[i], &tk[i]) == 0, "target rcxt");
+		REQUIRE(weft_rcxt_alloc(t.w[0], &mrc[i], &mk[i]) == 0, "member rcxt");
+		REQUIRE(weft_rcxt_alloc(t.w[1], &tr[i], &tk[i]) == 0, "target rcxt");
 	}
 	uint16_t n1 = weft_win_node(t.w[1]), w1 = (uint16_t)weft_win_id(t.w[1]);
 	pattern(t.buf[0], BUFSZ, 6);
 	clear_ents();
-	CHECK(weft_win_cond(t.w[0], 3, 3) == 0, "cond");
+	REQUIRE(weft_win_cond(t.w[0], 3, 3) == 0, "cond");
 	for (int i = 0; i < 3; i++) {
 		struct weft_rdma m = { .node = n1, .window = w1, .local_rcxt = mrc[i],
 				       .remote_rcxt = tr[i], .remote_rcxt_key = tk[i],
@@ -280,14 +269,14 @@ static int test_cond(void)
 				       .local_pvo = t.pvo[0] + (uint64_t)i * 32768,
 				       .remote_pvo = t.pvo[1] + (uint64_t)i * 32768,
 				       .length = 30000, .user_cookie = 100u + (unsigned)i };
-		CHECK(weft_win_rdma_write(t.w[0], &m) == 0, "member %d", i);
+		REQUIRE(weft_win_rdma_write(t.w[0], &m) == 0, "member %d", i);
 	}
 	struct weft_rdma sig = { .node = n1, .window = w1, .local_rcxt = t.rc[0],
 				 .remote_rcxt = t.rc[1], .remote_rcxt_key = t.rk[1],
 				 .notify = WEFT_COMP_TARGET, .local_pvo = t.pvo[0] + 98304,
 				 .remote_pvo = t.pvo[1] + 98304, .length = 64, .user_cookie = 999 };
-	CHECK(weft_win_rdma_write(t.w[0], &sig) == 0, "signal");
-	CHECK(weft_win_cond_ctl(t.w[0], WEFT_COND_OP_QUERY, 3, 0) == 0, "query");
+	REQUIRE(weft_win_rdma_write(t.w[0], &sig) == 0, "signal");
+	REQUIRE(weft_win_cond_ctl(t.w[0], WEFT_COND_OP_QUERY, 3, 0) == 0, "query");
 	drain_all(&t);
 	int sig_at = -1, last_member = -1;
 	for (unsigned int j = 0; j < nents[1]; j++) {
@@ -298,22 +287,22 @@ static int test_cond(void)
 		else
 			last_member = (int)j;
 	}
-	CHECK(count(1, WEFT_ENT_COMPLETION, WEFT_ENT_F_TARGET) == 4, "four TARGET completions");
-	CHECK(sig_at > last_member && last_member >= 0, "signal after the members (%d, %d)",
+	REQUIRE(count(1, WEFT_ENT_COMPLETION, WEFT_ENT_F_TARGET) == 4, "four TARGET completions");
+	REQUIRE(sig_at > last_member && last_member >= 0, "signal after the members (%d, %d)",
 	      sig_at, last_member);
 	for (int i = 0; i < 3; i++)
-		CHECK(memcmp(t.buf[1] + i * 32768, t.buf[0] + i * 32768, 30000) == 0,
+		REQUIRE(memcmp(t.buf[1] + i * 32768, t.buf[0] + i * 32768, 30000) == 0,
 		      "member %d placed", i);
-	CHECK(memcmp(t.buf[1] + 98304, t.buf[0] + 98304, 64) == 0, "signal placed");
-	CHECK(count(0, WEFT_ENT_COND, 0) == 2, "two COND entries");
-	CHECK(count(0, WEFT_ENT_COMPLETION, WEFT_ENT_F_SOURCE) == 3, "member SOURCE completions");
+	REQUIRE(memcmp(t.buf[1] + 98304, t.buf[0] + 98304, 64) == 0, "signal placed");
+	REQUIRE(count(0, WEFT_ENT_COND, 0) == 2, "two COND entries");
+	REQUIRE(count(0, WEFT_ENT_COMPLETION, WEFT_ENT_F_SOURCE) == 3, "member SOURCE completions");
 	struct weft_entry *q = NULL;
 	for (unsigned int j = 0; j < nents[0]; j++)
 		if (ents[0][j].type == WEFT_ENT_COND)
 			q = &ents[0][j];
-	CHECK(q && q->cond.expect == 3 && q->cond.tagged == 3, "query: 3 members tagged");
-	printf("cond: 3 member writes and a signal; the signal's completion came after the "
-	       "members' at the target; query: expect %u tagged %u done %u state %u\n",
+	REQUIRE(q && q->cond.expect == 3 && q->cond.tagged == 3, "query: 3 members tagged");
+	t_point("cond: 3 member writes and a signal; the signal's completion came after the "
+	       "members' at the target; query: expect %u tagged %u done %u state %u",
 	       q->cond.expect, q->cond.tagged, q->cond.done, q->cond.state);
 	net_close(&t);
 	return 0;
@@ -333,7 +322,7 @@ static int test_redrive(void)
 	pattern(t.buf[0], 40000, 9);
 	/* The target's rCxt is gone: RDMA packets for it are dropped, no
 	 * completion can come. */
-	CHECK(weft_rcxt_free(t.w[1], t.rc[1]) == 0, "free target rcxt");
+	REQUIRE(weft_rcxt_free(t.w[1], t.rc[1]) == 0, "free target rcxt");
 	memset(&rop, 0, sizeof(rop));
 	rop.rdma = (struct weft_rdma){ .node = n1, .window = w1, .local_rcxt = t.rc[0],
 				       .remote_rcxt = t.rc[1], .remote_rcxt_key = t.rk[1],
@@ -341,38 +330,38 @@ static int test_redrive(void)
 				       .length = 40000, .user_cookie = 0xfeed };
 	rop.timeout_ns = 200000;
 	rop.max_tries = 1000;
-	CHECK(weft_win_rop_post(t.w[0], &rop) == 0, "rop");
+	REQUIRE(weft_win_rop_post(t.w[0], &rop) == 0, "rop");
 	clear_ents();
 	drain_all(&t);
-	CHECK(rop.state == WEFT_ROP_POSTED && rop.tries > 1, "retried without a completion (%u)",
+	REQUIRE(rop.state == WEFT_ROP_POSTED && rop.tries > 1, "retried without a completion (%u)",
 	      rop.tries);
-	CHECK(weft_win_rop_cancel(t.w[0], &rop) == 0, "cancel");
-	CHECK(rop.state == WEFT_ROP_FAILED && rop.error == -ECANCELED, "cancelled");
-	CHECK(weft_win_rop_cancel(t.w[0], &rop) == -EINVAL, "second cancel refused");
+	REQUIRE(weft_win_rop_cancel(t.w[0], &rop) == 0, "cancel");
+	REQUIRE(rop.state == WEFT_ROP_FAILED && rop.error == -ECANCELED, "cancelled");
+	REQUIRE(weft_win_rop_cancel(t.w[0], &rop) == -EINVAL, "second cancel refused");
 	/* Redrive over the FIFO path: no rCxt needed at the target. */
 	struct weft_rdma op = rop.rdma;
 	op.tid = 0;
-	CHECK(weft_win_write_fifo(t.w[0], &op) == 0, "redrive");
+	REQUIRE(weft_win_write_fifo(t.w[0], &op) == 0, "redrive");
 	int done = 0, transfers = 0;
 	clear_ents();
 	drain_all(&t);
 	for (unsigned int j = 0; j < nents[1]; j++) {
-		CHECK(ents[1][j].type == WEFT_ENT_DATA && ents[1][j].user_cookie == 0xfeed,
+		REQUIRE(ents[1][j].type == WEFT_ENT_DATA && ents[1][j].user_cookie == 0xfeed,
 		      "only the redriven data arrives (type %d)", ents[1][j].type);
 		done = weft_fifo_rx_add(&rx, &ents[1][j]);
 		transfers += done == 1;
 	}
-	CHECK(transfers == 1 && memcmp(got, t.buf[0], 40000) == 0, "data arrived once, byte-exact");
-	CHECK(count(0, WEFT_ENT_ROP, 0) == 1, "one ROP entry");
+	REQUIRE(transfers == 1 && memcmp(got, t.buf[0], 40000) == 0, "data arrived once, byte-exact");
+	REQUIRE(count(0, WEFT_ENT_ROP, 0) == 1, "one ROP entry");
 	for (unsigned int j = 0; j < nents[0]; j++)
 		if (ents[0][j].type == WEFT_ENT_ROP)
-			CHECK(ents[0][j].rop == &rop && !strcmp(weft_status_name(ents[0][j].status), "CANCELLED"),
+			REQUIRE(ents[0][j].rop == &rop && !strcmp(weft_status_name(ents[0][j].status), "CANCELLED"),
 			      "ROP entry: cancelled (%u)", ents[0][j].status);
-	CHECK(weft_win_poll(t.w[0], &e) == 0, "nothing left at the source");
+	REQUIRE(weft_win_poll(t.w[0], &e) == 0, "nothing left at the source");
 	struct weft_win_stats st;
 	weft_win_get_stats(t.w[0], &st);
-	printf("redrive: RDMA write retried %u times without completion, cancelled, redriven "
-	       "over the FIFO path: 40000 B once (rop failed %" PRIu64 ")\n", rop.tries,
+	t_point("redrive: RDMA write retried %u times without completion, cancelled, redriven "
+	       "over the FIFO path: 40000 B once (rop failed %" PRIu64 ")", rop.tries,
 	       st.rop_failed);
 	weft_fifo_rx_reset(&rx);
 	net_close(&t);
@@ -396,7 +385,7 @@ static int target_step(struct net *t, unsigned int i, struct target *tg, int ack
 		if (e.type != WEFT_ENT_DATA)
 			continue;
 		int r = weft_fifo_rx_add(&tg->rx, &e);
-		CHECK(r >= 0, "reassembly");
+		REQUIRE(r >= 0, "reassembly");
 		if (r != 1)
 			continue;
 		if (tg->last_cookie != e.user_cookie) {
@@ -404,7 +393,7 @@ static int target_step(struct net *t, unsigned int i, struct target *tg, int ack
 			tg->last_cookie = e.user_cookie;
 		}
 		if (ack) {
-			CHECK(weft_bcast_ack(t->w[i], &e) == 0, "ack");
+			REQUIRE(weft_bcast_ack(t->w[i], &e) == 0, "ack");
 			tg->acks++;
 		}
 	}
@@ -425,7 +414,7 @@ static int run_bcast(unsigned int nodes, uint16_t dest, unsigned int group_mask,
 		tg[i].rx.buf = tg[i].buf;
 		tg[i].rx.cap = sizeof(tg[i].buf);
 		if (dest != WEFT_BCAST_NODE && ((group_mask >> i) & 1))
-			CHECK(weft_simnet_mcast_join(t.sn, dest - 0xF000u, i) == 0, "join");
+			REQUIRE(weft_simnet_mcast_join(t.sn, dest - 0xF000u, i) == 0, "join");
 	}
 	pattern(t.buf[0], 10000, 8);
 	memset(&b, 0, sizeof(b));
@@ -437,7 +426,7 @@ static int run_bcast(unsigned int nodes, uint16_t dest, unsigned int group_mask,
 		if ((group_mask >> i) & 1)
 			b.targets[b.nr_targets++] = weft_win_node(t.w[i]);
 	b.timeout_ns = 10000000;        /* 10 ms */
-	CHECK(weft_bcast_post(t.w[0], &b) == 0, "post");
+	REQUIRE(weft_bcast_post(t.w[0], &b) == 0, "post");
 	unsigned int last = nodes - 1;
 	/* Every target gets the data; the last one's acknowledgement is lost
 	 * on the switch (its port is down while it answers). */
@@ -449,14 +438,14 @@ static int run_bcast(unsigned int nodes, uint16_t dest, unsigned int group_mask,
 			if (fault && target_step(&t, i, &tg[i], 0))
 				return -1;
 			if (fault && tg[i].delivered) {
-				CHECK(weft_simnet_set_port_up(t.sn, i, 0) == 0, "port down");
-				CHECK(weft_bcast_ack(t.w[i], &(struct weft_entry){
+				REQUIRE(weft_simnet_set_port_up(t.sn, i, 0) == 0, "port down");
+				REQUIRE(weft_bcast_ack(t.w[i], &(struct weft_entry){
 					.type = WEFT_ENT_DATA, .src_node = weft_win_node(t.w[0]),
 					.src_window = (uint16_t)weft_win_id(t.w[0]), .tid = b.first_tid,
 					.user_cookie = 0xb0b }) == 0, "ack into the fault");
 				tg[i].acks++;
 				weft_win_wait(t.w[i], 1);
-				CHECK(weft_simnet_set_port_up(t.sn, i, 1) == 0, "port up");
+				REQUIRE(weft_simnet_set_port_up(t.sn, i, 1) == 0, "port up");
 				continue;
 			}
 			if (!fault && target_step(&t, i, &tg[i], 1))
@@ -466,7 +455,7 @@ static int run_bcast(unsigned int nodes, uint16_t dest, unsigned int group_mask,
 			weft_bcast_progress(t.w[0], &b, &e);
 		weft_bcast_progress(t.w[0], &b, NULL);
 	}
-	CHECK(b.state == WEFT_BCAST_DONE, "broadcast acknowledged by all (state %d, %u/%u)",
+	REQUIRE(b.state == WEFT_BCAST_DONE, "broadcast acknowledged by all (state %d, %u/%u)",
 	      b.state, b.acked, b.nr_targets);
 	/* Let anything late arrive, then count. */
 	for (int k = 0; k < 20; k++) {
@@ -478,23 +467,23 @@ static int run_bcast(unsigned int nodes, uint16_t dest, unsigned int group_mask,
 	for (unsigned int i = 1; i < nodes; i++) {
 		int member = (group_mask >> i) & 1;
 
-		CHECK(tg[i].delivered == (unsigned int)member, "node %u delivered %u", i,
+		REQUIRE(tg[i].delivered == (unsigned int)member, "node %u delivered %u", i,
 		      tg[i].delivered);
 		if (member)
-			CHECK(memcmp(tg[i].buf, t.buf[0], 10000) == 0, "node %u data", i);
-		CHECK(b.tries[0] >= 1, "tries");
+			REQUIRE(memcmp(tg[i].buf, t.buf[0], 10000) == 0, "node %u data", i);
+		REQUIRE(b.tries[0] >= 1, "tries");
 	}
 	if (drop_one) {
-		CHECK(b.retries >= 1, "the silent target was re-sent to");
+		REQUIRE(b.retries >= 1, "the silent target was re-sent to");
 		for (unsigned int k = 0; k + 1 < b.nr_targets; k++)
-			CHECK(b.tries[k] == 1, "target %u was not re-sent to (%u)", k, b.tries[k]);
-		CHECK(b.tries[b.nr_targets - 1] >= 2, "the last target was");
-		CHECK(tg[last].acks >= 2, "it acknowledged again");
+			REQUIRE(b.tries[k] == 1, "target %u was not re-sent to (%u)", k, b.tries[k]);
+		REQUIRE(b.tries[b.nr_targets - 1] >= 2, "the last target was");
+		REQUIRE(tg[last].acks >= 2, "it acknowledged again");
 	} else {
-		CHECK(b.retries == 0, "no retry without a fault");
+		REQUIRE(b.retries == 0, "no retry without a fault");
 	}
-	printf("%s: %u targets acknowledged, %u unicast re-send(s) (only to the target whose "
-	       "acknowledgement the switch dropped: %s), each member delivered once%s\n",
+	t_point("%s: %u targets acknowledged, %u unicast re-send(s) (only to the target whose "
+	       "acknowledgement the switch dropped: %s), each member delivered once%s",
 	       dest == WEFT_BCAST_NODE ? "bcast" : "mcast", b.acked, b.retries,
 	       drop_one ? "yes" : "none dropped",
 	       dest == WEFT_BCAST_NODE ? "" : ", the non-member nothing");
@@ -520,23 +509,17 @@ int main(int argc, char **argv)
 		{ "tp", test_tp }, { "half", test_half }, { "cond", test_cond },
 		{ "redrive", test_redrive }, { "bcast", test_bcast }, { "mcast", test_mcast },
 	};
-	if (!weft_simnet_available()) {
-		fprintf(stderr, "FAIL: libweft was built without the sim backend\n");
-		return 1;
-	}
+	if (!weft_simnet_available())
+		t_bail("libweft was built without the sim backend");
 	int ran = 0;
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
 		if (argc > 1 && strcmp(argv[1], tests[i].name))
 			continue;
 		ran++;
-		if (tests[i].fn() || failed) {
-			fprintf(stderr, "test %s failed\n", tests[i].name);
-			return 1;
-		}
+		if (tests[i].fn())
+			t_abort();
 	}
-	if (!ran) {
-		fprintf(stderr, "FAIL: no test named %s\n", argc > 1 ? argv[1] : "");
-		return 1;
-	}
-	return 0;
+	if (!ran)
+		t_bail("no test named %s", argc > 1 ? argv[1] : "");
+	return t_done();
 }

@@ -139,7 +139,7 @@ static void test_signal_after_n(void)
 	uint64_t i, cnt;
 	int sig_seq = -1, last_member_seq = -1;
 
-	h_section("item 54: COND + 3 writes + signal: the signal waits for all 3 completions");
+	t_begin("item 54: COND + 3 writes + signal: the signal waits for all 3 completions");
 	rig_init(&g);
 	post_cond(&g.a, WEFT_SF_COND, 0, 2, NMEM);
 	for (r = 1; r <= NMEM; r++)
@@ -182,7 +182,7 @@ static void test_signal_after_n(void)
 		     3000) == 0, "signal data placed");
 	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "window valid");
 
-	h_section("item 54: completions already in before the signal frame: the signal goes at once");
+	t_begin("item 54: completions already in before the signal frame: the signal goes at once");
 	post_cond(&g.a, WEFT_SF_COND, 0, 2, 1);
 	post_write(&g, 1, 2, WEFT_NOTIFY_SOURCE);
 	h_start(&g.a, 0, 2);
@@ -193,7 +193,7 @@ static void test_signal_after_n(void)
 	h_poll(&g.a, 64);
 	CHECK_EQ(sent_on(&g.a, R_SIG), 2, "signal sent when its frame is processed");
 
-	h_section("item 54: a member that asks no SOURCE completion is refused (COND_BUSY)");
+	t_begin("item 54: a member that asks no SOURCE completion is refused (COND_BUSY)");
 	post_cond(&g.a, WEFT_SF_COND, 0, 3, 1);
 	post_write(&g, 2, 3, WEFT_NOTIFY_TARGET);
 	h_start(&g.a, 0, 2);
@@ -215,7 +215,7 @@ static void test_counters(void)
 	uint16_t st;
 	uint32_t idx = 0;
 
-	h_section("item 55: QUERY reports the counters: expect, tagged, done, state");
+	t_begin("item 55: QUERY reports the counters: expect, tagged, done, state");
 	rig_init(&g);
 	post_cond(&g.a, WEFT_SF_COND_CTL, WEFT_COND_QUERY, 1, 0);
 	h_start(&g.a, 0, 1);
@@ -251,7 +251,7 @@ static void test_counters(void)
 	CHECK_EQ(cr.q_done, 1, "one completion counted");
 	CHECK_EQ(cr.q_state, WEFT_COND_HELD, "still held");
 
-	h_section("item 55: SET done = expect releases the held signal");
+	t_begin("item 55: SET done = expect releases the held signal");
 	post_cond(&g.a, WEFT_SF_COND_CTL, WEFT_COND_SET, 1, 2);
 	h_start(&g.a, 0, 1);
 	h_poll(&g.a, 64);
@@ -267,7 +267,7 @@ static void test_counters(void)
 	cr = frame_cond(&g.a, idx++, &st);
 	CHECK_EQ(cr.q_fired, 1, "a late completion does not fire again");
 
-	h_section("item 55: CLEAR discards a held signal and zeroes the counters");
+	t_begin("item 55: CLEAR discards a held signal and zeroes the counters");
 	g.a.ntx = 0;
 	post_cond(&g.a, WEFT_SF_COND, 0, 4, 1);
 	post_write(&g, 3, 2, WEFT_NOTIFY_SOURCE);
@@ -286,7 +286,7 @@ static void test_counters(void)
 	h_poll(&g.a, 64);
 	CHECK_EQ(sent_on(&g.a, R_SIG), 0, "the discarded signal never goes");
 
-	h_section("item 55: refused commands: bad queue, bad count, a second COND while collecting");
+	t_begin("item 55: refused commands: bad queue, bad count, a second COND while collecting");
 	post_cond(&g.a, WEFT_SF_COND_CTL, WEFT_COND_QUERY, WEFT_NR_COND, 0);
 	post_cond(&g.a, WEFT_SF_COND, 0, 0, 0);
 	post_cond(&g.a, WEFT_SF_COND, 0, 0, WEFT_COND_MAX_MEMBERS + 1);
@@ -309,7 +309,7 @@ static void test_counters(void)
 	CHECK_EQ(st, WEFT_R_BAD_HEADER, "unknown op");
 	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "no window error");
 
-	h_section("item 55: closing the window empties the queues");
+	t_begin("item 55: closing the window empties the queues");
 	CHECK_EQ(h_cmd(&g.a, WEFT_REG_CMD_CLOSE_WINDOW, 0), WEFT_CMD_OK, "close");
 	h_poll(&g.a, 16);
 	CHECK_EQ(h_cmd(&g.a, WEFT_REG_CMD_OPEN_WINDOW, 0), WEFT_CMD_OK, "reopen");
@@ -327,14 +327,11 @@ int main(int argc, char **argv)
 	const char *item = argc > 1 ? argv[1] : "";
 
 	if (strcmp(item, "54") == 0) {
-		h_begin("test_cond 54: conditional RDMA");
 		test_signal_after_n();
 	} else if (strcmp(item, "55") == 0) {
-		h_begin("test_cond 55: conditional counters and queues");
 		test_counters();
 	} else {
-		printf("usage: test_cond 54|55\n");
-		return 2;
+		t_bail("usage: test_cond 54|55");
 	}
-	return h_end();
+	return t_done();
 }

@@ -24,7 +24,6 @@ int main(void)
 	unsigned int fatal_events = 0, nirq;
 	bool got;
 
-	h_begin("test_fatal: adapter-internal fatal error and recovery");
 	h_init(&a, 1, 2, 32, 1, 0);
 	h_init(&b, 2, 2, 32, 1, 0);
 	h_evq_setup(&b);
@@ -53,7 +52,7 @@ int main(void)
 	CHECK_EQ(a.ntx, 3, "a write in flight to b");
 	stale = a.tx[2];
 
-	h_section("item 8: DEBUG_INJECT FATAL sets STATUS.FATAL, posts ADAPTER_FATAL, interrupts");
+	t_begin("item 8: DEBUG_INJECT FATAL sets STATUS.FATAL, posts ADAPTER_FATAL, interrupts");
 	h_deliver(&a, &b);      /* two packets are queued when the error hits */
 	nirq = (unsigned int)b.nirq;
 	h_reg_w(&b, WEFT_REG_DEBUG_INJECT, 0x1234);
@@ -68,7 +67,7 @@ int main(void)
 	CHECK_EQ(fatal_events, 1, "one ADAPTER_FATAL event");
 	CHECK(b.nirq > nirq, "an interrupt");
 
-	h_section("item 8: while FATAL nothing is received, sent or rung");
+	t_begin("item 8: while FATAL nothing is received, sent or rung");
 	h_poll(&b, 64);
 	CHECK_EQ(h_drops(&b, WEFT_R_ADAPTER_FATAL), 3, "queued packets dropped ADAPTER_FATAL");
 	CHECK_EQ(h_cnt(&b, WEFT_CNT_RDMAW_DONE), 0, "the write never completed");
@@ -80,7 +79,7 @@ int main(void)
 	CHECK_EQ(h_db_r(&b, 0, WEFT_DB_SEND_READY), 0, "the doorbell was discarded");
 	CHECK_EQ(h_drops(&b, WEFT_R_ADAPTER_FATAL), 4, "counted");
 
-	h_section("item 8: RECOVER clears FATAL; packets of the old rCxt key are dropped");
+	t_begin("item 8: RECOVER clears FATAL; packets of the old rCxt key are dropped");
 	h_reg_w(&b, WEFT_REG_RECOVER, WEFT_RECOVER_MAGIC);
 	CHECK_EQ(h_reg_r(&b, WEFT_REG_STATUS) & WEFT_STATUS_FATAL, 0, "FATAL cleared");
 	CHECK_EQ(h_reg_r(&b, WEFT_REG_RECOVERY_COUNT), 1, "recovery count 1");
@@ -101,12 +100,12 @@ int main(void)
 	CHECK_EQ(h_cnt(&b, WEFT_CNT_RDMAW_DONE), 1, "a new write completes");
 	CHECK(memcmp(h_ptr(&a, abuf), h_ptr(&b, bbuf), 4000) == 0, "byte-exact");
 
-	h_section("item 8: RESET also clears FATAL");
+	t_begin("item 8: RESET also clears FATAL");
 	h_reg_w(&b, WEFT_REG_DEBUG_INJECT, WEFT_INJECT_FATAL);
 	CHECK(h_reg_r(&b, WEFT_REG_STATUS) & WEFT_STATUS_FATAL, "FATAL again");
 	h_reg_w(&b, WEFT_REG_RESET, WEFT_RESET_MAGIC);
 	CHECK_EQ(h_reg_r(&b, WEFT_REG_STATUS) & WEFT_STATUS_FATAL, 0, "cleared by RESET");
 	h_fini(&a);
 	h_fini(&b);
-	return h_end();
+	return t_done();
 }

@@ -116,7 +116,7 @@ static void test_rdmaw_fifo(void)
 	unsigned int last, cpl, n;
 	bool after;
 
-	h_section("item 52: RDMAW_FIFO: RDMA from the sender's PVO lands in the target's receive FIFO");
+	t_begin("item 52: RDMAW_FIFO: RDMA from the sender's PVO lands in the target's receive FIFO");
 	rig_init(&g);
 	pattern(h_ptr(&g.a, g.abuf), 10000, 3);
 	memset(&q, 0, sizeof(q));
@@ -205,7 +205,7 @@ static void test_put(void)
 	uint8_t *src = malloc(5000);
 	unsigned int k;
 
-	h_section("item 52: PUT: software copies into the send FIFO, the target adapter places at a PVO");
+	t_begin("item 52: PUT: software copies into the send FIFO, the target adapter places at a PVO");
 	rig_init(&g);
 	pattern(src, 5000, 9);
 	memset(&q, 0, sizeof(q));
@@ -232,7 +232,7 @@ static void test_put(void)
 		 "one SOURCE completion back at the sender");
 	CHECK_EQ(h_cnt(&g.b, WEFT_CNT_RDMAW_DONE), 1, "RDMAW_DONE at the target");
 
-	h_section("item 52: PUT frame checks: bad chunk length, wrong tid on a later frame");
+	t_begin("item 52: PUT frame checks: bad chunk length, wrong tid on a later frame");
 	q.tid = 2;
 	q.length = 5000;
 	q.offset = 0;
@@ -248,7 +248,7 @@ static void test_put(void)
 	CHECK_EQ(s.hdr.status, WEFT_R_TID_STALE, "later frame of an unstarted tid: TID_STALE");
 	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "no window error");
 
-	h_section("item 52: PUT without a local rCxt: placed, no completion comes back");
+	t_begin("item 52: PUT without a local rCxt: placed, no completion comes back");
 	memset(h_ptr(&g.b, g.bbuf), 0, 8192);
 	q.local_rcxt = WEFT_RCXT_NONE;
 	q.notify = WEFT_NOTIFY_SOURCE;
@@ -273,7 +273,7 @@ static void test_rdmar_fifo(void)
 	unsigned int last, cpl, n;
 	bool after;
 
-	h_section("item 53: RDMAR_FIFO: the data source's adapter reads its PVO into our receive FIFO");
+	t_begin("item 53: RDMAR_FIFO: the data source's adapter reads its PVO into our receive FIFO");
 	rig_init(&g);
 	pattern(h_ptr(&g.b, g.bbuf), 7000, 21);
 	memset(&q, 0, sizeof(q));
@@ -309,7 +309,7 @@ static void test_rdmar_fifo(void)
 	h_poll(&g.b, 16);
 	CHECK_EQ(g.a.ntx + g.b.ntx, 0, "no completion packets either way");
 
-	h_section("item 53: RDMAR_FIFO: a duplicated response chunk is taken once");
+	t_begin("item 53: RDMAR_FIFO: a duplicated response chunk is taken once");
 	q.tid = 6;
 	h_put_rdma(&g.a, 0, WEFT_SF_RDMAR_FIFO, 2, 0, &q);
 	h_start(&g.a, 0, 1);
@@ -338,7 +338,7 @@ static void test_rdmar_put(void)
 
 	rig_init(&g);
 	pattern(src, 5000, 77);
-	h_section("item 53: RDMAR_PUT: the request reaches the source's program, its PUT frames are placed here");
+	t_begin("item 53: RDMAR_PUT: the request reaches the source's program, its PUT frames are placed here");
 	memset(&q, 0, sizeof(q));
 	q.local_pvo = g.apvo;
 	q.remote_pvo = 0x1234000;       /* what the program is asked for */
@@ -388,7 +388,7 @@ static void test_rdmar_put(void)
 		 "one TARGET completion back at the data source");
 	CHECK_EQ(h_cnt(&g.a, WEFT_CNT_RDMAR_DONE), 1, "RDMAR_DONE");
 
-	h_section("item 53: RDMAR_PUT: a late response frame of the finished tid is not placed");
+	t_begin("item 53: RDMAR_PUT: a late response frame of the finished tid is not placed");
 	memset(h_ptr(&g.a, g.abuf), 0, 2048);
 	resp.local_rcxt = WEFT_RCXT_NONE;
 	resp.offset = 0;
@@ -406,16 +406,13 @@ int main(int argc, char **argv)
 	const char *item = argc > 1 ? argv[1] : "";
 
 	if (strcmp(item, "52") == 0) {
-		h_begin("test_half 52: half-RDMA/half-FIFO write modes");
 		test_rdmaw_fifo();
 		test_put();
 	} else if (strcmp(item, "53") == 0) {
-		h_begin("test_half 53: half-RDMA/half-FIFO read modes");
 		test_rdmar_fifo();
 		test_rdmar_put();
 	} else {
-		printf("usage: test_half 52|53\n");
-		return 2;
+		t_bail("usage: test_half 52|53");
 	}
-	return h_end();
+	return t_done();
 }

@@ -45,8 +45,7 @@ int main(void)
 	uint16_t src = 0;
 	size_t p;
 
-	h_begin("test_mcast: item 78, multicast RDMA");
-	h_section("item 78: members (reserved rCxt defined) place the write, the non-member discards it");
+	t_begin("item 78: members (reserved rCxt defined) place the write, the non-member discards it");
 	h_init(&a, 1, 2, 32, 1, 0);
 	h_lmt_prepare(&a, 0, JOB, 4, 5, 4, &l);
 	l.config_parm_bcast = 1;
@@ -106,13 +105,13 @@ int main(void)
 	CHECK_EQ(h_db_r(&m[2], 0, WEFT_DB_STATE), WEFT_WIN_VALID, "no window error");
 	CHECK_EQ(m[2].ntx, 0, "the non-member sends nothing");
 
-	h_section("item 78: the source gets one SOURCE completion per member");
+	t_begin("item 78: the source gets one SOURCE completion per member");
 	for (i = 0; i < 2; i++)
 		h_deliver(&m[i], &a);
 	h_poll(&a, 64);
 	CHECK_EQ(completions(&a, NULL), 2, "two completions, one per member");
 
-	h_section("item 78: a window without config_parm_bcast may not multicast");
+	t_begin("item 78: a window without config_parm_bcast may not multicast");
 	CHECK_EQ(h_open(&a, 1, JOB, 4, 5, 4), WEFT_CMD_OK, "open window 1 (no bcast)");
 	h_acquire(&a, R_SRC + 1, 1, 0);
 	q.local_rcxt = R_SRC + 1;
@@ -130,5 +129,5 @@ int main(void)
 	h_fini(&a);
 	for (i = 0; i < 3; i++)
 		h_fini(&m[i]);
-	return h_end();
+	return t_done();
 }
