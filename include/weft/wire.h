@@ -36,6 +36,9 @@ enum weft_pkt_type {
 	WEFT_PKT_COMPLETION = 4, /* RDMA completion, header only */
 	WEFT_PKT_TP_RDMAR_REQ = 5, /* third-party read request, manager -> source */
 	WEFT_PKT_TP_RDMAW = 6,   /* third-party write payload, source -> target */
+	WEFT_PKT_FIFO_DATA = 7,  /* half-RDMA payload for the receive FIFO */
+	WEFT_PKT_RDMAR_FIFO_REQ = 8, /* half-RDMA read request, data into the FIFO */
+	WEFT_PKT_RDMAR_PUT_REQ = 9,  /* half-RDMA read request for the source's program */
 	/* Switch control, never delivered to an adapter's FIFO. */
 	WEFT_PKT_HELLO = 0x80,
 	WEFT_PKT_HELLO_ACK = 0x81,
@@ -44,6 +47,7 @@ enum weft_pkt_type {
 /* weft_wire_hdr.flags */
 #define WEFT_WF_READ_RESP       0x01u /* RDMAW payload answering an RDMAR */
 #define WEFT_WF_LAST            0x02u /* last packet of the operation (informative) */
+#define WEFT_WF_HALF            0x04u /* RDMAW payload taken from a send FIFO frame */
 #define WEFT_WF_REPLAYED        0x80u /* set by weft-switch on replayed frames (capture only) */
 
 /*

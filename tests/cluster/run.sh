@@ -57,6 +57,7 @@ SCENARIOS=(
 	"modload|$C2|weft.ko loaded and unloaded 20 times on node1: no leak in the driver counters (weft-test-modload)"
 	"reboot-streaming|$CF|node1 rebooted while node0 streams to it; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
 	"recovery-streaming|$CF|adapter recovery on node0 while node1 streams to it; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
+	"fatal-streaming|$CF|adapter-internal fatal error injected on node1 (DEBUG_INJECT) while node0 streams to it: weft.ko recovers by itself; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
 )
 
@@ -625,7 +626,7 @@ replayed_to() { # replayed_to CLUSTER NODE: frames the switch replayed to NODE
 # switch, weft-info and driver counters must agree.
 failover() {
 	local c=$1 ev=$2 s t job=4200 mark i rc0 before_tx now_tx
-	if [ "$ev" = reboot ]; then s=0 t=1; else s=1 t=0; fi
+	if [ "$ev" = recover ]; then s=1 t=0; else s=0 t=1; fi
 	for i in $s $t; do need "$c" "$i" weft-bw weft-rdma-check || return 1; done
 	local args="--mode both --min-size 64K --max-size 4M --depth 8 --iters 20000"
 	counters "$c" "$s" || return 1
@@ -670,6 +671,25 @@ failover() {
 		[ "$RC" = 0 ] && [ "$(head -n1 <<<"$OUT")" != "$boot0" ] && grep -qx loaded <<<"$OUT" ||
 			fail "node$t after reboot: $OUT" || return 1
 		checked "node$t rebooted (new boot id), weft.ko loaded again with new keys"
+	elif [ "$ev" = fatal ]; then
+		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
+		rc0=$OUT
+		gx "$c" "$t" 'echo 1 > /sys/kernel/debug/weft/weft0/inject_fatal'
+		[ "$RC" = 0 ] || fail "node$t: fatal error injection failed: $OUT" || return 1
+		# Nobody asks for a recovery: the adapter's interrupt makes
+		# weft.ko recover by itself.
+		for i in $(seq 60); do
+			gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
+			[ "$OUT" = $((rc0 + 1)) ] && break
+			sleep 0.5
+		done
+		gx "$c" "$s" 'killall -KILL weft-bw'
+		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count; dmesg | grep -c "adapter recovery: device error"'
+		[ "$(sed -n 1p <<<"$OUT")" = $((rc0 + 1)) ] ||
+			fail "node$t: recovery count $rc0 -> $(sed -n 1p <<<"$OUT") 30 s after the injected fatal error, expected $((rc0 + 1))" || return 1
+		[ "$(sed -n '$p' <<<"$OUT")" -ge 1 ] 2>/dev/null ||
+			fail "node$t: the kernel log shows no recovery for a device error" || return 1
+		checked "node$t: injected adapter fatal error, weft.ko recovered by itself (device error), recovery count $rc0 -> $((rc0 + 1)); node$s's stream stopped just after"
 	else
 		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
 		rc0=$OUT
@@ -840,7 +860,7 @@ PY
 		return 1
 	fi
 	checked "stale frames accepted 0; replayed frames = the adapters' DROP_* deltas + stale completions the ULP dropped; per node, frames the switch delivered = RX_PACKETS + DROP_* deltas; weft-info = debugfs counters; driver resources back to 0"
-	if [ "$ev" = recover ]; then
+	if [ "$ev" != reboot ]; then
 		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
 		local rcnow=$OUT
 		local drec dcnt_rec
@@ -873,6 +893,7 @@ for k, v in json.load(sys.stdin).get("counters", {}).items(): print(k, v)' >"$TM
 }
 
 sc_recovery_streaming() { failover "$1" recover; }
+sc_fatal_streaming() { failover "$1" fatal; }
 sc_reboot_streaming() { failover "$1" reboot; }
 
 # ---- four nodes --------------------------------------------------------------------

@@ -815,6 +815,46 @@ static void test_fifo_loopback(void)
     node_stop(n);
 }
 
+/*
+ * Device-initiated recovery (docs/hw-spec.md 9.1): DEBUG_INJECT FATAL
+ * sets STATUS.FATAL, posts ADAPTER_FATAL with an interrupt, discards
+ * doorbells; RECOVER clears it and bumps the recovery count.
+ */
+static void test_fatal_inject(void)
+{
+    WeftNode *n = node_start(9, SW_NONE);
+    uint64_t errors = counter(n, WEFT_CNT_GUEST_ERRORS);
+    unsigned int h;
+    bool pending = false;
+
+    setup_interrupts(n);
+    open_window(n, 0, 0);
+    reg_write(n, WEFT_REG_DEBUG_INJECT, 0x1234);
+    g_assert_cmphex(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_FATAL, ==, 0);
+    g_assert_cmpuint(counter(n, WEFT_CNT_GUEST_ERRORS), ==, errors + 1);
+
+    reg_write(n, WEFT_REG_DEBUG_INJECT, WEFT_INJECT_FATAL);
+    g_assert_cmphex(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_FATAL, ==,
+                    WEFT_STATUS_FATAL);
+    g_assert_true(find_event(n, WEFT_EV_ADAPTER_FATAL, 0xffff));
+    g_assert_cmphex(reg_read(n, WEFT_REG_INT_PENDING), !=, 0);
+    for (h = 0; h < TEST_HANDLERS; h++) {
+        pending |= qpci_msix_pending(n->dev, h);
+    }
+    g_assert_true(pending);
+
+    db_write(n, 0, WEFT_DB_START_TRANSMIT, 1);
+    g_assert_cmpuint(db_read(n, 0, WEFT_DB_SEND_READY), ==, 0);
+    g_assert_cmpuint(counter(n, WEFT_CNT_DROP(WEFT_R_ADAPTER_FATAL)), ==, 1);
+
+    reg_write(n, WEFT_REG_RECOVER, WEFT_RECOVER_MAGIC);
+    g_assert_cmphex(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_FATAL, ==, 0);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_RECOVERY_COUNT), ==, 1);
+    g_assert_cmpuint(db_read(n, 0, WEFT_DB_STATE), ==, WEFT_WIN_INVALID);
+    assert_alive(n);
+    node_stop(n);
+}
+
 typedef struct MsiWait {
     WeftNode *node;
     uint64_t addr;
@@ -1557,6 +1597,7 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/migration-blocked", test_migration_blocked);
     qtest_add_func("/weft/hotplug", test_hotplug);
     qtest_add_func("/weft/properties", test_properties);
+    qtest_add_func("/weft/fatal-inject", test_fatal_inject);
 
     r = g_test_run();
     rmdir(tmpdir);
