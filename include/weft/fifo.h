@@ -140,6 +140,8 @@ enum weft_event_type {
 	WEFT_EV_PROTECTION = 4,     /* incoming packet discarded on a protection check */
 	WEFT_EV_SNAPSHOT_CLEAR = 5, /* Snapshot View became 0 */
 	WEFT_EV_LINK = 6,           /* link to the switch went up (info=1) or down (0) */
+	WEFT_EV_VERBS_CQ = 7,       /* verbs: armed CQ rcxt = cqn has a matching CQE */
+	WEFT_EV_VERBS_ASYNC = 8,    /* verbs: rcxt = qpn/cqn, info = enum weft_vasync */
 };
 
 struct weft_event {

@@ -33,6 +33,7 @@ enum weft_pkt_type {
 	WEFT_PKT_COMPLETION = 4, /* RDMA completion, header only */
 	WEFT_PKT_TP_RDMAR_REQ = 5, /* third-party read request, manager -> source */
 	WEFT_PKT_TP_RDMAW = 6,   /* third-party write payload, source -> target */
+	WEFT_PKT_VERBS = 0x10,   /* verbs engine: struct weft_vhdr + data (weft/verbs.h) */
 	/* Switch control, never delivered to an adapter's FIFO. */
 	WEFT_PKT_HELLO = 0x80,
 	WEFT_PKT_HELLO_ACK = 0x81,
