@@ -37,6 +37,7 @@ struct sim_node {
 	uint8_t *mem;
 	bool kicked, busy;
 	uint32_t irq_pending;
+	uint64_t timer;         /* core timer deadline, 0 = none */
 
 	/* guest memory allocator */
 	struct sim_ext *ext;
