@@ -234,6 +234,8 @@ int vq_sq_step(struct weft_core *c, struct vq_qp *qp);
 /* Retire finished WQEs at the SQ head into CQEs (flushes when in error). */
 void vq_sq_complete(struct weft_core *c, struct vq_qp *qp, unsigned int max);
 bool vq_sq_has_work(struct weft_core *c, const struct vq_qp *qp);
+/* Some WQE was started and is not complete. */
+bool vq_sq_outstanding(struct vq_qp *qp);
 void vq_sq_fail(struct weft_core *c, struct vq_qp *qp, uint32_t idx, uint8_t status,
 		unsigned int reason);
 /* Reload the copy of WQE idx from the ring; returns a reason. */

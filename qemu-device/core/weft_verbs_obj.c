@@ -182,10 +182,13 @@ bool weft_verbs_has_work(const struct weft_core *c)
 	return c->verbs->work_head != VQ_NONE || c->verbs->pend;
 }
 
-static bool qp_has_work(struct weft_core *c, struct vq_qp *qp)
+/* After a step that did something (did), is there more to do now?  A
+ * send queue blocked by its window or by max_rd_atomic waits for the ACK,
+ * response, timer or doorbell that requeues it. */
+static bool qp_has_work(struct weft_core *c, struct vq_qp *qp, bool did)
 {
 	return qp->created && (qp->flushing || qp->ack_owed || qp->rrq_count ||
-			       vq_sq_has_work(c, qp));
+			       (did && vq_sq_has_work(c, qp)));
 }
 
 /* One scheduling step: a QP's owed ACK, a read response, a flush batch or
@@ -237,7 +240,7 @@ int weft_verbs_poll(struct weft_core *c)
 		if (!qp->created)
 			continue;
 		r = qp_step(c, qp);
-		if (qp_has_work(c, qp))
+		if (qp_has_work(c, qp, r != 0))
 			vq_work(c, qp);
 		if (r < 0)
 			return r;
@@ -535,6 +538,7 @@ static unsigned int cmd_modify_qp(struct weft_core *c, const struct weft_vcmd *k
 	if (m & WEFT_VQPA_SQ_PSN) {
 		qp->snd_psn = qp->acked_psn = qp->resp_psn = qp->sent_hi =
 			k->u.mod.sq_psn & WEFT_VERBS_PSN_MASK;
+		qp->resp_wqe = VQ_NONE;
 		qp->rd_msn = 1;
 	}
 	qp->retries_left = qp->retry_cnt;

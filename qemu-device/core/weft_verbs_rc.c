@@ -206,7 +206,7 @@ static bool is_rd(unsigned int op)
 
 void vq_go_back(struct weft_core *c, struct vq_qp *qp)
 {
-	uint32_t i, end = qp->sq_next + ((qp->cur_pkt || qp->cur_valid) ? 1 : 0);
+	uint32_t i, end = qp->sq_next + (qp->sq_next != qp->sq_prod ? 1 : 0);
 
 	if (qp->state != WEFT_VQPS_RTS && qp->state != WEFT_VQPS_SQD)
 		return;
@@ -227,6 +227,11 @@ void vq_go_back(struct weft_core *c, struct vq_qp *qp)
 		qp->sq_next = i;
 		qp->cur_pkt = (uint32_t)k;
 		qp->cur_valid = false;
+		/* Requests from here on are sent again: not outstanding now. */
+		if (sw->chunks_sent > (uint32_t)k / VQ_CHUNK)
+			sw->chunks_sent = (uint8_t)((uint32_t)k / VQ_CHUNK);
+		for (i++; i != end; i++)
+			sw_of(qp, i)->chunks_sent = 0;
 		if (qp->timeout) {
 			qp->rto = c->ops.now_ns(c->opaque) + vq_rto_ns(qp);
 			vq_timer_set(c, qp, qp->rto);
@@ -264,14 +269,12 @@ static void acked(struct weft_core *c, struct vq_qp *qp, uint32_t a)
 		qp->retries_left = qp->retry_cnt;
 		qp->rnr_left = qp->rnr_retry;
 		qp->rto = 0;
-		if (qp->timeout && qp->sq_ci != qp->sq_next) {
+		if (qp->timeout && vq_sq_outstanding(qp)) {
 			qp->rto = c->ops.now_ns(c->opaque) + vq_rto_ns(qp);
 			vq_timer_set(c, qp, qp->rto);
 		}
 	}
 	vq_sq_complete(c, qp, VQ_FLUSH_STEP);
-	if (qp->sq_ci == qp->sq_next && !qp->cur_pkt)
-		qp->rto = 0;
 	vq_work(c, qp);
 }
 

@@ -117,8 +117,15 @@ void vq_sq_complete(struct weft_core *c, struct vq_qp *qp, unsigned int max)
 		}
 		n++;
 	}
-	if (qp->sq_ci == qp->sq_next && qp->rto && !qp->cur_pkt)
+	if (!vq_sq_outstanding(qp))
 		qp->rto = 0;
+}
+
+bool vq_sq_outstanding(struct vq_qp *qp)
+{
+	if (qp->sq_ci != qp->sq_next)
+		return true;
+	return qp->sq_next != qp->sq_prod && sw_of(qp, qp->sq_next)->state == SW_STARTED;
 }
 
 void vq_sq_fail(struct weft_core *c, struct vq_qp *qp, uint32_t idx, uint8_t status,
@@ -222,8 +229,15 @@ static unsigned int rd_outstanding(struct vq_qp *qp)
 	for (i = qp->sq_ci; i != qp->sq_next + 1; i++) {
 		struct vq_sw *sw = sw_of(qp, i);
 
-		if (sw->state == SW_STARTED && is_rd(sw->op))
-			n += sw->chunks_sent;
+		if (sw->state == SW_STARTED && is_rd(sw->op)) {
+			unsigned int k = sw->chunks_sent;
+
+			/* Chunks of the head read whose responses are all in. */
+			if (i == qp->resp_wqe && sw->op == WEFT_VWR_READ)
+				k -= (unsigned int)psn_diff(qp->resp_psn, sw->psn) / VQ_CHUNK <= k ?
+				     (unsigned int)psn_diff(qp->resp_psn, sw->psn) / VQ_CHUNK : k;
+			n += k;
+		}
 		if (i == qp->sq_next)
 			break;
 	}
