@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weft/names.h"
 #include "weft_sim_verbs.h"
 
 #define VCHECK(cond, ...)                                                  \
