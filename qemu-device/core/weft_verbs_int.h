@@ -264,6 +264,8 @@ void vq_timers(struct weft_core *c, uint64_t now);
 /* A deadline of qp was set: make sure the core timer fires by then. */
 void vq_timer_set(struct weft_core *c, struct vq_qp *qp, uint64_t deadline);
 uint64_t vq_rto_ns(const struct vq_qp *qp);
+/* Transmit a built packet: to ops->xmit, or looped back to this core. */
+int vq_link_xmit(struct weft_core *c, const void *pkt, size_t len);
 /* Build and transmit a verbs packet for qp; 0, -EAGAIN (kept for later). */
 int vq_xmit(struct weft_core *c, const struct vq_qp *qp, uint16_t dst_node,
 	    const struct weft_vhdr *h, const void *data, uint32_t dlen);

@@ -226,7 +226,7 @@ int weft_verbs_poll(struct weft_core *c)
 	int r;
 
 	if (v->pend) {
-		int rc = c->ops.xmit(c->opaque, v->pend_pkt, v->pend_len);
+		int rc = vq_link_xmit(c, v->pend_pkt, v->pend_len);
 
 		if (rc == -EAGAIN)
 			return -EAGAIN;
@@ -891,6 +891,14 @@ void weft_verbs_rx(struct weft_core *c, const struct weft_wire_hdr *wh, const ui
 	}
 	weft_count(c, WEFT_CNT_V_RX_PKTS, 1);
 	weft_count(c, WEFT_CNT_V_RX_BYTES, dlen);
+	{
+		struct weft_trace t = {
+			.kind = WEFT_TR_PKT_RX, .hdr = wh, .len = sizeof(*wh) + plen,
+			.window = WEFT_NO_WINDOW, .name = weft_vop_name(h.opcode),
+		};
+
+		weft_trace(c, &t);
+	}
 	if (qp->type == WEFT_VQPT_UD) {
 		vq_rx_ud(c, qp, wh, &h, payload + sizeof(h), dlen);
 		return;

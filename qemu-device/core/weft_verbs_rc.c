@@ -17,6 +17,16 @@ static inline struct vq_sw *sw_of(struct vq_qp *qp, uint32_t idx)
 	return &qp->sw[idx & ((1u << qp->sq_log2) - 1)];
 }
 
+/* Packets for this adapter's own node loop back inside the adapter. */
+int vq_link_xmit(struct weft_core *c, const void *pkt, size_t len)
+{
+	const struct weft_wire_hdr *wh = pkt;
+
+	if (wh->dst_node == c->cfg.node_id)
+		return weft_core_receive(c, pkt, len);
+	return c->ops.xmit(c->opaque, pkt, len);
+}
+
 int vq_xmit(struct weft_core *c, const struct vq_qp *qp, uint16_t dst_node,
 	    const struct weft_vhdr *h, const void *data, uint32_t dlen)
 {
@@ -47,7 +57,7 @@ int vq_xmit(struct weft_core *c, const struct vq_qp *qp, uint16_t dst_node,
 	t.len = len;
 	t.name = weft_vop_name(h->opcode);
 	weft_trace(c, &t);
-	rc = c->ops.xmit(c->opaque, v->pkt, len);
+	rc = vq_link_xmit(c, v->pkt, len);
 	if (rc == -EAGAIN) {
 		memcpy(v->pend_pkt, v->pkt, len);
 		v->pend_len = len;
