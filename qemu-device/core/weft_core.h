@@ -135,4 +135,12 @@ void weft_core_set_link(struct weft_core *c, bool up);
 
 uint64_t weft_core_counter(const struct weft_core *c, unsigned int counter);
 
+/* Copies of verbs table entries in their public formats (weft/verbs.h),
+ * for test oracles and debugging; the driver uses the QUERY_* commands.
+ * Return false when the index is out of range. */
+struct weft_tpt_entry;
+struct weft_vcqc;
+bool weft_core_verbs_tpt(const struct weft_core *c, uint32_t index, struct weft_tpt_entry *e);
+bool weft_core_verbs_cq(const struct weft_core *c, uint32_t cqn, struct weft_vcqc *q);
+
 #endif /* WEFT_CORE_H */

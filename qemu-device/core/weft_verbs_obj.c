@@ -600,6 +600,43 @@ static void dump_qp(struct weft_core *c, const struct vq_qp *qp, uint32_t qpn,
 	d->rq_stride_log2 = qp->rq_stride;
 }
 
+static void dump_cq(const struct vq_cq *cq, uint32_t cqn, struct weft_vcqc *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->cqn = cqn;
+	d->created = cq->created;
+	d->arm = cq->arm;
+	d->error = cq->error;
+	d->log2_entries = cq->log2;
+	d->ring_addr = cq->ring;
+	d->ci_addr = cq->ci_addr;
+	d->prod = cq->prod;
+	d->ci = cq->ci;
+	d->vector = cq->vector;
+	d->uar = cq->uar;
+	d->refs = cq->refs;
+}
+
+bool weft_core_verbs_tpt(const struct weft_core *c, uint32_t index, struct weft_tpt_entry *e)
+{
+	const struct weft_verbs *v = c->verbs;
+
+	if (!v->tpt || index >= v->nr_tpt)
+		return false;
+	*e = v->tpt[index].e;
+	return true;
+}
+
+bool weft_core_verbs_cq(const struct weft_core *c, uint32_t cqn, struct weft_vcqc *q)
+{
+	const struct weft_verbs *v = c->verbs;
+
+	if (!v->cq || cqn >= v->nr_cq)
+		return false;
+	dump_cq(&v->cq[cqn], cqn, q);
+	return true;
+}
+
 static unsigned int cmd_query(struct weft_core *c, const struct weft_vcmd *k,
 			      struct weft_vcmd_resp *resp, unsigned int *reason)
 {
@@ -622,29 +659,14 @@ static unsigned int cmd_query(struct weft_core *c, const struct weft_vcmd *k,
 		dump_qp(c, &v->qp[k->handle], k->handle, &d.qp);
 		len = sizeof(d.qp);
 		break;
-	case WEFT_VCMD_QUERY_CQ: {
-		const struct vq_cq *cq;
-
+	case WEFT_VCMD_QUERY_CQ:
 		if (k->handle >= v->nr_cq) {
 			*reason = WEFT_R_CQ_INVALID;
 			return WEFT_CMD_EINVAL;
 		}
-		cq = &v->cq[k->handle];
-		d.cq.cqn = k->handle;
-		d.cq.created = cq->created;
-		d.cq.arm = cq->arm;
-		d.cq.error = cq->error;
-		d.cq.log2_entries = cq->log2;
-		d.cq.ring_addr = cq->ring;
-		d.cq.ci_addr = cq->ci_addr;
-		d.cq.prod = cq->prod;
-		d.cq.ci = cq->ci;
-		d.cq.vector = cq->vector;
-		d.cq.uar = cq->uar;
-		d.cq.refs = cq->refs;
+		dump_cq(&v->cq[k->handle], k->handle, &d.cq);
 		len = sizeof(d.cq);
 		break;
-	}
 	case WEFT_VCMD_QUERY_TPT:
 		if (k->handle >= v->nr_tpt) {
 			*reason = WEFT_R_STAG_INDEX;

@@ -38,17 +38,22 @@ int main(int argc, char **argv)
 	       " SRAM, %" PRIu64 " doorbell writes, %" PRIu64 " packets (%" PRIu64
 	       " mutated-valid), %" PRIu64 " resets; adapter DMA writes checked: %" PRIu64
 	       " (FIFO %" PRIu64 ", event queue %" PRIu64 ", TCE pages %" PRIu64
-	       "); violations %" PRIu64 ", canary bytes hit %" PRIu64 "\n",
+	       "; verbs CQ %" PRIu64 ", command/dump %" PRIu64 ", region pages %" PRIu64
+	       "); verbs: %" PRIu64 " WQEs, %" PRIu64 " commands, %" PRIu64 " UAR doorbells"
+	       "; violations %" PRIu64 ", canary bytes hit %" PRIu64 "\n",
 	       inputs, seed, st->reg_writes, st->sram_writes, st->db_writes, st->packets,
 	       st->mutated, st->resets, st->dma_writes, st->dma_fifo, st->dma_evq, st->dma_tce,
-	       st->violations, st->canary_hits);
+	       st->dma_verbs_cq, st->dma_verbs_cmd, st->dma_verbs_mr, st->verbs_wqes,
+	       st->verbs_cmds, st->verbs_dbs, st->violations, st->canary_hits);
 	fz_free(f);
 	if (bad) {
 		fprintf(stderr, "fuzz: FAIL: %" PRIu64 " violations\n", bad);
 		return 1;
 	}
-	if (st->dma_tce == 0 || st->dma_fifo == 0) {
-		fprintf(stderr, "fuzz: FAIL: the run never reached RDMA placement or FIFO delivery\n");
+	if (st->dma_tce == 0 || st->dma_fifo == 0 || st->dma_verbs_cq == 0 ||
+	    st->dma_verbs_mr == 0) {
+		fprintf(stderr, "fuzz: FAIL: the run never reached RDMA placement, FIFO delivery, "
+			"a verbs CQE or verbs placement\n");
 		return 1;
 	}
 	return 0;
