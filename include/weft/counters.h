@@ -36,7 +36,9 @@
 	X(CANCELLED,       "operation cancelled")                           \
 	X(WINDOW_CLOSED,   "window closed while the operation ran")         \
 	X(RESET,           "adapter reset or recovered")                    \
-	X(DUPLICATE,       "payload already received for this tid")         \
+	X(DUPLICATE,       "payload already received for this tid")          \
+	X(COND_BUSY,       "conditional queue busy or not collecting")        \
+	X(ADAPTER_FATAL,   "adapter stopped by an internal fatal error")  \
 	X(QP_INVALID,      "verbs: QP number out of range or not created")  \
 	X(QP_STATE,        "verbs: QP state does not allow it")             \
 	X(QP_TYPE,         "verbs: operation not valid for the QP type")    \

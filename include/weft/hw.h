@@ -108,7 +108,8 @@
 	X(VERBS_NR_UAR,    0x160, RO) /* UAR doorbell pages */               \
 	X(VERBS_UAR_OFF,   0x168, RO) /* BAR 4 offset of UAR page 0 */       \
 	X(VERBS_CMD,       0x170, WO) /* guest address of a command block */ \
-	X(VERBS_CMD_STATUS,0x178, RO) /* WEFT_CMD_* of the last VERBS_CMD */
+	X(VERBS_CMD_STATUS,0x178, RO) /* WEFT_CMD_* of the last VERBS_CMD */ \
+	X(DEBUG_INJECT,    0x180, WO) /* WEFT_INJECT_*: adapter error injection */
 
 enum weft_reg {
 #define WEFT_REG_ENUM(name, off, acc) WEFT_REG_##name = (off),
@@ -151,6 +152,9 @@ enum weft_reg {
 
 #define WEFT_RESET_MAGIC        0x52455345ull /* "ESER" */
 #define WEFT_RECOVER_MAGIC      0x52564352ull /* "RCVR" */
+/* DEBUG_INJECT: an adapter-internal fatal error (STATUS.FATAL until
+ * RECOVER or RESET). */
+#define WEFT_INJECT_FATAL       0x4c544146ull /* "FATL" */
 
 /* INT_CONFIG: number of handlers in bits 7:0 (1..WEFT_MAX_HANDLERS,
  * limited by the MSI-X vectors), bit 8 = early interrupt mode. */
