@@ -200,6 +200,8 @@ enum weft_event_type {
 	WEFT_EV_SNAPSHOT_CLEAR = 5, /* Snapshot View became 0 */
 	WEFT_EV_LINK = 6,           /* link to the switch went up (info=1) or down (0) */
 	WEFT_EV_ADAPTER_FATAL = 7,  /* STATUS.FATAL: the driver must recover the adapter */
+	WEFT_EV_VERBS_CQ = 8,       /* verbs: armed CQ rcxt = cqn has a matching CQE */
+	WEFT_EV_VERBS_ASYNC = 9,    /* verbs: rcxt = qpn/cqn, info = enum weft_vasync */
 };
 
 struct weft_event {

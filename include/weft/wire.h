@@ -36,6 +36,7 @@ enum weft_pkt_type {
 	WEFT_PKT_COMPLETION = 4, /* RDMA completion, header only */
 	WEFT_PKT_TP_RDMAR_REQ = 5, /* third-party read request, manager -> source */
 	WEFT_PKT_TP_RDMAW = 6,   /* third-party write payload, source -> target */
+	WEFT_PKT_VERBS = 0x10,   /* verbs engine: struct weft_vhdr + data (weft/verbs.h) */
 	WEFT_PKT_FIFO_DATA = 7,  /* half-RDMA payload for the receive FIFO */
 	WEFT_PKT_RDMAR_FIFO_REQ = 8, /* half-RDMA read request, data into the FIFO */
 	WEFT_PKT_RDMAR_PUT_REQ = 9,  /* half-RDMA read request for the source's program */

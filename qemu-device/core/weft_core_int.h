@@ -64,8 +64,11 @@ struct weft_track {
 	uint32_t tid;
 };
 
+struct weft_verbs;
+
 struct weft_core {
 	struct weft_core_config cfg;
+	struct weft_verbs *verbs;       /* second personality (weft_verbs_*.c) */
 	struct weft_core_ops ops;
 	void *opaque;
 
@@ -165,6 +168,9 @@ unsigned int weft_task_alloc(struct weft_core *c, enum weft_task_kind kind,
 void weft_task_free(struct weft_core *c, unsigned int task);
 void weft_event(struct weft_core *c, unsigned int type, unsigned int window,
 		uint32_t rcxt, unsigned int reason, uint64_t info);
+/* Event for a preferred interrupt handler (verbs objects name theirs). */
+void weft_event_vec(struct weft_core *c, unsigned int type, unsigned int vector,
+		    uint32_t obj, unsigned int reason, uint64_t info);
 void weft_window_fatal(struct weft_core *c, unsigned int w, uint32_t rcxt,
 		       unsigned int reason);
 void weft_set_active(struct weft_core *c, unsigned int w, bool on);
@@ -253,5 +259,28 @@ unsigned int weft_xlate_read(struct weft_core *c, uint32_t job, uint64_t pvo,
 			     void *buf, size_t len);
 unsigned int weft_xlate_write(struct weft_core *c, uint32_t job, uint64_t pvo,
 			      const void *buf, size_t len, uint32_t *outstanding);
+
+/* ---- weft_verbs_obj.c: the verbs engine's entry points ----------------- */
+/* Sizes from the configuration; returns a message when out of range. */
+const char *weft_verbs_config(const struct weft_core_config *cfg, uint32_t out[5]);
+struct weft_verbs *weft_verbs_new(const struct weft_core_config *cfg);
+void weft_verbs_free(struct weft_verbs *v);
+/* Destroy every verbs object (reset, adapter recovery). */
+void weft_verbs_reset(struct weft_core *c);
+uint64_t weft_verbs_reg_read(struct weft_core *c, uint64_t reg);
+void weft_verbs_cmd(struct weft_core *c, uint64_t addr);
+/* BAR 4 offset of UAR page 0, and the BAR size with the UAR pages. */
+uint64_t weft_verbs_uar_off(void);
+uint64_t weft_verbs_db_size(const struct weft_core_config *cfg);
+/* off is relative to UAR page 0. */
+void weft_verbs_uar_write(struct weft_core *c, uint64_t off, uint64_t val);
+void weft_verbs_rx(struct weft_core *c, const struct weft_wire_hdr *h, const uint8_t *payload,
+		   size_t plen);
+/* One transmit step: 1 done, 0 nothing, -EAGAIN link busy. */
+int weft_verbs_poll(struct weft_core *c);
+bool weft_verbs_has_work(const struct weft_core *c);
+void weft_verbs_timer(struct weft_core *c);
+/* Without ops->timer_arm: run the timers whose deadline has passed. */
+void weft_verbs_poll_timer(struct weft_core *c);
 
 #endif /* WEFT_CORE_INT_H */

@@ -128,7 +128,8 @@ static void test_sram_db(void)
 	h_section("BAR 2 and BAR 4 misuse");
 	h_init(&a, 1, 4, 64, 2, 0);
 	CHECK_EQ(weft_core_sram_bar_size(a.c), 0x20000, "SRAM BAR size (64 rCxts)");
-	CHECK_EQ(weft_core_db_bar_size(a.c), 0x4000, "doorbell BAR size (4 windows)");
+	/* 128 window pages (512 KiB), then 512 UAR pages: next power of two. */
+	CHECK_EQ(weft_core_db_bar_size(a.c), 0x400000, "doorbell BAR size (window + UAR pages)");
 	g = a.guest_errors;
 	CHECK_EQ(weft_core_sram_read(a.c, WEFT_SRAM_RCXT_OFF(64), 8), 0, "beyond the rCxt pool");
 	EXPECT_GE(a, g, "SRAM read beyond the pool");
