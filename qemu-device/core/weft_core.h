@@ -76,6 +76,10 @@ struct weft_core_ops {
 	uint64_t (*now_ns)(void *opaque);
 	/* The core has work: call weft_core_poll() soon. */
 	void (*kick)(void *opaque);
+	/* Arm the core's one timer for an absolute now_ns() deadline (0 =
+	 * cancel); the embedder calls weft_core_timer() once it is reached.
+	 * May be NULL: weft_core_poll() then checks the deadline itself. */
+	void (*timer_arm)(void *opaque, uint64_t deadline_ns);
 	/* Observability, may be NULL. */
 	void (*trace)(void *opaque, const struct weft_trace *ev);
 	/* The adapter's non-volatile store: KEY_EPOCH_NEXT calls it with the
@@ -94,6 +98,8 @@ struct weft_core_config {
 	uint32_t nr_handlers;   /* 1..WEFT_MAX_HANDLERS (MSI-X vectors) */
 	uint32_t rx_queue_len;  /* packets buffered before backpressure, 0 = 64 */
 	uint64_t key_epoch;     /* KEY_EPOCH at power-on (the stored value) */
+	/* Verbs engine object counts (weft/verbs.h), 0 = default. */
+	uint32_t verbs_qps, verbs_cqs, verbs_pds, verbs_tpt, verbs_uars;
 };
 
 /* Create a core.  On a bad configuration returns NULL and writes a
@@ -129,9 +135,20 @@ bool weft_core_can_receive(const struct weft_core *c);
  * when work remains (the caller polls again). */
 bool weft_core_poll(struct weft_core *c, unsigned int budget);
 
+/* The deadline given to ops->timer_arm was reached. */
+void weft_core_timer(struct weft_core *c);
+
 /* Link state to the switch (reflected in STATUS and a LINK event). */
 void weft_core_set_link(struct weft_core *c, bool up);
 
 uint64_t weft_core_counter(const struct weft_core *c, unsigned int counter);
+
+/* Copies of verbs table entries in their public formats (weft/verbs.h),
+ * for test oracles and debugging; the driver uses the QUERY_* commands.
+ * Return false when the index is out of range. */
+struct weft_tpt_entry;
+struct weft_vcqc;
+bool weft_core_verbs_tpt(const struct weft_core *c, uint32_t index, struct weft_tpt_entry *e);
+bool weft_core_verbs_cq(const struct weft_core *c, uint32_t cqn, struct weft_vcqc *q);
 
 #endif /* WEFT_CORE_H */

@@ -27,6 +27,7 @@
 #include "qapi/error.h"
 #include "qemu/error-report.h"
 #include "chardev/char-fe.h"
+#include "crypto/secret_common.h"
 #include "exec/memory.h"
 #include "hw/pci/msix.h"
 #include "hw/pci/pci_device.h"
@@ -65,6 +66,7 @@ struct WeftState {
 
     struct weft_core *core;
     QEMUBH *poll_bh;
+    QEMUTimer *timer;       /* the core's one timer (verbs transport) */
     Error *migration_blocker;
 
     /* Properties */
@@ -72,8 +74,14 @@ struct WeftState {
     uint32_t nr_windows;
     uint32_t nr_rcxt;
     uint32_t nr_handlers;
+    uint32_t verbs_qps, verbs_cqs, verbs_pds, verbs_tpt, verbs_uars;
+    char *token_secret;     /* id of a secret object holding the node token */
     CharBackend chr;
     char *epoch_file;       /* the adapter's non-volatile key epoch */
+
+    /* The node's token for the switch (HELLO payload), if any. */
+    bool has_token;
+    uint8_t token[WEFT_WIRE_TOKEN_SIZE];
 
     /* Link to weft-switch */
     bool connected;         /* the chardev is open */
@@ -191,6 +199,33 @@ static void weft_trace_pkt(enum weft_trace_kind kind,
     unsigned int dst = h ? le16_to_cpu(h->dst_node) : 0;
     unsigned int win = h ? le16_to_cpu(h->dst_window) : 0;
 
+    if (h && h->type == WEFT_PKT_VERBS &&
+        le32_to_cpu(h->length) >= sizeof(struct weft_vhdr)) {
+        struct weft_vhdr v;
+
+        /* The transport header follows the wire header in the packet. */
+        memcpy(&v, h + 1, sizeof(v));
+        switch (kind) {
+        case WEFT_TR_PKT_TX:
+            trace_weft_verbs_pkt_tx(weft_vop_name(v.opcode), src, dst,
+                                    le32_to_cpu(v.dst_qpn), le32_to_cpu(v.psn),
+                                    v.flags, len);
+            break;
+        case WEFT_TR_PKT_RX:
+            trace_weft_verbs_pkt_rx(weft_vop_name(v.opcode), src, dst,
+                                    le32_to_cpu(v.dst_qpn), le32_to_cpu(v.psn),
+                                    v.flags, len);
+            break;
+        default:
+            trace_weft_verbs_pkt_drop(weft_vop_name(v.opcode), src, dst,
+                                      le32_to_cpu(v.dst_qpn),
+                                      le32_to_cpu(v.psn),
+                                      weft_reason_name(reason),
+                                      weft_reason_text(reason));
+            break;
+        }
+        return;
+    }
     switch (kind) {
     case WEFT_TR_PKT_TX:
         trace_weft_pkt_tx(type, src, dst, win, len);
@@ -226,7 +261,11 @@ static void weft_op_trace(void *opaque, const struct weft_trace *ev)
         trace_weft_db_read(ev->window, name, ev->addr, ev->val);
         break;
     case WEFT_TR_DB_WRITE:
-        trace_weft_db_write(ev->window, name, ev->addr, ev->val);
+        if (ev->addr >= (uint64_t)WEFT_MAX_WINDOWS * WEFT_DB_PAGE_SIZE) {
+            trace_weft_uar_write(ev->window, name, ev->addr, ev->val);
+        } else {
+            trace_weft_db_write(ev->window, name, ev->addr, ev->val);
+        }
         break;
     case WEFT_TR_PKT_TX:
     case WEFT_TR_PKT_RX:
@@ -373,7 +412,16 @@ static void weft_send_hello(WeftState *s)
     h.type = WEFT_PKT_HELLO;
     h.src_node = cpu_to_le16(s->node_id);
     h.key = cpu_to_le32(WEFT_WIRE_HELLO_MAGIC);
-    weft_tx_queue(s, &h, sizeof(h));
+    if (s->has_token) {
+        uint8_t pkt[WEFT_WIRE_HDR_SIZE + WEFT_WIRE_TOKEN_SIZE];
+
+        h.length = cpu_to_le32(WEFT_WIRE_TOKEN_SIZE);
+        memcpy(pkt, &h, sizeof(h));
+        memcpy(pkt + sizeof(h), s->token, WEFT_WIRE_TOKEN_SIZE);
+        weft_tx_queue(s, pkt, sizeof(pkt));
+    } else {
+        weft_tx_queue(s, &h, sizeof(h));
+    }
     weft_tx_flush(s);
     trace_weft_link_hello(s->node_id);
 }
@@ -611,6 +659,26 @@ static bool weft_epoch_load(WeftState *s, uint64_t *epoch, Error **errp)
     return true;
 }
 
+static void weft_op_timer_arm(void *opaque, uint64_t deadline)
+{
+    WeftState *s = opaque;
+
+    if (deadline) {
+        timer_mod(s->timer, deadline);
+    } else {
+        timer_del(s->timer);
+    }
+}
+
+static void weft_timer_cb(void *opaque)
+{
+    WeftState *s = opaque;
+
+    trace_weft_timer(qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+    weft_core_timer(s->core);
+    qemu_bh_schedule(s->poll_bh);
+}
+
 static const struct weft_core_ops weft_core_ops = {
     .dma_read = weft_op_dma_read,
     .dma_write = weft_op_dma_write,
@@ -618,9 +686,50 @@ static const struct weft_core_ops weft_core_ops = {
     .xmit = weft_op_xmit,
     .now_ns = weft_op_now_ns,
     .kick = weft_op_kick,
+    .timer_arm = weft_op_timer_arm,
     .trace = weft_op_trace,
     .epoch_store = weft_op_epoch_store,
 };
+
+/*
+ * The node token from the secret object named by token-secret: exactly
+ * 2 * WEFT_WIRE_TOKEN_SIZE hex digits (a trailing newline is allowed).
+ */
+static bool weft_load_token(WeftState *s, Error **errp)
+{
+    g_autofree char *hex = NULL;
+    size_t len, i;
+
+    if (!s->token_secret) {
+        return true;
+    }
+    hex = qcrypto_secret_lookup_as_utf8(s->token_secret, errp);
+    if (!hex) {
+        return false;
+    }
+    len = strlen(hex);
+    if (len && hex[len - 1] == '\n') {
+        len--;
+    }
+    if (len != 2 * WEFT_WIRE_TOKEN_SIZE) {
+        error_setg(errp, "weft: the token in secret '%s' must be %u hex digits",
+                   s->token_secret, 2 * WEFT_WIRE_TOKEN_SIZE);
+        return false;
+    }
+    for (i = 0; i < WEFT_WIRE_TOKEN_SIZE; i++) {
+        int hi = g_ascii_xdigit_value(hex[2 * i]);
+        int lo = g_ascii_xdigit_value(hex[2 * i + 1]);
+
+        if (hi < 0 || lo < 0) {
+            error_setg(errp, "weft: the token in secret '%s' is not hex",
+                       s->token_secret);
+            return false;
+        }
+        s->token[i] = (uint8_t)(hi << 4 | lo);
+    }
+    s->has_token = true;
+    return true;
+}
 
 static void weft_realize(PCIDevice *pdev, Error **errp)
 {
@@ -629,6 +738,11 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
         .nr_windows = s->nr_windows,
         .nr_rcxt = s->nr_rcxt,
         .nr_handlers = s->nr_handlers,
+        .verbs_qps = s->verbs_qps,
+        .verbs_cqs = s->verbs_cqs,
+        .verbs_pds = s->verbs_pds,
+        .verbs_tpt = s->verbs_tpt,
+        .verbs_uars = s->verbs_uars,
     };
     char err[256] = "";
     unsigned int v;
@@ -638,13 +752,19 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
                    s->node_id, WEFT_NODE_MAX_UNICAST);
         return;
     }
+    if (!weft_load_token(s, errp)) {
+        return;
+    }
     cfg.node_id = s->node_id;
     if (!weft_epoch_load(s, &cfg.key_epoch, errp)) {
         return;
     }
+    s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, weft_timer_cb, s);
     s->core = weft_core_new(&cfg, &weft_core_ops, s, err, sizeof(err));
     if (!s->core) {
         error_setg(errp, "weft: %s", err[0] ? err : "bad configuration");
+        timer_free(s->timer);
+        s->timer = NULL;
         return;
     }
 
@@ -654,6 +774,8 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
     if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
         weft_core_free(s->core);
         s->core = NULL;
+        timer_free(s->timer);
+        s->timer = NULL;
         return;
     }
 
@@ -670,6 +792,8 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
         migrate_del_blocker(&s->migration_blocker);
         weft_core_free(s->core);
         s->core = NULL;
+        timer_free(s->timer);
+        s->timer = NULL;
         return;
     }
     for (v = 0; v < s->nr_handlers; v++) {
@@ -703,12 +827,16 @@ static void weft_exit(PCIDevice *pdev)
     WeftState *s = WEFT(pdev);
 
     qemu_chr_fe_deinit(&s->chr, false);
+    memset(s->token, 0, sizeof(s->token));
+    s->has_token = false;
     if (s->tx_watch) {
         g_source_remove(s->tx_watch);
         s->tx_watch = 0;
     }
     qemu_bh_delete(s->poll_bh);
     s->poll_bh = NULL;
+    timer_free(s->timer);
+    s->timer = NULL;
     msix_uninit_exclusive_bar(pdev);
     migrate_del_blocker(&s->migration_blocker);
     weft_core_free(s->core);
@@ -736,8 +864,14 @@ static const Property weft_properties[] = {
     DEFINE_PROP_UINT32("windows", WeftState, nr_windows, WEFT_DEF_WINDOWS),
     DEFINE_PROP_UINT32("rcxts", WeftState, nr_rcxt, WEFT_DEF_RCXT),
     DEFINE_PROP_UINT32("handlers", WeftState, nr_handlers, WEFT_DEF_HANDLERS),
+    DEFINE_PROP_UINT32("verbs-qps", WeftState, verbs_qps, WEFT_VERBS_DEF_QP),
+    DEFINE_PROP_UINT32("verbs-cqs", WeftState, verbs_cqs, WEFT_VERBS_DEF_CQ),
+    DEFINE_PROP_UINT32("verbs-pds", WeftState, verbs_pds, WEFT_VERBS_DEF_PD),
+    DEFINE_PROP_UINT32("verbs-tpt", WeftState, verbs_tpt, WEFT_VERBS_DEF_TPT),
+    DEFINE_PROP_UINT32("verbs-uars", WeftState, verbs_uars, WEFT_VERBS_DEF_UAR),
     DEFINE_PROP_CHR("chardev", WeftState, chr),
     DEFINE_PROP_STRING("epoch-file", WeftState, epoch_file),
+    DEFINE_PROP_STRING("token-secret", WeftState, token_secret),
 };
 
 static void weft_class_init(ObjectClass *klass, void *data)
@@ -765,6 +899,20 @@ static void weft_class_init(ObjectClass *klass, void *data)
         "number of RDMA contexts (rCxts) in the adapter SRAM (16..131072)");
     object_class_property_set_description(klass, "handlers",
         "interrupt handlers, one MSI-X vector each (1..16)");
+    object_class_property_set_description(klass, "verbs-qps",
+        "verbs engine: queue pairs (2..1048576; QP 1 is the GSI)");
+    object_class_property_set_description(klass, "verbs-cqs",
+        "verbs engine: completion queues (1..1048576)");
+    object_class_property_set_description(klass, "verbs-pds",
+        "verbs engine: protection domains (1..1048576)");
+    object_class_property_set_description(klass, "verbs-tpt",
+        "verbs engine: MR/MW entries of the memory TPT (1..16777216)");
+    object_class_property_set_description(klass, "verbs-uars",
+        "verbs engine: UAR doorbell pages in BAR 4, one per user context "
+        "(1..4096)");
+    object_class_property_set_description(klass, "token-secret",
+        "id of a secret object (-object secret,id=ID,file=F) with this "
+        "node's switch token, 64 hex digits; sent in the HELLO");
     object_class_property_set_description(klass, "chardev",
         "socket chardev connected to weft-switch (use reconnect-ms=); "
         "without it the link stays down and sent packets are dropped");

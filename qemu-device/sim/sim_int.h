@@ -6,7 +6,7 @@
 #include "weft_policy.h"
 #include "weft_sim.h"
 
-#define SIM_NR_EVENT_TYPES      8u
+#define SIM_NR_EVENT_TYPES      (WEFT_EV_VERBS_ASYNC + 1u)
 #define SIM_NR_TABLES           (WEFT_NR_JOB_SLOTS * WEFT_SLOT_TABLES) /* 30 */
 
 struct sim_ext {
@@ -38,6 +38,7 @@ struct sim_node {
 	uint8_t *mem;
 	bool kicked, busy;
 	uint32_t irq_pending;
+	uint64_t timer;         /* core timer deadline, 0 = none */
 
 	/* guest memory allocator */
 	struct sim_ext *ext;

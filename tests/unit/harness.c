@@ -26,7 +26,7 @@ static void h_spin(uint64_t iterations)
 /* Busy-wait about ns nanoseconds without reading the clock (which can
  * cost a microsecond here): a loop calibrated once, at its fastest of
  * five runs, so that a preemption during calibration cannot shorten it. */
-static void h_spin_ns(uint64_t ns)
+void h_spin_ns(uint64_t ns)
 {
 	static double per_ns;
 	unsigned int i;
@@ -52,6 +52,7 @@ static int op_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 	    len > H_MEM_SIZE - (addr - H_MEM_BASE))
 		return -1;
 	memcpy(buf, n->mem + (addr - H_MEM_BASE), len);
+	n->dma_reads++;
 	if (n->dma_read_ns)
 		h_spin_ns(n->dma_read_ns);
 	return 0;
@@ -335,6 +336,17 @@ void h_put_rdma(struct h_node *n, unsigned int w, uint8_t type, uint16_t dest,
 		uint16_t dwin, const struct weft_rdma_req *q)
 {
 	next_frame(n, w, type, dest, dwin, 0xdeadbeef)->rdma = *q;
+}
+
+void h_put_put(struct h_node *n, unsigned int w, uint16_t dest, uint16_t dwin,
+	       const struct weft_rdma_req *q, const void *payload, uint16_t len)
+{
+	struct weft_send_line *s = next_frame(n, w, WEFT_SF_PUT, dest, dwin, 0xdeadbeef);
+
+	s->rdma = *q;
+	s->hdr.length = len;
+	memcpy((uint8_t *)s + WEFT_FRAME_HDR_SIZE, payload,
+	       len > WEFT_MAX_PAYLOAD ? WEFT_MAX_PAYLOAD : len);
 }
 
 void h_start(struct h_node *n, unsigned int w, uint32_t frames)
