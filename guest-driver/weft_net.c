@@ -33,9 +33,9 @@
 /* IP payload bytes per rewritten IPv4 fragment: a multiple of 8. */
 #define WEFT_NET_IP_STEP	((WEFT_NET_CHUNK - ETH_HLEN - sizeof(struct iphdr)) & ~7u)
 
-static unsigned int weft_net_mtu = 65280;
+static unsigned int weft_net_mtu = 9000;
 module_param_named(net_mtu, weft_net_mtu, uint, 0444);
-MODULE_PARM_DESC(net_mtu, "initial MTU of the weftN interfaces, 68..65535 (default 65280)");
+MODULE_PARM_DESC(net_mtu, "initial MTU of the weftN interfaces, 68..65535 (default 9000)");
 
 /*
  * Interface counters (ethtool -S) and their class: CNT counts traffic or
@@ -150,6 +150,8 @@ struct weft_net_reasm {
 	u64 got;		/* pieces received */
 	u32 epoch, seq, total;
 	u16 src, count, ngot;
+	u16 csum_start, csum_offset;
+	u8 flags;
 };
 
 struct weft_net {
@@ -386,6 +388,16 @@ static bool weft_net_xmit_ip_split(struct weft_net *net, struct sk_buff *skb)
 	return true;
 }
 
+/* A partial checksum travels as such (the fabric does not corrupt data). */
+static void weft_net_csum(const struct sk_buff *skb, struct weft_net_hdr *h)
+{
+	if (skb->ip_summed != CHECKSUM_PARTIAL)
+		return;
+	h->flags |= WEFT_NET_F_CSUM;
+	h->csum_start = skb_checksum_start_offset(skb);
+	h->csum_offset = skb->csum_offset;
+}
+
 /* A frame larger than a slot, cut into WEFT_NET_CHUNK pieces.  tx_lock. */
 static void weft_net_xmit_frags(struct weft_net *net, struct sk_buff *skb, u16 dest,
 				u32 dst_epoch)
@@ -403,6 +415,7 @@ static void weft_net_xmit_frags(struct weft_net *net, struct sk_buff *skb, u16 d
 			.total_len = skb->len,
 		};
 
+		weft_net_csum(skb, &h);
 		weft_net_post(net, dest, &h, NULL, 0, skb, off,
 			      min_t(u32, WEFT_NET_CHUNK, skb->len - off));
 		weft_net_count(net, WEFT_NS_TX_FRAGS);
@@ -483,9 +496,10 @@ static netdev_tx_t weft_net_xmit(struct sk_buff *skb, struct net_device *ndev)
 			.total_len = len,
 		};
 
+		weft_net_csum(skb, &h);
 		weft_net_post(net, dest, &h, NULL, 0, skb, 0, len);
 		weft_net_count(net, WEFT_NS_TX_FRAMES);
-	} else if (!bcast || !weft_net_xmit_ip_split(net, skb)) {
+	} else if (!bcast || skb_checksum_help(skb) || !weft_net_xmit_ip_split(net, skb)) {
 		weft_net_xmit_frags(net, skb, dest, dst_epoch);
 	}
 	ndev->stats.tx_packets++;
@@ -533,8 +547,12 @@ static void weft_net_reasm_flush(struct weft_net *net)
 			weft_net_reasm_free(&net->reasm[i]);
 }
 
-/* A whole Ethernet frame from node src: check it and give it to the stack. */
-static void weft_net_deliver(struct weft_net *net, struct sk_buff *skb, u16 src)
+/*
+ * A whole Ethernet frame from node src: check it and give it to the
+ * stack.  flags/csum_start/csum_offset from the net header.
+ */
+static void weft_net_deliver(struct weft_net *net, struct sk_buff *skb, u16 src,
+			     u8 flags, u16 csum_start, u16 csum_offset)
 {
 	struct net_device *ndev = net->ndev;
 	const struct ethhdr *eth = (const struct ethhdr *)skb->data;
@@ -555,6 +573,11 @@ static void weft_net_deliver(struct weft_net *net, struct sk_buff *skb, u16 src)
 	    !ether_addr_equal(eth->h_dest, ndev->dev_addr) &&
 	    !(ndev->flags & IFF_PROMISC)) {
 		weft_net_count(net, WEFT_NS_RX_DROP_NOT_FOR_US);
+		goto drop;
+	}
+	if ((flags & WEFT_NET_F_CSUM) &&
+	    (csum_start < ETH_HLEN || !skb_partial_csum_set(skb, csum_start, csum_offset))) {
+		weft_net_count(net, WEFT_NS_RX_DROP_BAD_HEADER);
 		goto drop;
 	}
 	skb->protocol = eth_type_trans(skb, ndev);
@@ -605,7 +628,9 @@ static void weft_net_rx_frag(struct weft_net *net, const struct weft_net_hdr *h,
 		if (!oldest || time_before(c->start, oldest->start))
 			oldest = c;
 	}
-	if (r && (r->total != h->total_len || r->count != h->frag_count)) {
+	if (r && (r->total != h->total_len || r->count != h->frag_count ||
+		  r->flags != h->flags || r->csum_start != h->csum_start ||
+		  r->csum_offset != h->csum_offset)) {
 		/* The pieces of one frame disagree: none of it is trusted. */
 		weft_net_count(net, WEFT_NS_RX_DROP_BAD_FRAG);
 		weft_net_reasm_free(r);
@@ -632,6 +657,9 @@ static void weft_net_rx_frag(struct weft_net *net, const struct weft_net_hdr *h,
 		r->seq = h->seq;
 		r->total = h->total_len;
 		r->count = h->frag_count;
+		r->flags = h->flags;
+		r->csum_start = h->csum_start;
+		r->csum_offset = h->csum_offset;
 	}
 	if (r->got & BIT_ULL(h->frag_index)) {
 		weft_net_count(net, WEFT_NS_RX_DROP_DUP_FRAG);
@@ -644,7 +672,7 @@ static void weft_net_rx_frag(struct weft_net *net, const struct weft_net_hdr *h,
 	skb = r->skb;
 	r->skb = NULL;
 	weft_net_count(net, WEFT_NS_RX_REASSEMBLED);
-	weft_net_deliver(net, skb, src);
+	weft_net_deliver(net, skb, src, r->flags, r->csum_start, r->csum_offset);
 }
 
 static void weft_net_rx_announce(struct weft_net *net, const struct weft_net_hdr *h,
@@ -750,7 +778,9 @@ static void weft_net_rx_entry(struct weft_net *net, const struct weft_recv_hdr *
 	data += WEFT_NET_HDR_SIZE;
 	bcast = rh->flags & WEFT_RF_BROADCAST;
 	if (h.version != WEFT_NET_VERSION || h.reserved || !h.src_epoch ||
-	    (bcast && h.dst_epoch)) {
+	    (bcast && h.dst_epoch) ||
+	    (h.flags & ~(WEFT_NET_F_REPLY | WEFT_NET_F_CSUM)) ||
+	    (!(h.flags & WEFT_NET_F_CSUM) && (h.csum_start || h.csum_offset))) {
 		weft_net_count(net, WEFT_NS_RX_DROP_BAD_HEADER);
 		return;
 	}
@@ -781,7 +811,7 @@ static void weft_net_rx_entry(struct weft_net *net, const struct weft_recv_hdr *
 			return;
 		}
 		skb_put_data(skb, data, len);
-		weft_net_deliver(net, skb, rh->src_node);
+		weft_net_deliver(net, skb, rh->src_node, h.flags, h.csum_start, h.csum_offset);
 		return;
 	case WEFT_NET_FRAG:
 		if (!weft_net_rx_epoch(net, &h, rh->src_node, bcast))
@@ -1230,8 +1260,8 @@ int weft_net_add(struct weft_dev *wdev)
 	ndev->min_mtu = ETH_MIN_MTU;
 	ndev->max_mtu = IP_MAX_MTU;
 	ndev->mtu = clamp_t(u32, weft_net_mtu, ETH_MIN_MTU, IP_MAX_MTU);
-	ndev->features |= NETIF_F_SG | NETIF_F_HIGHDMA;
-	ndev->hw_features |= NETIF_F_SG;
+	ndev->features |= NETIF_F_SG | NETIF_F_HIGHDMA | NETIF_F_HW_CSUM | NETIF_F_RXCSUM;
+	ndev->hw_features |= NETIF_F_SG | NETIF_F_HW_CSUM | NETIF_F_RXCSUM;
 	netif_carrier_off(ndev);
 
 	/* Reserved before /dev/weftN exists: user windows never get it. */

@@ -31,6 +31,8 @@ enum weft_net_type {
 
 /* weft_net_hdr.flags */
 #define WEFT_NET_F_REPLY        0x01u /* ANNOUNCE: answer with a unicast ANNOUNCE */
+#define WEFT_NET_F_CSUM         0x02u /* FRAME/FRAG: the checksum at csum_start +
+				       * csum_offset is not filled in (partial) */
 
 struct weft_net_hdr {
 	uint8_t  version;       /* WEFT_NET_VERSION */
@@ -43,12 +45,14 @@ struct weft_net_hdr {
 	uint32_t dst_epoch;     /* receiver's epoch as the sender knows it; 0 for broadcast */
 	uint32_t seq;           /* sender's frame number in src_epoch, same for all pieces */
 	uint32_t total_len;     /* Ethernet frame bytes (FRAME, FRAG); 8 for ANNOUNCE */
+	uint16_t csum_start;    /* F_CSUM: where checksumming starts, from the frame start */
+	uint16_t csum_offset;   /* F_CSUM: where the checksum goes, from csum_start */
 };
-WEFT_STATIC_ASSERT(sizeof(struct weft_net_hdr) == 24, "net header");
+WEFT_STATIC_ASSERT(sizeof(struct weft_net_hdr) == 28, "net header");
 
-#define WEFT_NET_HDR_SIZE       24u
+#define WEFT_NET_HDR_SIZE       28u
 /* Ethernet bytes per FIFO packet: a whole frame, or one FRAG piece. */
-#define WEFT_NET_CHUNK          (WEFT_MAX_PAYLOAD - WEFT_NET_HDR_SIZE) /* 1896 */
+#define WEFT_NET_CHUNK          (WEFT_MAX_PAYLOAD - WEFT_NET_HDR_SIZE) /* 1892 */
 #define WEFT_NET_MAX_FRAGS      64u
 #define WEFT_NET_ANNOUNCE_LEN   8u    /* ANNOUNCE payload: uint64_t born */
 /* MAC address: 02:57:46:<adapter index>:<node id, big-endian> */
