@@ -499,7 +499,8 @@ static netdev_tx_t weft_net_xmit(struct sk_buff *skb, struct net_device *ndev)
 		weft_net_csum(skb, &h);
 		weft_net_post(net, dest, &h, NULL, 0, skb, 0, len);
 		weft_net_count(net, WEFT_NS_TX_FRAMES);
-	} else if (!bcast || skb_checksum_help(skb) || !weft_net_xmit_ip_split(net, skb)) {
+	} else if (!bcast || (skb->ip_summed == CHECKSUM_PARTIAL && skb_checksum_help(skb)) ||
+		   !weft_net_xmit_ip_split(net, skb)) {
 		weft_net_xmit_frags(net, skb, dest, dst_epoch);
 	}
 	ndev->stats.tx_packets++;
