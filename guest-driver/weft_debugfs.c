@@ -214,6 +214,34 @@ static const struct file_operations weft_recover_fops = {
 	.write = weft_recover_write,
 };
 
+/*
+ * Inject an adapter-internal fatal error (DEBUG_INJECT, docs/hw-spec.md
+ * 9.1).  The driver does not recover here: the adapter raises
+ * STATUS.FATAL and an interrupt, and weft_irq starts the recovery.
+ */
+static ssize_t weft_inject_fatal_write(struct file *file, const char __user *buf,
+				       size_t count, loff_t *ppos)
+{
+	struct weft_dev *wdev = file->private_data;
+	bool v;
+	int ret;
+
+	ret = kstrtobool_from_user(buf, count, &v);
+	if (ret)
+		return ret;
+	if (!v)
+		return -EINVAL;
+	dev_warn(&wdev->pdev->dev, "injecting an adapter fatal error through debugfs\n");
+	weft_wr(wdev, WEFT_REG_DEBUG_INJECT, WEFT_INJECT_FATAL);
+	return count;
+}
+
+static const struct file_operations weft_inject_fatal_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = weft_inject_fatal_write,
+};
+
 void weft_debugfs_add(struct weft_dev *wdev)
 {
 	char name[16];
@@ -232,6 +260,7 @@ void weft_debugfs_add(struct weft_dev *wdev)
 	debugfs_create_file("counters", 0400, wdev->dbg, wdev, &weft_counters_fops);
 	debugfs_create_file("state", 0400, wdev->dbg, wdev, &weft_state_fops);
 	debugfs_create_file("recover", 0200, wdev->dbg, wdev, &weft_recover_fops);
+	debugfs_create_file("inject_fatal", 0200, wdev->dbg, wdev, &weft_inject_fatal_fops);
 }
 
 void weft_debugfs_del(struct weft_dev *wdev)

@@ -156,6 +156,10 @@ static void weft_dispatch(struct weft_dev *wdev, const struct weft_event *ev)
 	case WEFT_EV_LINK:
 		dev_info(&wdev->pdev->dev, "link %s\n", ev->info ? "up" : "down");
 		return;
+	case WEFT_EV_ADAPTER_FATAL:
+		/* STATUS.FATAL: weft_irq schedules the recovery. */
+		dev_err_ratelimited(&wdev->pdev->dev, "adapter fatal error\n");
+		return;
 	default:
 		dev_warn_ratelimited(&wdev->pdev->dev, "unknown event type %u\n",
 				     ev->type);

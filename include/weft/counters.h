@@ -36,7 +36,9 @@
 	X(CANCELLED,       "operation cancelled")                           \
 	X(WINDOW_CLOSED,   "window closed while the operation ran")         \
 	X(RESET,           "adapter reset or recovered")                    \
-	X(DUPLICATE,       "payload already received for this tid")
+	X(DUPLICATE,       "payload already received for this tid")          \
+	X(COND_BUSY,       "conditional queue busy or not collecting")        \
+	X(ADAPTER_FATAL,   "adapter stopped by an internal fatal error")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,

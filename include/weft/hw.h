@@ -99,7 +99,8 @@
 	X(CMD_CLOSE_WINDOW,0x108, WO) /* data = window */                    \
 	X(CMD_ACQUIRE_RCXT,0x110, WO) /* WEFT_ACQ_* packing */               \
 	X(CMD_RELEASE_RCXT,0x118, WO) /* data = rCxt id */                   \
-	X(CMD_CANCEL_RCXT, 0x120, WO) /* data = rCxt id */
+	X(CMD_CANCEL_RCXT, 0x120, WO) /* data = rCxt id */                   \
+	X(DEBUG_INJECT,    0x180, WO) /* WEFT_INJECT_*: adapter error injection */
 
 enum weft_reg {
 #define WEFT_REG_ENUM(name, off, acc) WEFT_REG_##name = (off),
@@ -142,6 +143,9 @@ enum weft_reg {
 
 #define WEFT_RESET_MAGIC        0x52455345ull /* "ESER" */
 #define WEFT_RECOVER_MAGIC      0x52564352ull /* "RCVR" */
+/* DEBUG_INJECT: an adapter-internal fatal error (STATUS.FATAL until
+ * RECOVER or RESET). */
+#define WEFT_INJECT_FATAL       0x4c544146ull /* "FATL" */
 
 /* INT_CONFIG: number of handlers in bits 7:0 (1..WEFT_MAX_HANDLERS,
  * limited by the MSI-X vectors), bit 8 = early interrupt mode. */

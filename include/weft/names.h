@@ -102,6 +102,9 @@ static inline const char *weft_pkt_type_name(unsigned int t)
 	case WEFT_PKT_COMPLETION: return "COMPLETION";
 	case WEFT_PKT_TP_RDMAR_REQ: return "TP_RDMAR_REQ";
 	case WEFT_PKT_TP_RDMAW: return "TP_RDMAW";
+	case WEFT_PKT_FIFO_DATA: return "FIFO_DATA";
+	case WEFT_PKT_RDMAR_FIFO_REQ: return "RDMAR_FIFO_REQ";
+	case WEFT_PKT_RDMAR_PUT_REQ: return "RDMAR_PUT_REQ";
 	case WEFT_PKT_HELLO: return "HELLO";
 	case WEFT_PKT_HELLO_ACK: return "HELLO_ACK";
 	default: return "UNKNOWN";

@@ -345,7 +345,8 @@ struct weft_core *weft_core_new(const struct weft_core_config *cfg,
 	c->ctlq = calloc(WEFT_CTLQ_LEN, sizeof(*c->ctlq));
 	c->track = calloc(cf.nr_rcxt, sizeof(*c->track));
 	c->cmpl_tid = calloc(cf.nr_rcxt ? cf.nr_rcxt : 1, sizeof(*c->cmpl_tid));
-	if (!c->sram || !c->rxq || !c->ctlq || !c->track || !c->cmpl_tid) {
+	c->cond_tag = calloc(cf.nr_rcxt ? cf.nr_rcxt : 1, sizeof(*c->cond_tag));
+	if (!c->sram || !c->rxq || !c->ctlq || !c->track || !c->cmpl_tid || !c->cond_tag) {
 		weft_core_free(c);
 		goto nomem;
 	}
@@ -369,6 +370,7 @@ void weft_core_free(struct weft_core *c)
 			free(c->track[r].bits);
 	free(c->track);
 	free(c->cmpl_tid);
+	free(c->cond_tag);
 	free(c->ctlq);
 	free(c->rxq);
 	free(c->sram);
@@ -398,6 +400,24 @@ static void clear_work(struct weft_core *c)
 	c->active[0] = c->active[1] = 0;
 	c->tx_have_cur = false;
 	c->tx_cur = 0;
+	c->fatal = false;
+}
+
+/* DEBUG_INJECT FATAL: the adapter stops as on an internal error (hw-spec
+ * 9.1): all work is dropped, STATUS.FATAL is set and the driver is told;
+ * until RECOVER or RESET nothing is sent, received or rung. */
+static void core_fatal(struct weft_core *c)
+{
+	unsigned int w;
+
+	if (c->fatal)
+		return;
+	for (w = 0; w < c->cfg.nr_windows; w++)
+		weft_tx_window_stop(c, w);
+	c->ctlq_head = c->ctlq_count = 0;
+	c->fatal = true;
+	weft_event(c, WEFT_EV_ADAPTER_FATAL, WEFT_NO_WINDOW, WEFT_RCXT_NONE,
+		   WEFT_R_ADAPTER_FATAL, 0);
 }
 
 void weft_core_reset(struct weft_core *c)
@@ -407,6 +427,7 @@ void weft_core_reset(struct weft_core *c)
 	clear_work(c);
 	memset(c->sram, 0, c->sram_size);
 	memset(c->cmpl_tid, 0, (c->cfg.nr_rcxt ? c->cfg.nr_rcxt : 1) * sizeof(*c->cmpl_tid));
+	memset(c->cond_tag, 0, (c->cfg.nr_rcxt ? c->cfg.nr_rcxt : 1) * sizeof(*c->cond_tag));
 	memset(c->cnt, 0, sizeof(c->cnt));
 	c->cnt[WEFT_CNT_RESETS] = resets + 1;
 	memset(c->tce_base, 0, sizeof(c->tce_base));
@@ -560,6 +581,7 @@ static unsigned int cmd_acquire(struct weft_core *c, uint64_t val, unsigned int 
 	}
 	weft_track_free(c, r);
 	c->cmpl_tid[r] = 0;
+	c->cond_tag[r] = 0;
 	memset(x, 0, sizeof(*x));
 	x->rcxt_assigned = 1;
 	x->local_window = (uint16_t)w;
@@ -700,7 +722,8 @@ static uint64_t fixed_reg_value(struct weft_core *c, uint64_t reg)
 	case WEFT_REG_NODE_ID:
 		return c->cfg.node_id;
 	case WEFT_REG_STATUS:
-		return WEFT_STATUS_READY | (c->link_up ? WEFT_STATUS_LINK_UP : 0);
+		return WEFT_STATUS_READY | (c->link_up ? WEFT_STATUS_LINK_UP : 0) |
+		       (c->fatal ? WEFT_STATUS_FATAL : 0);
 	case WEFT_REG_RECOVERY_COUNT:
 		return c->recovery_count;
 	case WEFT_REG_ACTIVE_WIN0:
@@ -804,6 +827,13 @@ static void fixed_reg_write(struct weft_core *c, uint64_t reg, const char *name,
 			return;
 		}
 		core_recover(c);
+		return;
+	case WEFT_REG_DEBUG_INJECT:
+		if (val != WEFT_INJECT_FATAL) {
+			weft_guest_error(c, "DEBUG_INJECT: unknown 0x%llx", (unsigned long long)val);
+			return;
+		}
+		core_fatal(c);
 		return;
 	case WEFT_REG_INT_CONFIG:
 		v = sub_merge(c->int_config, off, val, size);
@@ -1105,6 +1135,11 @@ void weft_core_db_write(struct weft_core *c, uint64_t off, uint64_t val, unsigne
 		weft_guest_error(c, "doorbell: 4-byte write to the high half of %s", name);
 		return;
 	}
+	if (c->fatal) {
+		weft_count(c, WEFT_CNT_CMD_DISCARDED, 1);
+		weft_drop(c, NULL, w, WEFT_R_ADAPTER_FATAL);
+		return;
+	}
 	db_command(c, w, reg, name, val);
 }
 
@@ -1156,7 +1191,15 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 	bool blocked = false;
 
 	weft_tx_reap(c);
-	while (budget > 0) {
+	while (c->fatal && c->rxq_count > 0) {
+		struct weft_wire_hdr h;
+
+		memcpy(&h, c->rxq[c->rxq_head].data, sizeof(h));
+		weft_drop(c, &h, h.dst_window, WEFT_R_ADAPTER_FATAL);
+		c->rxq_head = (c->rxq_head + 1) % c->rxq_len;
+		c->rxq_count--;
+	}
+	while (budget > 0 && !c->fatal) {
 		bool did = false;
 
 		if (rx_one(c)) {

@@ -82,7 +82,8 @@ static bool window_has_send_work(struct weft_core *c, unsigned int w)
 {
 	const struct weft_lmt *l = weft_lmt(c, w);
 
-	return c->win[w].fop.busy || l->send_fifo_ready_slots > 0 || l->rcxt_count > 0;
+	return c->win[w].fop.busy || l->send_fifo_ready_slots > 0 || l->rcxt_count > 0 ||
+	       c->win[w].cond_ready;
 }
 
 /* The frame at send_current_cnt has been processed: rewrite its header
@@ -134,8 +135,25 @@ static void fop_end(struct weft_core *c, unsigned int w)
 	weft_task_free(c, f->task);
 	f->task = WEFT_NO_TASK;
 	f->busy = false;
+	c->win[w].fop_signal = false;
 	l->send_rcxt = WEFT_RCXT_NONE;
 	l->send_progress = 0;
+}
+
+/* The RDMA write of the fop is over: mark its frame, unless it is a
+ * conditional signal, whose frame was marked when it was held. */
+static void fop_finish(struct weft_core *c, unsigned int w, unsigned int status)
+{
+	struct weft_send_line line = c->win[w].fop.line;
+	bool signal = c->win[w].fop_signal;
+
+	fop_end(c, w);
+	if (!signal)
+		frame_done(c, w, &line, status);
+	else if (status != WEFT_R_OK)
+		weft_drop(c, NULL, w, status);
+	else if (!window_has_send_work(c, w))
+		weft_set_active(c, w, false);
 }
 
 /* One packet of the RDMA write in progress on window w. */
@@ -153,10 +171,7 @@ static int fop_chunk(struct weft_core *c, unsigned int w)
 	if (!x->rcxt_assigned || x->local_window != w || x->tid != q->tid ||
 	    x->rcxt_state != WEFT_RCXT_SENDING) {
 		/* Cancelled or released while sending. */
-		struct weft_send_line line = f->line;
-
-		fop_end(c, w);
-		frame_done(c, w, &line, WEFT_R_CANCELLED);
+		fop_finish(c, w, WEFT_R_CANCELLED);
 		return 1;
 	}
 	if (n > WEFT_MAX_PAYLOAD)
@@ -166,16 +181,18 @@ static int fop_chunk(struct weft_core *c, unsigned int w)
 			    c->txbuf.data + sizeof(*h), n);
 	if (r != WEFT_R_OK) {
 		/* Local protection violation: window fatal error. */
-		struct weft_send_line line = f->line;
+		uint32_t lr = q->local_rcxt;
 
 		x->rcxt_state = WEFT_RCXT_FREE;
 		x->complete_status = (uint8_t)r;
-		fop_end(c, w);
-		frame_done(c, w, &line, r);
-		weft_window_fatal(c, w, line.rdma.local_rcxt, r);
+		fop_finish(c, w, r);
+		weft_window_fatal(c, w, lr, r);
 		return 1;
 	}
-	h->notify = q->notify;
+	if (f->line.hdr.type == WEFT_SF_RDMAW_FIFO)
+		h->type = WEFT_PKT_FIFO_DATA;   /* half-RDMA: no completions */
+	else
+		h->notify = q->notify;
 	h->flags = f->sent + n == q->length ? WEFT_WF_LAST : 0;
 	h->dst_node = f->line.hdr.dest_node;
 	h->dst_window = f->line.hdr.dest_window;
@@ -197,11 +214,8 @@ static int fop_chunk(struct weft_core *c, unsigned int w)
 	x->data_to_snd_rcv = q->length - f->sent;
 	l->send_progress = f->sent;
 	if (f->sent == q->length) {
-		struct weft_send_line line = f->line;
-
 		x->rcxt_state = WEFT_RCXT_FREE;
-		fop_end(c, w);
-		frame_done(c, w, &line, WEFT_R_OK);
+		fop_finish(c, w, WEFT_R_OK);
 	}
 	return 1;
 }
@@ -215,7 +229,7 @@ static void rcxt_load_req(struct weft_core *c, unsigned int w,
 {
 	const struct weft_rdma_req *q = &line->rdma;
 	struct weft_rcxt *x = weft_rcxt(c, q->local_rcxt);
-	bool source = type == WEFT_PKT_RDMAW;
+	bool source = type == WEFT_PKT_RDMAW || type == WEFT_PKT_FIFO_DATA;
 
 	x->tid = q->tid;
 	x->pkt_type = type;
@@ -269,7 +283,8 @@ static int rdmaw_start(struct weft_core *c, unsigned int w, unsigned int task,
 		return 1;
 	}
 	weft_track_free(c, q->local_rcxt);
-	rcxt_load_req(c, w, line, WEFT_PKT_RDMAW, WEFT_RCXT_SENDING, WEFT_RCXT_DIR_SEND);
+	rcxt_load_req(c, w, line, line->hdr.type == WEFT_SF_RDMAW_FIFO ?
+		      WEFT_PKT_FIFO_DATA : WEFT_PKT_RDMAW, WEFT_RCXT_SENDING, WEFT_RCXT_DIR_SEND);
 	f->busy = true;
 	f->task = (uint8_t)task;
 	f->line = *line;
@@ -394,6 +409,22 @@ static int serve_fifo(struct weft_core *c, unsigned int w)
 	task = weft_task_alloc(c, WEFT_TASK_TX, w);
 	if (task == WEFT_NO_TASK)
 		return TX_NO_TASK;
+	if (weft_cond_take(c, w, &line)) {
+		/* A held conditional signal goes before the next frame. */
+		unsigned int reason = rdma_req_check(c, w, &line, false);
+
+		if (reason != WEFT_R_OK) {
+			weft_drop(c, NULL, w, reason);
+			weft_task_free(c, task);
+			return 1;
+		}
+		c->win[w].fop_signal = true;
+		return rdmaw_start(c, w, task, &line);
+	}
+	if (l->send_fifo_ready_slots == 0) {
+		weft_task_free(c, task);
+		return 0;
+	}
 	if (weft_dma_read(c, send_frame_addr(l, l->send_current_cnt), &line, sizeof(line)) != 0) {
 		weft_task_free(c, task);
 		weft_window_fatal(c, w, WEFT_RCXT_NONE, WEFT_R_DMA_ERROR);
@@ -404,7 +435,24 @@ static int serve_fifo(struct weft_core *c, unsigned int w)
 		rc = fifo_send(c, w, &line);
 		break;
 	case WEFT_SF_RDMAW:
+		if (weft_cond_hold(c, w, &line)) {
+			rc = 1;
+			break;
+		}
 		return rdmaw_start(c, w, task, &line);
+	case WEFT_SF_RDMAW_FIFO:
+		return rdmaw_start(c, w, task, &line);
+	case WEFT_SF_PUT:
+		rc = weft_half_put(c, w, &line);
+		break;
+	case WEFT_SF_RDMAR_FIFO:
+	case WEFT_SF_RDMAR_PUT:
+		rc = weft_half_read(c, w, &line);
+		break;
+	case WEFT_SF_COND:
+	case WEFT_SF_COND_CTL:
+		rc = weft_cond_frame(c, w, &line);
+		break;
 	case WEFT_SF_RDMAR:
 		rc = rdmar_send(c, w, &line, false);
 		break;
@@ -496,7 +544,8 @@ static int serve_rq(struct weft_core *c, unsigned int w)
 	tp = x->pkt_type == WEFT_PKT_TP_RDMAR_REQ;
 	sent = x->total_rdma_size - x->data_to_snd_rcv;
 	n = x->data_to_snd_rcv < WEFT_MAX_PAYLOAD ? x->data_to_snd_rcv : WEFT_MAX_PAYLOAD;
-	h = hdr_init(c, w, l, tp ? WEFT_PKT_TP_RDMAW : WEFT_PKT_RDMAW);
+	h = hdr_init(c, w, l, tp ? WEFT_PKT_TP_RDMAW :
+		     x->pkt_type == WEFT_PKT_RDMAR_FIFO_REQ ? WEFT_PKT_FIFO_DATA : WEFT_PKT_RDMAW);
 	reason = weft_xlate_read(c, l->window_key, x->local_pvo + sent,
 				 c->txbuf.data + sizeof(*h), n);
 	if (reason != WEFT_R_OK) {
@@ -556,7 +605,7 @@ static int serve_window(struct weft_core *c, unsigned int w)
 				 w, l->send_fifo_ready_slots);
 		l->send_fifo_ready_slots = l->send_mask + 1;
 	}
-	fifo = win->fop.busy || l->send_fifo_ready_slots > 0;
+	fifo = win->fop.busy || l->send_fifo_ready_slots > 0 || win->cond_ready;
 	rq = l->rcxt_count > 0;
 	if (!fifo && !rq) {
 		weft_set_active(c, w, false);
@@ -699,6 +748,7 @@ void weft_tx_window_stop(struct weft_core *c, unsigned int w)
 	if (w >= c->cfg.nr_windows)
 		return;
 	weft_set_active(c, w, false);
+	weft_cond_reset(c, w);
 	if (win->fop.busy) {
 		uint32_t r = win->fop.line.rdma.local_rcxt;
 		struct weft_rcxt *x = weft_rcxt(c, r);
@@ -751,4 +801,39 @@ void weft_tx_rcxt_unlink(struct weft_core *c, unsigned int w, uint32_t r)
 		cur = x->next;
 		n++;
 	}
+}
+
+void weft_tx_frame_done(struct weft_core *c, unsigned int w, struct weft_send_line *line,
+			unsigned int status)
+{
+	frame_done(c, w, line, status);
+}
+
+uint64_t weft_tx_frame_addr(struct weft_core *c, unsigned int w)
+{
+	const struct weft_lmt *l = weft_lmt(c, w);
+
+	return send_frame_addr(l, l->send_current_cnt);
+}
+
+struct weft_wire_hdr *weft_tx_hdr(struct weft_core *c, unsigned int w, uint8_t type)
+{
+	return hdr_init(c, w, weft_lmt(c, w), type);
+}
+
+int weft_tx_xmit(struct weft_core *c, unsigned int w, size_t len)
+{
+	return do_xmit(c, w, c->txbuf.data, len);
+}
+
+unsigned int weft_tx_req_check(struct weft_core *c, unsigned int w,
+			       const struct weft_send_line *line, bool unicast_only)
+{
+	return rdma_req_check(c, w, line, unicast_only);
+}
+
+void weft_tx_load_req(struct weft_core *c, unsigned int w, const struct weft_send_line *line,
+		      uint8_t type, uint8_t state, uint8_t direction)
+{
+	rcxt_load_req(c, w, line, type, state, direction);
 }

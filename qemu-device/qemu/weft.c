@@ -26,6 +26,7 @@
 #include "qapi/error.h"
 #include "qemu/error-report.h"
 #include "chardev/char-fe.h"
+#include "crypto/secret_common.h"
 #include "exec/memory.h"
 #include "hw/pci/msix.h"
 #include "hw/pci/pci_device.h"
@@ -71,7 +72,12 @@ struct WeftState {
     uint32_t nr_windows;
     uint32_t nr_rcxt;
     uint32_t nr_handlers;
+    char *token_secret;     /* id of a secret object holding the node token */
     CharBackend chr;
+
+    /* The node's token for the switch (HELLO payload), if any. */
+    bool has_token;
+    uint8_t token[WEFT_WIRE_TOKEN_SIZE];
 
     /* Link to weft-switch */
     bool connected;         /* the chardev is open */
@@ -371,7 +377,16 @@ static void weft_send_hello(WeftState *s)
     h.type = WEFT_PKT_HELLO;
     h.src_node = cpu_to_le16(s->node_id);
     h.key = cpu_to_le32(WEFT_WIRE_HELLO_MAGIC);
-    weft_tx_queue(s, &h, sizeof(h));
+    if (s->has_token) {
+        uint8_t pkt[WEFT_WIRE_HDR_SIZE + WEFT_WIRE_TOKEN_SIZE];
+
+        h.length = cpu_to_le32(WEFT_WIRE_TOKEN_SIZE);
+        memcpy(pkt, &h, sizeof(h));
+        memcpy(pkt + sizeof(h), s->token, WEFT_WIRE_TOKEN_SIZE);
+        weft_tx_queue(s, pkt, sizeof(pkt));
+    } else {
+        weft_tx_queue(s, &h, sizeof(h));
+    }
     weft_tx_flush(s);
     trace_weft_link_hello(s->node_id);
 }
@@ -572,6 +587,46 @@ static const struct weft_core_ops weft_core_ops = {
     .trace = weft_op_trace,
 };
 
+/*
+ * The node token from the secret object named by token-secret: exactly
+ * 2 * WEFT_WIRE_TOKEN_SIZE hex digits (a trailing newline is allowed).
+ */
+static bool weft_load_token(WeftState *s, Error **errp)
+{
+    g_autofree char *hex = NULL;
+    size_t len, i;
+
+    if (!s->token_secret) {
+        return true;
+    }
+    hex = qcrypto_secret_lookup_as_utf8(s->token_secret, errp);
+    if (!hex) {
+        return false;
+    }
+    len = strlen(hex);
+    if (len && hex[len - 1] == '\n') {
+        len--;
+    }
+    if (len != 2 * WEFT_WIRE_TOKEN_SIZE) {
+        error_setg(errp, "weft: the token in secret '%s' must be %u hex digits",
+                   s->token_secret, 2 * WEFT_WIRE_TOKEN_SIZE);
+        return false;
+    }
+    for (i = 0; i < WEFT_WIRE_TOKEN_SIZE; i++) {
+        int hi = g_ascii_xdigit_value(hex[2 * i]);
+        int lo = g_ascii_xdigit_value(hex[2 * i + 1]);
+
+        if (hi < 0 || lo < 0) {
+            error_setg(errp, "weft: the token in secret '%s' is not hex",
+                       s->token_secret);
+            return false;
+        }
+        s->token[i] = (uint8_t)(hi << 4 | lo);
+    }
+    s->has_token = true;
+    return true;
+}
+
 static void weft_realize(PCIDevice *pdev, Error **errp)
 {
     WeftState *s = WEFT(pdev);
@@ -586,6 +641,9 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
     if (s->node_id > WEFT_NODE_MAX_UNICAST) {
         error_setg(errp, "weft: node-id %u is out of range 0..%u",
                    s->node_id, WEFT_NODE_MAX_UNICAST);
+        return;
+    }
+    if (!weft_load_token(s, errp)) {
         return;
     }
     cfg.node_id = s->node_id;
@@ -650,6 +708,8 @@ static void weft_exit(PCIDevice *pdev)
     WeftState *s = WEFT(pdev);
 
     qemu_chr_fe_deinit(&s->chr, false);
+    memset(s->token, 0, sizeof(s->token));
+    s->has_token = false;
     if (s->tx_watch) {
         g_source_remove(s->tx_watch);
         s->tx_watch = 0;
@@ -684,6 +744,7 @@ static const Property weft_properties[] = {
     DEFINE_PROP_UINT32("rcxts", WeftState, nr_rcxt, WEFT_DEF_RCXT),
     DEFINE_PROP_UINT32("handlers", WeftState, nr_handlers, WEFT_DEF_HANDLERS),
     DEFINE_PROP_CHR("chardev", WeftState, chr),
+    DEFINE_PROP_STRING("token-secret", WeftState, token_secret),
 };
 
 static void weft_class_init(ObjectClass *klass, void *data)
@@ -711,6 +772,9 @@ static void weft_class_init(ObjectClass *klass, void *data)
         "number of RDMA contexts (rCxts) in the adapter SRAM (16..131072)");
     object_class_property_set_description(klass, "handlers",
         "interrupt handlers, one MSI-X vector each (1..16)");
+    object_class_property_set_description(klass, "token-secret",
+        "id of a secret object (-object secret,id=ID,file=F) with this "
+        "node's switch token, 64 hex digits; sent in the HELLO");
     object_class_property_set_description(klass, "chardev",
         "socket chardev connected to weft-switch (use reconnect-ms=); "
         "without it the link stays down and sent packets are dropped");

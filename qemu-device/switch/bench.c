@@ -180,7 +180,7 @@ static double run_switch(const char *bin, uint64_t n)
 
 		if (fd >= 0)
 			dup2(fd, 2);
-		execl(bin, bin, "--socket", sock, "--ctl", ctl, (char *)NULL);
+		execl(bin, bin, "--socket", sock, "--ctl", ctl, "--insecure", (char *)NULL);
 		_exit(127);
 	}
 	for (i = 0; i < 2000; i++) {

@@ -47,6 +47,7 @@ SCENARIOS=(
 	"bandwidth|$C2|RDMA write and read bandwidth over message sizes (weft-bw): each size's data checked, figures printed"
 	"lossy-rdma|$C2|RDMA write and read, 1 byte to 4 KiB, through a fabric with 5% loss and reordering: reliable operations retry, byte-exact"
 	"reliable-messages|$C2|reliable layer: 10000 messages through a fabric with 5% loss and reordering, each delivered exactly once and in order (weft-rdma-check --messages)"
+	"switch-restart|$C2|weft-cluster switch restart kills the switch and starts it again while the reliable layer streams 20000 messages: each delivered exactly once and in order; status and ctl manage the new switch"
 	"mr-cache|$C2|lazy deregistration: transfers from an already registered buffer are MR cache hits with no registration call (mr_cache counters)"
 	"ip-tcp|$C2|IP over Weft: iperf3 TCP node0 -> node1 for 10 s without error; 256 MiB through a TCP socket with equal sha256"
 	"ip-lossy|$C2|IP over Weft: 4 MiB over TCP through 2% loss on the switch, byte-exact (TCP retransmits)"
@@ -61,6 +62,7 @@ SCENARIOS=(
 	"modload|$C2|weft.ko loaded and unloaded 20 times on node1: no leak in the driver counters (weft-test-modload)"
 	"reboot-streaming|$CF|node1 rebooted while node0 streams to it; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
 	"recovery-streaming|$CF|adapter recovery on node0 while node1 streams to it; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
+	"fatal-streaming|$CF|adapter-internal fatal error injected on node1 (DEBUG_INJECT) while node0 streams to it: weft.ko recovers by itself; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
 	"ip-reach|$C4|IP over Weft, 4 nodes: every node pings every other over IPv4 and IPv6, ARP resolves, ping -f loses nothing"
 	"ip-bcast|$C4|IP over Weft: a 16 KiB UDP broadcast from node0 reaches every other node intact; the capture shows FIFO packets with rewritten IP fragment fields"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
@@ -507,6 +509,77 @@ sc_reliable_messages() {
 	return $r
 }
 
+# ---- the switch as a fault (issue 16) ---------------------------------------------
+# switch_pid CLUSTER: the switch pid that `weft-cluster status` reports.
+switch_pid() {
+	"$WC" --name "$1" status 2>/dev/null | sed -n 's/^weft-switch: pid \([0-9]*\),.*/\1/p'
+}
+
+# node0's rx_frames in the switch's counters (empty if unreadable).
+switch_rx0() {
+	"$WC" --name "$1" faults --json counters 2>/dev/null |
+		python3 -c 'import json,sys; print(sum(p["rx_frames"] for p in json.load(sys.stdin)["ports"] if p["node"] == 0))' 2>/dev/null
+}
+
+# The switch is killed and started again mid-stream (weft-cluster switch
+# restart); the adapters reconnect by themselves and the reliable layer
+# retransmits what the dead switch held.
+sc_switch_restart() {
+	local c=$1 job=4106 n=20000 pid0 pid1 rx=0 rx0 i
+	need "$c" 0 weft-rdma-check || return 1
+	need "$c" 1 weft-rdma-check || return 1
+	pid0=$(switch_pid "$c")
+	[[ $pid0 =~ ^[0-9]+$ ]] || fail "weft-cluster status shows no running switch" || return 1
+	rx0=$(switch_rx0 "$c")
+	[[ $rx0 =~ ^[0-9]+$ ]] || fail "cannot read the switch's counters" || return 1
+	server "$c" 1 sr-srv "$job" "weft-rdma-check --server --job $job" || return 1
+	GX_TIMEOUT=900 bg "$c" 0 sr-cli "weft-rdma-check --client --peer 1 --peer-window $SW --job $job --messages $n --json"
+	# Restart once node0 has sent 2000 frames of this stream.
+	for i in $(seq 600); do
+		rx=$(( $(switch_rx0 "$c" || echo 0) - rx0 ))
+		[ "$rx" -ge 2000 ] && break
+		bgdone sr-cli && break
+		sleep 0.2
+	done
+	if bgdone sr-cli || [ "$rx" -lt 2000 ]; then
+		bgwait sr-cli
+		fail "the stream did not get going before the restart (node0 frames of this stream at the switch: $rx; client: $(tail -n 3 <<<"$OUT"))"
+		return 1
+	fi
+	OUT=$("$WC" --name "$c" switch restart 2>&1) || fail "weft-cluster switch restart: $OUT" || return 1
+	pid1=$(switch_pid "$c")
+	{ [[ $pid1 =~ ^[0-9]+$ ]] && [ "$pid1" != "$pid0" ] && kill -0 "$pid1" 2>/dev/null && ! kill -0 "$pid0" 2>/dev/null; } ||
+		fail "after the restart status shows switch pid '${pid1:-none}' (old $pid0)" || return 1
+	checked "weft-cluster switch restart killed weft-switch pid $pid0 mid-stream ($rx frames of the stream from node0 had passed it) and started pid $pid1, which status reports"
+	for i in $(seq 150); do
+		OUT=$("$WC" --name "$c" faults nodes 2>&1)
+		grep -q 'node 0 attached' <<<"$OUT" && grep -q 'node 1 attached' <<<"$OUT" && break
+		sleep 0.2
+	done
+	grep -q 'node 0 attached' <<<"$OUT" && grep -q 'node 1 attached' <<<"$OUT" ||
+		fail "the adapters did not reconnect to the new switch: $OUT" || return 1
+	checked "both adapters reconnected to the new switch with their tokens (ctl nodes: $(tr '\n' ';' <<<"$OUT"))"
+	bgwait sr-cli
+	local crc=$RC cout=$OUT
+	bgwait sr-srv
+	local src=$RC sout=$OUT
+	OUT=$cout
+	local result delivered failures dups retries secs
+	result=$(json result) delivered=$(json delivered) failures=$(json failures)
+	dups=$(json duplicates) retries=$(json retries) secs=$(json seconds)
+	rx=$(switch_rx0 "$c")
+	say "figures: messages $n, delivered ${delivered:-?}, out of order or repeated ${failures:-?}, retries ${retries:-?}, duplicates dropped ${dups:-?}, ${secs:-?} s; frames from node0 through the new switch ${rx:-?}"
+	if [ "$crc" != 0 ] || [ "$result" != pass ] || [ "$delivered" != "$n" ] || [ "$failures" != 0 ]; then
+		tail -n 10 <<<"$cout" | sed 's/^/  | client: /'
+		tail -n 5 <<<"$sout" | sed 's/^/  | server: /'
+		fail "reliable layer across the switch restart: client exit $crc, result ${result:-none}, delivered ${delivered:-none} of $n, failures ${failures:-?}"
+		return 1
+	fi
+	[ "$src" = 0 ] || { tail -n 5 <<<"$sout" | sed 's/^/  | server: /'; fail "weft-rdma-check server on node1 exited $src"; return 1; }
+	[ "${rx:-0}" -gt 0 ] || fail "the new switch forwarded no frame from node0 (${rx:-unreadable})" || return 1
+	checked "\"result\":\"pass\", \"delivered\":$n across the restart, each message exactly once and in order (sequence-checked by the server), $rx frames from node0 through the new switch"
+}
+
 # Lazy deregistration: weft-rdma-check moves every transfer through the
 # MR cache; its two local buffers are registered once, and every later
 # transfer from the same buffer is a cache hit with no registration call.
@@ -560,7 +633,7 @@ replayed_to() { # replayed_to CLUSTER NODE: frames the switch replayed to NODE
 # switch, weft-info and driver counters must agree.
 failover() {
 	local c=$1 ev=$2 s t job=4200 mark i rc0 before_tx now_tx
-	if [ "$ev" = reboot ]; then s=0 t=1; else s=1 t=0; fi
+	if [ "$ev" = recover ]; then s=1 t=0; else s=0 t=1; fi
 	for i in $s $t; do need "$c" "$i" weft-bw weft-rdma-check || return 1; done
 	local args="--mode both --min-size 64K --max-size 4M --depth 8 --iters 20000"
 	counters "$c" "$s" || return 1
@@ -605,6 +678,25 @@ failover() {
 		[ "$RC" = 0 ] && [ "$(head -n1 <<<"$OUT")" != "$boot0" ] && grep -qx loaded <<<"$OUT" ||
 			fail "node$t after reboot: $OUT" || return 1
 		checked "node$t rebooted (new boot id), weft.ko loaded again with new keys"
+	elif [ "$ev" = fatal ]; then
+		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
+		rc0=$OUT
+		gx "$c" "$t" 'echo 1 > /sys/kernel/debug/weft/weft0/inject_fatal'
+		[ "$RC" = 0 ] || fail "node$t: fatal error injection failed: $OUT" || return 1
+		# Nobody asks for a recovery: the adapter's interrupt makes
+		# weft.ko recover by itself.
+		for i in $(seq 60); do
+			gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
+			[ "$OUT" = $((rc0 + 1)) ] && break
+			sleep 0.5
+		done
+		gx "$c" "$s" 'killall -KILL weft-bw'
+		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count; dmesg | grep -c "adapter recovery: device error"'
+		[ "$(sed -n 1p <<<"$OUT")" = $((rc0 + 1)) ] ||
+			fail "node$t: recovery count $rc0 -> $(sed -n 1p <<<"$OUT") 30 s after the injected fatal error, expected $((rc0 + 1))" || return 1
+		[ "$(sed -n '$p' <<<"$OUT")" -ge 1 ] 2>/dev/null ||
+			fail "node$t: the kernel log shows no recovery for a device error" || return 1
+		checked "node$t: injected adapter fatal error, weft.ko recovered by itself (device error), recovery count $rc0 -> $((rc0 + 1)); node$s's stream stopped just after"
 	else
 		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
 		rc0=$OUT
@@ -775,7 +867,7 @@ PY
 		return 1
 	fi
 	checked "stale frames accepted 0; replayed frames = the adapters' DROP_* deltas + stale completions the ULP dropped; per node, frames the switch delivered = RX_PACKETS + DROP_* deltas; weft-info = debugfs counters; driver resources back to 0"
-	if [ "$ev" = recover ]; then
+	if [ "$ev" != reboot ]; then
 		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
 		local rcnow=$OUT
 		local drec dcnt_rec
@@ -808,6 +900,7 @@ for k, v in json.load(sys.stdin).get("counters", {}).items(): print(k, v)' >"$TM
 }
 
 sc_recovery_streaming() { failover "$1" recover; }
+sc_fatal_streaming() { failover "$1" fatal; }
 sc_reboot_streaming() { failover "$1" reboot; }
 
 # ---- four nodes --------------------------------------------------------------------

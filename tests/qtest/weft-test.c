@@ -63,6 +63,7 @@ typedef struct WeftNode {
     char *log;
     char *sock;
     int listen_fd;          /* the test's switch socket for this node */
+    const char *token;      /* hex token the HELLO must carry, or NULL */
     int conn_fd;            /* the device's connection, or -1 */
     uint64_t send_fifo[TEST_WINDOWS];
     uint64_t recv_fifo[TEST_WINDOWS];
@@ -283,12 +284,26 @@ static void sw_handshake(WeftNode *n, uint16_t status)
 
     n->conn_fd = sw_accept(n);
     len = sw_read_frame(n->conn_fd, pkt, "the device's HELLO");
-    g_assert_cmpuint(len, ==, WEFT_WIRE_HDR_SIZE);
     memcpy(&h, pkt, sizeof(h));
     g_assert_cmpuint(h.version, ==, WEFT_WIRE_VERSION);
     g_assert_cmpuint(h.type, ==, WEFT_PKT_HELLO);
     g_assert_cmpuint(le16_to_cpu(h.src_node), ==, n->node);
     g_assert_cmphex(le32_to_cpu(h.key), ==, WEFT_WIRE_HELLO_MAGIC);
+    if (n->token) {
+        /* The token from the secret object, as raw bytes. */
+        size_t i;
+
+        g_assert_cmpuint(len, ==, WEFT_WIRE_HDR_SIZE + WEFT_WIRE_TOKEN_SIZE);
+        g_assert_cmpuint(le32_to_cpu(h.length), ==, WEFT_WIRE_TOKEN_SIZE);
+        for (i = 0; i < WEFT_WIRE_TOKEN_SIZE; i++) {
+            unsigned int byte;
+
+            g_assert_cmpint(sscanf(n->token + 2 * i, "%2x", &byte), ==, 1);
+            g_assert_cmphex(pkt[WEFT_WIRE_HDR_SIZE + i], ==, byte);
+        }
+    } else {
+        g_assert_cmpuint(len, ==, WEFT_WIRE_HDR_SIZE);
+    }
 
     memset(&h, 0, sizeof(h));
     h.version = WEFT_WIRE_VERSION;
@@ -324,13 +339,22 @@ typedef enum SwitchMode {
     SW_LATE,        /* chardev to a socket nobody listens on yet */
 } SwitchMode;
 
-/* Starts QEMU with a weft device linked as mode says. */
-static WeftNode *node_start(unsigned int node, SwitchMode mode)
+/*
+ * Starts QEMU with a weft device linked as mode says; with a token, the
+ * device gets it through a secret object and token-secret.
+ */
+static WeftNode *node_start_token(unsigned int node, SwitchMode mode,
+                                  const char *token)
 {
     WeftNode *n = g_new0(WeftNode, 1);
     g_autofree char *chr = NULL;
+    g_autofree char *obj = NULL;
 
     n->node = node;
+    n->token = token;
+    if (token) {
+        obj = g_strdup_printf("-object secret,id=weft-token,data=%s", token);
+    }
     n->conn_fd = -1;
     n->listen_fd = -1;
     n->log = g_strdup_printf("%s/qemu-node%u.log", tmpdir, node);
@@ -346,12 +370,13 @@ static WeftNode *node_start(unsigned int node, SwitchMode mode)
     }
     n->qts = qtest_initf("-machine pc -nodefaults "
                          "-d guest_errors,invalid_mem -D %s "
-                         "-trace weft_dma_write -trace 'weft_link_*' %s "
+                         "-trace weft_dma_write -trace 'weft_link_*' %s %s "
                          "-device weft,node-id=%u,windows=%u,rcxts=%u,"
-                         "handlers=%u%s",
-                         n->log, chr ? chr : "", node, TEST_WINDOWS,
-                         TEST_RCXTS, TEST_HANDLERS,
-                         mode != SW_NONE ? ",chardev=sw" : "");
+                         "handlers=%u%s%s",
+                         n->log, chr ? chr : "", obj ? obj : "", node,
+                         TEST_WINDOWS, TEST_RCXTS, TEST_HANDLERS,
+                         mode != SW_NONE ? ",chardev=sw" : "",
+                         token ? ",token-secret=weft-token" : "");
     pc_alloc_init(&n->alloc, n->qts, ALLOC_NO_FLAGS);
     n->bus = qpci_new_pc(n->qts, &n->alloc);
     qpci_device_foreach(n->bus, WEFT_PCI_VENDOR_ID, WEFT_PCI_DEVICE_ID,
@@ -364,6 +389,11 @@ static WeftNode *node_start(unsigned int node, SwitchMode mode)
         wait_link(n, true);
     }
     return n;
+}
+
+static WeftNode *node_start(unsigned int node, SwitchMode mode)
+{
+    return node_start_token(node, mode, NULL);
 }
 
 static void node_stop(WeftNode *n)
@@ -785,6 +815,46 @@ static void test_fifo_loopback(void)
     node_stop(n);
 }
 
+/*
+ * Device-initiated recovery (docs/hw-spec.md 9.1): DEBUG_INJECT FATAL
+ * sets STATUS.FATAL, posts ADAPTER_FATAL with an interrupt, discards
+ * doorbells; RECOVER clears it and bumps the recovery count.
+ */
+static void test_fatal_inject(void)
+{
+    WeftNode *n = node_start(9, SW_NONE);
+    uint64_t errors = counter(n, WEFT_CNT_GUEST_ERRORS);
+    unsigned int h;
+    bool pending = false;
+
+    setup_interrupts(n);
+    open_window(n, 0, 0);
+    reg_write(n, WEFT_REG_DEBUG_INJECT, 0x1234);
+    g_assert_cmphex(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_FATAL, ==, 0);
+    g_assert_cmpuint(counter(n, WEFT_CNT_GUEST_ERRORS), ==, errors + 1);
+
+    reg_write(n, WEFT_REG_DEBUG_INJECT, WEFT_INJECT_FATAL);
+    g_assert_cmphex(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_FATAL, ==,
+                    WEFT_STATUS_FATAL);
+    g_assert_true(find_event(n, WEFT_EV_ADAPTER_FATAL, 0xffff));
+    g_assert_cmphex(reg_read(n, WEFT_REG_INT_PENDING), !=, 0);
+    for (h = 0; h < TEST_HANDLERS; h++) {
+        pending |= qpci_msix_pending(n->dev, h);
+    }
+    g_assert_true(pending);
+
+    db_write(n, 0, WEFT_DB_START_TRANSMIT, 1);
+    g_assert_cmpuint(db_read(n, 0, WEFT_DB_SEND_READY), ==, 0);
+    g_assert_cmpuint(counter(n, WEFT_CNT_DROP(WEFT_R_ADAPTER_FATAL)), ==, 1);
+
+    reg_write(n, WEFT_REG_RECOVER, WEFT_RECOVER_MAGIC);
+    g_assert_cmphex(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_FATAL, ==, 0);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_RECOVERY_COUNT), ==, 1);
+    g_assert_cmpuint(db_read(n, 0, WEFT_DB_STATE), ==, WEFT_WIN_INVALID);
+    assert_alive(n);
+    node_stop(n);
+}
+
 typedef struct MsiWait {
     WeftNode *node;
     uint64_t addr;
@@ -1087,7 +1157,7 @@ static void test_migration_blocked(void)
 static void test_properties(void)
 {
     static const char *const want[] = {
-        "node-id", "windows", "rcxts", "handlers", "chardev",
+        "node-id", "windows", "rcxts", "handlers", "chardev", "token-secret",
     };
     WeftNode *n = node_start(22, SW_NONE);
     QDict *rsp = qtest_qmp(n->qts, "{ 'execute': 'device-list-properties', "
@@ -1389,6 +1459,24 @@ static void test_link_reconnect(void)
     node_stop(n);
 }
 
+/*
+ * token-secret: the HELLO carries the node's token (checked in
+ * sw_handshake), also after a reconnect, and the link comes up.
+ */
+static void test_link_token(void)
+{
+    static const char token[] =
+        "00112233445566778899aabbccddeeff0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+    WeftNode *n = node_start_token(7, SW_UP, token);
+
+    close(n->conn_fd);
+    n->conn_fd = -1;
+    wait_link(n, false);
+    sw_handshake(n, WEFT_SW_OK);
+    wait_link(n, true);
+    node_stop(n);
+}
+
 /* ---- misuse -------------------------------------------------------------- */
 
 static void test_misuse(void)
@@ -1504,10 +1592,12 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/link/reconnect", test_link_reconnect);
     qtest_add_func("/weft/link/late-switch", test_link_late_switch);
     qtest_add_func("/weft/link/garbage", test_link_garbage);
+    qtest_add_func("/weft/link/token", test_link_token);
     qtest_add_func("/weft/misuse", test_misuse);
     qtest_add_func("/weft/migration-blocked", test_migration_blocked);
     qtest_add_func("/weft/hotplug", test_hotplug);
     qtest_add_func("/weft/properties", test_properties);
+    qtest_add_func("/weft/fatal-inject", test_fatal_inject);
 
     r = g_test_run();
     rmdir(tmpdir);

@@ -297,6 +297,17 @@ void h_put_rdma(struct h_node *n, unsigned int w, uint8_t type, uint16_t dest,
 	next_frame(n, w, type, dest, dwin, 0xdeadbeef)->rdma = *q;
 }
 
+void h_put_put(struct h_node *n, unsigned int w, uint16_t dest, uint16_t dwin,
+	       const struct weft_rdma_req *q, const void *payload, uint16_t len)
+{
+	struct weft_send_line *s = next_frame(n, w, WEFT_SF_PUT, dest, dwin, 0xdeadbeef);
+
+	s->rdma = *q;
+	s->hdr.length = len;
+	memcpy((uint8_t *)s + WEFT_FRAME_HDR_SIZE, payload,
+	       len > WEFT_MAX_PAYLOAD ? WEFT_MAX_PAYLOAD : len);
+}
+
 void h_start(struct h_node *n, unsigned int w, uint32_t frames)
 {
 	h_db_w(n, w, WEFT_DB_START_TRANSMIT, frames);

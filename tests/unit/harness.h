@@ -90,6 +90,9 @@ void h_put_fifo(struct h_node *n, unsigned int w, uint16_t dest, uint16_t dwin,
 		const void *payload, uint16_t len, uint32_t forged_key);
 void h_put_rdma(struct h_node *n, unsigned int w, uint8_t type, uint16_t dest,
 		uint16_t dwin, const struct weft_rdma_req *q);
+/* A half-RDMA PUT frame: q plus len payload bytes (hw-spec 5.3). */
+void h_put_put(struct h_node *n, unsigned int w, uint16_t dest, uint16_t dwin,
+	       const struct weft_rdma_req *q, const void *payload, uint16_t len);
 void h_start(struct h_node *n, unsigned int w, uint32_t frames);
 /* Header line of send frame idx. */
 void h_send_line(struct h_node *n, unsigned int w, uint32_t idx, struct weft_send_line *s);
