@@ -91,6 +91,7 @@ enum weft_win_state {
 };
 
 struct weft_ctx;
+struct weft_net;
 
 struct weft_window {
 	struct weft_dev *wdev;
@@ -182,6 +183,8 @@ struct weft_dev {
 	u64 evq_stale;
 	struct work_struct recover_work;
 
+	struct weft_net *net;		/* the weftN interface (weft_net.c) */
+
 	/* debugfs */
 	struct dentry *dbg;
 	u32 dbg_rcxt_first, dbg_rcxt_count;
@@ -231,6 +234,13 @@ int weft_job_slot(struct weft_ctx *ctx, u32 job_id);
 int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *arg);
 int weft_dereg_mr(struct weft_ctx *ctx, u32 handle);
 void weft_mr_release_all(struct weft_ctx *ctx, bool stale);
+
+/* weft_net.c */
+int weft_net_add(struct weft_dev *wdev);
+void weft_net_del(struct weft_dev *wdev);
+bool weft_net_event(struct weft_dev *wdev, const struct weft_event *ev);
+void weft_net_recover_begin(struct weft_dev *wdev);
+void weft_net_recover_end(struct weft_dev *wdev);
 
 /* weft_debugfs.c */
 void weft_debugfs_init(void);

@@ -132,6 +132,8 @@ static void weft_dispatch(struct weft_dev *wdev, const struct weft_event *ev)
 
 	dev_dbg(&wdev->pdev->dev, "event seq %u type %u win %u rcxt %u reason %u info 0x%llx\n",
 		ev->seq, ev->type, ev->window, ev->rcxt, ev->reason, ev->info);
+	if (weft_net_event(wdev, ev))
+		return;
 	switch (ev->type) {
 	case WEFT_EV_RECV_THRESHOLD:
 		type = WEFT_UEV_RECV;
@@ -295,6 +297,7 @@ int weft_recover(struct weft_dev *wdev, const char *why)
 	}
 	dev_warn(&wdev->pdev->dev, "adapter recovery: %s\n", why);
 	wdev->recovering = true;
+	weft_net_recover_begin(wdev);
 	/*
 	 * The adapter forgets every window and rCxt.  User mappings stay:
 	 * the doorbell page of an invalid window is discarded by the adapter
@@ -332,6 +335,7 @@ int weft_recover(struct weft_dev *wdev, const char *why)
 	list_for_each_entry_safe(win, tmp, &wdev->zombies, node)
 		weft_window_free(win);
 	weft_hw_setup(wdev);
+	weft_net_recover_end(wdev);
 	list_for_each_entry(ctx, &wdev->ctxs, node)
 		weft_ctx_event(ctx, WEFT_UEV_RECOVERY, ~0u, WEFT_RCXT_NONE,
 			       WEFT_R_RESET, cnt);
@@ -574,9 +578,12 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_slots;
 	weft_hw_setup(wdev);
 	pci_set_drvdata(pdev, wdev);
-	ret = weft_chr_add(wdev);
+	ret = weft_net_add(wdev);
 	if (ret)
 		goto err_irqs;
+	ret = weft_chr_add(wdev);
+	if (ret)
+		goto err_net;
 	weft_debugfs_add(wdev);
 	atomic_inc(&weft_res.devices);
 	dev_info(&pdev->dev, "weft%d: node %u, %u windows, %u rCxts, %u handlers, recovery count %u\n",
@@ -584,6 +591,8 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 wdev->nr_handlers, wdev->recovery_count);
 	return 0;
 
+err_net:
+	weft_net_del(wdev);
 err_irqs:
 	pci_set_drvdata(pdev, NULL);
 	weft_wr(wdev, WEFT_REG_RESET, WEFT_RESET_MAGIC);
@@ -615,6 +624,7 @@ static void weft_remove(struct pci_dev *pdev)
 	struct weft_window *win, *tmp;
 	struct weft_ctx *ctx;
 
+	weft_net_del(wdev);
 	weft_chr_del(wdev);
 	weft_debugfs_del(wdev);
 	mutex_lock(&wdev->lock);

@@ -49,6 +49,11 @@ SCENARIOS=(
 	"reliable-messages|$C2|reliable layer: 10000 messages through a fabric with 5% loss and reordering, each delivered exactly once and in order (weft-rdma-check --messages)"
 	"switch-restart|$C2|weft-cluster switch restart kills the switch and starts it again while the reliable layer streams 20000 messages: each delivered exactly once and in order; status and ctl manage the new switch"
 	"mr-cache|$C2|lazy deregistration: transfers from an already registered buffer are MR cache hits with no registration call (mr_cache counters)"
+	"ip-tcp|$C2|IP over Weft: iperf3 TCP node0 -> node1 for 10 s without error; 256 MiB through a TCP socket with equal sha256"
+	"ip-lossy|$C2|IP over Weft: 4 MiB over TCP through 2% loss on the switch, byte-exact (TCP retransmits)"
+	"ip-reboot|$C2|IP over Weft: node1 rebooted while node0 pings it: pings resume by themselves; replayed pre-reboot frames dropped by the epoch checks"
+	"ip-recovery|$C2|IP over Weft: node1's adapter recovered while node0 pings it: pings resume by themselves; replayed pre-recovery frames dropped by the epoch checks"
+	"ip-unload|$C2|IP over Weft: weft.ko unloaded and reloaded 5 times on node1 with weft0 up under ping -f: no oops, no hang, no memory lost"
 	"ioctl-errors|$C2|every ioctl with good and bad arguments; another process's window cannot be mapped or used (weft-test-ioctl, weft-test-isolation)"
 	"process-death|$C2|a process killed mid-transfer releases its windows, rCxts, registrations and pinned pages (weft-test-kill)"
 	"close-inflight|$C2|Close Window with traffic in flight waits for Snapshot View to clear and returns (weft-test-close)"
@@ -60,6 +65,8 @@ SCENARIOS=(
 	"reboot-streaming|$CF|node1 rebooted while node0 streams to it; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
 	"recovery-streaming|$CF|adapter recovery on node0 while node1 streams to it; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
 	"fatal-streaming|$CF|adapter-internal fatal error injected on node1 (DEBUG_INJECT) while node0 streams to it: weft.ko recovers by itself; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
+	"ip-reach|$C4|IP over Weft, 4 nodes: every node pings every other over IPv4 and IPv6, ARP resolves, ping -f loses nothing"
+	"ip-bcast|$C4|IP over Weft: a 16 KiB UDP broadcast from node0 reaches every other node intact; the capture shows FIFO packets with rewritten IP fragment fields"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
 )
 
@@ -981,6 +988,10 @@ sc_all_to_all() {
 	checked "all 12 ordered pairs: RDMA write+read 1 B..256 KiB byte-exact, all at the same time"
 	for i in 0 1 2 3; do no_oops "$c" "$i" || return 1; done
 }
+
+# IP over Weft (sc_ip_*).
+# shellcheck source=tests/cluster/net.sh
+source "$WEFT_ROOT/tests/cluster/net.sh"
 
 # ---- main ----------------------------------------------------------------------------
 want=()
