@@ -1867,6 +1867,7 @@ int main(int argc, char **argv)
 
     qtest_add_func("/weft/identity", test_identity);
     qtest_add_func("/weft/key-epoch", test_key_epoch);
+    qtest_add_func("/weft/fatal-inject", test_fatal_inject);
     qtest_add_func("/weft/open-window", test_open_window);
     qtest_add_func("/weft/fifo/loopback", test_fifo_loopback);
     qtest_add_func("/weft/fifo/two-nodes", test_fifo_two_nodes);

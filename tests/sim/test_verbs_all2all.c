@@ -19,6 +19,7 @@ int main(void)
 	static struct wsv_qp q[NODES][NODES];
 	struct weft_vcqe e[NODES];
 	unsigned int i, j, got;
+	t_begin("16-node all-to-all RC writes");
 
 	for (i = 0; i < NODES; i++)
 		vt_node(s, i, 2u * NODES * SLOT, 8, &n[i]);
@@ -51,8 +52,8 @@ int main(void)
 			if (i != j)
 				VCHECK(!memcmp(n[j].mem + i * SLOT, n[i].mem + (NODES + j) * SLOT, SLOT),
 				       "slot of %u at %u differs", i, j);
-	printf("checked: 16 nodes, 240 RC writes of 96 KiB, byte-exact, one CQE each "
-	       "(%llu retransmissions)\n", (unsigned long long)vt_cnt(s, 0, WEFT_CNT_V_RETRANSMITS));
+	t_checked("16 nodes, 240 RC writes of 96 KiB, byte-exact, one CQE each "
+	       "(%llu retransmissions)", (unsigned long long)vt_cnt(s, 0, WEFT_CNT_V_RETRANSMITS));
 	weft_sim_free(s);
-	return 0;
+	return t_done();
 }

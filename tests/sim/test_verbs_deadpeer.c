@@ -17,6 +17,7 @@ int main(void)
 	struct wsv_qp qa, qb;
 	struct weft_vcqe e[8];
 	unsigned int n, i;
+	t_begin("a silent peer ends in retry-exceeded and flushes");
 
 	vt_node(s, 0, 1u << 20, 8, &a);
 	vt_node(s, 1, 1u << 20, 8, &b);
@@ -42,9 +43,9 @@ int main(void)
 	VCHECK(vt_cnt(s, 0, WEFT_CNT_V_TIMEOUTS) == 4, "timeouts %llu, want retry_cnt + 1",
 	       (unsigned long long)vt_cnt(s, 0, WEFT_CNT_V_TIMEOUTS));
 	VCHECK(weft_sim_run_idle(s, 1000000), "the sim did not go idle");
-	printf("checked: silent peer: %llu timeouts, RETRY_EXC_ERR, 3 flushes, QP in ERR, idle at "
-	       "%.3f ms\n", (unsigned long long)vt_cnt(s, 0, WEFT_CNT_V_TIMEOUTS),
+	t_checked("silent peer: %llu timeouts, RETRY_EXC_ERR, 3 flushes, QP in ERR, idle at "
+	       "%.3f ms", (unsigned long long)vt_cnt(s, 0, WEFT_CNT_V_TIMEOUTS),
 	       weft_sim_now(s) / 1e6);
 	weft_sim_free(s);
-	return 0;
+	return t_done();
 }

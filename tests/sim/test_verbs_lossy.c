@@ -25,6 +25,7 @@ int main(void)
 	struct weft_vcqe e[8];
 	uint64_t wr = 1, atom_a = 3 * REGION, atom_b = 3 * REGION, old = 0x1000;
 	unsigned int i, k;
+	t_begin("RC over 10%% loss and reordering, 1 B to 16 MiB, every operation");
 
 	vt_node(s, 0, 3 * REGION + 4096, 12, &a);
 	vt_node(s, 1, 3 * REGION + 4096, 12, &b);
@@ -98,20 +99,20 @@ int main(void)
 		memcpy(&v, b.mem + atom_b, 8);
 		VCHECK(v == old, "remote word %llu, want %llu", (unsigned long long)v,
 		       (unsigned long long)old);
-		printf("checked: size %llu: send, write, write+imm, read, CAS, FAA byte-exact, "
-		       "8 CQEs in order\n", (unsigned long long)n);
+		t_checked("size %llu: send, write, write+imm, read, CAS, FAA byte-exact, "
+		       "8 CQEs in order", (unsigned long long)n);
 	}
 	VCHECK(vt_cnt(s, 0, WEFT_CNT_V_RETRANSMITS) + vt_cnt(s, 1, WEFT_CNT_V_RETRANSMITS) > 0,
 	       "no retransmission counted");
 	VCHECK(vt_cnt(s, 1, WEFT_CNT_V_NAKS_TX) > 0 && vt_cnt(s, 0, WEFT_CNT_V_TIMEOUTS) > 0,
 	       "no NAK or timeout counted");
-	printf("checked: retransmitted %llu packets, %llu NAKs, %llu timeouts, %llu placed ahead,"
-	       " %llu duplicate reads served\n",
+	t_checked("retransmitted %llu packets, %llu NAKs, %llu timeouts, %llu placed ahead,"
+	       " %llu duplicate reads served",
 	       (unsigned long long)vt_cnt(s, 0, WEFT_CNT_V_RETRANSMITS),
 	       (unsigned long long)vt_cnt(s, 1, WEFT_CNT_V_NAKS_TX),
 	       (unsigned long long)vt_cnt(s, 0, WEFT_CNT_V_TIMEOUTS),
 	       (unsigned long long)vt_cnt(s, 1, WEFT_CNT_V_OOO_PLACED),
 	       (unsigned long long)vt_cnt(s, 1, WEFT_CNT_V_DUP_READS));
 	weft_sim_free(s);
-	return 0;
+	return t_done();
 }

@@ -39,7 +39,7 @@ static void fresh(struct ctx *x)
 
 static void done(struct ctx *x, const char *what)
 {
-	printf("checked: %s\n", what);
+	t_checked("%s", what);
 	weft_sim_free(x->s);
 }
 
@@ -904,14 +904,14 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
 		if (argc < 2 || !strcmp(argv[1], rules[i].name)) {
+			t_begin("rule %s", rules[i].name);
 			rules[i].fn();
 			if (argc >= 2)
-				return 0;
+				return t_done();
 		}
 	}
 	if (argc >= 2) {
-		fprintf(stderr, "unknown rule %s\n", argv[1]);
-		return 2;
+		t_bail("unknown rule %s", argv[1]);
 	}
-	return 0;
+	return t_done();
 }

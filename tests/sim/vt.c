@@ -84,7 +84,7 @@ void vt_cqe(struct vt_node *n, struct weft_vcqe *e, uint64_t deadline_ns)
 
 void vt_no_cqe(struct vt_node *n, uint64_t ns)
 {
-	struct weft_vcqe e;
+	struct weft_vcqe e = { 0 };
 
 	VCHECK(wsv_wait(n->s, &n->cq, &e, 1, ns) == 0,
 	       "node %u: unexpected CQE wr_id %llu status %u", n->id,

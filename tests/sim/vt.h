@@ -8,17 +8,12 @@
 #include <string.h>
 
 #include "weft/names.h"
+#include "weft_test.h"
 #include "weft_sim_verbs.h"
 
-#define VCHECK(cond, ...)                                                  \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                      \
-			fputc('\n', stderr);                               \
-			exit(1);                                           \
-		}                                                          \
-	} while (0)
+/* A check that ends the test (weft_test.h REQUIRE): the verbs tests stop
+ * at the first broken rule. */
+#define VCHECK(cond, ...) REQUIRE(cond, __VA_ARGS__)
 
 #define VT_PD           1u
 #define VT_CQ           1u
