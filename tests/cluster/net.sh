@@ -55,7 +55,9 @@ sc_ip_reach() {
 }
 
 sc_ip_bcast() {
-	local c=$1 i pcap=$TMP/ip-bcast.pcap res
+	# The switch writes captures only inside the cluster's own folder.
+	local c=$1 i pcap res
+	pcap=$(weft_run_dir)/$c/ip-bcast.pcap
 	for i in 0 1 2 3; do need "$c" "$i" weft-test-net || return 1; done
 	"$WC" --name "$c" faults capture start "$pcap" >/dev/null 2>&1 || fail "capture start failed" || return 1
 	for i in 1 2 3; do bg "$c" "$i" "bcast$i" "$NT udp-recv 5400 16384 21 60"; done
