@@ -59,6 +59,9 @@ SCENARIOS=(
 	"close-inflight|$C2|Close Window with traffic in flight waits for Snapshot View to clear and returns (weft-test-close)"
 	"window-fatal|$C2|window fatal errors are reported to the owning process (weft-test-fatal)"
 	"recovery|$C2|adapter recovery through sysfs and debugfs: count bumped, users told, old rCxts and registrations dead (weft-test-recovery)"
+	"events|$C2|adapter events reach the owning process through read() and poll(), in order, none lost, never another process's (weft-test-events)"
+	"stale-mappings|$C2|a process keeps touching its mapped window through recoveries: no signal, STATE not VALID, FIFOs keep their contents, every call on the old window ESTALE, close releases everything (weft-test-stale)"
+	"unbind|$C2|the PCI device unbound from weft.ko under an open fd: resources released, mappings gone (SIGBUS), every call fails, rebind works (weft-test-unbind)"
 	"modload|$C2|weft.ko loaded and unloaded 20 times on node1: no leak in the driver counters (weft-test-modload)"
 	"fork|$C2|a forked child that touches the parent's doorbell page or FIFOs gets SIGSEGV, the parent's traffic is unaffected, mappings never executable (weft-test-fork)"
 	"reboot-keys|$C2|node1 rebooted three times, the same buffer registered after each boot: three different PVO keys, each in the block of a new adapter key epoch (weft-test-mrkey)"
@@ -319,6 +322,12 @@ sc_close_inflight() { gtest "$1" 0 weft-test-close; }
 sc_window_fatal() { gtest "$1" 0 weft-test-fatal; }
 
 sc_recovery() { gtest "$1" 1 weft-test-recovery; }
+
+sc_events() { gtest "$1" 0 weft-test-events; }
+
+sc_stale_mappings() { gtest "$1" 1 weft-test-stale; }
+
+sc_unbind() { gtest "$1" 1 weft-test-unbind; }
 
 sc_modload() {
 	gtest "$1" 1 weft-test-modload "/lib/weft/weft.ko 20" || return 1
@@ -923,19 +932,36 @@ PY
 # fo_snap CLUSTER S T K: adapter counters (debugfs), weft-info's counters
 # and the driver's counters of nodes S and T, and the switch's per-port
 # counters, into $TMP/foK.*.
+# One consistent snapshot of both nodes' counters and the switch's.  The
+# nodes' weft0 interfaces send IPv6 and ARP frames of their own at any
+# time, so the switch is read before and after the nodes: a snapshot
+# counts only if no frame reached either node in between.
 fo_snap() {
-	local c=$1 s=$2 t=$3 k=$4 n
-	for n in $s $t; do
-		gx "$c" "$n" 'cat /sys/kernel/debug/weft/weft0/counters; echo ==; weft-info --json; echo ==; cat /sys/kernel/debug/weft/driver'
-		[ "$RC" = 0 ] || fail "node$n: cannot read the counters: $OUT" || return 1
-		awk '/^==$/ {p++; next} p == 0' <<<"$OUT" >"$TMP/fo$k.$n"
-		awk '/^==$/ {p++; next} p == 1' <<<"$OUT" | python3 -c '
+	local c=$1 s=$2 t=$3 k=$4 n try
+	for try in $(seq 20); do
+		"$WC" --name "$c" faults --json counters >"$TMP/fo$k.sw0" 2>&1 ||
+			fail "switch counters: $(cat "$TMP/fo$k.sw0")" || return 1
+		for n in $s $t; do
+			gx "$c" "$n" 'cat /sys/kernel/debug/weft/weft0/counters; echo ==; weft-info --json; echo ==; cat /sys/kernel/debug/weft/driver'
+			[ "$RC" = 0 ] || fail "node$n: cannot read the counters: $OUT" || return 1
+			awk '/^==$/ {p++; next} p == 0' <<<"$OUT" >"$TMP/fo$k.$n"
+			awk '/^==$/ {p++; next} p == 1' <<<"$OUT" | python3 -c '
 import json, sys
 for k, v in json.load(sys.stdin).get("counters", {}).items(): print(k, v)' >"$TMP/fo$k.$n.info" 2>/dev/null ||
-			fail "node$n: weft-info --json printed no counters" || return 1
-		awk '/^==$/ {p++; next} p == 2' <<<"$OUT" >"$TMP/fo$k.$n.drv"
+				fail "node$n: weft-info --json printed no counters" || return 1
+			awk '/^==$/ {p++; next} p == 2' <<<"$OUT" >"$TMP/fo$k.$n.drv"
+		done
+		"$WC" --name "$c" faults --json counters >"$TMP/fo$k.sw" 2>&1 ||
+			fail "switch counters: $(cat "$TMP/fo$k.sw")" || return 1
+		python3 - "$TMP/fo$k.sw0" "$TMP/fo$k.sw" "$s" "$t" <<'PY' && return 0
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+tx = lambda sw: [p["tx_frames"] for p in sw["ports"] if str(p["node"]) in sys.argv[3:]]
+sys.exit(tx(a) != tx(b))
+PY
+		sleep 0.3
 	done
-	"$WC" --name "$c" faults --json counters >"$TMP/fo$k.sw" 2>&1 || fail "switch counters: $(cat "$TMP/fo$k.sw")"
+	fail "the switch kept delivering frames to node$s or node$t during 20 snapshots"
 }
 
 sc_recovery_streaming() { failover "$1" recover; }

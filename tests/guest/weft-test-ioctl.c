@@ -23,19 +23,6 @@ static struct wt_res base;
 		}                                                                \
 	} while (0)
 
-static int child_touch(volatile uint64_t *p)
-{
-	pid_t pid = fork();
-	int st;
-
-	if (pid == 0) {
-		(void)p[WEFT_DB_STATE / 8];
-		_exit(0);
-	}
-	waitpid(pid, &st, 0);
-	return WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-}
-
 int main(void)
 {
 	int fd, fd2;
@@ -317,7 +304,7 @@ int main(void)
 	WT_BAD(fd2, WEFT_IOC_CLOSE_WINDOW, &cw, ENOENT, "CLOSE_WINDOW through another fd");
 	close(fd2);
 	WT_EXPECT_OK(fd, WEFT_IOC_CLOSE_WINDOW, &cw, "CLOSE_WINDOW");
-	WT_CHECK(child_touch(win.db) == SIGBUS,
+	WT_CHECK(wt_touch(win.db) == SIGBUS,
 		 "the doorbell mapping is gone after close (access -> SIGBUS)");
 	WT_BAD(fd, WEFT_IOC_CLOSE_WINDOW, &cw, ENOENT, "CLOSE_WINDOW twice");
 	r = r2;

@@ -12,19 +12,6 @@
 
 #define JOB	0xb1du
 
-static int touch(volatile uint8_t *p)
-{
-	pid_t pid = fork();
-	int st;
-
-	if (pid == 0) {
-		(void)*p;
-		_exit(0);
-	}
-	waitpid(pid, &st, 0);
-	return WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-}
-
 static int sysfs_write(const char *file, const char *bdf)
 {
 	char path[256];
@@ -57,7 +44,7 @@ int main(void)
 
 	wt_attach_open(fd, JOB, 4, &win, "");
 	wt_rcxt_mr(fd, JOB, &win, buf, sizeof(buf), &r, &m, "");
-	WT_CHECK(touch(win.recv) == 0, "receive FIFO readable before the unbind");
+	WT_CHECK(wt_touch(win.recv) == 0, "receive FIFO readable before the unbind");
 
 	ret = sysfs_write("unbind", bdf);
 	WT_CHECK(ret == 0, "unbind %s (%s)", bdf, ret ? strerror(-ret) : "ok");
@@ -66,9 +53,9 @@ int main(void)
 		 now.mrs == base.mrs && now.pages_pinned == base.pages_pinned &&
 		 now.devices == base.devices - 1,
 		 "window, rCxt, MR and pinned pages released while the fd is still open");
-	WT_CHECK(touch((volatile uint8_t *)win.db) == SIGBUS, "doorbell mapping gone (SIGBUS)");
-	WT_CHECK(touch(win.recv) == SIGBUS, "receive FIFO mapping gone (SIGBUS)");
-	WT_CHECK(touch(win.send) == SIGBUS, "send FIFO mapping gone (SIGBUS)");
+	WT_CHECK(wt_touch(win.db) == SIGBUS, "doorbell mapping gone (SIGBUS)");
+	WT_CHECK(wt_touch(win.recv) == SIGBUS, "receive FIFO mapping gone (SIGBUS)");
+	WT_CHECK(wt_touch(win.send) == SIGBUS, "send FIFO mapping gone (SIGBUS)");
 	memset(&q, 0, sizeof(q));
 	WT_EXPECT_ERR(fd, WEFT_IOC_QUERY, &q, ENODEV, "QUERY after removal");
 	WT_EXPECT_ERR(fd, WEFT_IOC_REG_MR, &m, ENODEV, "REG_MR after removal");

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,6 +41,35 @@
 #define WT_CHECK(cond, ...) OK(cond, __VA_ARGS__)
 #define wt_fatal t_bail
 #define wt_failures ((int)t_failures())
+
+/*
+ * Load one byte of a mapping in this process and return the signal the
+ * load raised (SIGBUS, SIGSEGV) or 0.  In-process, because the driver's
+ * mappings are VM_DONTCOPY: a forked child would not have them at all.
+ */
+static sigjmp_buf wt_touch_env;
+
+static inline void wt_touch_fault(int sig)
+{
+	siglongjmp(wt_touch_env, sig);
+}
+
+static inline int wt_touch(const volatile void *p)
+{
+	struct sigaction sa, old_bus, old_segv;
+	int sig;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = wt_touch_fault;
+	sigaction(SIGBUS, &sa, &old_bus);
+	sigaction(SIGSEGV, &sa, &old_segv);
+	sig = sigsetjmp(wt_touch_env, 1);
+	if (!sig)
+		(void)*(const volatile uint8_t *)p;
+	sigaction(SIGBUS, &old_bus, NULL);
+	sigaction(SIGSEGV, &old_segv, NULL);
+	return sig;
+}
 
 static inline int wt_done(const char *name)
 {
