@@ -136,6 +136,7 @@ struct weft_verbs {
 	struct vq_pd *pd;
 	struct vq_tpt *tpt;
 	uint64_t sw_bytes;
+	bool used;              /* a command ran since the tables were allocated */
 	uint64_t cmd_status;
 	/* QPs with transmit or flush work: a FIFO of qpns */
 	uint32_t work_head, work_tail;

@@ -98,16 +98,20 @@ void weft_verbs_free(struct weft_verbs *v)
 }
 
 /* Reset and adapter recovery destroy every verbs object.  The tables are
- * reallocated (zero pages) rather than cleared. */
+ * reallocated (zero pages) rather than cleared, and only if a command can
+ * have written them: a reset costs nothing for an engine never used. */
 void weft_verbs_reset(struct weft_core *c)
 {
 	struct weft_verbs *v = c->verbs;
 
-	tables_free(v);
-	if (!tables_alloc(v)) {
-		/* Out of host memory: leave an engine with no objects. */
+	if (v->used) {
 		tables_free(v);
-		v->nr_qp = v->nr_cq = v->nr_pd = v->nr_tpt = 0;
+		if (!tables_alloc(v)) {
+			/* Out of host memory: leave an engine with no objects. */
+			tables_free(v);
+			v->nr_qp = v->nr_cq = v->nr_pd = v->nr_tpt = 0;
+		}
+		v->used = false;
 	}
 	v->cmd_status = WEFT_CMD_OK;
 	if (c->ops.timer_arm)
@@ -724,6 +728,7 @@ static unsigned int run_cmd(struct weft_core *c, const struct weft_vcmd *k,
 {
 	struct vq_qp *qp;
 
+	c->verbs->used = true;
 	switch (k->op) {
 	case WEFT_VCMD_CREATE_PD: return cmd_pd(c, k, true, reason);
 	case WEFT_VCMD_DESTROY_PD: return cmd_pd(c, k, false, reason);
