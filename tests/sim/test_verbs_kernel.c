@@ -389,10 +389,7 @@ static void case_recovery_drops(void)
 	weft_sim_free(x.s);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct vt_case cases[] = {
 	{ "nvme-keys", case_nvme_keys },
 	{ "drain", case_drain },
 	{ "cq-overflow", case_cq_overflow },
@@ -402,17 +399,5 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	unsigned int i;
-
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (argc < 2 || !strcmp(argv[1], cases[i].name)) {
-			t_begin("kernel %s", cases[i].name);
-			cases[i].fn();
-			if (argc >= 2)
-				return t_done();
-		}
-	}
-	if (argc >= 2)
-		t_bail("unknown case %s", argv[1]);
-	return t_done();
+	return vt_main("kernel", cases, sizeof(cases) / sizeof(cases[0]), argc, argv);
 }

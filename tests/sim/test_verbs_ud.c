@@ -335,10 +335,7 @@ static void case_forged(void)
 	weft_sim_free(x.s);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct vt_case cases[] = {
 	{ "gid-table", case_gid_table },
 	{ "grh-ipv4", case_grh_ipv4 },
 	{ "grh-ipv6", case_grh_ipv6 },
@@ -348,17 +345,5 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	unsigned int i;
-
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (argc < 2 || !strcmp(argv[1], cases[i].name)) {
-			t_begin("ud %s", cases[i].name);
-			cases[i].fn();
-			if (argc >= 2)
-				return t_done();
-		}
-	}
-	if (argc >= 2)
-		t_bail("unknown case %s", argv[1]);
-	return t_done();
+	return vt_main("ud", cases, sizeof(cases) / sizeof(cases[0]), argc, argv);
 }
