@@ -1105,6 +1105,7 @@ static void act_vcmd(struct fz *f, struct fz_src *src)
 		WEFT_VCMD_MODIFY_QP, WEFT_VCMD_MODIFY_QP, WEFT_VCMD_DESTROY_QP,
 		WEFT_VCMD_ALLOC_STAG, WEFT_VCMD_REG_MR, WEFT_VCMD_REG_MR, WEFT_VCMD_DEREG_STAG,
 		WEFT_VCMD_QUERY_QP, WEFT_VCMD_QUERY_CQ, WEFT_VCMD_QUERY_TPT, WEFT_VCMD_QUERY_PD, 0, 99,
+		WEFT_VCMD_SET_GID, WEFT_VCMD_CLEAR_GID, WEFT_VCMD_QUERY_GID,
 	};
 	struct fz_node *n = &f->n[0];
 	struct weft_vcmd k;
@@ -1141,9 +1142,19 @@ static void act_vcmd(struct fz *f, struct fz_src *src)
 		k.u.mod.dest_qpn = (uint32_t)below(src, FZ_VQPS);
 		k.u.mod.timeout = (uint8_t)below(src, 20);
 		break;
+	case WEFT_VCMD_SET_GID:
+	case WEFT_VCMD_CLEAR_GID:
+		if (below(src, 2)) {
+			k.handle = (uint32_t)below(src, 3);
+			fz_gid(k.u.gid.gid, 0, (unsigned int)below(src, 2));
+			k.u.gid.type = (uint8_t)below(src, 4);
+			k.u.gid.port = (uint8_t)below(src, 3);
+		}
+		break;
 	case WEFT_VCMD_QUERY_QP:
 	case WEFT_VCMD_QUERY_CQ:
 	case WEFT_VCMD_QUERY_TPT:
+	case WEFT_VCMD_QUERY_GID:
 		k.u.query.addr = below(src, 2) ? n->vbuf + below(src, FZ_VBUF) : interesting(f, src);
 		break;
 	default:
@@ -1210,7 +1221,11 @@ static void act_vmisc(struct fz *f, struct fz_src *src)
 			unsigned int t = (unsigned int)below(src, 2);
 
 			fz_gid(a.sgid, 1, t);
-			fz_gid(a.dgid, 0, below(src, 8) ? t : 1 - t);
+			fz_gid(a.dgid, below(src, 8) ? 0 : 2, below(src, 8) ? t : 1 - t);
+			if (below(src, 2)) {    /* to the GSI, with its Q_Key */
+				h.dst_qpn = WEFT_VERBS_GSI_QPN;
+				h.qkey = WEFT_VERBS_GSI_QKEY;
+			}
 			memmove(data + sizeof(a), data, dlen);
 			memcpy(data, &a, sizeof(a));
 			dlen += (uint32_t)sizeof(a);
