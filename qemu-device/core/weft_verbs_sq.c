@@ -299,7 +299,8 @@ static int wqe_packet(struct weft_core *c, struct vq_qp *qp, uint32_t idx)
 			struct weft_vaddr addr;
 
 			why = vq_gid_addr(c, &w->h, &addr);
-			memcpy(data, &addr, sizeof(addr));
+			if (!why)
+				memcpy(data, &addr, sizeof(addr));
 		}
 		if (why) {
 			vq_sq_fail(c, qp, idx, why == WEFT_R_GID_INVALID || why == WEFT_R_GID_TYPE ?
