@@ -1766,6 +1766,24 @@ static uint64_t vbase(WeftNode *n)
     return ring;
 }
 
+/* Registers V_STAG: VA 0x10000, 8 KiB over the pages ATT[0] and ATT[1]. */
+static void vreg_mr(WeftNode *n, uint64_t page0, uint64_t page1)
+{
+    struct weft_vcmd k = { .op = WEFT_VCMD_REG_MR, .handle = V_STAG };
+    uint64_t att = alloc_zeroed(n, 16);
+
+    qtest_writeq(n->qts, att, page0);
+    qtest_writeq(n->qts, att + 8, page1);
+    k.u.mr.va = 0x10000;
+    k.u.mr.length = 8192;
+    k.u.mr.att_addr = att;
+    k.u.mr.pd = 1;
+    k.u.mr.access = WEFT_VACC_ALL;
+    k.u.mr.page_shift = 12;
+    k.u.mr.att_level = WEFT_ATT_DIRECT;
+    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+}
+
 static void test_verbs_loopback(void)
 {
     WeftNode *n = node_start(5, SW_NONE);
@@ -1773,7 +1791,7 @@ static void test_verbs_loopback(void)
     struct weft_vcmd_resp resp;
     struct weft_vcqe e;
     struct weft_tpt_entry t;
-    uint64_t ring, buf, att, pages[2], dump;
+    uint64_t ring, buf, pages[2], dump;
     uint8_t data[6000], got[6000];
     VQp a, b;
     unsigned int i;
@@ -1794,20 +1812,9 @@ static void test_verbs_loopback(void)
     pages[0] = (pages[0] + 4095) & ~4095ull;
     buf = alloc_zeroed(n, 3 * 4096);
     buf = (buf + 4095) & ~4095ull;
-    att = alloc_zeroed(n, 16);
     pages[1] = pages[0];
     pages[0] = buf;
-    qtest_writeq(n->qts, att, pages[1]);
-    qtest_writeq(n->qts, att + 8, pages[0]);
-    k = (struct weft_vcmd){ .op = WEFT_VCMD_REG_MR, .handle = V_STAG };
-    k.u.mr.va = 0x10000;
-    k.u.mr.length = 8192;
-    k.u.mr.att_addr = att;
-    k.u.mr.pd = 1;
-    k.u.mr.access = WEFT_VACC_ALL;
-    k.u.mr.page_shift = 12;
-    k.u.mr.att_level = WEFT_ATT_DIRECT;
-    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+    vreg_mr(n, pages[1], pages[0]);
     dump = alloc_zeroed(n, 64);
     k = (struct weft_vcmd){ .op = WEFT_VCMD_QUERY_TPT, .handle = 1 };
     k.u.query.addr = dump;
@@ -1904,24 +1911,14 @@ static void test_verbs_ud_grh(void)
     static const uint8_t sgid[16] = { [10] = 0xff, [11] = 0xff, 192, 168, 7, 1 };
     static const uint8_t dgid[16] = { [10] = 0xff, [11] = 0xff, 192, 168, 7, 2 };
     uint8_t hdr[WEFT_VERBS_GRH_SIZE], data[100], got[100];
-    uint64_t ring, buf, att, dump;
+    uint64_t ring, buf, dump;
     unsigned int i, sum = 0;
     VQp a, gsi;
 
     ring = vbase(n);
     buf = alloc_zeroed(n, 3 * 4096);
     buf = (buf + 4095) & ~4095ull;
-    att = alloc_zeroed(n, 16);
-    qtest_writeq(n->qts, att, buf);
-    qtest_writeq(n->qts, att + 8, buf + 4096);
-    k = (struct weft_vcmd){ .op = WEFT_VCMD_REG_MR, .handle = V_STAG };
-    k.u.mr.va = 0x10000;
-    k.u.mr.length = 8192;
-    k.u.mr.att_addr = att;
-    k.u.mr.pd = 1;
-    k.u.mr.access = WEFT_VACC_ALL;
-    k.u.mr.page_shift = 12;
-    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+    vreg_mr(n, buf, buf + 4096);
 
     /* The GID table: two entries, a refused one, a dump. */
     for (i = 0; i < 2; i++) {
