@@ -113,6 +113,7 @@ void weft_verbs_reset(struct weft_core *c)
 		}
 		v->used = false;
 	}
+	memset(v->gid, 0, sizeof(v->gid));
 	v->cmd_status = WEFT_CMD_OK;
 	if (c->ops.timer_arm)
 		c->ops.timer_arm(c->opaque, 0);
@@ -753,6 +754,10 @@ static unsigned int run_cmd(struct weft_core *c, const struct weft_vcmd *k,
 	case WEFT_VCMD_QUERY_TPT:
 	case WEFT_VCMD_QUERY_PD:
 		return cmd_query(c, k, resp, reason);
+	case WEFT_VCMD_SET_GID:
+	case WEFT_VCMD_CLEAR_GID:
+	case WEFT_VCMD_QUERY_GID:
+		return vq_cmd_gid(c, k, reason);
 	default:
 		*reason = WEFT_R_BAD_TYPE;
 		return WEFT_CMD_EINVAL;
@@ -900,11 +905,16 @@ void weft_verbs_rx(struct weft_core *c, const struct weft_wire_hdr *wh, const ui
 	struct vq_qp *qp;
 	uint32_t dlen;
 
-	if (plen < sizeof(h) || plen - sizeof(h) > WEFT_VERBS_MTU) {
+	if (plen < sizeof(h)) {
 		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_BAD_HEADER);
 		return;
 	}
 	memcpy(&h, payload, sizeof(h));
+	if (plen - sizeof(h) > WEFT_VERBS_MTU +
+	    (h.opcode == WEFT_VOP_UD_SEND ? sizeof(struct weft_vaddr) : 0)) {
+		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_BAD_HEADER);
+		return;
+	}
 	dlen = (uint32_t)(plen - sizeof(h));
 	qp = c->verbs->qp ? vq_qp(c, h.dst_qpn) : NULL;
 	if (!qp) {
