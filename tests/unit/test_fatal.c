@@ -24,6 +24,7 @@ int main(void)
 	unsigned int fatal_events = 0, nirq;
 	bool got;
 
+	t_begin("item 8: set-up: two adapters, an RDMA write on its way to b");
 	h_init(&a, 1, 2, 32, 1, 0);
 	h_init(&b, 2, 2, 32, 1, 0);
 	h_evq_setup(&b);
