@@ -168,7 +168,7 @@ int main(int argc, char **argv)
 		double t0 = now_s();
 		int rc = failover_run(&cfg, &rep);
 
-		failover_print(&rep);
+		failover_print("", &rep);
 		printf("failover campaign: %u nodes, %.1f s wall, %.0f events/s\n", nodes,
 		       now_s() - t0, (double)rep.events / (now_s() - t0));
 		if (rc) {

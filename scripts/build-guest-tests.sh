@@ -16,13 +16,16 @@ command -v gcc >/dev/null || weft_apt_install gcc
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || weft_apt_install libc6-dev
 
 src=$WEFT_ROOT/tests/guest
-cflags=(-std=gnu11 -O2 -g -Wall -Wextra -Werror -static -I"$WEFT_ROOT/include" -I"$src")
+common=$WEFT_ROOT/tests/common     # weft_test.h: the checks and TAP output
+cflags=(-std=gnu11 -O2 -g -Wall -Wextra -Werror -static -I"$WEFT_ROOT/include" -I"$src"
+	-I"$common")
 n=0
 for c in "$src"/weft-test-*.c; do
 	name=$(basename "$c" .c)
 	if [ ! -x "$out/$name" ] || [ "$c" -nt "$out/$name" ] || [ "$src/wt.h" -nt "$out/$name" ] ||
-		[ -n "$(find "$WEFT_ROOT/include/weft" -newer "$out/$name" -print -quit)" ]; then
-		gcc "${cflags[@]}" -o "$out/$name.tmp" "$c" || weft_die "building $name failed"
+		[ -n "$(find "$WEFT_ROOT/include/weft" "$common" -newer "$out/$name" -print -quit)" ]; then
+		gcc "${cflags[@]}" -o "$out/$name.tmp" "$c" "$common/weft_test.c" ||
+			weft_die "building $name failed"
 		mv "$out/$name.tmp" "$out/$name"
 	fi
 	n=$((n + 1))

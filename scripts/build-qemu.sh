@@ -50,25 +50,10 @@ run_quiet() {
 }
 
 # ---- Packages and apt sources -------------------------------------------
-meson_ok() {
-	local v
-	v=$(dpkg-query -W -f='${Version}' meson 2>/dev/null) || return 1
-	dpkg-query -W -f='${Status}' meson 2>/dev/null | grep -q 'install ok installed' || return 1
-	dpkg --compare-versions "$v" ge 1.5
-}
-
 ensure_packages() {
 	weft_apt_source trixie-src deb-src trixie
-	weft_apt_source bookworm-backports deb bookworm-backports
 	weft_apt_install "${BUILD_DEPS[@]}"
-	if ! meson_ok; then
-		weft_need_root "installing meson >= 1.5"
-		weft_apt_update
-		weft_log "apt-get install -t bookworm-backports meson"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-			-t bookworm-backports meson >/dev/null ||
-			weft_die "installing meson from bookworm-backports failed"
-	fi
+	weft_ensure_meson
 }
 
 # ---- Source ----------------------------------------------------------------

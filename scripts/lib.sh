@@ -81,6 +81,45 @@ weft_apt_install() {
 		weft_die "apt-get install ${missing[*]} failed"
 }
 
+# weft_ensure_meson: meson >= 1.5 (QEMU 10 needs it; bookworm has 1.0, so it
+# comes from bookworm-backports).  Every script uses this one meson, so no
+# build folder is made by one meson version and read by another.
+weft_meson_ok() {
+	local v
+	v=$(dpkg-query -W -f='${Version}' meson 2>/dev/null) || return 1
+	dpkg-query -W -f='${Status}' meson 2>/dev/null | grep -q 'install ok installed' || return 1
+	dpkg --compare-versions "$v" ge 1.5
+}
+weft_ensure_meson() {
+	weft_meson_ok && return 0
+	weft_apt_source bookworm-backports deb bookworm-backports
+	weft_need_root "installing meson >= 1.5"
+	weft_apt_update
+	weft_log "apt-get install -t bookworm-backports meson ninja-build"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		-t bookworm-backports meson ninja-build >/dev/null ||
+		weft_die "installing meson from bookworm-backports failed"
+}
+
+# weft_meson_setup BUILD LOG: configures BUILD for this tree.  A folder made
+# by another meson version is reconfigured from scratch (meson refuses to
+# read it).  Setup output goes to LOG, which must lie outside BUILD.
+weft_meson_setup() {
+	local build=$1 log=$2 have want
+	want=$(meson --version) || weft_die "meson is not installed"
+	if [ -f "$build/build.ninja" ]; then
+		have=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["meson_version"]["full"])' \
+			"$build/meson-info/meson-info.json" 2>/dev/null) || have=
+		[ "$have" = "$want" ] && return 0
+		weft_log "meson $want: setting up $build again (it was made by meson ${have:-unknown})"
+		meson setup --wipe "$build" "$WEFT_ROOT" >"$log" 2>&1 && return 0
+		tail -30 "$log" >&2
+		weft_die "meson setup --wipe $build failed"
+	fi
+	meson setup "$build" "$WEFT_ROOT" >"$log" 2>&1 ||
+		{ tail -30 "$log" >&2; weft_die "meson setup $build failed"; }
+}
+
 # weft_hash FILE|DIR... : a short hash of the contents (sorted, stable).
 weft_hash() {
 	local p

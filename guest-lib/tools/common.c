@@ -26,6 +26,27 @@ uint64_t tool_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint8_t tool_pat(uint64_t i, uint32_t seed)
+{
+	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+	x ^= x >> 29;
+	return (uint8_t)(x * 0xbf58476d1ce4e5b9ull >> 56);
+}
+
+void tool_pat_fill(uint8_t *p, size_t n, uint32_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = tool_pat(i, seed);
+}
+
+long long tool_pat_diff(const uint8_t *p, size_t n, uint32_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != tool_pat(i, seed))
+			return (long long)i;
+	return -1;
+}
+
 void tool_err(const char *tool, const char *fmt, ...)
 {
 	va_list ap;

@@ -94,6 +94,12 @@ int tool_poll_wait(struct tool_ctx *c, struct weft_entry *e, int wait_ms);
 int tool_linger(struct tool_ctx *c, const struct tool_desc *d);
 
 uint64_t tool_now_ns(void);
+/* The tools' data pattern: byte i of the pattern with this seed. */
+uint8_t tool_pat(uint64_t i, uint32_t seed);
+/* p[0..n) = the pattern; tool_pat_diff: index of the first byte of p that
+ * differs from it, or -1. */
+void tool_pat_fill(uint8_t *p, size_t n, uint32_t seed);
+long long tool_pat_diff(const uint8_t *p, size_t n, uint32_t seed);
 void tool_err(const char *tool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* strerror, with the adapter's own meanings: -ESTALE recovered, -EPIPE fatal. */
 const char *tool_strerror(int r);

@@ -3,7 +3,9 @@
  * weft-bw: RDMA write and read bandwidth over a range of message sizes.
  * The client keeps --depth reliable operations in flight (one rCxt pair
  * each, SOURCE completion, retried on timeout) and counts the bytes of
- * completed operations per second of wall time.
+ * completed operations per second of wall time.  After each size, one
+ * write of a pattern and a read back into a spare slot check the data of
+ * that size byte for byte (not timed).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,9 +22,41 @@ static const struct tool_desc desc;
 /* --seconds: run each size for at least this long instead of --iters. */
 static unsigned int min_seconds;
 
+/* One slot per operation in flight, and a spare one locally for the
+ * read-back of the data check. */
 static size_t buf_size(const struct tool_opts *o)
 {
-	return (size_t)o->max_size * (o->depth ? o->depth : 1);
+	return (size_t)o->max_size * ((o->depth ? o->depth : 1) + 1);
+}
+
+/* Write size bytes of a pattern to the server and read them back into
+ * the spare slot: 0 if they came back byte for byte, -EBADMSG if not, or
+ * a negative errno. */
+static int check_size(struct tool_ctx *c, int is_read, uint64_t size)
+{
+	uint32_t seed = (uint32_t)size ^ (is_read ? 0x80000000u : 0);
+	uint64_t spare = c->o.max_size * c->o.depth;
+	struct weft_rop rop;
+	tool_pat_fill(c->buf, size, seed);
+	memset(c->buf + spare, 0, size);
+	for (int rd = 0; rd < 2; rd++) {
+		memset(&rop, 0, sizeof(rop));
+		rop.is_read = rd;
+		rop.rdma.node = c->peer.node;
+		rop.rdma.window = c->peer.window;
+		rop.rdma.local_rcxt = c->mine.rcxt[0];
+		rop.rdma.remote_rcxt = c->peer.rcxt[0];
+		rop.rdma.remote_rcxt_key = c->peer.key[0];
+		rop.rdma.notify = WEFT_COMP_SOURCE;
+		rop.rdma.local_pvo = c->buf_pvo + (rd ? spare : 0);
+		rop.rdma.remote_pvo = c->peer.buf_pvo;
+		rop.rdma.length = size;
+		rop.timeout_ns = 10000000ull + size * 40;
+		int r = tool_rop_run(c, &rop, &desc);
+		if (r)
+			return r;
+	}
+	return tool_pat_diff(c->buf + spare, size, seed) < 0 ? 0 : -EBADMSG;
 }
 
 static int server(struct tool_ctx *c)
@@ -114,17 +148,26 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 		return r;
 	}
 	weft_win_get_stats(c->win, &ws);
+	uint64_t retries = ws.rop_retries - retries0;
 	double mbs = (double)(done * size) / secs / 1e6;
+	r = check_size(c, is_read, size);
+	if (r) {
+		tool_err(desc.name, "data check after the RDMA %ss of %" PRIu64 " B: %s",
+			 is_read ? "read" : "write", size,
+			 r == -EBADMSG ? "the bytes read back differ from the bytes written" :
+			 tool_strerror(r));
+		return r;
+	}
 	if (c->o.json)
 		printf("%s{\"op\":\"%s\",\"size\":%" PRIu64 ",\"ops\":%" PRIu64 ",\"seconds\":%.6f,"
-		       "\"MBps\":%.1f,\"ops_per_s\":%.0f,\"retries\":%" PRIu64 "}",
+		       "\"MBps\":%.1f,\"ops_per_s\":%.0f,\"retries\":%" PRIu64 ",\"verified\":true}",
 		       first ? "" : ",", is_read ? "read" : "write", size, done, secs, mbs,
-		       (double)done / secs, ws.rop_retries - retries0);
+		       (double)done / secs, retries);
 	else
 		printf("%-5s %9" PRIu64 " B %7" PRIu64 " ops %9.3f s %10.1f MB/s %10.0f ops/s  "
-		       "retries %" PRIu64 "\n",
+		       "retries %" PRIu64 "  data checked\n",
 		       is_read ? "read" : "write", size, done, secs, mbs, (double)done / secs,
-		       ws.rop_retries - retries0);
+		       retries);
 	return 0;
 }
 

@@ -3,7 +3,11 @@
  * weft-pingpong: one-way latency (round trip / 2) in FIFO mode (packet
  * echoed by the server) and RDMA mode (RDMA write with target completion,
  * answered by an RDMA write back), with percentiles.  A lost round trip
- * (no answer within 1 s of device time) is re-sent and counted.
+ * (no answer within 1 s of device time) is re-sent and counted.  Every
+ * answer is checked byte for byte: the message carries a pattern seeded
+ * by its sequence number, the FIFO echo must carry it back, and the RDMA
+ * answer writes the server's copy back into the second half of the
+ * client's buffer.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,9 +44,10 @@ struct ping {
 	uint32_t seq;
 };
 
+/* Two halves: the message at 0, the RDMA answer at the second half. */
 static size_t buf_size(const struct tool_opts *o)
 {
-	return o->min_size < 4096 ? 4096 : (size_t)o->min_size;
+	return 2 * (o->min_size < 4096 ? 4096 : (size_t)o->min_size);
 }
 
 static int reply_rdma(struct tool_ctx *c, uint64_t len, uint64_t cookie)
@@ -51,7 +56,7 @@ static int reply_rdma(struct tool_ctx *c, uint64_t len, uint64_t cookie)
 		.node = c->peer.node, .window = c->peer.window,
 		.local_rcxt = c->mine.rcxt[1], .remote_rcxt = c->peer.rcxt[0],
 		.remote_rcxt_key = c->peer.key[0], .notify = WEFT_COMP_TARGET,
-		.local_pvo = c->buf_pvo, .remote_pvo = c->peer.buf_pvo,
+		.local_pvo = c->buf_pvo, .remote_pvo = c->peer.buf_pvo + c->peer.buf_len / 2,
 		.length = len, .user_cookie = cookie,
 	};
 	struct weft_entry e;
@@ -105,8 +110,10 @@ static int server(struct tool_ctx *c)
 	}
 }
 
-/* Wait for the answer of seq; 1 = got it, 0 = timed out, < 0 error. */
-static int await(struct tool_ctx *c, int rdma, uint32_t seq, uint64_t limit_ns)
+/* Wait for the answer of seq; 1 = got it, 0 = timed out, -EBADMSG = it
+ * differs from what was sent (size bytes, pattern seeded by seq), < 0
+ * error. */
+static int await(struct tool_ctx *c, int rdma, uint32_t seq, uint64_t size, uint64_t limit_ns)
 {
 	struct weft_entry e;
 	uint64_t start = weft_dev_now_ns(c->dev);
@@ -123,12 +130,15 @@ static int await(struct tool_ctx *c, int rdma, uint32_t seq, uint64_t limit_ns)
 		}
 		if (rdma && e.type == WEFT_ENT_COMPLETION && (e.flags & WEFT_ENT_F_TARGET) &&
 		    e.user_cookie == seq && !e.status)
-			return 1;
+			return e.length == size &&
+			       tool_pat_diff(c->buf + c->buf_len / 2, size, seq) < 0 ? 1 : -EBADMSG;
 		if (!rdma && e.type == WEFT_ENT_PACKET && e.length >= sizeof(struct ping)) {
 			struct ping p;
 			memcpy(&p, e.data, sizeof(p));
 			if (p.magic == PMAGIC && p.seq == seq)
-				return 1;
+				return e.length == size &&
+				       tool_pat_diff(e.data + sizeof(p), size - sizeof(p), seq) < 0 ?
+				       1 : -EBADMSG;
 		}
 		if (e.type == WEFT_ENT_PACKET)
 			weft_rdv_handle(c->win, desc.tag, &e, &c->mine, sizeof(c->mine));
@@ -155,11 +165,14 @@ static int run_mode(struct tool_ctx *c, int rdma, int first)
 	uint8_t pkt[WEFT_LIB_MAX_PAYLOAD];
 	if (!lat)
 		return -ENOMEM;
-	memset(pkt, 0x5a, sizeof(pkt));
-	uint64_t lost = 0, sum = 0;
+	uint64_t lost = 0, sum = 0, verified = 0;
 	int r = 0;
 	for (unsigned int i = 0; i < warm + iters && r >= 0; i++) {
 		uint32_t seq = i + (rdma ? 0x40000000u : 0);
+		if (rdma)
+			tool_pat_fill(c->buf, size, seq);
+		else
+			tool_pat_fill(pkt + sizeof(struct ping), size - sizeof(struct ping), seq);
 		uint64_t t0 = tool_now_ns();
 		for (;;) {
 			if (rdma) {
@@ -183,7 +196,7 @@ static int run_mode(struct tool_ctx *c, int rdma, int first)
 			}
 			if (r < 0)
 				break;
-			r = await(c, rdma, seq, 1000000000ull);
+			r = await(c, rdma, seq, size, 1000000000ull);
 			if (r != 0)
 				break;
 			lost++;
@@ -194,6 +207,7 @@ static int run_mode(struct tool_ctx *c, int rdma, int first)
 			}
 		}
 		uint64_t t1 = tool_now_ns();
+		verified += r > 0;
 		if (i >= warm && r > 0) {
 			lat[i - warm] = (t1 - t0) / 2;
 			sum += lat[i - warm];
@@ -202,6 +216,13 @@ static int run_mode(struct tool_ctx *c, int rdma, int first)
 	if (r == -ETIMEDOUT) {
 		tool_err(desc.name, "%s ping-pong: no answer from node %u for %d ms (--timeout): "
 			 "giving up", rdma ? "RDMA" : "FIFO", c->peer.node, c->o.timeout_ms);
+		free(lat);
+		return r;
+	}
+	if (r == -EBADMSG) {
+		tool_err(desc.name, "%s ping-pong: the answer to round trip %u differs from what was "
+			 "sent (%" PRIu64 " bytes)", rdma ? "RDMA" : "FIFO", (unsigned int)verified,
+			 size);
 		free(lat);
 		return r;
 	}
@@ -214,15 +235,15 @@ static int run_mode(struct tool_ctx *c, int rdma, int first)
 	const char *m = rdma ? "rdma" : "fifo";
 	if (c->o.json)
 		printf("%s{\"mode\":\"%s\",\"size\":%" PRIu64 ",\"iters\":%u,\"lost\":%" PRIu64
-		       ",\"lat_us\":{\"min\":%.3f,\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
+		       ",\"verified\":%" PRIu64 ",\"lat_us\":{\"min\":%.3f,\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
 		       "\"p99.9\":%.3f,\"max\":%.3f,\"mean\":%.3f}}",
-		       first ? "" : ",", m, size, iters, lost, pct(lat, iters, 0),
+		       first ? "" : ",", m, size, iters, lost, verified, pct(lat, iters, 0),
 		       pct(lat, iters, 50), pct(lat, iters, 90), pct(lat, iters, 99),
 		       pct(lat, iters, 99.9), pct(lat, iters, 100), (double)sum / iters / 1000.0);
 	else
-		printf("%-5s %8" PRIu64 " B %7u iters  lost %-4" PRIu64 " one-way us: min %.2f "
-		       "p50 %.2f p90 %.2f p99 %.2f p99.9 %.2f max %.2f mean %.2f\n",
-		       m, size, iters, lost, pct(lat, iters, 0), pct(lat, iters, 50),
+		printf("%-5s %8" PRIu64 " B %7u iters  lost %-4" PRIu64 " verified %-7" PRIu64
+		       " one-way us: min %.2f p50 %.2f p90 %.2f p99 %.2f p99.9 %.2f max %.2f mean %.2f\n",
+		       m, size, iters, lost, verified, pct(lat, iters, 0), pct(lat, iters, 50),
 		       pct(lat, iters, 90), pct(lat, iters, 99), pct(lat, iters, 99.9),
 		       pct(lat, iters, 100), (double)sum / iters / 1000.0);
 	free(lat);

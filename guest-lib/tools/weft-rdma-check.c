@@ -35,22 +35,14 @@ static size_t buf_size(const struct tool_opts *o)
 	return (size_t)o->max_size + SLACK;
 }
 
-static uint8_t pat(uint64_t i, uint32_t seed)
-{
-	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
-	x ^= x >> 29;
-	return (uint8_t)(x * 0xbf58476d1ce4e5b9ull >> 56);
-}
-
 static int rel_server(struct tool_ctx *c);
 
-/* The client's shadow starts as pat(i, 0) and its first RDMA read may
+/* The client's shadow starts as tool_pat(i, 0) and its first RDMA read may
  * reach this buffer as soon as our rendezvous reply is out: fill it
  * before the rendezvous, not after. */
 static int server_prepare(struct tool_ctx *c)
 {
-	for (size_t i = 0; i < c->buf_len; i++)
-		c->buf[i] = pat(i, 0);
+	tool_pat_fill(c->buf, c->buf_len, 0);
 	return 0;
 }
 
@@ -129,8 +121,7 @@ static int one(struct check *k, uint64_t n, uint64_t lo, uint64_t ro, uint32_t s
 		return r;
 	verify(k, "read", n, lo, ro, k->dst + lo, k->shadow + ro);
 	/* write: src -> remote, then read back with guards */
-	for (uint64_t i = 0; i < n; i++)
-		k->src[lo + i] = pat(i, seed);
+	tool_pat_fill(k->src + lo, n, seed);
 	r = xfer(k, 0, k->src + lo, ro, n);
 	if (r)
 		return r;
@@ -163,8 +154,7 @@ static int client(struct tool_ctx *c)
 		tool_err(desc.name, "out of memory");
 		return -1;
 	}
-	for (size_t i = 0; i < k.len; i++)
-		k.shadow[i] = pat(i, 0);
+	tool_pat_fill(k.shadow, k.len, 0);
 	static const uint64_t offs[][2] = { { 0, 0 }, { 1, 3 }, { 7, 0 }, { 0, 4093 }, { 4095, 1 } };
 	uint64_t sizes[128];
 	unsigned int nsz = 0;
@@ -312,7 +302,7 @@ static int rel_server(struct tool_ctx *c)
 			int bad = len < sizeof(m) || m.seq != got || m.total != total ||
 				  len != rel_len(m.seq);
 			for (size_t i = sizeof(m); !bad && i < len; i++)
-				bad = in[i] != pat(i, (uint32_t)m.seq);
+				bad = in[i] != tool_pat(i, (uint32_t)m.seq);
 			errors += bad;
 			got++;
 		}
@@ -368,7 +358,7 @@ static int rel_client(struct tool_ctx *c)
 			size_t len = rel_len(sent);
 			memcpy(msg, &m, sizeof(m));
 			for (size_t i = sizeof(m); i < len; i++)
-				msg[i] = pat(i, (uint32_t)sent);
+				msg[i] = tool_pat(i, (uint32_t)sent);
 			r = weft_rel_send(rel, msg, len);
 			if (r == -EAGAIN) {
 				r = 0;

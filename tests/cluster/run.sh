@@ -8,11 +8,13 @@
 #   tests/cluster/run.sh NAME...      only these (see --list)
 #   tests/cluster/run.sh --list       scenario names and what they check
 #
-# Each scenario prints what it checks and PASS or FAIL; a failure prints
-# the tail of each node's console.  A scenario whose prerequisites are
-# missing fails and says what is missing.  The last line is
-#   cluster: N passed, M failed
-# and the exit status is non-zero if any scenario failed.
+# Output is TAP (docs/testing.md): the plan, then one point per scenario,
+# each preceded by its checks as an indented TAP 14 subtest; all other
+# output is "#" diagnostics.  A scenario fails when any of its checks
+# failed, when it returned non-zero, or when it checked nothing; a failure
+# prints the tail of each node's console.  A scenario whose prerequisites
+# are missing fails and says what is missing.  The exit status is non-zero
+# if any scenario failed.
 # Environment: WEFT_QEMU / WEFT_SWITCH / WEFT_BUILD as for weft-cluster.
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
@@ -39,10 +41,10 @@ declare -A cprops=([$C2]="" [$CF]="rcxts=40" [$C4]="")
 # ---- scenario list: name, cluster, description --------------------------------
 SCENARIOS=(
 	"boot|$C2|both nodes boot, load weft.ko, see their adapter with the right node id, switch ports attached"
-	"fifo-pingpong|$C2|FIFO (and RDMA) ping-pong between node0 and node1 (weft-pingpong): nothing lost, latency figures printed"
+	"fifo-pingpong|$C2|FIFO (and RDMA) ping-pong between node0 and node1 (weft-pingpong): every answer byte-exact, nothing lost, latency figures printed"
 	"rdma-1mib|$C2|RDMA write and read of 1 MiB between two nodes, verified byte by byte (weft-rdma-check)"
 	"rdma-sizes|$C2|RDMA write and read from 1 byte to 16 MiB with unaligned offsets, byte by byte (weft-rdma-check)"
-	"bandwidth|$C2|RDMA write and read bandwidth over message sizes (weft-bw): figures printed"
+	"bandwidth|$C2|RDMA write and read bandwidth over message sizes (weft-bw): each size's data checked, figures printed"
 	"lossy-rdma|$C2|RDMA write and read, 1 byte to 4 KiB, through a fabric with 5% loss and reordering: reliable operations retry, byte-exact"
 	"reliable-messages|$C2|reliable layer: 10000 messages through a fabric with 5% loss and reordering, each delivered exactly once and in order (weft-rdma-check --messages)"
 	"mr-cache|$C2|lazy deregistration: transfers from an already registered buffer are MR cache hits with no registration call (mr_cache counters)"
@@ -64,7 +66,6 @@ usage() {
 
 # ---- helpers -----------------------------------------------------------------------
 say() { printf '  %s\n' "$*"; }
-checked() { printf '  checked: %s\n' "$*"; }
 
 # gx CLUSTER NODE CMD: run CMD in a guest; output in $OUT, status in $RC.
 gx() {
@@ -72,9 +73,26 @@ gx() {
 	RC=$?
 }
 
-# Fail the current scenario with a reason (return 1 from the scenario).
-why=
-fail() { why=$*; return 1; }
+# A scenario's checks.  A check is whatever a scenario tests between two
+# calls of `checked`; `fail REASON` records a failed check (a "not ok"
+# point; the scenario fails) and returns 1, and `checked WHAT` is the
+# "ok" point of a check that held: it prints nothing when the check
+# failed.  Points are marked for run_scenario's filter, which indents
+# them into the scenario's subtest.
+why=() npt=0 held=1
+point() { printf '@@tap@@ %s\n' "$*"; }
+fail() {
+	local r=$*
+	r=${r//$'\n'/ | }
+	npt=$((npt + 1)) held=0
+	why+=("$r")
+	point "not ok $npt - $r"
+	return 1
+}
+checked() {
+	[ "$held" = 0 ] || { npt=$((npt + 1)); point "ok $npt - $*"; }
+	held=1
+}
 
 # need CLUSTER NODE PROGRAM...: the programs must be in that guest's image.
 need() {
@@ -171,12 +189,12 @@ console_tails() {
 cluster_up() { # cluster_up NAME N
 	local c=$1 n=$2
 	[ -z "${up_error[$c]+x}" ] || return 0
-	say "starting cluster $c ($n nodes)"
+	echo "# starting cluster $c ($n nodes)"
 	if "$WC" --name "$c" up -n "$n" --switch-args "${cargs[$c]:-}" --device-props "${cprops[$c]:-}" >"$TMP/$c.up" 2>&1; then
-		sed 's/^/  | /' "$TMP/$c.up" | grep -E 'ready after|NODE|node[0-9] |up:' || true
+		sed 's/^/# | /' "$TMP/$c.up" | grep -E 'ready after|NODE|node[0-9] |up:' || true
 		up_error[$c]=
 	else
-		sed 's/^/  | /' "$TMP/$c.up" | tail -40
+		sed 's/^/# | /' "$TMP/$c.up" | tail -40
 		up_error[$c]="cluster $c did not come up: $(grep -E 'error:' "$TMP/$c.up" | tail -1)"
 	fi
 }
@@ -189,7 +207,7 @@ cleanup() {
 		if [ "$failed" = 0 ]; then
 			rm -rf "${WEFT_RUN_DIR:-/tmp/weft-cluster-$(id -u)}/$c"
 		else
-			echo "logs of cluster $c: ${WEFT_RUN_DIR:-/tmp/weft-cluster-$(id -u)}/$c"
+			echo "# logs of cluster $c: ${WEFT_RUN_DIR:-/tmp/weft-cluster-$(id -u)}/$c"
 		fi
 	done
 	rm -rf "$TMP"
@@ -197,25 +215,34 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-run_scenario() { # run_scenario NAME CLUSTER DESCRIPTION
-	local name=$1 c=$2 desc=$3 t0 rc
-	echo "=== $name: $desc"
+# run_scenario NUMBER NAME CLUSTER DESCRIPTION: one TAP point, after the
+# scenario's checks as a subtest.
+run_scenario() {
+	local k=$1 name=$2 c=$3 desc=$4 t0 rc fpid
+	echo "# Subtest: $name"
 	t0=$SECONDS
-	why=
-	if [ -n "${up_error[$c]:-}" ]; then
-		why=${up_error[$c]}
-		rc=1
-	else
-		"sc_${name//-/_}" "$c"
-		rc=$?
-	fi
-	if [ "$rc" = 0 ]; then
-		echo "PASS $name ($((SECONDS - t0)) s)"
+	why=() npt=0 held=1
+	{
+		echo "$desc"
+		if [ -n "${up_error[$c]:-}" ]; then
+			fail "${up_error[$c]}"
+		else
+			"sc_${name//-/_}" "$c"
+			rc=$?
+			[ "$rc" = 0 ] || [ ${#why[@]} -gt 0 ] || fail "the scenario returned $rc"
+			[ "$npt" -gt 0 ] || fail "the scenario checked nothing"
+			[ ${#why[@]} -eq 0 ] || console_tails "$c"
+		fi
+	} > >(sed -u -e 's/^@@tap@@ /    /; t' -e 's/^/    # /') 2>&1
+	fpid=$!
+	wait "$fpid" 2>/dev/null
+	echo "    1..$npt"
+	if [ ${#why[@]} -eq 0 ]; then
+		echo "ok $k - $name ($((SECONDS - t0)) s)"
 		passed=$((passed + 1))
 		summary+=("PASS $name")
 	else
-		echo "FAIL $name: ${why:-scenario returned $rc}"
-		[ -n "${up_error[$c]:-}" ] || console_tails "$c"
+		echo "not ok $k - $name: ${why[0]}$([ ${#why[@]} -lt 2 ] || echo " (and $((${#why[@]} - 1)) more)")"
 		failed=$((failed + 1))
 		summary+=("FAIL $name")
 	fi
@@ -243,21 +270,23 @@ sc_boot() {
 	checked "switch: nodes 0 and 1 attached and up"
 }
 
-# gtest CLUSTER NODE TEST [ARGS]: run an in-guest driver test; prints its
-# check count, and its failing checks.
+# gtest CLUSTER NODE TEST [ARGS]: run an in-guest driver test (TAP, from
+# tests/common/weft_test.h): one check, which holds when the test exited 0
+# with every point of its plan passed.
 gtest() {
-	local c=$1 n=$2 t=$3 args=${4:-} ok bad
+	local c=$1 n=$2 t=$3 args=${4:-} ok bad plan
 	need "$c" "$n" "$t" || return 1
 	GX_TIMEOUT=240 gx "$c" "$n" "/usr/lib/weft/tests/$t $args"
-	ok=$(grep -c '^ok  :' <<<"$OUT")
-	bad=$(grep -c '^FAIL' <<<"$OUT")
-	checked "node$n: $t: $ok checks passed, $bad failed (exit $RC)"
-	if [ "$RC" != 0 ] || [ "$bad" != 0 ] || [ "$ok" = 0 ]; then
-		grep -E '^FAIL|error|fatal' <<<"$OUT" | head -20 | sed 's/^/  | /'
+	ok=$(grep -c '^ok ' <<<"$OUT")
+	bad=$(grep -c '^not ok ' <<<"$OUT")
+	plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' <<<"$OUT" | tail -n1)
+	if [ "$RC" != 0 ] || [ "$bad" != 0 ] || [ "$ok" = 0 ] || [ "${plan:-none}" != $((ok + bad)) ]; then
+		grep -E '^not ok|^# FAIL|^Bail out|error|fatal' <<<"$OUT" | head -20 | sed 's/^/  | /'
 		[ "$ok" != 0 ] || tail -n 10 <<<"$OUT" | sed 's/^/  | /'
-		fail "node$n: $t failed (exit $RC, $bad failed checks)"
+		fail "node$n: $t failed (exit $RC, $bad of $((ok + bad)) points failed, plan ${plan:-missing})"
 		return 1
 	fi
+	checked "node$n: $t: all $ok points of its plan passed"
 }
 
 sc_ioctl_errors() {
@@ -358,27 +387,46 @@ sys.exit(0 if res and not bad else 1)
 ' "$1"
 }
 
+# every_result N PYEXPR: the last JSON line of $OUT has N "results", and
+# PYEXPR (over one result, r) holds for each.
+every_result() {
+	grep -E '^\{' <<<"$OUT" | tail -n1 | python3 -c '
+import json, sys
+res = json.load(sys.stdin).get("results") or []
+sys.exit(0 if len(res) == int(sys.argv[1]) and all(eval(sys.argv[2], {}, {"r": r}) for r in res) else 1)
+' "$1" "$2" 2>/dev/null
+}
+
+# The tool checks every answer byte for byte ("verified": round trips
+# whose answer carried exactly what was sent, warm-up included).
 sc_fifo_pingpong() {
 	local c=$1
 	need "$c" 0 weft-pingpong || return 1
 	need "$c" 1 weft-pingpong || return 1
-	tool2 "$c" 1 0 pp 4099 weft-pingpong "--mode fifo --size 8 --iters 1000" || return 1
+	tool2 "$c" 1 0 pp 4099 weft-pingpong "--mode fifo --size 64 --iters 1000" || return 1
 	results iters,lost,p50,p99 || fail "weft-pingpong printed no usable FIFO figures: $(tail -n 3 <<<"$OUT")" || return 1
-	grep -q '"mode":"fifo"' <<<"$OUT" || fail "no FIFO-mode result in: $OUT" || return 1
+	every_result 1 'r["mode"] == "fifo" and r["verified"] == 1101' ||
+		fail "FIFO ping-pong: not all 1101 round trips verified: $(grep -E '^\{' <<<"$OUT")" || return 1
 	grep -q '"lost":0' <<<"$OUT" || fail "messages lost on a fault-free fabric: $OUT" || return 1
-	checked "node0 <-> node1 FIFO ping-pong: 1000 round trips of 8 bytes, none lost, latency percentiles printed"
-	tool2 "$c" 1 0 pp-rdma 4100 weft-pingpong "--mode rdma --size 8 --iters 300" || return 1
+	checked "node0 <-> node1 FIFO ping-pong: 1101 round trips of 64 bytes (100 warm-up), every echo byte-exact, none lost"
+	tool2 "$c" 1 0 pp-rdma 4100 weft-pingpong "--mode rdma --size 4096 --iters 300" || return 1
 	results iters,lost,p50,p99 || fail "weft-pingpong printed no usable RDMA figures" || return 1
-	checked "node0 <-> node1 RDMA ping-pong: 300 round trips, latency percentiles printed"
+	every_result 1 'r["mode"] == "rdma" and r["verified"] == 331' ||
+		fail "RDMA ping-pong: not all 331 round trips verified: $(grep -E '^\{' <<<"$OUT")" || return 1
+	checked "node0 <-> node1 RDMA ping-pong: 331 round trips of 4 KiB (30 warm-up), every answer written back byte-exact"
 }
 
+# weft-bw checks the data of every size (a write of a pattern read back)
+# and prints a result only after that check held.
 sc_bandwidth() {
 	local c=$1
 	need "$c" 0 weft-bw || return 1
 	need "$c" 1 weft-bw || return 1
 	tool2 "$c" 1 0 bw 4101 weft-bw "--mode both --min-size 4K --max-size 1M --depth 8 --iters 64" || return 1
 	results ops,seconds,MBps || fail "weft-bw printed no usable figures: $(tail -n 3 <<<"$OUT")" || return 1
-	checked "node0 -> node1 RDMA write and read bandwidth, 4 KiB..1 MiB, depth 8: figures printed"
+	every_result 18 'r["verified"] is True and r["ops"] == 64' ||
+		fail "weft-bw: not 9 write and 9 read sizes each with 64 operations and verified data: $(grep -E '^\{' <<<"$OUT")" || return 1
+	checked "node0 -> node1 RDMA write and read, 4 KiB..1 MiB, depth 8: 64 operations per size, each size's data written and read back byte-exact"
 }
 
 # RDMA through a lossy, reordering fabric: libweft's reliable operations
@@ -534,13 +582,15 @@ failover() {
 		gx "$c" "$t" 'cat /proc/sys/kernel/random/boot_id'
 		local boot0=$OUT
 		( "$WC" --name "$c" reboot "$t" >"$TMP/reboot.out" 2>&1; echo $? >"$TMP/reboot.rc" ) &
-		local rbpid=$!
+		local rbpid=$! down=
 		for i in $(seq 100); do
-			"$WC" --name "$c" status 2>/dev/null | grep -qE "^node$t +[0-9]+ +[a-z]+ +ready" || break
+			"$WC" --name "$c" status 2>/dev/null | grep -qE "^node$t +[0-9]+ +[a-z]+ +ready" ||
+				{ down=1; break; }
 			sleep 0.2
 		done
 		gx "$c" "$s" 'killall -KILL weft-bw'
-		checked "node$t's VM went down mid-stream; node$s's stream stopped just after"
+		[ -n "$down" ] || fail "node$t never left the ready state after the reboot began"
+		checked "node$t's VM went down mid-stream (no longer ready); node$s's stream stopped just after"
 		wait "$rbpid"
 		[ "$(cat "$TMP/reboot.rc")" = 0 ] ||
 			{ sed 's/^/  | /' "$TMP/reboot.out"; fail "node$t did not come back from the reboot"; return 1; }
@@ -617,7 +667,8 @@ failover() {
 		drv "$c" "$i"
 		dv+="node$i $(awk '$1 == "windows_open" || $1 == "rcxts_held" || $1 == "mrs" || $1 == "pages_pinned" {printf "%s=%s ", $1, $2}' <<<"$OUT")"
 	done
-	checked "the new stream runs (weft-rdma-check --messages $msgs, node$s -> node$t, $(( $(cnt RX_PACKETS) - rx0 )) frames received by node$t so far) and holds its resources again: $dv"
+	checked "the new stream runs (weft-rdma-check --messages $msgs, node$s -> node$t, $(( $(cnt RX_PACKETS) - rx0 )) frames received by node$t so far)"
+	say "driver resources: $dv"
 	say "switch: $rpl (old stream frames from the capture ring, captured before mark $mark)"
 	[ "${total:-0}" -gt 0 ] || fail "the switch replayed no frame" || return 1
 
@@ -818,22 +869,28 @@ for a in ${want[@]+"${want[@]}"}; do
 	printf '%s\n' "${SCENARIOS[@]}" | grep -q "^$a|" || weft_die "no scenario '$a' (see --list)"
 done
 
-t_start=$SECONDS
-last_cluster=
+sel=()
 for s in "${SCENARIOS[@]}"; do
-	IFS='|' read -r n c d <<<"$s"
-	if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qx "$n"; then
-		continue
+	IFS='|' read -r n _ _ <<<"$s"
+	if [ ${#want[@]} -eq 0 ] || printf '%s\n' "${want[@]}" | grep -qx "$n"; then
+		sel+=("$s")
 	fi
+done
+echo "1..${#sel[@]}"
+t_start=$SECONDS
+last_cluster= k=0
+for s in "${sel[@]}"; do
+	IFS='|' read -r n c d <<<"$s"
 	if [ "$c" != "$last_cluster" ]; then
 		# One cluster at a time: this machine has 2 cores.
 		[ -z "$last_cluster" ] || { "$WC" --name "$last_cluster" down >/dev/null 2>&1; up_error[$last_cluster]="cluster $last_cluster already taken down"; }
 		cluster_up "$c" "${csize[$c]}"
 		last_cluster=$c
 	fi
-	run_scenario "$n" "$c" "$d"
+	k=$((k + 1))
+	run_scenario "$k" "$n" "$c" "$d"
 done
-echo "cluster run took $((SECONDS - t_start)) s"
-printf '%s\n' "${summary[@]}"
-echo "cluster: $passed passed, $failed failed"
+echo "# cluster run took $((SECONDS - t_start)) s"
+printf '# %s\n' "${summary[@]}"
+echo "# cluster: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "fuzz_engine.h"
+#include "weft_test.h"
 
 int main(int argc, char **argv)
 {
@@ -23,10 +24,8 @@ int main(int argc, char **argv)
 	struct fz_stats stats, *st = &stats;
 	uint64_t i, bad;
 
-	if (!f) {
-		fprintf(stderr, "fuzz: cannot set up the sim\n");
-		return 1;
-	}
+	if (!f)
+		t_bail("fuzz: cannot set up the sim");
 	for (i = 0; i < inputs; i++) {
 		if (i && i % 1000 == 0)
 			fz_reset(f);
@@ -34,22 +33,18 @@ int main(int argc, char **argv)
 	}
 	bad = fz_finish(f);
 	stats = *fz_stats(f);
-	printf("fuzz: %" PRIu64 " inputs (seed %" PRIu64 "): %" PRIu64 " register, %" PRIu64
-	       " SRAM, %" PRIu64 " doorbell writes, %" PRIu64 " packets (%" PRIu64
-	       " mutated-valid), %" PRIu64 " resets; adapter DMA writes checked: %" PRIu64
-	       " (FIFO %" PRIu64 ", event queue %" PRIu64 ", TCE pages %" PRIu64
-	       "); violations %" PRIu64 ", canary bytes hit %" PRIu64 "\n",
-	       inputs, seed, st->reg_writes, st->sram_writes, st->db_writes, st->packets,
-	       st->mutated, st->resets, st->dma_writes, st->dma_fifo, st->dma_evq, st->dma_tce,
-	       st->violations, st->canary_hits);
 	fz_free(f);
-	if (bad) {
-		fprintf(stderr, "fuzz: FAIL: %" PRIu64 " violations\n", bad);
-		return 1;
-	}
-	if (st->dma_tce == 0 || st->dma_fifo == 0) {
-		fprintf(stderr, "fuzz: FAIL: the run never reached RDMA placement or FIFO delivery\n");
-		return 1;
-	}
-	return 0;
+	t_diag("fuzz: %" PRIu64 " inputs (seed %" PRIu64 "): %" PRIu64 " register, %" PRIu64
+	       " SRAM, %" PRIu64 " doorbell writes, %" PRIu64 " packets (%" PRIu64
+	       " mutated-valid), %" PRIu64 " resets", inputs, seed, st->reg_writes,
+	       st->sram_writes, st->db_writes, st->packets, st->mutated, st->resets);
+	CHECK(bad == 0, "%" PRIu64 " violations, %" PRIu64 " canary bytes hit", st->violations,
+	      st->canary_hits);
+	t_point("fuzz: every adapter DMA write inside a FIFO, the event queue or a TCE-mapped "
+		"page, canaries intact: %" PRIu64 " writes (FIFO %" PRIu64 ", event queue %" PRIu64
+		", TCE pages %" PRIu64 ")", st->dma_writes, st->dma_fifo, st->dma_evq, st->dma_tce);
+	CHECK(st->dma_tce > 0, "the run never reached RDMA placement");
+	CHECK(st->dma_fifo > 0, "the run never reached FIFO delivery");
+	t_point("fuzz: the run reached RDMA placement and FIFO delivery");
+	return t_done();
 }

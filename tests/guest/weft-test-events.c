@@ -22,7 +22,7 @@ static int next_event(int fd, struct weft_uevent *ev, uint32_t type)
 			return -1;
 		if (ev->type == type)
 			return 0;
-		printf("      (other event type %u window %u reason %s)\n", ev->type, ev->window,
+		t_diag("(other event type %u window %u reason %s)", ev->type, ev->window,
 		       wt_reason((int)ev->reason));
 	}
 	return -1;
@@ -59,30 +59,30 @@ int main(void)
 	win.db[WEFT_DB_RECV_THRESHOLD / 8] = 1;
 	wt_send_frames(&win, q.node_id, (uint16_t)win.o.window, &produced, 1);
 	st = wt_wait_done((volatile struct weft_send_line *)win.send);
-	WT_CHECK(st == WEFT_R_OK, "a packet to this node's window was sent: %s%s", wt_reason(st),
+	OK(st == WEFT_R_OK, "a packet to this node's window was sent: %s%s", wt_reason(st),
 		 st == WEFT_R_NO_LINK ? " (no link to the switch: this test needs one)" : "");
-	WT_CHECK(next_event(fd, &ev, WEFT_UEV_SEND) == 0 && ev.window == win.o.window,
+	OK(next_event(fd, &ev, WEFT_UEV_SEND) == 0 && ev.window == win.o.window,
 		 "send threshold: WEFT_UEV_SEND for window %u", win.o.window);
 	rh = (volatile struct weft_recv_hdr *)win.recv;
-	WT_CHECK(next_event(fd, &ev, WEFT_UEV_RECV) == 0 && ev.window == win.o.window,
+	OK(next_event(fd, &ev, WEFT_UEV_RECV) == 0 && ev.window == win.o.window,
 		 "receive threshold: WEFT_UEV_RECV for window %u", win.o.window);
-	WT_CHECK((rh->flags & WEFT_RF_VALID) && rh->type == WEFT_RF_FIFO && rh->length == 1024 &&
+	OK((rh->flags & WEFT_RF_VALID) && rh->type == WEFT_RF_FIFO && rh->length == 1024 &&
 		 rh->src_node == q.node_id,
 		 "the packet is in the receive FIFO (type %u flags 0x%x length %u from node %u)",
 		 rh->type, rh->flags, rh->length, rh->src_node);
-	WT_CHECK(poll(&pfd, 1, 0) == 0, "another fd has no event");
+	OK(poll(&pfd, 1, 0) == 0, "another fd has no event");
 	irq_after = irq_count();
-	WT_CHECK(irq_after > irq_before, "adapter INTERRUPTS counter %llu -> %llu", irq_before,
+	OK(irq_after > irq_before, "adapter INTERRUPTS counter %llu -> %llu", irq_before,
 		 irq_after);
 	t = wt_read_file(wt_dbg_path(path, sizeof(path), "state"));
 	p = t ? strstr(t, "handler ") : NULL;
-	printf("      %.*s", p ? (int)(strstr(p, "window") ? strstr(p, "window") - p :
-				       (long)strlen(p)) : 0, p ? p : "");
+	t_diag("%.*s", p ? (int)(strstr(p, "window") ? strstr(p, "window") - p :
+				   (long)strlen(p)) : 0, p ? p : "");
 
 	wt_close_window(fd, &win, "close");
 	close(fd);
 	close(other);
 	now = wt_res();
-	WT_CHECK(wt_res_equal(&now, &base), "everything released");
-	return wt_done("weft-test-events");
+	OK(wt_res_equal(&now, &base), "everything released");
+	return t_done();
 }

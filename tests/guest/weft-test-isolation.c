@@ -21,10 +21,9 @@ int main(void)
 
 	wt_attach_open(fd, JOB, 3, &win, "");
 	wt_rcxt_mr(fd, JOB, &win, buf, sizeof(buf), &r, &m, "");
-	printf("owner: window %u, rCxt %u, MR handle %u\n", win.o.window, r.rcxt, m.handle);
-	fflush(stdout);
+	t_diag("owner: window %u, rCxt %u, MR handle %u", win.o.window, r.rcxt, m.handle);
 	if (pipe(pipefd))
-		wt_fatal("pipe: %s", strerror(errno));
+		t_bail("pipe: %s", strerror(errno));
 
 	pid = fork();
 	if (pid == 0) {
@@ -40,13 +39,13 @@ int main(void)
 		const char *names[3] = { "doorbell page", "send FIFO", "receive FIFO" };
 
 		close(fd);
-		wt_checks = wt_failures = 0;
+		t_child();
 		fd2 = wt_open();
 		for (k = 0; k < 3; k++) {
 			errno = 0;
 			p = mmap(NULL, sizes[k], PROT_READ | PROT_WRITE, MAP_SHARED, fd2,
 				 (off_t)offs[k]);
-			WT_CHECK(p == MAP_FAILED && errno == EACCES,
+			OK(p == MAP_FAILED && errno == EACCES,
 				 "other process: mmap of the %s -> EACCES (%s)", names[k],
 				 strerror(errno));
 		}
@@ -66,15 +65,15 @@ int main(void)
 		close(fd2);
 		if (write(pipefd[1], "x", 1) != 1)
 			_exit(3);
-		_exit(wt_failures ? 1 : 0);
+		_exit(t_failures() ? 1 : 0);
 	}
 	close(pipefd[1]);
 	if (read(pipefd[0], &c, 1) != 1)
-		WT_CHECK(0, "child finished its checks");
+		OK(0, "child finished its checks");
 	waitpid(pid, &st, 0);
-	WT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "other process' checks passed (status 0x%x)",
+	OK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "other process' checks passed (status 0x%x)",
 		 st);
-	WT_CHECK(win.db[WEFT_DB_STATE / 8] == WEFT_WIN_VALID, "owner's window still VALID");
+	OK(win.db[WEFT_DB_STATE / 8] == WEFT_WIN_VALID, "owner's window still VALID");
 	{
 		struct weft_ioc_rcxt r3 = r;
 
@@ -83,6 +82,6 @@ int main(void)
 	close(fd);
 	wt_unmap_window(&win);
 	now = wt_res();
-	WT_CHECK(wt_res_equal(&now, &base), "everything released after the owner closed");
-	return wt_done("weft-test-isolation");
+	OK(wt_res_equal(&now, &base), "everything released after the owner closed");
+	return t_done();
 }

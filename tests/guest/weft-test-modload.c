@@ -21,7 +21,7 @@ static long meminfo(const char *key)
 	for (p = t; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
 		if (!strncmp(p, key, l) && p[l] == ':')
 			return strtol(p + l + 1, NULL, 10);
-	wt_fatal("no %s in /proc/meminfo", key);
+	t_bail("no %s in /proc/meminfo", key);
 	return -1;
 }
 
@@ -62,16 +62,15 @@ static void workload(int cycle)
 	wt_attach_open(fd, JOB, 4, &win, pfx);
 	wt_rcxt_mr(fd, JOB, &win, buf, sizeof(buf), &r, &m, pfx);
 	mid = wt_res();
-	if (mid.windows_open != 1 || mid.rcxts_held != 1 || mid.mrs != 1 || mid.pages_pinned != 16)
-		WT_CHECK(0, "cycle %d: resources in use are counted", cycle);
+	CHECK(mid.windows_open == 1 && mid.rcxts_held == 1 && mid.mrs == 1 &&
+	      mid.pages_pinned == 16, "cycle %d: resources in use are counted", cycle);
 	wt_unmap_window(&win);
 	close(fd);
 	end = wt_res();
-	if (end.contexts || end.windows_open || end.windows_zombie || end.rcxts_held ||
-	    end.mrs || end.pages_pinned) {
-		WT_CHECK(0, "cycle %d: everything released before unload", cycle);
+	if (!CHECK(!end.contexts && !end.windows_open && !end.windows_zombie &&
+		   !end.rcxts_held && !end.mrs && !end.pages_pinned,
+		   "cycle %d: everything released before unload", cycle))
 		wt_res_print("left", &end);
-	}
 }
 
 int main(int argc, char **argv)
@@ -82,19 +81,20 @@ int main(int argc, char **argv)
 	struct stat st;
 
 	if (stat(ko, &st))
-		wt_fatal("%s: %s (give the module path as the first argument)", ko, strerror(errno));
+		t_bail("%s: %s (give the module path as the first argument)", ko, strerror(errno));
 	/* Start from a loaded module so that one cycle is unload + load. */
 	r = load(ko);
 	if (r && r != -EEXIST)
-		wt_fatal("insmod %s: %s", ko, strerror(-r));
+		t_bail("insmod %s: %s", ko, strerror(-r));
+	t_begin("%d load/unload cycles, each with every resource used and released", cycles);
 	for (i = 0; i <= cycles; i++) {
 		struct wt_res res = wt_res();
 
 		if (coherent0 < 0)
 			coherent0 = res.coherent_bytes;
-		else if (res.coherent_bytes != coherent0)
-			WT_CHECK(0, "cycle %d: coherent memory after load %lld, first load %lld",
-				 i, res.coherent_bytes, coherent0);
+		CHECK(res.coherent_bytes == coherent0,
+		      "cycle %d: coherent memory after load %lld, first load %lld", i,
+		      res.coherent_bytes, (long long)coherent0);
 		workload(i);
 		if (i == 1) {
 			/* Baseline after one full cycle (first-use allocations). */
@@ -106,25 +106,22 @@ int main(int argc, char **argv)
 			break;
 		r = unload();
 		if (r)
-			wt_fatal("cycle %d: rmmod weft: %s", i, strerror(-r));
-		if (stat("/sys/kernel/debug/weft", &st) == 0)
-			WT_CHECK(0, "cycle %d: debugfs folder removed at unload", i);
+			t_bail("cycle %d: rmmod weft: %s", i, strerror(-r));
+		CHECK(stat("/sys/kernel/debug/weft", &st) != 0,
+		      "cycle %d: debugfs folder removed at unload", i);
 		r = load(ko);
 		if (r)
-			wt_fatal("cycle %d: insmod %s: %s", i, ko, strerror(-r));
-		if (stat(wt_dev(), &st) != 0)
-			WT_CHECK(0, "cycle %d: %s back after load", i, wt_dev());
+			t_bail("cycle %d: insmod %s: %s", i, ko, strerror(-r));
+		CHECK(stat(wt_dev(), &st) == 0, "cycle %d: %s back after load", i, wt_dev());
 	}
 	drop_caches();
 	slab1 = meminfo("Slab");
 	free1 = meminfo("MemFree");
-	printf("      Slab %ld kB -> %ld kB, MemFree %ld kB -> %ld kB over %d cycles\n",
+	t_diag("Slab %ld kB -> %ld kB, MemFree %ld kB -> %ld kB over %d cycles",
 	       slab0, slab1, free0, free1, cycles - 1);
-	WT_CHECK(wt_failures == 0, "%d load/unload cycles, each with every resource used and released",
-		 cycles);
 	/* A leak of one window's FIFOs, the TCE tables or the EVQ per cycle
 	 * is at least 64 KiB; allow 1 MiB of unrelated kernel noise. */
-	WT_CHECK(slab1 - slab0 < 1024, "slab growth %ld kB < 1024 kB", slab1 - slab0);
-	WT_CHECK(free0 - free1 < 4096, "free memory loss %ld kB < 4096 kB", free0 - free1);
-	return wt_done("weft-test-modload");
+	OK(slab1 - slab0 < 1024, "slab growth %ld kB < 1024 kB", slab1 - slab0);
+	OK(free0 - free1 < 4096, "free memory loss %ld kB < 4096 kB", free0 - free1);
+	return t_done();
 }

@@ -50,31 +50,31 @@ int main(void)
 	snprintf(path, sizeof(path), "/sys/class/misc/%s/device", wt_devname());
 	n = readlink(path, link, sizeof(link) - 1);
 	if (n <= 0)
-		wt_fatal("readlink %s: %s", path, strerror(errno));
+		t_bail("readlink %s: %s", path, strerror(errno));
 	link[n] = 0;
 	snprintf(bdf, sizeof(bdf), "%s", strrchr(link, '/') ? strrchr(link, '/') + 1 : link);
-	printf("      adapter %s\n", bdf);
+	t_diag("adapter %s", bdf);
 
 	wt_attach_open(fd, JOB, 4, &win, "");
 	wt_rcxt_mr(fd, JOB, &win, buf, sizeof(buf), &r, &m, "");
-	WT_CHECK(touch(win.recv) == 0, "receive FIFO readable before the unbind");
+	OK(touch(win.recv) == 0, "receive FIFO readable before the unbind");
 
 	ret = sysfs_write("unbind", bdf);
-	WT_CHECK(ret == 0, "unbind %s (%s)", bdf, ret ? strerror(-ret) : "ok");
+	OK(ret == 0, "unbind %s (%s)", bdf, ret ? strerror(-ret) : "ok");
 	now = wt_res();
-	WT_CHECK(now.windows_open == base.windows_open && now.rcxts_held == base.rcxts_held &&
+	OK(now.windows_open == base.windows_open && now.rcxts_held == base.rcxts_held &&
 		 now.mrs == base.mrs && now.pages_pinned == base.pages_pinned &&
 		 now.devices == base.devices - 1,
 		 "window, rCxt, MR and pinned pages released while the fd is still open");
-	WT_CHECK(touch((volatile uint8_t *)win.db) == SIGBUS, "doorbell mapping gone (SIGBUS)");
-	WT_CHECK(touch(win.recv) == SIGBUS, "receive FIFO mapping gone (SIGBUS)");
-	WT_CHECK(touch(win.send) == SIGBUS, "send FIFO mapping gone (SIGBUS)");
+	OK(touch((volatile uint8_t *)win.db) == SIGBUS, "doorbell mapping gone (SIGBUS)");
+	OK(touch(win.recv) == SIGBUS, "receive FIFO mapping gone (SIGBUS)");
+	OK(touch(win.send) == SIGBUS, "send FIFO mapping gone (SIGBUS)");
 	memset(&q, 0, sizeof(q));
 	WT_EXPECT_ERR(fd, WEFT_IOC_QUERY, &q, ENODEV, "QUERY after removal");
 	WT_EXPECT_ERR(fd, WEFT_IOC_REG_MR, &m, ENODEV, "REG_MR after removal");
-	WT_CHECK(poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP), "poll reports POLLHUP");
+	OK(poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP), "poll reports POLLHUP");
 	n = read(fd, &ev, sizeof(ev));
-	WT_CHECK(n == 0, "read returns 0 (end of file), got %zd", n);
+	OK(n == 0, "read returns 0 (end of file), got %zd", n);
 	{
 		void *p;
 		int e;
@@ -82,24 +82,24 @@ int main(void)
 		errno = 0;
 		p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
 		e = errno;
-		WT_CHECK(p == MAP_FAILED && e == ENODEV, "mmap after removal -> ENODEV (%s)",
+		OK(p == MAP_FAILED && e == ENODEV, "mmap after removal -> ENODEV (%s)",
 			 strerror(e));
 	}
 	wt_unmap_window(&win);
 	close(fd);
 	now = wt_res();
-	WT_CHECK(now.contexts == base.contexts, "context freed at close (%lld)", now.contexts);
+	OK(now.contexts == base.contexts, "context freed at close (%lld)", now.contexts);
 
 	ret = sysfs_write("bind", bdf);
-	WT_CHECK(ret == 0, "bind %s again (%s)", bdf, ret ? strerror(-ret) : "ok");
+	OK(ret == 0, "bind %s again (%s)", bdf, ret ? strerror(-ret) : "ok");
 	fd2 = open(wt_dev(), O_RDWR);
-	WT_CHECK(fd2 >= 0, "%s opens again", wt_dev());
+	OK(fd2 >= 0, "%s opens again", wt_dev());
 	if (fd2 >= 0) {
 		WT_EXPECT_OK(fd2, WEFT_IOC_QUERY, &q, "QUERY on the new device");
 		close(fd2);
 	}
 	now = wt_res();
-	WT_CHECK(wt_res_equal(&now, &base) && now.devices == base.devices,
+	OK(wt_res_equal(&now, &base) && now.devices == base.devices,
 		 "driver counters back to the start");
-	return wt_done("weft-test-unbind");
+	return t_done();
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the in-guest driver tests (tests/guest/weft-test-NAME.c).
- * Each test prints one line per check and exits non-zero if any failed.
+ * Checks come from tests/common/weft_test.h: each check is a TAP point
+ * (OK), and the program exits non-zero if any failed.
  *
  * Environment: WEFT_DEV (default /dev/weft0).  The tests need root,
  * debugfs on /sys/kernel/debug and weft.ko loaded.
@@ -32,28 +33,7 @@
 #include "weft/xlate.h"
 #include "weft/uapi.h"
 #include "weft/names.h"
-
-static int wt_failures;
-static int wt_checks;
-
-#define WT_CHECK(cond, ...) wt_check(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
-
-static inline void wt_check(int ok, const char *file, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	wt_checks++;
-	printf("%s: ", ok ? "ok  " : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	if (!ok) {
-		printf("  [%s:%d]", file, line);
-		wt_failures++;
-	}
-	printf("\n");
-	fflush(stdout);
-}
+#include "weft_test.h"
 
 /* An ioctl that must fail with errno e. */
 #define WT_EXPECT_ERR(fd, req, arg, e, what)                                   \
@@ -61,7 +41,7 @@ static inline void wt_check(int ok, const char *file, int line, const char *fmt,
 		errno = 0;                                                     \
 		int r_ = ioctl((fd), (req), (arg));                            \
 		int e_ = errno;                                                \
-		WT_CHECK(r_ == -1 && e_ == (e), "%s -> %s (got %d, %s)", what, \
+		OK(r_ == -1 && e_ == (e), "%s -> %s (got %d, %s)", what, \
 			 strerror(e), r_, strerror(e_));                       \
 	} while (0)
 
@@ -70,31 +50,13 @@ static inline void wt_check(int ok, const char *file, int line, const char *fmt,
 		errno = 0;                                                     \
 		int r_ = ioctl((fd), (req), (arg));                            \
 		int e_ = errno;                                                \
-		WT_CHECK(r_ == 0, "%s -> 0 (got %d, %s)", what, r_,            \
+		OK(r_ == 0, "%s -> 0 (got %d, %s)", what, r_,            \
 			 r_ ? strerror(e_) : "ok");                            \
 	} while (0)
 
 static inline const char *wt_reason(int r)
 {
 	return r < 0 ? "none (never completed)" : weft_reason_name((unsigned int)r);
-}
-
-static inline int wt_done(const char *name)
-{
-	printf("%s: %d checks, %d failed\n", name, wt_checks, wt_failures);
-	return wt_failures ? 1 : 0;
-}
-
-static inline void wt_fatal(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("FAIL: ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	exit(2);
 }
 
 static inline const char *wt_dev(void)
@@ -109,7 +71,7 @@ static inline int wt_open(void)
 	int fd = open(wt_dev(), O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
-		wt_fatal("cannot open %s: %s (is weft.ko loaded and an adapter present?)",
+		t_bail("cannot open %s: %s (is weft.ko loaded and an adapter present?)",
 			 wt_dev(), strerror(errno));
 	return fd;
 }
@@ -168,7 +130,7 @@ static inline long long wt_field(const char *text, const char *name)
 		if (p)
 			p++;
 	}
-	wt_fatal("no '%s' in the driver's debugfs counters", name);
+	t_bail("no '%s' in the driver's debugfs counters", name);
 	return -1;
 }
 
@@ -178,7 +140,7 @@ static inline struct wt_res wt_res(void)
 	char *t = wt_read_file("/sys/kernel/debug/weft/driver");
 
 	if (!t)
-		wt_fatal("cannot read /sys/kernel/debug/weft/driver: %s (debugfs mounted? weft.ko loaded?)",
+		t_bail("cannot read /sys/kernel/debug/weft/driver: %s (debugfs mounted? weft.ko loaded?)",
 			 strerror(errno));
 	r.devices = wt_field(t, "devices");
 	r.contexts = wt_field(t, "contexts");
@@ -202,7 +164,7 @@ static inline int wt_res_equal(const struct wt_res *a, const struct wt_res *b)
 
 static inline void wt_res_print(const char *what, const struct wt_res *r)
 {
-	printf("      %s: contexts %lld windows %lld zombie %lld rcxts %lld mrs %lld pinned %lld coherent %lld\n",
+	t_diag("%s: contexts %lld windows %lld zombie %lld rcxts %lld mrs %lld pinned %lld coherent %lld",
 	       what, r->contexts, r->windows_open, r->windows_zombie, r->rcxts_held,
 	       r->mrs, r->pages_pinned, r->coherent_bytes);
 }
@@ -219,7 +181,7 @@ static inline struct weft_ioc_query wt_query(int fd)
 
 	memset(&q, 0, sizeof(q));
 	if (ioctl(fd, WEFT_IOC_QUERY, &q))
-		wt_fatal("WEFT_IOC_QUERY: %s", strerror(errno));
+		t_bail("WEFT_IOC_QUERY: %s", strerror(errno));
 	return q;
 }
 
@@ -264,7 +226,7 @@ static inline void wt_attach_open(int fd, uint32_t job, uint32_t log2, struct wt
 	struct weft_ioc_job j = { .job_id = job };
 
 	if (ioctl(fd, WEFT_IOC_JOB_ATTACH, &j) || wt_open_window(fd, job, log2, w))
-		wt_fatal("%sattach/open: %s", pfx, strerror(errno));
+		t_bail("%sattach/open: %s", pfx, strerror(errno));
 }
 
 /* Allocate an rCxt (into *r) on window w and register len bytes at buf
@@ -280,7 +242,7 @@ static inline void wt_rcxt_mr(int fd, uint32_t job, const struct wt_win *w, void
 	m->length = len;
 	m->job_id = job;
 	if (ioctl(fd, WEFT_IOC_ALLOC_RCXT, r) || ioctl(fd, WEFT_IOC_REG_MR, m))
-		wt_fatal("%srCxt/MR: %s", pfx, strerror(errno));
+		t_bail("%srCxt/MR: %s", pfx, strerror(errno));
 }
 
 /* Close window w (a check named what) and unmap it. */

@@ -29,6 +29,7 @@
 #include "libqos/pci-pc.h"
 #include "hw/pci/pci_regs.h"
 #include "qobject/qdict.h"
+#include "qobject/qlist.h"
 
 #include "weft/hw.h"
 #include "weft/sram.h"
@@ -1081,6 +1082,40 @@ static void test_migration_blocked(void)
     node_stop(n);
 }
 
+/* QOM describes every property of the device (what `-device weft,help`
+ * prints): device-list-properties lists each with a description. */
+static void test_properties(void)
+{
+    static const char *const want[] = {
+        "node-id", "windows", "rcxts", "handlers", "chardev",
+    };
+    WeftNode *n = node_start(22, SW_NONE);
+    QDict *rsp = qtest_qmp(n->qts, "{ 'execute': 'device-list-properties', "
+                           "'arguments': { 'typename': 'weft' } }");
+    QList *props;
+    size_t i;
+
+    g_assert_true(qdict_haskey(rsp, "return"));
+    props = qdict_get_qlist(rsp, "return");
+    for (i = 0; i < G_N_ELEMENTS(want); i++) {
+        const QListEntry *e;
+        const char *desc = NULL;
+
+        QLIST_FOREACH_ENTRY(props, e) {
+            QDict *p = qobject_to(QDict, qlist_entry_obj(e));
+
+            if (!strcmp(qdict_get_str(p, "name"), want[i])) {
+                desc = qdict_get_try_str(p, "description");
+            }
+        }
+        g_test_message("property %s: %s", want[i], desc ? desc : "(none)");
+        g_assert_nonnull(desc);
+        g_assert_cmpuint(strlen(desc), >, 0);
+    }
+    qobject_unref(rsp);
+    node_stop(n);
+}
+
 /* An RDMA read: node a pulls a buffer of node b into its own memory. */
 static void test_rdma_read(void)
 {
@@ -1472,6 +1507,7 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/misuse", test_misuse);
     qtest_add_func("/weft/migration-blocked", test_migration_blocked);
     qtest_add_func("/weft/hotplug", test_hotplug);
+    qtest_add_func("/weft/properties", test_properties);
 
     r = g_test_run();
     rmdir(tmpdir);

@@ -7,17 +7,8 @@
 #include <stdlib.h>
 
 #include "weft_sim.h"
+#include "weft_test.h"
 #include "rel.h"
-
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                      \
-			fputc('\n', stderr);                               \
-			exit(1);                                           \
-		}                                                          \
-	} while (0)
 
 /* One node's test set-up: a job slot, an open window and one registered
  * buffer of len bytes at buf. */
@@ -28,7 +19,7 @@ struct st_node {
 	int mr;
 };
 
-/* Create a sim or exit(1) with the reason. */
+/* Create a sim, or fail (REQUIRE) with the reason. */
 struct weft_sim *st_sim(const struct weft_sim_config *cfg);
 /* Job attach, window open (log2 FIFO sizes, 0 = default), buffer
  * allocation and registration; exits on failure. */
@@ -66,6 +57,7 @@ struct failover_report {
 };
 /* Runs the campaign; returns 0 when every check held. */
 int failover_run(const struct failover_cfg *cfg, struct failover_report *rep);
-void failover_print(const struct failover_report *rep);
+/* The report as two lines, each starting with prefix. */
+void failover_print(const char *prefix, const struct failover_report *rep);
 
 #endif /* WEFT_SIMTEST_H */

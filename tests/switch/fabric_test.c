@@ -10,16 +10,8 @@
 #include <string.h>
 
 #include "fabric.h"
+#include "weft_test.h"
 #include "wire_io.h"
-
-static int failures;
-
-#define CHECK(c) do { \
-	if (!(c)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-		failures++; \
-	} \
-} while (0)
 
 #define MAXREC 4096
 
@@ -74,10 +66,8 @@ static struct weft_fabric *mkfab(uint64_t seed, size_t maxq, size_t cap, int nod
 	struct weft_fabric *f = weft_fabric_new(seed, maxq, cap);
 	int i;
 
-	if (!f) {
-		fprintf(stderr, "weft_fabric_new failed\n");
-		exit(1);
-	}
+	if (!f)
+		t_bail("weft_fabric_new failed");
 	for (i = 1; i <= nodes; i++)
 		CHECK(weft_fabric_attach(f, (uint16_t)i) == 0);
 	return f;
@@ -516,20 +506,26 @@ static void test_bad_frames(void)
 
 int main(void)
 {
-	test_routing();
-	test_broadcast_mcast();
-	test_routes_reorder();
-	test_seeded_drop();
-	test_bounded();
-	test_port_limit();
-	test_port_down_up();
-	test_detach_hold();
-	test_replay();
-	test_bad_frames();
-	if (failures) {
-		fprintf(stderr, "fabric-test: %d check(s) failed\n", failures);
-		return 1;
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} tests[] = {
+		{ "routing", test_routing },
+		{ "broadcast and multicast", test_broadcast_mcast },
+		{ "reordering across routes", test_routes_reorder },
+		{ "seeded drops", test_seeded_drop },
+		{ "bounded queue", test_bounded },
+		{ "per-port limit", test_port_limit },
+		{ "port down and up", test_port_down_up },
+		{ "frames held across a detach", test_detach_hold },
+		{ "capture and replay", test_replay },
+		{ "bad frames", test_bad_frames },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		t_begin("%s", tests[i].name);
+		tests[i].fn();
 	}
-	printf("fabric-test: all checks passed\n");
-	return 0;
+	return t_done();
 }

@@ -6,10 +6,6 @@
 
 #include "harness.h"
 
-unsigned int h_failures;
-unsigned int h_checks;
-static const char *h_name;
-
 static int op_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 {
 	struct h_node *n = opaque;
@@ -56,8 +52,7 @@ static int op_xmit(void *opaque, const void *pkt, size_t len)
 	if (n->ntx >= H_MAX_TX)
 		return -EAGAIN;
 	if (len > WEFT_WIRE_MAX_FRAME) {
-		printf("  FAIL: core transmitted %zu bytes, more than a frame\n", len);
-		h_failures++;
+		CHECK(0, "core transmitted %zu bytes, more than a frame", len);
 		return -EAGAIN;
 	}
 	memcpy(n->tx[n->ntx].data, pkt, len);
@@ -128,10 +123,8 @@ void h_init(struct h_node *n, uint16_t id, uint32_t nr_windows, uint32_t nr_rcxt
 	n->tx = calloc(H_MAX_TX, sizeof(*n->tx));
 	n->brk = H_MEM_BASE + 0x10000;
 	n->c = weft_core_new(&cfg, &h_ops, n, err, sizeof(err));
-	if (!n->mem || !n->wlog || !n->tx || !n->c) {
-		printf("FATAL: cannot create test node: %s\n", err);
-		exit(2);
-	}
+	if (!n->mem || !n->wlog || !n->tx || !n->c)
+		t_bail("cannot create test node: %s", err);
 	/* Link up raises a LINK event on handler 0: consume it. */
 	weft_core_set_link(n->c, true);
 	h_reg_w(n, WEFT_REG_INT_READY, 0);
@@ -151,10 +144,8 @@ uint64_t h_alloc(struct h_node *n, uint64_t size, uint64_t align)
 {
 	uint64_t a = (n->brk + align - 1) & ~(align - 1);
 
-	if (a + size > H_MEM_BASE + H_MEM_SIZE) {
-		printf("FATAL: test guest memory exhausted\n");
-		exit(2);
-	}
+	if (a + size > H_MEM_BASE + H_MEM_SIZE)
+		t_bail("test guest memory exhausted");
 	n->brk = a + size;
 	memset(h_ptr(n, a), 0, size);
 	return a;
@@ -392,8 +383,7 @@ unsigned int h_poll(struct h_node *n, unsigned int budget)
 	for (i = 0; i < 100000; i++)
 		if (!weft_core_poll(n->c, budget))
 			return i + 1;
-	printf("  FAIL: core never became idle\n");
-	h_failures++;
+	CHECK(0, "core never became idle");
 	return i;
 }
 
@@ -423,31 +413,10 @@ void h_run2(struct h_node *a, struct h_node *b)
 		if (!ma && !mb && d == 0 && !weft_core_poll(a->c, 64) && a->ntx == 0)
 			return;
 	}
-	printf("  FAIL: two-node run never became idle\n");
-	h_failures++;
+	CHECK(0, "two-node run never became idle");
 }
 
 const struct weft_wire_hdr *h_txhdr(struct h_node *n, size_t i)
 {
 	return (const struct weft_wire_hdr *)n->tx[i].data;
-}
-
-void h_begin(const char *name)
-{
-	h_name = name;
-	h_failures = 0;
-	h_checks = 0;
-	printf("# %s\n", name);
-}
-
-void h_section(const char *what)
-{
-	printf("- %s\n", what);
-}
-
-int h_end(void)
-{
-	printf("# %s: %u checks, %u failures: %s\n", h_name, h_checks, h_failures,
-	       h_failures ? "FAIL" : "PASS");
-	return h_failures ? 1 : 0;
 }

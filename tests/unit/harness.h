@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "weft_core.h"
+#include "weft_test.h"
 
 #define H_MEM_BASE      0x100000ull     /* guest RAM starts here */
 #define H_MEM_SIZE      (16ull << 20)
@@ -55,29 +56,6 @@ struct h_node {
 	uint64_t sfifo[WEFT_MAX_WINDOWS], rfifo[WEFT_MAX_WINDOWS];
 	uint32_t sprod[WEFT_MAX_WINDOWS], rcons[WEFT_MAX_WINDOWS];
 };
-
-extern unsigned int h_failures;
-extern unsigned int h_checks;
-
-#define CHECK(cond, ...) do { \
-	h_checks++; \
-	if (!(cond)) { \
-		h_failures++; \
-		printf("  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-		printf(__VA_ARGS__); \
-		printf("\n"); \
-	} \
-} while (0)
-
-#define CHECK_EQ(a, b, what) do { \
-	unsigned long long _a = (unsigned long long)(a), _b = (unsigned long long)(b); \
-	h_checks++; \
-	if (_a != _b) { \
-		h_failures++; \
-		printf("  FAIL %s:%d: %s: got %llu (0x%llx), want %llu (0x%llx)\n", \
-		       __FILE__, __LINE__, what, _a, _a, _b, _b); \
-	} \
-} while (0)
 
 void h_init(struct h_node *n, uint16_t id, uint32_t nr_windows, uint32_t nr_rcxt,
 	    uint32_t handlers, uint32_t rxq);
@@ -141,9 +119,5 @@ size_t h_deliver(struct h_node *from, struct h_node *to);
 void h_run2(struct h_node *a, struct h_node *b);
 
 const struct weft_wire_hdr *h_txhdr(struct h_node *n, size_t i);
-
-void h_begin(const char *name);
-int h_end(void);
-void h_section(const char *what);
 
 #endif /* WEFT_TEST_HARNESS_H */

@@ -292,7 +292,7 @@ int main(void)
 	struct cnode a, b;
 	unsigned int i, k;
 
-	h_begin("test_chaos: random traffic, faults and disruptions between two correctly set-up adapters");
+	t_begin("test_chaos: random traffic, faults and disruptions between two correctly set-up adapters");
 	cnode_init(&a, 1);
 	cnode_init(&b, 2);
 	for (i = 0; i < STEPS; i++) {
@@ -345,7 +345,7 @@ int main(void)
 	CHECK_EQ(h_reg_r(&a.n, WEFT_REG_LIVE_TASK_VIEW), 0, "no task left on a");
 	CHECK_EQ(h_reg_r(&b.n, WEFT_REG_LIVE_TASK_VIEW), 0, "no task left on b");
 	CHECK_EQ(violations, 0, "writes outside the allowed regions");
-	printf("  %u steps; a: tx %llu rx %llu fatal %llu guest errors %llu; b: tx %llu rx %llu fatal %llu\n",
+	t_diag("%u steps; a: tx %llu rx %llu fatal %llu guest errors %llu; b: tx %llu rx %llu fatal %llu",
 	       STEPS,
 	       (unsigned long long)h_cnt(&a.n, WEFT_CNT_TX_PACKETS),
 	       (unsigned long long)h_cnt(&a.n, WEFT_CNT_RX_PACKETS),
@@ -354,7 +354,7 @@ int main(void)
 	       (unsigned long long)h_cnt(&b.n, WEFT_CNT_TX_PACKETS),
 	       (unsigned long long)h_cnt(&b.n, WEFT_CNT_RX_PACKETS),
 	       (unsigned long long)h_cnt(&b.n, WEFT_CNT_WINDOW_FATAL));
-	printf("  completions: a %llu, b %llu; drops on b: tid %llu dup %llu rcxt %llu tce %llu\n",
+	t_diag("completions: a %llu, b %llu; drops on b: tid %llu dup %llu rcxt %llu tce %llu",
 	       (unsigned long long)h_cnt(&a.n, WEFT_CNT_RX_COMPLETIONS),
 	       (unsigned long long)h_cnt(&b.n, WEFT_CNT_RX_COMPLETIONS),
 	       (unsigned long long)h_drops(&b.n, WEFT_R_TID_STALE),
@@ -365,5 +365,5 @@ int main(void)
 				    h_drops(&b.n, WEFT_R_TCE_BOUNDS)));
 	h_fini(&a.n);
 	h_fini(&b.n);
-	return h_end();
+	return t_done();
 }

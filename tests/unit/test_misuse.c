@@ -31,7 +31,7 @@ static void test_regs(void)
 	unsigned int g;
 	uint64_t v;
 
-	h_section("BAR 0 misuse: sizes, alignment, unknown offsets, RO writes, WO reads, bad values");
+	t_begin("BAR 0 misuse: sizes, alignment, unknown offsets, RO writes, WO reads, bad values");
 	h_init(&a, 1, 4, 64, 2, 0);
 	g = a.guest_errors;
 	v = weft_core_reg_read(a.c, WEFT_REG_ID, 2);
@@ -87,7 +87,7 @@ static void test_regs(void)
 	CHECK_EQ(h_cmd(&a, WEFT_REG_CMD_CANCEL_RCXT, 1ull << 40), WEFT_CMD_EINVAL, "cancel out of range");
 	CHECK_EQ(h_cmd(&a, WEFT_REG_CMD_CLOSE_WINDOW, ~0ull), WEFT_CMD_EINVAL, "close out of range");
 	CHECK_EQ(h_cnt(&a, WEFT_CNT_GUEST_ERRORS), a.guest_errors, "GUEST_ERRORS counter matches the traces");
-	printf("  %u guest errors logged, core alive (STATUS 0x%llx)\n", a.guest_errors,
+	t_diag("%u guest errors logged, core alive (STATUS 0x%llx)", a.guest_errors,
 	       (unsigned long long)h_reg_r(&a, WEFT_REG_STATUS));
 	h_fini(&a);
 }
@@ -98,7 +98,7 @@ static void test_names(void)
 	uint64_t off;
 	unsigned int t, i;
 
-	h_section("every valid register access is traced with its name");
+	t_begin("every valid register access is traced with its name");
 	h_init(&a, 1, 4, 64, 2, 0);
 	a.reg_traces = a.named_reg_traces = 0;
 	for (off = 0; off <= WEFT_REG_CMD_CANCEL_RCXT; off += 8)
@@ -125,7 +125,7 @@ static void test_sram_db(void)
 	struct h_node a;
 	unsigned int g;
 
-	h_section("BAR 2 and BAR 4 misuse");
+	t_begin("BAR 2 and BAR 4 misuse");
 	h_init(&a, 1, 4, 64, 2, 0);
 	CHECK_EQ(weft_core_sram_bar_size(a.c), 0x20000, "SRAM BAR size (64 rCxts)");
 	CHECK_EQ(weft_core_db_bar_size(a.c), 0x4000, "doorbell BAR size (4 windows)");
@@ -178,7 +178,7 @@ static void test_dma(void)
 	uint8_t v = 3;
 	unsigned int g;
 
-	h_section("DMA outside guest RAM: send FIFO -> window fatal; receive FIFO -> drop; EVQ -> overflow");
+	t_begin("DMA outside guest RAM: send FIFO -> window fatal; receive FIFO -> drop; EVQ -> overflow");
 	h_init(&a, 1, 4, 64, 1, 0);
 	h_init(&b, 2, 4, 64, 1, 0);
 	h_lmt_prepare(&a, 0, JOB, 3, 3, 1, &l);
@@ -217,7 +217,7 @@ static void test_sram_corruption(void)
 	struct weft_lmt l;
 	uint8_t v = 1;
 
-	h_section("driver corrupts an open window's LMT through the SRAM aperture");
+	t_begin("driver corrupts an open window's LMT through the SRAM aperture");
 	h_init(&a, 1, 4, 64, 1, 0);
 	h_init(&b, 2, 4, 64, 1, 0);
 	CHECK_EQ(h_open(&a, 0, JOB, 3, 3, 1), WEFT_CMD_OK, "open a");
@@ -249,7 +249,7 @@ static void test_storm(void)
 	uint8_t pkt[WEFT_WIRE_MAX_FRAME];
 	struct weft_wire_hdr *h = (struct weft_wire_hdr *)pkt;
 
-	h_section("seeded storm: 20000 random MMIO writes and packets, core stays alive");
+	t_begin("seeded storm: 20000 random MMIO writes and packets, core stays alive");
 	h_init(&a, 1, 8, 64, 4, 8);
 	h_init(&b, 2, 8, 64, 4, 8);
 	h_evq_setup(&a);
@@ -323,7 +323,7 @@ static void test_storm(void)
 	h_poll(&a, 64);
 	CHECK(h_reg_r(&a, WEFT_REG_ID) == (WEFT_ID_MAGIC | ((uint64_t)WEFT_HW_VERSION << 32)),
 	      "core answers after the storm");
-	printf("  storm: %llu guest errors, %llu rx packets, %llu tx packets\n",
+	t_diag("storm: %llu guest errors, %llu rx packets, %llu tx packets",
 	       (unsigned long long)h_cnt(&a, WEFT_CNT_GUEST_ERRORS),
 	       (unsigned long long)h_cnt(&a, WEFT_CNT_RX_PACKETS),
 	       (unsigned long long)h_cnt(&a, WEFT_CNT_TX_PACKETS));
@@ -333,12 +333,12 @@ static void test_storm(void)
 
 int main(void)
 {
-	h_begin("test_misuse: guest misuse of every BAR, bad DMA, corrupted SRAM, random storm");
+	t_diag("test_misuse: guest misuse of every BAR, bad DMA, corrupted SRAM, random storm");
 	test_regs();
 	test_names();
 	test_sram_db();
 	test_dma();
 	test_sram_corruption();
 	test_storm();
-	return h_end();
+	return t_done();
 }

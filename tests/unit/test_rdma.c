@@ -125,7 +125,7 @@ static void test_rdmaw_basic(void)
 	size_t i;
 	const uint64_t len = 10000;
 
-	h_section("RDMAW: ceil(L/1920) self-describing packets, byte-exact placement, frame done after the last packet");
+	t_begin("RDMAW: ceil(L/1920) self-describing packets, byte-exact placement, frame done after the last packet");
 	rig_init(&g);
 	fill(&g.a, g.abuf, len, 1);
 	post_write(&g, len, 1, WEFT_NOTIFY_BOTH);
@@ -173,7 +173,7 @@ static void test_routing(void)
 	static const char *const names[] = { "none", "source", "target", "both" };
 	unsigned int notify;
 
-	h_section("completion routing: none / source / target / both");
+	t_begin("completion routing: none / source / target / both");
 	for (notify = 0; notify < 4; notify++) {
 		struct rig g;
 
@@ -184,7 +184,7 @@ static void test_routing(void)
 		CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 3000), "data (%s)", names[notify]);
 		CHECK_EQ(completions(&g.a, NULL), (notify & WEFT_NOTIFY_SOURCE) ? 1 : 0, "source completions");
 		CHECK_EQ(completions(&g.b, NULL), (notify & WEFT_NOTIFY_TARGET) ? 1 : 0, "target completions");
-		printf("  notify=%s: source %u, target %u completions\n", names[notify],
+		t_diag("notify=%s: source %u, target %u completions", names[notify],
 		       completions(&g.a, NULL), completions(&g.b, NULL));
 		rig_fini(&g);
 	}
@@ -195,7 +195,7 @@ static void test_completion_full(void)
 	struct rig g;
 	struct weft_lmt l;
 
-	h_section("completion into a full receive FIFO is silently lost (data still placed)");
+	t_begin("completion into a full receive FIFO is silently lost (data still placed)");
 	rig_init(&g);
 	h_lmt_read(&g.b, 0, &l);
 	l.recv_fifo_avail_slots = 0;
@@ -218,7 +218,7 @@ static void test_remaining(void)
 	struct h_pkt *saved;
 	size_t n, i;
 
-	h_section("completion only when remaining == 0; out-of-order arrival gives one completion");
+	t_begin("completion only when remaining == 0; out-of-order arrival gives one completion");
 	rig_init(&g);
 	fill(&g.a, g.abuf, 9000, 3);
 	post_write(&g, 9000, 1, WEFT_NOTIFY_TARGET);
@@ -238,7 +238,7 @@ static void test_remaining(void)
 	CHECK_EQ(completions(&g.b, NULL), 1, "completion with the last byte");
 	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 9000), "data complete");
 
-	h_section("duplicates of the same tid cannot complete twice");
+	t_begin("duplicates of the same tid cannot complete twice");
 	for (i = 0; i < n; i++)
 		weft_core_receive(g.b.c, saved[i].data, saved[i].len);
 	h_poll(&g.b, 64);
@@ -277,7 +277,7 @@ static void test_tid(void)
 	uint32_t idx = 0;
 	struct weft_recv_hdr rh;
 
-	h_section("tid rules: > restarts, == continues, < is dropped");
+	t_begin("tid rules: > restarts, == continues, < is dropped");
 	rig_init(&g);
 	old = malloc(64 * sizeof(*old));
 	/* tid 5: only the first half arrives. */
@@ -326,7 +326,7 @@ static void test_tid(void)
 	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 8000), "late tid-5 packets change nothing");
 	CHECK_EQ(completions(&g.b, NULL), 1, "no second completion");
 
-	h_section("initiator refuses a tid that is not larger than the rCxt's");
+	t_begin("initiator refuses a tid that is not larger than the rCxt's");
 	write_refused(&g, 6, 2, WEFT_R_TID_STALE);
 	free(old);
 	rig_fini(&g);
@@ -340,7 +340,7 @@ static void test_rcxt_drops(void)
 	uint64_t ev_before;
 	uint8_t *dst;
 
-	h_section("invalid / foreign / stale-key rCxt: silent drop, no window error");
+	t_begin("invalid / foreign / stale-key rCxt: silent drop, no window error");
 	rig_init(&g);
 	CHECK_EQ(h_open(&g.b, 1, JOB, 4, 4, 2), WEFT_CMD_OK, "open b window 1");
 	CHECK_EQ(h_acquire(&g.b, 11, 1, 0), WEFT_CMD_OK, "rCxt 11 owned by window 1");
@@ -372,7 +372,7 @@ static void test_rcxt_drops(void)
 	CHECK(dst[0] == 0 && dst[999] == 0, "no byte placed");
 	CHECK_EQ(g.b.ntx, 0, "no completion sent");
 
-	h_section("stale rCxt key after adapter recovery: dropped, no window error");
+	t_begin("stale rCxt key after adapter recovery: dropped, no window error");
 	h->rcxt_key = 0;
 	h_reg_w(&g.b, WEFT_REG_RECOVER, WEFT_RECOVER_MAGIC);
 	CHECK_EQ(h_reg_r(&g.b, WEFT_REG_RECOVERY_COUNT), 1, "recovery count 1");
@@ -400,7 +400,7 @@ static void test_stale_pvo(void)
 	uint64_t newpvo;
 	uint8_t *dst;
 
-	h_section("stale PVO after re-keying the TCEs: dropped, PROTECTION event, no completion");
+	t_begin("stale PVO after re-keying the TCEs: dropped, PROTECTION event, no completion");
 	rig_init(&g);
 	fill(&g.a, g.abuf, 1500, 21);
 	post_write(&g, 1500, 1, WEFT_NOTIFY_BOTH);
@@ -423,7 +423,7 @@ static void test_stale_pvo(void)
 	CHECK_EQ(ev.rcxt, R_B, "rCxt");
 	CHECK_EQ(h_db_r(&g.b, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "incoming violation is not fatal");
 
-	h_section("TCE table owner must be the window's job");
+	t_begin("TCE table owner must be the window's job");
 	h_map(&g.b, 0, 0, PKEY_B, g.bbuf, BUFSZ);
 	h_reg_w(&g.b, WEFT_REG_TCE_OWNER(0), WEFT_TCE_OWNER_VALID | (JOB + 1));
 	weft_core_receive(g.b.c, p.data, p.len);
@@ -463,7 +463,7 @@ static void test_page_fatal(void)
 	struct weft_rdma_req q;
 	uint64_t small, pvo;
 
-	h_section("local page-boundary check: 4 KiB region, 16 KiB write -> window fatal error");
+	t_begin("local page-boundary check: 4 KiB region, 16 KiB write -> window fatal error");
 	rig_init(&g);
 	h_tce_table(&g.a, 1, 1, 12, JOB);      /* one 4 KiB page */
 	small = h_alloc(&g.a, 16384, 4096);
@@ -517,7 +517,7 @@ static void test_rdmar(void)
 	struct h_pkt req;
 	uint32_t idx = 0;
 
-	h_section("RDMAR: request, data-source queue, READ_RESP payload, completions both sides");
+	t_begin("RDMAR: request, data-source queue, READ_RESP payload, completions both sides");
 	rig_init(&g);
 	fill(&g.b, g.bbuf, 20000, 77);
 	post_read(&g, 20000, 3, WEFT_NOTIFY_BOTH);
@@ -553,7 +553,7 @@ static void test_rdmar(void)
 	CHECK_EQ(h_cnt(&g.b, WEFT_CNT_RDMAR_SERVED), 1, "RDMAR_SERVED");
 	CHECK_EQ(h_cnt(&g.a, WEFT_CNT_RDMAR_DONE), 1, "RDMAR_DONE");
 
-	h_section("RDMAR at the data source: tid <= stored ignored, busy dropped, invalid ignored");
+	t_begin("RDMAR at the data source: tid <= stored ignored, busy dropped, invalid ignored");
 	weft_core_receive(g.b.c, req.data, req.len);           /* same tid */
 	h_poll(&g.b, 64);
 	CHECK_EQ(h_drops(&g.b, WEFT_R_TID_STALE), 1, "tid == stored ignored");
@@ -577,7 +577,7 @@ static void test_rdmar(void)
 	}
 	rig_fini(&g);
 
-	h_section("RDMAR destination checked at set-up: bad local PVO -> window fatal, nothing sent");
+	t_begin("RDMAR destination checked at set-up: bad local PVO -> window fatal, nothing sent");
 	rig_init(&g);
 	g.apvo = weft_pvo_make(PKEY_A + 1, 0, 0);
 	post_read(&g, 5000, 1, WEFT_NOTIFY_SOURCE);
@@ -593,7 +593,7 @@ static void test_cancel(void)
 	size_t i;
 	struct weft_rcxt x;
 
-	h_section("cancel clears the pending state; later packets of that tid are not placed");
+	t_begin("cancel clears the pending state; later packets of that tid are not placed");
 	rig_init(&g);
 	fill(&g.a, g.abuf, 6000, 5);
 	post_write(&g, 6000, 2, WEFT_NOTIFY_TARGET);
@@ -619,7 +619,7 @@ static void test_cancel(void)
 	CHECK_EQ(x.tid, 0, "tid 0 after acquisition");
 	rig_fini(&g);
 
-	h_section("local request checks: unassigned local rCxt refused without a window error");
+	t_begin("local request checks: unassigned local rCxt refused without a window error");
 	rig_init(&g);
 	CHECK_EQ(h_cmd(&g.a, WEFT_REG_CMD_RELEASE_RCXT, R_A), WEFT_CMD_OK, "release local rCxt");
 	write_refused(&g, 1, 0, WEFT_R_RCXT_INVALID);
@@ -679,8 +679,7 @@ static void run3(struct h_node **nodes)
 		if (!busy)
 			return;
 	}
-	printf("  FAIL: three-node run never became idle\n");
-	h_failures++;
+	CHECK(0, "three-node run never became idle");
 }
 
 static void test_third_party(void)
@@ -692,7 +691,7 @@ static void test_third_party(void)
 	struct h_pkt saved;
 	uint32_t idx = 0;
 
-	h_section("third-party read: manager B asks source C to write into A; completion goes to B");
+	t_begin("third-party read: manager B asks source C to write into A; completion goes to B");
 	h_init(&A, 1, 2, 64, 1, 0);
 	h_init(&B, 2, 2, 64, 1, 0);
 	h_init(&C, 3, 2, 64, 1, 0);
@@ -739,7 +738,7 @@ static void test_third_party(void)
 	CHECK_EQ(completions(&C, NULL), 0, "none at the source C");
 	CHECK_EQ(completions(&A, NULL), 0, "none at A (source-only notification)");
 
-	h_section("third-party request with a stale tid or a bad rCxt key: no transfer");
+	t_begin("third-party request with a stale tid or a bad rCxt key: no transfer");
 	memset(h_ptr(&A, abuf), 0, 5000);
 	weft_core_receive(C.c, saved.data, saved.len);
 	((struct weft_wire_hdr *)saved.data)->tid = 2;
@@ -751,7 +750,7 @@ static void test_third_party(void)
 	CHECK(((uint8_t *)h_ptr(&A, abuf))[0] == 0, "nothing written at A");
 	CHECK_EQ(completions(&B, NULL), 1, "no new completion");
 
-	h_section("third-party read: the manager takes the completion of its current tid once");
+	t_begin("third-party read: the manager takes the completion of its current tid once");
 	{
 		struct h_pkt cp;
 
@@ -786,7 +785,7 @@ static void test_bcast_rdma(void)
 	uint64_t abuf, bbuf, cbuf, apvo;
 	uint32_t idx = 0;
 
-	h_section("broadcast RDMA write: every configured target places it; target completions name the source");
+	t_begin("broadcast RDMA write: every configured target places it; target completions name the source");
 	h_init(&A, 1, 2, 64, 1, 0);
 	h_init(&B, 2, 2, 64, 1, 0);
 	h_init(&C, 3, 2, 64, 1, 0);
@@ -840,7 +839,7 @@ static void test_bcast_rdma(void)
 	CHECK_EQ(completions(&C, NULL), 1, "completion at C");
 	CHECK_EQ(completions(&A, NULL), 0, "none at the source");
 
-	h_section("broadcast RDMA write with SOURCE notification: one completion per target");
+	t_begin("broadcast RDMA write with SOURCE notification: one completion per target");
 	q.tid = 2;
 	q.notify = WEFT_NOTIFY_SOURCE;
 	h_put_rdma(&A, 0, WEFT_SF_RDMAW, WEFT_NODE_BROADCAST, 0, &q);
@@ -870,7 +869,7 @@ static void test_completion_tid(void)
 	struct weft_recv_hdr rh;
 	uint32_t idx = 0;
 
-	h_section("completion packets: at most once, only for the rCxt's current tid");
+	t_begin("completion packets: at most once, only for the rCxt's current tid");
 	rig_init(&g);
 	fill(&g.a, g.abuf, 3000, 41);
 	post_write(&g, 3000, 4, WEFT_NOTIFY_BOTH);
@@ -894,7 +893,7 @@ static void test_completion_tid(void)
 	CHECK_EQ(completions(&g.a, NULL), 1, "still one completion");
 	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "no window error");
 
-	h_section("after a new operation on the rCxt the old tid's completion is stale");
+	t_begin("after a new operation on the rCxt the old tid's completion is stale");
 	fill(&g.a, g.abuf, 2000, 42);
 	post_write(&g, 2000, 9, WEFT_NOTIFY_BOTH);
 	h_run2(&g.a, &g.b);
@@ -907,7 +906,7 @@ static void test_completion_tid(void)
 	CHECK_EQ(h_drops(&g.a, WEFT_R_DUPLICATE), 2, "replayed tid-9 completion: DUPLICATE");
 	CHECK_EQ(completions(&g.a, NULL), 2, "exactly once per tid");
 
-	h_section("a completion naming an rCxt that expects none (write target, notify without SOURCE)");
+	t_begin("a completion naming an rCxt that expects none (write target, notify without SOURCE)");
 	rp = cp;
 	((struct weft_wire_hdr *)rp.data)->dst_node = 2;
 	((struct weft_wire_hdr *)rp.data)->rcxt = R_B;
@@ -922,7 +921,7 @@ static void test_completion_tid(void)
 	CHECK_EQ(completions(&g.a, NULL), 2, "nothing delivered at the initiator");
 	rig_fini(&g);
 
-	h_section("RDMA read: the data source takes its TARGET completion once");
+	t_begin("RDMA read: the data source takes its TARGET completion once");
 	rig_init(&g);
 	fill(&g.b, g.bbuf, 6000, 44);
 	post_read(&g, 6000, 2, WEFT_NOTIFY_BOTH);
@@ -941,7 +940,7 @@ static void test_completion_tid(void)
 	CHECK_EQ(h_drops(&g.b, WEFT_R_TID_STALE), 1, "older tid: TID_STALE");
 	CHECK_EQ(completions(&g.b, NULL), 1, "exactly once");
 
-	h_section("a completion dropped on a full FIFO does not use up its tid");
+	t_begin("a completion dropped on a full FIFO does not use up its tid");
 	post_read(&g, 3000, 3, WEFT_NOTIFY_BOTH);
 	h_poll(&g.a, 64);
 	h_deliver(&g.a, &g.b);
@@ -968,7 +967,7 @@ static void test_completion_tid(void)
 	CHECK_EQ(h_drops(&g.b, WEFT_R_DUPLICATE), 2, "then DUPLICATE");
 	rig_fini(&g);
 
-	h_section("after re-acquisition a completion is TID_STALE until the rCxt starts an operation");
+	t_begin("after re-acquisition a completion is TID_STALE until the rCxt starts an operation");
 	rig_init(&g);
 	fill(&g.a, g.abuf, 500, 45);
 	post_write(&g, 500, 1, WEFT_NOTIFY_SOURCE);
@@ -997,7 +996,7 @@ static void test_rdmar_interleave(void)
 	unsigned int i, switches = 0;
 	size_t k;
 
-	h_section("RDMA read payload interleaves with the data source window's own sends");
+	t_begin("RDMA read payload interleaves with the data source window's own sends");
 	rig_init(&g);
 	fill(&g.b, g.bbuf, 15000, 8);
 	post_read(&g, 15000, 1, WEFT_NOTIFY_SOURCE);
@@ -1019,7 +1018,7 @@ static void test_rdmar_interleave(void)
 
 int main(void)
 {
-	h_begin("test_rdma: RDMA write/read, rCxt and tid rules, translation");
+	t_diag("test_rdma: RDMA write/read, rCxt and tid rules, translation");
 	test_rdmaw_basic();
 	test_routing();
 	test_completion_full();
@@ -1034,5 +1033,5 @@ int main(void)
 	test_bcast_rdma();
 	test_rdmar_interleave();
 	test_completion_tid();
-	return h_end();
+	return t_done();
 }
