@@ -3,7 +3,7 @@
  * weft-sim-bench: figures of the in-process sim (not a test).
  *
  *   weft-sim-bench [--messages N] [--failover-events N] [--failover-nodes N]
- *                  [--no-throughput] [--no-failover] [--json]
+ *                  [--no-throughput] [--no-failover] [--no-verbs] [--json]
  *
  * 1. RDMA-write throughput of 1 MiB messages from node 0 to node 1 (one
  *    RDMAW pseudo packet per message, 4 rCxt pairs in flight, wall clock),
@@ -13,7 +13,11 @@
  *    channel is checked.  With --json, one JSON line of these figures
  *    ("sim_gbps", "memcpy_cached_gbps", "memcpy_uncached_gbps" and the
  *    wall-time ratios) follows the text.
- * 2. The failover campaign's long mode (docs/failover.md), by default
+ * 2. Verbs RC RDMA-write throughput at 1 MiB and 4 KiB (one RC QP pair,
+ *    up to 64 WQEs in flight, lossless fabric, wall clock) next to a
+ *    memcpy of the same sizes between the same two guest buffers, reused
+ *    in the same order, and the ratio.  The data is checked.
+ * 3. The failover campaign's long mode (docs/failover.md), by default
  *    100,000 reboot/recovery events, with its report line.
  */
 #include <stdio.h>
@@ -22,6 +26,7 @@
 #include <time.h>
 
 #include "simtest.h"
+#include "weft_sim_verbs.h"
 
 #define MIB     (1u << 20)
 #define PAIRS   4u
@@ -133,11 +138,90 @@ static int throughput(unsigned int messages, bool json)
 	return 0;
 }
 
+/* Verbs RC RDMA writes of size bytes from node 0 to node 1, count of them,
+ * cycling over a 4 MiB buffer; then memcpy of the same. */
+static int verbs_throughput(uint64_t size, unsigned int count)
+{
+	struct weft_sim_config cfg = {
+		.nr_nodes = 2, .mem_size = 64u << 20, .seed = 1,
+		.faults = { .routes = 1, .delay_ns = 1000 },
+		.max_queued = 1u << 16, .rx_queue_len = 256, .poll_budget = 256,
+	};
+	struct weft_sim *s = st_sim(&cfg);
+	const uint64_t span = PAIRS * MIB, slots = span / size;
+	const uint32_t mr = WEFT_STAG(1, 1);
+	struct wsv_cq cq[2];
+	struct wsv_qp qa, qb;
+	struct weft_vcqe e[64];
+	uint64_t buf[2];
+	uint8_t *src, *dst;
+	unsigned int i, posted = 0, done = 0, k;
+	double t0, c0, t_v, c_v, t_c, c_c, mb;
+	volatile uint8_t sink = 0;
+
+	for (i = 0; i < 2; i++) {
+		CHECK(wsv_pd(s, i, 1) == 0, "PD");
+		CHECK(wsv_cq_create(s, i, 1, 8, 0, &cq[i]) == 0, "CQ");
+		buf[i] = weft_sim_alloc(s, i, span, 4096);
+		CHECK(buf[i] && wsv_reg_mr(s, i, mr, 1, buf[i], buf[i], span, WEFT_VACC_ALL,
+					   WEFT_ATT_DIRECT, 12) == 0, "MR");
+	}
+	CHECK(wsv_qp_create(s, 0, 2, WEFT_VQPT_RC, 1, 1, 1, 7, 7, 0, &qa) == 0 &&
+	      wsv_qp_create(s, 1, 3, WEFT_VQPT_RC, 1, 1, 1, 7, 7, 0, &qb) == 0 &&
+	      wsv_connect(s, &qa, &qb, NULL) == 0, "QPs");
+	src = weft_sim_ptr(s, 0, buf[0], span);
+	dst = weft_sim_ptr(s, 1, buf[1], span);
+	st_fill(src, span, 7);
+	t0 = now_s();
+	c0 = cpu_s();
+	while (done < count) {
+		while (posted < count && posted - done < 64) {
+			struct weft_vwqe w = { .wr_id = posted, .opcode = WEFT_VWR_WRITE,
+					       .flags = WEFT_VWQE_SIGNALED };
+			struct weft_vsge sg = { .length = (uint32_t)size, .lkey = mr };
+			uint64_t off = (posted % slots) * size;
+
+			sg.addr = buf[0] + off;
+			w.u.rdma.remote_addr = buf[1] + off;
+			w.u.rdma.rkey = mr;
+			CHECK(wsv_post_send(s, &qa, &w, &sg, 1, false) == 0, "post");
+			posted++;
+		}
+		wsv_ring_sq(s, &qa);
+		k = wsv_wait(s, &cq[0], e, posted - done < 16 ? posted - done : 16, 1000000000ull);
+		CHECK(k > 0, "no completion");
+		for (i = 0; i < k; i++)
+			CHECK(e[i].status == 0 && e[i].wr_id == done + i, "CQE %u", done + i);
+		done += k;
+	}
+	t_v = now_s() - t0;
+	c_v = cpu_s() - c0;
+	CHECK(!memcmp(src, dst, count >= slots ? span : count * size), "data differs");
+	t0 = now_s();
+	c0 = cpu_s();
+	for (i = 0; i < count; i++) {
+		uint64_t off = (i % slots) * size;
+
+		memcpy(dst + off, src + off, size);
+		sink ^= dst[off + (i & (size - 1))];
+	}
+	t_c = now_s() - t0;
+	c_c = cpu_s() - c0;
+	mb = (double)count * (double)size / 1e6;
+	printf("verbs RC RDMA write, %u x %llu B: %.1f MB/s wall (%.3f s), %.1f MB/s CPU time; "
+	       "memcpy, same buffers: %.1f MB/s wall, %.1f MB/s CPU; ratio %.4f wall, %.4f CPU\n",
+	       count, (unsigned long long)size, mb / t_v, t_v, mb / c_v, mb / t_c, mb / c_c,
+	       t_c / t_v, c_c / c_v);
+	(void)sink;
+	weft_sim_free(s);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned int messages = 512, nodes = 2;
 	uint64_t events = 100000;
-	bool do_tp = true, do_fo = true, json = false;
+	bool do_tp = true, do_fo = true, do_verbs = true, json = false;
 	int i;
 
 	for (i = 1; i < argc; i++) {
@@ -151,16 +235,23 @@ int main(int argc, char **argv)
 			do_tp = false;
 		else if (!strcmp(argv[i], "--no-failover"))
 			do_fo = false;
+		else if (!strcmp(argv[i], "--no-verbs"))
+			do_verbs = false;
 		else if (!strcmp(argv[i], "--json"))
 			json = true;
 		else {
 			fprintf(stderr, "usage: %s [--messages N] [--failover-events N] "
-				"[--failover-nodes N] [--no-throughput] [--no-failover] [--json]\n", argv[0]);
+				"[--failover-nodes N] [--no-throughput] [--no-failover] "
+				"[--no-verbs] [--json]\n", argv[0]);
 			return 2;
 		}
 	}
 	if (do_tp && messages)
 		throughput(messages, json);
+	if (do_verbs) {
+		verbs_throughput(MIB, 256);
+		verbs_throughput(4096, 16384);
+	}
 	if (do_fo && events) {
 		struct failover_cfg cfg = { .nodes = nodes, .events = events, .seed = 2026,
 					    .replay = 24 };

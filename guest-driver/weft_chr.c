@@ -39,25 +39,10 @@ void weft_ctx_event(struct weft_ctx *ctx, u32 type, u32 window, u32 rcxt,
 
 /* ---- rCxt pool: round robin, allocate at the head, free to the tail ---- */
 
-static void weft_rcxt_push(struct weft_dev *wdev, u32 r)
-{
-	wdev->rcxt_ring[(wdev->rcxt_head + wdev->rcxt_free) % wdev->nr_rcxt] = r;
-	wdev->rcxt_free++;
-}
-
-static u32 weft_rcxt_pop(struct weft_dev *wdev)
-{
-	u32 r = wdev->rcxt_ring[wdev->rcxt_head];
-
-	wdev->rcxt_head = (wdev->rcxt_head + 1) % wdev->nr_rcxt;
-	wdev->rcxt_free--;
-	return r;
-}
-
 static void weft_rcxt_put(struct weft_dev *wdev, struct weft_window *win, u32 r)
 {
 	wdev->rcxt_win[r] = 0;
-	weft_rcxt_push(wdev, r);
+	weft_ring_push(&wdev->rcxt_ring, r);
 	win->nr_rcxt--;
 	atomic_dec(&weft_res.rcxts);
 }
@@ -167,6 +152,7 @@ static void weft_lmt_write(struct weft_dev *wdev, u32 w, const struct weft_lmt *
 static int weft_open_window(struct weft_ctx *ctx, struct weft_ioc_open_window *a)
 {
 	struct weft_dev *wdev = ctx->wdev;
+	struct weft_lmt_params lp = { 0 };
 	struct weft_window *win;
 	struct weft_lmt lmt;
 	unsigned long flags;
@@ -206,28 +192,17 @@ static int weft_open_window(struct weft_ctx *ctx, struct weft_ioc_open_window *a
 		goto err_mem;
 	}
 
-	memset(&lmt, 0, sizeof(lmt));
-	lmt.recv_fifo_real_address = win->recv_dma;
-	lmt.window_state = WEFT_WIN_INVALID;
-	lmt.recv_fifo_size = a->recv_log2;
-	lmt.window_id = w;
-	lmt.recv_mask = (1u << a->recv_log2) - 1;
-	lmt.recv_fifo_avail_slots = 1u << a->recv_log2;
-	lmt.recv_int_threshold = WEFT_THRESHOLD_OFF0;
-	lmt.window_key = a->job_id;
-	lmt.rcxt_id = WEFT_RCXT_NONE;
-	lmt.int_vect_data = w % wdev->nr_handlers;
-	lmt.send_fifo_real_address = win->send_dma;
-	lmt.config_parm_bcast = !!(a->flags & WEFT_OPEN_F_BCAST);
-	lmt.send_fifo_size = a->send_log2;
-	lmt.send_quanta_value = quantum;
-	lmt.send_mask = (1u << a->send_log2) - 1;
-	lmt.send_int_threshold_hi = WEFT_THRESHOLD_OFF0;
-	lmt.rcxt_head = WEFT_RCXT_NONE;
-	lmt.rcxt_tail = WEFT_RCXT_NONE;
-	lmt.send_quanta_size = quantum;
-	lmt.send_rcxt = WEFT_RCXT_NONE;
-	lmt.flags = (a->flags & WEFT_OPEN_F_EARLY_INT) ? WEFT_LMT_F_EARLY_INT : 0;
+	lp.window = w;
+	lp.job = a->job_id;
+	lp.send_addr = win->send_dma;
+	lp.recv_addr = win->recv_dma;
+	lp.send_log2 = a->send_log2;
+	lp.recv_log2 = a->recv_log2;
+	lp.quantum = quantum;
+	lp.handler = w % wdev->nr_handlers;
+	lp.bcast = a->flags & WEFT_OPEN_F_BCAST;
+	lp.early_int = a->flags & WEFT_OPEN_F_EARLY_INT;
+	weft_lmt_init(&lmt, &lp);
 	weft_lmt_write(wdev, w, &lmt);
 
 	/* Visible to the interrupt path before the adapter can raise events. */
@@ -286,14 +261,13 @@ static int weft_alloc_rcxt(struct weft_ctx *ctx, struct weft_ioc_rcxt *a)
 		return -ESTALE;
 	if (win->state != WEFT_WS_OPEN)
 		return -EPIPE;
-	if (!wdev->rcxt_free)
+	if (!weft_ring_pop(&wdev->rcxt_ring, &r))
 		return -ENOSPC;
-	r = weft_rcxt_pop(wdev);
-	key = (u16)wdev->recovery_count;
+	key = weft_rcxt_key(wdev->recovery_count);
 	ret = weft_cmd(wdev, WEFT_REG_CMD_ACQUIRE_RCXT, WEFT_ACQ(r, win->idx, key));
 	if (ret) {
 		/* Back to the tail: the next caller gets another rCxt. */
-		weft_rcxt_push(wdev, r);
+		weft_ring_push(&wdev->rcxt_ring, r);
 		dev_warn(&wdev->pdev->dev, "Acquire rCxt %u: %d\n", r, ret);
 		return -EIO;
 	}
@@ -530,6 +504,20 @@ static long weft_ioctl(struct file *filp, unsigned int cmd, unsigned long uarg)
 	return 0;
 }
 
+/*
+ * A device mapping is never inherited by fork (a child that touches it
+ * faults) and can never become executable (mprotect(PROT_EXEC) fails).
+ */
+static void weft_vma_protect(struct vm_area_struct *vma)
+{
+#ifdef WEFT_HAVE_VM_FLAGS_SET
+	vm_flags_set(vma, VM_DONTCOPY);
+	vm_flags_clear(vma, VM_MAYEXEC);
+#else
+	vma->vm_flags = (vma->vm_flags | VM_DONTCOPY) & ~VM_MAYEXEC;
+#endif
+}
+
 static int weft_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	struct weft_ctx *ctx = filp->private_data;
@@ -561,6 +549,7 @@ static int weft_mmap(struct file *filp, struct vm_area_struct *vma)
 		goto out;
 	}
 	/* Both remap paths set VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP. */
+	weft_vma_protect(vma);
 	switch (part) {
 	case WEFT_MMAP_DB:
 		if (size != PAGE_SIZE) {

@@ -120,7 +120,7 @@ DEFINE_SHOW_ATTRIBUTE(weft_rcxt);
 static int weft_tce_show(struct seq_file *m, void *v)
 {
 	struct weft_dev *wdev = m->private;
-	u32 s, t, i, used;
+	u32 s, t, i, k, used;
 
 	mutex_lock(&wdev->lock);
 	for (s = 0; s < WEFT_NR_JOB_SLOTS; s++) {
@@ -131,7 +131,9 @@ static int weft_tce_show(struct seq_file *m, void *v)
 
 			if (!tbl->va)
 				continue;
-			used = bitmap_weight(tbl->used, tbl->nr);
+			used = 0;
+			for (k = 0; k < WEFT_TCE_MAP_WORDS(tbl->nr); k++)
+				used += hweight64(tbl->used[k]);
 			seq_printf(m, "  table %u: shift %u entries %u used %u dma 0x%llx\n",
 				   s * WEFT_SLOT_TABLES + t, tbl->shift, tbl->nr, used,
 				   (u64)tbl->dma);
@@ -172,8 +174,10 @@ static int weft_state_show(struct seq_file *m, void *v)
 		   wdev->node_id, wdev->nr_windows, wdev->nr_rcxt, wdev->nr_handlers,
 		   wdev->recovery_count);
 	seq_printf(m, "rcxt_free %u rcxt_head %u evq_entries %u evq_cons %llu evq_stale %llu\n",
-		   wdev->rcxt_free, wdev->rcxt_head, wdev->evq_entries, wdev->evq_cons,
+		   wdev->rcxt_ring.count, wdev->rcxt_ring.head, wdev->evq_entries, wdev->evq_cons,
 		   wdev->evq_stale);
+	seq_printf(m, "key_epoch %llu key_block %u keys_used %u\n", wdev->keys.epoch,
+		   weft_key_block(wdev->keys.epoch), wdev->keys.seq);
 	seq_printf(m, "closes %llu closes_waited %llu close_snapshot 0x%llx\n",
 		   wdev->closes, wdev->closes_waited, wdev->close_snapshot);
 	for (h = 0; h < wdev->nr_handlers; h++)
@@ -214,6 +218,34 @@ static const struct file_operations weft_recover_fops = {
 	.write = weft_recover_write,
 };
 
+/*
+ * Inject an adapter-internal fatal error (DEBUG_INJECT, docs/hw-spec.md
+ * 9.1).  The driver does not recover here: the adapter raises
+ * STATUS.FATAL and an interrupt, and weft_irq starts the recovery.
+ */
+static ssize_t weft_inject_fatal_write(struct file *file, const char __user *buf,
+				       size_t count, loff_t *ppos)
+{
+	struct weft_dev *wdev = file->private_data;
+	bool v;
+	int ret;
+
+	ret = kstrtobool_from_user(buf, count, &v);
+	if (ret)
+		return ret;
+	if (!v)
+		return -EINVAL;
+	dev_warn(&wdev->pdev->dev, "injecting an adapter fatal error through debugfs\n");
+	weft_wr(wdev, WEFT_REG_DEBUG_INJECT, WEFT_INJECT_FATAL);
+	return count;
+}
+
+static const struct file_operations weft_inject_fatal_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = weft_inject_fatal_write,
+};
+
 void weft_debugfs_add(struct weft_dev *wdev)
 {
 	char name[16];
@@ -232,6 +264,7 @@ void weft_debugfs_add(struct weft_dev *wdev)
 	debugfs_create_file("counters", 0400, wdev->dbg, wdev, &weft_counters_fops);
 	debugfs_create_file("state", 0400, wdev->dbg, wdev, &weft_state_fops);
 	debugfs_create_file("recover", 0200, wdev->dbg, wdev, &weft_recover_fops);
+	debugfs_create_file("inject_fatal", 0200, wdev->dbg, wdev, &weft_inject_fatal_fops);
 }
 
 void weft_debugfs_del(struct weft_dev *wdev)

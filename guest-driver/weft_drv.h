@@ -26,6 +26,7 @@
 #include "weft/xlate.h"
 #include "weft/counters.h"
 #include "weft/uapi.h"
+#include "policy/weft_policy.h"
 
 #define WEFT_DRV_NAME		"weft"
 #define WEFT_MAX_DEVS		16
@@ -73,7 +74,7 @@ struct weft_tce_table {
 	dma_addr_t dma;
 	u32 nr;			/* entries */
 	u32 shift;		/* page shift: 12 or 24 */
-	unsigned long *used;	/* bitmap of entries in use */
+	u64 *used;		/* bitmap of entries in use (policy) */
 };
 
 struct weft_slot {
@@ -90,6 +91,7 @@ enum weft_win_state {
 };
 
 struct weft_ctx;
+struct weft_net;
 
 struct weft_window {
 	struct weft_dev *wdev;
@@ -163,10 +165,10 @@ struct weft_dev {
 	struct list_head zombies;	/* windows whose close timed out */
 	struct weft_window *win[WEFT_MAX_WINDOWS];
 	u16 *rcxt_win;			/* owner window + 1, 0 = free */
-	u32 *rcxt_ring;			/* free list: allocate head, free tail */
-	u32 rcxt_head, rcxt_free;
+	u32 *rcxt_ids;			/* storage of rcxt_ring */
+	struct weft_rcxt_ring rcxt_ring;	/* free rCxts (policy) */
 	u32 recovery_count;
-	u32 next_key;			/* PVO key generator */
+	struct weft_keygen keys;	/* PVO keys (policy) */
 	u64 closes, closes_waited;	/* Close Window: all, snapshot was busy */
 	u64 close_snapshot;		/* Snapshot View right after the last close */
 	struct weft_slot slots[WEFT_NR_JOB_SLOTS];
@@ -180,6 +182,8 @@ struct weft_dev {
 	struct weft_handler hdl[WEFT_MAX_HANDLERS];
 	u64 evq_stale;
 	struct work_struct recover_work;
+
+	struct weft_net *net;		/* the weftN interface (weft_net.c) */
 
 	/* debugfs */
 	struct dentry *dbg;
@@ -220,6 +224,7 @@ void weft_ctx_teardown(struct weft_ctx *ctx);
 
 /* weft_mr.c */
 int weft_slots_init(struct weft_dev *wdev);
+int weft_keys_start(struct weft_dev *wdev);
 void weft_slots_fini(struct weft_dev *wdev);
 void weft_slots_program(struct weft_dev *wdev);
 int weft_job_attach(struct weft_ctx *ctx, struct weft_ioc_job *job);
@@ -229,6 +234,13 @@ int weft_job_slot(struct weft_ctx *ctx, u32 job_id);
 int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *arg);
 int weft_dereg_mr(struct weft_ctx *ctx, u32 handle);
 void weft_mr_release_all(struct weft_ctx *ctx, bool stale);
+
+/* weft_net.c */
+int weft_net_add(struct weft_dev *wdev);
+void weft_net_del(struct weft_dev *wdev);
+bool weft_net_event(struct weft_dev *wdev, const struct weft_event *ev);
+void weft_net_recover_begin(struct weft_dev *wdev);
+void weft_net_recover_end(struct weft_dev *wdev);
 
 /* weft_debugfs.c */
 void weft_debugfs_init(void);

@@ -11,7 +11,6 @@
 #include <linux/iopoll.h>
 #include <linux/module.h>
 #include <linux/pci.h>
-#include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 
@@ -40,9 +39,6 @@ MODULE_PARM_DESC(handlers, "interrupt handlers (MSI-X vectors) to use, 0 = all t
 struct weft_res weft_res;
 
 static DEFINE_IDA(weft_ida);
-
-/* PVO keys start from a random seed taken at load (seed section 1.5.16). */
-static u32 weft_key_seed;
 
 void *weft_coherent_alloc(struct weft_dev *wdev, size_t size, dma_addr_t *dma)
 {
@@ -136,6 +132,8 @@ static void weft_dispatch(struct weft_dev *wdev, const struct weft_event *ev)
 
 	dev_dbg(&wdev->pdev->dev, "event seq %u type %u win %u rcxt %u reason %u info 0x%llx\n",
 		ev->seq, ev->type, ev->window, ev->rcxt, ev->reason, ev->info);
+	if (weft_net_event(wdev, ev))
+		return;
 	switch (ev->type) {
 	case WEFT_EV_RECV_THRESHOLD:
 		type = WEFT_UEV_RECV;
@@ -153,6 +151,10 @@ static void weft_dispatch(struct weft_dev *wdev, const struct weft_event *ev)
 		return;
 	case WEFT_EV_LINK:
 		dev_info(&wdev->pdev->dev, "link %s\n", ev->info ? "up" : "down");
+		return;
+	case WEFT_EV_ADAPTER_FATAL:
+		/* STATUS.FATAL: weft_irq schedules the recovery. */
+		dev_err_ratelimited(&wdev->pdev->dev, "adapter fatal error\n");
 		return;
 	default:
 		dev_warn_ratelimited(&wdev->pdev->dev, "unknown event type %u\n",
@@ -295,6 +297,7 @@ int weft_recover(struct weft_dev *wdev, const char *why)
 	}
 	dev_warn(&wdev->pdev->dev, "adapter recovery: %s\n", why);
 	wdev->recovering = true;
+	weft_net_recover_begin(wdev);
 	/*
 	 * The adapter forgets every window and rCxt.  User mappings stay:
 	 * the doorbell page of an invalid window is discarded by the adapter
@@ -332,6 +335,7 @@ int weft_recover(struct weft_dev *wdev, const char *why)
 	list_for_each_entry_safe(win, tmp, &wdev->zombies, node)
 		weft_window_free(win);
 	weft_hw_setup(wdev);
+	weft_net_recover_end(wdev);
 	list_for_each_entry(ctx, &wdev->ctxs, node)
 		weft_ctx_event(ctx, WEFT_UEV_RECOVERY, ~0u, WEFT_RCXT_NONE,
 			       WEFT_R_RESET, cnt);
@@ -393,7 +397,7 @@ static void weft_dev_release(struct kref *kref)
 	struct weft_dev *wdev = container_of(kref, struct weft_dev, kref);
 
 	kvfree(wdev->rcxt_win);
-	kvfree(wdev->rcxt_ring);
+	kvfree(wdev->rcxt_ids);
 	pci_dev_put(wdev->pdev);
 	kfree(wdev);
 }
@@ -492,7 +496,7 @@ static void weft_free_irqs(struct weft_dev *wdev)
 static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct weft_dev *wdev;
-	u32 i, evq_log2;
+	u32 evq_log2;
 	int ret;
 
 	BUILD_BUG_ON(IS_ENABLED(CONFIG_CPU_BIG_ENDIAN));
@@ -509,7 +513,6 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	INIT_LIST_HEAD(&wdev->ctxs);
 	INIT_LIST_HEAD(&wdev->zombies);
 	INIT_WORK(&wdev->recover_work, weft_recover_work);
-	wdev->next_key = weft_key_seed;
 	wdev->id = -1;
 
 	ret = pci_enable_device(pdev);
@@ -545,6 +548,9 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		goto err_iomap;
 	wdev->recovery_count = weft_rd(wdev, WEFT_REG_RECOVERY_COUNT);
+	ret = weft_keys_start(wdev);
+	if (ret)
+		goto err_iomap;
 
 	ret = ida_alloc_max(&weft_ida, WEFT_MAX_DEVS - 1, GFP_KERNEL);
 	if (ret < 0)
@@ -553,13 +559,10 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 	ret = -ENOMEM;
 	wdev->rcxt_win = kvcalloc(wdev->nr_rcxt, sizeof(*wdev->rcxt_win), GFP_KERNEL);
-	wdev->rcxt_ring = kvcalloc(wdev->nr_rcxt, sizeof(*wdev->rcxt_ring), GFP_KERNEL);
-	if (!wdev->rcxt_win || !wdev->rcxt_ring)
+	wdev->rcxt_ids = kvcalloc(wdev->nr_rcxt, sizeof(*wdev->rcxt_ids), GFP_KERNEL);
+	if (!wdev->rcxt_win || !wdev->rcxt_ids)
 		goto err_ida;
-	for (i = 0; i < wdev->nr_rcxt; i++)
-		wdev->rcxt_ring[i] = i;
-	wdev->rcxt_head = 0;
-	wdev->rcxt_free = wdev->nr_rcxt;
+	weft_ring_init(&wdev->rcxt_ring, wdev->rcxt_ids, wdev->nr_rcxt);
 
 	evq_log2 = clamp(weft_evq_log2, WEFT_EVQ_MIN_LOG2, WEFT_EVQ_MAX_LOG2);
 	wdev->evq_entries = 1u << evq_log2;
@@ -575,9 +578,12 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_slots;
 	weft_hw_setup(wdev);
 	pci_set_drvdata(pdev, wdev);
-	ret = weft_chr_add(wdev);
+	ret = weft_net_add(wdev);
 	if (ret)
 		goto err_irqs;
+	ret = weft_chr_add(wdev);
+	if (ret)
+		goto err_net;
 	weft_debugfs_add(wdev);
 	atomic_inc(&weft_res.devices);
 	dev_info(&pdev->dev, "weft%d: node %u, %u windows, %u rCxts, %u handlers, recovery count %u\n",
@@ -585,6 +591,8 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 wdev->nr_handlers, wdev->recovery_count);
 	return 0;
 
+err_net:
+	weft_net_del(wdev);
 err_irqs:
 	pci_set_drvdata(pdev, NULL);
 	weft_wr(wdev, WEFT_REG_RESET, WEFT_RESET_MAGIC);
@@ -616,6 +624,7 @@ static void weft_remove(struct pci_dev *pdev)
 	struct weft_window *win, *tmp;
 	struct weft_ctx *ctx;
 
+	weft_net_del(wdev);
 	weft_chr_del(wdev);
 	weft_debugfs_del(wdev);
 	mutex_lock(&wdev->lock);
@@ -662,7 +671,6 @@ static int __init weft_init(void)
 {
 	int ret;
 
-	weft_key_seed = get_random_u32();
 	weft_debugfs_init();
 	ret = pci_register_driver(&weft_pci_driver);
 	if (ret)

@@ -7,7 +7,6 @@
  * tables).  All tables are registered at probe with ownership invalid;
  * attaching a job to a slot makes the job id the owner of its tables.
  */
-#include <linux/bitmap.h>
 #include <linux/dma-mapping.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/mm.h>
@@ -38,7 +37,8 @@ int weft_slots_init(struct weft_dev *wdev)
 
 			tbl->shift = big ? WEFT_PAGE_SHIFT_16M : WEFT_PAGE_SHIFT_4K;
 			tbl->nr = big ? nr16m : nr4k;
-			tbl->used = bitmap_zalloc(tbl->nr, GFP_KERNEL);
+			tbl->used = kcalloc(WEFT_TCE_MAP_WORDS(tbl->nr), sizeof(u64),
+					    GFP_KERNEL);
 			tbl->va = weft_coherent_alloc(wdev, (size_t)tbl->nr * 8, &tbl->dma);
 			if (!tbl->used || !tbl->va) {
 				weft_slots_fini(wdev);
@@ -58,7 +58,7 @@ void weft_slots_fini(struct weft_dev *wdev)
 			struct weft_tce_table *tbl = &wdev->slots[s].tbl[t];
 
 			weft_coherent_free(wdev, (size_t)tbl->nr * 8, tbl->va, tbl->dma);
-			bitmap_free(tbl->used);
+			kfree(tbl->used);
 			tbl->va = NULL;
 			tbl->used = NULL;
 		}
@@ -73,6 +73,37 @@ static void weft_slot_owner(struct weft_dev *wdev, u32 s)
 
 	for (t = 0; t < WEFT_SLOT_TABLES; t++)
 		weft_wr(wdev, WEFT_REG_TCE_OWNER(weft_hw_table(s, t)), owner);
+}
+
+/* ---- PVO keys: the policy's generator on the adapter's key epoch ---------- */
+
+static u64 weft_epoch_read(void *opaque)
+{
+	return weft_rd(opaque, WEFT_REG_KEY_EPOCH);
+}
+
+static void weft_epoch_next(void *opaque)
+{
+	weft_wr(opaque, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+}
+
+static const struct weft_epoch_ops weft_epoch_ops = {
+	.read = weft_epoch_read,
+	.next = weft_epoch_next,
+};
+
+/* Probe: take a new key epoch, so no key of an earlier boot comes back. */
+int weft_keys_start(struct weft_dev *wdev)
+{
+	weft_keygen_init(&wdev->keys, &weft_epoch_ops, wdev);
+	if (!weft_keygen_take(&wdev->keys)) {
+		dev_err(&wdev->pdev->dev, "the adapter did not advance its key epoch (%llu)\n",
+			weft_rd(wdev, WEFT_REG_KEY_EPOCH));
+		return -EIO;
+	}
+	dev_dbg(&wdev->pdev->dev, "key epoch %llu: PVO key block %u\n", wdev->keys.epoch,
+		weft_key_block(wdev->keys.epoch));
+	return 0;
 }
 
 /* Register every table with the adapter (probe, recovery). */
@@ -214,7 +245,7 @@ static void weft_mr_free(struct weft_dev *wdev, struct weft_mr *mr)
 	 * orders this invalidation before the pages are unpinned.
 	 */
 	weft_rd(wdev, WEFT_REG_STATUS);
-	bitmap_clear(tbl->used, mr->first, mr->nr_tce);
+	weft_tce_mark(tbl->used, mr->first, mr->nr_tce, false);
 	atomic_dec(&weft_res.mrs);
 	dev_dbg(&wdev->pdev->dev, "MR %u (PVO 0x%llx) deregistered\n", mr->handle, mr->pvo);
 	weft_mr_unpin(wdev, mr, true);
@@ -343,7 +374,7 @@ int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *a)
 	struct weft_tce_table *tbl = NULL;
 	u32 shift, t, t0, t1, ntce, key, hw;
 	struct weft_mr *mr;
-	unsigned long first = 0;
+	s64 first = -1;
 	u64 end, span;
 	int ret, s;
 
@@ -356,17 +387,10 @@ int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *a)
 	    ((a->addr | a->length) & (WEFT_SZ_16M - 1)))
 		return -EINVAL;
 	span = ((end + (1ull << shift) - 1) >> shift) - (a->addr >> shift);
-	if (shift == WEFT_PAGE_SHIFT_4K) {
-		t0 = WEFT_SLOT_TABLES_16M;
-		t1 = WEFT_SLOT_TABLES;
-		if (span > min(weft_tce_4k_entries, WEFT_TCE_MAX_ENTRIES))
-			return -ENOSPC;
-	} else {
-		t0 = 0;
-		t1 = WEFT_SLOT_TABLES_16M;
-		if (span > min(weft_tce_16m_entries, WEFT_TCE_MAX_ENTRIES))
-			return -ENOSPC;
-	}
+	weft_slot_tables(shift, &t0, &t1);
+	if (span > min(shift == WEFT_PAGE_SHIFT_4K ? weft_tce_4k_entries : weft_tce_16m_entries,
+		       WEFT_TCE_MAX_ENTRIES))
+		return -ENOSPC;
 	ntce = span;
 	if (!access_ok((void __user *)(uintptr_t)a->addr, a->length))
 		return -EFAULT;
@@ -395,8 +419,8 @@ int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *a)
 	}
 	for (t = t0; t < t1; t++) {
 		tbl = &wdev->slots[s].tbl[t];
-		first = bitmap_find_next_zero_area(tbl->used, tbl->nr, 0, ntce, 0);
-		if (first < tbl->nr)
+		first = weft_tce_first_fit(tbl->used, tbl->nr, ntce);
+		if (first >= 0)
 			break;
 	}
 	if (t == t1) {
@@ -407,10 +431,12 @@ int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *a)
 	ret = weft_mr_fill(mr, tbl, 0, true);
 	if (ret)
 		goto err_unlock;
-	key = (wdev->next_key + 1) & WEFT_PVO_KEY_MASK;
-	if (!key)
-		key = 1;
-	wdev->next_key = key;
+	key = weft_keygen_next(&wdev->keys);
+	if (!key) {
+		dev_err(&wdev->pdev->dev, "the adapter did not advance its key epoch\n");
+		ret = -EIO;
+		goto err_unlock;
+	}
 	mr->slot = s;
 	mr->table = t;
 	mr->first = first;
@@ -419,7 +445,7 @@ int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *a)
 	ret = xa_alloc(&ctx->mrs, &mr->handle, mr, xa_limit_31b, GFP_KERNEL);
 	if (ret)
 		goto err_unlock;
-	bitmap_set(tbl->used, first, ntce);
+	weft_tce_mark(tbl->used, first, ntce, true);
 	weft_mr_fill(mr, tbl, (key << WEFT_PVO_TABLE_BITS) | hw, false);
 	dma_wmb();
 	mr->pvo = weft_pvo_make(key, hw, ((u64)first << shift) |
@@ -428,7 +454,7 @@ int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *a)
 	mutex_unlock(&wdev->lock);
 	a->pvo = mr->pvo;
 	a->handle = mr->handle;
-	dev_dbg(&wdev->pdev->dev, "MR %u: 0x%llx+0x%llx -> PVO 0x%llx (table %u, TCE %lu..+%u)\n",
+	dev_dbg(&wdev->pdev->dev, "MR %u: 0x%llx+0x%llx -> PVO 0x%llx (table %u, TCE %lld..+%u)\n",
 		mr->handle, a->addr, a->length, mr->pvo, hw, first, ntce);
 	return 0;
 

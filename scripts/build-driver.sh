@@ -39,19 +39,23 @@ build() {
 	local series=$1 hdr dir log
 	hdr=$("$WEFT_ROOT/scripts/fetch-kernel.sh" --print-headers "$series")
 	dir=$out/$series
-	mkdir -p "$dir/guest-driver" "$dir/include/weft"
+	mkdir -p "$dir/guest-driver/policy" "$dir/include/weft"
 	# Copy only what differs, so that Kbuild's own dependency tracking works
 	# (and an older file from another checkout is still taken).
-	local f
-	for f in "$WEFT_ROOT"/guest-driver/*.[ch] "$WEFT_ROOT/guest-driver/Kbuild"; do
-		cmp -s "$f" "$dir/guest-driver/${f##*/}" || cp "$f" "$dir/guest-driver/"
+	local f rel
+	for f in "$WEFT_ROOT"/guest-driver/*.[ch] "$WEFT_ROOT"/guest-driver/policy/*.[ch] \
+		"$WEFT_ROOT/guest-driver/Kbuild"; do
+		rel=${f#"$WEFT_ROOT"/guest-driver/}
+		cmp -s "$f" "$dir/guest-driver/$rel" || cp "$f" "$dir/guest-driver/$rel"
 	done
 	for f in "$WEFT_ROOT"/include/weft/*.h; do
 		cmp -s "$f" "$dir/include/weft/${f##*/}" || cp "$f" "$dir/include/weft/"
 	done
 	# Files removed from the project must not linger in the copy.
-	for f in "$dir"/guest-driver/*.[ch]; do
-		[ -e "$WEFT_ROOT/guest-driver/${f##*/}" ] || rm -f "$f"
+	for f in "$dir"/guest-driver/*.[ch] "$dir"/guest-driver/policy/*.[ch]; do
+		rel=${f#"$dir"/guest-driver/}
+		[ -e "$f" ] || continue
+		[ -e "$WEFT_ROOT/guest-driver/$rel" ] || rm -f "$f"
 	done
 	log=$dir/build.log
 	if ! make -C "$hdr" M="$dir/guest-driver" -j2 W=1 \
@@ -99,10 +103,10 @@ build 6.12
 [ "$check61" = 1 ] && build 6.1
 if [ "$checkpatch" = 1 ]; then
 	cp=$(checkpatch_path)
-	weft_log "checkpatch --strict on guest-driver/"
+	weft_log "checkpatch --strict on guest-driver/ and guest-driver/policy/"
 	"$cp" --no-tree --strict --terse --show-types -f \
 		--ignore SPDX_LICENSE_TAG,FILE_PATH_CHANGES \
-		"$WEFT_ROOT"/guest-driver/*.[ch] >&2 ||
+		"$WEFT_ROOT"/guest-driver/*.[ch] "$WEFT_ROOT"/guest-driver/policy/*.[ch] >&2 ||
 		weft_die "checkpatch reports problems"
 fi
 echo "$out/6.12/guest-driver/weft.ko"

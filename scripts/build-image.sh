@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the Weft guest image: Debian 12's 6.12 kernel (scripts/fetch-kernel.sh)
 # and an initramfs made from Debian's busybox-static, weft.ko (with the
-# modules it depends on), the libweft tools and the in-guest tests, and the
-# init files of images/init/.  The result is cached under
+# modules it depends on, and virtio_net for benchmarks), the libweft tools
+# and the in-guest tests, ip (iproute2), ethtool, ping (iputils) and iperf3
+# with the shared libraries they need (from Debian's .debs), and the init
+# files of images/init/.  The result is cached under
 #   $WEFT_CACHE/images/<hash of every input>/
 # holding vmlinuz (a link to the kernel), initrd.img, kernel-release and
 # manifest.txt (what went in).  An unchanged input set is not rebuilt.
@@ -43,24 +45,39 @@ DEBS=$WEFT_CACHE/debs
 mkdir -p "$DEBS" "$WEFT_CACHE/images"
 
 # ---- inputs ----------------------------------------------------------------
-# busybox-static: the candidate .deb, downloaded once into $WEFT_CACHE/debs.
-busybox_deb() {
-	local ver file
-	ver=$(apt-cache policy busybox-static 2>/dev/null | awk '/^  Candidate:/ {print $2}')
+# Candidate versions of packages, one apt-cache call for all of them.
+declare -A CAND=()
+load_candidates() { # PACKAGE...
+	local p v
+	while read -r p v; do CAND[$p]=$v; done < <(apt-cache policy "$@" 2>/dev/null |
+		awk '/^[^ ].*:$/ {p = substr($0, 1, length($0) - 1)} /^  Candidate:/ {print p, $2}')
+}
+
+# The candidate .deb of a package, downloaded once into $WEFT_CACHE/debs.
+deb_file() { # PACKAGE
+	local pkg=$1 ver file
+	ver=${CAND[$pkg]:-}
 	if [ -z "$ver" ] || [ "$ver" = "(none)" ]; then
 		[ "$(id -u)" = 0 ] && weft_apt_update
-		ver=$(apt-cache policy busybox-static 2>/dev/null | awk '/^  Candidate:/ {print $2}')
+		load_candidates "$pkg"
+		ver=${CAND[$pkg]:-}
 	fi
-	{ [ -n "$ver" ] && [ "$ver" != "(none)" ]; } || weft_die "apt has no busybox-static candidate"
-	file=$DEBS/busybox-static_${ver//:/%3a}_amd64.deb
+	{ [ -n "$ver" ] && [ "$ver" != "(none)" ]; } || weft_die "apt has no $pkg candidate"
+	file=$DEBS/${pkg}_${ver//:/%3a}_amd64.deb
 	if [ ! -f "$file" ]; then
-		weft_log "downloading busybox-static $ver"
-		(cd "$DEBS" && apt-get download -qq "busybox-static=$ver" >/dev/null 2>"$DEBS/.err") ||
-			{ cat "$DEBS/.err" >&2; weft_die "apt-get download busybox-static=$ver failed"; }
+		weft_log "downloading $pkg $ver"
+		(cd "$DEBS" && apt-get download -qq "$pkg=$ver" >/dev/null 2>"$DEBS/.err") ||
+			{ cat "$DEBS/.err" >&2; weft_die "apt-get download $pkg=$ver failed"; }
 	fi
-	[ -f "$file" ] || weft_die "busybox-static download did not produce $file"
+	[ -f "$file" ] || weft_die "$pkg download did not produce $file"
 	echo "$file"
 }
+
+# Network tools: the programs taken from these packages, and the packages
+# that hold the shared libraries they need (docs/net.md).
+NET_PROGS="sbin/ip usr/bin/iperf3 sbin/ethtool bin/ping"
+NET_PKGS="iproute2 iperf3 ethtool iputils-ping libiperf0 libssl3 libsctp1 libc6 libbpf1 libelf1
+	libmnl0 libbsd0 libcap2 zlib1g libmd0 libidn2-0 libunistring2"
 
 weft_log "image: resolving inputs"
 kernel=$("$S/fetch-kernel.sh" --print-kernel) || weft_die "scripts/fetch-kernel.sh --print-kernel failed"
@@ -70,7 +87,11 @@ release=${kernel##*/vmlinuz-}
 moddir=$(dirname "$(dirname "$kernel")")/lib/modules/$release
 [ -d "$moddir/kernel" ] || weft_die "$moddir/kernel is missing"
 weft_log "image: kernel $release"
-bbdeb=$(busybox_deb)
+# shellcheck disable=SC2086 # a list of package names
+load_candidates busybox-static $NET_PKGS
+bbdeb=$(deb_file busybox-static)
+netdebs=()
+for p in $NET_PKGS; do netdebs+=("$(deb_file "$p")") || exit 1; done
 
 # Scratch area for the parts built by other scripts.
 work=$(mktemp -d "$WEFT_CACHE/images/.work.XXXXXX")
@@ -132,7 +153,7 @@ modinfo_depends() { # FILE (.ko, .ko.xz, .ko.zst or .ko.gz)
 	*)     cat "$1" ;;
 	esac | tr '\0' '\n' | sed -n 's/^depends=//p' | tr ',' ' '
 }
-module_deps() {
+module_deps() { # KO [MODULE...]: what KO needs, then the MODULEs with theirs
 	local seen=" " out=() n
 	add() { # add NAME: its dependencies, then itself
 		local name=$1 path d
@@ -143,12 +164,12 @@ module_deps() {
 		for d in $(modinfo_depends "$path"); do add "$d"; done
 		out+=("${path#"$moddir"/}")
 	}
-	for n in $(modinfo_depends "$1"); do add "$n"; done
+	for n in $(modinfo_depends "$1") "${@:2}"; do add "$n"; done
 	[ ${#out[@]} -eq 0 ] || printf '%s\n' "${out[@]}"
 }
 
 deps=
-[ -z "$ko" ] || deps=$(module_deps "$ko")
+[ -z "$ko" ] || deps=$(module_deps "$ko" virtio_net)
 
 # ---- cache key ---------------------------------------------------------------
 dep_files=()
@@ -157,12 +178,53 @@ while read -r d; do [ -n "$d" ] && dep_files+=("$moddir/$d"); done <<<"$deps"
 dir_hash() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum) | sha256sum; }
 key=$( {
 	echo "release $release with_driver $with_driver"
-	weft_hash "$INIT" "${BASH_SOURCE[0]}" "$bbdeb" "$kernel" ${ko:+"$ko"} \
+	weft_hash "$INIT" "${BASH_SOURCE[0]}" "$bbdeb" "${netdebs[@]}" "$kernel" ${ko:+"$ko"} \
 		${dep_files[@]+"${dep_files[@]}"}
 	dir_hash "$tools"
 	dir_hash "$gtests"
 } | sha256sum | cut -c1-16)
 imgdir=$WEFT_CACHE/images/$key
+
+# The network programs and, found through their NEEDED entries, the shared
+# libraries they use (and the dynamic loader), from the extracted .debs.
+install_net_tools() { # ROOT MANIFEST
+	local root=$1 x=$work/netdebs lib todo=() seen=" " f n p
+	# A link in the extracted tree, followed inside it (not into the host).
+	inside() {
+		local f=$1 t i
+		for i in 1 2 3 4 5 6 7 8; do
+			[ -L "$f" ] || break
+			t=$(readlink "$f")
+			case $t in /*) f=$x$t ;; *) f=$(dirname "$f")/$t ;; esac
+		done
+		echo "$f"
+	}
+	mkdir -p "$x" "$root/lib/x86_64-linux-gnu" "$root/lib64"
+	for f in "${netdebs[@]}"; do dpkg -x "$f" "$x"; echo "deb $(basename "$f")" >>"$2"; done
+	for p in $NET_PROGS; do
+		f=$(inside "$x/$p")
+		[ -f "$f" ] || weft_die "no $p in the network .debs"
+		rm -f "$root/$p"
+		install -D -m 755 "$f" "$root/$p"
+		todo+=("$f")
+	done
+	while [ ${#todo[@]} -gt 0 ]; do
+		f=${todo[0]}
+		todo=("${todo[@]:1}")
+		for n in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+			case $seen in *" $n "*) continue ;; esac
+			seen="$seen$n "
+			lib=$(find "$x/lib/x86_64-linux-gnu" "$x/usr/lib/x86_64-linux-gnu" -maxdepth 1 -name "$n" 2>/dev/null | head -n1)
+			[ -n "$lib" ] || weft_die "library $n (needed by ${f#"$x"/}) is in none of: $NET_PKGS"
+			lib=$(inside "$lib")
+			[ -f "$lib" ] || weft_die "library $n: broken link in the network .debs"
+			cp "$lib" "$root/lib/x86_64-linux-gnu/$n"
+			todo+=("$lib")
+		done
+	done
+	cp "$(inside "$x/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")" "$root/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
+	ln -sf /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$root/lib64/ld-linux-x86-64.so.2"
+}
 
 if [ -f "$imgdir/.complete" ]; then
 	weft_log "image: cached $imgdir (kernel $release)"
@@ -223,6 +285,7 @@ else
 		install -m 755 "$f" "$root/usr/lib/weft/tests/"
 		echo "test $(basename "$f")" >>"$manifest"
 	done
+	install_net_tools "$root" "$manifest"
 	cp "$manifest" "$root/etc/weft/manifest.txt"
 
 	mkdir -p "$work/out"

@@ -117,6 +117,12 @@ struct weft_dev *weft_simnet_open(struct weft_simnet *net, unsigned int index,
 /* Change the fabric's loss and reordering while it runs. */
 int weft_simnet_set_faults(struct weft_simnet *net, uint32_t drop_ppm, uint32_t routes,
 			   uint64_t delay_ns, uint64_t jitter_ns);
+/* Switch fault: take adapter index's fabric port down (frames from and to
+ * it are dropped) or up again. */
+int weft_simnet_set_port_up(struct weft_simnet *net, unsigned int index, int up);
+/* Make adapter index a member of multicast group (0..255, node id
+ * 0xF000 + group). */
+int weft_simnet_mcast_join(struct weft_simnet *net, unsigned int group, unsigned int index);
 /* 1 if libweft was built with the sim backend. */
 int weft_simnet_available(void);
 
@@ -228,11 +234,15 @@ enum weft_entry_type {
 	WEFT_ENT_COMPLETION = 2,    /* RDMA completion */
 	WEFT_ENT_SEND_ERROR = 3,    /* a posted frame failed: status, tid */
 	WEFT_ENT_ROP = 4,           /* a reliable operation finished: rop */
+	WEFT_ENT_DATA = 5,          /* half-RDMA chunk: data[0..length) at offset of total */
+	WEFT_ENT_READ_REQ = 6,      /* half-RDMA read request: answer with weft_win_put_reply */
+	WEFT_ENT_COND = 7,          /* a COND / COND_CTL command finished: cond */
 };
 #define WEFT_ENT_F_SOURCE       0x02u   /* completion: this window initiated */
 #define WEFT_ENT_F_TARGET       0x04u   /* completion: this window was remote */
 #define WEFT_ENT_F_READ         0x08u   /* completion of an RDMA read */
 #define WEFT_ENT_F_BROADCAST    0x10u
+#define WEFT_ENT_F_LAST         0x20u   /* DATA: the chunk that ends the transfer */
 
 struct weft_entry {
 	int type;               /* enum weft_entry_type */
@@ -246,6 +256,14 @@ struct weft_entry {
 	uint64_t protocol_cookie;
 	uint64_t user_cookie;
 	struct weft_rop *rop;   /* WEFT_ENT_ROP */
+	uint64_t offset;        /* DATA: offset of data[] in the transfer */
+	uint64_t total;         /* DATA, READ_REQ: bytes of the whole transfer */
+	uint64_t pvo;           /* DATA: sender's hint; READ_REQ: requester's destination */
+	uint64_t src_pvo;       /* READ_REQ: what the requester asks for */
+	uint16_t rcxt_key;      /* READ_REQ: the requester's rCxt key */
+	struct {                /* COND: the queue after the command */
+		uint32_t state, expect, done, tagged, fired;
+	} cond;
 	uint8_t data[WEFT_LIB_MAX_PAYLOAD];
 };
 
@@ -283,6 +301,130 @@ struct weft_win_stats {
 	uint64_t waits, events;
 };
 void weft_win_get_stats(const struct weft_win *win, struct weft_win_stats *s);
+
+/* ---- Cancel and redrive (seed 1.5.6, item 90) ----------------------------- */
+
+/* Cancel a posted reliable op: no more retries, it finishes FAILED with
+ * -ECANCELED (a WEFT_ENT_ROP entry); completions of any tid it used are
+ * counted stale afterwards.  The adapter drops late packets of its tids
+ * once the rCxt runs a newer tid, or at once after weft_rcxt_free. */
+int weft_win_rop_cancel(struct weft_win *win, struct weft_rop *rop);
+
+/* ---- Third-party read (seed 1.5.9) ---------------------------------------- */
+
+/* This window (the manager) asks data source node/window (remote_rcxt,
+ * remote_pvo) to write length bytes into data target tp_node/tp_window
+ * at local_pvo through tp_rcxt/tp_rcxt_key.  The SOURCE completion comes
+ * here on local_rcxt (with WEFT_COMP_SOURCE), the TARGET one to the data
+ * target.  tid 0 = next tid; it must also be newer than the data source
+ * rCxt's last tid. */
+struct weft_tp_read {
+	struct weft_rdma rdma;
+	uint16_t tp_node, tp_window;
+	uint32_t tp_rcxt;
+	uint16_t tp_rcxt_key;
+};
+int weft_win_tp_read(struct weft_win *win, struct weft_tp_read *op);
+
+/* ---- Half-RDMA / half-FIFO (seed 1.5.7, docs/hw-spec.md 5.3) ------------- */
+
+/* Write, RDMA at the sender: length bytes from local_pvo arrive as
+ * WEFT_ENT_DATA entries in the target window's receive FIFO (remote_rcxt
+ * unused, remote_pvo passed to the receiver as a hint, no completions). */
+int weft_win_write_fifo(struct weft_win *win, struct weft_rdma *op);
+/* Write, RDMA at the receiver: buf (op->length bytes) is copied into send
+ * frames and placed at remote_pvo by the target adapter through
+ * remote_rcxt; completions as for an RDMA write.  local_rcxt may be
+ * WEFT_RCXT_NONE (no SOURCE completion).  -EAGAIN (nothing posted) when
+ * the send FIFO lacks room for all frames. */
+int weft_win_put(struct weft_win *win, struct weft_rdma *op, const void *buf);
+/* Read, RDMA at the data source: remote_pvo at node arrives as
+ * WEFT_ENT_DATA entries (flag READ) here, then, with WEFT_COMP_SOURCE, a
+ * completion entry. */
+int weft_win_read_fifo(struct weft_win *win, struct weft_rdma *op);
+/* Read, RDMA at the destination: the data source's program gets a
+ * WEFT_ENT_READ_REQ entry (src_pvo = remote_pvo) and answers with
+ * weft_win_put_reply; the data is placed at local_pvo here. */
+int weft_win_read_put(struct weft_win *win, struct weft_rdma *op);
+/* Answer READ_REQ entry req with req->total bytes of buf, through
+ * local_rcxt (WEFT_RCXT_NONE: no completion here; otherwise a TARGET
+ * completion arrives when notify has WEFT_COMP_TARGET). */
+int weft_win_put_reply(struct weft_win *win, const struct weft_entry *req, const void *buf,
+		       uint32_t local_rcxt, uint8_t notify);
+#define WEFT_RCXT_NONE_ID       0xffffffffu
+
+/* Reassembly of DATA entries: feed every DATA entry of one transfer;
+ * returns 1 when all total bytes are in buf (each chunk counted once),
+ * 0 while some are missing, -EINVAL for an entry that does not fit. */
+struct weft_fifo_rx {
+	uint8_t *buf;
+	uint64_t cap;           /* bytes of buf */
+	uint64_t got, total;
+	uint32_t tid;
+	uint64_t *seen;         /* bitmap of chunks, allocated on first use */
+	uint64_t nchunks;
+};
+int weft_fifo_rx_add(struct weft_fifo_rx *rx, const struct weft_entry *e);
+void weft_fifo_rx_reset(struct weft_fifo_rx *rx);
+
+/* ---- Conditional RDMA (seed 1.5.12, docs/hw-spec.md 5.4) ----------------- */
+
+/* Queue cond (0..7): the next n RDMA writes of this window (posted with
+ * SOURCE notification) gate the RDMA write after them, which the adapter
+ * sends only once all n completions are back.  Every command's result
+ * arrives as a WEFT_ENT_COND entry. */
+#define WEFT_COND_OP_QUERY      0u
+#define WEFT_COND_OP_CLEAR      1u
+#define WEFT_COND_OP_SET        2u
+int weft_win_cond(struct weft_win *win, unsigned int cond, unsigned int n);
+int weft_win_cond_ctl(struct weft_win *win, unsigned int op, unsigned int cond,
+		      uint32_t value);
+
+/* ---- Broadcast and multicast RDMA with acknowledgements (seed 1.5.10, 1.5.11)
+ *
+ * The source posts one RDMA write to WEFT_BCAST_NODE or a multicast id
+ * (0xF000 + group).  Two data paths:
+ *   fifo = 0  an RDMA write with TARGET notification: every target has the
+ *             same rCxt id and PVO set up (the seed's broadcast
+ *             configuration); a target acknowledges its completion entry;
+ *   fifo = 1  a half-RDMA write into the targets' receive FIFOs
+ *             (weft_win_write_fifo): no set-up at the targets; a target
+ *             acknowledges the DATA entry that completed its reassembly.
+ * A target's ULP answers with weft_bcast_ack (a unicast FIFO packet).  The
+ * source feeds entries to weft_bcast_progress, which counts the
+ * acknowledgements of the listed targets and, after timeout_ns, re-sends
+ * by unicast to the targets that did not acknowledge, and only to them
+ * (item 77).  A target may see a re-sent transfer it already has (its
+ * acknowledgement was lost): it acknowledges again and ignores the data
+ * (same user_cookie).
+ */
+#define WEFT_BCAST_NODE         0xffffu
+#define WEFT_BCAST_MAX_TARGETS  64u
+enum weft_bcast_state { WEFT_BCAST_IDLE, WEFT_BCAST_POSTED, WEFT_BCAST_DONE, WEFT_BCAST_FAILED };
+struct weft_bcast {
+	struct weft_rdma rdma;  /* node = broadcast or multicast id */
+	int fifo;               /* 1: data into the targets' receive FIFOs */
+	uint16_t targets[WEFT_BCAST_MAX_TARGETS];
+	unsigned int nr_targets;
+	uint64_t timeout_ns;    /* 0 = 2 ms */
+	unsigned int max_tries; /* per target, 0 = 8 */
+	/* outputs */
+	int state;              /* enum weft_bcast_state */
+	unsigned int acked;
+	unsigned int retries;   /* unicast re-sends */
+	unsigned int tries[WEFT_BCAST_MAX_TARGETS];
+	/* private */
+	uint64_t ack_bits;
+	uint32_t first_tid, last_tid;
+	uint64_t deadline;
+};
+int weft_bcast_post(struct weft_win *win, struct weft_bcast *b);
+/* Source: 1 if e was an acknowledgement of b (consumed), 0 otherwise;
+ * with e == NULL only re-sends to the targets past their timeout. */
+int weft_bcast_progress(struct weft_win *win, struct weft_bcast *b, const struct weft_entry *e);
+/* Target: acknowledge to its source completion entry e (AS_TARGET), or the
+ * DATA entry e that completed a FIFO transfer. */
+int weft_bcast_ack(struct weft_win *win, const struct weft_entry *e);
 
 /* ---- rCxts --------------------------------------------------------------- */
 

@@ -532,6 +532,34 @@ int weft_simnet_set_faults(struct weft_simnet *n, uint32_t drop_ppm, uint32_t ro
 	return 0;
 }
 
+/* The fabric port (node id) of adapter index; 0 if there is none. */
+static uint16_t simnet_node(struct weft_simnet *n, unsigned int index)
+{
+	if (index >= n->nodes)
+		return 0;
+	return (uint16_t)weft_sim_reg_read(n->sim, index, WEFT_REG_NODE_ID);
+}
+
+int weft_simnet_set_port_up(struct weft_simnet *n, unsigned int index, int up)
+{
+	if (index >= n->nodes)
+		return -EINVAL;
+	net_lock(n);
+	int r = weft_fabric_set_port_up(weft_sim_fabric(n->sim), simnet_node(n, index), up != 0);
+	net_unlock(n);
+	return r;
+}
+
+int weft_simnet_mcast_join(struct weft_simnet *n, unsigned int group, unsigned int index)
+{
+	if (index >= n->nodes)
+		return -EINVAL;
+	net_lock(n);
+	int r = weft_fabric_mcast_join(weft_sim_fabric(n->sim), group, simnet_node(n, index));
+	net_unlock(n);
+	return r;
+}
+
 struct weft_dev *weft_simnet_open(struct weft_simnet *n, unsigned int index, char *err,
 				  size_t errlen)
 {

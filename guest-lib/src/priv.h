@@ -104,5 +104,18 @@ int weft_win_post_rdma_raw(struct weft_win *w, struct weft_rdma *op, int is_read
  * later completions of its tids count as stale. */
 void weft_win_rop_abandon(struct weft_win *w, struct weft_rop *rop);
 void weft_win_pend_push(struct weft_win *w, const struct weft_entry *e);
+/* Post one send frame (header line as given, key stamped, payload after
+ * it); -EAGAIN when the send FIFO is full.  Lock not held. */
+int weft_win_post_line(struct weft_win *w, const struct weft_send_line *line,
+		       const void *payload, size_t len);
+/* Free send frames after reclaiming finished ones.  Lock not held. */
+unsigned int weft_win_tx_room(struct weft_win *w);
+
+/* ops.c: receive entries of the half-RDMA modes (DATA, READ_REQ) into
+ * *e (1) or 0 if h is none of them; a finished COND/COND_CTL frame f
+ * becomes a WEFT_ENT_COND entry.  Lock held. */
+int weft_ops_rx_entry(struct weft_win *w, const struct weft_recv_hdr *h,
+		      const uint8_t *payload, struct weft_entry *e);
+void weft_ops_cond_done(struct weft_win *w, const uint8_t *f, unsigned int status);
 
 #endif /* WEFT_LIB_PRIV_H */

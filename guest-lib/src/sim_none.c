@@ -47,3 +47,19 @@ int weft_simnet_set_faults(struct weft_simnet *net, uint32_t drop_ppm, uint32_t 
 	(void)jitter_ns;
 	return -ENOTSUP;
 }
+
+int weft_simnet_set_port_up(struct weft_simnet *net, unsigned int index, int up)
+{
+	(void)net;
+	(void)index;
+	(void)up;
+	return -ENOTSUP;
+}
+
+int weft_simnet_mcast_join(struct weft_simnet *net, unsigned int group, unsigned int index)
+{
+	(void)net;
+	(void)group;
+	(void)index;
+	return -ENOTSUP;
+}

@@ -6,9 +6,10 @@
  *
  * Send FIFO: frame i is written at (i & mask); the header line goes in
  * after the payload, then one START_TRANSMIT doorbell.  The adapter marks
- * a processed frame by rewriting its header line with WEFT_SF_DONE; frames
- * are reclaimed in order from the tail (the adapter may finish them out
- * of order) and their header line is zeroed for reuse.
+ * a processed frame by rewriting its header line with WEFT_SF_DONE; the
+ * adapter finishes frames in FIFO order (hw-spec 5.1), so they are
+ * reclaimed in order from the tail and their header line is zeroed for
+ * reuse.
  *
  * Receive FIFO: entry i is at (i & mask); it is ready when its header
  * line has WEFT_RF_VALID (the adapter writes the header line last).  The
@@ -403,6 +404,16 @@ static void rop_finish(struct weft_win *w, struct weft_rop *rop, int state, int 
 	weft_win_pend_push(w, &e);
 }
 
+int weft_win_rop_cancel(struct weft_win *w, struct weft_rop *rop)
+{
+	if (rop->state != WEFT_ROP_POSTED)
+		return -EINVAL;
+	weft_be_lock(w->dev);
+	rop_finish(w, rop, WEFT_ROP_FAILED, -ECANCELED, WEFT_R_CANCELLED);
+	weft_be_unlock(w->dev);
+	return 0;
+}
+
 void weft_win_rop_abandon(struct weft_win *w, struct weft_rop *rop)
 {
 	if (rop->state != WEFT_ROP_POSTED)
@@ -434,6 +445,8 @@ static void tx_reclaim(struct weft_win *w)
 		atomic_thread_fence(memory_order_acquire);
 		unsigned int status = vh->status;
 		struct weft_tx_slot *ts = &w->tx_slots[w->tx_tail & w->send_mask];
+		if (ts->type == WEFT_SF_COND || ts->type == WEFT_SF_COND_CTL)
+			weft_ops_cond_done(w, f, status);
 		memset(f, 0, WEFT_FRAME_HDR_SIZE);
 		w->tx_tail++;
 		if (ts->rop) {
@@ -460,7 +473,8 @@ static void tx_reclaim(struct weft_win *w)
 			e.status = status < WEFT_R__COUNT ? status : WEFT_R_BAD_TYPE;
 			e.tid = ts->tid;
 			e.rcxt = ts->rcxt;
-			e.flags = ts->type == WEFT_SF_RDMAR ? WEFT_ENT_F_READ : 0;
+			e.flags = ts->type == WEFT_SF_RDMAR || ts->type == WEFT_SF_RDMAR_FIFO ||
+				  ts->type == WEFT_SF_RDMAR_PUT ? WEFT_ENT_F_READ : 0;
 			weft_win_pend_push(w, &e);
 		}
 	}
@@ -489,6 +503,35 @@ static void tx_commit(struct weft_win *w, uint8_t type, uint32_t tid, uint32_t r
 	w->tx_head++;
 	w->st.tx_frames++;
 	db_write(w, WEFT_DB_START_TRANSMIT, 1);
+}
+
+int weft_win_post_line(struct weft_win *w, const struct weft_send_line *line,
+		       const void *payload, size_t len)
+{
+	if (w->fatal)
+		return w->fatal;
+	weft_be_lock(w->dev);
+	uint8_t *f = tx_claim(w);
+	if (!f) {
+		weft_be_unlock(w->dev);
+		return -EAGAIN;
+	}
+	if (len)
+		memcpy(f + WEFT_FRAME_HDR_SIZE, payload, len);
+	memcpy(f, line, sizeof(*line));
+	((struct weft_send_line *)f)->hdr.key = w->job_id;
+	tx_commit(w, line->hdr.type, line->rdma.tid, line->rdma.local_rcxt, NULL);
+	weft_be_unlock(w->dev);
+	return 0;
+}
+
+unsigned int weft_win_tx_room(struct weft_win *w)
+{
+	weft_be_lock(w->dev);
+	tx_reclaim(w);
+	unsigned int room = w->send_frames - (unsigned int)(w->tx_head - w->tx_tail);
+	weft_be_unlock(w->dev);
+	return room;
 }
 
 int weft_win_send(struct weft_win *w, uint16_t node, uint16_t window, const void *buf,
@@ -740,6 +783,8 @@ static int rx_take(struct weft_win *w, struct weft_entry *e, int *more)
 			e->user_cookie = h.user_cookie;
 			got = 1;
 		}
+	} else if (weft_ops_rx_entry(w, &h, f + WEFT_FRAME_HDR_SIZE, e)) {
+		got = 1;
 	} else {
 		w->st.rx_bad++;
 	}

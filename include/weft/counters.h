@@ -36,7 +36,41 @@
 	X(CANCELLED,       "operation cancelled")                           \
 	X(WINDOW_CLOSED,   "window closed while the operation ran")         \
 	X(RESET,           "adapter reset or recovered")                    \
-	X(DUPLICATE,       "payload already received for this tid")
+	X(DUPLICATE,       "payload already received for this tid")          \
+	X(COND_BUSY,       "conditional queue busy or not collecting")        \
+	X(ADAPTER_FATAL,   "adapter stopped by an internal fatal error")  \
+	X(QP_INVALID,      "verbs: QP number out of range or not created")  \
+	X(QP_STATE,        "verbs: QP state does not allow it")             \
+	X(QP_TYPE,         "verbs: operation not valid for the QP type")    \
+	X(PSN_DUP,         "verbs: duplicate PSN, already received")        \
+	X(PSN_OOS,         "verbs: PSN beyond the expected one")            \
+	X(PSN_WINDOW,      "verbs: PSN outside the receive window")         \
+	X(QKEY,            "verbs: UD Q_Key mismatch")                      \
+	X(STAG_INDEX,      "verbs: STag index out of range or entry free")  \
+	X(STAG_INSTANCE,   "verbs: Tag_Instance differs from the entry")    \
+	X(STAG_INVALID,    "verbs: TPT entry not valid")                    \
+	X(PD_MISMATCH,     "verbs: QP PD differs from the entry PD")        \
+	X(STAG_TYPE,       "verbs: region where a window is needed, or the reverse") \
+	X(BOUNDS,          "verbs: access outside the entry bounds")        \
+	X(ACCESS,          "verbs: access right missing in the entry")      \
+	X(BIND_DISABLED,   "verbs: region does not allow window binding")   \
+	X(ONE_TOUCH,       "verbs: one-touch entry already used")           \
+	X(ATT,             "verbs: address translation entry invalid")      \
+	X(RNR,             "verbs: no receive WQE posted")                  \
+	X(MSN,             "verbs: read request MSN not the expected one")  \
+	X(RRQ_FULL,        "verbs: read-request queue overflow")            \
+	X(TERMINATED,      "verbs: connection terminated by the peer")      \
+	X(RETRY_EXCEEDED,  "verbs: transport retry count exhausted")        \
+	X(RNR_EXCEEDED,    "verbs: RNR retry count exhausted")              \
+	X(FLUSHED,         "verbs: work request flushed, QP in error")      \
+	X(BAD_WQE,         "verbs: malformed work request")                 \
+	X(CQ_INVALID,      "verbs: CQ out of range, not created or in error") \
+	X(CQ_OVERFLOW,     "verbs: completion queue full")                  \
+	X(UAR_MISMATCH,    "verbs: doorbell from a UAR page that does not own it") \
+	X(INV_REFUSED,     "verbs: invalidation refused for this entry")    \
+	X(ALIGN,           "verbs: atomic address not 8-byte aligned")      \
+	X(STAG_BUSY,       "verbs: entry has windows bound or is in use")   \
+	X(INSTANCE_REUSED, "verbs: registration reuses the previous Tag_Instance")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,
@@ -53,7 +87,13 @@ enum weft_reason {
 	X(SEND_FRAMES)     X(RDMAW_STARTED)   X(RDMAW_DONE)      X(RDMAR_STARTED) \
 	X(RDMAR_SERVED)    X(RDMAR_DONE)      X(INTERRUPTS)      X(EVENTS)    \
 	X(EVQ_OVERFLOW)    X(WINDOW_FATAL)    X(GUEST_ERRORS)    X(CMD_DISCARDED) \
-	X(TX_BLOCKED)      X(RECOVERIES)      X(RESETS)          X(RDMA_RESTARTS)
+	X(TX_BLOCKED)      X(RECOVERIES)      X(RESETS)          X(RDMA_RESTARTS) \
+	X(V_CMDS)          X(V_DOORBELLS)     X(V_TX_PKTS)       X(V_RX_PKTS) \
+	X(V_TX_BYTES)      X(V_RX_BYTES)      X(V_ACKS_TX)       X(V_ACKS_RX) \
+	X(V_NAKS_TX)       X(V_NAKS_RX)       X(V_RNR_NAKS_TX)   X(V_RNR_NAKS_RX) \
+	X(V_RETRANSMITS)   X(V_TIMEOUTS)      X(V_TERMINATES_TX) X(V_TERMINATES_RX) \
+	X(V_CQES)          X(V_CQE_ERRORS)    X(V_CQ_EVENTS)     X(V_OOO_PLACED) \
+	X(V_DUP_READS)     X(V_WQES)
 
 enum weft_counter {
 #define WEFT_CNT_ENUM(name) WEFT_CNT_##name,

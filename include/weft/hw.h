@@ -29,7 +29,8 @@
 #define WEFT_BAR_REGS           0   /* privileged registers, 64 KiB */
 #define WEFT_BAR_MSIX           1   /* MSI-X table and PBA */
 #define WEFT_BAR_SRAM           2   /* privileged adapter SRAM aperture */
-#define WEFT_BAR_DOORBELL       4   /* 64-bit, one 4 KiB page per window */
+#define WEFT_BAR_DOORBELL       4   /* 64-bit, one 4 KiB page per window, then
+					     * the verbs UAR pages (weft/verbs.h) */
 
 #define WEFT_REGS_SIZE          0x10000u
 #define WEFT_DB_PAGE_SIZE       0x1000u
@@ -95,11 +96,22 @@
 	X(EVQ_SIZE,        0x088, RW) /* log2(entries); 0 disables */        \
 	X(EVQ_PROD,        0x090, RO) /* events written (free-running) */    \
 	X(EVQ_CONS,        0x098, RW) /* events consumed by the driver */    \
+	X(KEY_EPOCH,       0x0a0, RO) /* non-volatile PVO key epoch */       \
+	X(KEY_EPOCH_NEXT,  0x0a8, WO) /* write WEFT_EPOCH_MAGIC: epoch + 1 */ \
 	X(CMD_OPEN_WINDOW, 0x100, WO) /* data = window */                    \
 	X(CMD_CLOSE_WINDOW,0x108, WO) /* data = window */                    \
 	X(CMD_ACQUIRE_RCXT,0x110, WO) /* WEFT_ACQ_* packing */               \
 	X(CMD_RELEASE_RCXT,0x118, WO) /* data = rCxt id */                   \
-	X(CMD_CANCEL_RCXT, 0x120, WO) /* data = rCxt id */
+	X(CMD_CANCEL_RCXT, 0x120, WO) /* data = rCxt id */                   \
+	X(VERBS_NR_QP,     0x140, RO) /* verbs engine (weft/verbs.h): QPs */ \
+	X(VERBS_NR_CQ,     0x148, RO) /* CQs */                              \
+	X(VERBS_NR_PD,     0x150, RO) /* PDs */                              \
+	X(VERBS_NR_TPT,    0x158, RO) /* MR/MW entries */                    \
+	X(VERBS_NR_UAR,    0x160, RO) /* UAR doorbell pages */               \
+	X(VERBS_UAR_OFF,   0x168, RO) /* BAR 4 offset of UAR page 0 */       \
+	X(VERBS_CMD,       0x170, WO) /* guest address of a command block */ \
+	X(VERBS_CMD_STATUS,0x178, RO) /* WEFT_CMD_* of the last VERBS_CMD */ \
+	X(DEBUG_INJECT,    0x180, WO) /* WEFT_INJECT_*: adapter error injection */
 
 enum weft_reg {
 #define WEFT_REG_ENUM(name, off, acc) WEFT_REG_##name = (off),
@@ -142,6 +154,10 @@ enum weft_reg {
 
 #define WEFT_RESET_MAGIC        0x52455345ull /* "ESER" */
 #define WEFT_RECOVER_MAGIC      0x52564352ull /* "RCVR" */
+#define WEFT_EPOCH_MAGIC        0x48435045ull /* "EPCH" */
+/* DEBUG_INJECT: an adapter-internal fatal error (STATUS.FATAL until
+ * RECOVER or RESET). */
+#define WEFT_INJECT_FATAL       0x4c544146ull /* "FATL" */
 
 /* INT_CONFIG: number of handlers in bits 7:0 (1..WEFT_MAX_HANDLERS,
  * limited by the MSI-X vectors), bit 8 = early interrupt mode. */
@@ -163,6 +179,8 @@ enum weft_cmd_status {
 	WEFT_CMD_EBADLMT = 2,     /* OPEN_WINDOW: LMT fields inconsistent */
 	WEFT_CMD_EBUSY = 3,       /* window already valid / rCxt assigned */
 	WEFT_CMD_ESTATE = 4,      /* command not allowed in this state */
+	WEFT_CMD_ENOMEM = 5,      /* verbs: adapter memory budget exhausted */
+	WEFT_CMD_EFAULT = 6,      /* verbs: command block or ring not in guest RAM */
 };
 
 /*

@@ -8,9 +8,11 @@
  * bytes.  All fields are little-endian.
  *
  * After connecting, an adapter sends a HELLO packet (src_node = its node
- * id, key = WEFT_WIRE_HELLO_MAGIC); the switch answers with HELLO_ACK
- * (status 0 = accepted, otherwise enum weft_sw_status) and from then on
- * routes packets to it by destination node id.
+ * id, key = WEFT_WIRE_HELLO_MAGIC, and as payload either nothing or the
+ * node's WEFT_WIRE_TOKEN_SIZE-byte secret token); the switch answers with
+ * HELLO_ACK (status 0 = accepted, otherwise enum weft_sw_status) and from
+ * then on routes packets to it by destination node id.  A switch with a
+ * token table accepts a node id only with that node's token.
  *
  * Nothing in a packet is trusted by a receiver: every field is checked.
  */
@@ -25,6 +27,7 @@
 #define WEFT_WIRE_MAX_FRAME     (WEFT_WIRE_HDR_SIZE + WEFT_MAX_PAYLOAD)
 #define WEFT_WIRE_LEN_PREFIX    4u
 #define WEFT_WIRE_HELLO_MAGIC   0x57465357u /* "WSFW" */
+#define WEFT_WIRE_TOKEN_SIZE    32u         /* HELLO payload: the node's token */
 
 enum weft_pkt_type {
 	WEFT_PKT_FIFO = 1,       /* packet mode: payload goes to the receive FIFO */
@@ -33,6 +36,10 @@ enum weft_pkt_type {
 	WEFT_PKT_COMPLETION = 4, /* RDMA completion, header only */
 	WEFT_PKT_TP_RDMAR_REQ = 5, /* third-party read request, manager -> source */
 	WEFT_PKT_TP_RDMAW = 6,   /* third-party write payload, source -> target */
+	WEFT_PKT_VERBS = 0x10,   /* verbs engine: struct weft_vhdr + data (weft/verbs.h) */
+	WEFT_PKT_FIFO_DATA = 7,  /* half-RDMA payload for the receive FIFO */
+	WEFT_PKT_RDMAR_FIFO_REQ = 8, /* half-RDMA read request, data into the FIFO */
+	WEFT_PKT_RDMAR_PUT_REQ = 9,  /* half-RDMA read request for the source's program */
 	/* Switch control, never delivered to an adapter's FIFO. */
 	WEFT_PKT_HELLO = 0x80,
 	WEFT_PKT_HELLO_ACK = 0x81,
@@ -41,6 +48,7 @@ enum weft_pkt_type {
 /* weft_wire_hdr.flags */
 #define WEFT_WF_READ_RESP       0x01u /* RDMAW payload answering an RDMAR */
 #define WEFT_WF_LAST            0x02u /* last packet of the operation (informative) */
+#define WEFT_WF_HALF            0x04u /* RDMAW payload taken from a send FIFO frame */
 #define WEFT_WF_REPLAYED        0x80u /* set by weft-switch on replayed frames (capture only) */
 
 /*
@@ -89,6 +97,7 @@ enum weft_sw_status {
 	WEFT_SW_NODE_IN_USE = 1,  /* another live client has this node id */
 	WEFT_SW_BAD_NODE = 2,     /* node id out of the unicast range */
 	WEFT_SW_BAD_HELLO = 3,
+	WEFT_SW_AUTH_FAILED = 4,  /* no token, or not this node's token */
 };
 
 /* pcap link type used by weft-switch captures (LINKTYPE_USER0): each

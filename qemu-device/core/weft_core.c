@@ -228,18 +228,15 @@ static void irq_present(struct weft_core *c, unsigned int pref, bool force)
 	c->ops.irq(c->opaque, h);
 }
 
-void weft_event(struct weft_core *c, unsigned int type, unsigned int window,
-		uint32_t rcxt, unsigned int reason, uint64_t info)
+static void event_post(struct weft_core *c, unsigned int type, unsigned int window,
+		       unsigned int pref, uint32_t rcxt, unsigned int reason, uint64_t info)
 {
 	struct weft_trace t = {
 		.kind = WEFT_TR_EVENT, .val = type, .window = window, .reason = reason,
 	};
-	unsigned int pref = WEFT_MAX_HANDLERS;
 	bool queued = false;
 
 	weft_trace(c, &t);
-	if (window < c->cfg.nr_windows)
-		pref = weft_lmt(c, window)->int_vect_data;
 	if (!evq_enabled(c)) {
 		weft_count(c, WEFT_CNT_EVQ_OVERFLOW, 1);
 	} else if (c->evq_prod - c->evq_cons >= (1ull << c->evq_size)) {
@@ -264,6 +261,22 @@ void weft_event(struct weft_core *c, unsigned int type, unsigned int window,
 	if (!queued)
 		c->irq_unpresented = true;
 	irq_present(c, pref, true);
+}
+
+void weft_event(struct weft_core *c, unsigned int type, unsigned int window,
+		uint32_t rcxt, unsigned int reason, uint64_t info)
+{
+	unsigned int pref = WEFT_MAX_HANDLERS;
+
+	if (window < c->cfg.nr_windows)
+		pref = weft_lmt(c, window)->int_vect_data;
+	event_post(c, type, window, pref, rcxt, reason, info);
+}
+
+void weft_event_vec(struct weft_core *c, unsigned int type, unsigned int vector,
+		    uint32_t obj, unsigned int reason, uint64_t info)
+{
+	event_post(c, type, WEFT_NO_WINDOW, vector, obj, reason, info);
 }
 
 void weft_window_fatal(struct weft_core *c, unsigned int w, uint32_t rcxt,
@@ -306,6 +319,7 @@ struct weft_core *weft_core_new(const struct weft_core_config *cfg,
 	struct weft_core *c;
 	const char *why = NULL;
 	struct weft_core_config cf;
+	uint32_t vsize[5];
 
 	if (!cfg || !ops)
 		why = "missing configuration or ops";
@@ -321,6 +335,8 @@ struct weft_core *weft_core_new(const struct weft_core_config *cfg,
 		why = "nr_handlers must be 1..16";
 	else if (cfg->rx_queue_len > 65536)
 		why = "rx_queue_len must be at most 65536";
+	else
+		why = weft_verbs_config(cfg, vsize);
 	if (why) {
 		if (err && errlen)
 			snprintf(err, errlen, "%s", why);
@@ -336,16 +352,20 @@ struct weft_core *weft_core_new(const struct weft_core_config *cfg,
 	c->cfg = cf;
 	c->ops = *ops;
 	c->opaque = opaque;
+	c->key_epoch = cf.key_epoch;
 	c->sram_used = WEFT_SRAM_RCXT_OFF(cf.nr_rcxt);
 	c->sram_size = pow2_ceil(c->sram_used);
-	c->db_size = pow2_ceil((uint64_t)cf.nr_windows * WEFT_DB_PAGE_SIZE);
+	c->db_size = pow2_ceil(weft_verbs_db_size(&cf));
 	c->sram = aligned_alloc(4096, c->sram_size);
 	c->rxq_len = cf.rx_queue_len;
 	c->rxq = calloc(c->rxq_len, sizeof(*c->rxq));
 	c->ctlq = calloc(WEFT_CTLQ_LEN, sizeof(*c->ctlq));
 	c->track = calloc(cf.nr_rcxt, sizeof(*c->track));
 	c->cmpl_tid = calloc(cf.nr_rcxt ? cf.nr_rcxt : 1, sizeof(*c->cmpl_tid));
-	if (!c->sram || !c->rxq || !c->ctlq || !c->track || !c->cmpl_tid) {
+	c->verbs = weft_verbs_new(&cf);
+	c->cond_tag = calloc(cf.nr_rcxt ? cf.nr_rcxt : 1, sizeof(*c->cond_tag));
+	if (!c->sram || !c->rxq || !c->ctlq || !c->track || !c->cmpl_tid || !c->verbs ||
+	    !c->cond_tag) {
 		weft_core_free(c);
 		goto nomem;
 	}
@@ -369,6 +389,8 @@ void weft_core_free(struct weft_core *c)
 			free(c->track[r].bits);
 	free(c->track);
 	free(c->cmpl_tid);
+	weft_verbs_free(c->verbs);
+	free(c->cond_tag);
 	free(c->ctlq);
 	free(c->rxq);
 	free(c->sram);
@@ -398,6 +420,24 @@ static void clear_work(struct weft_core *c)
 	c->active[0] = c->active[1] = 0;
 	c->tx_have_cur = false;
 	c->tx_cur = 0;
+	c->fatal = false;
+}
+
+/* DEBUG_INJECT FATAL: the adapter stops as on an internal error (hw-spec
+ * 9.1): all work is dropped, STATUS.FATAL is set and the driver is told;
+ * until RECOVER or RESET nothing is sent, received or rung. */
+static void core_fatal(struct weft_core *c)
+{
+	unsigned int w;
+
+	if (c->fatal)
+		return;
+	for (w = 0; w < c->cfg.nr_windows; w++)
+		weft_tx_window_stop(c, w);
+	c->ctlq_head = c->ctlq_count = 0;
+	c->fatal = true;
+	weft_event(c, WEFT_EV_ADAPTER_FATAL, WEFT_NO_WINDOW, WEFT_RCXT_NONE,
+		   WEFT_R_ADAPTER_FATAL, 0);
 }
 
 void weft_core_reset(struct weft_core *c)
@@ -407,6 +447,7 @@ void weft_core_reset(struct weft_core *c)
 	clear_work(c);
 	memset(c->sram, 0, c->sram_size);
 	memset(c->cmpl_tid, 0, (c->cfg.nr_rcxt ? c->cfg.nr_rcxt : 1) * sizeof(*c->cmpl_tid));
+	memset(c->cond_tag, 0, (c->cfg.nr_rcxt ? c->cfg.nr_rcxt : 1) * sizeof(*c->cond_tag));
 	memset(c->cnt, 0, sizeof(c->cnt));
 	c->cnt[WEFT_CNT_RESETS] = resets + 1;
 	memset(c->tce_base, 0, sizeof(c->tce_base));
@@ -419,6 +460,7 @@ void weft_core_reset(struct weft_core *c)
 	c->irq_rr = 0;
 	c->irq_unpresented = false;
 	c->evq_base = c->evq_size = c->evq_prod = c->evq_cons = 0;
+	weft_verbs_reset(c);
 }
 
 static void core_recover(struct weft_core *c)
@@ -452,6 +494,7 @@ static void core_recover(struct weft_core *c)
 		x->rcxt_state = WEFT_RCXT_FREE;
 		x->next = WEFT_RCXT_NONE;
 	}
+	weft_verbs_reset(c);
 	weft_count(c, WEFT_CNT_RECOVERIES, 1);
 }
 
@@ -560,6 +603,7 @@ static unsigned int cmd_acquire(struct weft_core *c, uint64_t val, unsigned int 
 	}
 	weft_track_free(c, r);
 	c->cmpl_tid[r] = 0;
+	c->cond_tag[r] = 0;
 	memset(x, 0, sizeof(*x));
 	x->rcxt_assigned = 1;
 	x->local_window = (uint16_t)w;
@@ -700,9 +744,12 @@ static uint64_t fixed_reg_value(struct weft_core *c, uint64_t reg)
 	case WEFT_REG_NODE_ID:
 		return c->cfg.node_id;
 	case WEFT_REG_STATUS:
-		return WEFT_STATUS_READY | (c->link_up ? WEFT_STATUS_LINK_UP : 0);
+		return WEFT_STATUS_READY | (c->link_up ? WEFT_STATUS_LINK_UP : 0) |
+		       (c->fatal ? WEFT_STATUS_FATAL : 0);
 	case WEFT_REG_RECOVERY_COUNT:
 		return c->recovery_count;
+	case WEFT_REG_KEY_EPOCH:
+		return c->key_epoch;
 	case WEFT_REG_ACTIVE_WIN0:
 		return c->active[0];
 	case WEFT_REG_ACTIVE_WIN1:
@@ -726,7 +773,7 @@ static uint64_t fixed_reg_value(struct weft_core *c, uint64_t reg)
 	case WEFT_REG_EVQ_CONS:
 		return c->evq_cons;
 	default:
-		return 0;
+		return weft_verbs_reg_read(c, reg);
 	}
 }
 
@@ -773,6 +820,18 @@ uint64_t weft_core_reg_read(struct weft_core *c, uint64_t off, unsigned int size
 	return val;
 }
 
+/* The next key epoch is stored before it can be read: a driver never
+ * sees an epoch that a power cycle could hand out again.  If the store
+ * fails the epoch stays put, which the driver sees (hw-spec 9). */
+static void key_epoch_next(struct weft_core *c)
+{
+	uint64_t e = c->key_epoch + 1;
+
+	if (c->ops.epoch_store && c->ops.epoch_store(c->opaque, e) != 0)
+		return;
+	c->key_epoch = e;
+}
+
 static void int_ready(struct weft_core *c, uint64_t h)
 {
 	if (h >= nr_handlers(c)) {
@@ -804,6 +863,21 @@ static void fixed_reg_write(struct weft_core *c, uint64_t reg, const char *name,
 			return;
 		}
 		core_recover(c);
+		return;
+	case WEFT_REG_KEY_EPOCH_NEXT:
+		if (val != WEFT_EPOCH_MAGIC) {
+			weft_guest_error(c, "KEY_EPOCH_NEXT: wrong magic 0x%llx",
+					 (unsigned long long)val);
+			return;
+		}
+		key_epoch_next(c);
+		return;
+	case WEFT_REG_DEBUG_INJECT:
+		if (val != WEFT_INJECT_FATAL) {
+			weft_guest_error(c, "DEBUG_INJECT: unknown 0x%llx", (unsigned long long)val);
+			return;
+		}
+		core_fatal(c);
 		return;
 	case WEFT_REG_INT_CONFIG:
 		v = sub_merge(c->int_config, off, val, size);
@@ -848,6 +922,9 @@ static void fixed_reg_write(struct weft_core *c, uint64_t reg, const char *name,
 			return;
 		}
 		c->evq_cons = v;
+		return;
+	case WEFT_REG_VERBS_CMD:
+		weft_verbs_cmd(c, val);
 		return;
 	default:
 		run_command(c, reg, name, val);
@@ -1085,6 +1162,18 @@ void weft_core_db_write(struct weft_core *c, uint64_t off, uint64_t val, unsigne
 	}
 	if (size == 4)
 		val &= 0xffffffffu;
+	if (off >= weft_verbs_uar_off()) {
+		uint64_t u = off - weft_verbs_uar_off();
+
+		db_trace(c, WEFT_TR_DB_WRITE, weft_uar_name(u % WEFT_DB_PAGE_SIZE),
+			 (unsigned int)(u / WEFT_DB_PAGE_SIZE), off, val, size);
+		if (size != 8)
+			weft_guest_error(c, "UAR: %u-byte write at 0x%llx", size,
+					 (unsigned long long)off);
+		else
+			weft_verbs_uar_write(c, u, val);
+		return;
+	}
 	name = weft_db_name(reg);
 	db_trace(c, WEFT_TR_DB_WRITE, name, w, off, val, size);
 	if (off >= (uint64_t)c->cfg.nr_windows * WEFT_DB_PAGE_SIZE) {
@@ -1103,6 +1192,11 @@ void weft_core_db_write(struct weft_core *c, uint64_t off, uint64_t val, unsigne
 	}
 	if (op & 4) {
 		weft_guest_error(c, "doorbell: 4-byte write to the high half of %s", name);
+		return;
+	}
+	if (c->fatal) {
+		weft_count(c, WEFT_CNT_CMD_DISCARDED, 1);
+		weft_drop(c, NULL, w, WEFT_R_ADAPTER_FATAL);
 		return;
 	}
 	db_command(c, w, reg, name, val);
@@ -1156,7 +1250,17 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 	bool blocked = false;
 
 	weft_tx_reap(c);
-	while (budget > 0) {
+	if (!c->ops.timer_arm)
+		weft_verbs_poll_timer(c);
+	while (c->fatal && c->rxq_count > 0) {
+		struct weft_wire_hdr h;
+
+		memcpy(&h, c->rxq[c->rxq_head].data, sizeof(h));
+		weft_drop(c, &h, h.dst_window, WEFT_R_ADAPTER_FATAL);
+		c->rxq_head = (c->rxq_head + 1) % c->rxq_len;
+		c->rxq_count--;
+	}
+	while (budget > 0 && !c->fatal) {
 		bool did = false;
 
 		if (rx_one(c)) {
@@ -1174,12 +1278,27 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 				weft_count(c, WEFT_CNT_TX_BLOCKED, 1);
 			}
 		}
+		if (budget > 0 && !blocked) {
+			int r = weft_verbs_poll(c);
+
+			if (r > 0) {
+				did = true;
+				budget--;
+			} else if (r == -EAGAIN) {
+				blocked = true;
+			}
+		}
 		if (!did)
 			break;
 	}
 	weft_tx_reap(c);
 	return (c->rxq_count > 0 && c->ctlq_count < WEFT_CTLQ_LEN) ||
-	       weft_tx_has_work(c) || blocked;
+	       weft_tx_has_work(c) || weft_verbs_has_work(c) || blocked;
+}
+
+void weft_core_timer(struct weft_core *c)
+{
+	weft_verbs_timer(c);
 }
 
 void weft_core_set_link(struct weft_core *c, bool up)

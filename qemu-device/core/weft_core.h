@@ -76,8 +76,19 @@ struct weft_core_ops {
 	uint64_t (*now_ns)(void *opaque);
 	/* The core has work: call weft_core_poll() soon. */
 	void (*kick)(void *opaque);
+	/* Arm the core's one timer for an absolute now_ns() deadline (0 =
+	 * cancel); the embedder calls weft_core_timer() once it is reached.
+	 * May be NULL: weft_core_poll() then checks the deadline itself. */
+	void (*timer_arm)(void *opaque, uint64_t deadline_ns);
 	/* Observability, may be NULL. */
 	void (*trace)(void *opaque, const struct weft_trace *ev);
+	/* The adapter's non-volatile store: KEY_EPOCH_NEXT calls it with the
+	 * new key epoch before the write completes; the embedder keeps the
+	 * value across power cycles and hands it back in
+	 * weft_core_config.key_epoch.  Returns 0, or -1 if the value could
+	 * not be stored (the epoch then does not advance).  NULL: the epoch
+	 * lives as long as the core. */
+	int (*epoch_store)(void *opaque, uint64_t epoch);
 };
 
 struct weft_core_config {
@@ -86,6 +97,9 @@ struct weft_core_config {
 	uint32_t nr_rcxt;       /* WEFT_MIN_RCXT..WEFT_MAX_RCXT */
 	uint32_t nr_handlers;   /* 1..WEFT_MAX_HANDLERS (MSI-X vectors) */
 	uint32_t rx_queue_len;  /* packets buffered before backpressure, 0 = 64 */
+	uint64_t key_epoch;     /* KEY_EPOCH at power-on (the stored value) */
+	/* Verbs engine object counts (weft/verbs.h), 0 = default. */
+	uint32_t verbs_qps, verbs_cqs, verbs_pds, verbs_tpt, verbs_uars;
 };
 
 /* Create a core.  On a bad configuration returns NULL and writes a
@@ -96,7 +110,7 @@ struct weft_core *weft_core_new(const struct weft_core_config *cfg,
 void weft_core_free(struct weft_core *c);
 
 /* Device reset (PCI reset / RESET register): everything back to power-on,
- * except the recovery count. */
+ * except the recovery count and the key epoch. */
 void weft_core_reset(struct weft_core *c);
 
 /* MMIO.  off is relative to the BAR; size is 4 or 8. */
@@ -121,9 +135,20 @@ bool weft_core_can_receive(const struct weft_core *c);
  * when work remains (the caller polls again). */
 bool weft_core_poll(struct weft_core *c, unsigned int budget);
 
+/* The deadline given to ops->timer_arm was reached. */
+void weft_core_timer(struct weft_core *c);
+
 /* Link state to the switch (reflected in STATUS and a LINK event). */
 void weft_core_set_link(struct weft_core *c, bool up);
 
 uint64_t weft_core_counter(const struct weft_core *c, unsigned int counter);
+
+/* Copies of verbs table entries in their public formats (weft/verbs.h),
+ * for test oracles and debugging; the driver uses the QUERY_* commands.
+ * Return false when the index is out of range. */
+struct weft_tpt_entry;
+struct weft_vcqc;
+bool weft_core_verbs_tpt(const struct weft_core *c, uint32_t index, struct weft_tpt_entry *e);
+bool weft_core_verbs_cq(const struct weft_core *c, uint32_t cqn, struct weft_vcqc *q);
 
 #endif /* WEFT_CORE_H */

@@ -27,18 +27,38 @@ enum weft_task_kind {
 };
 
 /* An RDMA send frame being turned into packets (RDMAW payload). */
+/*
+ * The send FIFO frame a transmit task works on across polls: an RDMA
+ * write being sent, or (checking) the destination of an RDMA read being
+ * checked page by page before its request goes out.
+ */
 struct weft_fop {
 	bool busy;
+	bool checking;                  /* RDMA read: destination check */
 	uint8_t task;
 	struct weft_send_line line;     /* copy of the frame's header line */
-	uint64_t sent;                  /* payload bytes already transmitted */
+	uint64_t sent;                  /* bytes transmitted, or checked */
+};
+
+/* TCEs an RDMA read's destination check reads per poll budget unit: the
+ * work of about one packet (hw-spec 7.1). */
+#define WEFT_CHECK_PAGES_PER_STEP 2u
+/* A conditional queue (hw-spec 5.4): counters and the held signal. */
+struct weft_condq {
+	uint8_t state;                  /* enum weft_cond_state */
+	uint32_t expect, done, tagged, fired;
+	struct weft_send_line signal;   /* copy of the held signal frame */
 };
 
 /* Private per-window state (the LMT in SRAM holds the rest). */
 struct weft_win {
 	struct weft_fop fop;
+	bool fop_signal;                /* the fop is a conditional signal */
 	uint8_t rop_task;               /* task serving the rCxt queue head */
 	bool rop_turn;                  /* alternate send FIFO / rCxt queue */
+	uint8_t cond_collect;           /* queue + 1 tagging members, 0 none */
+	uint8_t cond_ready;             /* bit per queue whose signal may go */
+	struct weft_condq cond[WEFT_NR_COND];
 };
 
 struct weft_pkt {
@@ -53,8 +73,11 @@ struct weft_track {
 	uint32_t tid;
 };
 
+struct weft_verbs;
+
 struct weft_core {
 	struct weft_core_config cfg;
+	struct weft_verbs *verbs;       /* second personality (weft_verbs_*.c) */
 	struct weft_core_ops ops;
 	void *opaque;
 
@@ -65,6 +88,7 @@ struct weft_core {
 
 	/* registers */
 	uint64_t recovery_count;
+	uint64_t key_epoch;             /* non-volatile: kept by RESET */
 	uint64_t active[2];
 	uint64_t cmd_status;
 	uint64_t int_config;
@@ -79,6 +103,7 @@ struct weft_core {
 	unsigned int irq_rr;
 	bool irq_unpresented;
 	bool link_up;
+	bool fatal;                     /* STATUS.FATAL: adapter-internal error */
 	uint64_t tce_base[WEFT_NR_TCE_TABLES];
 	uint64_t tce_cfg[WEFT_NR_TCE_TABLES];
 	uint64_t tce_owner[WEFT_NR_TCE_TABLES];
@@ -106,6 +131,9 @@ struct weft_core {
 	/* Per rCxt: tid of the last completion packet accepted (0 = none),
 	 * for at-most-once completion delivery (hw-spec 6.2). */
 	uint32_t *cmpl_tid;
+	/* Per rCxt: conditional queue + 1 its current RDMA write is a
+	 * member of (0 = none), cleared when its completion counts. */
+	uint8_t *cond_tag;
 
 	struct weft_pkt txbuf;          /* scratch for building a packet */
 	char msgbuf[160];
@@ -150,6 +178,9 @@ unsigned int weft_task_alloc(struct weft_core *c, enum weft_task_kind kind,
 void weft_task_free(struct weft_core *c, unsigned int task);
 void weft_event(struct weft_core *c, unsigned int type, unsigned int window,
 		uint32_t rcxt, unsigned int reason, uint64_t info);
+/* Event for a preferred interrupt handler (verbs objects name theirs). */
+void weft_event_vec(struct weft_core *c, unsigned int type, unsigned int vector,
+		    uint32_t obj, unsigned int reason, uint64_t info);
 void weft_window_fatal(struct weft_core *c, unsigned int w, uint32_t rcxt,
 		       unsigned int reason);
 void weft_set_active(struct weft_core *c, unsigned int w, bool on);
@@ -172,6 +203,18 @@ bool weft_tx_ctl(struct weft_core *c, unsigned int w, struct weft_wire_hdr *h);
 void weft_tx_window_stop(struct weft_core *c, unsigned int w);
 /* Remove rCxt r from window w's RDMA send queue (cancel/release). */
 void weft_tx_rcxt_unlink(struct weft_core *c, unsigned int w, uint32_t r);
+/* Helpers for the half-RDMA and conditional frames (weft_half.c,
+ * weft_cond.c): mark the current frame done, start a packet in txbuf,
+ * transmit it, check and load an RDMA request's local rCxt. */
+void weft_tx_frame_done(struct weft_core *c, unsigned int w, struct weft_send_line *line,
+			unsigned int status);
+uint64_t weft_tx_frame_addr(struct weft_core *c, unsigned int w);
+struct weft_wire_hdr *weft_tx_hdr(struct weft_core *c, unsigned int w, uint8_t type);
+int weft_tx_xmit(struct weft_core *c, unsigned int w, size_t len);
+unsigned int weft_tx_req_check(struct weft_core *c, unsigned int w,
+			       const struct weft_send_line *line, bool unicast_only);
+void weft_tx_load_req(struct weft_core *c, unsigned int w, const struct weft_send_line *line,
+		      uint8_t type, uint8_t state, uint8_t direction);
 
 /* ---- weft_recv.c ------------------------------------------------------ */
 /* Process one received packet of len bytes (at least a wire header) in
@@ -187,17 +230,71 @@ bool weft_track_start(struct weft_core *c, uint32_t r, uint32_t tid, uint64_t to
 void weft_track_free(struct weft_core *c, uint32_t r);
 /* Cancel whatever rCxt r is doing (state FREE, tid kept). */
 void weft_rcxt_cancel(struct weft_core *c, uint32_t r, unsigned int reason);
+/* Count and trace an accepted packet. */
+void weft_rx_accept(struct weft_core *c, const struct weft_wire_hdr *h,
+		    unsigned int w, size_t len);
+/* rCxt r is acquired by window w with key.  Returns a reason. */
+unsigned int weft_rx_rcxt_check(struct weft_core *c, unsigned int w, uint32_t r,
+				uint16_t key);
+
+/* ---- weft_half.c (half-RDMA / half-FIFO, hw-spec 5.3) ----------------- */
+/* Send frames PUT, RDMAR_FIFO and RDMAR_PUT.  Returns 1 or -EAGAIN. */
+int weft_half_put(struct weft_core *c, unsigned int w, struct weft_send_line *line);
+int weft_half_read(struct weft_core *c, unsigned int w, struct weft_send_line *line);
+/* Received FIFO_DATA and RDMAR_PUT_REQ packets. */
+void weft_half_rx(struct weft_core *c, unsigned int w, const struct weft_wire_hdr *h,
+		  const uint8_t *payload, size_t len);
+
+/* ---- weft_cond.c (conditional RDMA, hw-spec 5.4) ---------------------- */
+/* COND and COND_CTL frames.  Returns 1. */
+int weft_cond_frame(struct weft_core *c, unsigned int w, struct weft_send_line *line);
+/* An RDMAW frame about to start: tags members; returns true when the
+ * frame is a signal that was held (and marked done). */
+bool weft_cond_hold(struct weft_core *c, unsigned int w, struct weft_send_line *line);
+/* A held signal of window w may go now: copies it into line. */
+bool weft_cond_take(struct weft_core *c, unsigned int w, struct weft_send_line *line);
+/* The SOURCE completion of rCxt r's current operation was accepted. */
+void weft_cond_completion(struct weft_core *c, unsigned int w, uint32_t r);
+/* Window w stops (close, fatal, recovery): every queue back to IDLE. */
+void weft_cond_reset(struct weft_core *c, unsigned int w);
 
 /* ---- weft_xlate.c ----------------------------------------------------- */
 /* Check every page of [pvo, pvo + len) for job.  Returns enum
  * weft_reason. */
 unsigned int weft_xlate_check(struct weft_core *c, uint32_t job, uint64_t pvo,
 			      uint64_t len);
+/* The same check, resumable: at most max_pages pages from byte *done of
+ * the range, advancing *done (== len once every page passed). */
+unsigned int weft_xlate_check_step(struct weft_core *c, uint32_t job, uint64_t pvo,
+				   uint64_t len, uint64_t *done, unsigned int max_pages);
 /* Copy between guest memory named by a PVO range and buf.  Every page is
  * translated and checked before any byte moves. */
 unsigned int weft_xlate_read(struct weft_core *c, uint32_t job, uint64_t pvo,
 			     void *buf, size_t len);
 unsigned int weft_xlate_write(struct weft_core *c, uint32_t job, uint64_t pvo,
 			      const void *buf, size_t len, uint32_t *outstanding);
+
+/* ---- weft_verbs_obj.c: the verbs engine's entry points ----------------- */
+/* Sizes from the configuration; returns a message when out of range. */
+const char *weft_verbs_config(const struct weft_core_config *cfg, uint32_t out[5]);
+struct weft_verbs *weft_verbs_new(const struct weft_core_config *cfg);
+void weft_verbs_free(struct weft_verbs *v);
+/* Destroy every verbs object (reset, adapter recovery). */
+void weft_verbs_reset(struct weft_core *c);
+uint64_t weft_verbs_reg_read(struct weft_core *c, uint64_t reg);
+void weft_verbs_cmd(struct weft_core *c, uint64_t addr);
+/* BAR 4 offset of UAR page 0, and the BAR size with the UAR pages. */
+uint64_t weft_verbs_uar_off(void);
+uint64_t weft_verbs_db_size(const struct weft_core_config *cfg);
+/* off is relative to UAR page 0. */
+void weft_verbs_uar_write(struct weft_core *c, uint64_t off, uint64_t val);
+void weft_verbs_rx(struct weft_core *c, const struct weft_wire_hdr *h, const uint8_t *payload,
+		   size_t plen);
+/* One transmit step: 1 done, 0 nothing, -EAGAIN link busy. */
+int weft_verbs_poll(struct weft_core *c);
+bool weft_verbs_has_work(const struct weft_core *c);
+void weft_verbs_timer(struct weft_core *c);
+/* Without ops->timer_arm: run the timers whose deadline has passed. */
+void weft_verbs_poll_timer(struct weft_core *c);
 
 #endif /* WEFT_CORE_INT_H */

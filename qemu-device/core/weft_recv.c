@@ -117,8 +117,8 @@ unsigned int weft_rx_fifo_deliver(struct weft_core *c, unsigned int w,
 }
 
 /* rCxt checks shared by every packet naming a receiver rCxt. */
-static unsigned int rcxt_check(struct weft_core *c, unsigned int w, uint32_t r,
-			       uint16_t key)
+unsigned int weft_rx_rcxt_check(struct weft_core *c, unsigned int w, uint32_t r,
+				uint16_t key)
 {
 	unsigned int reason = weft_rcxt_owned(c, w, r);
 
@@ -147,8 +147,8 @@ static void rcxt_load_op(struct weft_rcxt *x, const struct weft_wire_hdr *h,
 	x->rdma_usr_cookie = h->user_cookie;
 }
 
-static void rx_accept(struct weft_core *c, const struct weft_wire_hdr *h,
-		      unsigned int w, size_t len)
+void weft_rx_accept(struct weft_core *c, const struct weft_wire_hdr *h,
+		    unsigned int w, size_t len)
 {
 	struct weft_trace t = { .kind = WEFT_TR_PKT_RX, .hdr = h, .len = len, .window = w };
 
@@ -169,7 +169,7 @@ static void rx_fifo(struct weft_core *c, unsigned int w, const struct weft_wire_
 	rh.src_node = h->src_node;
 	rh.src_window = h->src_window;
 	if (weft_rx_fifo_deliver(c, w, &rh, payload, h->length) == WEFT_R_OK) {
-		rx_accept(c, h, w, len);
+		weft_rx_accept(c, h, w, len);
 		weft_count(c, WEFT_CNT_RX_FIFO_PACKETS, 1);
 	}
 }
@@ -238,7 +238,7 @@ static void rx_rdmaw(struct weft_core *c, unsigned int w, const struct weft_wire
 	uint64_t chunk, want;
 	unsigned int reason;
 
-	reason = rcxt_check(c, w, h->rcxt, h->rcxt_key);
+	reason = weft_rx_rcxt_check(c, w, h->rcxt, h->rcxt_key);
 	if (reason != WEFT_R_OK) {
 		weft_drop(c, h, w, reason);
 		return;
@@ -323,7 +323,7 @@ static void rx_rdmaw(struct weft_core *c, unsigned int w, const struct weft_wire
 			weft_event(c, WEFT_EV_PROTECTION, w, h->rcxt, reason, h->tid);
 		return;
 	}
-	rx_accept(c, h, w, len);
+	weft_rx_accept(c, h, w, len);
 	t->bits[chunk / 64] |= 1ull << (chunk % 64);
 	x->data_to_snd_rcv -= h->length;
 	if (x->data_to_snd_rcv == 0 && x->outstanding_dma == 0)
@@ -343,7 +343,7 @@ static void rx_rdmar(struct weft_core *c, unsigned int w, const struct weft_wire
 		weft_drop(c, h, w, WEFT_R_BAD_HEADER);
 		return;
 	}
-	reason = rcxt_check(c, w, r, h->rcxt_key);
+	reason = weft_rx_rcxt_check(c, w, r, h->rcxt_key);
 	if (reason != WEFT_R_OK) {
 		weft_drop(c, h, w, reason);
 		return;
@@ -381,7 +381,7 @@ static void rx_rdmar(struct weft_core *c, unsigned int w, const struct weft_wire
 		weft_guest_error(c, "window %u: RDMA send queue corrupted, reset", w);
 		weft_tx_window_stop(c, w);
 	}
-	rx_accept(c, h, w, len);
+	weft_rx_accept(c, h, w, len);
 	weft_track_free(c, r);
 	rcxt_load_op(x, h, WEFT_RCXT_SEND_QUEUED, WEFT_RCXT_DIR_SEND);
 	x->local_pvo = h->pvo;
@@ -478,13 +478,15 @@ static void rx_completion(struct weft_core *c, unsigned int w, const struct weft
 		weft_drop(c, h, w, WEFT_R_BAD_HEADER);
 		return;
 	}
-	reason = rcxt_check(c, w, h->rcxt, h->rcxt_key);
+	reason = weft_rx_rcxt_check(c, w, h->rcxt, h->rcxt_key);
 	if (reason == WEFT_R_OK)
 		reason = completion_check(c, h);
 	if (reason != WEFT_R_OK) {
 		weft_drop(c, h, w, reason);
 		return;
 	}
+	if (h->notify == WEFT_NOTIFY_SOURCE)
+		weft_cond_completion(c, w, h->rcxt);
 	memset(&rh, 0, sizeof(rh));
 	rh.type = WEFT_RF_COMPLETION;
 	rh.flags = WEFT_RF_VALID |
@@ -503,7 +505,7 @@ static void rx_completion(struct weft_core *c, unsigned int w, const struct weft
 		 * full FIFO may still be delivered by a later copy. */
 		if (!bcast_op(weft_rcxt(c, h->rcxt)))
 			c->cmpl_tid[h->rcxt] = h->tid;
-		rx_accept(c, h, w, len);
+		weft_rx_accept(c, h, w, len);
 		weft_count(c, WEFT_CNT_RX_COMPLETIONS, 1);
 	}
 }
@@ -528,6 +530,10 @@ void weft_rx_process(struct weft_core *c, const uint8_t *pkt, size_t len)
 		weft_drop(c, h, WEFT_NO_WINDOW, WEFT_R_NOT_FOR_US);
 		return;
 	}
+	if (h->type == WEFT_PKT_VERBS) {
+		weft_verbs_rx(c, h, payload, h->length);
+		return;
+	}
 	w = h->dst_window;
 	if (w >= c->cfg.nr_windows || !weft_window_valid(c, w) ||
 	    weft_lmt_check(weft_lmt(c, w), w) != WEFT_R_OK) {
@@ -549,7 +555,12 @@ void weft_rx_process(struct weft_core *c, const uint8_t *pkt, size_t len)
 		break;
 	case WEFT_PKT_RDMAR_REQ:
 	case WEFT_PKT_TP_RDMAR_REQ:
+	case WEFT_PKT_RDMAR_FIFO_REQ:
 		rx_rdmar(c, w, h, len);
+		break;
+	case WEFT_PKT_FIFO_DATA:
+	case WEFT_PKT_RDMAR_PUT_REQ:
+		weft_half_rx(c, w, h, payload, len);
 		break;
 	case WEFT_PKT_COMPLETION:
 		rx_completion(c, w, h, len);

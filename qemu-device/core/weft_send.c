@@ -82,7 +82,8 @@ static bool window_has_send_work(struct weft_core *c, unsigned int w)
 {
 	const struct weft_lmt *l = weft_lmt(c, w);
 
-	return c->win[w].fop.busy || l->send_fifo_ready_slots > 0 || l->rcxt_count > 0;
+	return c->win[w].fop.busy || l->send_fifo_ready_slots > 0 || l->rcxt_count > 0 ||
+	       c->win[w].cond_ready;
 }
 
 /* The frame at send_current_cnt has been processed: rewrite its header
@@ -134,8 +135,26 @@ static void fop_end(struct weft_core *c, unsigned int w)
 	weft_task_free(c, f->task);
 	f->task = WEFT_NO_TASK;
 	f->busy = false;
+	f->checking = false;
+	c->win[w].fop_signal = false;
 	l->send_rcxt = WEFT_RCXT_NONE;
 	l->send_progress = 0;
+}
+
+/* The RDMA write of the fop is over: mark its frame, unless it is a
+ * conditional signal, whose frame was marked when it was held. */
+static void fop_finish(struct weft_core *c, unsigned int w, unsigned int status)
+{
+	struct weft_send_line line = c->win[w].fop.line;
+	bool signal = c->win[w].fop_signal;
+
+	fop_end(c, w);
+	if (!signal)
+		frame_done(c, w, &line, status);
+	else if (status != WEFT_R_OK)
+		weft_drop(c, NULL, w, status);
+	else if (!window_has_send_work(c, w))
+		weft_set_active(c, w, false);
 }
 
 /* One packet of the RDMA write in progress on window w. */
@@ -153,10 +172,7 @@ static int fop_chunk(struct weft_core *c, unsigned int w)
 	if (!x->rcxt_assigned || x->local_window != w || x->tid != q->tid ||
 	    x->rcxt_state != WEFT_RCXT_SENDING) {
 		/* Cancelled or released while sending. */
-		struct weft_send_line line = f->line;
-
-		fop_end(c, w);
-		frame_done(c, w, &line, WEFT_R_CANCELLED);
+		fop_finish(c, w, WEFT_R_CANCELLED);
 		return 1;
 	}
 	if (n > WEFT_MAX_PAYLOAD)
@@ -166,16 +182,18 @@ static int fop_chunk(struct weft_core *c, unsigned int w)
 			    c->txbuf.data + sizeof(*h), n);
 	if (r != WEFT_R_OK) {
 		/* Local protection violation: window fatal error. */
-		struct weft_send_line line = f->line;
+		uint32_t lr = q->local_rcxt;
 
 		x->rcxt_state = WEFT_RCXT_FREE;
 		x->complete_status = (uint8_t)r;
-		fop_end(c, w);
-		frame_done(c, w, &line, r);
-		weft_window_fatal(c, w, line.rdma.local_rcxt, r);
+		fop_finish(c, w, r);
+		weft_window_fatal(c, w, lr, r);
 		return 1;
 	}
-	h->notify = q->notify;
+	if (f->line.hdr.type == WEFT_SF_RDMAW_FIFO)
+		h->type = WEFT_PKT_FIFO_DATA;   /* half-RDMA: no completions */
+	else
+		h->notify = q->notify;
 	h->flags = f->sent + n == q->length ? WEFT_WF_LAST : 0;
 	h->dst_node = f->line.hdr.dest_node;
 	h->dst_window = f->line.hdr.dest_window;
@@ -197,11 +215,8 @@ static int fop_chunk(struct weft_core *c, unsigned int w)
 	x->data_to_snd_rcv = q->length - f->sent;
 	l->send_progress = f->sent;
 	if (f->sent == q->length) {
-		struct weft_send_line line = f->line;
-
 		x->rcxt_state = WEFT_RCXT_FREE;
-		fop_end(c, w);
-		frame_done(c, w, &line, WEFT_R_OK);
+		fop_finish(c, w, WEFT_R_OK);
 	}
 	return 1;
 }
@@ -215,7 +230,7 @@ static void rcxt_load_req(struct weft_core *c, unsigned int w,
 {
 	const struct weft_rdma_req *q = &line->rdma;
 	struct weft_rcxt *x = weft_rcxt(c, q->local_rcxt);
-	bool source = type == WEFT_PKT_RDMAW;
+	bool source = type == WEFT_PKT_RDMAW || type == WEFT_PKT_FIFO_DATA;
 
 	x->tid = q->tid;
 	x->pkt_type = type;
@@ -269,7 +284,8 @@ static int rdmaw_start(struct weft_core *c, unsigned int w, unsigned int task,
 		return 1;
 	}
 	weft_track_free(c, q->local_rcxt);
-	rcxt_load_req(c, w, line, WEFT_PKT_RDMAW, WEFT_RCXT_SENDING, WEFT_RCXT_DIR_SEND);
+	rcxt_load_req(c, w, line, line->hdr.type == WEFT_SF_RDMAW_FIFO ?
+		      WEFT_PKT_FIFO_DATA : WEFT_PKT_RDMAW, WEFT_RCXT_SENDING, WEFT_RCXT_DIR_SEND);
 	f->busy = true;
 	f->task = (uint8_t)task;
 	f->line = *line;
@@ -280,38 +296,17 @@ static int rdmaw_start(struct weft_core *c, unsigned int w, unsigned int task,
 	return fop_chunk(c, w);
 }
 
-/* RDMA read or third-party read request: one request packet. */
-static int rdmar_send(struct weft_core *c, unsigned int w, struct weft_send_line *line,
-		      bool tp)
+/* Send the request packet of an RDMA read or third-party read.  Returns
+ * -EAGAIN (link busy, nothing changed) or the frame's status. */
+static int rdmar_request(struct weft_core *c, unsigned int w, const struct weft_send_line *line,
+			 bool tp)
 {
 	struct weft_lmt *l = weft_lmt(c, w);
 	const struct weft_rdma_req *q = &line->rdma;
-	unsigned int reason = rdma_req_check(c, w, line, true);
+	struct weft_rcxt *x = weft_rcxt(c, q->local_rcxt);
 	struct weft_wire_hdr *h;
-	struct weft_rcxt *x;
 	int rc;
 
-	if (reason == WEFT_R_OK && tp && q->tp_node > WEFT_NODE_MAX_UNICAST)
-		reason = WEFT_R_BAD_HEADER;
-	if (reason != WEFT_R_OK) {
-		frame_done(c, w, line, reason);
-		return 1;
-	}
-	x = weft_rcxt(c, q->local_rcxt);
-	if (!tp) {
-		/* The destination buffer is checked here, at set-up. */
-		reason = weft_xlate_check(c, l->window_key, q->local_pvo, q->length);
-		if (reason != WEFT_R_OK) {
-			x->complete_status = (uint8_t)reason;
-			frame_done(c, w, line, reason);
-			weft_window_fatal(c, w, q->local_rcxt, reason);
-			return 1;
-		}
-		if (!weft_track_start(c, q->local_rcxt, q->tid, q->length)) {
-			frame_done(c, w, line, WEFT_R_LENGTH);
-			return 1;
-		}
-	}
 	h = hdr_init(c, w, l, tp ? WEFT_PKT_TP_RDMAR_REQ : WEFT_PKT_RDMAR_REQ);
 	h->notify = q->notify;
 	h->dst_node = line->hdr.dest_node;
@@ -343,8 +338,92 @@ static int rdmar_send(struct weft_core *c, unsigned int w, struct weft_send_line
 		rcxt_load_req(c, w, line, WEFT_PKT_RDMAR_REQ, WEFT_RCXT_RECEIVING,
 			      WEFT_RCXT_DIR_RECV);
 	weft_count(c, WEFT_CNT_RDMAR_STARTED, 1);
-	frame_done(c, w, line, rc == 0 ? WEFT_R_OK : WEFT_R_NO_LINK);
+	return rc == 0 ? WEFT_R_OK : WEFT_R_NO_LINK;
+}
+
+/* Third-party read: one request packet (no local buffer to check). */
+static int tp_rdmar_send(struct weft_core *c, unsigned int w, struct weft_send_line *line)
+{
+	unsigned int reason = rdma_req_check(c, w, line, true);
+	int rc;
+
+	if (reason == WEFT_R_OK && line->rdma.tp_node > WEFT_NODE_MAX_UNICAST)
+		reason = WEFT_R_BAD_HEADER;
+	if (reason != WEFT_R_OK) {
+		frame_done(c, w, line, reason);
+		return 1;
+	}
+	rc = rdmar_request(c, w, line, true);
+	if (rc == -EAGAIN)
+		return -EAGAIN;
+	frame_done(c, w, line, (unsigned int)rc);
 	return 1;
+}
+
+/*
+ * One step of an RDMA read: check at most WEFT_CHECK_PAGES_PER_STEP pages
+ * of the destination buffer (seed 1.5.18: a bad page is a window fatal
+ * error with its reason, and no request goes out), or, once every page
+ * passed, send the request.  The task is kept across polls, so every poll
+ * does bounded work whatever the buffer's size.
+ */
+static int rdmar_step(struct weft_core *c, unsigned int w)
+{
+	struct weft_fop *f = &c->win[w].fop;
+	struct weft_lmt *l = weft_lmt(c, w);
+	const struct weft_rdma_req *q = &f->line.rdma;
+	struct weft_send_line line;
+	unsigned int reason;
+	int rc;
+
+	if (f->sent < q->length) {
+		reason = weft_xlate_check_step(c, l->window_key, q->local_pvo, q->length,
+					       &f->sent, WEFT_CHECK_PAGES_PER_STEP);
+		if (reason != WEFT_R_OK) {
+			line = f->line;
+			weft_rcxt(c, line.rdma.local_rcxt)->complete_status = (uint8_t)reason;
+			fop_end(c, w);
+			frame_done(c, w, &line, reason);
+			weft_window_fatal(c, w, line.rdma.local_rcxt, reason);
+			return 1;
+		}
+		if (f->sent < q->length)
+			return 1;
+	}
+	/* The rCxt may have been released or reused while the pages were
+	 * checked: the request checks run again. */
+	reason = rdma_req_check(c, w, &f->line, true);
+	if (reason == WEFT_R_OK && !weft_track_start(c, q->local_rcxt, q->tid, q->length))
+		reason = WEFT_R_LENGTH;
+	if (reason == WEFT_R_OK) {
+		rc = rdmar_request(c, w, &f->line, false);
+		if (rc == -EAGAIN)
+			return -EAGAIN;
+		reason = (unsigned int)rc;
+	}
+	line = f->line;
+	fop_end(c, w);
+	frame_done(c, w, &line, reason);
+	return 1;
+}
+
+static int rdmar_start(struct weft_core *c, unsigned int w, unsigned int task,
+		       struct weft_send_line *line)
+{
+	struct weft_fop *f = &c->win[w].fop;
+	unsigned int reason = rdma_req_check(c, w, line, true);
+
+	if (reason != WEFT_R_OK) {
+		frame_done(c, w, line, reason);
+		weft_task_free(c, task);
+		return 1;
+	}
+	f->busy = true;
+	f->checking = true;
+	f->task = (uint8_t)task;
+	f->line = *line;
+	f->sent = 0;
+	return rdmar_step(c, w);
 }
 
 static int fifo_send(struct weft_core *c, unsigned int w, struct weft_send_line *line)
@@ -390,10 +469,26 @@ static int serve_fifo(struct weft_core *c, unsigned int w)
 	int rc;
 
 	if (c->win[w].fop.busy)
-		return fop_chunk(c, w);
+		return c->win[w].fop.checking ? rdmar_step(c, w) : fop_chunk(c, w);
 	task = weft_task_alloc(c, WEFT_TASK_TX, w);
 	if (task == WEFT_NO_TASK)
 		return TX_NO_TASK;
+	if (weft_cond_take(c, w, &line)) {
+		/* A held conditional signal goes before the next frame. */
+		unsigned int reason = rdma_req_check(c, w, &line, false);
+
+		if (reason != WEFT_R_OK) {
+			weft_drop(c, NULL, w, reason);
+			weft_task_free(c, task);
+			return 1;
+		}
+		c->win[w].fop_signal = true;
+		return rdmaw_start(c, w, task, &line);
+	}
+	if (l->send_fifo_ready_slots == 0) {
+		weft_task_free(c, task);
+		return 0;
+	}
 	if (weft_dma_read(c, send_frame_addr(l, l->send_current_cnt), &line, sizeof(line)) != 0) {
 		weft_task_free(c, task);
 		weft_window_fatal(c, w, WEFT_RCXT_NONE, WEFT_R_DMA_ERROR);
@@ -404,12 +499,28 @@ static int serve_fifo(struct weft_core *c, unsigned int w)
 		rc = fifo_send(c, w, &line);
 		break;
 	case WEFT_SF_RDMAW:
+		if (weft_cond_hold(c, w, &line)) {
+			rc = 1;
+			break;
+		}
 		return rdmaw_start(c, w, task, &line);
-	case WEFT_SF_RDMAR:
-		rc = rdmar_send(c, w, &line, false);
+	case WEFT_SF_RDMAW_FIFO:
+		return rdmaw_start(c, w, task, &line);
+	case WEFT_SF_PUT:
+		rc = weft_half_put(c, w, &line);
 		break;
+	case WEFT_SF_RDMAR_FIFO:
+	case WEFT_SF_RDMAR_PUT:
+		rc = weft_half_read(c, w, &line);
+		break;
+	case WEFT_SF_COND:
+	case WEFT_SF_COND_CTL:
+		rc = weft_cond_frame(c, w, &line);
+		break;
+	case WEFT_SF_RDMAR:
+		return rdmar_start(c, w, task, &line);
 	case WEFT_SF_TP_RDMAR:
-		rc = rdmar_send(c, w, &line, true);
+		rc = tp_rdmar_send(c, w, &line);
 		break;
 	default:
 		frame_done(c, w, &line, WEFT_R_BAD_TYPE);
@@ -496,7 +607,8 @@ static int serve_rq(struct weft_core *c, unsigned int w)
 	tp = x->pkt_type == WEFT_PKT_TP_RDMAR_REQ;
 	sent = x->total_rdma_size - x->data_to_snd_rcv;
 	n = x->data_to_snd_rcv < WEFT_MAX_PAYLOAD ? x->data_to_snd_rcv : WEFT_MAX_PAYLOAD;
-	h = hdr_init(c, w, l, tp ? WEFT_PKT_TP_RDMAW : WEFT_PKT_RDMAW);
+	h = hdr_init(c, w, l, tp ? WEFT_PKT_TP_RDMAW :
+		     x->pkt_type == WEFT_PKT_RDMAR_FIFO_REQ ? WEFT_PKT_FIFO_DATA : WEFT_PKT_RDMAW);
 	reason = weft_xlate_read(c, l->window_key, x->local_pvo + sent,
 				 c->txbuf.data + sizeof(*h), n);
 	if (reason != WEFT_R_OK) {
@@ -556,7 +668,7 @@ static int serve_window(struct weft_core *c, unsigned int w)
 				 w, l->send_fifo_ready_slots);
 		l->send_fifo_ready_slots = l->send_mask + 1;
 	}
-	fifo = win->fop.busy || l->send_fifo_ready_slots > 0;
+	fifo = win->fop.busy || l->send_fifo_ready_slots > 0 || win->cond_ready;
 	rq = l->rcxt_count > 0;
 	if (!fifo && !rq) {
 		weft_set_active(c, w, false);
@@ -699,6 +811,7 @@ void weft_tx_window_stop(struct weft_core *c, unsigned int w)
 	if (w >= c->cfg.nr_windows)
 		return;
 	weft_set_active(c, w, false);
+	weft_cond_reset(c, w);
 	if (win->fop.busy) {
 		uint32_t r = win->fop.line.rdma.local_rcxt;
 		struct weft_rcxt *x = weft_rcxt(c, r);
@@ -751,4 +864,39 @@ void weft_tx_rcxt_unlink(struct weft_core *c, unsigned int w, uint32_t r)
 		cur = x->next;
 		n++;
 	}
+}
+
+void weft_tx_frame_done(struct weft_core *c, unsigned int w, struct weft_send_line *line,
+			unsigned int status)
+{
+	frame_done(c, w, line, status);
+}
+
+uint64_t weft_tx_frame_addr(struct weft_core *c, unsigned int w)
+{
+	const struct weft_lmt *l = weft_lmt(c, w);
+
+	return send_frame_addr(l, l->send_current_cnt);
+}
+
+struct weft_wire_hdr *weft_tx_hdr(struct weft_core *c, unsigned int w, uint8_t type)
+{
+	return hdr_init(c, w, weft_lmt(c, w), type);
+}
+
+int weft_tx_xmit(struct weft_core *c, unsigned int w, size_t len)
+{
+	return do_xmit(c, w, c->txbuf.data, len);
+}
+
+unsigned int weft_tx_req_check(struct weft_core *c, unsigned int w,
+			       const struct weft_send_line *line, bool unicast_only)
+{
+	return rdma_req_check(c, w, line, unicast_only);
+}
+
+void weft_tx_load_req(struct weft_core *c, unsigned int w, const struct weft_send_line *line,
+		      uint8_t type, uint8_t state, uint8_t direction)
+{
+	rcxt_load_req(c, w, line, type, state, direction);
 }

@@ -118,6 +118,31 @@ unsigned int weft_xlate_check(struct weft_core *c, uint32_t job, uint64_t pvo,
 	return xlate_range(c, job, pvo, len, NULL, 0, &n);
 }
 
+unsigned int weft_xlate_check_step(struct weft_core *c, uint32_t job, uint64_t pvo,
+				   uint64_t len, uint64_t *done, unsigned int max_pages)
+{
+	uint64_t off = weft_pvo_offset(pvo);
+	unsigned int n, r;
+	struct xtab x;
+
+	if (*done >= len)
+		return WEFT_R_OK;
+	if (len > WEFT_PVO_OFFSET_MASK + 1 - off)
+		return WEFT_R_TCE_BOUNDS;
+	r = xtab_get(c, job, pvo, &x);
+	if (r != WEFT_R_OK)
+		return r;
+	for (n = 0; n < max_pages && *done < len; n++) {
+		uint64_t real, avail;
+
+		r = xtab_page(c, &x, off + *done, &real, &avail);
+		if (r != WEFT_R_OK)
+			return r;
+		*done += avail < len - *done ? avail : len - *done;
+	}
+	return WEFT_R_OK;
+}
+
 unsigned int weft_xlate_read(struct weft_core *c, uint32_t job, uint64_t pvo,
 			     void *buf, size_t len)
 {

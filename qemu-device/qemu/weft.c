@@ -18,6 +18,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qemu/cutils.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
@@ -26,6 +27,7 @@
 #include "qapi/error.h"
 #include "qemu/error-report.h"
 #include "chardev/char-fe.h"
+#include "crypto/secret_common.h"
 #include "exec/memory.h"
 #include "hw/pci/msix.h"
 #include "hw/pci/pci_device.h"
@@ -78,6 +80,7 @@ struct WeftState {
      * eventfd write), so it is called only then.
      */
     bool rx_throttled;
+    QEMUTimer *timer;       /* the core's one timer (verbs transport) */
     Error *migration_blocker;
 
     /* Properties */
@@ -85,7 +88,14 @@ struct WeftState {
     uint32_t nr_windows;
     uint32_t nr_rcxt;
     uint32_t nr_handlers;
+    uint32_t verbs_qps, verbs_cqs, verbs_pds, verbs_tpt, verbs_uars;
+    char *token_secret;     /* id of a secret object holding the node token */
     CharBackend chr;
+    char *epoch_file;       /* the adapter's non-volatile key epoch */
+
+    /* The node's token for the switch (HELLO payload), if any. */
+    bool has_token;
+    uint8_t token[WEFT_WIRE_TOKEN_SIZE];
 
     /* Link to weft-switch */
     bool connected;         /* the chardev is open */
@@ -212,6 +222,33 @@ static void weft_trace_pkt(enum weft_trace_kind kind,
     unsigned int dst = h ? le16_to_cpu(h->dst_node) : 0;
     unsigned int win = h ? le16_to_cpu(h->dst_window) : 0;
 
+    if (h && h->type == WEFT_PKT_VERBS &&
+        le32_to_cpu(h->length) >= sizeof(struct weft_vhdr)) {
+        struct weft_vhdr v;
+
+        /* The transport header follows the wire header in the packet. */
+        memcpy(&v, h + 1, sizeof(v));
+        switch (kind) {
+        case WEFT_TR_PKT_TX:
+            trace_weft_verbs_pkt_tx(weft_vop_name(v.opcode), src, dst,
+                                    le32_to_cpu(v.dst_qpn), le32_to_cpu(v.psn),
+                                    v.flags, len);
+            break;
+        case WEFT_TR_PKT_RX:
+            trace_weft_verbs_pkt_rx(weft_vop_name(v.opcode), src, dst,
+                                    le32_to_cpu(v.dst_qpn), le32_to_cpu(v.psn),
+                                    v.flags, len);
+            break;
+        default:
+            trace_weft_verbs_pkt_drop(weft_vop_name(v.opcode), src, dst,
+                                      le32_to_cpu(v.dst_qpn),
+                                      le32_to_cpu(v.psn),
+                                      weft_reason_name(reason),
+                                      weft_reason_text(reason));
+            break;
+        }
+        return;
+    }
     switch (kind) {
     case WEFT_TR_PKT_TX:
         trace_weft_pkt_tx(type, src, dst, win, len);
@@ -247,7 +284,11 @@ static void weft_op_trace(void *opaque, const struct weft_trace *ev)
         trace_weft_db_read(ev->window, name, ev->addr, ev->val);
         break;
     case WEFT_TR_DB_WRITE:
-        trace_weft_db_write(ev->window, name, ev->addr, ev->val);
+        if (ev->addr >= (uint64_t)WEFT_MAX_WINDOWS * WEFT_DB_PAGE_SIZE) {
+            trace_weft_uar_write(ev->window, name, ev->addr, ev->val);
+        } else {
+            trace_weft_db_write(ev->window, name, ev->addr, ev->val);
+        }
         break;
     case WEFT_TR_PKT_TX:
     case WEFT_TR_PKT_RX:
@@ -395,7 +436,16 @@ static void weft_send_hello(WeftState *s)
     h.type = WEFT_PKT_HELLO;
     h.src_node = cpu_to_le16(s->node_id);
     h.key = cpu_to_le32(WEFT_WIRE_HELLO_MAGIC);
-    weft_tx_queue(s, &h, sizeof(h));
+    if (s->has_token) {
+        uint8_t pkt[WEFT_WIRE_HDR_SIZE + WEFT_WIRE_TOKEN_SIZE];
+
+        h.length = cpu_to_le32(WEFT_WIRE_TOKEN_SIZE);
+        memcpy(pkt, &h, sizeof(h));
+        memcpy(pkt + sizeof(h), s->token, WEFT_WIRE_TOKEN_SIZE);
+        weft_tx_queue(s, pkt, sizeof(pkt));
+    } else {
+        weft_tx_queue(s, &h, sizeof(h));
+    }
     weft_tx_flush(s);
     trace_weft_link_hello(s->node_id);
 }
@@ -617,6 +667,73 @@ WEFT_MMIO_REGION(db, weft_core_db);
 
 /* ---- QOM ----------------------------------------------------------------- */
 
+/* ---- Non-volatile key epoch (hw-spec 9) ------------------------------------ */
+
+/* Stored in decimal in the epoch-file, replaced atomically. */
+static int weft_op_epoch_store(void *opaque, uint64_t epoch)
+{
+    WeftState *s = opaque;
+    g_autoptr(GError) gerr = NULL;
+    g_autofree char *txt = NULL;
+
+    if (!s->epoch_file) {
+        return 0;
+    }
+    txt = g_strdup_printf("%" PRIu64 "\n", epoch);
+    if (!g_file_set_contents(s->epoch_file, txt, -1, &gerr)) {
+        error_report("weft: node %u: cannot store the key epoch in %s: %s",
+                     s->node_id, s->epoch_file, gerr->message);
+        return -1;
+    }
+    return 0;
+}
+
+/* The stored epoch, 0 when the file does not exist yet. */
+static bool weft_epoch_load(WeftState *s, uint64_t *epoch, Error **errp)
+{
+    g_autoptr(GError) gerr = NULL;
+    g_autofree char *txt = NULL;
+    const char *end;
+
+    *epoch = 0;
+    if (!s->epoch_file) {
+        return true;
+    }
+    if (!g_file_get_contents(s->epoch_file, &txt, NULL, &gerr)) {
+        if (g_error_matches(gerr, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
+            return true;
+        }
+        error_setg(errp, "weft: epoch-file %s: %s", s->epoch_file, gerr->message);
+        return false;
+    }
+    if (qemu_strtou64(txt, &end, 10, epoch) < 0 || (*end && *end != '\n')) {
+        error_setg(errp, "weft: epoch-file %s does not hold a decimal epoch",
+                   s->epoch_file);
+        return false;
+    }
+    return true;
+}
+
+static void weft_op_timer_arm(void *opaque, uint64_t deadline)
+{
+    WeftState *s = opaque;
+
+    if (deadline) {
+        timer_mod(s->timer, deadline);
+    } else {
+        timer_del(s->timer);
+    }
+}
+
+static void weft_timer_cb(void *opaque)
+{
+    WeftState *s = opaque;
+
+    trace_weft_timer(qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+    weft_core_timer(s->core);
+    weft_schedule_poll(s);
+}
+
 static const struct weft_core_ops weft_core_ops = {
     .dma_read = weft_op_dma_read,
     .dma_write = weft_op_dma_write,
@@ -624,8 +741,50 @@ static const struct weft_core_ops weft_core_ops = {
     .xmit = weft_op_xmit,
     .now_ns = weft_op_now_ns,
     .kick = weft_op_kick,
+    .timer_arm = weft_op_timer_arm,
     .trace = weft_op_trace,
+    .epoch_store = weft_op_epoch_store,
 };
+
+/*
+ * The node token from the secret object named by token-secret: exactly
+ * 2 * WEFT_WIRE_TOKEN_SIZE hex digits (a trailing newline is allowed).
+ */
+static bool weft_load_token(WeftState *s, Error **errp)
+{
+    g_autofree char *hex = NULL;
+    size_t len, i;
+
+    if (!s->token_secret) {
+        return true;
+    }
+    hex = qcrypto_secret_lookup_as_utf8(s->token_secret, errp);
+    if (!hex) {
+        return false;
+    }
+    len = strlen(hex);
+    if (len && hex[len - 1] == '\n') {
+        len--;
+    }
+    if (len != 2 * WEFT_WIRE_TOKEN_SIZE) {
+        error_setg(errp, "weft: the token in secret '%s' must be %u hex digits",
+                   s->token_secret, 2 * WEFT_WIRE_TOKEN_SIZE);
+        return false;
+    }
+    for (i = 0; i < WEFT_WIRE_TOKEN_SIZE; i++) {
+        int hi = g_ascii_xdigit_value(hex[2 * i]);
+        int lo = g_ascii_xdigit_value(hex[2 * i + 1]);
+
+        if (hi < 0 || lo < 0) {
+            error_setg(errp, "weft: the token in secret '%s' is not hex",
+                       s->token_secret);
+            return false;
+        }
+        s->token[i] = (uint8_t)(hi << 4 | lo);
+    }
+    s->has_token = true;
+    return true;
+}
 
 static void weft_realize(PCIDevice *pdev, Error **errp)
 {
@@ -634,6 +793,11 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
         .nr_windows = s->nr_windows,
         .nr_rcxt = s->nr_rcxt,
         .nr_handlers = s->nr_handlers,
+        .verbs_qps = s->verbs_qps,
+        .verbs_cqs = s->verbs_cqs,
+        .verbs_pds = s->verbs_pds,
+        .verbs_tpt = s->verbs_tpt,
+        .verbs_uars = s->verbs_uars,
     };
     char err[256] = "";
     unsigned int v;
@@ -643,10 +807,19 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
                    s->node_id, WEFT_NODE_MAX_UNICAST);
         return;
     }
+    if (!weft_load_token(s, errp)) {
+        return;
+    }
     cfg.node_id = s->node_id;
+    if (!weft_epoch_load(s, &cfg.key_epoch, errp)) {
+        return;
+    }
+    s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, weft_timer_cb, s);
     s->core = weft_core_new(&cfg, &weft_core_ops, s, err, sizeof(err));
     if (!s->core) {
         error_setg(errp, "weft: %s", err[0] ? err : "bad configuration");
+        timer_free(s->timer);
+        s->timer = NULL;
         return;
     }
 
@@ -656,6 +829,8 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
     if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
         weft_core_free(s->core);
         s->core = NULL;
+        timer_free(s->timer);
+        s->timer = NULL;
         return;
     }
 
@@ -672,6 +847,8 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
         migrate_del_blocker(&s->migration_blocker);
         weft_core_free(s->core);
         s->core = NULL;
+        timer_free(s->timer);
+        s->timer = NULL;
         return;
     }
     for (v = 0; v < s->nr_handlers; v++) {
@@ -705,12 +882,16 @@ static void weft_exit(PCIDevice *pdev)
     WeftState *s = WEFT(pdev);
 
     qemu_chr_fe_deinit(&s->chr, false);
+    memset(s->token, 0, sizeof(s->token));
+    s->has_token = false;
     if (s->tx_watch) {
         g_source_remove(s->tx_watch);
         s->tx_watch = 0;
     }
     qemu_bh_delete(s->poll_bh);
     s->poll_bh = NULL;
+    timer_free(s->timer);
+    s->timer = NULL;
     msix_uninit_exclusive_bar(pdev);
     migrate_del_blocker(&s->migration_blocker);
     weft_core_free(s->core);
@@ -738,7 +919,14 @@ static const Property weft_properties[] = {
     DEFINE_PROP_UINT32("windows", WeftState, nr_windows, WEFT_DEF_WINDOWS),
     DEFINE_PROP_UINT32("rcxts", WeftState, nr_rcxt, WEFT_DEF_RCXT),
     DEFINE_PROP_UINT32("handlers", WeftState, nr_handlers, WEFT_DEF_HANDLERS),
+    DEFINE_PROP_UINT32("verbs-qps", WeftState, verbs_qps, WEFT_VERBS_DEF_QP),
+    DEFINE_PROP_UINT32("verbs-cqs", WeftState, verbs_cqs, WEFT_VERBS_DEF_CQ),
+    DEFINE_PROP_UINT32("verbs-pds", WeftState, verbs_pds, WEFT_VERBS_DEF_PD),
+    DEFINE_PROP_UINT32("verbs-tpt", WeftState, verbs_tpt, WEFT_VERBS_DEF_TPT),
+    DEFINE_PROP_UINT32("verbs-uars", WeftState, verbs_uars, WEFT_VERBS_DEF_UAR),
     DEFINE_PROP_CHR("chardev", WeftState, chr),
+    DEFINE_PROP_STRING("epoch-file", WeftState, epoch_file),
+    DEFINE_PROP_STRING("token-secret", WeftState, token_secret),
 };
 
 static void weft_class_init(ObjectClass *klass, void *data)
@@ -766,9 +954,26 @@ static void weft_class_init(ObjectClass *klass, void *data)
         "number of RDMA contexts (rCxts) in the adapter SRAM (16..131072)");
     object_class_property_set_description(klass, "handlers",
         "interrupt handlers, one MSI-X vector each (1..16)");
+    object_class_property_set_description(klass, "verbs-qps",
+        "verbs engine: queue pairs (2..1048576; QP 1 is the GSI)");
+    object_class_property_set_description(klass, "verbs-cqs",
+        "verbs engine: completion queues (1..1048576)");
+    object_class_property_set_description(klass, "verbs-pds",
+        "verbs engine: protection domains (1..1048576)");
+    object_class_property_set_description(klass, "verbs-tpt",
+        "verbs engine: MR/MW entries of the memory TPT (1..16777216)");
+    object_class_property_set_description(klass, "verbs-uars",
+        "verbs engine: UAR doorbell pages in BAR 4, one per user context "
+        "(1..4096)");
+    object_class_property_set_description(klass, "token-secret",
+        "id of a secret object (-object secret,id=ID,file=F) with this "
+        "node's switch token, 64 hex digits; sent in the HELLO");
     object_class_property_set_description(klass, "chardev",
         "socket chardev connected to weft-switch (use reconnect-ms=); "
         "without it the link stays down and sent packets are dropped");
+    object_class_property_set_description(klass, "epoch-file",
+        "file that stores the adapter's non-volatile key epoch (KEY_EPOCH) "
+        "across power cycles; without it the epoch starts at 0");
 }
 
 static const TypeInfo weft_info = {

@@ -91,6 +91,13 @@ static void op_kick(void *opaque)
 	n->kicked = true;
 }
 
+static void op_timer_arm(void *opaque, uint64_t deadline)
+{
+	struct sim_node *n = opaque;
+
+	n->timer = deadline;
+}
+
 static void op_trace(void *opaque, const struct weft_trace *ev)
 {
 	struct sim_node *n = opaque;
@@ -107,6 +114,7 @@ static const struct weft_core_ops sim_core_ops = {
 	.xmit = op_xmit,
 	.now_ns = op_now,
 	.kick = op_kick,
+	.timer_arm = op_timer_arm,
 	.trace = op_trace,
 };
 
@@ -175,13 +183,18 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 			.nr_rcxt = cfg->nr_rcxt ? cfg->nr_rcxt : WEFT_SIM_DEF_RCXT,
 			.nr_handlers = cfg->nr_handlers ? cfg->nr_handlers : 1,
 			.rx_queue_len = cfg->rx_queue_len,
+			.verbs_qps = cfg->verbs_qps,
+			.verbs_cqs = cfg->verbs_cqs,
+			.verbs_pds = cfg->verbs_pds,
+			.verbs_tpt = cfg->verbs_tpt,
 		};
 		char cerr[128] = "";
 
 		n->sim = s;
 		n->id = i;
 		n->rng = cfg->seed * 0x100000001b3ull + i + 1;
-		n->epoch = (uint32_t)(sim_rand(&n->rng) % 255u);
+		/* The adapter's stored key epoch at power-on: any value. */
+		cc.key_epoch = sim_rand(&n->rng) % 100000u;
 		n->mem = calloc(1, s->mem_size);
 		n->core = n->mem ? weft_core_new(&cc, &sim_core_ops, n, cerr, sizeof(cerr)) : NULL;
 		if (!n->core) {
@@ -378,6 +391,11 @@ bool weft_sim_progress(struct weft_sim *s)
 	for (i = 0; i < s->nr_nodes; i++) {
 		struct sim_node *n = &s->node[i];
 
+		if (n->timer && n->timer <= s->now) {
+			n->timer = 0;
+			weft_core_timer(n->core);
+			work = true;
+		}
 		if (!n->kicked && !n->busy)
 			continue;
 		work = true;
@@ -390,6 +408,9 @@ bool weft_sim_progress(struct weft_sim *s)
 	if (weft_fabric_parked(s->fabric))
 		return true;
 	next = weft_fabric_next_due(s->fabric);
+	for (i = 0; i < s->nr_nodes; i++)
+		if (s->node[i].timer && s->node[i].timer < next)
+			next = s->node[i].timer;
 	if (next == UINT64_MAX)
 		return false;
 	if (next > s->now)

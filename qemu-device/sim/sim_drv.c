@@ -12,7 +12,6 @@
 
 #define SIM_CMD_SPIN            1000u
 #define SIM_CLOSE_ROUNDS        1000000u
-#define SIM_KEY_SEQ_BITS        9u
 
 static uint64_t rd(struct sim_node *n, uint64_t off)
 {
@@ -55,6 +54,21 @@ static uint32_t table_shift(unsigned int t)
 							     : WEFT_PAGE_SHIFT_4K;
 }
 
+static uint64_t epoch_read(void *opaque)
+{
+	return rd(opaque, WEFT_REG_KEY_EPOCH);
+}
+
+static void epoch_next(void *opaque)
+{
+	wr(opaque, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+}
+
+static const struct weft_epoch_ops sim_epoch_ops = {
+	.read = epoch_read,
+	.next = epoch_next,
+};
+
 static void tce_program(struct sim_node *n, unsigned int t)
 {
 	uint32_t slot = t / WEFT_SLOT_TABLES;
@@ -76,8 +90,8 @@ void sim_drv_free(struct sim_node *n)
 	free(n->mr);
 	n->mr = NULL;
 	n->nr_mr = n->mr_cap = 0;
-	free(n->ring);
-	n->ring = NULL;
+	free(n->ring_ids);
+	n->ring_ids = NULL;
 	free(n->rcxt_owner);
 	n->rcxt_owner = NULL;
 }
@@ -86,7 +100,6 @@ int sim_drv_boot(struct weft_sim *s, struct sim_node *n)
 {
 	uint64_t id, caps, mem = s->mem_size;
 	unsigned int t, h, i;
-	uint32_t r;
 
 	sim_drv_free(n);
 	sim_free_drv(n);
@@ -105,10 +118,10 @@ int sim_drv_boot(struct weft_sim *s, struct sim_node *n)
 	if (!n->nr_windows || !n->nr_handlers || n->nr_rcxt < WEFT_MIN_RCXT)
 		return -ENODEV;
 
-	/* Key seed: the boot epoch (monotonic per node, as the time base the
-	 * seed uses) and a random start for the per-boot sequence. */
-	n->epoch = n->epoch % 255u + 1u;
-	n->key_seq = (uint32_t)sim_rand(&n->rng) & ((1u << SIM_KEY_SEQ_BITS) - 1);
+	/* PVO keys: a new block from the adapter's key epoch (policy). */
+	weft_keygen_init(&n->keys, &sim_epoch_ops, n);
+	if (!weft_keygen_take(&n->keys))
+		return -EIO;
 	n->gen++;
 
 	/* Event queue and interrupt handlers. */
@@ -135,21 +148,18 @@ int sim_drv_boot(struct weft_sim *s, struct sim_node *n)
 		n->tce_shift[t] = (uint8_t)shift;
 		n->tce_nr[t] = (uint32_t)nr;
 		n->tce_addr[t] = sim_alloc(s, n, nr * 8, 4096, true);
-		n->tce_used[t] = calloc(nr, 1);
+		n->tce_used[t] = calloc(WEFT_TCE_MAP_WORDS(nr), sizeof(uint64_t));
 		if (!n->tce_addr[t] || !n->tce_used[t])
 			return -ENOMEM;
 		tce_program(n, t);
 	}
 
 	/* rCxt pool, in id order. */
-	n->ring = malloc(n->nr_rcxt * sizeof(*n->ring));
+	n->ring_ids = malloc(n->nr_rcxt * sizeof(*n->ring_ids));
 	n->rcxt_owner = calloc(n->nr_rcxt, sizeof(*n->rcxt_owner));
-	if (!n->ring || !n->rcxt_owner)
+	if (!n->ring_ids || !n->rcxt_owner)
 		return -ENOMEM;
-	for (r = 0; r < n->nr_rcxt; r++)
-		n->ring[r] = r;
-	n->ring_head = 0;
-	n->ring_count = n->nr_rcxt;
+	weft_ring_init(&n->ring, n->ring_ids, n->nr_rcxt);
 	return 0;
 }
 
@@ -235,10 +245,9 @@ static void mr_clear(struct sim_node *n, struct sim_mr *m)
 {
 	uint32_t i;
 
-	for (i = 0; i < m->npages; i++) {
+	for (i = 0; i < m->npages; i++)
 		memset(n->mem + n->tce_addr[m->table] + (uint64_t)(m->first + i) * 8, 0, 8);
-		n->tce_used[m->table][m->first + i] = 0;
-	}
+	weft_tce_mark(n->tce_used[m->table], m->first, m->npages, false);
 	m->live = false;
 }
 
@@ -264,26 +273,6 @@ int weft_sim_job_detach(struct weft_sim *s, unsigned int node, uint32_t job)
 	return 0;
 }
 
-/* First run of npages free TCEs in table t, or -1. */
-static int64_t first_fit(struct sim_node *n, unsigned int t, uint32_t npages)
-{
-	uint32_t i, run = 0;
-
-	for (i = 0; i < n->tce_nr[t]; i++) {
-		run = n->tce_used[t][i] ? 0 : run + 1;
-		if (run == npages)
-			return (int64_t)i + 1 - npages;
-	}
-	return -1;
-}
-
-static uint32_t next_key(struct sim_node *n)
-{
-	uint32_t low = n->key_seq++ & ((1u << SIM_KEY_SEQ_BITS) - 1);
-
-	return (n->epoch << SIM_KEY_SEQ_BITS) | low;
-}
-
 int weft_sim_reg_mr(struct weft_sim *s, unsigned int node, uint32_t job, uint64_t addr,
 		    uint64_t len, unsigned int page_shift, uint64_t *pvo)
 {
@@ -291,8 +280,8 @@ int weft_sim_reg_mr(struct weft_sim *s, unsigned int node, uint32_t job, uint64_
 	struct sim_mr *m;
 	uint64_t page, first_page, last_page, npages;
 	unsigned int t, t0;
+	uint32_t key, first_t, end_t;
 	int slot;
-	uint32_t key;
 	size_t i;
 
 	if (node >= s->nr_nodes || !len || addr >= s->mem_size || len > s->mem_size - addr)
@@ -300,7 +289,7 @@ int weft_sim_reg_mr(struct weft_sim *s, unsigned int node, uint32_t job, uint64_
 	if (!page_shift)
 		page_shift = len >= (1ull << WEFT_PAGE_SHIFT_16M) ? WEFT_PAGE_SHIFT_16M
 								   : WEFT_PAGE_SHIFT_4K;
-	if (page_shift != WEFT_PAGE_SHIFT_4K && page_shift != WEFT_PAGE_SHIFT_16M)
+	if (!weft_slot_tables(page_shift, &first_t, &end_t))
 		return -EINVAL;
 	n = &s->node[node];
 	slot = slot_of(n, job);
@@ -311,14 +300,17 @@ int weft_sim_reg_mr(struct weft_sim *s, unsigned int node, uint32_t job, uint64_
 	last_page = (addr + len - 1) >> page_shift;
 	npages = last_page - first_page + 1;
 	t0 = (unsigned int)slot * WEFT_SLOT_TABLES;
-	for (t = t0; t < t0 + WEFT_SLOT_TABLES; t++) {
+	for (t = t0 + first_t; t < t0 + end_t; t++) {
 		int64_t first;
 
-		if (n->tce_shift[t] != page_shift || npages > n->tce_nr[t])
+		if (npages > n->tce_nr[t])
 			continue;
-		first = first_fit(n, t, (uint32_t)npages);
+		first = weft_tce_first_fit(n->tce_used[t], n->tce_nr[t], (uint32_t)npages);
 		if (first < 0)
 			continue;
+		key = weft_keygen_next(&n->keys);
+		if (!key)
+			return -EIO;
 		for (i = 0; i < n->nr_mr && n->mr[i].live; i++)
 			;
 		if (i == n->mr_cap) {
@@ -338,14 +330,13 @@ int weft_sim_reg_mr(struct weft_sim *s, unsigned int node, uint32_t job, uint64_
 		m->table = t;
 		m->first = (uint32_t)first;
 		m->npages = (uint32_t)npages;
-		key = next_key(n);
 		for (uint32_t p = 0; p < npages; p++) {
 			uint64_t tce = weft_tce_make((key << WEFT_PVO_TABLE_BITS) | t,
 						     first_page + p);
 
 			memcpy(n->mem + n->tce_addr[t] + (uint64_t)(first + p) * 8, &tce, 8);
-			n->tce_used[t][first + p] = 1;
 		}
+		weft_tce_mark(n->tce_used[t], (uint32_t)first, (uint32_t)npages, true);
 		if (pvo)
 			*pvo = weft_pvo_make(key, t,
 					     ((uint64_t)first << page_shift) | (addr & (page - 1)));
@@ -372,31 +363,18 @@ int weft_sim_dereg_mr(struct weft_sim *s, unsigned int node, int handle)
 static void lmt_write(struct sim_node *n, unsigned int w)
 {
 	struct sim_win *dw = &n->win[w];
+	const struct weft_lmt_params p = {
+		.window = w, .job = dw->job,
+		.send_addr = dw->send_addr, .recv_addr = dw->recv_addr,
+		.send_log2 = dw->send_log2, .recv_log2 = dw->recv_log2,
+		.quantum = dw->quantum, .handler = w % n->nr_handlers,
+		.bcast = dw->bcast, .early_int = dw->early,
+	};
 	struct weft_lmt l;
 	uint64_t q[sizeof(l) / 8];
 	unsigned int i;
 
-	memset(&l, 0, sizeof(l));
-	l.recv_fifo_real_address = dw->recv_addr;
-	l.window_state = WEFT_WIN_INVALID;
-	l.recv_fifo_size = dw->recv_log2;
-	l.window_id = w;
-	l.recv_mask = (1u << dw->recv_log2) - 1;
-	l.recv_fifo_avail_slots = 1u << dw->recv_log2;
-	l.recv_int_threshold = WEFT_THRESHOLD_OFF0;
-	l.window_key = dw->job;
-	l.rcxt_id = WEFT_RCXT_NONE;
-	l.int_vect_data = 0;
-	l.send_fifo_real_address = dw->send_addr;
-	l.config_parm_bcast = dw->bcast ? 1 : 0;
-	l.send_fifo_size = dw->send_log2;
-	l.send_quanta_value = dw->quantum;
-	l.send_mask = (1u << dw->send_log2) - 1;
-	l.send_int_threshold_hi = WEFT_THRESHOLD_OFF0;
-	l.rcxt_head = l.rcxt_tail = WEFT_RCXT_NONE;
-	l.send_quanta_size = dw->quantum;
-	l.send_rcxt = WEFT_RCXT_NONE;
-	l.flags = dw->early ? WEFT_LMT_F_EARLY_INT : 0;
+	weft_lmt_init(&l, &p);
 	memcpy(q, &l, sizeof(l));
 	for (i = 0; i < sizeof(l) / 8; i++)
 		weft_core_sram_write(n->core, WEFT_SRAM_LMT_OFF(w) + 8 * i, q[i], 8);
@@ -585,12 +563,6 @@ uint32_t weft_sim_node_gen(const struct weft_sim *s, unsigned int node)
 	return node < s->nr_nodes ? s->node[node].gen : 0;
 }
 
-static void ring_push(struct sim_node *n, uint32_t r)
-{
-	n->ring[(n->ring_head + n->ring_count) % n->nr_rcxt] = r;
-	n->ring_count++;
-}
-
 int weft_sim_rcxt_alloc(struct weft_sim *s, unsigned int node, unsigned int window,
 			uint32_t *rcxt, uint16_t *key)
 {
@@ -604,15 +576,12 @@ int weft_sim_rcxt_alloc(struct weft_sim *s, unsigned int node, unsigned int wind
 	n = &s->node[node];
 	if (window >= n->nr_windows || !n->win[window].open)
 		return -EINVAL;
-	if (!n->ring_count)
+	if (!weft_ring_pop(&n->ring, &r))
 		return -ENOSPC;
-	r = n->ring[n->ring_head];
-	n->ring_head = (n->ring_head + 1) % n->nr_rcxt;
-	n->ring_count--;
-	k = (uint16_t)rd(n, WEFT_REG_RECOVERY_COUNT);
+	k = weft_rcxt_key(rd(n, WEFT_REG_RECOVERY_COUNT));
 	st = drv_cmd(s, n, WEFT_REG_CMD_ACQUIRE_RCXT, WEFT_ACQ(r, window, k));
 	if (st != WEFT_CMD_OK) {
-		ring_push(n, r);
+		weft_ring_push(&n->ring, r);
 		return status_errno(st);
 	}
 	n->rcxt_owner[r] = (uint16_t)(window + 1);
@@ -635,7 +604,7 @@ int weft_sim_rcxt_free(struct weft_sim *s, unsigned int node, uint32_t rcxt)
 		return -ENOENT;
 	st = drv_cmd(s, n, WEFT_REG_CMD_RELEASE_RCXT, rcxt);
 	n->rcxt_owner[rcxt] = 0;
-	ring_push(n, rcxt);
+	weft_ring_push(&n->ring, rcxt);
 	return status_errno(st);
 }
 
@@ -701,7 +670,7 @@ int weft_sim_node_recover(struct weft_sim *s, unsigned int node)
 		if (x.rcxt_assigned)
 			drv_cmd(s, n, WEFT_REG_CMD_RELEASE_RCXT, r);
 		n->rcxt_owner[r] = 0;
-		ring_push(n, r);
+		weft_ring_push(&n->ring, r);
 	}
 	/* Windows the adapter dropped are opened again on the same FIFOs. */
 	for (w = 0; w < n->nr_windows; w++) {

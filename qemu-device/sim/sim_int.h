@@ -3,9 +3,10 @@
 #ifndef WEFT_SIM_INT_H
 #define WEFT_SIM_INT_H
 
+#include "weft_policy.h"
 #include "weft_sim.h"
 
-#define SIM_NR_EVENT_TYPES      8u
+#define SIM_NR_EVENT_TYPES      (WEFT_EV_VERBS_ASYNC + 1u)
 #define SIM_NR_TABLES           (WEFT_NR_JOB_SLOTS * WEFT_SLOT_TABLES) /* 30 */
 
 struct sim_ext {
@@ -37,6 +38,7 @@ struct sim_node {
 	uint8_t *mem;
 	bool kicked, busy;
 	uint32_t irq_pending;
+	uint64_t timer;         /* core timer deadline, 0 = none */
 
 	/* guest memory allocator */
 	struct sim_ext *ext;
@@ -45,21 +47,20 @@ struct sim_node {
 	/* sim driver */
 	uint64_t rng;
 	uint32_t gen;           /* bumped by boot and recovery */
-	uint32_t epoch;         /* boot epoch: high bits of PVO keys */
-	uint32_t key_seq;       /* low bits of PVO keys, random start per boot */
+	struct weft_keygen keys;        /* PVO keys (driver policy) */
 	uint32_t nr_windows, nr_rcxt, nr_handlers;
 	uint64_t evq_addr;
 	uint64_t evq_cons;
 	uint64_t tce_addr[SIM_NR_TABLES];
 	uint32_t tce_nr[SIM_NR_TABLES];
 	uint8_t tce_shift[SIM_NR_TABLES];
-	uint8_t *tce_used[SIM_NR_TABLES];
+	uint64_t *tce_used[SIM_NR_TABLES];      /* bitmap of TCEs in use */
 	uint32_t slot_job[WEFT_NR_JOB_SLOTS];
 	struct sim_mr *mr;
 	size_t nr_mr, mr_cap;
 	struct sim_win win[WEFT_MAX_WINDOWS];
-	uint32_t *ring;         /* free rCxts: allocate at head, free to tail */
-	uint32_t ring_head, ring_count;
+	uint32_t *ring_ids;
+	struct weft_rcxt_ring ring;     /* free rCxts (driver policy) */
 	uint16_t *rcxt_owner;   /* window + 1 of a held rCxt, 0 = free */
 	uint64_t ev_count[SIM_NR_EVENT_TYPES];
 };

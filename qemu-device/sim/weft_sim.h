@@ -13,7 +13,8 @@
  *     MMIO access to the three BARs of every node.
  *  2. Sim driver: what weft.ko does, through MMIO only: reset, event
  *     queue, TCE tables and job slots in guest memory, memory
- *     registration (first-fit TCEs, PVO with per-boot random keys),
+ *     registration (first-fit TCEs, PVO keys from the adapter's key
+ *     epoch: the driver policy of guest-driver/policy/, shared with weft.ko),
  *     windows (FIFOs in guest memory, LMT through the SRAM aperture,
  *     CMD_OPEN_WINDOW / CMD_CLOSE_WINDOW + Snapshot View), the round-robin
  *     rCxt pool keyed with RECOVERY_COUNT, node reboot and adapter
@@ -63,12 +64,13 @@ typedef void (*weft_sim_trace_fn)(void *opaque, unsigned int node,
 struct weft_sim_config {
 	uint32_t nr_nodes;          /* 1 .. WEFT_SIM_MAX_NODES */
 	uint64_t mem_size;          /* guest memory per node; 0 = 64 MiB; >= 4 MiB */
-	uint64_t seed;              /* fabric faults and driver keys */
+	uint64_t seed;              /* fabric faults, adapters' first key epochs */
 	struct weft_fabric_faults faults; /* routes 0 is taken as 1 */
 	uint32_t nr_windows;        /* per adapter; 0 = WEFT_DEF_WINDOWS */
 	uint32_t nr_rcxt;           /* per adapter; 0 = WEFT_SIM_DEF_RCXT */
 	uint32_t nr_handlers;       /* interrupt handlers; 0 = 1 */
 	uint32_t rx_queue_len;      /* core receive queue; 0 = core default */
+	uint32_t verbs_qps, verbs_cqs, verbs_pds, verbs_tpt; /* 0 = core defaults */
 	size_t max_queued;          /* fabric frames; 0 = WEFT_SIM_DEF_QUEUED */
 	size_t capture_frames;      /* fabric capture ring; 0 = none */
 	uint64_t tick_ns;           /* virtual time of one busy round; 0 = 100 */
@@ -219,8 +221,8 @@ uint32_t weft_sim_recovery_count(struct weft_sim *s, unsigned int node);
 uint32_t weft_sim_node_gen(const struct weft_sim *s, unsigned int node);
 
 /* Node (LPAR) reboot: adapter RESET, the node is off the fabric for
- * reboot_ns of virtual time, then the driver loads again with a new key
- * seed.  Every window, MR, rCxt and job slot of the node is gone; the
+ * reboot_ns of virtual time, then the driver loads again and takes a new
+ * key epoch.  Every window, MR, rCxt and job slot of the node is gone; the
  * node's memory contents are kept (persistent subsystems re-register). */
 int weft_sim_node_reboot(struct weft_sim *s, unsigned int node);
 /* Adapter recovery: write RECOVER; the recovery count (rCxt key) is

@@ -172,7 +172,7 @@ static double run_server(const char *bin, bool is_switch, uint64_t n)
 		if (fd >= 0)
 			dup2(fd, 2);
 		if (is_switch)
-			execl(bin, bin, "--socket", sock, "--ctl", ctl, (char *)NULL);
+			execl(bin, bin, "--socket", sock, "--ctl", ctl, "--insecure", (char *)NULL);
 		else
 			execl(bin, bin, "--socket", sock, "--clients", "2", (char *)NULL);
 		_exit(127);

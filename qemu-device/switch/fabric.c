@@ -40,6 +40,9 @@ struct fport {
 	bool attached;
 	bool up;
 	uint32_t next_route;
+	uint64_t progress_at;   /* last frame taken, or when it reached its quota */
+	bool stall_seen;        /* poll saw it stalled: no more wake-ups for it */
+	uint64_t detached_at;   /* UINT64_MAX: detached, not yet seen by poll */
 	struct fframe *park_head, *park_tail;
 	size_t nparked;
 	size_t queued;          /* frames for this node: in flight + parked */
@@ -66,6 +69,9 @@ struct weft_fabric {
 	size_t port_limit;      /* frames queued for one attached node */
 	size_t nqueued;         /* heap + parked */
 	size_t nheld;           /* parked for absent destinations */
+	size_t nattached;
+	uint64_t stall_ns;      /* 0: a congested port never stalls */
+	uint64_t expiry_ns;     /* 0: nothing expires */
 	uint64_t seq;
 
 	struct fframe **heap;
@@ -349,26 +355,50 @@ void weft_fabric_set_port_limit(struct weft_fabric *f, size_t frames)
 	f->port_limit = frames < f->max_queued ? frames : f->max_queued;
 }
 
+void weft_fabric_set_stall_ns(struct weft_fabric *f, uint64_t ns)
+{
+	f->stall_ns = ns;
+}
+
+void weft_fabric_set_expiry_ns(struct weft_fabric *f, uint64_t ns)
+{
+	f->expiry_ns = ns;
+}
+
+static bool port_full(const struct weft_fabric *f, const struct fport *p)
+{
+	return f->port_limit < f->max_queued && p->queued >= f->port_limit;
+}
+
+/* An attached port at its quota that has taken nothing for stall_ns. */
+static bool port_stalled(const struct weft_fabric *f, const struct fport *p, uint64_t now)
+{
+	return f->stall_ns && p->attached && p->up && port_full(f, p) &&
+	       now >= p->progress_at && now - p->progress_at >= f->stall_ns;
+}
+
 /* A destination that is present but has port_limit frames queued takes
- * no more for now (backpressure on the senders to it only). */
-static bool dst_congested(const struct weft_fabric *f, uint16_t dst)
+ * no more for now (backpressure on the senders to it only), unless it
+ * has stalled: then its frames are dropped instead. */
+static bool dst_congested(const struct weft_fabric *f, uint16_t dst, uint64_t now)
 {
 	const struct fport *p = f->port[dst];
 
-	return p && p->attached && p->up && p->queued >= f->port_limit;
+	return p && p->attached && p->up && port_full(f, p) && !port_stalled(f, p, now);
 }
 
-static bool any_congested(const struct weft_fabric *f, uint16_t src, uint16_t dst)
+static bool any_congested(const struct weft_fabric *f, uint16_t src, uint16_t dst,
+			  uint64_t now)
 {
 	size_t i;
 
 	if (f->port_limit >= f->max_queued)
 		return false;
 	if (dst <= WEFT_NODE_MAX_UNICAST)
-		return dst_congested(f, dst);
+		return dst_congested(f, dst, now);
 	if (dst == WEFT_NODE_BROADCAST) {
 		for (i = 0; i < f->nports; i++)
-			if (f->plist[i]->node != src && dst_congested(f, f->plist[i]->node))
+			if (f->plist[i]->node != src && dst_congested(f, f->plist[i]->node, now))
 				return true;
 		return false;
 	}
@@ -376,7 +406,7 @@ static bool any_congested(const struct weft_fabric *f, uint16_t src, uint16_t ds
 		const struct mgroup *g = &f->mcast[dst - WEFT_NODE_MCAST_BASE];
 
 		for (i = 0; i < g->n; i++)
-			if (g->nodes[i] != src && dst_congested(f, g->nodes[i]))
+			if (g->nodes[i] != src && dst_congested(f, g->nodes[i], now))
 				return true;
 	}
 	return false;
@@ -404,6 +434,7 @@ int weft_fabric_attach(struct weft_fabric *f, uint16_t node)
 		return -EBUSY;
 	p->attached = true;
 	p->known = true;
+	f->nattached++;
 	return 0;
 }
 
@@ -411,8 +442,11 @@ void weft_fabric_detach(struct weft_fabric *f, uint16_t node)
 {
 	struct fport *p = port_get(f, node, false);
 
-	if (p)
+	if (p && p->attached) {
 		p->attached = false;
+		p->detached_at = UINT64_MAX;
+		f->nattached--;
+	}
 }
 
 int weft_fabric_set_port_up(struct weft_fabric *f, uint16_t node, bool up)
@@ -543,8 +577,9 @@ static size_t destinations(struct weft_fabric *f, uint16_t src, uint16_t dst,
 		if (p && p->known && max)
 			out[n++] = dst;
 	} else if (dst == WEFT_NODE_BROADCAST) {
+		/* Only nodes that are there: nothing is held for a broadcast. */
 		for (i = 0; i < f->nports && n < max; i++)
-			if (f->plist[i]->known && f->plist[i]->node != src)
+			if (f->plist[i]->attached && f->plist[i]->node != src)
 				out[n++] = f->plist[i]->node;
 	} else if (dst - WEFT_NODE_MCAST_BASE < WEFT_NR_MCAST_GROUPS) {
 		struct mgroup *g = &f->mcast[dst - WEFT_NODE_MCAST_BASE];
@@ -552,7 +587,7 @@ static size_t destinations(struct weft_fabric *f, uint16_t src, uint16_t dst,
 		for (i = 0; i < g->n && n < max; i++) {
 			struct fport *p = f->port[g->nodes[i]];
 
-			if (g->nodes[i] != src && p && p->known)
+			if (g->nodes[i] != src && p && p->attached)
 				out[n++] = g->nodes[i];
 		}
 	}
@@ -562,7 +597,7 @@ static size_t destinations(struct weft_fabric *f, uint16_t src, uint16_t dst,
 static size_t nr_destinations(const struct weft_fabric *f, uint16_t dst)
 {
 	if (dst == WEFT_NODE_BROADCAST)
-		return f->nports;
+		return f->nattached;
 	if (dst > WEFT_NODE_MAX_UNICAST && dst - WEFT_NODE_MCAST_BASE < WEFT_NR_MCAST_GROUPS)
 		return f->mcast[dst - WEFT_NODE_MCAST_BASE].n;
 	return 1;
@@ -613,6 +648,15 @@ static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
 			count_drop(f, dp, WEFT_FABRIC_DROP_PORT_DOWN);
 			continue;
 		}
+		if (port_stalled(f, dp, now)) {
+			count_drop(f, dp, WEFT_FABRIC_DROP_STALLED);
+			continue;
+		}
+		if (!dp->attached && port_full(f, dp)) {
+			/* An absent node's quota: in flight plus held. */
+			count_drop(f, dp, WEFT_FABRIC_DROP_ABSENT);
+			continue;
+		}
 		if (f->ft.drop_ppm && rng_below(f, 1000000) < f->ft.drop_ppm) {
 			count_drop(f, dp, WEFT_FABRIC_DROP_RANDOM);
 			continue;
@@ -640,7 +684,10 @@ static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
 		fr->due = due_time(now, f->ft.delay_ns, r, f->ft.route_skew_ns,
 				   f->ft.jitter_ns ? rng_below(f, f->ft.jitter_ns + 1) : 0);
 		f->nqueued++;
-		dp->queued++;
+		if (++dp->queued == f->port_limit) {
+			dp->progress_at = now;
+			dp->stall_seen = false;
+		}
 		heap_push(f, fr);
 		queued++;
 	}
@@ -683,7 +730,7 @@ int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
 	       sizeof(dst));
 	need = nr_destinations(f, dst);
 	if ((need > f->max_queued - f->nqueued && f->nqueued > 0) ||
-	    any_congested(f, src_node, dst))
+	    any_congested(f, src_node, dst, now))
 		return -EAGAIN;
 	sp->st.rx_frames++;
 	sp->st.rx_bytes += len;
@@ -706,10 +753,15 @@ struct pollctx {
 	weft_fabric_deliver_fn fn;
 	void *opaque;
 	size_t delivered;
+	uint64_t now;
 };
 
-static void delivered(struct weft_fabric *f, struct fport *p, struct fframe *fr)
+static void delivered(struct weft_fabric *f, struct pollctx *c, struct fport *p,
+		      struct fframe *fr)
 {
+	c->delivered++;
+	p->progress_at = c->now;
+	p->stall_seen = false;
 	p->st.tx_frames++;
 	p->st.tx_bytes += fr->len;
 	f->total.tx_frames++;
@@ -746,8 +798,7 @@ static void deliver_one(struct weft_fabric *f, struct pollctx *c, struct fframe 
 		park(f, p, fr, false);
 		return;
 	}
-	c->delivered++;
-	delivered(f, p, fr);
+	delivered(f, c, p, fr);
 }
 
 /* Retry the parked frames of an attached or down port, in order. */
@@ -767,31 +818,98 @@ static void drain_parked(struct weft_fabric *f, struct pollctx *c, struct fport 
 		if (c->fn(c->opaque, fr->dst, fr->data, fr->len) == -EAGAIN)
 			return;
 		unpark(p);
-		c->delivered++;
-		delivered(f, p, fr);
+		delivered(f, c, p, fr);
+	}
+}
+
+/* now >= t + d, without overflow. */
+static bool past(uint64_t now, uint64_t t, uint64_t d)
+{
+	return now >= t && now - t >= d;
+}
+
+/* Forget a detached port: its counters go (the totals keep them). */
+static void port_forget(struct weft_fabric *f, size_t i)
+{
+	struct fport *p = f->plist[i];
+
+	f->port[p->node] = NULL;
+	f->plist[i] = f->plist[--f->nports];
+	free(p);
+}
+
+/* Drop what absent nodes have held too long; forget long-gone ports. */
+static void expire(struct weft_fabric *f, uint64_t now)
+{
+	size_t i = f->nports;
+
+	while (i-- > 0) {
+		struct fport *p = f->plist[i];
+
+		if (p->attached)
+			continue;
+		if (p->detached_at == UINT64_MAX)
+			p->detached_at = now;
+		while (p->park_head && past(now, p->park_head->due, f->expiry_ns)) {
+			count_drop(f, p, WEFT_FABRIC_DROP_EXPIRED);
+			frame_free(f, unpark(p));
+		}
+		if (p->up && p->queued == 0 && past(now, p->detached_at, f->expiry_ns))
+			port_forget(f, i);
 	}
 }
 
 size_t weft_fabric_poll(struct weft_fabric *f, uint64_t now,
 			weft_fabric_deliver_fn fn, void *opaque)
 {
-	struct pollctx c = { fn, opaque, 0 };
+	struct pollctx c = { fn, opaque, 0, now };
 	size_t i;
 
+	if (f->expiry_ns)
+		expire(f, now);
 	for (i = 0; i < f->nports; i++) {
 		struct fport *p = f->plist[i];
 
 		if (p->park_head)
 			drain_parked(f, &c, p);
+		if (port_stalled(f, p, now))
+			p->stall_seen = true;
 	}
 	while (f->nheap && f->heap[0]->due <= now)
 		deliver_one(f, &c, heap_pop(f));
 	return c.delivered;
 }
 
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - 1 - b ? UINT64_MAX - 1 : a + b;
+}
+
 uint64_t weft_fabric_next_due(const struct weft_fabric *f)
 {
-	return f->nheap ? f->heap[0]->due : UINT64_MAX;
+	uint64_t t = f->nheap ? f->heap[0]->due : UINT64_MAX;
+	size_t i;
+
+	if (!f->stall_ns && !f->expiry_ns)
+		return t;
+	for (i = 0; i < f->nports; i++) {
+		const struct fport *p = f->plist[i];
+		uint64_t d = UINT64_MAX;
+
+		/* Only deadlines that poll() will act on, so that none is
+		 * reported again once it has passed. */
+		if (p->attached && f->stall_ns && port_full(f, p) && !p->stall_seen)
+			d = sat_add(p->progress_at, f->stall_ns);
+		else if (!p->attached && f->expiry_ns && p->detached_at == UINT64_MAX)
+			d = 0;  /* not stamped yet: poll now */
+		else if (!p->attached && f->expiry_ns && p->park_head)
+			d = sat_add(p->park_head->due, f->expiry_ns);
+		else if (!p->attached && f->expiry_ns && p->up && p->queued == 0)
+			d = sat_add(p->detached_at, f->expiry_ns);
+		if (d < t)
+			t = d;
+	}
+	return t;
 }
 
 size_t weft_fabric_queued(const struct weft_fabric *f)

@@ -37,7 +37,9 @@ struct weft_fabric_faults {
 	X(BAD_FRAME)    /* wrong length or header */   \
 	X(NOT_REGISTERED) /* source port has no node id */ \
 	X(ABSENT)       /* destination detached and the hold budget is used up */ \
-	X(OVERFLOW)     /* one broadcast has more copies than the fabric holds */
+	X(OVERFLOW)     /* one broadcast has more copies than the fabric holds */ \
+	X(STALLED)      /* destination at its quota and not reading for stall_ns */ \
+	X(EXPIRED)      /* held longer than the expiry for an absent node */
 
 enum weft_fabric_drop {
 #define WEFT_FABRIC_DROP_ENUM(n) WEFT_FABRIC_DROP_##n,
@@ -67,7 +69,8 @@ void weft_fabric_get_faults(const struct weft_fabric *f, struct weft_fabric_faul
 
 /* Ports are node ids.  attach marks a node present (up); detach removes it
  * (frames queued for it stay queued until it attaches again).
- * A node is a valid destination once it has attached at least once; frames
+ * A node is a valid unicast destination once it has attached at least
+ * once (broadcasts and multicasts go only to attached nodes); frames
  * that become due while it is detached are held, within the hold budget
  * (weft_fabric_set_hold_limit(), default max_queued / 2, shared by all
  * detached nodes); beyond it they are dropped as ABSENT.
@@ -86,6 +89,17 @@ void weft_fabric_set_hold_limit(struct weft_fabric *f, size_t frames);
  * (also broadcasts and multicasts that include it), so one slow receiver
  * holds back only its senders instead of filling the whole fabric. */
 void weft_fabric_set_port_limit(struct weft_fabric *f, size_t frames);
+/* A destination stalls when it has port_limit frames queued and has taken
+ * none for stall_ns: frames for it are then dropped as STALLED instead of
+ * holding its senders back, until it takes a frame again.  0 (the default)
+ * never stalls a port: senders wait as long as it takes. */
+void weft_fabric_set_stall_ns(struct weft_fabric *f, uint64_t ns);
+/* Held frames and detached ports expire: a frame held for an absent node
+ * longer than ns is dropped as EXPIRED, and the port of a node that has
+ * been detached for ns with nothing queued (and is up) is forgotten with
+ * its counters (the totals keep them), so memory follows the attached
+ * ports, not every node id ever used.  0 (the default) never expires. */
+void weft_fabric_set_expiry_ns(struct weft_fabric *f, uint64_t ns);
 /* Frames parked for node: held while detached or refused with -EAGAIN. */
 size_t weft_fabric_port_held(const struct weft_fabric *f, uint16_t node);
 /* Node ids that have a port record (attached once, or set up/down); writes
@@ -120,7 +134,8 @@ size_t weft_fabric_poll(struct weft_fabric *f, uint64_t now,
 
 /* Time of the next due frame in flight, or UINT64_MAX if none.  Parked
  * frames (held or refused) are not counted: poll again when the sink can
- * take more or a node attaches. */
+ * take more or a node attaches.  With a stall time or an expiry set, the
+ * time a congested port stalls or something expires counts too. */
 uint64_t weft_fabric_next_due(const struct weft_fabric *f);
 /* Frames in the fabric: in flight plus parked.  <= max_queued. */
 size_t weft_fabric_queued(const struct weft_fabric *f);

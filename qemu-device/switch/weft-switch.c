@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * weft-switch: the fabric process joining Weft adapters over UNIX stream
- * sockets.  Single-threaded, epoll-based.  See docs/switch.md.
+ * sockets.  Single-threaded, epoll-based.  This file is the event loop,
+ * the sockets, the clients and their HELLO; see sw.h for the other
+ * modules and docs/switch.md for the behaviour.
  *
- *   weft-switch --socket PATH --ctl PATH [--seed N] [--capture FILE] ...
+ *   weft-switch --socket PATH --ctl PATH (--tokens FILE | --insecure) ...
  *   weft-switch ctl --socket CTLPATH [--json] CMD [ARGS...]
  */
 #define _GNU_SOURCE
@@ -13,57 +15,53 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "fabric.h"
+#include "sw.h"
 #include "weft/names.h"
-#include "weft/wire.h"
 #include "wire_io.h"
 
-#define PROG            "weft-switch"
-#define RBUF_SIZE       (256u * 1024u)
-#define OUTQ_SIZE       (256u * 1024u)
-#define CTL_MAX_REQ     4096u
-#define MAX_CLIENTS     1024u
-#define MAX_CTL_CONNS   64u
-#define DEF_MAX_QUEUED  4096u
+#define RBUF_SIZE       (256u * 1024u)  /* at most, per client */
+#define OUTQ_SIZE       (256u * 1024u)  /* at most, per node */
+#define BUF_START       (8u * 1024u)    /* both start this small and grow */
+#define DEF_MAX_QUEUED  4096u   /* with --max-queued: the old single budget */
+#define DEF_PORT_QUEUE  256u
+#define DEF_HOLD        4096u
 #define DEF_CAPTURE     1024u
-#define PCAP_MAGIC_NS   0xa1b23c4du
+#define DEF_STALL_MS    5000u
+#define DEF_EXPIRE_MS   300000u
+#define SWEEP_NS        1000000000ull
 
-enum ev_kind { EV_LISTEN, EV_CTL_LISTEN, EV_TIMER, EV_SIGNAL, EV_CLIENT, EV_CTL };
-
-struct evsrc {
-	enum ev_kind kind;
-};
-
-/* Output towards one node.  Kept across reconnects: frames not fully
+/* Output towards one node.  Kept across a reconnect: frames not fully
  * written to the old connection are sent whole to the next one. */
 struct outq {
 	unsigned char *buf;
+	size_t cap;
 	size_t fstart;  /* start of the frame being written */
 	size_t off;     /* bytes written so far */
 	size_t len;     /* bytes queued */
 };
 
-struct client;
-
+/* A node record exists while its node is attached, or while output for
+ * it is left from its last connection (until it comes back or expires). */
 struct node {
 	struct outq q;
 	struct client *c;
+	uint16_t id;
+	uint64_t detached_at;
+	struct node *prev, *next;
 };
 
 struct client {
@@ -74,52 +72,23 @@ struct client {
 	bool eof;
 	bool hup;        /* peer hung up while paused */
 	bool armed;
+	bool close_after_ack; /* refused authentication */
 	uint32_t mask;
 	uint16_t node;
+	pid_t pid;       /* SO_PEERCRED, for the log */
+	uid_t uid;
 	unsigned char *rbuf;
-	size_t rpos, rlen;
+	size_t rpos, rlen, rcap;
 	unsigned char ack[WEFT_WIRE_LEN_PREFIX + WEFT_WIRE_HDR_SIZE];
 	size_t ack_off, ack_len;
 	struct client *next;
 };
 
-struct ctlconn {
-	struct evsrc ev;
-	int fd;
-	size_t len;
-	char req[CTL_MAX_REQ + 1];
-	struct ctlconn *next;
-};
+static struct node *node_list;  /* every node record */
+static uint64_t next_sweep;
+static uint64_t freed;          /* client or node records freed since the last sweep */
 
-struct swstats {
-	uint64_t connections, disconnects;
-	uint64_t bad_hello, hello_rejected, unregistered;
-	uint64_t oversize, too_many_clients;
-};
-
-struct sw {
-	struct weft_fabric *fab;
-	uint64_t seed;
-	int ep;
-	struct evsrc lsn_ev, ctl_ev, tmr_ev, sig_ev;
-	int lsn_fd, ctl_fd, tmr_fd, sig_fd;
-	const char *sock_path, *ctl_path;
-	uint64_t timer_due;
-	struct client *clients;
-	size_t nclients;
-	struct ctlconn *ctls;
-	size_t nctls;
-	struct node **nodes;
-	FILE *pcap;
-	char *pcap_path;
-	uint64_t pcap_frames;
-	struct swstats st;
-	bool quit;
-	bool verbose;
-};
-
-static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logmsg(const char *fmt, ...)
+void logmsg(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -130,134 +99,12 @@ static void logmsg(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static uint64_t mono_ns(void)
+uint64_t mono_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* ---- growable text buffer for ctl replies ------------------------------- */
-
-struct sbuf {
-	char *s;
-	size_t len, cap;
-	bool oom;
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->oom)
-		return;
-	for (;;) {
-		size_t room = b->cap - b->len;
-
-		va_start(ap, fmt);
-		n = vsnprintf(b->s ? b->s + b->len : NULL, room, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = true;
-			return;
-		}
-		if ((size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		{
-			size_t nc = (b->cap + (size_t)n + 1) * 2;
-			char *ns = realloc(b->s, nc);
-
-			if (!ns) {
-				b->oom = true;
-				return;
-			}
-			b->s = ns;
-			b->cap = nc;
-		}
-	}
-}
-
-/* ---- pcap ----------------------------------------------------------------- */
-
-static void pcap_write_hdr(FILE *fp)
-{
-	unsigned char h[24];
-
-	put_le32(h, PCAP_MAGIC_NS);
-	h[4] = 2; h[5] = 0;     /* version 2.4 */
-	h[6] = 4; h[7] = 0;
-	put_le32(h + 8, 0);     /* thiszone */
-	put_le32(h + 12, 0);    /* sigfigs */
-	put_le32(h + 16, WEFT_WIRE_MAX_FRAME);
-	put_le32(h + 20, WEFT_PCAP_LINKTYPE);
-	fwrite(h, 1, sizeof(h), fp);
-}
-
-static void pcap_record(struct sw *s, const void *frame, size_t len)
-{
-	unsigned char h[16];
-	struct timespec ts;
-	size_t incl = len < WEFT_WIRE_MAX_FRAME ? len : WEFT_WIRE_MAX_FRAME;
-
-	if (!s->pcap)
-		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	put_le32(h, (uint32_t)ts.tv_sec);
-	put_le32(h + 4, (uint32_t)ts.tv_nsec);
-	put_le32(h + 8, (uint32_t)incl);
-	put_le32(h + 12, (uint32_t)len);
-	if (fwrite(h, 1, sizeof(h), s->pcap) != sizeof(h) ||
-	    fwrite(frame, 1, incl, s->pcap) != incl) {
-		logmsg("capture to %s failed (%s); capture stopped", s->pcap_path,
-		       strerror(errno));
-		fclose(s->pcap);
-		s->pcap = NULL;
-		return;
-	}
-	s->pcap_frames++;
-}
-
-static int pcap_start(struct sw *s, const char *path, char *err, size_t errlen)
-{
-	FILE *fp;
-
-	if (s->pcap) {
-		snprintf(err, errlen, "a capture to %s is running; stop it first", s->pcap_path);
-		return -1;
-	}
-	fp = fopen(path, "wb");
-	if (!fp) {
-		snprintf(err, errlen, "cannot open capture file %s: %s", path, strerror(errno));
-		return -1;
-	}
-	pcap_write_hdr(fp);
-	s->pcap = fp;
-	s->pcap_path = strdup(path);
-	s->pcap_frames = 0;
-	return 0;
-}
-
-static void pcap_stop(struct sw *s)
-{
-	if (!s->pcap)
-		return;
-	fclose(s->pcap);
-	s->pcap = NULL;
-	free(s->pcap_path);
-	s->pcap_path = NULL;
-}
-
-static void tap(void *opaque, uint16_t src, const void *frame, size_t len, bool replayed)
-{
-	(void)src;
-	/* Submitted frames were captured when read; record replays here. */
-	if (replayed)
-		pcap_record(opaque, frame, len);
 }
 
 /* ---- sockets -------------------------------------------------------------- */
@@ -268,18 +115,20 @@ static int fill_addr(struct sockaddr_un *a, const char *path)
 	a->sun_family = AF_UNIX;
 	if (strlen(path) >= sizeof(a->sun_path))
 		return -1;
-	strcpy(a->sun_path, path);
+	memcpy(a->sun_path, path, strlen(path));
 	return 0;
 }
 
-/* Listen on path.  Refuses a path used by a live listener, removes a stale
- * socket file, and says what is wrong otherwise. */
+/* Listen on path, mode 0600 whatever the umask.  Refuses a path used by
+ * a live listener, removes a stale socket file, and says what is wrong
+ * otherwise. */
 static int listen_path(const char *what, const char *path)
 {
 	struct sockaddr_un a;
 	struct stat st;
 	char *dup, *dir;
-	int fd;
+	mode_t old;
+	int fd, r;
 
 	if (fill_addr(&a, path)) {
 		logmsg("error: %s socket path %s is too long (at most %zu bytes)", what, path,
@@ -322,7 +171,11 @@ static int listen_path(const char *what, const char *path)
 		logmsg("error: socket: %s", strerror(errno));
 		return -1;
 	}
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(fd, 64) != 0) {
+	/* The socket file is created by bind with the umask: 0600 from the start. */
+	old = umask(0177);
+	r = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	umask(old);
+	if (r != 0 || chmod(path, 0600) != 0 || listen(fd, 64) != 0) {
 		logmsg("error: cannot listen on %s socket %s: %s", what, path, strerror(errno));
 		close(fd);
 		return -1;
@@ -338,7 +191,7 @@ static void ep_add(struct sw *s, int fd, uint32_t events, void *ptr)
 		logmsg("epoll_ctl add: %s", strerror(errno));
 }
 
-/* ---- nodes and clients ------------------------------------------------------ */
+/* ---- nodes ------------------------------------------------------------------ */
 
 static struct node *node_get(struct sw *s, uint16_t id)
 {
@@ -349,13 +202,53 @@ static struct node *node_get(struct sw *s, uint16_t id)
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return NULL;
-	n->q.buf = malloc(OUTQ_SIZE);
-	if (!n->q.buf) {
-		free(n);
-		return NULL;
-	}
+	n->id = id;
+	n->next = node_list;
+	if (node_list)
+		node_list->prev = n;
+	node_list = n;
 	s->nodes[id] = n;
+	s->nnodes++;
 	return n;
+}
+
+static void node_free(struct sw *s, struct node *n)
+{
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		node_list = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	s->nodes[n->id] = NULL;
+	s->nnodes--;
+	freed++;
+	free(n->q.buf);
+	free(n);
+}
+
+/* Output left for nodes that stayed away longer than the expiry goes.
+ * Memory freed by closed clients and nodes is given back to the system
+ * (malloc_trim also releases free pages inside the heap), so the
+ * switch's size follows the attached ports, not its history. */
+static void node_sweep(struct sw *s, uint64_t now)
+{
+	struct node *n, *next;
+
+	if (now < next_sweep)
+		return;
+	next_sweep = now + (s->expiry_ns && s->expiry_ns < SWEEP_NS ? s->expiry_ns : SWEEP_NS);
+	for (n = node_list; n; n = next) {
+		next = n->next;
+		if (!n->c && s->expiry_ns && now - n->detached_at >= s->expiry_ns) {
+			logmsg("node %u: output left from its last connection expired", n->id);
+			node_free(s, n);
+		}
+	}
+	if (freed) {
+		freed = 0;
+		malloc_trim(0);
+	}
 }
 
 static void outq_advance(struct outq *q, size_t n)
@@ -372,17 +265,32 @@ static void outq_advance(struct outq *q, size_t n)
 		q->fstart = q->off = q->len = 0;
 }
 
-static int outq_append(struct outq *q, const void *frame, size_t len)
+/* Make room for need more bytes: compact, then grow up to OUTQ_SIZE. */
+static bool outq_room(struct outq *q, size_t need)
 {
-	size_t need = WEFT_WIRE_LEN_PREFIX + len;
-
-	if (OUTQ_SIZE - q->len < need && q->fstart) {
+	if (q->cap - q->len < need && q->fstart) {
 		memmove(q->buf, q->buf + q->fstart, q->len - q->fstart);
 		q->off -= q->fstart;
 		q->len -= q->fstart;
 		q->fstart = 0;
 	}
-	if (OUTQ_SIZE - q->len < need)
+	while (q->cap - q->len < need && q->cap < OUTQ_SIZE) {
+		size_t nc = q->cap ? 2 * q->cap : BUF_START;
+		unsigned char *nb = realloc(q->buf, nc);
+
+		if (!nb)
+			return false;
+		q->buf = nb;
+		q->cap = nc;
+	}
+	return q->cap - q->len >= need;
+}
+
+static int outq_append(struct outq *q, const void *frame, size_t len)
+{
+	size_t need = WEFT_WIRE_LEN_PREFIX + len;
+
+	if (!outq_room(q, need))
 		return -EAGAIN;
 	put_le32(q->buf + q->len, (uint32_t)len);
 	memcpy(q->buf + q->len + WEFT_WIRE_LEN_PREFIX, frame, len);
@@ -400,6 +308,8 @@ static int deliver(void *opaque, uint16_t dst, const void *frame, size_t len)
 	return outq_append(&n->q, frame, len);
 }
 
+/* ---- clients -------------------------------------------------------------------- */
+
 static void client_close(struct sw *s, struct client *c, const char *why)
 {
 	struct client **pp;
@@ -409,10 +319,11 @@ static void client_close(struct sw *s, struct client *c, const char *why)
 
 		weft_fabric_detach(s->fab, c->node);
 		n->c = NULL;
+		n->detached_at = mono_ns();
 		/* Resend a partly written frame whole to the next connection. */
 		n->q.off = n->q.fstart;
 		if (n->q.off == n->q.len)
-			n->q.fstart = n->q.off = n->q.len = 0;
+			node_free(s, n);
 		logmsg("node %u disconnected (%s)", c->node, why);
 	} else if (s->verbose) {
 		logmsg("unregistered client disconnected (%s)", why);
@@ -425,6 +336,7 @@ static void client_close(struct sw *s, struct client *c, const char *why)
 	}
 	s->nclients--;
 	s->st.disconnects++;
+	freed++;
 	close(c->fd);
 	free(c->rbuf);
 	free(c);
@@ -443,35 +355,55 @@ static void send_ack(struct sw *s, struct client *c, uint16_t node, uint16_t sta
 	pcap_record(s, &h, sizeof(h));
 }
 
+static const char *status_text(uint16_t status)
+{
+	switch (status) {
+	case WEFT_SW_NODE_IN_USE: return "node id in use by a live client";
+	case WEFT_SW_BAD_NODE: return "node id out of the unicast range";
+	case WEFT_SW_AUTH_FAILED: return "authentication failed (no token, or not this node's)";
+	default: return "refused";
+	}
+}
+
 static void handle_hello(struct sw *s, struct client *c, const unsigned char *p, size_t len)
 {
+	size_t paylen = len - WEFT_WIRE_HDR_SIZE;
 	struct weft_wire_hdr h;
 	struct node *n;
 	uint16_t status;
 
 	memcpy(&h, p, sizeof(h));
 	if (h.version != WEFT_WIRE_VERSION || h.key != WEFT_WIRE_HELLO_MAGIC ||
-	    h.length != len - WEFT_WIRE_HDR_SIZE) {
+	    h.length != paylen || (paylen != 0 && paylen != WEFT_WIRE_TOKEN_SIZE)) {
 		s->st.bad_hello++;
-		logmsg("bad HELLO (version %u, key 0x%08x, length %u of %zu)",
-		       h.version, h.key, h.length, len);
+		logmsg("bad HELLO (version %u, key 0x%08x, length %u of %zu) from pid %d uid %u",
+		       h.version, h.key, h.length, len, (int)c->pid, (unsigned int)c->uid);
 		send_ack(s, c, h.src_node, WEFT_SW_BAD_HELLO);
 		return;
 	}
 	if (h.src_node > WEFT_NODE_MAX_UNICAST) {
 		status = WEFT_SW_BAD_NODE;
+	} else if (s->auth && (paylen != WEFT_WIRE_TOKEN_SIZE ||
+			       !auth_check(s->auth, h.src_node, p + WEFT_WIRE_HDR_SIZE))) {
+		status = WEFT_SW_AUTH_FAILED;
 	} else if (s->nodes[h.src_node] && s->nodes[h.src_node]->c) {
 		status = WEFT_SW_NODE_IN_USE;
 	} else {
 		n = node_get(s, h.src_node);
 		status = n && weft_fabric_attach(s->fab, h.src_node) == 0 ? WEFT_SW_OK
 									   : WEFT_SW_BAD_NODE;
+		if (n && status != WEFT_SW_OK && n->q.len == 0)
+			node_free(s, n);
 	}
 	if (status != WEFT_SW_OK) {
-		s->st.hello_rejected++;
-		logmsg("HELLO for node %u rejected: %s", h.src_node,
-		       status == WEFT_SW_NODE_IN_USE ? "node id in use by a live client"
-						     : "node id out of the unicast range");
+		if (status == WEFT_SW_AUTH_FAILED) {
+			s->st.auth_failed++;
+			c->close_after_ack = true;
+		} else {
+			s->st.hello_rejected++;
+		}
+		logmsg("HELLO for node %u from pid %d uid %u rejected: %s", h.src_node,
+		       (int)c->pid, (unsigned int)c->uid, status_text(status));
 		send_ack(s, c, h.src_node, status);
 		return;
 	}
@@ -479,7 +411,8 @@ static void handle_hello(struct sw *s, struct client *c, const unsigned char *p,
 	c->node = h.src_node;
 	s->nodes[c->node]->c = c;
 	send_ack(s, c, c->node, WEFT_SW_OK);
-	logmsg("node %u connected", c->node);
+	logmsg("node %u connected (pid %d uid %u%s)", c->node, (int)c->pid, (unsigned int)c->uid,
+	       s->auth ? ", token checked" : ", no authentication");
 }
 
 /* Process the complete frames in c->rbuf.  Returns -1 if the client was
@@ -506,7 +439,7 @@ static int client_input(struct sw *s, struct client *c)
 		p += WEFT_WIRE_LEN_PREFIX;
 		if (!c->registered) {
 			/* One HELLO_ACK at a time: wait until the last is sent. */
-			if (c->ack_off < c->ack_len) {
+			if (c->ack_off < c->ack_len || c->close_after_ack) {
 				c->paused = true;
 				return 0;
 			}
@@ -548,7 +481,17 @@ static void client_read(struct sw *s, struct client *c)
 
 	if (c->paused || c->eof)
 		return;
-	n = read(c->fd, c->rbuf + c->rlen, RBUF_SIZE - c->rlen);
+	if (c->rlen == c->rcap && c->rcap < RBUF_SIZE) {
+		unsigned char *nb = realloc(c->rbuf, 2 * c->rcap);
+
+		if (nb) {
+			c->rbuf = nb;
+			c->rcap *= 2;
+		}
+	}
+	if (c->rlen == c->rcap)
+		return;
+	n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
 	if (n == 0) {
 		c->eof = true;
 	} else if (n < 0) {
@@ -579,6 +522,10 @@ static int client_flush(struct sw *s, struct client *c)
 		}
 		c->ack_off += (size_t)n;
 	}
+	if (c->close_after_ack) {
+		client_close(s, c, "authentication failed");
+		return -1;
+	}
 	if (!c->registered)
 		return 0;
 	q = &s->nodes[c->node]->q;
@@ -607,7 +554,7 @@ static size_t client_pending(struct sw *s, const struct client *c)
 
 static bool client_has_output(struct sw *s, const struct client *c)
 {
-	return client_pending(s, c) != 0;
+	return client_pending(s, c) != 0 || c->close_after_ack;
 }
 
 /* Clients use one-shot level events, re-armed here after each event or
@@ -641,6 +588,8 @@ static void accept_clients(struct sw *s)
 {
 	for (;;) {
 		int fd = accept4(s->lsn_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct ucred cr = { 0, (uid_t)-1, (gid_t)-1 };
+		socklen_t crl = sizeof(cr);
 		struct client *c;
 
 		if (fd < 0)
@@ -652,14 +601,20 @@ static void accept_clients(struct sw *s)
 			continue;
 		}
 		c = calloc(1, sizeof(*c));
-		if (c)
-			c->rbuf = malloc(RBUF_SIZE);
+		if (c) {
+			c->rbuf = malloc(BUF_START);
+			c->rcap = BUF_START;
+		}
 		if (!c || !c->rbuf) {
 			free(c);
 			close(fd);
 			logmsg("out of memory: connection refused");
 			continue;
 		}
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0)
+			cr.pid = 0;
+		c->pid = cr.pid;
+		c->uid = cr.uid;
 		c->ev.kind = EV_CLIENT;
 		c->fd = fd;
 		c->next = s->clients;
@@ -680,6 +635,7 @@ static bool pump(struct sw *s)
 {
 	int round;
 
+	node_sweep(s, mono_ns());
 	for (round = 0; round < 16; round++) {
 		struct client *c, *next;
 		bool again = false;
@@ -717,7 +673,17 @@ static void arm_timer(struct sw *s)
 {
 	uint64_t due = weft_fabric_next_due(s->fab);
 	struct itimerspec its;
+	struct node *n;
 
+	/* Paused clients wait for a port to stall; output left for absent
+	 * nodes waits for its expiry. */
+	for (n = node_list; n && s->expiry_ns; n = n->next) {
+		if (!n->c) {
+			if (next_sweep < due)
+				due = next_sweep;
+			break;
+		}
+	}
 	if (due == s->timer_due)
 		return;
 	memset(&its, 0, sizeof(its));
@@ -729,560 +695,6 @@ static void arm_timer(struct sw *s)
 	}
 	timerfd_settime(s->tmr_fd, TFD_TIMER_ABSTIME, &its, NULL);
 	s->timer_due = due;
-}
-
-/* ---- control commands ------------------------------------------------------- */
-
-static bool parse_u64(const char *t, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!t || !*t || *t == '-')
-		return false;
-	errno = 0;
-	v = strtoull(t, &end, 0);
-	if (errno || *end || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
-static bool parse_node(const char *t, uint16_t *node)
-{
-	uint64_t v;
-
-	if (!parse_u64(t, WEFT_NODE_MAX_UNICAST, &v))
-		return false;
-	*node = (uint16_t)v;
-	return true;
-}
-
-static void stats_text(struct sbuf *b, const struct weft_fabric_port_stats *st)
-{
-	unsigned int d;
-
-	sb_printf(b, " rx_frames=%" PRIu64 " rx_bytes=%" PRIu64 " tx_frames=%" PRIu64
-		  " tx_bytes=%" PRIu64 " replayed=%" PRIu64, st->rx_frames, st->rx_bytes,
-		  st->tx_frames, st->tx_bytes, st->replayed);
-	for (d = 0; d < WEFT_FABRIC_DROP__COUNT; d++)
-		sb_printf(b, " drop_%s=%" PRIu64, weft_fabric_drop_name(d), st->drops[d]);
-}
-
-static void stats_json(struct sbuf *b, const struct weft_fabric_port_stats *st)
-{
-	unsigned int d;
-
-	sb_printf(b, "\"rx_frames\":%" PRIu64 ",\"rx_bytes\":%" PRIu64 ",\"tx_frames\":%" PRIu64
-		  ",\"tx_bytes\":%" PRIu64 ",\"replayed\":%" PRIu64 ",\"drops\":{",
-		  st->rx_frames, st->rx_bytes, st->tx_frames, st->tx_bytes, st->replayed);
-	for (d = 0; d < WEFT_FABRIC_DROP__COUNT; d++)
-		sb_printf(b, "%s\"%s\":%" PRIu64, d ? "," : "", weft_fabric_drop_name(d),
-			  st->drops[d]);
-	sb_printf(b, "}");
-}
-
-#define SW_STATS_LIST(X) \
-	X(connections) X(disconnects) X(bad_hello) X(hello_rejected) \
-	X(unregistered) X(oversize) X(too_many_clients)
-
-static void cmd_counters(struct sw *s, struct sbuf *b, bool json, int has_node, uint16_t only)
-{
-	uint16_t *ids;
-	size_t n, i;
-	bool first = true;
-
-	n = weft_fabric_ports(s->fab, NULL, 0);
-	ids = calloc(n ? n : 1, sizeof(*ids));
-	if (!ids) {
-		b->oom = true;
-		return;
-	}
-	weft_fabric_ports(s->fab, ids, n);
-	if (json)
-		sb_printf(b, "{\"seed\":%" PRIu64 ",\"queued\":%zu,\"parked\":%zu,\"capture_mark\":%"
-			  PRIu64 ",\"ports\":[", s->seed, weft_fabric_queued(s->fab),
-			  weft_fabric_parked(s->fab), weft_fabric_capture_mark(s->fab));
-	for (i = 0; i < n; i++) {
-		const struct weft_fabric_port_stats *st = weft_fabric_port_stats(s->fab, ids[i]);
-		bool att = weft_fabric_port_attached(s->fab, ids[i]);
-		bool up = weft_fabric_port_is_up(s->fab, ids[i]);
-		size_t held = weft_fabric_port_held(s->fab, ids[i]);
-
-		if (has_node && ids[i] != only)
-			continue;
-		if (json) {
-			sb_printf(b, "%s{\"node\":%u,\"attached\":%s,\"up\":%s,\"held\":%zu,",
-				  first ? "" : ",", ids[i], att ? "true" : "false",
-				  up ? "true" : "false", held);
-			stats_json(b, st);
-			sb_printf(b, "}");
-		} else {
-			sb_printf(b, "port %u %s %s held=%zu", ids[i],
-				  att ? "attached" : "detached", up ? "up" : "down", held);
-			stats_text(b, st);
-			sb_printf(b, "\n");
-		}
-		first = false;
-	}
-	free(ids);
-	if (has_node && first) {
-		b->len = 0;
-		sb_printf(b, "ERR node %u has no port (it never connected)\n", only);
-		return;
-	}
-	if (json) {
-		sb_printf(b, "],\"total\":{");
-		stats_json(b, weft_fabric_total_stats(s->fab));
-		sb_printf(b, "},\"switch\":{");
-#define SW_JSON(n) sb_printf(b, "\"" #n "\":%" PRIu64 ",", s->st.n);
-		SW_STATS_LIST(SW_JSON)
-#undef SW_JSON
-		sb_printf(b, "\"clients\":%zu}}\n", s->nclients);
-	} else if (!has_node) {
-		sb_printf(b, "total");
-		stats_text(b, weft_fabric_total_stats(s->fab));
-		sb_printf(b, "\nswitch");
-#define SW_TEXT(n) sb_printf(b, " " #n "=%" PRIu64, s->st.n);
-		SW_STATS_LIST(SW_TEXT)
-#undef SW_TEXT
-		sb_printf(b, " clients=%zu queued=%zu parked=%zu capture_mark=%" PRIu64 "\n",
-			  s->nclients, weft_fabric_queued(s->fab), weft_fabric_parked(s->fab),
-			  weft_fabric_capture_mark(s->fab));
-	}
-}
-
-static void faults_out(struct sw *s, struct sbuf *b, bool json)
-{
-	struct weft_fabric_faults ft;
-
-	weft_fabric_get_faults(s->fab, &ft);
-	if (json)
-		sb_printf(b, "{\"seed\":%" PRIu64 ",\"drop_ppm\":%u,\"routes\":%u,\"delay_ns\":%"
-			  PRIu64 ",\"jitter_ns\":%" PRIu64 ",\"skew_ns\":%" PRIu64 "}\n", s->seed,
-			  ft.drop_ppm, ft.routes, ft.delay_ns, ft.jitter_ns, ft.route_skew_ns);
-	else
-		sb_printf(b, "seed=%" PRIu64 " drop_ppm=%u routes=%u delay_ns=%" PRIu64
-			  " jitter_ns=%" PRIu64 " skew_ns=%" PRIu64 "\n", s->seed, ft.drop_ppm,
-			  ft.routes, ft.delay_ns, ft.jitter_ns, ft.route_skew_ns);
-}
-
-/* Apply KEY=VALUE fault settings (all or nothing). */
-static int set_faults(struct weft_fabric_faults *ft, size_t *hold, char **tok, int n,
-		      char *err, size_t errlen)
-{
-	int i;
-
-	for (i = 0; i < n; i++) {
-		char *eq = strchr(tok[i], '=');
-		const char *k = tok[i], *v;
-		uint64_t x;
-
-		if (!eq) {
-			snprintf(err, errlen, "set: expected KEY=VALUE, got '%s'", tok[i]);
-			return -1;
-		}
-		*eq = 0;
-		v = eq + 1;
-		if (!strcmp(k, "drop")) {
-			char *end;
-			double p = strtod(v, &end);
-
-			if (!*v || *end || !(p >= 0.0 && p <= 1.0)) {
-				snprintf(err, errlen, "set: drop must be a probability 0..1, got '%s'", v);
-				return -1;
-			}
-			ft->drop_ppm = (uint32_t)(p * 1000000.0 + 0.5);
-			continue;
-		}
-		if (!parse_u64(v, UINT64_MAX / 4, &x)) {
-			snprintf(err, errlen, "set: %s needs a non-negative integer, got '%s'", k, v);
-			return -1;
-		}
-		if (!strcmp(k, "drop_ppm") && x <= 1000000) {
-			ft->drop_ppm = (uint32_t)x;
-		} else if (!strcmp(k, "routes") && x >= 1 && x <= 64) {
-			ft->routes = (uint32_t)x;
-		} else if (!strcmp(k, "delay_ns")) {
-			ft->delay_ns = x;
-		} else if (!strcmp(k, "jitter_ns")) {
-			ft->jitter_ns = x;
-		} else if (!strcmp(k, "skew_ns")) {
-			ft->route_skew_ns = x;
-		} else if (!strcmp(k, "hold")) {
-			*hold = (size_t)x;
-		} else if (!strcmp(k, "drop_ppm") || !strcmp(k, "routes")) {
-			snprintf(err, errlen, "set: %s=%s out of range (%s)", k, v,
-				 k[0] == 'r' ? "1..64" : "0..1000000");
-			return -1;
-		} else {
-			snprintf(err, errlen, "set: unknown key '%s' (drop, drop_ppm, routes, "
-				 "delay_ns, jitter_ns, skew_ns, hold)", k);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* {"capture":"PATH"|null,"frames":N}; PATH is printed as given, with
- * quotes and backslashes escaped. */
-static void capture_json(struct sbuf *b, const struct sw *s)
-{
-	const char *p;
-
-	sb_printf(b, "OK\n{\"capture\":");
-	if (!s->pcap) {
-		sb_printf(b, "null");
-	} else {
-		sb_printf(b, "\"");
-		for (p = s->pcap_path; *p; p++) {
-			if (*p == '"' || *p == '\\')
-				sb_printf(b, "\\%c", *p);
-			else if ((unsigned char)*p < 0x20)
-				sb_printf(b, "\\u%04x", (unsigned char)*p);
-			else
-				sb_printf(b, "%c", *p);
-		}
-		sb_printf(b, "\"");
-	}
-	sb_printf(b, ",\"frames\":%" PRIu64 "}\n", s->pcap_frames);
-}
-
-static const char ctl_help[] =
-	"commands:\n"
-	"  help                         this list\n"
-	"  faults                       show the fault settings\n"
-	"  set KEY=VALUE...             drop=P drop_ppm=N routes=R delay_ns=N\n"
-	"                               jitter_ns=N skew_ns=N hold=FRAMES\n"
-	"  clear                        remove all faults (routes=1, no drop/delay)\n"
-	"  port NODE up|down            take a node's port down or bring it up\n"
-	"  nodes                        ports: attached, up, held frames\n"
-	"  mcast join|leave GROUP NODE  multicast membership (GROUP 0..255)\n"
-	"  mcast list [GROUP]           members of the groups\n"
-	"  counters [NODE]              per-port frames, bytes, drops by reason\n"
-	"  mark                         capture mark (frames captured so far)\n"
-	"  replay [N] [before=MARK]     re-inject N (default 1) captured frames\n"
-	"  capture start FILE | stop    pcap capture of all frames\n"
-	"  capture status               current capture\n"
-	"option --json: JSON output (every command but help)\n";
-
-static void ctl_exec(struct sw *s, char *line, struct sbuf *b)
-{
-	char *tok[32], *save = NULL, *t;
-	char err[512] = "";
-	int n = 0, i;
-	bool json = false;
-
-	for (t = strtok_r(line, " \t\r\n", &save); t; t = strtok_r(NULL, " \t\r\n", &save)) {
-		if (!strcmp(t, "--json")) {
-			json = true;
-			continue;
-		}
-		if (n == 32) {
-			sb_printf(b, "ERR too many arguments\n");
-			return;
-		}
-		tok[n++] = t;
-	}
-	if (n == 0) {
-		sb_printf(b, "ERR empty command (try 'help')\n");
-		return;
-	}
-#define FAIL(...) do { snprintf(err, sizeof(err), __VA_ARGS__); goto fail; } while (0)
-	if (!strcmp(tok[0], "help")) {
-		sb_printf(b, "OK\n%s", ctl_help);
-	} else if (!strcmp(tok[0], "faults")) {
-		if (n != 1)
-			FAIL("faults takes no arguments");
-		sb_printf(b, "OK\n");
-		faults_out(s, b, json);
-	} else if (!strcmp(tok[0], "set")) {
-		struct weft_fabric_faults ft;
-		size_t hold = SIZE_MAX;
-
-		if (n < 2)
-			FAIL("set: expected KEY=VALUE... (see 'help')");
-		weft_fabric_get_faults(s->fab, &ft);
-		if (set_faults(&ft, &hold, tok + 1, n - 1, err, sizeof(err)))
-			goto fail;
-		weft_fabric_set_faults(s->fab, &ft);
-		if (hold != SIZE_MAX)
-			weft_fabric_set_hold_limit(s->fab, hold);
-		sb_printf(b, "OK\n");
-		faults_out(s, b, json);
-	} else if (!strcmp(tok[0], "clear")) {
-		struct weft_fabric_faults ft = { .routes = 1 };
-
-		if (n != 1)
-			FAIL("clear takes no arguments");
-		weft_fabric_set_faults(s->fab, &ft);
-		sb_printf(b, "OK\n");
-		faults_out(s, b, json);
-	} else if (!strcmp(tok[0], "port")) {
-		uint16_t node;
-		bool up;
-
-		if (n != 3 || (strcmp(tok[2], "up") && strcmp(tok[2], "down")))
-			FAIL("port: expected 'port NODE up|down'");
-		if (!parse_node(tok[1], &node))
-			FAIL("port: node '%s' is not a unicast node id (0..%u)", tok[1],
-			     WEFT_NODE_MAX_UNICAST);
-		up = !strcmp(tok[2], "up");
-		if (weft_fabric_set_port_up(s->fab, node, up))
-			FAIL("port: cannot set node %u %s", node, tok[2]);
-		logmsg("port %u %s", node, up ? "up" : "down");
-		if (json)
-			sb_printf(b, "OK\n{\"node\":%u,\"up\":%s}\n", node, up ? "true" : "false");
-		else
-			sb_printf(b, "OK\nport %u %s\n", node, tok[2]);
-	} else if (!strcmp(tok[0], "nodes")) {
-		uint16_t *ids;
-		size_t np, k;
-
-		np = weft_fabric_ports(s->fab, NULL, 0);
-		ids = calloc(np ? np : 1, sizeof(*ids));
-		if (!ids)
-			FAIL("out of memory");
-		weft_fabric_ports(s->fab, ids, np);
-		sb_printf(b, json ? "OK\n[" : "OK\n");
-		for (k = 0; k < np; k++) {
-			bool att = weft_fabric_port_attached(s->fab, ids[k]);
-			bool up = weft_fabric_port_is_up(s->fab, ids[k]);
-			size_t held = weft_fabric_port_held(s->fab, ids[k]);
-
-			if (json)
-				sb_printf(b, "%s{\"node\":%u,\"attached\":%s,\"up\":%s,\"held\":%zu}",
-					  k ? "," : "", ids[k], att ? "true" : "false",
-					  up ? "true" : "false", held);
-			else
-				sb_printf(b, "node %u %s %s held=%zu\n", ids[k],
-					  att ? "attached" : "detached", up ? "up" : "down", held);
-		}
-		if (json)
-			sb_printf(b, "]\n");
-		free(ids);
-	} else if (!strcmp(tok[0], "mcast")) {
-		uint64_t g;
-		uint16_t node;
-		int r;
-
-		if (n >= 2 && !strcmp(tok[1], "list")) {
-			unsigned int lo = 0, hi = WEFT_NR_MCAST_GROUPS, k;
-			bool first = true;
-
-			if (n > 3)
-				FAIL("mcast list: expected 'mcast list [GROUP]'");
-			if (n == 3) {
-				if (!parse_u64(tok[2], WEFT_NR_MCAST_GROUPS - 1, &g))
-					FAIL("mcast: group '%s' out of range 0..%u", tok[2],
-					     WEFT_NR_MCAST_GROUPS - 1);
-				lo = (unsigned int)g;
-				hi = lo + 1;
-			}
-			sb_printf(b, json ? "OK\n{" : "OK\n");
-			for (k = lo; k < hi; k++) {
-				uint16_t mem[256];
-				size_t nm = weft_fabric_mcast_members(s->fab, k, mem, 256), j;
-
-				if (!nm && n != 3)
-					continue;
-				if (json)
-					sb_printf(b, "%s\"%u\":[", first ? "" : ",", k);
-				else
-					sb_printf(b, "group %u:", k);
-				for (j = 0; j < nm && j < 256; j++)
-					sb_printf(b, "%s%u", json ? (j ? "," : "") : " ", mem[j]);
-				sb_printf(b, "%s", json ? "]" : "\n");
-				first = false;
-			}
-			if (json)
-				sb_printf(b, "}\n");
-			goto done;
-		}
-		if (n != 4 || (strcmp(tok[1], "join") && strcmp(tok[1], "leave")))
-			FAIL("mcast: expected 'mcast join|leave GROUP NODE' or 'mcast list [GROUP]'");
-		if (!parse_u64(tok[2], WEFT_NR_MCAST_GROUPS - 1, &g))
-			FAIL("mcast: group '%s' out of range 0..%u", tok[2], WEFT_NR_MCAST_GROUPS - 1);
-		if (!parse_node(tok[3], &node))
-			FAIL("mcast: node '%s' is not a unicast node id (0..%u)", tok[3],
-			     WEFT_NODE_MAX_UNICAST);
-		if (!strcmp(tok[1], "join"))
-			r = weft_fabric_mcast_join(s->fab, (unsigned int)g, node);
-		else
-			r = weft_fabric_mcast_leave(s->fab, (unsigned int)g, node);
-		if (r == -EEXIST)
-			FAIL("mcast: node %u is already in group %" PRIu64, node, g);
-		if (r == -ENOENT)
-			FAIL("mcast: node %u is not in group %" PRIu64, node, g);
-		if (r)
-			FAIL("mcast: %s", strerror(-r));
-		if (json)
-			sb_printf(b, "OK\n{\"op\":\"%s\",\"group\":%" PRIu64 ",\"address\":%u,"
-				  "\"node\":%u}\n", tok[1], g,
-				  (unsigned int)(WEFT_NODE_MCAST_BASE + g), node);
-		else
-			sb_printf(b, "OK\nmcast %s group %" PRIu64 " (address 0x%x) node %u\n",
-				  tok[1], g, (unsigned int)(WEFT_NODE_MCAST_BASE + g), node);
-	} else if (!strcmp(tok[0], "counters")) {
-		uint16_t node = 0;
-
-		if (n > 2)
-			FAIL("counters: expected 'counters [NODE]'");
-		if (n == 2 && !parse_node(tok[1], &node))
-			FAIL("counters: node '%s' is not a unicast node id (0..%u)", tok[1],
-			     WEFT_NODE_MAX_UNICAST);
-		sb_printf(b, "OK\n");
-		cmd_counters(s, b, json, n == 2, node);
-	} else if (!strcmp(tok[0], "mark")) {
-		if (n != 1)
-			FAIL("mark takes no arguments");
-		sb_printf(b, json ? "OK\n{\"mark\":%" PRIu64 "}\n" : "OK\n%" PRIu64 "\n",
-			  weft_fabric_capture_mark(s->fab));
-	} else if (!strcmp(tok[0], "replay")) {
-		uint64_t cnt = 1, before = 0;
-		size_t done;
-
-		for (i = 1; i < n; i++) {
-			if (!strncmp(tok[i], "before=", 7)) {
-				if (!parse_u64(tok[i] + 7, UINT64_MAX, &before))
-					FAIL("replay: bad mark '%s'", tok[i] + 7);
-			} else if (!parse_u64(tok[i], 1000000, &cnt)) {
-				FAIL("replay: expected 'replay [N] [before=MARK]', N 0..1000000, got '%s'",
-				     tok[i]);
-			}
-		}
-		done = weft_fabric_replay(s->fab, before, (size_t)cnt, mono_ns());
-		logmsg("replayed %zu captured frame(s)", done);
-		sb_printf(b, json ? "OK\n{\"replayed\":%zu}\n" : "OK\nreplayed %zu\n", done);
-	} else if (!strcmp(tok[0], "capture")) {
-		if (n == 3 && !strcmp(tok[1], "start")) {
-			if (pcap_start(s, tok[2], err, sizeof(err)))
-				goto fail;
-			logmsg("capture to %s started", tok[2]);
-			if (json)
-				capture_json(b, s);
-			else
-				sb_printf(b, "OK\ncapture to %s\n", tok[2]);
-		} else if (n == 2 && !strcmp(tok[1], "stop")) {
-			uint64_t frames = s->pcap_frames;
-
-			if (!s->pcap)
-				FAIL("capture: no capture is running");
-			logmsg("capture to %s stopped, %" PRIu64 " frames", s->pcap_path, frames);
-			pcap_stop(s);
-			if (json)
-				sb_printf(b, "OK\n{\"capture\":null,\"frames\":%" PRIu64 "}\n", frames);
-			else
-				sb_printf(b, "OK\ncaptured %" PRIu64 " frames\n", frames);
-		} else if (n == 2 && !strcmp(tok[1], "status")) {
-			if (json)
-				capture_json(b, s);
-			else if (s->pcap)
-				sb_printf(b, "OK\ncapturing to %s, %" PRIu64 " frames\n", s->pcap_path,
-					  s->pcap_frames);
-			else
-				sb_printf(b, "OK\nnot capturing\n");
-		} else {
-			FAIL("capture: expected 'capture start FILE', 'capture stop' or "
-			     "'capture status'");
-		}
-	} else {
-		FAIL("unknown command '%s' (try 'help')", tok[0]);
-	}
-done:
-	if (b->oom) {
-		b->len = 0;
-		b->oom = false;
-		sb_printf(b, "ERR out of memory\n");
-	}
-	return;
-fail:
-	b->len = 0;
-	sb_printf(b, "ERR %s\n", err);
-#undef FAIL
-}
-
-static void ctl_close(struct sw *s, struct ctlconn *k)
-{
-	struct ctlconn **pp;
-
-	for (pp = &s->ctls; *pp; pp = &(*pp)->next) {
-		if (*pp == k) {
-			*pp = k->next;
-			break;
-		}
-	}
-	s->nctls--;
-	close(k->fd);
-	free(k);
-}
-
-static void ctl_input(struct sw *s, struct ctlconn *k)
-{
-	ssize_t n = read(k->fd, k->req + k->len, CTL_MAX_REQ - k->len);
-	struct sbuf b = { 0 };
-	struct timeval tv = { 2, 0 };
-	size_t off = 0;
-	char *nl;
-
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n > 0)
-		k->len += (size_t)n;
-	k->req[k->len] = 0;
-	nl = memchr(k->req, '\n', k->len);
-	if (!nl && n > 0 && k->len < CTL_MAX_REQ)
-		return;
-	if (n < 0 || (!nl && k->len == 0)) {
-		ctl_close(s, k);
-		return;
-	}
-	if (nl)
-		*nl = 0;
-	if (!nl && k->len == CTL_MAX_REQ)
-		sb_printf(&b, "ERR request longer than %u bytes\n", CTL_MAX_REQ);
-	else
-		ctl_exec(s, k->req, &b);
-	/* Replies are small: send them with a bounded blocking write. */
-	fcntl(k->fd, F_SETFL, fcntl(k->fd, F_GETFL) & ~O_NONBLOCK);
-	setsockopt(k->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	while (!b.oom && off < b.len) {
-		ssize_t w = send(k->fd, b.s + off, b.len - off, MSG_NOSIGNAL);
-
-		if (w <= 0)
-			break;
-		off += (size_t)w;
-	}
-	free(b.s);
-	ctl_close(s, k);
-}
-
-static void accept_ctl(struct sw *s)
-{
-	for (;;) {
-		int fd = accept4(s->ctl_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct ctlconn *k;
-
-		if (fd < 0)
-			return;
-		if (s->nctls >= MAX_CTL_CONNS) {
-			logmsg("too many control connections (%u): connection refused",
-			       MAX_CTL_CONNS);
-			close(fd);
-			continue;
-		}
-		k = calloc(1, sizeof(*k));
-		if (!k) {
-			close(fd);
-			continue;
-		}
-		s->nctls++;
-		k->ev.kind = EV_CTL;
-		k->fd = fd;
-		k->next = s->ctls;
-		s->ctls = k;
-		ep_add(s, fd, EPOLLIN | EPOLLRDHUP, k);
-	}
 }
 
 /* ---- main loop ------------------------------------------------------------- */
@@ -1368,23 +780,16 @@ static int run(struct sw *s)
 
 static void sw_free(struct sw *s)
 {
-	size_t i;
-
 	while (s->clients)
 		client_close(s, s->clients, "switch exiting");
-	while (s->ctls)
-		ctl_close(s, s->ctls);
-	if (s->nodes) {
-		for (i = 0; i <= WEFT_NODE_MAX_UNICAST; i++) {
-			if (s->nodes[i]) {
-				free(s->nodes[i]->q.buf);
-				free(s->nodes[i]);
-			}
-		}
-		free(s->nodes);
-	}
+	ctl_free_all(s);
+	while (node_list)
+		node_free(s, node_list);
+	free(s->nodes);
 	pcap_stop(s);
 	weft_fabric_free(s->fab);
+	auth_free(s->auth);
+	free(s->run_dir);
 	if (s->lsn_fd >= 0) {
 		close(s->lsn_fd);
 		unlink(s->sock_path);
@@ -1406,7 +811,7 @@ static void sw_free(struct sw *s)
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-		"usage: " PROG " --socket PATH --ctl PATH [options]\n"
+		"usage: " PROG " --socket PATH --ctl PATH (--tokens FILE | --insecure) [options]\n"
 		"       " PROG " ctl --socket CTLPATH [--json] COMMAND [ARGS...]\n"
 		"\n"
 		"The Weft fabric switch: adapters connect to --socket, scripts and\n"
@@ -1415,139 +820,25 @@ static void usage(FILE *fp)
 		"options:\n"
 		"  --socket PATH      UNIX socket the adapters connect to (required)\n"
 		"  --ctl PATH         control socket (required)\n"
+		"  --tokens FILE      node tokens, lines 'NODE HEX64' (mode 0600): a HELLO\n"
+		"                     must carry its node's token\n"
+		"  --insecure         no tokens: any client may claim any free node id\n"
+		"  --run-dir DIR      folder where 'ctl capture start' may write\n"
 		"  --seed N           seed of the fault injection (default 1)\n"
 		"  --capture FILE     pcap capture of all frames from the start\n"
 		"  --capture-ring N   frames remembered for replay (default %u)\n"
-		"  --max-queued N     frames the fabric holds at most (default %u)\n"
-		"  --hold N           frames held for absent nodes (default max-queued/2)\n"
-		"  --port-queue N     frames queued for one node before its senders are\n"
-		"                     held back (default max-queued/4)\n"
-		"  --drop P           drop probability 0..1 (default 0)\n"
-		"  --routes R         routes per node pair 1..64 (default 1)\n"
-		"  --delay-ns N       base delay; --jitter-ns N; --skew-ns N (per route)\n"
+		"  --port-queue N     frames queued for one node (default %u)\n"
+		"  --max-queued N     frames the fabric holds at most (default: for every\n"
+		"                     client its port queue, plus the hold; with this\n"
+		"                     option port-queue and hold default to N/4 and N/2)\n"
+		"  --stall-ms N       a node at its queue limit that takes nothing for N ms\n"
+		"                     has its frames dropped (STALLED) (default %u, 0 never)\n"
+		"  --expire-ms N      frames held for, and ports of, absent nodes expire\n"
+		"                     after N ms (default %u, 0 never)\n"
 		"  --verbose          log more (frames before HELLO, unregistered clients)\n"
 		"  -h, --help         this help\n"
-		"\n%s", DEF_CAPTURE, DEF_MAX_QUEUED, ctl_help);
-}
-
-static int ctl_main(int argc, char **argv)
-{
-	const char *path = NULL;
-	struct sockaddr_un a;
-	char req[CTL_MAX_REQ + 2];
-	size_t len = 0;
-	bool json = false;
-	char *reply = NULL;
-	size_t rlen = 0, rcap = 0;
-	int i, fd;
-
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
-			path = argv[++i];
-		} else if (!strncmp(argv[i], "--socket=", 9)) {
-			path = argv[i] + 9;
-		} else if (!strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 0;
-		} else {
-			break;
-		}
-	}
-	if (!path) {
-		fprintf(stderr, PROG " ctl: error: --socket CTLPATH is required\n");
-		return 2;
-	}
-	if (i == argc) {
-		fprintf(stderr, PROG " ctl: error: no command given (try 'help')\n");
-		return 2;
-	}
-	if (json)
-		len += (size_t)snprintf(req, sizeof(req), "--json");
-	for (; i < argc; i++) {
-		char abs[PATH_MAX + 1];
-		const char *arg = argv[i];
-
-		/* capture start FILE: the switch may run in another folder. */
-		if (i >= 2 && !strcmp(argv[i - 2], "capture") && !strcmp(argv[i - 1], "start") &&
-		    arg[0] != '/') {
-			char cwd[PATH_MAX];
-
-			if (!getcwd(cwd, sizeof(cwd)) ||
-			    snprintf(abs, sizeof(abs), "%s/%s", cwd, arg) >= (int)sizeof(abs)) {
-				fprintf(stderr, PROG " ctl: error: capture path too long\n");
-				return 2;
-			}
-			arg = abs;
-		}
-		if (strpbrk(arg, " \t\r\n") || len + strlen(arg) + 2 > CTL_MAX_REQ) {
-			fprintf(stderr, PROG " ctl: error: argument '%s' has blanks or is too long\n",
-				arg);
-			return 2;
-		}
-		len += (size_t)snprintf(req + len, sizeof(req) - len, "%s%s", len ? " " : "", arg);
-	}
-	req[len++] = '\n';
-	if (fill_addr(&a, path)) {
-		fprintf(stderr, PROG " ctl: error: socket path %s is too long\n", path);
-		return 2;
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-		fprintf(stderr, PROG " ctl: error: cannot connect to control socket %s: %s%s\n",
-			path, strerror(errno),
-			errno == ENOENT || errno == ECONNREFUSED ? " (is weft-switch running?)" : "");
-		if (fd >= 0)
-			close(fd);
-		return 2;
-	}
-	if (send(fd, req, len, MSG_NOSIGNAL) != (ssize_t)len) {
-		fprintf(stderr, PROG " ctl: error: sending to %s: %s\n", path, strerror(errno));
-		close(fd);
-		return 2;
-	}
-	shutdown(fd, SHUT_WR);
-	for (;;) {
-		ssize_t n;
-
-		if (rcap - rlen < 4096) {
-			char *nr = realloc(reply, rcap + 65536);
-
-			if (!nr) {
-				fprintf(stderr, PROG " ctl: error: out of memory\n");
-				free(reply);
-				close(fd);
-				return 2;
-			}
-			reply = nr;
-			rcap += 65536;
-		}
-		n = read(fd, reply + rlen, rcap - rlen - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		rlen += (size_t)n;
-	}
-	close(fd);
-	if (!reply || rlen == 0) {
-		fprintf(stderr, PROG " ctl: error: no reply from %s\n", path);
-		free(reply);
-		return 2;
-	}
-	reply[rlen] = 0;
-	if (!strncmp(reply, "OK\n", 3)) {
-		fputs(reply + 3, stdout);
-		free(reply);
-		return 0;
-	}
-	if (!strncmp(reply, "ERR ", 4))
-		fprintf(stderr, PROG " ctl: error: %s", reply + 4);
-	else
-		fprintf(stderr, PROG " ctl: error: malformed reply: %s\n", reply);
-	free(reply);
-	return 1;
+		"\n%s\n", DEF_CAPTURE, DEF_PORT_QUEUE, DEF_STALL_MS, DEF_EXPIRE_MS, fault_help);
+	ctl_print_help(fp);
 }
 
 static bool opt_u64(const char *name, const char *v, uint64_t max, uint64_t *out)
@@ -1558,110 +849,97 @@ static bool opt_u64(const char *name, const char *v, uint64_t max, uint64_t *out
 	return false;
 }
 
-int main(int argc, char **argv)
+struct opts {
+	const char *capture, *tokens, *run_dir;
+	bool insecure;
+	uint64_t ring, maxq, portq, stall_ms, expire_ms;
+	struct fault_settings fs;
+};
+
+enum { O_SOCKET = 256, O_CTL, O_SEED, O_CAPTURE, O_RING, O_MAXQ, O_VERBOSE, O_PORTQ,
+       O_TOKENS, O_INSECURE, O_RUNDIR, O_STALL, O_EXPIRE, O_FAULT };
+
+/* Parse the command line into s and o; 0, or the exit status. */
+static int parse_args(int argc, char **argv, struct sw *s, struct opts *o)
 {
-	enum { O_SOCKET = 256, O_CTL, O_SEED, O_CAPTURE, O_RING, O_MAXQ, O_HOLD, O_DROP,
-	       O_ROUTES, O_DELAY, O_JITTER, O_SKEW, O_VERBOSE, O_PORTQ };
-	static const struct option opts[] = {
+	static const struct option fixed[] = {
 		{ "socket", required_argument, NULL, O_SOCKET },
 		{ "ctl", required_argument, NULL, O_CTL },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "capture", required_argument, NULL, O_CAPTURE },
 		{ "capture-ring", required_argument, NULL, O_RING },
 		{ "max-queued", required_argument, NULL, O_MAXQ },
-		{ "hold", required_argument, NULL, O_HOLD },
 		{ "port-queue", required_argument, NULL, O_PORTQ },
-		{ "drop", required_argument, NULL, O_DROP },
-		{ "routes", required_argument, NULL, O_ROUTES },
-		{ "delay-ns", required_argument, NULL, O_DELAY },
-		{ "jitter-ns", required_argument, NULL, O_JITTER },
-		{ "skew-ns", required_argument, NULL, O_SKEW },
+		{ "tokens", required_argument, NULL, O_TOKENS },
+		{ "insecure", no_argument, NULL, O_INSECURE },
+		{ "run-dir", required_argument, NULL, O_RUNDIR },
+		{ "stall-ms", required_argument, NULL, O_STALL },
+		{ "expire-ms", required_argument, NULL, O_EXPIRE },
 		{ "verbose", no_argument, NULL, O_VERBOSE },
 		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
 	};
-	struct weft_fabric_faults ft = { .routes = 1 };
-	struct sw s;
-	const char *capture = NULL;
-	uint64_t ring = DEF_CAPTURE, maxq = DEF_MAX_QUEUED, hold = UINT64_MAX, v = 1;
-	uint64_t portq = UINT64_MAX;
-	sigset_t mask;
-	char err[512];
-	int o, rc;
+	struct option opts[sizeof(fixed) / sizeof(fixed[0]) + 16];
+	size_t nf = sizeof(fixed) / sizeof(fixed[0]), i;
+	char err[400];
+	int c;
 
-	if (argc > 1 && !strcmp(argv[1], "ctl"))
-		return ctl_main(argc - 1, argv + 1);
-
-	memset(&s, 0, sizeof(s));
-	s.seed = 1;
-	s.ep = s.lsn_fd = s.ctl_fd = s.tmr_fd = s.sig_fd = -1;
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (o) {
-		case O_SOCKET: s.sock_path = optarg; break;
-		case O_CTL: s.ctl_path = optarg; break;
+	memcpy(opts, fixed, sizeof(fixed));
+	/* The fault keys, the same words as the control command 'set'. */
+	for (i = 0; i < fault_nkeys() && i < 15; i++)
+		opts[nf + i] = (struct option){ fault_key_option(i), required_argument, NULL,
+						(int)(O_FAULT + i) };
+	memset(&opts[nf + i], 0, sizeof(opts[0]));
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_SOCKET: s->sock_path = optarg; break;
+		case O_CTL: s->ctl_path = optarg; break;
 		case O_SEED:
-			if (!opt_u64("--seed", optarg, UINT64_MAX, &s.seed))
+			if (!opt_u64("--seed", optarg, UINT64_MAX, &s->seed))
 				return 2;
 			break;
-		case O_CAPTURE: capture = optarg; break;
+		case O_CAPTURE: o->capture = optarg; break;
+		case O_TOKENS: o->tokens = optarg; break;
+		case O_INSECURE: o->insecure = true; break;
+		case O_RUNDIR: o->run_dir = optarg; break;
 		case O_RING:
-			if (!opt_u64("--capture-ring", optarg, 1u << 20, &ring))
+			if (!opt_u64("--capture-ring", optarg, 1u << 20, &o->ring))
 				return 2;
 			break;
 		case O_MAXQ:
-			if (!opt_u64("--max-queued", optarg, 1u << 22, &maxq) || maxq == 0) {
-				if (maxq == 0)
+			if (!opt_u64("--max-queued", optarg, 1u << 22, &o->maxq) || o->maxq == 0) {
+				if (o->maxq == 0)
 					logmsg("error: --max-queued must be at least 1");
 				return 2;
 			}
 			break;
-		case O_HOLD:
-			if (!opt_u64("--hold", optarg, 1u << 22, &hold))
-				return 2;
-			break;
 		case O_PORTQ:
-			if (!opt_u64("--port-queue", optarg, 1u << 22, &portq) || portq == 0) {
-				if (portq == 0)
+			if (!opt_u64("--port-queue", optarg, 1u << 22, &o->portq) || o->portq == 0) {
+				if (o->portq == 0)
 					logmsg("error: --port-queue must be at least 1");
 				return 2;
 			}
 			break;
-		case O_DROP: {
-			char *end;
-			double p = strtod(optarg, &end);
-
-			if (!*optarg || *end || !(p >= 0.0 && p <= 1.0)) {
-				logmsg("error: --drop needs a probability 0..1, got '%s'", optarg);
-				return 2;
-			}
-			ft.drop_ppm = (uint32_t)(p * 1000000.0 + 0.5);
-			break;
-		}
-		case O_ROUTES:
-			if (!opt_u64("--routes", optarg, 64, &v) || v == 0) {
-				if (v == 0)
-					logmsg("error: --routes must be 1..64");
-				return 2;
-			}
-			ft.routes = (uint32_t)v;
-			break;
-		case O_DELAY:
-			if (!opt_u64("--delay-ns", optarg, UINT64_MAX / 4, &ft.delay_ns))
+		case O_STALL:
+			if (!opt_u64("--stall-ms", optarg, UINT32_MAX, &o->stall_ms))
 				return 2;
 			break;
-		case O_JITTER:
-			if (!opt_u64("--jitter-ns", optarg, UINT64_MAX / 4, &ft.jitter_ns))
+		case O_EXPIRE:
+			if (!opt_u64("--expire-ms", optarg, UINT32_MAX, &o->expire_ms))
 				return 2;
 			break;
-		case O_SKEW:
-			if (!opt_u64("--skew-ns", optarg, UINT64_MAX / 4, &ft.route_skew_ns))
-				return 2;
-			break;
-		case O_VERBOSE: s.verbose = true; break;
+		case O_VERBOSE: s->verbose = true; break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			return -1;
 		default:
+			if (c >= O_FAULT && (size_t)(c - O_FAULT) < fault_nkeys()) {
+				if (fault_set(&o->fs, fault_key_option((size_t)(c - O_FAULT)), optarg,
+					      err, sizeof(err))) {
+					logmsg("error: --%s", err);
+					return 2;
+				}
+				break;
+			}
 			usage(stderr);
 			return 2;
 		}
@@ -1670,33 +948,102 @@ int main(int argc, char **argv)
 		logmsg("error: unexpected argument '%s' (see --help)", argv[optind]);
 		return 2;
 	}
-	if (!s.sock_path || !s.ctl_path) {
+	if (!s->sock_path || !s->ctl_path) {
 		logmsg("error: --socket PATH and --ctl PATH are required (see --help)");
 		return 2;
 	}
-	if (!strcmp(s.sock_path, s.ctl_path)) {
+	if (!strcmp(s->sock_path, s->ctl_path)) {
 		logmsg("error: --socket and --ctl must be different paths");
 		return 2;
 	}
+	if (!o->tokens == !o->insecure) {
+		logmsg("error: give --tokens FILE (node authentication) or --insecure (none)");
+		return 2;
+	}
+	return 0;
+}
+
+/* Fabric, tokens, run folder and capture from the options; false on error. */
+static bool setup(struct sw *s, struct opts *o)
+{
+	uint64_t portq = o->portq, hold = o->fs.hold, maxq = o->maxq;
+	char err[512];
+	FILE *fp;
+
+	if (maxq) {
+		if (!portq)
+			portq = maxq / 4 ? maxq / 4 : 1;
+		if (hold == UINT64_MAX)
+			hold = maxq / 2;
+	} else {
+		if (!portq)
+			portq = DEF_PORT_QUEUE;
+		if (hold == UINT64_MAX)
+			hold = DEF_HOLD;
+		maxq = (uint64_t)MAX_CLIENTS * portq + hold;
+	}
+	s->fab = weft_fabric_new(s->seed, (size_t)maxq, (size_t)o->ring);
+	s->nodes = calloc((size_t)WEFT_NODE_MAX_UNICAST + 1, sizeof(*s->nodes));
+	if (!s->fab || !s->nodes) {
+		logmsg("error: out of memory");
+		return false;
+	}
+	weft_fabric_set_faults(s->fab, &o->fs.ft);
+	weft_fabric_set_hold_limit(s->fab, (size_t)hold);
+	weft_fabric_set_port_limit(s->fab, (size_t)portq);
+	weft_fabric_set_stall_ns(s->fab, o->stall_ms * 1000000ull);
+	s->expiry_ns = o->expire_ms * 1000000ull;
+	weft_fabric_set_expiry_ns(s->fab, s->expiry_ns);
+	weft_fabric_set_tap(s->fab, pcap_tap, s);
+	if (o->tokens) {
+		s->auth = auth_load(o->tokens, err, sizeof(err));
+		if (!s->auth) {
+			logmsg("error: %s", err);
+			return false;
+		}
+	}
+	if (o->run_dir) {
+		struct stat st;
+
+		s->run_dir = realpath(o->run_dir, NULL);
+		if (!s->run_dir || stat(s->run_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+			logmsg("error: --run-dir %s is not a folder", o->run_dir);
+			return false;
+		}
+	}
+	if (o->capture) {
+		fp = fopen(o->capture, "wbe");
+		if (!fp) {
+			logmsg("error: cannot open capture file %s: %s", o->capture, strerror(errno));
+			return false;
+		}
+		pcap_start(s, fp, o->capture);
+	}
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .ring = DEF_CAPTURE, .stall_ms = DEF_STALL_MS,
+			  .expire_ms = DEF_EXPIRE_MS,
+			  .fs = { .ft = { .routes = 1 }, .hold = UINT64_MAX } };
+	struct sw s;
+	sigset_t mask;
+	int rc;
+
+	if (argc > 1 && !strcmp(argv[1], "ctl"))
+		return ctl_main(argc - 1, argv + 1);
+
+	memset(&s, 0, sizeof(s));
+	s.seed = 1;
+	s.ep = s.lsn_fd = s.ctl_fd = s.tmr_fd = s.sig_fd = -1;
+	rc = parse_args(argc, argv, &s, &o);
+	if (rc)
+		return rc < 0 ? 0 : rc;
 
 	rc = 1;
-	s.fab = weft_fabric_new(s.seed, (size_t)maxq, (size_t)ring);
-	s.nodes = calloc((size_t)WEFT_NODE_MAX_UNICAST + 1, sizeof(*s.nodes));
-	if (!s.fab || !s.nodes) {
-		logmsg("error: out of memory");
+	if (!setup(&s, &o))
 		goto out;
-	}
-	weft_fabric_set_faults(s.fab, &ft);
-	if (hold != UINT64_MAX)
-		weft_fabric_set_hold_limit(s.fab, (size_t)hold);
-	weft_fabric_set_port_limit(s.fab, portq != UINT64_MAX ? (size_t)portq
-							       : (size_t)(maxq / 4 ? maxq / 4 : 1));
-	weft_fabric_set_tap(s.fab, tap, &s);
-	if (capture && pcap_start(&s, capture, err, sizeof(err))) {
-		logmsg("error: %s", err);
-		goto out;
-	}
-
 	s.lsn_fd = listen_path("adapter", s.sock_path);
 	if (s.lsn_fd < 0)
 		goto out;
@@ -1727,7 +1074,11 @@ int main(int argc, char **argv)
 	ep_add(&s, s.tmr_fd, EPOLLIN, &s.tmr_ev);
 	ep_add(&s, s.sig_fd, EPOLLIN, &s.sig_ev);
 	logmsg("listening on %s, control %s, seed %" PRIu64 "%s%s", s.sock_path, s.ctl_path,
-	       s.seed, capture ? ", capture " : "", capture ? capture : "");
+	       s.seed, o.capture ? ", capture " : "", o.capture ? o.capture : "");
+	if (s.auth)
+		logmsg("%zu node token(s) loaded from %s", auth_nodes(s.auth), o.tokens);
+	else
+		logmsg("insecure: no node authentication (--insecure)");
 	rc = run(&s);
 out:
 	sw_free(&s);

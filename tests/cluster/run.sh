@@ -47,15 +47,29 @@ SCENARIOS=(
 	"bandwidth|$C2|RDMA write and read bandwidth over message sizes (weft-bw): each size's data checked, figures printed"
 	"lossy-rdma|$C2|RDMA write and read, 1 byte to 4 KiB, through a fabric with 5% loss and reordering: reliable operations retry, byte-exact"
 	"reliable-messages|$C2|reliable layer: 10000 messages through a fabric with 5% loss and reordering, each delivered exactly once and in order (weft-rdma-check --messages)"
+	"switch-restart|$C2|weft-cluster switch restart kills the switch and starts it again while the reliable layer streams 20000 messages: each delivered exactly once and in order; status and ctl manage the new switch"
 	"mr-cache|$C2|lazy deregistration: transfers from an already registered buffer are MR cache hits with no registration call (mr_cache counters)"
+	"ip-tcp|$C2|IP over Weft: iperf3 TCP node0 -> node1 for 10 s without error; 256 MiB through a TCP socket with equal sha256"
+	"ip-lossy|$C2|IP over Weft: 4 MiB over TCP through 2% loss on the switch, byte-exact (TCP retransmits)"
+	"ip-reboot|$C2|IP over Weft: node1 rebooted while node0 pings it: pings resume by themselves; replayed pre-reboot frames dropped by the epoch checks"
+	"ip-recovery|$C2|IP over Weft: node1's adapter recovered while node0 pings it: pings resume by themselves; replayed pre-recovery frames dropped by the epoch checks"
+	"ip-unload|$C2|IP over Weft: weft.ko unloaded and reloaded 5 times on node1 with weft0 up under ping -f: no oops, no hang, no memory lost"
 	"ioctl-errors|$C2|every ioctl with good and bad arguments; another process's window cannot be mapped or used (weft-test-ioctl, weft-test-isolation)"
 	"process-death|$C2|a process killed mid-transfer releases its windows, rCxts, registrations and pinned pages (weft-test-kill)"
 	"close-inflight|$C2|Close Window with traffic in flight waits for Snapshot View to clear and returns (weft-test-close)"
 	"window-fatal|$C2|window fatal errors are reported to the owning process (weft-test-fatal)"
 	"recovery|$C2|adapter recovery through sysfs and debugfs: count bumped, users told, old rCxts and registrations dead (weft-test-recovery)"
+	"events|$C2|adapter events reach the owning process through read() and poll(), in order, none lost, never another process's (weft-test-events)"
+	"stale-mappings|$C2|a process keeps touching its mapped window through recoveries: no signal, STATE not VALID, FIFOs keep their contents, every call on the old window ESTALE, close releases everything (weft-test-stale)"
+	"unbind|$C2|the PCI device unbound from weft.ko under an open fd: resources released, mappings gone (SIGBUS), every call fails, rebind works (weft-test-unbind)"
 	"modload|$C2|weft.ko loaded and unloaded 20 times on node1: no leak in the driver counters (weft-test-modload)"
+	"fork|$C2|a forked child that touches the parent's doorbell page or FIFOs gets SIGSEGV, the parent's traffic is unaffected, mappings never executable (weft-test-fork)"
+	"reboot-keys|$C2|node1 rebooted three times, the same buffer registered after each boot: three different PVO keys, each in the block of a new adapter key epoch (weft-test-mrkey)"
 	"reboot-streaming|$CF|node1 rebooted while node0 streams to it; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
 	"recovery-streaming|$CF|adapter recovery on node0 while node1 streams to it; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
+	"fatal-streaming|$CF|adapter-internal fatal error injected on node1 (DEBUG_INJECT) while node0 streams to it: weft.ko recovers by itself; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
+	"ip-reach|$C4|IP over Weft, 4 nodes: every node pings every other over IPv4 and IPv6, ARP resolves, ping -f loses nothing"
+	"ip-bcast|$C4|IP over Weft: a 16 KiB UDP broadcast from node0 reaches every other node intact; the capture shows FIFO packets with rewritten IP fragment fields"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
 )
 
@@ -177,7 +191,7 @@ no_oops() {
 
 console_tails() {
 	local c=$1 n i
-	n=$(sed -n 's/^NODES=//p' "${WEFT_RUN_DIR:-/tmp/weft-cluster-$(id -u)}/$c/cluster.env" 2>/dev/null)
+	n=$(sed -n 's/^NODES=//p' "$(weft_run_dir)/$c/cluster.env" 2>/dev/null)
 	for ((i = 0; i < ${n:-0}; i++)); do
 		echo "  ---- $c node$i console (last 30 lines) ----"
 		"$WC" --name "$c" console "$i" -n 30 2>&1 | sed 's/^/  | /'
@@ -205,9 +219,9 @@ cleanup() {
 	for c in "$C2" "$CF" "$C4"; do
 		[ -z "${up_error[$c]+x}" ] || "$WC" --name "$c" down >/dev/null 2>&1
 		if [ "$failed" = 0 ]; then
-			rm -rf "${WEFT_RUN_DIR:-/tmp/weft-cluster-$(id -u)}/$c"
+			rm -rf "$(weft_run_dir)/$c"
 		else
-			echo "# logs of cluster $c: ${WEFT_RUN_DIR:-/tmp/weft-cluster-$(id -u)}/$c"
+			echo "# logs of cluster $c: $(weft_run_dir)/$c"
 		fi
 	done
 	rm -rf "$TMP"
@@ -218,10 +232,16 @@ trap 'exit 130' INT TERM
 # run_scenario NUMBER NAME CLUSTER DESCRIPTION: one TAP point, after the
 # scenario's checks as a subtest.
 run_scenario() {
-	local k=$1 name=$2 c=$3 desc=$4 t0 rc fpid
+	local k=$1 name=$2 c=$3 desc=$4 t0 rc fpid out
 	echo "# Subtest: $name"
 	t0=$SECONDS
 	why=() npt=0 held=1
+	# The filter indents the scenario's points and makes the rest "#"
+	# lines; it ends at the @@end@@ line (jobs the scenario left running
+	# may hold the pipe open), and is waited for by its own pid.
+	exec {out}> >(awk '/^@@end@@$/ {exit}
+		{ if (!sub(/^@@tap@@ /, "    ")) $0 = "    # " $0; print; fflush() }')
+	fpid=$!
 	{
 		echo "$desc"
 		if [ -n "${up_error[$c]:-}" ]; then
@@ -233,9 +253,10 @@ run_scenario() {
 			[ "$npt" -gt 0 ] || fail "the scenario checked nothing"
 			[ ${#why[@]} -eq 0 ] || console_tails "$c"
 		fi
-	} > >(sed -u -e 's/^@@tap@@ /    /; t' -e 's/^/    # /') 2>&1
-	fpid=$!
-	wait "$fpid" 2>/dev/null
+		echo "@@end@@"
+	} >&"$out" 2>&1
+	exec {out}>&-
+	wait "$fpid"
 	echo "    1..$npt"
 	if [ ${#why[@]} -eq 0 ]; then
 		echo "ok $k - $name ($((SECONDS - t0)) s)"
@@ -302,11 +323,47 @@ sc_window_fatal() { gtest "$1" 0 weft-test-fatal; }
 
 sc_recovery() { gtest "$1" 1 weft-test-recovery; }
 
+sc_events() { gtest "$1" 0 weft-test-events; }
+
+sc_stale_mappings() { gtest "$1" 1 weft-test-stale; }
+
+sc_unbind() { gtest "$1" 1 weft-test-unbind; }
+
 sc_modload() {
 	gtest "$1" 1 weft-test-modload "/lib/weft/weft.ko 20" || return 1
 	gx "$1" 1 'ls /dev/weft0 && head -1 /sys/kernel/debug/weft/weft0/state'
 	[ "$RC" = 0 ] || fail "node1: no adapter after the load/unload cycles: $OUT"
 	checked "node1: weft.ko loaded again afterwards, /dev/weft0 back"
+}
+
+sc_fork() { gtest "$1" 0 weft-test-fork; }
+
+# mrkey CLUSTER NODE: weft-test-mrkey; the buffer's key in $KEY, the
+# adapter's key epoch in $EPOCH.
+mrkey() {
+	gtest "$1" "$2" weft-test-mrkey || return 1
+	KEY=$(sed -n 's/^# mrkey: .* key \(0x[0-9a-f]*\) epoch [0-9]*$/\1/p' <<<"$OUT")
+	EPOCH=$(sed -n 's/^# mrkey: .* epoch \([0-9]*\)$/\1/p' <<<"$OUT")
+	[ -n "$KEY" ] && [ -n "$EPOCH" ] || fail "node$2: weft-test-mrkey printed no key line: $(tail -n 3 <<<"$OUT")"
+}
+
+sc_reboot_keys() {
+	local c=$1 i keys=() epochs=() k
+	mrkey "$c" 1 || return 1
+	keys+=("$KEY") epochs+=("$EPOCH")
+	for i in 1 2 3; do
+		"$WC" --name "$c" reboot 1 >"$TMP/reboot-keys.$i" 2>&1 ||
+			{ tail -5 "$TMP/reboot-keys.$i" | sed 's/^/  | /'; fail "reboot $i of node1 failed"; return 1; }
+		mrkey "$c" 1 || return 1
+		[ "$EPOCH" -gt "${epochs[-1]}" ] ||
+			{ fail "reboot $i: adapter key epoch $EPOCH, before it ${epochs[-1]}"; return 1; }
+		for k in "${keys[@]}"; do
+			[ "$KEY" != "$k" ] || { fail "reboot $i: the buffer got key $KEY again (keys ${keys[*]})"; return 1; }
+		done
+		keys+=("$KEY") epochs+=("$EPOCH")
+		checked "node1 reboot $i: same buffer, key $KEY (epoch $EPOCH), none of the earlier keys"
+	done
+	checked "node1: keys ${keys[*]} over 3 reboots, all different; epochs ${epochs[*]}"
 }
 
 # ---- two-node tool scenarios ---------------------------------------------------------
@@ -500,6 +557,77 @@ sc_reliable_messages() {
 	return $r
 }
 
+# ---- the switch as a fault (issue 16) ---------------------------------------------
+# switch_pid CLUSTER: the switch pid that `weft-cluster status` reports.
+switch_pid() {
+	"$WC" --name "$1" status 2>/dev/null | sed -n 's/^weft-switch: pid \([0-9]*\),.*/\1/p'
+}
+
+# node0's rx_frames in the switch's counters (empty if unreadable).
+switch_rx0() {
+	"$WC" --name "$1" faults --json counters 2>/dev/null |
+		python3 -c 'import json,sys; print(sum(p["rx_frames"] for p in json.load(sys.stdin)["ports"] if p["node"] == 0))' 2>/dev/null
+}
+
+# The switch is killed and started again mid-stream (weft-cluster switch
+# restart); the adapters reconnect by themselves and the reliable layer
+# retransmits what the dead switch held.
+sc_switch_restart() {
+	local c=$1 job=4106 n=20000 pid0 pid1 rx=0 rx0 i
+	need "$c" 0 weft-rdma-check || return 1
+	need "$c" 1 weft-rdma-check || return 1
+	pid0=$(switch_pid "$c")
+	[[ $pid0 =~ ^[0-9]+$ ]] || fail "weft-cluster status shows no running switch" || return 1
+	rx0=$(switch_rx0 "$c")
+	[[ $rx0 =~ ^[0-9]+$ ]] || fail "cannot read the switch's counters" || return 1
+	server "$c" 1 sr-srv "$job" "weft-rdma-check --server --job $job" || return 1
+	GX_TIMEOUT=900 bg "$c" 0 sr-cli "weft-rdma-check --client --peer 1 --peer-window $SW --job $job --messages $n --json"
+	# Restart once node0 has sent 2000 frames of this stream.
+	for i in $(seq 600); do
+		rx=$(( $(switch_rx0 "$c" || echo 0) - rx0 ))
+		[ "$rx" -ge 2000 ] && break
+		bgdone sr-cli && break
+		sleep 0.2
+	done
+	if bgdone sr-cli || [ "$rx" -lt 2000 ]; then
+		bgwait sr-cli
+		fail "the stream did not get going before the restart (node0 frames of this stream at the switch: $rx; client: $(tail -n 3 <<<"$OUT"))"
+		return 1
+	fi
+	OUT=$("$WC" --name "$c" switch restart 2>&1) || fail "weft-cluster switch restart: $OUT" || return 1
+	pid1=$(switch_pid "$c")
+	{ [[ $pid1 =~ ^[0-9]+$ ]] && [ "$pid1" != "$pid0" ] && kill -0 "$pid1" 2>/dev/null && ! kill -0 "$pid0" 2>/dev/null; } ||
+		fail "after the restart status shows switch pid '${pid1:-none}' (old $pid0)" || return 1
+	checked "weft-cluster switch restart killed weft-switch pid $pid0 mid-stream ($rx frames of the stream from node0 had passed it) and started pid $pid1, which status reports"
+	for i in $(seq 150); do
+		OUT=$("$WC" --name "$c" faults nodes 2>&1)
+		grep -q 'node 0 attached' <<<"$OUT" && grep -q 'node 1 attached' <<<"$OUT" && break
+		sleep 0.2
+	done
+	grep -q 'node 0 attached' <<<"$OUT" && grep -q 'node 1 attached' <<<"$OUT" ||
+		fail "the adapters did not reconnect to the new switch: $OUT" || return 1
+	checked "both adapters reconnected to the new switch with their tokens (ctl nodes: $(tr '\n' ';' <<<"$OUT"))"
+	bgwait sr-cli
+	local crc=$RC cout=$OUT
+	bgwait sr-srv
+	local src=$RC sout=$OUT
+	OUT=$cout
+	local result delivered failures dups retries secs
+	result=$(json result) delivered=$(json delivered) failures=$(json failures)
+	dups=$(json duplicates) retries=$(json retries) secs=$(json seconds)
+	rx=$(switch_rx0 "$c")
+	say "figures: messages $n, delivered ${delivered:-?}, out of order or repeated ${failures:-?}, retries ${retries:-?}, duplicates dropped ${dups:-?}, ${secs:-?} s; frames from node0 through the new switch ${rx:-?}"
+	if [ "$crc" != 0 ] || [ "$result" != pass ] || [ "$delivered" != "$n" ] || [ "$failures" != 0 ]; then
+		tail -n 10 <<<"$cout" | sed 's/^/  | client: /'
+		tail -n 5 <<<"$sout" | sed 's/^/  | server: /'
+		fail "reliable layer across the switch restart: client exit $crc, result ${result:-none}, delivered ${delivered:-none} of $n, failures ${failures:-?}"
+		return 1
+	fi
+	[ "$src" = 0 ] || { tail -n 5 <<<"$sout" | sed 's/^/  | server: /'; fail "weft-rdma-check server on node1 exited $src"; return 1; }
+	[ "${rx:-0}" -gt 0 ] || fail "the new switch forwarded no frame from node0 (${rx:-unreadable})" || return 1
+	checked "\"result\":\"pass\", \"delivered\":$n across the restart, each message exactly once and in order (sequence-checked by the server), $rx frames from node0 through the new switch"
+}
+
 # Lazy deregistration: weft-rdma-check moves every transfer through the
 # MR cache; its two local buffers are registered once, and every later
 # transfer from the same buffer is a cache hit with no registration call.
@@ -553,7 +681,7 @@ replayed_to() { # replayed_to CLUSTER NODE: frames the switch replayed to NODE
 # switch, weft-info and driver counters must agree.
 failover() {
 	local c=$1 ev=$2 s t job=4200 mark i rc0 before_tx now_tx
-	if [ "$ev" = reboot ]; then s=0 t=1; else s=1 t=0; fi
+	if [ "$ev" = recover ]; then s=1 t=0; else s=0 t=1; fi
 	for i in $s $t; do need "$c" "$i" weft-bw weft-rdma-check || return 1; done
 	local args="--mode both --min-size 64K --max-size 4M --depth 8 --iters 20000"
 	counters "$c" "$s" || return 1
@@ -598,6 +726,25 @@ failover() {
 		[ "$RC" = 0 ] && [ "$(head -n1 <<<"$OUT")" != "$boot0" ] && grep -qx loaded <<<"$OUT" ||
 			fail "node$t after reboot: $OUT" || return 1
 		checked "node$t rebooted (new boot id), weft.ko loaded again with new keys"
+	elif [ "$ev" = fatal ]; then
+		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
+		rc0=$OUT
+		gx "$c" "$t" 'echo 1 > /sys/kernel/debug/weft/weft0/inject_fatal'
+		[ "$RC" = 0 ] || fail "node$t: fatal error injection failed: $OUT" || return 1
+		# Nobody asks for a recovery: the adapter's interrupt makes
+		# weft.ko recover by itself.
+		for i in $(seq 60); do
+			gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
+			[ "$OUT" = $((rc0 + 1)) ] && break
+			sleep 0.5
+		done
+		gx "$c" "$s" 'killall -KILL weft-bw'
+		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count; dmesg | grep -c "adapter recovery: device error"'
+		[ "$(sed -n 1p <<<"$OUT")" = $((rc0 + 1)) ] ||
+			fail "node$t: recovery count $rc0 -> $(sed -n 1p <<<"$OUT") 30 s after the injected fatal error, expected $((rc0 + 1))" || return 1
+		[ "$(sed -n '$p' <<<"$OUT")" -ge 1 ] 2>/dev/null ||
+			fail "node$t: the kernel log shows no recovery for a device error" || return 1
+		checked "node$t: injected adapter fatal error, weft.ko recovered by itself (device error), recovery count $rc0 -> $((rc0 + 1)); node$s's stream stopped just after"
 	else
 		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
 		rc0=$OUT
@@ -768,7 +915,7 @@ PY
 		return 1
 	fi
 	checked "stale frames accepted 0; replayed frames = the adapters' DROP_* deltas + stale completions the ULP dropped; per node, frames the switch delivered = RX_PACKETS + DROP_* deltas; weft-info = debugfs counters; driver resources back to 0"
-	if [ "$ev" = recover ]; then
+	if [ "$ev" != reboot ]; then
 		gx "$c" "$t" 'cat /sys/class/misc/weft0/device/recovery_count'
 		local rcnow=$OUT
 		local drec dcnt_rec
@@ -785,22 +932,40 @@ PY
 # fo_snap CLUSTER S T K: adapter counters (debugfs), weft-info's counters
 # and the driver's counters of nodes S and T, and the switch's per-port
 # counters, into $TMP/foK.*.
+# One consistent snapshot of both nodes' counters and the switch's.  The
+# nodes' weft0 interfaces send IPv6 and ARP frames of their own at any
+# time, so the switch is read before and after the nodes: a snapshot
+# counts only if no frame reached either node in between.
 fo_snap() {
-	local c=$1 s=$2 t=$3 k=$4 n
-	for n in $s $t; do
-		gx "$c" "$n" 'cat /sys/kernel/debug/weft/weft0/counters; echo ==; weft-info --json; echo ==; cat /sys/kernel/debug/weft/driver'
-		[ "$RC" = 0 ] || fail "node$n: cannot read the counters: $OUT" || return 1
-		awk '/^==$/ {p++; next} p == 0' <<<"$OUT" >"$TMP/fo$k.$n"
-		awk '/^==$/ {p++; next} p == 1' <<<"$OUT" | python3 -c '
+	local c=$1 s=$2 t=$3 k=$4 n try
+	for try in $(seq 20); do
+		"$WC" --name "$c" faults --json counters >"$TMP/fo$k.sw0" 2>&1 ||
+			fail "switch counters: $(cat "$TMP/fo$k.sw0")" || return 1
+		for n in $s $t; do
+			gx "$c" "$n" 'cat /sys/kernel/debug/weft/weft0/counters; echo ==; weft-info --json; echo ==; cat /sys/kernel/debug/weft/driver'
+			[ "$RC" = 0 ] || fail "node$n: cannot read the counters: $OUT" || return 1
+			awk '/^==$/ {p++; next} p == 0' <<<"$OUT" >"$TMP/fo$k.$n"
+			awk '/^==$/ {p++; next} p == 1' <<<"$OUT" | python3 -c '
 import json, sys
 for k, v in json.load(sys.stdin).get("counters", {}).items(): print(k, v)' >"$TMP/fo$k.$n.info" 2>/dev/null ||
-			fail "node$n: weft-info --json printed no counters" || return 1
-		awk '/^==$/ {p++; next} p == 2' <<<"$OUT" >"$TMP/fo$k.$n.drv"
+				fail "node$n: weft-info --json printed no counters" || return 1
+			awk '/^==$/ {p++; next} p == 2' <<<"$OUT" >"$TMP/fo$k.$n.drv"
+		done
+		"$WC" --name "$c" faults --json counters >"$TMP/fo$k.sw" 2>&1 ||
+			fail "switch counters: $(cat "$TMP/fo$k.sw")" || return 1
+		python3 - "$TMP/fo$k.sw0" "$TMP/fo$k.sw" "$s" "$t" <<'PY' && return 0
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+tx = lambda sw: [p["tx_frames"] for p in sw["ports"] if str(p["node"]) in sys.argv[3:]]
+sys.exit(tx(a) != tx(b))
+PY
+		sleep 0.3
 	done
-	"$WC" --name "$c" faults --json counters >"$TMP/fo$k.sw" 2>&1 || fail "switch counters: $(cat "$TMP/fo$k.sw")"
+	fail "the switch kept delivering frames to node$s or node$t during 20 snapshots"
 }
 
 sc_recovery_streaming() { failover "$1" recover; }
+sc_fatal_streaming() { failover "$1" fatal; }
 sc_reboot_streaming() { failover "$1" reboot; }
 
 # ---- four nodes --------------------------------------------------------------------
@@ -849,6 +1014,10 @@ sc_all_to_all() {
 	checked "all 12 ordered pairs: RDMA write+read 1 B..256 KiB byte-exact, all at the same time"
 	for i in 0 1 2 3; do no_oops "$c" "$i" || return 1; done
 }
+
+# IP over Weft (sc_ip_*).
+# shellcheck source=tests/cluster/net.sh
+source "$WEFT_ROOT/tests/cluster/net.sh"
 
 # ---- main ----------------------------------------------------------------------------
 want=()

@@ -22,7 +22,9 @@
  *   t_diag(fmt...)        a "# ..." line: figures, context
  *   t_bail(fmt...)        "Bail out! ..." and exit 2: a set-up failure
  *   return t_done();      close the open point, print the plan and the
- *                         totals; 0 when every point passed
+ *                         totals; 0 when every point passed (a program
+ *                         that exits without it gets the open point and
+ *                         the plan printed at exit, whatever its status)
  *   t_child()             first call in a forked child that checks: its
  *                         points become "#" lines and its counts start at
  *                         zero; it exits with t_failures() != 0 and the
@@ -57,7 +59,7 @@ unsigned long t_failures(void);
 #define CHECK_EQ(a, b, what) \
 	t_check_eq((unsigned long long)(a), (unsigned long long)(b), __FILE__, __LINE__, what)
 #define REQUIRE(cond, ...) do { \
-	if (!CHECK(cond, __VA_ARGS__)) \
+	if (!t_check(!!(cond), __FILE__, __LINE__, #cond, " " __VA_ARGS__)) \
 		t_abort(); \
 } while (0)
 #define OK(cond, ...) t_ok(!!(cond), __FILE__, __LINE__, __VA_ARGS__)

@@ -6,6 +6,7 @@
 
 #include "fuzz_engine.h"
 #include "weft_sim.h"
+#include "weft_sim_verbs.h"
 
 #define FZ_NODES        2u
 #define FZ_MEM          (4u << 20)
@@ -14,6 +15,17 @@
 #define FZ_POOL         96u
 #define FZ_JOB          0x4655u
 #define FZ_PAGE_SHIFT   12u
+/* Verbs set-up of each node (docs/hw-spec.md 16): PD 1, CQ 1, RC QP 2
+ * connected to the other node's QP 2, UD QP 1 (GSI), region VM_MR over
+ * vbuf, a fast-registration region and a type 2 window. */
+#define FZ_VQPS         8u
+#define FZ_VCQS         4u
+#define FZ_VTPT         16u
+#define FZ_VBUF         (64u << 10)
+#define FZ_VMR          WEFT_STAG(1, 1)
+#define FZ_VFAST        2u
+#define FZ_VMW          3u
+#define FZ_VREG_MAX     (64u << 10)     /* lengths the fuzzer registers */
 
 struct fz_node {
 	struct weft_sim_window win[FZ_WINDOWS];
@@ -22,6 +34,14 @@ struct fz_node {
 	uint16_t key[4];
 	uint8_t *canary;        /* bit per byte: holds a canary */
 	uint8_t *approved;      /* byte per 4 KiB page: an allowed DMA wrote it */
+	/* verbs */
+	struct wsv_qp rc, ud;
+	uint64_t cq_ring, cq_ci, vbuf, vatt, cmdblk, fatt;
+	uint64_t cmd_at, dump_at;       /* last VERBS_CMD block and its dump target */
+	bool cmd_set;
+	uint8_t *mrpage;        /* byte per 4 KiB page: named by a writable region */
+	uint8_t tpt_sum[FZ_VTPT][64];   /* TPT entries the map was built from */
+	bool mr_stale;
 };
 
 struct fz {
@@ -32,6 +52,7 @@ struct fz {
 	unsigned int npool;
 	bool capturing;
 	bool quiet;
+	bool driver;            /* the fuzzer's driver is setting up: not checked */
 	struct fz_stats st;
 };
 
@@ -96,6 +117,127 @@ static bool inside(uint64_t lo, uint64_t size, uint64_t addr, size_t len)
 	return addr >= lo && len <= size && addr - lo <= size - len;
 }
 
+
+/* ---- verbs part of the oracle ----------------------------------------------------- */
+
+static uint64_t mem_u64(struct fz *f, unsigned int node, uint64_t a, bool *ok)
+{
+	uint64_t v = 0;
+
+	*ok = a < FZ_MEM && a + 8 <= FZ_MEM && !(a & 7);
+	if (*ok)
+		memcpy(&v, weft_sim_mem(f->s, node) + a, 8);
+	return v;
+}
+
+/* The guest-physical page of page p of a region, as its ATT names it. */
+static bool att_page(struct fz *f, unsigned int node, const struct weft_tpt_entry *e,
+		     uint64_t p, uint64_t *pa)
+{
+	uint64_t a = e->att_addr;
+	bool ok = true;
+
+	if (e->att_level == WEFT_ATT_IND1) {
+		a = mem_u64(f, node, a + p / WEFT_ATT_FANOUT * 8, &ok);
+		p %= WEFT_ATT_FANOUT;
+	} else if (e->att_level == WEFT_ATT_IND2) {
+		a = mem_u64(f, node, a + p / (WEFT_ATT_FANOUT * WEFT_ATT_FANOUT) * 8, &ok);
+		if (ok)
+			a = mem_u64(f, node, a + p / WEFT_ATT_FANOUT % WEFT_ATT_FANOUT * 8, &ok);
+		p %= WEFT_ATT_FANOUT;
+	} else if (e->att_level != WEFT_ATT_DIRECT) {
+		return false;
+	}
+	if (ok)
+		*pa = mem_u64(f, node, a + p * 8, &ok);
+	return ok;
+}
+
+/* Pages a valid region with a write right may have written: every page
+ * its ATT names (bounded by what guest memory can hold). */
+static void mr_map(struct fz *f, unsigned int node)
+{
+	struct fz_node *n = &f->n[node];
+	struct weft_core *c = weft_sim_core(f->s, node);
+	unsigned int i;
+
+	memset(n->mrpage, 0, FZ_MEM >> FZ_PAGE_SHIFT);
+	for (i = 0; i < FZ_VTPT; i++) {
+		struct weft_tpt_entry e;
+		uint64_t psize, first, np, p, pa, q;
+
+		if (!weft_core_verbs_tpt(c, i, &e))
+			continue;
+		memcpy(n->tpt_sum[i], &e, sizeof(e));
+		if (e.type != WEFT_TPT_MR || !(e.flags & WEFT_TPTF_VALID) ||
+		    !(e.access & WEFT_VACC_LOCAL_WRITE))
+			continue;
+		if (e.att_level == WEFT_ATT_PHYS) {
+			for (q = e.va >> FZ_PAGE_SHIFT; q < FZ_MEM >> FZ_PAGE_SHIFT &&
+			     q <= (e.va + e.length) >> FZ_PAGE_SHIFT; q++)
+				n->mrpage[q] = 1;
+			continue;
+		}
+		if (e.page_shift < 12 || e.page_shift > 28)
+			continue;
+		psize = 1ull << e.page_shift;
+		if (!att_page(f, node, &e, 0, &pa))
+			continue;
+		first = pa & (psize - 1);
+		np = (first + e.length + psize - 1) >> e.page_shift;
+		/* An ATT held in guest memory has at most FZ_MEM / 8 entries. */
+		if (np > FZ_MEM / 8 + 1)
+			np = FZ_MEM / 8 + 1;
+		for (p = 0; p < np; p++) {
+			if (!att_page(f, node, &e, p, &pa))
+				break;
+			pa &= ~(psize - 1);
+			for (q = pa >> FZ_PAGE_SHIFT; q < FZ_MEM >> FZ_PAGE_SHIFT &&
+			     q < (pa + psize) >> FZ_PAGE_SHIFT; q++)
+				n->mrpage[q] = 1;
+		}
+	}
+	n->mr_stale = false;
+}
+
+static bool mr_changed(struct fz *f, unsigned int node)
+{
+	struct weft_core *c = weft_sim_core(f->s, node);
+	struct weft_tpt_entry e;
+	unsigned int i;
+
+	for (i = 0; i < FZ_VTPT; i++)
+		if (weft_core_verbs_tpt(c, i, &e) && memcmp(f->n[node].tpt_sum[i], &e, sizeof(e)))
+			return true;
+	return false;
+}
+
+/* 4: CQ ring, 5: command response or dump, 6: region page; 0: none. */
+static int verbs_allowed(struct fz *f, unsigned int node, uint64_t addr, size_t len)
+{
+	struct fz_node *n = &f->n[node];
+	struct weft_core *c = weft_sim_core(f->s, node);
+	uint64_t p;
+	unsigned int i;
+
+	for (i = 0; i < FZ_VCQS; i++) {
+		struct weft_vcqc q;
+
+		if (weft_core_verbs_cq(c, i, &q) && q.created &&
+		    inside(q.ring_addr, (uint64_t)sizeof(struct weft_vcqe) << q.log2_entries, addr, len))
+			return 4;
+	}
+	if (n->cmd_set && (inside(n->cmd_at + 64, 64, addr, len) ||
+			   inside(n->dump_at, 128, addr, len)))
+		return 5;
+	if (n->mr_stale || mr_changed(f, node))
+		mr_map(f, node);
+	for (p = addr >> FZ_PAGE_SHIFT; p <= (addr + len - 1) >> FZ_PAGE_SHIFT; p++)
+		if (p >= FZ_MEM >> FZ_PAGE_SHIFT || !n->mrpage[p])
+			return 0;
+	return 6;
+}
+
 static int allowed(struct fz *f, unsigned int node, uint64_t addr, size_t len)
 {
 	struct weft_core *c = weft_sim_core(f->s, node);
@@ -150,7 +292,7 @@ static int allowed(struct fz *f, unsigned int node, uint64_t addr, size_t len)
 				return 3;
 		}
 	}
-	return 0;
+	return verbs_allowed(f, node, addr, len);
 }
 
 static void dma_hook(void *opaque, unsigned int node, uint64_t addr, size_t len, bool is_write)
@@ -159,7 +301,7 @@ static void dma_hook(void *opaque, unsigned int node, uint64_t addr, size_t len,
 	uint64_t p;
 	int why;
 
-	if (!is_write || !len)
+	if (!is_write || !len || f->driver)
 		return;
 	f->st.dma_writes++;
 	why = allowed(f, node, addr, len);
@@ -175,8 +317,16 @@ static void dma_hook(void *opaque, unsigned int node, uint64_t addr, size_t len,
 		f->st.dma_fifo++;
 	else if (why == 2)
 		f->st.dma_evq++;
-	else
+	else if (why == 3)
 		f->st.dma_tce++;
+	else if (why == 4)
+		f->st.dma_verbs_cq++;
+	else if (why == 5)
+		f->st.dma_verbs_cmd++;
+	else
+		f->st.dma_verbs_mr++;
+	/* A write may change a page list: rebuild the region map. */
+	f->n[node].mr_stale = true;
 	for (p = addr >> FZ_PAGE_SHIFT; p <= (addr + len - 1) >> FZ_PAGE_SHIFT; p++)
 		f->n[node].approved[p] = 1;
 }
@@ -217,6 +367,16 @@ static void lay_canaries(struct fz *f, unsigned int node)
 	memset(n->approved, 0, FZ_MEM >> FZ_PAGE_SHIFT);
 	mark(n->canary, 0, 4096, false);
 	mark(n->canary, n->buf, FZ_BUF, false);
+	mark(n->canary, n->vbuf, FZ_VBUF, false);
+	mark(n->canary, n->cq_ring, 4096, false);
+	mark(n->canary, n->cq_ci, 4096, false);
+	mark(n->canary, n->cmdblk, 4096, false);
+	mark(n->canary, n->vatt, 4096, false);
+	mark(n->canary, n->fatt, 4096, false);
+	mark(n->canary, n->rc.sq, 4096, false);
+	mark(n->canary, n->rc.rq, 4096, false);
+	mark(n->canary, n->ud.sq, 4096, false);
+	mark(n->canary, n->ud.rq, 4096, false);
 	for (w = 0; w < FZ_WINDOWS; w++) {
 		mark(n->canary, n->win[w].send_addr, (uint64_t)n->win[w].send_frames * WEFT_FRAME_SIZE,
 		     false);
@@ -303,6 +463,101 @@ static int setup_node(struct fz *f, unsigned int node)
 	return 0;
 }
 
+
+/* ---- verbs set-up ---------------------------------------------------------------- */
+
+static uint64_t once(struct fz *f, unsigned int node, uint64_t *a, uint64_t size)
+{
+	if (!*a)
+		*a = weft_sim_alloc(f->s, node, size, 4096);
+	return *a;
+}
+
+/* PD, CQ, region, fast-registration region, window, RC and UD QPs in
+ * memory allocated once per node (a reboot keeps node memory). */
+static int verbs_setup(struct fz *f, unsigned int node)
+{
+	struct fz_node *n = &f->n[node];
+	struct weft_vcmd k;
+	uint64_t *att, i;
+	int st = 0;
+
+	if (!once(f, node, &n->cmdblk, 4096) || !once(f, node, &n->cq_ring, 4096) ||
+	    !once(f, node, &n->cq_ci, 4096) || !once(f, node, &n->vbuf, FZ_VBUF) ||
+	    !once(f, node, &n->vatt, 4096) || !once(f, node, &n->fatt, 4096) ||
+	    !once(f, node, &n->rc.sq, 4096) || !once(f, node, &n->rc.rq, 4096) ||
+	    !once(f, node, &n->ud.sq, 4096) || !once(f, node, &n->ud.rq, 4096))
+		return -1;
+	memset(weft_sim_ptr(f->s, node, n->cq_ring, 4096), 0, 4096);
+	memset(weft_sim_ptr(f->s, node, n->cq_ci, 8), 0, 8);
+	att = weft_sim_ptr(f->s, node, n->vatt, 4096);
+	for (i = 0; i < FZ_VBUF / 4096; i++)
+		att[i] = n->vbuf + i * 4096;
+	att = weft_sim_ptr(f->s, node, n->fatt, 4096);
+	for (i = 0; i < FZ_VBUF / 4096; i++)
+		att[i] = n->vbuf + (FZ_VBUF / 4096 - 1 - i) * 4096;
+	st |= wsv_pd(f->s, node, 1);
+	memset(&k, 0, sizeof(k));
+	k.op = WEFT_VCMD_CREATE_CQ;
+	k.handle = 1;
+	k.u.cq.ring_addr = n->cq_ring;
+	k.u.cq.ci_addr = n->cq_ci;
+	k.u.cq.log2_entries = 7;
+	st |= wsv_cmd(f->s, node, &k, NULL);
+	memset(&k, 0, sizeof(k));
+	k.op = WEFT_VCMD_REG_MR;
+	k.handle = FZ_VMR;
+	k.u.mr.va = n->vbuf;
+	k.u.mr.length = FZ_VBUF;
+	k.u.mr.att_addr = n->vatt;
+	k.u.mr.pd = 1;
+	k.u.mr.access = WEFT_VACC_ALL;
+	k.u.mr.page_shift = 12;
+	st |= wsv_cmd(f->s, node, &k, NULL);
+	st |= wsv_alloc_stag(f->s, node, WEFT_STAG(FZ_VFAST, 1), 1, WEFT_TPT_MR, WEFT_TPTF_FAST_REG);
+	st |= wsv_alloc_stag(f->s, node, WEFT_STAG(FZ_VMW, 1), 1, WEFT_TPT_MW2, 0);
+	n->rc = (struct wsv_qp){ .node = node, .qpn = 2, .type = WEFT_VQPT_RC, .sq = n->rc.sq,
+				 .rq = n->rc.rq, .sq_log2 = 4, .rq_log2 = 4, .sq_stride = 8,
+				 .rq_stride = 8 };
+	n->ud = (struct wsv_qp){ .node = node, .qpn = 1, .type = WEFT_VQPT_UD, .sq = n->ud.sq,
+				 .rq = n->ud.rq, .sq_log2 = 4, .rq_log2 = 4, .sq_stride = 8,
+				 .rq_stride = 8 };
+	for (i = 0; i < 2; i++) {
+		struct wsv_qp *q = i ? &n->ud : &n->rc;
+
+		memset(&k, 0, sizeof(k));
+		k.op = WEFT_VCMD_CREATE_QP;
+		k.handle = q->qpn;
+		k.u.qp.sq_addr = q->sq;
+		k.u.qp.rq_addr = q->rq;
+		k.u.qp.type = q->type;
+		k.u.qp.pd = 1;
+		k.u.qp.send_cq = 1;
+		k.u.qp.recv_cq = 1;
+		k.u.qp.sq_log2 = 4;
+		k.u.qp.sq_stride_log2 = 8;
+		k.u.qp.rq_log2 = 4;
+		k.u.qp.rq_stride_log2 = 8;
+		k.u.qp.flags = WEFT_VQPF_SQ_REG;
+		st |= wsv_cmd(f->s, node, &k, NULL);
+	}
+	st |= wsv_ud_ready(f->s, &n->ud, WEFT_VERBS_GSI_QKEY);
+	n->mr_stale = true;
+	return st ? -1 : 0;
+}
+
+/* Connect node 0's and node 1's RC QPs (node 1's back to RESET first). */
+static int verbs_connect(struct fz *f)
+{
+	struct weft_vcmd k;
+
+	memset(&k, 0, sizeof(k));
+	k.u.mod.state = WEFT_VQPS_RESET;
+	wsv_modify(f->s, 1, 2, WEFT_VQPA_STATE, &k);
+	f->n[1].rc.sq_prod = f->n[1].rc.rq_prod = 0;
+	return wsv_connect(f->s, &f->n[0].rc, &f->n[1].rc, NULL);
+}
+
 static void valid_traffic(struct fz *f)
 {
 	static const char msg[] = "weft fuzz pool";
@@ -330,6 +585,34 @@ static void valid_traffic(struct fz *f)
 		weft_sim_post_fifo(&na->win[0], (uint16_t)b, 1, msg, sizeof(msg));
 		weft_sim_post_fifo(&na->win[0], WEFT_NODE_BROADCAST, 0, msg, sizeof(msg));
 		weft_sim_run_idle(f->s, 100000);
+		{
+			static const uint8_t ops[] = { WEFT_VWR_SEND_IMM, WEFT_VWR_WRITE,
+						       WEFT_VWR_READ, WEFT_VWR_FAA };
+			struct weft_vsge sg = { .addr = na->vbuf, .length = 2500, .lkey = FZ_VMR };
+			struct weft_vsge rs = { .addr = nb->vbuf + 8192, .length = 4096,
+						.lkey = FZ_VMR };
+			struct weft_vwqe w;
+
+			wsv_post_recv(f->s, &nb->rc, 1, &rs, 1);
+			wsv_post_recv(f->s, &nb->ud, 2, &rs, 1);
+			for (i = 0; i < 4; i++) {
+				memset(&w, 0, sizeof(w));
+				w.opcode = ops[i];
+				w.flags = WEFT_VWQE_SIGNALED | WEFT_VWQE_SOLICITED;
+				w.u.rdma.remote_addr = nb->vbuf + 16384;
+				w.u.rdma.rkey = FZ_VMR;
+				sg.length = ops[i] == WEFT_VWR_FAA ? 8 : 2500;
+				wsv_post_send(f->s, &na->rc, &w, &sg, 1, true);
+			}
+			memset(&w, 0, sizeof(w));
+			w.opcode = WEFT_VWR_SEND;
+			w.u.ud.dest_node = (uint16_t)b;
+			w.u.ud.dest_qpn = 1;
+			w.u.ud.qkey = WEFT_VERBS_GSI_QKEY;
+			sg.length = 256;
+			wsv_post_send(f->s, &na->ud, &w, &sg, 1, true);
+			weft_sim_run_idle(f->s, 100000);
+		}
 	}
 	f->capturing = false;
 }
@@ -340,6 +623,7 @@ struct fz *fz_new(uint64_t seed, bool quiet)
 		.nr_nodes = FZ_NODES, .mem_size = FZ_MEM, .seed = seed, .nr_rcxt = 64,
 		.nr_windows = 4, .faults = { .routes = 2, .delay_ns = 500, .jitter_ns = 500 },
 		.max_queued = 4096, .reboot_ns = 1000,
+		.verbs_qps = FZ_VQPS, .verbs_cqs = FZ_VCQS, .verbs_pds = 4, .verbs_tpt = FZ_VTPT,
 	};
 	char err[128] = "";
 	struct fz *f = calloc(1, sizeof(*f));
@@ -357,11 +641,18 @@ struct fz *fz_new(uint64_t seed, bool quiet)
 	for (i = 0; i < FZ_NODES; i++) {
 		f->n[i].canary = calloc(FZ_MEM / 8, 1);
 		f->n[i].approved = calloc(FZ_MEM >> FZ_PAGE_SHIFT, 1);
-		if (!f->n[i].canary || !f->n[i].approved || setup_node(f, i) != 0) {
+		f->n[i].mrpage = calloc(FZ_MEM >> FZ_PAGE_SHIFT, 1);
+		if (!f->n[i].canary || !f->n[i].approved || !f->n[i].mrpage ||
+		    setup_node(f, i) != 0 || verbs_setup(f, i) != 0) {
 			fprintf(stderr, "fuzz: set-up of node %u failed\n", i);
 			fz_free(f);
 			return NULL;
 		}
+	}
+	if (verbs_connect(f) != 0) {
+		fprintf(stderr, "fuzz: verbs connect failed\n");
+		fz_free(f);
+		return NULL;
 	}
 	weft_fabric_set_tap(weft_sim_fabric(f->s), tap, f);
 	valid_traffic(f);
@@ -390,6 +681,7 @@ void fz_free(struct fz *f)
 	for (i = 0; i < FZ_NODES; i++) {
 		free(f->n[i].canary);
 		free(f->n[i].approved);
+		free(f->n[i].mrpage);
 	}
 	weft_sim_free(f->s);
 	free(f);
@@ -400,9 +692,15 @@ void fz_reset(struct fz *f)
 	/* The driver's own memory writes of the new set-up are not the
 	 * adapter's: check the canaries first, lay them again after. */
 	check_canaries(f, 0);
-	if (weft_sim_node_reboot(f->s, 0) == 0)
-		setup_node(f, 0);
+	check_canaries(f, 1);
+	f->driver = true;
+	if (weft_sim_node_reboot(f->s, 0) == 0 && setup_node(f, 0) == 0 &&
+	    verbs_setup(f, 0) == 0)
+		verbs_connect(f);
+	f->driver = false;
+	f->n[0].cmd_set = false;
 	lay_canaries(f, 0);
+	lay_canaries(f, 1);
 	f->st.resets++;
 }
 
@@ -425,6 +723,7 @@ static void act_reg(struct fz *f, struct fz_src *src)
 {
 	struct weft_core *c = weft_sim_core(f->s, 0);
 	uint64_t off, val;
+	unsigned int sz;
 
 	switch (below(src, 4)) {
 	case 0:
@@ -452,7 +751,19 @@ static void act_reg(struct fz *f, struct fz_src *src)
 	default: val = interesting(f, src); break;
 	}
 	f->st.reg_writes++;
-	weft_core_reg_write(c, off, val, pick_size(src));
+	sz = pick_size(src);
+	if ((off & ~7ull) == WEFT_REG_VERBS_CMD) {
+		/* The driver names the command block, hence its response and
+		 * a query's dump target. */
+		uint64_t a = sz == 4 ? (uint32_t)val : val, q;
+		bool ok;
+
+		f->n[0].cmd_at = a;
+		f->n[0].cmd_set = true;
+		q = mem_u64(f, 0, a + 8, &ok);
+		f->n[0].dump_at = ok ? q : 0;
+	}
+	weft_core_reg_write(c, off, val, sz);
 }
 
 static void act_sram(struct fz *f, struct fz_src *src)
@@ -661,6 +972,213 @@ static void act_user(struct fz *f, struct fz_src *src)
 		;
 }
 
+
+/* ---- verbs actions ------------------------------------------------------------------ */
+
+static uint32_t fz_stag(struct fz_src *src)
+{
+	switch (below(src, 5)) {
+	case 0: return FZ_VMR;
+	case 1: return WEFT_STAG(FZ_VFAST, below(src, 4));
+	case 2: return WEFT_STAG(FZ_VMW, below(src, 4));
+	case 3: return WEFT_STAG(below(src, FZ_VTPT + 2), below(src, 256));
+	default: return (uint32_t)src_u64(src);
+	}
+}
+
+static uint64_t fz_va(struct fz *f, struct fz_src *src, unsigned int node)
+{
+	return below(src, 4) ? f->n[node].vbuf + below(src, FZ_VBUF + 4096) : interesting(f, src);
+}
+
+static uint64_t fz_len(struct fz *f, struct fz_src *src)
+{
+	return below(src, 4) ? below(src, 9000) : interesting(f, src);
+}
+
+/* A WQE on node 0's RC or UD send queue, or a receive WQE. */
+static void act_vwqe(struct fz *f, struct fz_src *src)
+{
+	struct fz_node *n = &f->n[0];
+	struct wsv_qp *q = below(src, 4) ? &n->rc : &n->ud;
+	struct weft_vsge sg[4];
+	struct weft_vwqe w;
+	unsigned int i, ns = (unsigned int)below(src, 5);
+
+	for (i = 0; i < 4; i++) {
+		sg[i].addr = fz_va(f, src, 0);
+		sg[i].length = (uint32_t)fz_len(f, src);
+		sg[i].lkey = fz_stag(src);
+	}
+	f->st.verbs_wqes++;
+	if (below(src, 3) == 0) {
+		struct weft_vsge rs[4];
+
+		memcpy(rs, sg, sizeof(rs));
+		wsv_post_recv(f->s, q, src_u64(src), rs, ns);
+		return;
+	}
+	memset(&w, 0, sizeof(w));
+	if (below(src, 6) == 0) {
+		uint8_t *p = (uint8_t *)&w;
+
+		for (i = 0; i < sizeof(w); i++)
+			p[i] = (uint8_t)src_u64(src);
+	}
+	w.wr_id = f->st.verbs_wqes;
+	if (below(src, 6))
+		w.opcode = (uint8_t)below(src, WEFT_VWR__COUNT + 1);
+	w.flags = (uint8_t)below(src, 8);
+	w.imm_inv = below(src, 2) ? fz_stag(src) : (uint32_t)src_u64(src);
+	switch (w.opcode) {
+	case WEFT_VWR_REG_MR:
+		w.u.reg.stag = below(src, 4) ? WEFT_STAG(FZ_VFAST, below(src, 256)) : fz_stag(src);
+		w.u.reg.va = fz_va(f, src, 0);
+		w.u.reg.length = below(src, FZ_VREG_MAX + 1);
+		w.u.reg.att_addr = below(src, 3) ? n->fatt : interesting(f, src);
+		w.u.reg.access = (uint8_t)below(src, 128);
+		w.u.reg.page_shift = (uint8_t)(below(src, 4) ? 12 : below(src, 40));
+		w.u.reg.att_level = (uint8_t)below(src, 5);
+		break;
+	case WEFT_VWR_BIND_MW:
+		w.u.bind.va = fz_va(f, src, 0);
+		w.u.bind.length = below(src, FZ_VREG_MAX + 1);
+		w.u.bind.mw_stag = below(src, 4) ? WEFT_STAG(FZ_VMW, below(src, 256)) : fz_stag(src);
+		w.u.bind.mr_stag = fz_stag(src);
+		w.u.bind.access = (uint8_t)below(src, 64);
+		w.u.bind.one_touch = (uint8_t)below(src, 2);
+		break;
+	default:
+		if (q == &n->ud) {
+			w.u.ud.dest_node = (uint16_t)below(src, 3);
+			w.u.ud.dest_qpn = (uint32_t)below(src, FZ_VQPS + 1);
+			w.u.ud.qkey = below(src, 2) ? WEFT_VERBS_GSI_QKEY : (uint32_t)src_u64(src);
+		} else {
+			w.u.rdma.remote_addr = fz_va(f, src, 1);
+			w.u.rdma.rkey = fz_stag(src);
+			w.u.rdma.compare_add = interesting(f, src);
+			w.u.rdma.swap = src_u64(src);
+		}
+		break;
+	}
+	wsv_post_send(f->s, q, &w, sg, ns, below(src, 8) != 0);
+}
+
+/* A random command block, its response and dump target recorded for the
+ * oracle (the driver named them). */
+static void act_vcmd(struct fz *f, struct fz_src *src)
+{
+	static const uint8_t ops[] = {
+		WEFT_VCMD_CREATE_PD, WEFT_VCMD_DESTROY_PD, WEFT_VCMD_DESTROY_CQ,
+		WEFT_VCMD_MODIFY_QP, WEFT_VCMD_MODIFY_QP, WEFT_VCMD_DESTROY_QP,
+		WEFT_VCMD_ALLOC_STAG, WEFT_VCMD_REG_MR, WEFT_VCMD_REG_MR, WEFT_VCMD_DEREG_STAG,
+		WEFT_VCMD_QUERY_QP, WEFT_VCMD_QUERY_CQ, WEFT_VCMD_QUERY_TPT, WEFT_VCMD_QUERY_PD, 0, 99,
+	};
+	struct fz_node *n = &f->n[0];
+	struct weft_vcmd k;
+	uint8_t *blk = weft_sim_ptr(f->s, 0, n->cmdblk, WEFT_VCMD_BLOCK_SIZE);
+	unsigned int i;
+
+	memset(&k, 0, sizeof(k));
+	for (i = 0; i < sizeof(k.u.raw); i++)
+		k.u.raw[i] = below(src, 3) ? 0 : (uint8_t)src_u64(src);
+	k.op = ops[below(src, sizeof(ops))];
+	k.handle = below(src, 4) ? (uint32_t)below(src, 20) : (uint32_t)interesting(f, src);
+	switch (k.op) {
+	case WEFT_VCMD_ALLOC_STAG:
+	case WEFT_VCMD_REG_MR:
+	case WEFT_VCMD_DEREG_STAG:
+		if (below(src, 2))
+			k.handle = fz_stag(src);
+		k.u.mr.va = fz_va(f, src, 0);
+		k.u.mr.length = below(src, FZ_VREG_MAX + 1);
+		k.u.mr.att_addr = below(src, 2) ? (below(src, 2) ? n->fatt : n->vatt) :
+				  interesting(f, src);
+		k.u.mr.pd = (uint32_t)below(src, 5);
+		k.u.mr.type = (uint8_t)below(src, 5);
+		k.u.mr.access = (uint8_t)below(src, 128);
+		k.u.mr.page_shift = (uint8_t)(below(src, 4) ? 12 : below(src, 40));
+		k.u.mr.att_level = (uint8_t)below(src, 5);
+		k.u.mr.flags = (uint8_t)below(src, 16);
+		break;
+	case WEFT_VCMD_MODIFY_QP:
+		k.handle = (uint32_t)below(src, 4);
+		k.u.mod.mask = (uint32_t)src_u64(src) & 0x1fffff;
+		k.u.mod.state = (uint8_t)below(src, 8);
+		k.u.mod.dest_node = (uint16_t)below(src, 3);
+		k.u.mod.dest_qpn = (uint32_t)below(src, FZ_VQPS);
+		k.u.mod.timeout = (uint8_t)below(src, 20);
+		break;
+	case WEFT_VCMD_QUERY_QP:
+	case WEFT_VCMD_QUERY_CQ:
+	case WEFT_VCMD_QUERY_TPT:
+		k.u.query.addr = below(src, 2) ? n->vbuf + below(src, FZ_VBUF) : interesting(f, src);
+		break;
+	default:
+		break;
+	}
+	memcpy(blk, &k, sizeof(k));
+	n->cmd_at = n->cmdblk;
+	n->cmd_set = true;
+	n->dump_at = k.u.query.addr;
+	f->st.verbs_cmds++;
+	weft_core_reg_write(weft_sim_core(f->s, 0), WEFT_REG_VERBS_CMD, n->cmdblk, 8);
+}
+
+/* UAR doorbells, CQ consumer index and arming, forged verbs packets. */
+static void act_vmisc(struct fz *f, struct fz_src *src)
+{
+	struct fz_node *n = &f->n[0];
+	struct weft_core *c = weft_sim_core(f->s, 0);
+
+	switch (below(src, 4)) {
+	case 0: {
+		uint64_t off = weft_core_reg_read(c, WEFT_REG_VERBS_UAR_OFF, 8) +
+			       below(src, 6) * WEFT_DB_PAGE_SIZE + 8 * below(src, 4);
+		uint64_t val = below(src, 2) ? WEFT_UAR_ARM(below(src, FZ_VQPS + 2), below(src, 4),
+							     below(src, 300)) : interesting(f, src);
+
+		f->st.verbs_dbs++;
+		weft_core_db_write(c, off, val, pick_size(src));
+		break;
+	}
+	case 1: {
+		uint32_t ci = below(src, 2) ? (uint32_t)below(src, 300) : (uint32_t)src_u64(src);
+
+		memcpy(weft_sim_ptr(f->s, 0, n->cq_ci, 4), &ci, 4);
+		break;
+	}
+	default: {
+		uint8_t pkt[WEFT_WIRE_MAX_FRAME];
+		uint8_t data[WEFT_VERBS_MTU];
+		struct weft_vhdr h;
+		uint32_t dlen = (uint32_t)below(src, WEFT_VERBS_MTU + 1), i;
+		size_t len;
+
+		memset(&h, 0, sizeof(h));
+		h.opcode = (uint8_t)below(src, 12);
+		h.flags = (uint8_t)below(src, 64);
+		h.dst_qpn = (uint32_t)below(src, FZ_VQPS + 1);
+		h.src_qpn = below(src, 4) ? 2 : (uint32_t)below(src, FZ_VQPS);
+		h.psn = (uint32_t)(below(src, 2) ? below(src, 200) : src_u64(src));
+		h.msn = (uint32_t)below(src, 40);
+		h.imm_inv = fz_stag(src);
+		h.va = below(src, 4) ? n->vbuf + below(src, FZ_VBUF + 2048) : interesting(f, src);
+		h.rkey = fz_stag(src);
+		h.dma_len = (uint32_t)fz_len(f, src);
+		h.swap_add = src_u64(src);
+		h.compare = interesting(f, src);
+		h.syndrome = (uint32_t)below(src, 70);
+		h.qkey = below(src, 2) ? WEFT_VERBS_GSI_QKEY : (uint32_t)src_u64(src);
+		for (i = 0; i < dlen; i++)
+			data[i] = (uint8_t)i;
+		len = wsv_forge(pkt, 1, 0, &h, data, dlen);
+		deliver(f, 0, pkt, len);
+		break;
+	}
+	}
+}
+
 void fz_action(struct fz *f, struct fz_src *src)
 {
 	unsigned int k = (unsigned int)below(src, 100);
@@ -677,12 +1195,18 @@ void fz_action(struct fz *f, struct fz_src *src)
 		act_packet(f, src);
 	else if (k < 66)
 		act_mutated(f, src);
-	else if (k < 80)
+	else if (k < 78)
 		act_current(f, src);
-	else if (k < 85)
+	else if (k < 81)
 		act_read(f, src);
-	else if (k < 95)
+	else if (k < 85)
 		act_user(f, src);
+	else if (k < 89)
+		act_vwqe(f, src);
+	else if (k < 91)
+		act_vcmd(f, src);
+	else if (k < 95)
+		act_vmisc(f, src);
 	rounds = k >= 95 ? 1 + (unsigned int)below(src, 40) : 1;
 	for (i = 0; i < rounds; i++) {
 		f->st.polls++;

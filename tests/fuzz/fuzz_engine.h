@@ -5,7 +5,9 @@
  * doorbell write (or read), a random or mutated-valid wire packet, or a
  * few rounds of adapter work.  Every DMA write of every adapter is checked
  * against an oracle built from the adapter's current state (LMT FIFOs, the
- * event queue, pages mapped by valid TCEs); memory outside the set-up's
+ * event queue, pages mapped by valid TCEs, verbs CQ rings of created
+ * CQs, command responses and dumps, pages named by the ATT of a valid
+ * region with a write right); memory outside the set-up's
  * areas holds canaries, checked at the end.  See docs/sim.md.
  */
 #ifndef WEFT_FUZZ_ENGINE_H
@@ -29,6 +31,7 @@ struct fz;
 struct fz_stats {
 	uint64_t actions, reg_writes, sram_writes, db_writes, packets, mutated, polls;
 	uint64_t dma_writes, dma_fifo, dma_evq, dma_tce, violations, canary_hits;
+	uint64_t dma_verbs_cq, dma_verbs_mr, dma_verbs_cmd, verbs_cmds, verbs_wqes, verbs_dbs;
 	uint64_t resets;
 };
 

@@ -40,11 +40,19 @@ int main(int argc, char **argv)
 	       st->sram_writes, st->db_writes, st->packets, st->mutated, st->resets);
 	CHECK(bad == 0, "%" PRIu64 " violations, %" PRIu64 " canary bytes hit", st->violations,
 	      st->canary_hits);
-	t_point("fuzz: every adapter DMA write inside a FIFO, the event queue or a TCE-mapped "
-		"page, canaries intact: %" PRIu64 " writes (FIFO %" PRIu64 ", event queue %" PRIu64
+	t_point("fuzz: every adapter DMA write inside a FIFO, the event queue, a TCE-mapped "
+		"page, a verbs CQ ring, a named command block or a writable region's page, "
+		"canaries intact: %" PRIu64 " writes (FIFO %" PRIu64 ", event queue %" PRIu64
 		", TCE pages %" PRIu64 ")", st->dma_writes, st->dma_fifo, st->dma_evq, st->dma_tce);
 	CHECK(st->dma_tce > 0, "the run never reached RDMA placement");
 	CHECK(st->dma_fifo > 0, "the run never reached FIFO delivery");
 	t_point("fuzz: the run reached RDMA placement and FIFO delivery");
+	t_diag("fuzz: verbs: %" PRIu64 " WQEs, %" PRIu64 " commands, %" PRIu64
+		" UAR doorbells; writes to CQ rings %" PRIu64 ", command responses/dumps %" PRIu64
+		", writable-region pages %" PRIu64, st->verbs_wqes, st->verbs_cmds, st->verbs_dbs,
+		st->dma_verbs_cq, st->dma_verbs_cmd, st->dma_verbs_mr);
+	CHECK(st->dma_verbs_cq > 0, "the run never wrote a verbs CQE");
+	CHECK(st->dma_verbs_mr > 0, "the run never placed verbs data in a region");
+	t_point("fuzz: the run reached verbs CQEs and verbs placement");
 	return t_done();
 }

@@ -20,13 +20,13 @@ int main(void)
 	char path[256], *t;
 
 	if (ioctl(fd, WEFT_IOC_JOB_ATTACH, &j))
-		t_bail("JOB_ATTACH: %s", strerror(errno));
+		wt_fatal("JOB_ATTACH: %s", strerror(errno));
 	base = wt_res();
 	size_t len = 8u << 20;
 	uint8_t *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (buf == MAP_FAILED)
-		t_bail("mmap: %s", strerror(errno));
+		wt_fatal("mmap: %s", strerror(errno));
 	memset(buf, 0x33, len);
 	for (round = 0; round < 10; round++) {
 		struct weft_ioc_window cw;
@@ -37,11 +37,11 @@ int main(void)
 		int ret;
 
 		if (wt_open_window(fd, JOB, 7, &win))
-			t_bail("open window: %s", strerror(errno));
+			wt_fatal("open window: %s", strerror(errno));
 		memset(&r, 0, sizeof(r));
 		r.window = win.o.window;
 		if (ioctl(fd, WEFT_IOC_ALLOC_RCXT, &r))
-			t_bail("ALLOC_RCXT: %s", strerror(errno));
+			wt_fatal("ALLOC_RCXT: %s", strerror(errno));
 		if (round < 5) {
 			/* Fill the whole send FIFO (128 frames) and close at once. */
 			wt_send_frames(&win, q.node_id, (uint16_t)win.o.window, &produced, 128);
@@ -54,7 +54,7 @@ int main(void)
 			m.length = len;
 			m.job_id = JOB;
 			if (ioctl(fd, WEFT_IOC_ALLOC_RCXT, &tr) || ioctl(fd, WEFT_IOC_REG_MR, &m))
-				t_bail("rCxt/MR: %s", strerror(errno));
+				wt_fatal("rCxt/MR: %s", strerror(errno));
 			mr_handle = m.handle;
 			{
 				uint32_t frames = 1u << win.o.send_log2;
@@ -84,13 +84,13 @@ int main(void)
 		cw.timeout_ms = 5000;
 		errno = 0;
 		ret = ioctl(fd, WEFT_IOC_CLOSE_WINDOW, &cw);
-		OK(ret == 0, "round %d: CLOSE_WINDOW with %" PRIu64 " frames queued returns 0 (%s)",
+		WT_CHECK(ret == 0, "round %d: CLOSE_WINDOW with %" PRIu64 " frames queued returns 0 (%s)",
 			 round, produced, ret ? strerror(errno) : "ok");
 		t = wt_read_file(wt_dbg_path(path, sizeof(path), "regs"));
-		OK(t && strstr(t, "SNAPSHOT_VIEW      0x058 0x0000000000000000"),
+		WT_CHECK(t && strstr(t, "SNAPSHOT_VIEW      0x058 0x0000000000000000"),
 			 "round %d: Snapshot View is 0 after the close", round);
 		now = wt_res();
-		OK(now.windows_open == base.windows_open && now.rcxts_held == base.rcxts_held &&
+		WT_CHECK(now.windows_open == base.windows_open && now.rcxts_held == base.rcxts_held &&
 			 now.coherent_bytes == base.coherent_bytes,
 			 "round %d: window, rCxts and FIFO memory released", round);
 		if (round >= 5) {
@@ -99,7 +99,7 @@ int main(void)
 			/* The registration outlives the window; drop it now. */
 			WT_EXPECT_OK(fd, WEFT_IOC_DEREG_MR, &d, "deregister the 8 MiB region");
 			now = wt_res();
-			OK(now.mrs == base.mrs && now.pages_pinned == base.pages_pinned,
+			WT_CHECK(now.mrs == base.mrs && now.pages_pinned == base.pages_pinned,
 				 "round %d: registration released", round);
 		}
 		wt_unmap_window(&win);
@@ -108,5 +108,5 @@ int main(void)
 	t = t ? strstr(t, "closes ") : NULL;
 	t_diag("driver: %.*s", t ? (int)(strchr(t, '\n') - t) : 0, t ? t : "");
 	close(fd);
-	return t_done();
+	return wt_done("weft-test-close");
 }

@@ -59,20 +59,20 @@ int main(void)
 	win.db[WEFT_DB_RECV_THRESHOLD / 8] = 1;
 	wt_send_frames(&win, q.node_id, (uint16_t)win.o.window, &produced, 1);
 	st = wt_wait_done((volatile struct weft_send_line *)win.send);
-	OK(st == WEFT_R_OK, "a packet to this node's window was sent: %s%s", wt_reason(st),
+	WT_CHECK(st == WEFT_R_OK, "a packet to this node's window was sent: %s%s", wt_reason(st),
 		 st == WEFT_R_NO_LINK ? " (no link to the switch: this test needs one)" : "");
-	OK(next_event(fd, &ev, WEFT_UEV_SEND) == 0 && ev.window == win.o.window,
+	WT_CHECK(next_event(fd, &ev, WEFT_UEV_SEND) == 0 && ev.window == win.o.window,
 		 "send threshold: WEFT_UEV_SEND for window %u", win.o.window);
 	rh = (volatile struct weft_recv_hdr *)win.recv;
-	OK(next_event(fd, &ev, WEFT_UEV_RECV) == 0 && ev.window == win.o.window,
+	WT_CHECK(next_event(fd, &ev, WEFT_UEV_RECV) == 0 && ev.window == win.o.window,
 		 "receive threshold: WEFT_UEV_RECV for window %u", win.o.window);
-	OK((rh->flags & WEFT_RF_VALID) && rh->type == WEFT_RF_FIFO && rh->length == 1024 &&
+	WT_CHECK((rh->flags & WEFT_RF_VALID) && rh->type == WEFT_RF_FIFO && rh->length == 1024 &&
 		 rh->src_node == q.node_id,
 		 "the packet is in the receive FIFO (type %u flags 0x%x length %u from node %u)",
 		 rh->type, rh->flags, rh->length, rh->src_node);
-	OK(poll(&pfd, 1, 0) == 0, "another fd has no event");
+	WT_CHECK(poll(&pfd, 1, 0) == 0, "another fd has no event");
 	irq_after = irq_count();
-	OK(irq_after > irq_before, "adapter INTERRUPTS counter %llu -> %llu", irq_before,
+	WT_CHECK(irq_after > irq_before, "adapter INTERRUPTS counter %llu -> %llu", irq_before,
 		 irq_after);
 	t = wt_read_file(wt_dbg_path(path, sizeof(path), "state"));
 	p = t ? strstr(t, "handler ") : NULL;
@@ -83,6 +83,6 @@ int main(void)
 	close(fd);
 	close(other);
 	now = wt_res();
-	OK(wt_res_equal(&now, &base), "everything released");
-	return t_done();
+	WT_CHECK(wt_res_equal(&now, &base), "everything released");
+	return wt_done("weft-test-events");
 }

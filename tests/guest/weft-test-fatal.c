@@ -37,16 +37,16 @@ int main(void)
 	f = wt_post_rdmaw(&win, &produced, q.node_id, (uint16_t)win.o.window, r.rcxt, 1,
 			  m.pvo, m.pvo, 4096);
 	st = wt_wait_done(f);
-	OK(st > 0, "RDMA write from the stale PVO fails: status %s", wt_reason(st));
+	WT_CHECK(st > 0, "RDMA write from the stale PVO fails: status %s", wt_reason(st));
 	n = read(fd, &ev, sizeof(ev));
-	OK(n == sizeof(ev) && ev.type == WEFT_UEV_FATAL && ev.window == win.o.window,
+	WT_CHECK(n == sizeof(ev) && ev.type == WEFT_UEV_FATAL && ev.window == win.o.window,
 		 "owner reads WEFT_UEV_FATAL for window %u (type %u window %u)", win.o.window,
 		 n > 0 ? ev.type : 0, n > 0 ? ev.window : 0);
-	OK(n == sizeof(ev) && ev.reason == (uint32_t)st && ev.rcxt == r.rcxt,
+	WT_CHECK(n == sizeof(ev) && ev.reason == (uint32_t)st && ev.rcxt == r.rcxt,
 		 "event carries the reason %s and rCxt %u", wt_reason(n > 0 ? (int)ev.reason : -1),
 		 n > 0 ? ev.rcxt : 0);
-	OK(poll(&pfd, 1, 0) == 0, "another process' fd has no event");
-	OK(win.db[WEFT_DB_STATE / 8] == WEFT_WIN_FATAL, "window state reads FATAL (%" PRIu64 ")",
+	WT_CHECK(poll(&pfd, 1, 0) == 0, "another process' fd has no event");
+	WT_CHECK(win.db[WEFT_DB_STATE / 8] == WEFT_WIN_FATAL, "window state reads FATAL (%" PRIu64 ")",
 		 win.db[WEFT_DB_STATE / 8]);
 	r.rcxt = 0;
 	WT_EXPECT_ERR(fd, WEFT_IOC_ALLOC_RCXT, &r, EPIPE, "ALLOC_RCXT on a fatal window");
@@ -54,6 +54,6 @@ int main(void)
 	close(fd);
 	close(other);
 	now = wt_res();
-	OK(wt_res_equal(&now, &base), "everything released");
-	return t_done();
+	WT_CHECK(wt_res_equal(&now, &base), "everything released");
+	return wt_done("weft-test-fatal");
 }

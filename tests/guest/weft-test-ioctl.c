@@ -17,24 +17,11 @@ static struct wt_res base;
 		WT_EXPECT_ERR(fd, req, arg, e, what);                            \
 		a_ = wt_res();                                                   \
 		if (!wt_res_equal(&a_, &b_)) {                                   \
-			OK(0, "%s changed the driver's resources", what);  \
+			WT_CHECK(0, "%s changed the driver's resources", what);  \
 			wt_res_print("before", &b_);                             \
 			wt_res_print("after ", &a_);                             \
 		}                                                                \
 	} while (0)
-
-static int child_touch(volatile uint64_t *p)
-{
-	pid_t pid = fork();
-	int st;
-
-	if (pid == 0) {
-		(void)p[WEFT_DB_STATE / 8];
-		_exit(0);
-	}
-	waitpid(pid, &st, 0);
-	return WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-}
 
 int main(void)
 {
@@ -63,13 +50,13 @@ int main(void)
 	/* ---- QUERY ---- */
 	memset(&q, 0xff, sizeof(q));
 	WT_EXPECT_OK(fd, WEFT_IOC_QUERY, &q, "QUERY");
-	OK(q.abi_version == WEFT_UAPI_VERSION, "QUERY abi_version %u", q.abi_version);
-	OK(q.max_payload == WEFT_MAX_PAYLOAD, "QUERY max_payload %u", q.max_payload);
-	OK(q.nr_windows >= 1 && q.nr_windows <= WEFT_MAX_WINDOWS, "QUERY nr_windows %u",
+	WT_CHECK(q.abi_version == WEFT_UAPI_VERSION, "QUERY abi_version %u", q.abi_version);
+	WT_CHECK(q.max_payload == WEFT_MAX_PAYLOAD, "QUERY max_payload %u", q.max_payload);
+	WT_CHECK(q.nr_windows >= 1 && q.nr_windows <= WEFT_MAX_WINDOWS, "QUERY nr_windows %u",
 		 q.nr_windows);
-	OK(q.nr_rcxt >= WEFT_MIN_RCXT, "QUERY nr_rcxt %u", q.nr_rcxt);
-	OK((uint32_t)q.hw_id == WEFT_ID_MAGIC, "QUERY hw_id 0x%" PRIx64, q.hw_id);
-	OK(q.nr_handlers >= 1, "QUERY nr_handlers %u", q.nr_handlers);
+	WT_CHECK(q.nr_rcxt >= WEFT_MIN_RCXT, "QUERY nr_rcxt %u", q.nr_rcxt);
+	WT_CHECK((uint32_t)q.hw_id == WEFT_ID_MAGIC, "QUERY hw_id 0x%" PRIx64, q.hw_id);
+	WT_CHECK(q.nr_handlers >= 1, "QUERY nr_handlers %u", q.nr_handlers);
 	WT_BAD(fd, WEFT_IOC_QUERY, (void *)8, EFAULT, "QUERY to a bad pointer");
 	WT_BAD(fd, _IOR(WEFT_IOC_MAGIC, 0x7f, struct weft_ioc_query), &q, ENOTTY,
 	       "unknown ioctl number");
@@ -83,7 +70,7 @@ int main(void)
 	j.job_id = JOB;
 	WT_BAD(fd, WEFT_IOC_JOB_DETACH, &j, ENOENT, "JOB_DETACH of a job not attached");
 	WT_EXPECT_OK(fd, WEFT_IOC_JOB_ATTACH, &j, "JOB_ATTACH");
-	OK(j.slot < WEFT_NR_JOB_SLOTS, "JOB_ATTACH slot %u", j.slot);
+	WT_CHECK(j.slot < WEFT_NR_JOB_SLOTS, "JOB_ATTACH slot %u", j.slot);
 	WT_BAD(fd, WEFT_IOC_JOB_ATTACH, &j, EALREADY, "JOB_ATTACH twice on one fd");
 	t = wt_read_file(wt_dbg_path(path, sizeof(path), "regs"));
 	{
@@ -91,7 +78,7 @@ int main(void)
 
 		snprintf(want, sizeof(want), "owner 0x%016llx",
 			 (unsigned long long)(WEFT_TCE_OWNER_VALID | JOB));
-		OK(t && strstr(t, want), "TCE tables of the slot owned by job 0x%x (%s)",
+		WT_CHECK(t && strstr(t, want), "TCE tables of the slot owned by job 0x%x (%s)",
 			 JOB, want);
 	}
 
@@ -119,47 +106,47 @@ int main(void)
 	WT_BAD(fd, WEFT_IOC_OPEN_WINDOW, &o, ENOENT, "OPEN_WINDOW job not attached");
 	WT_BAD(fd, WEFT_IOC_OPEN_WINDOW, (void *)8, EFAULT, "OPEN_WINDOW bad pointer");
 
-	OK(wt_open_window(fd, JOB, 4, &win) == 0, "OPEN_WINDOW + mmap (window %u)",
+	WT_CHECK(wt_open_window(fd, JOB, 4, &win) == 0, "OPEN_WINDOW + mmap (window %u)",
 		 win.o.window);
-	OK(win.o.send_size == (uint64_t)WEFT_FRAME_SIZE << 4 &&
+	WT_CHECK(win.o.send_size == (uint64_t)WEFT_FRAME_SIZE << 4 &&
 		 win.o.recv_size == (uint64_t)WEFT_FRAME_SIZE << 4,
 		 "FIFO sizes %" PRIu64 "/%" PRIu64, win.o.send_size, win.o.recv_size);
 	now = wt_res();
-	OK(now.windows_open == base.windows_open + 1, "windows_open %lld -> %lld",
+	WT_CHECK(now.windows_open == base.windows_open + 1, "windows_open %lld -> %lld",
 		 base.windows_open, now.windows_open);
 	zero = 1;
 	for (i = 0; i < win.o.send_size; i++)
 		zero &= win.send[i] == 0;
 	for (i = 0; i < win.o.recv_size; i++)
 		zero &= win.recv[i] == 0;
-	OK(zero, "fresh FIFOs are zero-filled (no kernel data exposed)");
-	OK(win.db[WEFT_DB_STATE / 8] == WEFT_WIN_VALID,
+	WT_CHECK(zero, "fresh FIFOs are zero-filled (no kernel data exposed)");
+	WT_CHECK(win.db[WEFT_DB_STATE / 8] == WEFT_WIN_VALID,
 		 "doorbell page STATE reads VALID (%" PRIu64 ")", win.db[WEFT_DB_STATE / 8]);
 
 	/* ---- mmap with bad arguments ---- */
 	errno = 0;
 	p = mmap(NULL, 2 * WEFT_DB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 		 (off_t)win.o.db_offset);
-	OK(p == MAP_FAILED && errno == EINVAL, "mmap of 2 doorbell pages -> EINVAL (%s)",
+	WT_CHECK(p == MAP_FAILED && errno == EINVAL, "mmap of 2 doorbell pages -> EINVAL (%s)",
 		 strerror(errno));
 	errno = 0;
 	p = mmap(NULL, WEFT_DB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd,
 		 (off_t)win.o.db_offset);
-	OK(p == MAP_FAILED && errno == EINVAL, "private mmap -> EINVAL (%s)",
+	WT_CHECK(p == MAP_FAILED && errno == EINVAL, "private mmap -> EINVAL (%s)",
 		 strerror(errno));
 	errno = 0;
 	p = mmap(NULL, win.o.send_size * 2, PROT_READ, MAP_SHARED, fd, (off_t)win.o.send_offset);
-	OK(p == MAP_FAILED && errno == EINVAL, "mmap larger than the FIFO -> EINVAL (%s)",
+	WT_CHECK(p == MAP_FAILED && errno == EINVAL, "mmap larger than the FIFO -> EINVAL (%s)",
 		 strerror(errno));
 	errno = 0;
 	p = mmap(NULL, WEFT_DB_PAGE_SIZE, PROT_READ, MAP_SHARED, fd,
 		 (off_t)((uint64_t)((win.o.window + 1) % q.nr_windows) << 28));
-	OK(p == MAP_FAILED && errno == EACCES, "mmap of a window not ours -> EACCES (%s)",
+	WT_CHECK(p == MAP_FAILED && errno == EACCES, "mmap of a window not ours -> EACCES (%s)",
 		 strerror(errno));
 	errno = 0;
 	p = mmap(NULL, WEFT_DB_PAGE_SIZE, PROT_READ, MAP_SHARED, fd,
 		 (off_t)(win.o.db_offset + 0x1000));
-	OK(p == MAP_FAILED && errno == EINVAL, "mmap at an unused offset -> EINVAL (%s)",
+	WT_CHECK(p == MAP_FAILED && errno == EINVAL, "mmap at an unused offset -> EINVAL (%s)",
 		 strerror(errno));
 
 	/* ---- ALLOC_RCXT / FREE_RCXT ---- */
@@ -177,15 +164,15 @@ int main(void)
 	r2 = r3 = r1;
 	WT_EXPECT_OK(fd, WEFT_IOC_ALLOC_RCXT, &r1, "ALLOC_RCXT 1");
 	WT_EXPECT_OK(fd, WEFT_IOC_ALLOC_RCXT, &r2, "ALLOC_RCXT 2");
-	OK(r1.rcxt != r2.rcxt, "distinct rCxts %u %u", r1.rcxt, r2.rcxt);
-	OK(r1.key == (uint16_t)q.recovery_count, "rCxt key %u = recovery count %u",
+	WT_CHECK(r1.rcxt != r2.rcxt, "distinct rCxts %u %u", r1.rcxt, r2.rcxt);
+	WT_CHECK(r1.key == (uint16_t)q.recovery_count, "rCxt key %u = recovery count %u",
 		 r1.key, q.recovery_count);
 	now = wt_res();
-	OK(now.rcxts_held == base.rcxts_held + 2, "rcxts_held +2 (%lld)", now.rcxts_held);
+	WT_CHECK(now.rcxts_held == base.rcxts_held + 2, "rcxts_held +2 (%lld)", now.rcxts_held);
 	r = r1;
 	WT_EXPECT_OK(fd, WEFT_IOC_FREE_RCXT, &r, "FREE_RCXT 1");
 	WT_EXPECT_OK(fd, WEFT_IOC_ALLOC_RCXT, &r3, "ALLOC_RCXT after a free");
-	OK(r3.rcxt != r1.rcxt, "round robin: freed rCxt %u not handed out again at once (got %u)",
+	WT_CHECK(r3.rcxt != r1.rcxt, "round robin: freed rCxt %u not handed out again at once (got %u)",
 		 r1.rcxt, r3.rcxt);
 	WT_BAD(fd, WEFT_IOC_FREE_RCXT, &r, ENOENT, "FREE_RCXT twice");
 	r = r2;
@@ -206,13 +193,13 @@ int main(void)
 
 		snprintf(want, sizeof(want), "rCxt %u: assigned 1 win %u key %u", r2.rcxt,
 			 win.o.window, r2.key);
-		OK(t && strstr(t, want), "debugfs rcxt shows '%s'", want);
+		WT_CHECK(t && strstr(t, want), "debugfs rcxt shows '%s'", want);
 	}
 
 	/* ---- REG_MR / DEREG_MR ---- */
 	buf = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED)
-		t_bail("mmap: %s", strerror(errno));
+		wt_fatal("mmap: %s", strerror(errno));
 	munmap(buf + len, 4096); /* a hole after the buffer */
 	memset(buf, 0x5a, len);
 	memset(&m, 0, sizeof(m));
@@ -243,13 +230,13 @@ int main(void)
 	m.length = len - 100;
 	m.addr = (uintptr_t)buf + 100;
 	WT_EXPECT_OK(fd, WEFT_IOC_REG_MR, &m, "REG_MR 64 KiB at offset 100");
-	OK(weft_pvo_table(m.pvo) / WEFT_SLOT_TABLES == j.slot &&
+	WT_CHECK(weft_pvo_table(m.pvo) / WEFT_SLOT_TABLES == j.slot &&
 		 weft_pvo_table(m.pvo) % WEFT_SLOT_TABLES >= WEFT_SLOT_TABLES_16M,
 		 "PVO 0x%" PRIx64 " is in a 4 KiB table of slot %u", m.pvo, j.slot);
-	OK((weft_pvo_offset(m.pvo) & 4095) == 100, "PVO keeps the offset in the page");
-	OK(weft_pvo_key(m.pvo) != 0, "PVO key nonzero (%u)", weft_pvo_key(m.pvo));
+	WT_CHECK((weft_pvo_offset(m.pvo) & 4095) == 100, "PVO keeps the offset in the page");
+	WT_CHECK(weft_pvo_key(m.pvo) != 0, "PVO key nonzero (%u)", weft_pvo_key(m.pvo));
 	now = wt_res();
-	OK(now.mrs == base.mrs + 1 && now.pages_pinned == base.pages_pinned + 16,
+	WT_CHECK(now.mrs == base.mrs + 1 && now.pages_pinned == base.pages_pinned + 16,
 		 "mrs +1, pages_pinned +16 (%lld, %lld)", now.mrs - base.mrs,
 		 now.pages_pinned - base.pages_pinned);
 	t = wt_read_file(wt_dbg_path(path, sizeof(path), "tce"));
@@ -258,7 +245,7 @@ int main(void)
 
 		snprintf(want, sizeof(want), "key 0x%06x",
 			 (weft_pvo_key(m.pvo) << WEFT_PVO_TABLE_BITS) | weft_pvo_table(m.pvo));
-		OK(t && strstr(t, want), "debugfs tce shows TCEs with %s", want);
+		WT_CHECK(t && strstr(t, want), "debugfs tce shows TCEs with %s", want);
 	}
 	{
 		struct weft_ioc_reg_mr m2 = m;
@@ -266,7 +253,7 @@ int main(void)
 		m2.addr = (uintptr_t)buf;
 		m2.length = 4096;
 		WT_EXPECT_OK(fd, WEFT_IOC_REG_MR, &m2, "REG_MR a second, overlapping region");
-		OK(m2.handle != m.handle && m2.pvo != m.pvo, "distinct handle and PVO");
+		WT_CHECK(m2.handle != m.handle && m2.pvo != m.pvo, "distinct handle and PVO");
 		d.handle = m2.handle;
 		d.reserved = 0;
 		WT_EXPECT_OK(fd, WEFT_IOC_DEREG_MR, &d, "DEREG_MR second region");
@@ -287,20 +274,20 @@ int main(void)
 	WT_EXPECT_OK(fd, WEFT_IOC_DEREG_MR, &d, "DEREG_MR");
 	WT_BAD(fd, WEFT_IOC_DEREG_MR, &d, ENOENT, "DEREG_MR twice");
 	now = wt_res();
-	OK(now.mrs == base.mrs && now.pages_pinned == base.pages_pinned,
+	WT_CHECK(now.mrs == base.mrs && now.pages_pinned == base.pages_pinned,
 		 "mrs and pages_pinned back to start");
-	OK(buf[200] == 0x5a, "registered memory kept its contents");
+	WT_CHECK(buf[200] == 0x5a, "registered memory kept its contents");
 
 	/* ---- events: read() and poll() ---- */
 	errno = 0;
-	OK(read(fd, &ev, sizeof(ev) - 1) == -1 && errno == EINVAL,
+	WT_CHECK(read(fd, &ev, sizeof(ev) - 1) == -1 && errno == EINVAL,
 		 "read() shorter than an event -> EINVAL");
 	{
 		int fl = fcntl(fd, F_GETFL);
 
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 		errno = 0;
-		OK(read(fd, &ev, sizeof(ev)) == -1 && errno == EAGAIN,
+		WT_CHECK(read(fd, &ev, sizeof(ev)) == -1 && errno == EAGAIN,
 			 "non-blocking read() with no event -> EAGAIN");
 		fcntl(fd, F_SETFL, fl);
 	}
@@ -317,13 +304,13 @@ int main(void)
 	WT_BAD(fd2, WEFT_IOC_CLOSE_WINDOW, &cw, ENOENT, "CLOSE_WINDOW through another fd");
 	close(fd2);
 	WT_EXPECT_OK(fd, WEFT_IOC_CLOSE_WINDOW, &cw, "CLOSE_WINDOW");
-	OK(child_touch(win.db) == SIGBUS,
+	WT_CHECK(wt_touch(win.db) == SIGBUS,
 		 "the doorbell mapping is gone after close (access -> SIGBUS)");
 	WT_BAD(fd, WEFT_IOC_CLOSE_WINDOW, &cw, ENOENT, "CLOSE_WINDOW twice");
 	r = r2;
 	WT_BAD(fd, WEFT_IOC_FREE_RCXT, &r, ENOENT, "FREE_RCXT after its window closed");
 	now = wt_res();
-	OK(now.windows_open == base.windows_open && now.rcxts_held == base.rcxts_held,
+	WT_CHECK(now.windows_open == base.windows_open && now.rcxts_held == base.rcxts_held,
 		 "close released the window and its rCxts");
 	wt_unmap_window(&win);
 	WT_EXPECT_OK(fd, WEFT_IOC_JOB_DETACH, &j, "JOB_DETACH");
@@ -346,10 +333,10 @@ int main(void)
 			if (ioctl(fds[k], WEFT_IOC_JOB_ATTACH, &j) == 0)
 				n_ok++;
 			else if (k >= WEFT_NR_JOB_SLOTS - busy)
-				OK(errno == EBUSY, "job %d refused with EBUSY (%s)", k,
+				WT_CHECK(errno == EBUSY, "job %d refused with EBUSY (%s)", k,
 					 strerror(errno));
 		}
-		OK(n_ok == WEFT_NR_JOB_SLOTS - busy,
+		WT_CHECK(n_ok == WEFT_NR_JOB_SLOTS - busy,
 			 "%d free job slots, %d jobs attached", WEFT_NR_JOB_SLOTS - busy, n_ok);
 		for (k = 0; k <= WEFT_NR_JOB_SLOTS; k++)
 			close(fds[k]);
@@ -358,6 +345,6 @@ int main(void)
 	close(fd);
 	now = wt_res();
 	wt_res_print("end", &now);
-	OK(wt_res_equal(&now, &base), "all resources released after close()");
-	return t_done();
+	WT_CHECK(wt_res_equal(&now, &base), "all resources released after close()");
+	return wt_done("weft-test-ioctl");
 }

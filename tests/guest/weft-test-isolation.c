@@ -23,7 +23,7 @@ int main(void)
 	wt_rcxt_mr(fd, JOB, &win, buf, sizeof(buf), &r, &m, "");
 	t_diag("owner: window %u, rCxt %u, MR handle %u", win.o.window, r.rcxt, m.handle);
 	if (pipe(pipefd))
-		t_bail("pipe: %s", strerror(errno));
+		wt_fatal("pipe: %s", strerror(errno));
 
 	pid = fork();
 	if (pid == 0) {
@@ -45,7 +45,7 @@ int main(void)
 			errno = 0;
 			p = mmap(NULL, sizes[k], PROT_READ | PROT_WRITE, MAP_SHARED, fd2,
 				 (off_t)offs[k]);
-			OK(p == MAP_FAILED && errno == EACCES,
+			WT_CHECK(p == MAP_FAILED && errno == EACCES,
 				 "other process: mmap of the %s -> EACCES (%s)", names[k],
 				 strerror(errno));
 		}
@@ -65,15 +65,15 @@ int main(void)
 		close(fd2);
 		if (write(pipefd[1], "x", 1) != 1)
 			_exit(3);
-		_exit(t_failures() ? 1 : 0);
+		_exit(wt_failures ? 1 : 0);
 	}
 	close(pipefd[1]);
 	if (read(pipefd[0], &c, 1) != 1)
-		OK(0, "child finished its checks");
+		WT_CHECK(0, "child finished its checks");
 	waitpid(pid, &st, 0);
-	OK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "other process' checks passed (status 0x%x)",
+	WT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "other process' checks passed (status 0x%x)",
 		 st);
-	OK(win.db[WEFT_DB_STATE / 8] == WEFT_WIN_VALID, "owner's window still VALID");
+	WT_CHECK(win.db[WEFT_DB_STATE / 8] == WEFT_WIN_VALID, "owner's window still VALID");
 	{
 		struct weft_ioc_rcxt r3 = r;
 
@@ -82,6 +82,6 @@ int main(void)
 	close(fd);
 	wt_unmap_window(&win);
 	now = wt_res();
-	OK(wt_res_equal(&now, &base), "everything released after the owner closed");
-	return t_done();
+	WT_CHECK(wt_res_equal(&now, &base), "everything released after the owner closed");
+	return wt_done("weft-test-isolation");
 }

@@ -55,7 +55,7 @@ int main(void)
 		char c;
 
 		if (pipe(pipefd))
-			t_bail("pipe: %s", strerror(errno));
+			wt_fatal("pipe: %s", strerror(errno));
 		pid = fork();
 		if (pid == 0) {
 			close(pipefd[0]);
@@ -64,23 +64,23 @@ int main(void)
 		close(pipefd[1]);
 		if (read(pipefd[0], &c, 1) != 1) {
 			waitpid(pid, &st, 0);
-			t_bail("child failed to set up (status 0x%x)", st);
+			wt_fatal("child failed to set up (status 0x%x)", st);
 		}
 		close(pipefd[0]);
 		mid = wt_res();
 		wt_res_print("child running", &mid);
-		OK(mid.windows_open == base.windows_open + 1 &&
+		WT_CHECK(mid.windows_open == base.windows_open + 1 &&
 			 mid.rcxts_held == base.rcxts_held + 8 &&
 			 mid.mrs == base.mrs + 1 &&
 			 mid.pages_pinned == base.pages_pinned + 256,
 			 "round %d: child holds 1 window, 8 rCxts, 1 MR, 256 pinned pages", round);
 		kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);
-		OK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "round %d: child killed", round);
+		WT_CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "round %d: child killed", round);
 		end = wt_res();
 		wt_res_print("after kill", &end);
-		OK(wt_res_equal(&end, &base),
+		WT_CHECK(wt_res_equal(&end, &base),
 			 "round %d: windows, rCxts, MRs and pinned pages released", round);
 	}
-	return t_done();
+	return wt_done("weft-test-kill");
 }

@@ -21,7 +21,7 @@ static long meminfo(const char *key)
 	for (p = t; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
 		if (!strncmp(p, key, l) && p[l] == ':')
 			return strtol(p + l + 1, NULL, 10);
-	t_bail("no %s in /proc/meminfo", key);
+	wt_fatal("no %s in /proc/meminfo", key);
 	return -1;
 }
 
@@ -81,11 +81,11 @@ int main(int argc, char **argv)
 	struct stat st;
 
 	if (stat(ko, &st))
-		t_bail("%s: %s (give the module path as the first argument)", ko, strerror(errno));
+		wt_fatal("%s: %s (give the module path as the first argument)", ko, strerror(errno));
 	/* Start from a loaded module so that one cycle is unload + load. */
 	r = load(ko);
 	if (r && r != -EEXIST)
-		t_bail("insmod %s: %s", ko, strerror(-r));
+		wt_fatal("insmod %s: %s", ko, strerror(-r));
 	t_begin("%d load/unload cycles, each with every resource used and released", cycles);
 	for (i = 0; i <= cycles; i++) {
 		struct wt_res res = wt_res();
@@ -106,12 +106,12 @@ int main(int argc, char **argv)
 			break;
 		r = unload();
 		if (r)
-			t_bail("cycle %d: rmmod weft: %s", i, strerror(-r));
+			wt_fatal("cycle %d: rmmod weft: %s", i, strerror(-r));
 		CHECK(stat("/sys/kernel/debug/weft", &st) != 0,
 		      "cycle %d: debugfs folder removed at unload", i);
 		r = load(ko);
 		if (r)
-			t_bail("cycle %d: insmod %s: %s", i, ko, strerror(-r));
+			wt_fatal("cycle %d: insmod %s: %s", i, ko, strerror(-r));
 		CHECK(stat(wt_dev(), &st) == 0, "cycle %d: %s back after load", i, wt_dev());
 	}
 	drop_caches();
@@ -121,7 +121,7 @@ int main(int argc, char **argv)
 	       slab0, slab1, free0, free1, cycles - 1);
 	/* A leak of one window's FIFOs, the TCE tables or the EVQ per cycle
 	 * is at least 64 KiB; allow 1 MiB of unrelated kernel noise. */
-	OK(slab1 - slab0 < 1024, "slab growth %ld kB < 1024 kB", slab1 - slab0);
-	OK(free0 - free1 < 4096, "free memory loss %ld kB < 4096 kB", free0 - free1);
-	return t_done();
+	WT_CHECK(slab1 - slab0 < 1024, "slab growth %ld kB < 1024 kB", slab1 - slab0);
+	WT_CHECK(free0 - free1 < 4096, "free memory loss %ld kB < 4096 kB", free0 - free1);
+	return wt_done("weft-test-modload");
 }

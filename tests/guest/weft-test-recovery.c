@@ -34,7 +34,7 @@ int main(void)
 	static uint8_t buf[16384] __attribute__((aligned(4096)));
 
 	if (ioctl(fd, WEFT_IOC_JOB_ATTACH, &j))
-		t_bail("JOB_ATTACH: %s", strerror(errno));
+		wt_fatal("JOB_ATTACH: %s", strerror(errno));
 	/* Events are queued before the recovery request returns: never block. */
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	fcntl(fd2, F_SETFL, fcntl(fd2, F_GETFL) | O_NONBLOCK);
@@ -55,30 +55,30 @@ int main(void)
 		int ret;
 
 		if (wt_open_window(fd, JOB, 3, &win))
-			t_bail("open window: %s", strerror(errno));
+			wt_fatal("open window: %s", strerror(errno));
 		wt_rcxt_mr(fd, JOB, &win, buf, sizeof(buf), &r, &m, "");
 
 		old_pvo = m.pvo;
 		ret = trigger(how);
-		OK(ret == 0, "recovery %d requested (%s)", how, ret ? strerror(-ret) : "ok");
+		WT_CHECK(ret == 0, "recovery %d requested (%s)", how, ret ? strerror(-ret) : "ok");
 		if (ret)
-			return t_done();
+			return wt_done("weft-test-recovery");
 		q1 = wt_query(fd);
-		OK(q1.recovery_count == q0.recovery_count + 1, "recovery count %u -> %u",
+		WT_CHECK(q1.recovery_count == q0.recovery_count + 1, "recovery count %u -> %u",
 			 q0.recovery_count, q1.recovery_count);
 
 		n = read(fd, ev, sizeof(ev));
-		OK(n >= (ssize_t)sizeof(ev[0]) && ev[0].type == WEFT_UEV_RECOVERY &&
+		WT_CHECK(n >= (ssize_t)sizeof(ev[0]) && ev[0].type == WEFT_UEV_RECOVERY &&
 			 ev[0].info == q1.recovery_count,
 			 "owner reads WEFT_UEV_RECOVERY with the new count (n %zd type %u info %" PRIu64 ")",
 			 n, n > 0 ? ev[0].type : 0, n > 0 ? ev[0].info : 0);
-		OK(poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN),
+		WT_CHECK(poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN),
 			 "an idle second fd is told too (poll POLLIN)");
 		n = read(fd2, ev, sizeof(ev));
-		OK(n == (ssize_t)sizeof(ev[0]) && ev[0].type == WEFT_UEV_RECOVERY,
+		WT_CHECK(n == (ssize_t)sizeof(ev[0]) && ev[0].type == WEFT_UEV_RECOVERY,
 			 "second fd reads WEFT_UEV_RECOVERY");
 
-		OK(win.db[WEFT_DB_STATE / 8] != WEFT_WIN_VALID,
+		WT_CHECK(win.db[WEFT_DB_STATE / 8] != WEFT_WIN_VALID,
 			 "old window still mapped, reads state %" PRIu64 " (not VALID)",
 			 (uint64_t)win.db[WEFT_DB_STATE / 8]);
 		r2 = r;
@@ -96,24 +96,24 @@ int main(void)
 		wt_write_file(wt_dbg_path(path, sizeof(path), "rcxt_first"), want);
 		t = wt_read_file(wt_dbg_path(path, sizeof(path), "rcxt"));
 		snprintf(want, sizeof(want), "rCxt %u: assigned 0 ", r.rcxt);
-		OK(t && strstr(t, want), "adapter rCxt %u is unassigned", r.rcxt);
+		WT_CHECK(t && strstr(t, want), "adapter rCxt %u is unassigned", r.rcxt);
 		t = wt_read_file(wt_dbg_path(path, sizeof(path), "tce"));
 		snprintf(want, sizeof(want), "key 0x%06x",
 			 (weft_pvo_key(m.pvo) << WEFT_PVO_TABLE_BITS) | weft_pvo_table(m.pvo));
-		OK(t && !strstr(t, want), "no TCE carries the old key (%s)", want);
+		WT_CHECK(t && !strstr(t, want), "no TCE carries the old key (%s)", want);
 		now = wt_res();
-		OK(now.windows_open == base.windows_open && now.rcxts_held == base.rcxts_held &&
+		WT_CHECK(now.windows_open == base.windows_open && now.rcxts_held == base.rcxts_held &&
 			 now.mrs == base.mrs && now.pages_pinned == base.pages_pinned,
 			 "driver holds no window, rCxt, MR or pinned page of before");
 		wt_unmap_window(&win);
 
 		/* New resources work and use the new key. */
-		OK(wt_open_window(fd, JOB, 3, &win2) == 0, "a new window opens");
-		OK(win2.db[WEFT_DB_STATE / 8] == WEFT_WIN_VALID, "new window is VALID");
+		WT_CHECK(wt_open_window(fd, JOB, 3, &win2) == 0, "a new window opens");
+		WT_CHECK(win2.db[WEFT_DB_STATE / 8] == WEFT_WIN_VALID, "new window is VALID");
 		memset(&r, 0, sizeof(r));
 		r.window = win2.o.window;
 		WT_EXPECT_OK(fd, WEFT_IOC_ALLOC_RCXT, &r, "new rCxt");
-		OK(r.key == (uint16_t)q1.recovery_count, "new rCxt key %u = recovery count %u",
+		WT_CHECK(r.key == (uint16_t)q1.recovery_count, "new rCxt key %u = recovery count %u",
 			 r.key, q1.recovery_count);
 		memset(&m, 0, sizeof(m));
 		m.addr = (uintptr_t)buf;
@@ -132,16 +132,16 @@ int main(void)
 			f = wt_post_rdmaw(&win2, &produced, q1.node_id, (uint16_t)win2.o.window,
 					  r2.rcxt, 1, m.pvo, m.pvo, 64);
 			st = wt_wait_done(f);
-			OK(st == WEFT_R_RCXT_INVALID || st == WEFT_R_RCXT_FOREIGN,
+			WT_CHECK(st == WEFT_R_RCXT_INVALID || st == WEFT_R_RCXT_FOREIGN,
 				 "RDMA write on the old rCxt %u refused: %s", r2.rcxt, wt_reason(st));
 			f = wt_post_rdmaw(&win2, &produced, q1.node_id, (uint16_t)win2.o.window,
 					  r.rcxt, 1, old_pvo, old_pvo, 64);
 			st = wt_wait_done(f);
-			OK(st == WEFT_R_TCE_KEY || st == WEFT_R_TCE_BOUNDS,
+			WT_CHECK(st == WEFT_R_TCE_KEY || st == WEFT_R_TCE_BOUNDS,
 				 "RDMA write from the old PVO 0x%" PRIx64 " refused: %s", old_pvo,
 				 wt_reason(st));
 			n = read(fd, ev, sizeof(ev));
-			OK(n >= (ssize_t)sizeof(ev[0]) && ev[0].type == WEFT_UEV_FATAL,
+			WT_CHECK(n >= (ssize_t)sizeof(ev[0]) && ev[0].type == WEFT_UEV_FATAL,
 				 "the owner is told the window is fatal");
 		}
 		cw.window = win2.o.window;
@@ -151,5 +151,5 @@ int main(void)
 	}
 	close(fd);
 	close(fd2);
-	return t_done();
+	return wt_done("weft-test-recovery");
 }

@@ -58,11 +58,11 @@ static int child(int round, int ready_fd)
 			after++;
 		loops++;
 	}
-	OK(after > 0, "child kept touching the window after the recovery (%" PRIu64
+	WT_CHECK(after > 0, "child kept touching the window after the recovery (%" PRIu64
 		 " of %" PRIu64 " loops saw STATE not VALID)", after, loops);
 	st = win.db[WEFT_DB_STATE / 8];
-	OK(st != WEFT_WIN_VALID, "doorbell page reads STATE %" PRIu64 " (not VALID)", st);
-	OK(win.send[WEFT_FRAME_SIZE + 1] == 0x5a, "send FIFO still holds what was written");
+	WT_CHECK(st != WEFT_WIN_VALID, "doorbell page reads STATE %" PRIu64 " (not VALID)", st);
+	WT_CHECK(win.send[WEFT_FRAME_SIZE + 1] == 0x5a, "send FIFO still holds what was written");
 	r2 = r;
 	WT_EXPECT_ERR(fd, WEFT_IOC_ALLOC_RCXT, &r2, ESTALE, "child: ALLOC_RCXT on the old window");
 	WT_EXPECT_ERR(fd, WEFT_IOC_FREE_RCXT, &r, ESTALE, "child: FREE_RCXT of the old rCxt");
@@ -72,7 +72,7 @@ static int child(int round, int ready_fd)
 	errno = 0;
 	p = mmap(NULL, win.o.send_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 		 (off_t)win.o.send_offset);
-	OK(p == MAP_FAILED && errno == ESTALE, "child: mmap of the old window -> ESTALE (%s)",
+	WT_CHECK(p == MAP_FAILED && errno == ESTALE, "child: mmap of the old window -> ESTALE (%s)",
 		 p == MAP_FAILED ? strerror(errno) : "mapped");
 	if (round == 0) {
 		memset(&cw, 0, sizeof(cw));
@@ -81,7 +81,7 @@ static int child(int round, int ready_fd)
 		wt_unmap_window(&win);
 	}
 	/* Round 1: exit with the window mapped; the fd release frees it. */
-	return t_failures() ? 1 : 0;
+	return wt_failures ? 1 : 0;
 }
 
 static int trigger(int round)
@@ -106,38 +106,38 @@ int main(void)
 		char c;
 
 		if (pipe(pfd))
-			t_bail("pipe: %s", strerror(errno));
+			wt_fatal("pipe: %s", strerror(errno));
 		pid = fork();
 		if (pid < 0)
-			t_bail("fork: %s", strerror(errno));
+			wt_fatal("fork: %s", strerror(errno));
 		if (pid == 0) {
 			close(pfd[0]);
 			_exit(child(round, pfd[1]));
 		}
 		close(pfd[1]);
 		if (read(pfd[0], &c, 1) != 1)
-			t_bail("child did not start");
+			wt_fatal("child did not start");
 		close(pfd[0]);
 		usleep(100000);
 		ret = trigger(round);
-		OK(ret == 0, "round %d: recovery requested (%s)", round,
+		WT_CHECK(ret == 0, "round %d: recovery requested (%s)", round,
 			 ret ? strerror(-ret) : "ok");
 		usleep(300000);         /* the child keeps touching its mappings */
 		kill(pid, SIGUSR1);
 		if (waitpid(pid, &status, 0) != pid)
-			t_bail("waitpid: %s", strerror(errno));
-		OK(!WIFSIGNALED(status), "round %d: child not killed by a signal (%s)", round,
+			wt_fatal("waitpid: %s", strerror(errno));
+		WT_CHECK(!WIFSIGNALED(status), "round %d: child not killed by a signal (%s)", round,
 			 WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "none");
-		OK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		WT_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 			 "round %d: child's checks passed (exit %d)", round,
 			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 		now = wt_res();
-		OK(wt_res_equal(&now, &base), "round %d: everything released (%s)", round,
+		WT_CHECK(wt_res_equal(&now, &base), "round %d: everything released (%s)", round,
 			 round ? "fd closed with the window mapped" : "window closed");
 		if (!wt_res_equal(&now, &base)) {
 			wt_res_print("before", &base);
 			wt_res_print("after", &now);
 		}
 	}
-	return t_done();
+	return wt_done("weft-test-stale");
 }

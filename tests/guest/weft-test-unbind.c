@@ -12,19 +12,6 @@
 
 #define JOB	0xb1du
 
-static int touch(volatile uint8_t *p)
-{
-	pid_t pid = fork();
-	int st;
-
-	if (pid == 0) {
-		(void)*p;
-		_exit(0);
-	}
-	waitpid(pid, &st, 0);
-	return WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-}
-
 static int sysfs_write(const char *file, const char *bdf)
 {
 	char path[256];
@@ -50,31 +37,31 @@ int main(void)
 	snprintf(path, sizeof(path), "/sys/class/misc/%s/device", wt_devname());
 	n = readlink(path, link, sizeof(link) - 1);
 	if (n <= 0)
-		t_bail("readlink %s: %s", path, strerror(errno));
+		wt_fatal("readlink %s: %s", path, strerror(errno));
 	link[n] = 0;
 	snprintf(bdf, sizeof(bdf), "%s", strrchr(link, '/') ? strrchr(link, '/') + 1 : link);
 	t_diag("adapter %s", bdf);
 
 	wt_attach_open(fd, JOB, 4, &win, "");
 	wt_rcxt_mr(fd, JOB, &win, buf, sizeof(buf), &r, &m, "");
-	OK(touch(win.recv) == 0, "receive FIFO readable before the unbind");
+	WT_CHECK(wt_touch(win.recv) == 0, "receive FIFO readable before the unbind");
 
 	ret = sysfs_write("unbind", bdf);
-	OK(ret == 0, "unbind %s (%s)", bdf, ret ? strerror(-ret) : "ok");
+	WT_CHECK(ret == 0, "unbind %s (%s)", bdf, ret ? strerror(-ret) : "ok");
 	now = wt_res();
-	OK(now.windows_open == base.windows_open && now.rcxts_held == base.rcxts_held &&
+	WT_CHECK(now.windows_open == base.windows_open && now.rcxts_held == base.rcxts_held &&
 		 now.mrs == base.mrs && now.pages_pinned == base.pages_pinned &&
 		 now.devices == base.devices - 1,
 		 "window, rCxt, MR and pinned pages released while the fd is still open");
-	OK(touch((volatile uint8_t *)win.db) == SIGBUS, "doorbell mapping gone (SIGBUS)");
-	OK(touch(win.recv) == SIGBUS, "receive FIFO mapping gone (SIGBUS)");
-	OK(touch(win.send) == SIGBUS, "send FIFO mapping gone (SIGBUS)");
+	WT_CHECK(wt_touch(win.db) == SIGBUS, "doorbell mapping gone (SIGBUS)");
+	WT_CHECK(wt_touch(win.recv) == SIGBUS, "receive FIFO mapping gone (SIGBUS)");
+	WT_CHECK(wt_touch(win.send) == SIGBUS, "send FIFO mapping gone (SIGBUS)");
 	memset(&q, 0, sizeof(q));
 	WT_EXPECT_ERR(fd, WEFT_IOC_QUERY, &q, ENODEV, "QUERY after removal");
 	WT_EXPECT_ERR(fd, WEFT_IOC_REG_MR, &m, ENODEV, "REG_MR after removal");
-	OK(poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP), "poll reports POLLHUP");
+	WT_CHECK(poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP), "poll reports POLLHUP");
 	n = read(fd, &ev, sizeof(ev));
-	OK(n == 0, "read returns 0 (end of file), got %zd", n);
+	WT_CHECK(n == 0, "read returns 0 (end of file), got %zd", n);
 	{
 		void *p;
 		int e;
@@ -82,24 +69,24 @@ int main(void)
 		errno = 0;
 		p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
 		e = errno;
-		OK(p == MAP_FAILED && e == ENODEV, "mmap after removal -> ENODEV (%s)",
+		WT_CHECK(p == MAP_FAILED && e == ENODEV, "mmap after removal -> ENODEV (%s)",
 			 strerror(e));
 	}
 	wt_unmap_window(&win);
 	close(fd);
 	now = wt_res();
-	OK(now.contexts == base.contexts, "context freed at close (%lld)", now.contexts);
+	WT_CHECK(now.contexts == base.contexts, "context freed at close (%lld)", now.contexts);
 
 	ret = sysfs_write("bind", bdf);
-	OK(ret == 0, "bind %s again (%s)", bdf, ret ? strerror(-ret) : "ok");
+	WT_CHECK(ret == 0, "bind %s again (%s)", bdf, ret ? strerror(-ret) : "ok");
 	fd2 = open(wt_dev(), O_RDWR);
-	OK(fd2 >= 0, "%s opens again", wt_dev());
+	WT_CHECK(fd2 >= 0, "%s opens again", wt_dev());
 	if (fd2 >= 0) {
 		WT_EXPECT_OK(fd2, WEFT_IOC_QUERY, &q, "QUERY on the new device");
 		close(fd2);
 	}
 	now = wt_res();
-	OK(wt_res_equal(&now, &base) && now.devices == base.devices,
+	WT_CHECK(wt_res_equal(&now, &base) && now.devices == base.devices,
 		 "driver counters back to the start");
-	return t_done();
+	return wt_done("weft-test-unbind");
 }

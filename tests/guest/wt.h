@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the in-guest driver tests (tests/guest/weft-test-NAME.c).
- * Checks come from tests/common/weft_test.h: each check is a TAP point
- * (OK), and the program exits non-zero if any failed.
+ * Checks come from tests/common/weft_test.h: each check is a TAP point,
+ * and the program exits non-zero if any failed.
  *
  * Environment: WEFT_DEV (default /dev/weft0).  The tests need root,
  * debugfs on /sys/kernel/debug and weft.ko loaded.
@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,13 +36,54 @@
 #include "weft/names.h"
 #include "weft_test.h"
 
+/* The guest tests' names for weft_test.h: every check is its own TAP
+ * point, wt_fatal bails out, wt_done ends the TAP. */
+#define WT_CHECK(cond, ...) OK(cond, __VA_ARGS__)
+#define wt_fatal t_bail
+#define wt_failures ((int)t_failures())
+
+/*
+ * Load one byte of a mapping in this process and return the signal the
+ * load raised (SIGBUS, SIGSEGV) or 0.  In-process, because the driver's
+ * mappings are VM_DONTCOPY: a forked child would not have them at all.
+ */
+static sigjmp_buf wt_touch_env;
+
+static inline void wt_touch_fault(int sig)
+{
+	siglongjmp(wt_touch_env, sig);
+}
+
+static inline int wt_touch(const volatile void *p)
+{
+	struct sigaction sa, old_bus, old_segv;
+	int sig;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = wt_touch_fault;
+	sigaction(SIGBUS, &sa, &old_bus);
+	sigaction(SIGSEGV, &sa, &old_segv);
+	sig = sigsetjmp(wt_touch_env, 1);
+	if (!sig)
+		(void)*(const volatile uint8_t *)p;
+	sigaction(SIGBUS, &old_bus, NULL);
+	sigaction(SIGSEGV, &old_segv, NULL);
+	return sig;
+}
+
+static inline int wt_done(const char *name)
+{
+	t_diag("%s", name);
+	return t_done();
+}
+
 /* An ioctl that must fail with errno e. */
 #define WT_EXPECT_ERR(fd, req, arg, e, what)                                   \
 	do {                                                                   \
 		errno = 0;                                                     \
 		int r_ = ioctl((fd), (req), (arg));                            \
 		int e_ = errno;                                                \
-		OK(r_ == -1 && e_ == (e), "%s -> %s (got %d, %s)", what, \
+		WT_CHECK(r_ == -1 && e_ == (e), "%s -> %s (got %d, %s)", what, \
 			 strerror(e), r_, strerror(e_));                       \
 	} while (0)
 
@@ -50,7 +92,7 @@
 		errno = 0;                                                     \
 		int r_ = ioctl((fd), (req), (arg));                            \
 		int e_ = errno;                                                \
-		OK(r_ == 0, "%s -> 0 (got %d, %s)", what, r_,            \
+		WT_CHECK(r_ == 0, "%s -> 0 (got %d, %s)", what, r_,            \
 			 r_ ? strerror(e_) : "ok");                            \
 	} while (0)
 
@@ -71,7 +113,7 @@ static inline int wt_open(void)
 	int fd = open(wt_dev(), O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
-		t_bail("cannot open %s: %s (is weft.ko loaded and an adapter present?)",
+		wt_fatal("cannot open %s: %s (is weft.ko loaded and an adapter present?)",
 			 wt_dev(), strerror(errno));
 	return fd;
 }
@@ -130,7 +172,7 @@ static inline long long wt_field(const char *text, const char *name)
 		if (p)
 			p++;
 	}
-	t_bail("no '%s' in the driver's debugfs counters", name);
+	wt_fatal("no '%s' in the driver's debugfs counters", name);
 	return -1;
 }
 
@@ -140,7 +182,7 @@ static inline struct wt_res wt_res(void)
 	char *t = wt_read_file("/sys/kernel/debug/weft/driver");
 
 	if (!t)
-		t_bail("cannot read /sys/kernel/debug/weft/driver: %s (debugfs mounted? weft.ko loaded?)",
+		wt_fatal("cannot read /sys/kernel/debug/weft/driver: %s (debugfs mounted? weft.ko loaded?)",
 			 strerror(errno));
 	r.devices = wt_field(t, "devices");
 	r.contexts = wt_field(t, "contexts");
@@ -181,7 +223,7 @@ static inline struct weft_ioc_query wt_query(int fd)
 
 	memset(&q, 0, sizeof(q));
 	if (ioctl(fd, WEFT_IOC_QUERY, &q))
-		t_bail("WEFT_IOC_QUERY: %s", strerror(errno));
+		wt_fatal("WEFT_IOC_QUERY: %s", strerror(errno));
 	return q;
 }
 
@@ -226,7 +268,7 @@ static inline void wt_attach_open(int fd, uint32_t job, uint32_t log2, struct wt
 	struct weft_ioc_job j = { .job_id = job };
 
 	if (ioctl(fd, WEFT_IOC_JOB_ATTACH, &j) || wt_open_window(fd, job, log2, w))
-		t_bail("%sattach/open: %s", pfx, strerror(errno));
+		wt_fatal("%sattach/open: %s", pfx, strerror(errno));
 }
 
 /* Allocate an rCxt (into *r) on window w and register len bytes at buf
@@ -242,7 +284,7 @@ static inline void wt_rcxt_mr(int fd, uint32_t job, const struct wt_win *w, void
 	m->length = len;
 	m->job_id = job;
 	if (ioctl(fd, WEFT_IOC_ALLOC_RCXT, r) || ioctl(fd, WEFT_IOC_REG_MR, m))
-		t_bail("%srCxt/MR: %s", pfx, strerror(errno));
+		wt_fatal("%srCxt/MR: %s", pfx, strerror(errno));
 }
 
 /* Close window w (a check named what) and unmap it. */

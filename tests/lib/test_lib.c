@@ -28,6 +28,11 @@
 #include "backend.h"    /* the kernel backend's mapping lookup and memfd memory */
 #include "weft_test.h"
 
+/* A failed check ends the program (weft_test.h's REQUIRE): the tests
+ * build on their set-up. */
+#undef CHECK
+#define CHECK REQUIRE
+
 #define JOB 0x1234u
 
 struct pair {
@@ -44,14 +49,14 @@ static int pair_open(struct pair *p, uint32_t drop_ppm, uint32_t routes, uint64_
 				      .routes = routes, .delay_ns = 1000, .jitter_ns = jitter,
 				      .flags = WEFT_SIMNET_F_SOLO };
 	p->net = weft_simnet_new(&a, err, sizeof(err));
-	REQUIRE(p->net, "sim backend not available: %s", err);
+	CHECK(p->net, "sim backend not available: %s", err);
 	for (int i = 0; i < 2; i++) {
 		p->d[i] = weft_simnet_open(p->net, i, err, sizeof(err));
-		REQUIRE(p->d[i], "open sim adapter %d: %s", i, err);
+		CHECK(p->d[i], "open sim adapter %d: %s", i, err);
 		struct weft_win_attr wa = { .job_id = JOB, .recv_log2 = 8 };
 		int r;
 		p->w[i] = weft_win_open(p->d[i], &wa, &r);
-		REQUIRE(p->w[i], "open window on node %d: %s", i, strerror(-r));
+		CHECK(p->w[i], "open window on node %d: %s", i, strerror(-r));
 	}
 	return 0;
 }
@@ -89,19 +94,19 @@ static int test_fifo(void)
 	for (unsigned int len = 0; len <= WEFT_LIB_MAX_PAYLOAD; len += (len < 130 ? 1 : 61)) {
 		for (unsigned int i = 0; i < len; i++)
 			buf[i] = (uint8_t)(i * 7 + len);
-		REQUIRE(weft_win_send(p.w[0], n1, weft_win_id(p.w[1]), buf, len) == 0, "send %u", len);
-		REQUIRE(get_entry(p.w[1], &e, 100) == 1, "no packet of %u bytes at node 1", len);
-		REQUIRE(e.type == WEFT_ENT_PACKET && e.length == len && e.src_node == n0 &&
+		CHECK(weft_win_send(p.w[0], n1, weft_win_id(p.w[1]), buf, len) == 0, "send %u", len);
+		CHECK(get_entry(p.w[1], &e, 100) == 1, "no packet of %u bytes at node 1", len);
+		CHECK(e.type == WEFT_ENT_PACKET && e.length == len && e.src_node == n0 &&
 		      e.src_window == weft_win_id(p.w[0]), "packet header (type %d len %" PRIu64 ")",
 		      e.type, e.length);
-		REQUIRE(memcmp(e.data, buf, len) == 0, "payload of %u bytes differs", len);
+		CHECK(memcmp(e.data, buf, len) == 0, "payload of %u bytes differs", len);
 		/* echo it back */
-		REQUIRE(weft_win_send(p.w[1], e.src_node, e.src_window, e.data, len) == 0, "echo");
-		REQUIRE(get_entry(p.w[0], &e, 100) == 1, "no echo of %u bytes", len);
-		REQUIRE(e.length == len && memcmp(e.data, buf, len) == 0, "echo payload differs");
+		CHECK(weft_win_send(p.w[1], e.src_node, e.src_window, e.data, len) == 0, "echo");
+		CHECK(get_entry(p.w[0], &e, 100) == 1, "no echo of %u bytes", len);
+		CHECK(e.length == len && memcmp(e.data, buf, len) == 0, "echo payload differs");
 		trips++;
 	}
-	REQUIRE(weft_win_send(p.w[0], n1, 0, buf, WEFT_LIB_MAX_PAYLOAD + 1) == -EMSGSIZE,
+	CHECK(weft_win_send(p.w[0], n1, 0, buf, WEFT_LIB_MAX_PAYLOAD + 1) == -EMSGSIZE,
 	      "oversize send accepted");
 	/* Many packets back to back: the receive FIFO (256 frames) is
 	 * recycled several times through slot returns. */
@@ -112,21 +117,21 @@ static int test_fifo(void)
 			int r = weft_win_send(p.w[0], n1, weft_win_id(p.w[1]), &v, sizeof(v));
 			if (r == -EAGAIN)
 				break;
-			REQUIRE(r == 0, "burst send: %s", strerror(-r));
+			CHECK(r == 0, "burst send: %s", strerror(-r));
 			sent++;
 		}
 		int r = get_entry(p.w[1], &e, 100);
-		REQUIRE(r == 1, "burst: packet %u missing", got);
+		CHECK(r == 1, "burst: packet %u missing", got);
 		uint32_t v;
 		memcpy(&v, e.data, sizeof(v));
-		REQUIRE(e.length == 4 && v == got, "burst: got %u, want %u (no loss configured)", v, got);
+		CHECK(e.length == 4 && v == got, "burst: got %u, want %u (no loss configured)", v, got);
 		got++;
 		while (weft_win_poll(p.w[0], &e) > 0)
 			;
 	}
 	struct weft_win_stats st;
 	weft_win_get_stats(p.w[1], &st);
-	REQUIRE(st.slots_returned + 256 >= st.rx_packets, "slots not returned");
+	CHECK(st.slots_returned + 256 >= st.rx_packets, "slots not returned");
 	t_point("fifo: %u round trips (0..1920 B) and a 2000-packet burst verified; "
 	       "%" PRIu64 " slots returned in %" PRIu64 " doorbells",
 	       trips, st.slots_returned, st.return_doorbells);
@@ -141,15 +146,15 @@ static int test_rdma(void)
 		return -1;
 	const size_t len = 256 * 1024;
 	uint8_t *b0 = weft_dev_alloc(p.d[0], len), *b1 = weft_dev_alloc(p.d[1], len);
-	REQUIRE(b0 && b1, "weft_dev_alloc");
+	CHECK(b0 && b1, "weft_dev_alloc");
 	uint64_t pvo0, pvo1;
 	uint32_t h0, h1;
-	REQUIRE(weft_mr_reg(p.d[0], JOB, b0, len, &pvo0, &h0) == 0, "reg 0");
-	REQUIRE(weft_mr_reg(p.d[1], JOB, b1, len, &pvo1, &h1) == 0, "reg 1");
+	CHECK(weft_mr_reg(p.d[0], JOB, b0, len, &pvo0, &h0) == 0, "reg 0");
+	CHECK(weft_mr_reg(p.d[1], JOB, b1, len, &pvo1, &h1) == 0, "reg 1");
 	uint32_t r0, r1;
 	uint16_t k0, k1;
-	REQUIRE(weft_rcxt_alloc(p.w[0], &r0, &k0) == 0, "rcxt 0");
-	REQUIRE(weft_rcxt_alloc(p.w[1], &r1, &k1) == 0, "rcxt 1");
+	CHECK(weft_rcxt_alloc(p.w[0], &r0, &k0) == 0, "rcxt 0");
+	CHECK(weft_rcxt_alloc(p.w[1], &r1, &k1) == 0, "rcxt 1");
 	static struct weft_entry e;
 	unsigned int checks = 0;
 	for (unsigned int notify = 0; notify <= WEFT_COMP_BOTH; notify++) {
@@ -167,7 +172,7 @@ static int test_rdma(void)
 				.user_cookie = 0x1000 + notify * 2 + (uint64_t)is_read,
 			};
 			int r = is_read ? weft_win_rdma_read(p.w[0], &op) : weft_win_rdma_write(p.w[0], &op);
-			REQUIRE(r == 0 && op.tid != 0, "post: %s", strerror(-r));
+			CHECK(r == 0 && op.tid != 0, "post: %s", strerror(-r));
 			int want_src = notify & WEFT_COMP_SOURCE, want_tgt = notify & WEFT_COMP_TARGET;
 			int got_src = 0, got_tgt = 0;
 			/* Run until both sides are quiet: a completion that should
@@ -177,22 +182,22 @@ static int test_rdma(void)
 				for (int s = 0; s < 2; s++) {
 					while ((r = weft_win_poll(p.w[s], &e)) > 0) {
 						any = 1;
-						REQUIRE(e.type == WEFT_ENT_COMPLETION, "entry type %d", e.type);
-						REQUIRE(e.status == 0, "status %s", weft_status_name(e.status));
-						REQUIRE(e.tid == op.tid && e.user_cookie == op.user_cookie &&
+						CHECK(e.type == WEFT_ENT_COMPLETION, "entry type %d", e.type);
+						CHECK(e.status == 0, "status %s", weft_status_name(e.status));
+						CHECK(e.tid == op.tid && e.user_cookie == op.user_cookie &&
 						      e.protocol_cookie == op.protocol_cookie && e.length == n,
 						      "completion fields (tid %u/%u cookie %" PRIx64 ")",
 						      e.tid, op.tid, e.user_cookie);
-						REQUIRE(!!(e.flags & WEFT_ENT_F_READ) == is_read, "READ flag");
+						CHECK(!!(e.flags & WEFT_ENT_F_READ) == is_read, "READ flag");
 						if (s == 0) {
-							REQUIRE(e.flags & WEFT_ENT_F_SOURCE && e.rcxt == r0, "source flags");
+							CHECK(e.flags & WEFT_ENT_F_SOURCE && e.rcxt == r0, "source flags");
 							got_src++;
 						} else {
-							REQUIRE(e.flags & WEFT_ENT_F_TARGET && e.rcxt == r1, "target flags");
+							CHECK(e.flags & WEFT_ENT_F_TARGET && e.rcxt == r1, "target flags");
 							got_tgt++;
 						}
 					}
-					REQUIRE(r == 0, "poll error %d", r);
+					CHECK(r == 0, "poll error %d", r);
 				}
 				if (any)
 					quiet = 0;
@@ -201,16 +206,16 @@ static int test_rdma(void)
 					weft_win_wait(p.w[0], 2);
 				}
 			}
-			REQUIRE(got_src == !!want_src && got_tgt == !!want_tgt,
+			CHECK(got_src == !!want_src && got_tgt == !!want_tgt,
 			      "notify %u %s: %d source, %d target completions", notify,
 			      is_read ? "read" : "write", got_src, got_tgt);
-			REQUIRE(memcmp(src, dst, n) == 0, "data of %s (notify %u) differs",
+			CHECK(memcmp(src, dst, n) == 0, "data of %s (notify %u) differs",
 			      is_read ? "read" : "write", notify);
 			checks++;
 		}
 	}
 	uint32_t last = weft_rcxt_last_tid(p.w[0], r0);
-	REQUIRE(last >= 8, "tids were not recorded on the rCxt (%u)", last);
+	CHECK(last >= 8, "tids were not recorded on the rCxt (%u)", last);
 	weft_mr_dereg(p.d[0], h0);
 	weft_mr_dereg(p.d[1], h1);
 	t_point("rdma: write and read with completion none/source/target/both: %u cases, data, "
@@ -228,14 +233,14 @@ static int test_budget(void)
 		return -1;
 	const size_t len = 4096;
 	uint8_t *b0 = weft_dev_alloc(p.d[0], len), *b1 = weft_dev_alloc(p.d[1], len);
-	REQUIRE(b0 && b1, "weft_dev_alloc");
+	CHECK(b0 && b1, "weft_dev_alloc");
 	uint64_t pvo0, pvo1;
 	uint32_t h0, h1, r0, r1;
 	uint16_t k0, k1;
-	REQUIRE(weft_mr_reg(p.d[0], JOB, b0, len, &pvo0, &h0) == 0, "reg 0");
-	REQUIRE(weft_mr_reg(p.d[1], JOB, b1, len, &pvo1, &h1) == 0, "reg 1");
-	REQUIRE(weft_rcxt_alloc(p.w[0], &r0, &k0) == 0, "rcxt 0");
-	REQUIRE(weft_rcxt_alloc(p.w[1], &r1, &k1) == 0, "rcxt 1");
+	CHECK(weft_mr_reg(p.d[0], JOB, b0, len, &pvo0, &h0) == 0, "reg 0");
+	CHECK(weft_mr_reg(p.d[1], JOB, b1, len, &pvo1, &h1) == 0, "reg 1");
+	CHECK(weft_rcxt_alloc(p.w[0], &r0, &k0) == 0, "rcxt 0");
+	CHECK(weft_rcxt_alloc(p.w[1], &r1, &k1) == 0, "rcxt 1");
 	const uint64_t budget = 50ull * 1000 * 1000;
 	weft_win_set_retry(p.w[0], 1000000, 8000000, 0);
 	weft_win_set_retry_budget(p.w[0], budget);
@@ -247,19 +252,19 @@ static int test_budget(void)
 		.local_pvo = pvo0, .remote_pvo = pvo1, .length = len,
 	};
 	uint64_t t0 = weft_dev_now_ns(p.d[0]);
-	REQUIRE(weft_win_rop_post(p.w[0], &rop) == 0, "post");
+	CHECK(weft_win_rop_post(p.w[0], &rop) == 0, "post");
 	static struct weft_entry e;
 	int r = 0;
 	do
 		r = get_entry(p.w[0], &e, 1000);
 	while (r > 0 && e.type != WEFT_ENT_ROP);
 	uint64_t spent = weft_dev_now_ns(p.d[0]) - t0;
-	REQUIRE(r > 0 && e.rop == &rop, "the op finished (poll %d)", r);
-	REQUIRE(rop.state == WEFT_ROP_FAILED && rop.error == -ETIMEDOUT, "state %d error %d",
+	CHECK(r > 0 && e.rop == &rop, "the op finished (poll %d)", r);
+	CHECK(rop.state == WEFT_ROP_FAILED && rop.error == -ETIMEDOUT, "state %d error %d",
 	      rop.state, rop.error);
-	REQUIRE(rop.tries >= 3 && rop.tries < rop.max_tries, "%u tries of %u", rop.tries,
+	CHECK(rop.tries >= 3 && rop.tries < rop.max_tries, "%u tries of %u", rop.tries,
 	      rop.max_tries);
-	REQUIRE(spent >= budget && spent < 4 * budget, "gave up after %" PRIu64 " ns", spent);
+	CHECK(spent >= budget && spent < 4 * budget, "gave up after %" PRIu64 " ns", spent);
 	t_point("budget: op to a silent peer failed with ETIMEDOUT after %u tries, %.1f ms of "
 	       "device time (budget %.1f ms)", rop.tries, spent / 1e6, budget / 1e6);
 	weft_mr_dereg(p.d[0], h0);
@@ -276,15 +281,15 @@ static int test_tids(void)
 	uint32_t rc[4];
 	uint16_t k;
 	for (int i = 0; i < 4; i++)
-		REQUIRE(weft_rcxt_alloc(p.w[0], &rc[i], &k) == 0, "alloc");
+		CHECK(weft_rcxt_alloc(p.w[0], &rc[i], &k) == 0, "alloc");
 	uint32_t prev = 0;
 	for (int i = 0; i < 100; i++) {
 		uint32_t t = weft_rcxt_next_tid(p.w[0], rc[i % 4]);
-		REQUIRE(t > prev, "tid %u after %u", t, prev);
-		REQUIRE(weft_rcxt_last_tid(p.w[0], rc[i % 4]) == t, "last tid");
+		CHECK(t > prev, "tid %u after %u", t, prev);
+		CHECK(weft_rcxt_last_tid(p.w[0], rc[i % 4]) == t, "last tid");
 		prev = t;
 	}
-	REQUIRE(weft_rcxt_free(p.w[0], rc[0]) == 0 && weft_rcxt_free(p.w[0], rc[0]) == -ENOENT,
+	CHECK(weft_rcxt_free(p.w[0], rc[0]) == 0 && weft_rcxt_free(p.w[0], rc[0]) == -ENOENT,
 	      "free twice");
 	t_point("tids: 100 tids strictly increasing over 4 rCxts");
 	pair_close(&p);
@@ -300,13 +305,13 @@ static int test_rel(void)
 	struct weft_rel_attr ra = { .slots = 16, .slot_size = 4096, .timeout_ns = 200000 };
 	int r;
 	struct weft_rel *a = weft_rel_new(p.w[0], &ra, &r);
-	REQUIRE(a, "rel a: %s", strerror(-r));
+	CHECK(a, "rel a: %s", strerror(-r));
 	struct weft_rel *b = weft_rel_new(p.w[1], &ra, &r);
-	REQUIRE(b, "rel b: %s", strerror(-r));
+	CHECK(b, "rel b: %s", strerror(-r));
 	struct weft_rel_info ia, ib;
 	weft_rel_local_info(a, &ia);
 	weft_rel_local_info(b, &ib);
-	REQUIRE(weft_rel_connect(a, &ib) == 0 && weft_rel_connect(b, &ia) == 0, "connect");
+	CHECK(weft_rel_connect(a, &ib) == 0 && weft_rel_connect(b, &ia) == 0, "connect");
 	const uint64_t N = 10000;
 	uint64_t sent = 0, got = 0;
 	static uint8_t msg[4096], in[4096];
@@ -321,42 +326,42 @@ static int test_rel(void)
 			r = weft_rel_send(a, msg, len);
 			if (r == -EAGAIN)
 				break;
-			REQUIRE(r == 0, "send %" PRIu64 ": %s", sent, strerror(-r));
+			CHECK(r == 0, "send %" PRIu64 ": %s", sent, strerror(-r));
 			sent++;
 			progress = 1;
 		}
-		REQUIRE(weft_rel_progress(a) == 0, "progress a");
-		REQUIRE(weft_rel_progress(b) == 0, "progress b");
+		CHECK(weft_rel_progress(a) == 0, "progress a");
+		CHECK(weft_rel_progress(b) == 0, "progress b");
 		size_t len;
 		while ((r = weft_rel_recv(b, in, sizeof(in), &len)) == 1) {
 			uint64_t seq;
 			memcpy(&seq, in, 8);
-			REQUIRE(seq == got, "message %" PRIu64 " delivered where %" PRIu64 " was due", seq, got);
-			REQUIRE(len == 8 + (seq * 37) % 3000, "length of %" PRIu64, seq);
+			CHECK(seq == got, "message %" PRIu64 " delivered where %" PRIu64 " was due", seq, got);
+			CHECK(len == 8 + (seq * 37) % 3000, "length of %" PRIu64, seq);
 			for (size_t i = 8; i < len; i++)
-				REQUIRE(in[i] == (uint8_t)(seq + i), "byte %zu of message %" PRIu64, i, seq);
+				CHECK(in[i] == (uint8_t)(seq + i), "byte %zu of message %" PRIu64, i, seq);
 			got++;
 			progress = 1;
 		}
-		REQUIRE(r == 0, "recv: %s", strerror(-r));
+		CHECK(r == 0, "recv: %s", strerror(-r));
 		if (!progress) {
-			REQUIRE(++idle < 2000000, "no progress: sent %" PRIu64 " got %" PRIu64, sent, got);
+			CHECK(++idle < 2000000, "no progress: sent %" PRIu64 " got %" PRIu64, sent, got);
 			weft_rel_wait(weft_rel_unacked(a) ? a : b, 1);
 		}
 	}
 	/* Drain: every message acknowledged, and nothing delivered twice. */
 	for (int i = 0; i < 100000 && weft_rel_unacked(a); i++) {
-		REQUIRE(weft_rel_progress(a) == 0 && weft_rel_progress(b) == 0, "drain");
+		CHECK(weft_rel_progress(a) == 0 && weft_rel_progress(b) == 0, "drain");
 		size_t len;
-		REQUIRE(weft_rel_recv(b, in, sizeof(in), &len) == 0, "extra message delivered");
+		CHECK(weft_rel_recv(b, in, sizeof(in), &len) == 0, "extra message delivered");
 		weft_rel_wait(a, 1);
 	}
-	REQUIRE(weft_rel_unacked(a) == 0, "%u messages never acknowledged", weft_rel_unacked(a));
+	CHECK(weft_rel_unacked(a) == 0, "%u messages never acknowledged", weft_rel_unacked(a));
 	struct weft_rel_stats sa, sb;
 	weft_rel_get_stats(a, &sa);
 	weft_rel_get_stats(b, &sb);
-	REQUIRE(sb.delivered == N && sa.sent == N, "delivered %" PRIu64, sb.delivered);
-	REQUIRE(sa.retries > 0, "5%% loss but no retry: the loss was not exercised");
+	CHECK(sb.delivered == N && sa.sent == N, "delivered %" PRIu64, sb.delivered);
+	CHECK(sa.retries > 0, "5%% loss but no retry: the loss was not exercised");
 	t_point("rel: %" PRIu64 " messages exactly once in order with 5%% loss and reordering; "
 	       "%" PRIu64 " retries, %" PRIu64 " duplicates dropped, %" PRIu64 " stale completions "
 	       "ignored, %" PRIu64 " acks",
@@ -373,7 +378,7 @@ static int mrc_xfer(struct pair *pp, struct weft_mrc *c, uint8_t *p, size_t n, u
 {
 	struct weft_mr_seg segs[4];
 	int ns = weft_mrc_get(c, p, n, segs, 4);
-	REQUIRE(ns > 0, "weft_mrc_get: %s", strerror(-ns));
+	CHECK(ns > 0, "weft_mrc_get: %s", strerror(-ns));
 	for (int i = 0; i < ns; i++) {
 		struct weft_rop rop;
 		memset(&rop, 0, sizeof(rop));
@@ -385,16 +390,16 @@ static int mrc_xfer(struct pair *pp, struct weft_mrc *c, uint8_t *p, size_t n, u
 		rop.rdma.local_pvo = segs[i].pvo;
 		rop.rdma.remote_pvo = rpvo + segs[i].offset;
 		rop.rdma.length = segs[i].len;
-		REQUIRE(weft_win_rop_post(pp->w[0], &rop) == 0, "post");
+		CHECK(weft_win_rop_post(pp->w[0], &rop) == 0, "post");
 		static struct weft_entry e;
 		while (rop.state == WEFT_ROP_POSTED) {
 			int r = weft_win_poll(pp->w[0], &e);
-			REQUIRE(r >= 0, "poll");
+			CHECK(r >= 0, "poll");
 			if (!r)
 				weft_win_wait(pp->w[0], 10);
 			weft_win_poll(pp->w[1], &e);
 		}
-		REQUIRE(rop.state == WEFT_ROP_DONE, "transfer failed: %s", weft_status_name(rop.status));
+		CHECK(rop.state == WEFT_ROP_DONE, "transfer failed: %s", weft_status_name(rop.status));
 	}
 	weft_mrc_put(c, p, n);
 	return 0;
@@ -417,13 +422,13 @@ static int test_mrc(void)
 	uint64_t dpvo;
 	uint32_t dh, lr, rr;
 	uint16_t lk, rk;
-	REQUIRE(dst && weft_mr_reg(p.d[1], JOB, dst, n, &dpvo, &dh) == 0, "remote buffer");
-	REQUIRE(weft_rcxt_alloc(p.w[0], &lr, &lk) == 0 && weft_rcxt_alloc(p.w[1], &rr, &rk) == 0, "rcxt");
+	CHECK(dst && weft_mr_reg(p.d[1], JOB, dst, n, &dpvo, &dh) == 0, "remote buffer");
+	CHECK(weft_rcxt_alloc(p.w[0], &lr, &lk) == 0 && weft_rcxt_alloc(p.w[1], &rr, &rk) == 0, "rcxt");
 	struct weft_mrc_attr ma = { .job_id = JOB, .idle_limit = 5 };
 	struct weft_mrc *c = weft_mrc_new(p.d[0], &ma);
-	REQUIRE(c, "weft_mrc_new");
+	CHECK(c, "weft_mrc_new");
 	uint8_t *buf = weft_dev_alloc(p.d[0], n);
-	REQUIRE(buf, "alloc");
+	CHECK(buf, "alloc");
 	memset(buf, 0x11, n);
 	/* A buffer may straddle a 16 MiB fragment boundary (it lies wherever
 	 * the simulated memory was mapped): one registration per fragment. */
@@ -432,43 +437,43 @@ static int test_mrc(void)
 		return -1;
 	struct weft_mrc_stats s1, s2, s3, s4;
 	weft_mrc_get_stats(c, &s1);
-	REQUIRE(s1.registrations == f1 && s1.misses == f1 && s1.hits == 0, "first transfer: %" PRIu64
+	CHECK(s1.registrations == f1 && s1.misses == f1 && s1.hits == 0, "first transfer: %" PRIu64
 	      " registrations %" PRIu64 " misses for %" PRIu64 " fragments", s1.registrations,
 	      s1.misses, f1);
-	REQUIRE(dst[0] == 0x11 && dst[n - 1] == 0x11, "data of the first transfer");
+	CHECK(dst[0] == 0x11 && dst[n - 1] == 0x11, "data of the first transfer");
 	memset(buf, 0x22, n);
 	if (mrc_xfer(&p, c, buf + 100, n - 200, dpvo + 100, lr, rr, rk))
 		return -1;
 	weft_mrc_get_stats(c, &s2);
-	REQUIRE(s2.registrations == f1 && s2.hits == f2, "second transfer from the same buffer "
+	CHECK(s2.registrations == f1 && s2.hits == f2, "second transfer from the same buffer "
 	      "registered again (%" PRIu64 " registrations, %" PRIu64 " hits)",
 	      s2.registrations, s2.hits);
-	REQUIRE(dst[100] == 0x22 && dst[n - 101] == 0x22 && dst[99] == 0x11, "second data");
+	CHECK(dst[100] == 0x22 && dst[n - 101] == 0x22 && dst[99] == 0x11, "second data");
 	/* Replace the mapping: free the buffer, allocate again at the same
 	 * address (first fit), transfer: the cache must notice and remap. */
 	weft_dev_free(p.d[0], buf, n);
 	uint8_t *buf2 = weft_dev_alloc(p.d[0], n);
-	REQUIRE(buf2 == buf, "the new allocation is not at the old address (%p vs %p): the remap "
+	CHECK(buf2 == buf, "the new allocation is not at the old address (%p vs %p): the remap "
 	      "case cannot be built", (void *)buf2, (void *)buf);
 	memset(buf2, 0x33, n);
 	if (mrc_xfer(&p, c, buf2, n, dpvo, lr, rr, rk))
 		return -1;
 	weft_mrc_get_stats(c, &s3);
-	REQUIRE(s3.remaps == f1 && s3.registrations == 2 * f1 && s3.deregistrations == f1,
+	CHECK(s3.remaps == f1 && s3.registrations == 2 * f1 && s3.deregistrations == f1,
 	      "changed mapping: %" PRIu64 " remaps, %" PRIu64 " registrations", s3.remaps,
 	      s3.registrations);
-	REQUIRE(dst[0] == 0x33 && dst[n - 1] == 0x33, "data after remap");
+	CHECK(dst[0] == 0x33 && dst[n - 1] == 0x33, "data after remap");
 	/* Idle aging: 4 ticks keep it, the 5th unmaps it. */
-	REQUIRE(weft_mrc_age(c, 4) == 0, "aged out too early");
-	REQUIRE(weft_mrc_age(c, 1) == f1, "not aged out");
+	CHECK(weft_mrc_age(c, 4) == 0, "aged out too early");
+	CHECK(weft_mrc_age(c, 1) == f1, "not aged out");
 	weft_mrc_get_stats(c, &s4);
-	REQUIRE(s4.mapped == 0 && s4.evictions == f1, "mapped %" PRIu64, s4.mapped);
+	CHECK(s4.mapped == 0 && s4.evictions == f1, "mapped %" PRIu64, s4.mapped);
 	/* A fragment in use is never aged out. */
 	struct weft_mr_seg seg;
-	REQUIRE(weft_mrc_get(c, buf2, 4096, &seg, 1) == 1, "get");
-	REQUIRE(weft_mrc_age(c, 100) == 0, "a fragment in use was unmapped");
+	CHECK(weft_mrc_get(c, buf2, 4096, &seg, 1) == 1, "get");
+	CHECK(weft_mrc_age(c, 100) == 0, "a fragment in use was unmapped");
 	weft_mrc_put(c, buf2, 4096);
-	REQUIRE(weft_mrc_age(c, 100) == 1, "released fragment not aged out");
+	CHECK(weft_mrc_age(c, 100) == 1, "released fragment not aged out");
 	t_point("mrc: second transfer hit the cache (registrations %" PRIu64 ", hits %" PRIu64
 	       "), changed mapping remapped (remaps %" PRIu64 "), idle fragments aged out",
 	       s2.registrations, s2.hits, s3.remaps);
@@ -481,24 +486,24 @@ static int test_maps(void)
 {
 	const size_t n = 1 << 20;
 	uint8_t *a = weft_be_memfd_alloc(n);
-	REQUIRE(a, "memfd allocation");
+	CHECK(a, "memfd allocation");
 	struct weft_be_map m1, m2, m3;
-	REQUIRE(weft_be_proc_map_lookup((uint64_t)(uintptr_t)(a + 4096), &m1) == 0, "lookup");
-	REQUIRE(m1.start == (uint64_t)(uintptr_t)a && m1.end == m1.start + n && m1.ino != 0,
+	CHECK(weft_be_proc_map_lookup((uint64_t)(uintptr_t)(a + 4096), &m1) == 0, "lookup");
+	CHECK(m1.start == (uint64_t)(uintptr_t)a && m1.end == m1.start + n && m1.ino != 0,
 	      "extent %" PRIx64 "-%" PRIx64 " ino %" PRIu64, m1.start, m1.end, m1.ino);
-	REQUIRE(weft_be_proc_map_lookup((uint64_t)(uintptr_t)(a + n - 1), &m2) == 0 &&
+	CHECK(weft_be_proc_map_lookup((uint64_t)(uintptr_t)(a + n - 1), &m2) == 0 &&
 	      m2.ino == m1.ino && m2.start == m1.start, "same mapping, same identity");
 	/* Replace the mapping at the same address by another memfd. */
 	uint8_t *b = weft_be_memfd_alloc(n);
-	REQUIRE(b, "second memfd");
+	CHECK(b, "second memfd");
 	void *r = mremap(b, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, a);
-	REQUIRE(r == a, "mremap onto the old address: %s", strerror(errno));
-	REQUIRE(weft_be_proc_map_lookup((uint64_t)(uintptr_t)(a + 4096), &m3) == 0, "lookup again");
-	REQUIRE(m3.start == m1.start && m3.ino != m1.ino, "the new mapping has the old identity "
+	CHECK(r == a, "mremap onto the old address: %s", strerror(errno));
+	CHECK(weft_be_proc_map_lookup((uint64_t)(uintptr_t)(a + 4096), &m3) == 0, "lookup again");
+	CHECK(m3.start == m1.start && m3.ino != m1.ino, "the new mapping has the old identity "
 	      "(ino %" PRIu64 ")", m3.ino);
 	weft_be_memfd_free(a, n);
 	struct weft_be_map m4;
-	REQUIRE(weft_be_proc_map_lookup((uint64_t)(uintptr_t)a, &m4) != 0 || m4.ino != m3.ino,
+	CHECK(weft_be_proc_map_lookup((uint64_t)(uintptr_t)a, &m4) != 0 || m4.ino != m3.ino,
 	      "unmapped range still found");
 	t_point("maps: /proc/self/maps identity: same mapping matches, a replaced mapping at the "
 	       "same address differs (inode %" PRIu64 " -> %" PRIu64 ")", m1.ino, m3.ino);

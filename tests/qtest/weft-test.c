@@ -37,6 +37,7 @@
 #include "weft/wire.h"
 #include "weft/xlate.h"
 #include "weft/counters.h"
+#include "weft/verbs.h"
 
 /*
  * Hang protection only: every wait below fails the test with a message
@@ -63,6 +64,7 @@ typedef struct WeftNode {
     char *log;
     char *sock;
     int listen_fd;          /* the test's switch socket for this node */
+    const char *token;      /* hex token the HELLO must carry, or NULL */
     int conn_fd;            /* the device's connection, or -1 */
     uint64_t send_fifo[TEST_WINDOWS];
     uint64_t recv_fifo[TEST_WINDOWS];
@@ -283,12 +285,26 @@ static void sw_handshake(WeftNode *n, uint16_t status)
 
     n->conn_fd = sw_accept(n);
     len = sw_read_frame(n->conn_fd, pkt, "the device's HELLO");
-    g_assert_cmpuint(len, ==, WEFT_WIRE_HDR_SIZE);
     memcpy(&h, pkt, sizeof(h));
     g_assert_cmpuint(h.version, ==, WEFT_WIRE_VERSION);
     g_assert_cmpuint(h.type, ==, WEFT_PKT_HELLO);
     g_assert_cmpuint(le16_to_cpu(h.src_node), ==, n->node);
     g_assert_cmphex(le32_to_cpu(h.key), ==, WEFT_WIRE_HELLO_MAGIC);
+    if (n->token) {
+        /* The token from the secret object, as raw bytes. */
+        size_t i;
+
+        g_assert_cmpuint(len, ==, WEFT_WIRE_HDR_SIZE + WEFT_WIRE_TOKEN_SIZE);
+        g_assert_cmpuint(le32_to_cpu(h.length), ==, WEFT_WIRE_TOKEN_SIZE);
+        for (i = 0; i < WEFT_WIRE_TOKEN_SIZE; i++) {
+            unsigned int byte;
+
+            g_assert_cmpint(sscanf(n->token + 2 * i, "%2x", &byte), ==, 1);
+            g_assert_cmphex(pkt[WEFT_WIRE_HDR_SIZE + i], ==, byte);
+        }
+    } else {
+        g_assert_cmpuint(len, ==, WEFT_WIRE_HDR_SIZE);
+    }
 
     memset(&h, 0, sizeof(h));
     h.version = WEFT_WIRE_VERSION;
@@ -324,13 +340,23 @@ typedef enum SwitchMode {
     SW_LATE,        /* chardev to a socket nobody listens on yet */
 } SwitchMode;
 
-/* Starts QEMU with a weft device linked as mode says. */
-static WeftNode *node_start(unsigned int node, SwitchMode mode)
+/*
+ * Starts QEMU with a weft device linked as mode says; with a token, the
+ * device gets it through a secret object and token-secret; props are
+ * more device properties (",name=value...").
+ */
+static WeftNode *node_start_full(unsigned int node, SwitchMode mode,
+                                 const char *token, const char *props)
 {
     WeftNode *n = g_new0(WeftNode, 1);
     g_autofree char *chr = NULL;
+    g_autofree char *obj = NULL;
 
     n->node = node;
+    n->token = token;
+    if (token) {
+        obj = g_strdup_printf("-object secret,id=weft-token,data=%s", token);
+    }
     n->conn_fd = -1;
     n->listen_fd = -1;
     n->log = g_strdup_printf("%s/qemu-node%u.log", tmpdir, node);
@@ -346,12 +372,13 @@ static WeftNode *node_start(unsigned int node, SwitchMode mode)
     }
     n->qts = qtest_initf("-machine pc -nodefaults "
                          "-d guest_errors,invalid_mem -D %s "
-                         "-trace weft_dma_write -trace 'weft_link_*' %s "
+                         "-trace weft_dma_write -trace 'weft_link_*' %s %s "
                          "-device weft,node-id=%u,windows=%u,rcxts=%u,"
-                         "handlers=%u%s",
-                         n->log, chr ? chr : "", node, TEST_WINDOWS,
-                         TEST_RCXTS, TEST_HANDLERS,
-                         mode != SW_NONE ? ",chardev=sw" : "");
+                         "handlers=%u%s%s%s",
+                         n->log, chr ? chr : "", obj ? obj : "", node,
+                         TEST_WINDOWS, TEST_RCXTS, TEST_HANDLERS,
+                         mode != SW_NONE ? ",chardev=sw" : "",
+                         token ? ",token-secret=weft-token" : "", props);
     pc_alloc_init(&n->alloc, n->qts, ALLOC_NO_FLAGS);
     n->bus = qpci_new_pc(n->qts, &n->alloc);
     qpci_device_foreach(n->bus, WEFT_PCI_VENDOR_ID, WEFT_PCI_DEVICE_ID,
@@ -364,6 +391,11 @@ static WeftNode *node_start(unsigned int node, SwitchMode mode)
         wait_link(n, true);
     }
     return n;
+}
+
+static WeftNode *node_start(unsigned int node, SwitchMode mode)
+{
+    return node_start_full(node, mode, NULL, "");
 }
 
 static void node_stop(WeftNode *n)
@@ -785,6 +817,46 @@ static void test_fifo_loopback(void)
     node_stop(n);
 }
 
+/*
+ * Device-initiated recovery (docs/hw-spec.md 9.1): DEBUG_INJECT FATAL
+ * sets STATUS.FATAL, posts ADAPTER_FATAL with an interrupt, discards
+ * doorbells; RECOVER clears it and bumps the recovery count.
+ */
+static void test_fatal_inject(void)
+{
+    WeftNode *n = node_start(9, SW_NONE);
+    uint64_t errors = counter(n, WEFT_CNT_GUEST_ERRORS);
+    unsigned int h;
+    bool pending = false;
+
+    setup_interrupts(n);
+    open_window(n, 0, 0);
+    reg_write(n, WEFT_REG_DEBUG_INJECT, 0x1234);
+    g_assert_cmphex(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_FATAL, ==, 0);
+    g_assert_cmpuint(counter(n, WEFT_CNT_GUEST_ERRORS), ==, errors + 1);
+
+    reg_write(n, WEFT_REG_DEBUG_INJECT, WEFT_INJECT_FATAL);
+    g_assert_cmphex(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_FATAL, ==,
+                    WEFT_STATUS_FATAL);
+    g_assert_true(find_event(n, WEFT_EV_ADAPTER_FATAL, 0xffff));
+    g_assert_cmphex(reg_read(n, WEFT_REG_INT_PENDING), !=, 0);
+    for (h = 0; h < TEST_HANDLERS; h++) {
+        pending |= qpci_msix_pending(n->dev, h);
+    }
+    g_assert_true(pending);
+
+    db_write(n, 0, WEFT_DB_START_TRANSMIT, 1);
+    g_assert_cmpuint(db_read(n, 0, WEFT_DB_SEND_READY), ==, 0);
+    g_assert_cmpuint(counter(n, WEFT_CNT_DROP(WEFT_R_ADAPTER_FATAL)), ==, 1);
+
+    reg_write(n, WEFT_REG_RECOVER, WEFT_RECOVER_MAGIC);
+    g_assert_cmphex(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_FATAL, ==, 0);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_RECOVERY_COUNT), ==, 1);
+    g_assert_cmpuint(db_read(n, 0, WEFT_DB_STATE), ==, WEFT_WIN_INVALID);
+    assert_alive(n);
+    node_stop(n);
+}
+
 typedef struct MsiWait {
     WeftNode *node;
     uint64_t addr;
@@ -1082,12 +1154,55 @@ static void test_migration_blocked(void)
     node_stop(n);
 }
 
+/*
+ * KEY_EPOCH (hw-spec 9): advanced by KEY_EPOCH_NEXT, kept by RESET, and,
+ * with an epoch-file, kept across power cycles (QEMU restarts).
+ */
+static void test_key_epoch(void)
+{
+    g_autofree char *file = g_strdup_printf("%s/node-epoch", tmpdir);
+    g_autofree char *props = g_strdup_printf(",epoch-file=%s", file);
+    g_autofree char *txt = NULL;
+    WeftNode *n;
+
+    unlink(file);
+    n = node_start_full(10, SW_NONE, NULL, props);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 0);
+    reg_write(n, WEFT_REG_KEY_EPOCH_NEXT, 7);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 0);
+    reg_write(n, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+    reg_write(n, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+    reg_write(n, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 3);
+    g_assert_true(g_file_get_contents(file, &txt, NULL, NULL));
+    g_assert_cmpstr(txt, ==, "3\n");
+    reg_write(n, WEFT_REG_RESET, WEFT_RESET_MAGIC);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 3);
+    node_stop(n);
+
+    /* Power cycle: the stored epoch comes back. */
+    n = node_start_full(10, SW_NONE, NULL, props);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 3);
+    reg_write(n, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 4);
+    node_stop(n);
+    unlink(file);
+
+    /* Without a store the epoch lives as long as the device. */
+    n = node_start(10, SW_NONE);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 0);
+    reg_write(n, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_KEY_EPOCH), ==, 1);
+    node_stop(n);
+}
+
 /* QOM describes every property of the device (what `-device weft,help`
  * prints): device-list-properties lists each with a description. */
 static void test_properties(void)
 {
     static const char *const want[] = {
-        "node-id", "windows", "rcxts", "handlers", "chardev",
+        "node-id", "windows", "rcxts", "handlers", "chardev", "token-secret",
+        "epoch-file", "verbs-qps", "verbs-cqs", "verbs-pds", "verbs-tpt", "verbs-uars",
     };
     WeftNode *n = node_start(22, SW_NONE);
     QDict *rsp = qtest_qmp(n->qts, "{ 'execute': 'device-list-properties', "
@@ -1389,6 +1504,24 @@ static void test_link_reconnect(void)
     node_stop(n);
 }
 
+/*
+ * token-secret: the HELLO carries the node's token (checked in
+ * sw_handshake), also after a reconnect, and the link comes up.
+ */
+static void test_link_token(void)
+{
+    static const char token[] =
+        "00112233445566778899aabbccddeeff0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+    WeftNode *n = node_start_full(7, SW_UP, token, "");
+
+    close(n->conn_fd);
+    n->conn_fd = -1;
+    wait_link(n, false);
+    sw_handshake(n, WEFT_SW_OK);
+    wait_link(n, true);
+    node_stop(n);
+}
+
 /* ---- misuse -------------------------------------------------------------- */
 
 static void test_misuse(void)
@@ -1484,6 +1617,246 @@ static void test_misuse(void)
     node_stop(n);
 }
 
+
+/* ---- verbs engine (docs/hw-spec.md section 16) ---------------------------- */
+
+#define V_STAG          WEFT_STAG(1, 1)
+
+/* Runs a verbs command block; returns VERBS_CMD_STATUS, fills resp. */
+static uint64_t vcmd(WeftNode *n, const struct weft_vcmd *k,
+                     struct weft_vcmd_resp *resp)
+{
+    uint64_t a = alloc_zeroed(n, WEFT_VCMD_BLOCK_SIZE + 64);
+    uint64_t st;
+
+    a = (a + 63) & ~63ull;
+    qtest_memwrite(n->qts, a, k, sizeof(*k));
+    reg_write(n, WEFT_REG_VERBS_CMD, a);
+    st = reg_read(n, WEFT_REG_VERBS_CMD_STATUS);
+    if (resp) {
+        qtest_memread(n->qts, a + sizeof(*k), resp, sizeof(*resp));
+        g_assert_cmpuint(resp->status, ==, st);
+    }
+    return st;
+}
+
+static void uar_write(WeftNode *n, uint32_t uar, uint64_t reg, uint64_t val)
+{
+    qpci_io_writeq(n->dev, n->db, reg_read(n, WEFT_REG_VERBS_UAR_OFF) +
+                   (uint64_t)uar * WEFT_DB_PAGE_SIZE + reg, val);
+}
+
+typedef struct VQp {
+    uint32_t qpn;
+    uint64_t sq, rq;
+    uint32_t sq_prod, rq_prod;
+} VQp;
+
+static void vqp_create(WeftNode *n, VQp *q, uint32_t qpn)
+{
+    struct weft_vcmd k = { .op = WEFT_VCMD_CREATE_QP, .handle = qpn };
+
+    q->qpn = qpn;
+    q->sq = alloc_zeroed(n, 16 << 7);
+    q->rq = alloc_zeroed(n, 16 << 6);
+    k.u.qp.sq_addr = q->sq;
+    k.u.qp.rq_addr = q->rq;
+    k.u.qp.type = WEFT_VQPT_RC;
+    k.u.qp.pd = 1;
+    k.u.qp.send_cq = 1;
+    k.u.qp.recv_cq = 1;
+    k.u.qp.sq_log2 = 4;
+    k.u.qp.sq_stride_log2 = 7;
+    k.u.qp.rq_log2 = 4;
+    k.u.qp.rq_stride_log2 = 6;
+    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+}
+
+static void vqp_connect(WeftNode *n, VQp *q, uint32_t peer)
+{
+    struct weft_vcmd k = { .op = WEFT_VCMD_MODIFY_QP, .handle = q->qpn };
+
+    k.u.mod.mask = WEFT_VQPA_STATE | WEFT_VQPA_ACCESS;
+    k.u.mod.state = WEFT_VQPS_INIT;
+    k.u.mod.access = WEFT_VACC_REMOTE;
+    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+    k.u.mod.mask = WEFT_VQPA_STATE | WEFT_VQPA_AV | WEFT_VQPA_DEST_QPN |
+                   WEFT_VQPA_RQ_PSN | WEFT_VQPA_MAX_DEST_RD_ATOMIC |
+                   WEFT_VQPA_MIN_RNR_TIMER;
+    k.u.mod.state = WEFT_VQPS_RTR;
+    k.u.mod.dest_node = n->node;
+    k.u.mod.dest_qpn = peer;
+    k.u.mod.max_dest_rd_atomic = 4;
+    k.u.mod.min_rnr_timer = 1;
+    /* RTS before RTR is refused: the state machine is checked. */
+    g_assert_cmpuint(vcmd(n, &(struct weft_vcmd){ .op = WEFT_VCMD_MODIFY_QP,
+                     .handle = q->qpn, .u.mod = { .mask = WEFT_VQPA_STATE,
+                     .state = WEFT_VQPS_RTS } }, NULL), ==, WEFT_CMD_ESTATE);
+    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+    k.u.mod.mask = WEFT_VQPA_STATE | WEFT_VQPA_SQ_PSN | WEFT_VQPA_TIMEOUT |
+                   WEFT_VQPA_RETRY_CNT | WEFT_VQPA_RNR_RETRY |
+                   WEFT_VQPA_MAX_QP_RD_ATOMIC;
+    k.u.mod.state = WEFT_VQPS_RTS;
+    k.u.mod.timeout = 14;
+    k.u.mod.retry_cnt = 7;
+    k.u.mod.rnr_retry = 7;
+    k.u.mod.max_rd_atomic = 4;
+    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+}
+
+static void vpost_send(WeftNode *n, VQp *q, uint32_t uar, uint64_t wr_id,
+                       uint64_t addr, uint32_t len, uint32_t lkey)
+{
+    struct weft_vwqe w = { .wr_id = wr_id, .opcode = WEFT_VWR_SEND,
+                           .flags = WEFT_VWQE_SIGNALED, .num_sge = 1 };
+    struct weft_vsge sg = { .addr = addr, .length = len, .lkey = lkey };
+    uint64_t slot = q->sq + ((uint64_t)(q->sq_prod & 15) << 7);
+
+    qtest_memwrite(n->qts, slot, &w, sizeof(w));
+    qtest_memwrite(n->qts, slot + sizeof(w), &sg, sizeof(sg));
+    q->sq_prod++;
+    uar_write(n, uar, WEFT_UAR_SQ_DB, WEFT_UAR_DB(q->qpn, q->sq_prod));
+}
+
+static void vpost_recv(WeftNode *n, VQp *q, uint64_t wr_id, uint64_t addr,
+                       uint32_t len)
+{
+    struct weft_vrwqe w = { .wr_id = wr_id, .num_sge = 1 };
+    struct weft_vsge sg = { .addr = addr, .length = len, .lkey = V_STAG };
+    uint64_t slot = q->rq + ((uint64_t)(q->rq_prod & 15) << 6);
+
+    qtest_memwrite(n->qts, slot, &w, sizeof(w));
+    qtest_memwrite(n->qts, slot + sizeof(w), &sg, sizeof(sg));
+    q->rq_prod++;
+    uar_write(n, 0, WEFT_UAR_RQ_DB, WEFT_UAR_DB(q->qpn, q->rq_prod));
+}
+
+/* Polls CQE number idx of a 16-entry CQ ring (first pass: owner 1). */
+static void vpoll(WeftNode *n, uint64_t ring, unsigned int idx,
+                  struct weft_vcqe *e)
+{
+    int64_t end = deadline();
+
+    for (;;) {
+        qtest_memread(n->qts, ring + (uint64_t)idx * sizeof(*e), e, sizeof(*e));
+        if (e->owner == 1) {
+            return;
+        }
+        check_deadline(end, "a verbs CQE");
+        g_usleep(1000);
+    }
+}
+
+static void test_verbs_loopback(void)
+{
+    WeftNode *n = node_start(5, SW_NONE);
+    struct weft_vcmd k = { .op = WEFT_VCMD_CREATE_PD, .handle = 1 };
+    struct weft_vcmd_resp resp;
+    struct weft_vcqe e;
+    struct weft_tpt_entry t;
+    uint64_t ring, ci, buf, att, pages[2], dump;
+    uint8_t data[6000], got[6000];
+    VQp a, b;
+    unsigned int i;
+
+    g_assert_cmpuint(reg_read(n, WEFT_REG_VERBS_NR_QP), ==, WEFT_VERBS_DEF_QP);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_VERBS_NR_CQ), ==, WEFT_VERBS_DEF_CQ);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_VERBS_NR_PD), ==, WEFT_VERBS_DEF_PD);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_VERBS_NR_TPT), ==, WEFT_VERBS_DEF_TPT);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_VERBS_UAR_OFF), ==,
+                     WEFT_MAX_WINDOWS * WEFT_DB_PAGE_SIZE);
+    g_assert_cmpuint(n->db_size, >=, reg_read(n, WEFT_REG_VERBS_UAR_OFF) +
+                     WEFT_VERBS_DEF_UAR * WEFT_DB_PAGE_SIZE);
+
+    g_assert_cmpuint(vcmd(n, &k, &resp), ==, WEFT_CMD_OK);
+    g_assert_cmpuint(vcmd(n, &k, &resp), ==, WEFT_CMD_EBUSY);   /* twice */
+    ring = alloc_zeroed(n, 16 * sizeof(struct weft_vcqe));
+    ci = alloc_zeroed(n, 64);
+    k = (struct weft_vcmd){ .op = WEFT_VCMD_CREATE_CQ, .handle = 1 };
+    k.u.cq.ring_addr = ring;
+    k.u.cq.ci_addr = ci;
+    k.u.cq.log2_entries = 4;
+    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+
+    /* A region of two 4 KiB pages, listed in reverse order. */
+    pages[0] = alloc_zeroed(n, 8192);
+    pages[0] = (pages[0] + 4095) & ~4095ull;
+    buf = alloc_zeroed(n, 3 * 4096);
+    buf = (buf + 4095) & ~4095ull;
+    att = alloc_zeroed(n, 16);
+    pages[1] = pages[0];
+    pages[0] = buf;
+    qtest_writeq(n->qts, att, pages[1]);
+    qtest_writeq(n->qts, att + 8, pages[0]);
+    k = (struct weft_vcmd){ .op = WEFT_VCMD_REG_MR, .handle = V_STAG };
+    k.u.mr.va = 0x10000;
+    k.u.mr.length = 8192;
+    k.u.mr.att_addr = att;
+    k.u.mr.pd = 1;
+    k.u.mr.access = WEFT_VACC_ALL;
+    k.u.mr.page_shift = 12;
+    k.u.mr.att_level = WEFT_ATT_DIRECT;
+    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+    dump = alloc_zeroed(n, 64);
+    k = (struct weft_vcmd){ .op = WEFT_VCMD_QUERY_TPT, .handle = 1 };
+    k.u.query.addr = dump;
+    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+    qtest_memread(n->qts, dump, &t, sizeof(t));
+    g_assert_cmphex(t.stag, ==, V_STAG);
+    g_assert_cmpuint(t.flags & WEFT_TPTF_VALID, ==, WEFT_TPTF_VALID);
+
+    /* Two RC QPs of this adapter connected to each other: loopback. */
+    vqp_create(n, &a, 2);
+    vqp_create(n, &b, 3);
+    vqp_connect(n, &a, 3);
+    vqp_connect(n, &b, 2);
+    for (i = 0; i < sizeof(data); i++) {
+        data[i] = (uint8_t)(i * 7 + 3);
+    }
+    /* Send 4000 bytes from VA 0x10000 (ATT entry 0 = pages[1]); receive
+     * them at VA 0x10000 + 4046, across the page boundary (pages[0]). */
+    qtest_memwrite(n->qts, pages[1], data, 4000);
+    vpost_recv(n, &b, 77, 0x10000 + 4046, 4096);
+    vpost_send(n, &a, 0, 55, 0x10000, 4000, V_STAG);
+    vpoll(n, ring, 0, &e);
+    vpoll(n, ring, 1, &e);
+    for (i = 0; i < 2; i++) {
+        qtest_memread(n->qts, ring + i * sizeof(e), &e, sizeof(e));
+        g_assert_cmpuint(e.status, ==, WEFT_VWC_SUCCESS);
+        g_assert_true((e.wr_id == 55 && e.qpn == 2 && e.opcode == WEFT_VWC_SEND) ||
+                      (e.wr_id == 77 && e.qpn == 3 && e.opcode == WEFT_VWC_RECV &&
+                       e.byte_len == 4000));
+    }
+    qtest_memread(n->qts, pages[1] + 4046, got, 50);
+    qtest_memread(n->qts, pages[0], got + 50, 3950);
+    g_assert_cmpmem(got, 4000, data, 4000);
+    g_assert_cmpuint(counter(n, WEFT_CNT_V_CQES), ==, 2);
+
+    /* Error paths. */
+    k = (struct weft_vcmd){ .op = WEFT_VCMD_CREATE_QP, .handle = 9 };
+    k.u.qp.type = WEFT_VQPT_RC;
+    k.u.qp.pd = 77;                 /* no such PD */
+    g_assert_cmpuint(vcmd(n, &k, &resp), ==, WEFT_CMD_EINVAL);
+    reg_write(n, WEFT_REG_VERBS_CMD, 0xfec00000ull);  /* not RAM */
+    g_assert_cmpuint(reg_read(n, WEFT_REG_VERBS_CMD_STATUS), ==, WEFT_CMD_EFAULT);
+    /* A doorbell from a UAR page that does not own the QP. */
+    uar_write(n, 3, WEFT_UAR_SQ_DB, WEFT_UAR_DB(2, a.sq_prod + 1));
+    g_assert_cmpuint(counter(n, WEFT_CNT_DROP(WEFT_R_UAR_MISMATCH)), ==, 1);
+    /* A send naming a stale STag: error CQE, nothing sent. */
+    vpost_send(n, &a, 0, 56, 0x10000, 64, WEFT_STAG(1, 2));
+    vpoll(n, ring, 2, &e);
+    g_assert_cmpuint(e.wr_id, ==, 56);
+    g_assert_cmpuint(e.status, ==, WEFT_VWC_LOC_PROT_ERR);
+    g_assert_cmpuint(e.byte_len, ==, WEFT_R_STAG_INSTANCE);
+    /* Reset destroys every verbs object. */
+    reg_write(n, WEFT_REG_RESET, WEFT_RESET_MAGIC);
+    k = (struct weft_vcmd){ .op = WEFT_VCMD_QUERY_QP, .handle = 2 };
+    k.u.query.addr = dump;
+    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_EINVAL);
+    assert_alive(n);
+    node_stop(n);
+}
+
 int main(int argc, char **argv)
 {
     int r;
@@ -1493,6 +1866,8 @@ int main(int argc, char **argv)
     g_assert_nonnull(tmpdir);
 
     qtest_add_func("/weft/identity", test_identity);
+    qtest_add_func("/weft/key-epoch", test_key_epoch);
+    qtest_add_func("/weft/fatal-inject", test_fatal_inject);
     qtest_add_func("/weft/open-window", test_open_window);
     qtest_add_func("/weft/fifo/loopback", test_fifo_loopback);
     qtest_add_func("/weft/fifo/two-nodes", test_fifo_two_nodes);
@@ -1504,10 +1879,12 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/link/reconnect", test_link_reconnect);
     qtest_add_func("/weft/link/late-switch", test_link_late_switch);
     qtest_add_func("/weft/link/garbage", test_link_garbage);
+    qtest_add_func("/weft/link/token", test_link_token);
     qtest_add_func("/weft/misuse", test_misuse);
     qtest_add_func("/weft/migration-blocked", test_migration_blocked);
     qtest_add_func("/weft/hotplug", test_hotplug);
     qtest_add_func("/weft/properties", test_properties);
+    qtest_add_func("/weft/verbs/loopback", test_verbs_loopback);
 
     r = g_test_run();
     rmdir(tmpdir);

@@ -10,6 +10,11 @@
 #include "weft_test.h"
 #include "rel.h"
 
+/* The sim tests build chains of set-up steps: their checks stop the
+ * program at the first failure (weft_test.h's REQUIRE). */
+#undef CHECK
+#define CHECK REQUIRE
+
 /* One node's test set-up: a job slot, an open window and one registered
  * buffer of len bytes at buf. */
 struct st_node {
@@ -19,7 +24,7 @@ struct st_node {
 	int mr;
 };
 
-/* Create a sim, or fail (REQUIRE) with the reason. */
+/* Create a sim, or fail (CHECK) with the reason. */
 struct weft_sim *st_sim(const struct weft_sim_config *cfg);
 /* Job attach, window open (log2 FIFO sizes, 0 = default), buffer
  * allocation and registration; exits on failure. */

@@ -22,10 +22,10 @@ static unsigned int drain(struct weft_sim *s, struct st_node *n, unsigned int no
 
 	(void)s;
 	while (weft_sim_poll_recv(&n[node].win, &h, buf, sizeof(buf)) == 1) {
-		REQUIRE(h.type == WEFT_RF_FIFO, "node %u: type %u", node, h.type);
-		REQUIRE(h.length == strlen(want) && !memcmp(buf, want, h.length),
+		CHECK(h.type == WEFT_RF_FIFO, "node %u: type %u", node, h.type);
+		CHECK(h.length == strlen(want) && !memcmp(buf, want, h.length),
 		      "node %u: wrong payload", node);
-		REQUIRE((h.flags & WEFT_RF_BROADCAST) == flags_want, "node %u: flags 0x%x", node,
+		CHECK((h.flags & WEFT_RF_BROADCAST) == flags_want, "node %u: flags 0x%x", node,
 		      h.flags);
 		got++;
 	}
@@ -48,35 +48,35 @@ int main(void)
 	for (i = 0; i < NODES; i++)
 		st_node_setup(s, i, 21, 0, 4, i != 2, &n[i]);
 
-	REQUIRE(weft_sim_post_fifo(&n[0].win, WEFT_NODE_BROADCAST, 0, b1, strlen(b1)) == 0, "post");
+	CHECK(weft_sim_post_fifo(&n[0].win, WEFT_NODE_BROADCAST, 0, b1, strlen(b1)) == 0, "post");
 	weft_sim_run_idle(s, 0);
-	REQUIRE(drain(s, n, 0, b1, WEFT_RF_BROADCAST) == 0, "sender got its own broadcast");
+	CHECK(drain(s, n, 0, b1, WEFT_RF_BROADCAST) == 0, "sender got its own broadcast");
 	for (i = 1; i < NODES; i++) {
 		got = drain(s, n, i, b1, WEFT_RF_BROADCAST);
-		REQUIRE(got == 1, "node %u got the broadcast %u times", i, got);
+		CHECK(got == 1, "node %u got the broadcast %u times", i, got);
 	}
 	t_point("bcast: broadcast from node 0 delivered once to each of nodes 1..%u", NODES - 1);
 
-	REQUIRE(weft_fabric_mcast_join(weft_sim_fabric(s), 5, 1) == 0, "join 1");
-	REQUIRE(weft_fabric_mcast_join(weft_sim_fabric(s), 5, 3) == 0, "join 3");
-	REQUIRE(weft_sim_post_fifo(&n[0].win, WEFT_NODE_MCAST_BASE + 5, 0, m1, strlen(m1)) == 0,
+	CHECK(weft_fabric_mcast_join(weft_sim_fabric(s), 5, 1) == 0, "join 1");
+	CHECK(weft_fabric_mcast_join(weft_sim_fabric(s), 5, 3) == 0, "join 3");
+	CHECK(weft_sim_post_fifo(&n[0].win, WEFT_NODE_MCAST_BASE + 5, 0, m1, strlen(m1)) == 0,
 	      "post mcast");
 	weft_sim_run_idle(s, 0);
 	for (i = 0; i < NODES; i++) {
 		got = drain(s, n, i, m1, 0);
-		REQUIRE(got == (i == 1 || i == 3), "node %u got the multicast %u times", i, got);
+		CHECK(got == (i == 1 || i == 3), "node %u got the multicast %u times", i, got);
 	}
 	t_point("bcast: multicast to group 5 = {1, 3} reached exactly nodes 1 and 3");
 
-	REQUIRE(weft_sim_post_fifo(&n[2].win, WEFT_NODE_BROADCAST, 0, b2, strlen(b2)) == 0, "post 2");
+	CHECK(weft_sim_post_fifo(&n[2].win, WEFT_NODE_BROADCAST, 0, b2, strlen(b2)) == 0, "post 2");
 	weft_sim_run_idle(s, 0);
 	for (i = 0; i < NODES; i++)
-		REQUIRE(drain(s, n, i, b2, WEFT_RF_BROADCAST) == 0, "node %u got a broadcast from a "
+		CHECK(drain(s, n, i, b2, WEFT_RF_BROADCAST) == 0, "node %u got a broadcast from a "
 		      "window without Config_parm_bcast", i);
 	memcpy(&sh, n[2].win.send_fifo, sizeof(sh));
-	REQUIRE((sh.flags & WEFT_SF_DONE) && sh.status == WEFT_R_BCAST_DISABLED,
+	CHECK((sh.flags & WEFT_SF_DONE) && sh.status == WEFT_R_BCAST_DISABLED,
 	      "send frame flags 0x%x status %u", sh.flags, sh.status);
-	REQUIRE(weft_sim_counter(s, 2, WEFT_CNT_DROP(WEFT_R_BCAST_DISABLED)) == 1,
+	CHECK(weft_sim_counter(s, 2, WEFT_CNT_DROP(WEFT_R_BCAST_DISABLED)) == 1,
 	      "BCAST_DISABLED counter %llu",
 	      (unsigned long long)weft_sim_counter(s, 2, WEFT_CNT_DROP(WEFT_R_BCAST_DISABLED)));
 	t_point("bcast: broadcast from a window without Config_parm_bcast not transmitted, "

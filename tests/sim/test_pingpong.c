@@ -48,24 +48,24 @@ int main(void)
 			struct st_node *from = &n[side], *to = &n[!side];
 
 			st_fill(out, len, i * 2 + side);
-			REQUIRE(weft_sim_post_fifo(&from->win, (uint16_t)!side, 0, out, len) == 0,
+			CHECK(weft_sim_post_fifo(&from->win, (uint16_t)!side, 0, out, len) == 0,
 			      "round %u: post", i);
-			REQUIRE(wait_recv(s, &to->win, &h, in), "round %u side %u: nothing arrived", i,
+			CHECK(wait_recv(s, &to->win, &h, in), "round %u side %u: nothing arrived", i,
 			      side);
-			REQUIRE(h.type == WEFT_RF_FIFO, "round %u: type %u", i, h.type);
-			REQUIRE(h.length == len, "round %u: length %u, sent %zu", i, h.length, len);
-			REQUIRE(h.src_node == side && h.src_window == 0, "round %u: from %u/%u", i,
+			CHECK(h.type == WEFT_RF_FIFO, "round %u: type %u", i, h.type);
+			CHECK(h.length == len, "round %u: length %u, sent %zu", i, h.length, len);
+			CHECK(h.src_node == side && h.src_window == 0, "round %u: from %u/%u", i,
 			      h.src_node, h.src_window);
-			REQUIRE(h.seq == i, "round %u: seq %u", i, h.seq);
-			REQUIRE(!memcmp(in, out, len), "round %u side %u: payload differs", i, side);
+			CHECK(h.seq == i, "round %u: seq %u", i, h.seq);
+			CHECK(!memcmp(in, out, len), "round %u side %u: payload differs", i, side);
 			bytes += len;
 		}
 	}
-	REQUIRE(weft_sim_counter(s, 0, WEFT_CNT_TX_FIFO_PACKETS) == ROUNDS &&
+	CHECK(weft_sim_counter(s, 0, WEFT_CNT_TX_FIFO_PACKETS) == ROUNDS &&
 	      weft_sim_counter(s, 1, WEFT_CNT_RX_FIFO_PACKETS) == ROUNDS,
 	      "counters: tx0 %llu rx1 %llu", (unsigned long long)weft_sim_counter(s, 0, WEFT_CNT_TX_FIFO_PACKETS),
 	      (unsigned long long)weft_sim_counter(s, 1, WEFT_CNT_RX_FIFO_PACKETS));
-	REQUIRE(weft_sim_send_space(&n[0].win) == n[0].win.send_frames, "send frames not all done");
+	CHECK(weft_sim_send_space(&n[0].win) == n[0].win.send_frames, "send frames not all done");
 	t_point("pingpong: %u round trips, %llu payload bytes checked, seq and source checked, "
 	       "%.2f us virtual per round trip", ROUNDS, (unsigned long long)bytes,
 	       (double)(weft_sim_now(s) - t0) / ROUNDS / 1000.0);

@@ -323,15 +323,24 @@ static void test_port_limit(void)
 	len = mkframe(b, 4, 3, 7, 16);
 	CHECK(weft_fabric_submit(f, 4, b, len, 0) == 0);
 	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 2);
-	/* A detached node is not congested: its frames are held or dropped. */
+	/* A detached node is not congested: its frames are held or, beyond
+	 * its quota (in flight plus held), dropped as ABSENT. */
 	weft_fabric_detach(f, 2);
 	len = mkframe(b, 1, 2, 8, 16);
 	CHECK(weft_fabric_submit(f, 1, b, len, 0) == 0);
+	CHECK(weft_fabric_port_stats(f, 2)->drops[WEFT_FABRIC_DROP_ABSENT] == 1);
 	CHECK(weft_fabric_attach(f, 2) == 0);
 	s.refuse = 0;
-	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 5);
+	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 4);
 	for (i = 0; i < 4; i++)
 		CHECK(s.r[2 + i].dst == 2 && s.r[2 + i].tid == i);
+	/* Below the quota again: held while away, delivered on return. */
+	weft_fabric_detach(f, 2);
+	len = mkframe(b, 1, 2, 8, 16);
+	CHECK(weft_fabric_submit(f, 1, b, len, 0) == 0);
+	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 0);
+	CHECK(weft_fabric_attach(f, 2) == 0);
+	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 1);
 	CHECK(s.r[6].tid == 8);
 	len = mkframe(b, 1, 2, 9, 16);
 	CHECK(weft_fabric_submit(f, 1, b, len, 0) == 0);
@@ -504,6 +513,72 @@ static void test_bad_frames(void)
 	weft_fabric_free(f);
 }
 
+/* A port at its quota that takes nothing for stall_ns stalls: frames for
+ * it are dropped (STALLED) instead of holding senders, no wake-up is
+ * reported for it again, and it recovers when it takes a frame.  Held
+ * frames and ports of absent nodes expire. */
+static void test_stall_expiry(void)
+{
+	struct weft_fabric *f = mkfab(1, 64, 0, 3);
+	struct sink s = { .refuse = 1, .refuse_node = 2 };
+	unsigned char b[256];
+	size_t len;
+	int i;
+
+	weft_fabric_set_port_limit(f, 2);
+	weft_fabric_set_stall_ns(f, 100);
+	for (i = 0; i < 2; i++) {
+		len = mkframe(b, 1, 2, (uint32_t)i, 16);
+		CHECK(weft_fabric_submit(f, 1, b, len, 10) == 0);
+	}
+	CHECK(weft_fabric_poll(f, 10, deliver, &s) == 0);
+	len = mkframe(b, 1, 2, 2, 16);
+	CHECK(weft_fabric_submit(f, 1, b, len, 50) == -EAGAIN);
+	CHECK(weft_fabric_next_due(f) == 110);
+	/* Stalled: dropped, counted, the sender goes on. */
+	CHECK(weft_fabric_submit(f, 1, b, len, 110) == 0);
+	CHECK(weft_fabric_port_stats(f, 2)->drops[WEFT_FABRIC_DROP_STALLED] == 1);
+	CHECK(weft_fabric_poll(f, 110, deliver, &s) == 0);
+	CHECK(weft_fabric_next_due(f) == UINT64_MAX);
+	/* A broadcast reaches the others and is dropped for node 2 only. */
+	len = mkframe(b, 1, WEFT_NODE_BROADCAST, 3, 16);
+	CHECK(weft_fabric_submit(f, 1, b, len, 120) == 0);
+	CHECK(weft_fabric_poll(f, 120, deliver, &s) == 1 && s.r[0].dst == 3);
+	CHECK(weft_fabric_port_stats(f, 2)->drops[WEFT_FABRIC_DROP_STALLED] == 2);
+	/* It reads again: its frames flow, in order, and senders wait again. */
+	s.refuse = 0;
+	CHECK(weft_fabric_poll(f, 130, deliver, &s) == 2 && s.r[1].tid == 0 && s.r[2].tid == 1);
+	len = mkframe(b, 1, 2, 4, 16);
+	CHECK(weft_fabric_submit(f, 1, b, len, 130) == 0);
+	CHECK(weft_fabric_poll(f, 130, deliver, &s) == 1 && s.r[3].tid == 4);
+
+	/* Expiry: node 3 leaves, a frame is held for it, both expire. */
+	weft_fabric_set_expiry_ns(f, 1000);
+	weft_fabric_detach(f, 3);
+	len = mkframe(b, 1, 3, 5, 16);
+	CHECK(weft_fabric_submit(f, 1, b, len, 200) == 0);
+	CHECK(weft_fabric_next_due(f) == 0);    /* the departure is not stamped yet */
+	CHECK(weft_fabric_poll(f, 200, deliver, &s) == 0);
+	CHECK(weft_fabric_port_held(f, 3) == 1);
+	CHECK(weft_fabric_next_due(f) == 1200);
+	CHECK(weft_fabric_poll(f, 1199, deliver, &s) == 0 && weft_fabric_port_held(f, 3) == 1);
+	CHECK(weft_fabric_poll(f, 1200, deliver, &s) == 0);
+	CHECK(weft_fabric_port_stats(f, 3) == NULL);
+	CHECK(weft_fabric_total_stats(f)->drops[WEFT_FABRIC_DROP_EXPIRED] == 1);
+	CHECK(weft_fabric_queued(f) == 0);
+	CHECK(weft_fabric_next_due(f) == UINT64_MAX);
+	/* A port that is down is kept; a frame for a forgotten node has no route. */
+	weft_fabric_set_port_up(f, 1, false);
+	weft_fabric_detach(f, 1);
+	CHECK(weft_fabric_poll(f, 5000, deliver, &s) == 0);
+	CHECK(weft_fabric_port_stats(f, 1) != NULL);
+	CHECK(weft_fabric_next_due(f) == UINT64_MAX);
+	len = mkframe(b, 2, 3, 6, 16);
+	CHECK(weft_fabric_submit(f, 2, b, len, 5000) == 0);
+	CHECK(weft_fabric_port_stats(f, 2)->drops[WEFT_FABRIC_DROP_NO_ROUTE] == 1);
+	weft_fabric_free(f);
+}
+
 int main(void)
 {
 	static const struct {
@@ -520,6 +595,7 @@ int main(void)
 		{ "frames held across a detach", test_detach_hold },
 		{ "capture and replay", test_replay },
 		{ "bad frames", test_bad_frames },
+		{ "stalled ports and expiry", test_stall_expiry },
 	};
 	size_t i;
 

@@ -3,8 +3,46 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
+
+static uint64_t h_mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void h_spin(uint64_t iterations)
+{
+	volatile uint64_t x = 0;
+
+	while (iterations--)
+		x++;
+}
+
+/* Busy-wait about ns nanoseconds without reading the clock (which can
+ * cost a microsecond here): a loop calibrated once, at its fastest of
+ * five runs, so that a preemption during calibration cannot shorten it. */
+void h_spin_ns(uint64_t ns)
+{
+	static double per_ns;
+	unsigned int i;
+
+	if (!per_ns) {
+		for (i = 0; i < 5; i++) {
+			uint64_t t0 = h_mono_ns(), t;
+
+			h_spin(2000000);
+			t = h_mono_ns() - t0;
+			if (t && 2000000.0 / (double)t > per_ns)
+				per_ns = 2000000.0 / (double)t;
+		}
+	}
+	h_spin((uint64_t)(per_ns * (double)ns));
+}
 
 static int op_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 {
@@ -14,6 +52,9 @@ static int op_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 	    len > H_MEM_SIZE - (addr - H_MEM_BASE))
 		return -1;
 	memcpy(buf, n->mem + (addr - H_MEM_BASE), len);
+	n->dma_reads++;
+	if (n->dma_read_ns)
+		h_spin_ns(n->dma_read_ns);
 	return 0;
 }
 
@@ -295,6 +336,17 @@ void h_put_rdma(struct h_node *n, unsigned int w, uint8_t type, uint16_t dest,
 		uint16_t dwin, const struct weft_rdma_req *q)
 {
 	next_frame(n, w, type, dest, dwin, 0xdeadbeef)->rdma = *q;
+}
+
+void h_put_put(struct h_node *n, unsigned int w, uint16_t dest, uint16_t dwin,
+	       const struct weft_rdma_req *q, const void *payload, uint16_t len)
+{
+	struct weft_send_line *s = next_frame(n, w, WEFT_SF_PUT, dest, dwin, 0xdeadbeef);
+
+	s->rdma = *q;
+	s->hdr.length = len;
+	memcpy((uint8_t *)s + WEFT_FRAME_HDR_SIZE, payload,
+	       len > WEFT_MAX_PAYLOAD ? WEFT_MAX_PAYLOAD : len);
 }
 
 void h_start(struct h_node *n, unsigned int w, uint32_t frames)

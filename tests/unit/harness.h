@@ -43,6 +43,8 @@ struct h_node {
 	struct h_pkt *tx;
 	size_t ntx;
 	int xmit_rc;                    /* forced xmit result (0 = take) */
+	uint64_t dma_read_ns;           /* modelled cost of a DMA read (busy wait), 0 = none */
+	uint64_t dma_reads;             /* DMA reads the core made so far */
 	unsigned int irq[H_MAX_IRQ];
 	size_t irq_wlog[H_MAX_IRQ];     /* DMA writes logged when it fired */
 	size_t nirq;
@@ -56,6 +58,11 @@ struct h_node {
 	uint64_t sfifo[WEFT_MAX_WINDOWS], rfifo[WEFT_MAX_WINDOWS];
 	uint32_t sprod[WEFT_MAX_WINDOWS], rcons[WEFT_MAX_WINDOWS];
 };
+
+/* Busy-waits about ns nanoseconds of CPU work (the dma_read_ns model).
+ * Its first call calibrates the spin loop for some milliseconds: call it
+ * once before timing anything that uses the model. */
+void h_spin_ns(uint64_t ns);
 
 void h_init(struct h_node *n, uint16_t id, uint32_t nr_windows, uint32_t nr_rcxt,
 	    uint32_t handlers, uint32_t rxq);
@@ -90,6 +97,9 @@ void h_put_fifo(struct h_node *n, unsigned int w, uint16_t dest, uint16_t dwin,
 		const void *payload, uint16_t len, uint32_t forged_key);
 void h_put_rdma(struct h_node *n, unsigned int w, uint8_t type, uint16_t dest,
 		uint16_t dwin, const struct weft_rdma_req *q);
+/* A half-RDMA PUT frame: q plus len payload bytes (hw-spec 5.3). */
+void h_put_put(struct h_node *n, unsigned int w, uint16_t dest, uint16_t dwin,
+	       const struct weft_rdma_req *q, const void *payload, uint16_t len);
 void h_start(struct h_node *n, unsigned int w, uint32_t frames);
 /* Header line of send frame idx. */
 void h_send_line(struct h_node *n, unsigned int w, uint32_t idx, struct weft_send_line *s);
@@ -119,5 +129,23 @@ size_t h_deliver(struct h_node *from, struct h_node *to);
 void h_run2(struct h_node *a, struct h_node *b);
 
 const struct weft_wire_hdr *h_txhdr(struct h_node *n, size_t i);
+
+/* The harness's program structure, on weft_test.h: h_begin names the
+ * program (a "#" line), each h_section is a TAP point, h_end ends the TAP
+ * and gives main's exit status. */
+static inline void h_begin(const char *name)
+{
+	t_diag("%s", name);
+}
+
+static inline void h_section(const char *what)
+{
+	t_begin("%s", what);
+}
+
+static inline int h_end(void)
+{
+	return t_done();
+}
 
 #endif /* WEFT_TEST_HARNESS_H */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Seeded chaos between two adapters that are set up correctly: random
- * FIFO and RDMA requests (good and bad PVOs, lengths, rCxts and tids),
+ * FIFO, RDMA, half-RDMA and conditional frames (good and bad PVOs,
+ * lengths, rCxts, tids, offsets and queue commands),
  * packets dropped, duplicated, reordered and corrupted on the way, rCxt
  * cancel/release/re-acquire, windows closed and re-opened, adapter
  * recoveries.  Invariants checked after every step:
@@ -181,7 +182,7 @@ static void post(struct cnode *c, struct cnode *peer)
 	unsigned int w = (unsigned int)rnd(2);
 	uint8_t payload[WEFT_MAX_PAYLOAD];
 	struct weft_rdma_req q;
-	uint8_t type = (uint8_t)(1 + rnd(4));
+	uint8_t type = (uint8_t)(1 + rnd(WEFT_SF_COND_CTL));   /* every frame type */
 
 	if (h_db_r(&c->n, w, WEFT_DB_SEND_READY) >= 8)
 		return;
@@ -205,7 +206,15 @@ static void post(struct cnode *c, struct cnode *peer)
 		q.tp_node = c->n.id;
 		q.tp_window = (uint16_t)rnd(2);
 		q.tp_rcxt = (uint32_t)rnd(NRCXT);
-		h_put_rdma(&c->n, w, type, peer->n.id, (uint16_t)rnd(2), &q);
+		q.offset = (uint32_t)(rnd(4) ? rnd(12) * WEFT_MAX_PAYLOAD : rnd(0));
+		q.xflags = (uint16_t)rnd(3);
+		if (type == WEFT_SF_PUT) {
+			memset(payload, (int)rnd(256), sizeof(payload));
+			h_put_put(&c->n, w, peer->n.id, (uint16_t)rnd(2), &q, payload,
+				  (uint16_t)(rnd(4) ? WEFT_MAX_PAYLOAD : rnd(WEFT_MAX_PAYLOAD + 1)));
+		} else {
+			h_put_rdma(&c->n, w, type, peer->n.id, (uint16_t)rnd(2), &q);
+		}
 	}
 	h_start(&c->n, w, 1);
 }
@@ -292,7 +301,7 @@ int main(void)
 	struct cnode a, b;
 	unsigned int i, k;
 
-	t_begin("test_chaos: random traffic, faults and disruptions between two correctly set-up adapters");
+	h_section("test_chaos: random traffic, faults and disruptions between two correctly set-up adapters");
 	cnode_init(&a, 1);
 	cnode_init(&b, 2);
 	for (i = 0; i < STEPS; i++) {
@@ -365,5 +374,5 @@ int main(void)
 				    h_drops(&b.n, WEFT_R_TCE_BOUNDS)));
 	h_fini(&a.n);
 	h_fini(&b.n);
-	return t_done();
+	return h_end();
 }

@@ -36,7 +36,7 @@ static void test_gating(void)
 	struct weft_lmt before, after;
 	uint64_t disc;
 
-	t_begin("window gating: doorbells to invalid/closed windows are discarded");
+	h_section("window gating: doorbells to invalid/closed windows are discarded");
 	h_init(&a, 1, 4, 64, 1, 0);
 	h_lmt_prepare(&a, 2, KEY_A, 3, 3, 4, &before);
 	h_lmt_write(&a, 2, &before);     /* written, never opened: INVALID */
@@ -100,7 +100,7 @@ static void test_start_transmit(void)
 	uint8_t buf[64];
 	unsigned int i;
 
-	t_begin("StartTransmit counts readyToSend, sets and clears the active bit, marks frames done");
+	h_section("StartTransmit counts readyToSend, sets and clears the active bit, marks frames done");
 	h_init(&a, 1, 8, 64, 1, 0);
 	CHECK_EQ(h_open(&a, 5, KEY_A, 3, 3, 4), WEFT_CMD_OK, "open");
 	for (i = 0; i < 3; i++) {
@@ -143,7 +143,7 @@ static void test_quantum(void)
 	unsigned int i;
 	char order[32] = "";
 
-	t_begin("quantum round robin: two windows, k = 3, runs of 3");
+	h_section("quantum round robin: two windows, k = 3, runs of 3");
 	h_init(&a, 1, 4, 64, 1, 0);
 	CHECK_EQ(h_open(&a, 0, KEY_A, 4, 3, 3), WEFT_CMD_OK, "open 0");
 	CHECK_EQ(h_open(&a, 1, KEY_A, 4, 3, 3), WEFT_CMD_OK, "open 1");
@@ -161,7 +161,7 @@ static void test_quantum(void)
 	t_diag("transmit order by window: %s", order);
 	h_fini(&a);
 
-	t_begin("quantum round robin: k = 1 alternates, unequal load finishes with the busy window");
+	h_section("quantum round robin: k = 1 alternates, unequal load finishes with the busy window");
 	h_init(&a, 1, 4, 64, 1, 0);
 	CHECK_EQ(h_open(&a, 2, KEY_A, 4, 3, 1), WEFT_CMD_OK, "open 2");
 	CHECK_EQ(h_open(&a, 3, KEY_A, 4, 3, 1), WEFT_CMD_OK, "open 3");
@@ -188,7 +188,7 @@ static void test_key_stamping(void)
 	uint8_t raw[WEFT_WIRE_MAX_FRAME];
 	struct weft_wire_hdr *h = (struct weft_wire_hdr *)raw;
 
-	t_begin("key stamping: the user's key in the send frame never reaches the wire");
+	h_section("key stamping: the user's key in the send frame never reaches the wire");
 	pair_open(&a, &b, 1);
 	h_put_fifo(&a, 0, 2, 1, msg, sizeof(msg), KEY_B); /* forged key */
 	h_start(&a, 0, 1);
@@ -206,7 +206,7 @@ static void test_key_stamping(void)
 	CHECK_EQ(rh.src_node, 1, "src node in receive header");
 	CHECK(memcmp(h_recv_payload(&b, 1, 0), msg, sizeof(msg)) == 0, "payload");
 
-	t_begin("receive key check: a packet whose key differs from the window key is dropped");
+	h_section("receive key check: a packet whose key differs from the window key is dropped");
 	memcpy(raw, a.tx[0].data, 0);
 	memset(raw, 0, sizeof(raw));
 	h->version = WEFT_WIRE_VERSION;
@@ -251,7 +251,7 @@ static void test_header_last(void)
 	uint64_t frame;
 	unsigned int seen_payload = 0, hdr_writes = 0;
 
-	t_begin("header-last: every payload line is written before the header line");
+	h_section("header-last: every payload line is written before the header line");
 	pair_open(&a, &b, 0);
 	for (i = 0; i < sizeof(msg); i++)
 		msg[i] = (uint8_t)(i * 7);
@@ -306,7 +306,7 @@ static void test_full_fifo(void)
 	struct weft_recv_hdr rh;
 	struct weft_lmt l;
 
-	t_begin("full receive FIFO drops silently; returning slots resumes reception");
+	h_section("full receive FIFO drops silently; returning slots resumes reception");
 	h_init(&a, 1, 4, 64, 1, 0);
 	h_init(&b, 2, 4, 64, 1, 0);
 	CHECK_EQ(h_open(&a, 0, KEY_A, 4, 2, 4), WEFT_CMD_OK, "open a");
@@ -347,7 +347,7 @@ static void test_threshold(void)
 	unsigned int i;
 	size_t irq_before;
 
-	t_begin("receive threshold: interrupt exactly at the n-th entry; 0 and all-ones disable");
+	h_section("receive threshold: interrupt exactly at the n-th entry; 0 and all-ones disable");
 	h_init(&a, 1, 4, 64, 1, 0);
 	h_init(&b, 2, 4, 64, 2, 0);
 	h_evq_setup(&b);
@@ -377,7 +377,7 @@ static void test_threshold(void)
 	CHECK_EQ(b.nirq, irq_before, "threshold all-ones never interrupts");
 	CHECK(!h_evq_next(&b, &ev), "no events");
 
-	t_begin("send threshold: interrupt when send_current_cnt reaches it");
+	h_section("send threshold: interrupt when send_current_cnt reaches it");
 	h_evq_setup(&a);
 	i = (unsigned int)h_db_r(&a, 0, WEFT_DB_SEND_COUNT);
 	h_db_w(&a, 0, WEFT_DB_SEND_THRESHOLD, i + 2);
@@ -399,7 +399,7 @@ static void test_bcast(void)
 	struct weft_lmt l;
 	uint8_t v = 1;
 
-	t_begin("broadcast/multicast sends need config_parm_bcast");
+	h_section("broadcast/multicast sends need config_parm_bcast");
 	one_open(&a);
 	h_put_fifo(&a, 0, WEFT_NODE_BROADCAST, 0, &v, 1, 0);
 	h_put_fifo(&a, 0, WEFT_NODE_MCAST_BASE + 3, 0, &v, 1, 0);
@@ -434,7 +434,7 @@ static void test_link(void)
 	struct weft_send_line s;
 	uint8_t v = 1;
 
-	t_begin("link busy keeps the frame; no link drops it (NO_LINK)");
+	h_section("link busy keeps the frame; no link drops it (NO_LINK)");
 	one_open(&a);
 	h_put_fifo(&a, 0, 2, 0, &v, 1, 0);
 	h_put_fifo(&a, 0, 2, 0, &v, 1, 0);
@@ -461,7 +461,7 @@ static void test_early(void)
 	uint8_t msg[600] = { 1 };
 	size_t i, hdr_at = 0;
 
-	t_begin("early interrupt: the threshold interrupt fires before the header line is written");
+	h_section("early interrupt: the threshold interrupt fires before the header line is written");
 	h_init(&a, 1, 4, 64, 1, 0);
 	h_init(&b, 2, 4, 64, 1, 0);
 	CHECK_EQ(h_open(&a, 0, KEY_A, 3, 3, 4), WEFT_CMD_OK, "open a");
@@ -487,7 +487,7 @@ static void test_early(void)
 	h_fini(&a);
 	h_fini(&b);
 
-	t_begin("normal mode: the interrupt comes after the header line");
+	h_section("normal mode: the interrupt comes after the header line");
 	pair_open(&a, &b, 0);
 	h_db_w(&b, 0, WEFT_DB_RECV_THRESHOLD, 1);
 	h_put_fifo(&a, 0, 2, 0, msg, sizeof(msg), 0);
@@ -508,7 +508,7 @@ static void test_rx_backpressure(void)
 	uint8_t v = 1;
 	unsigned int i, taken = 0, refused = 0;
 
-	t_begin("receive queue: bounded, -EAGAIN backpressure, nothing lost");
+	h_section("receive queue: bounded, -EAGAIN backpressure, nothing lost");
 	h_init(&a, 1, 4, 64, 1, 0);
 	h_init(&b, 2, 4, 64, 1, 4);
 	CHECK_EQ(h_open(&a, 0, KEY_A, 4, 4, 4), WEFT_CMD_OK, "open a");
@@ -538,7 +538,7 @@ static void test_rx_backpressure(void)
 
 int main(void)
 {
-	t_diag("test_fifo: windows, send and receive FIFOs");
+	h_begin("test_fifo: windows, send and receive FIFOs");
 	test_gating();
 	test_start_transmit();
 	test_quantum();
@@ -550,5 +550,5 @@ int main(void)
 	test_link();
 	test_early();
 	test_rx_backpressure();
-	return t_done();
+	return h_end();
 }

@@ -31,7 +31,7 @@ static void test_regs(void)
 	unsigned int g;
 	uint64_t v;
 
-	t_begin("BAR 0 misuse: sizes, alignment, unknown offsets, RO writes, WO reads, bad values");
+	h_section("BAR 0 misuse: sizes, alignment, unknown offsets, RO writes, WO reads, bad values");
 	h_init(&a, 1, 4, 64, 2, 0);
 	g = a.guest_errors;
 	v = weft_core_reg_read(a.c, WEFT_REG_ID, 2);
@@ -98,7 +98,7 @@ static void test_names(void)
 	uint64_t off;
 	unsigned int t, i;
 
-	t_begin("every valid register access is traced with its name");
+	h_section("every valid register access is traced with its name");
 	h_init(&a, 1, 4, 64, 2, 0);
 	a.reg_traces = a.named_reg_traces = 0;
 	for (off = 0; off <= WEFT_REG_CMD_CANCEL_RCXT; off += 8)
@@ -125,10 +125,11 @@ static void test_sram_db(void)
 	struct h_node a;
 	unsigned int g;
 
-	t_begin("BAR 2 and BAR 4 misuse");
+	h_section("BAR 2 and BAR 4 misuse");
 	h_init(&a, 1, 4, 64, 2, 0);
 	CHECK_EQ(weft_core_sram_bar_size(a.c), 0x20000, "SRAM BAR size (64 rCxts)");
-	CHECK_EQ(weft_core_db_bar_size(a.c), 0x4000, "doorbell BAR size (4 windows)");
+	/* 128 window pages (512 KiB), then 512 UAR pages: next power of two. */
+	CHECK_EQ(weft_core_db_bar_size(a.c), 0x400000, "doorbell BAR size (window + UAR pages)");
 	g = a.guest_errors;
 	CHECK_EQ(weft_core_sram_read(a.c, WEFT_SRAM_RCXT_OFF(64), 8), 0, "beyond the rCxt pool");
 	EXPECT_GE(a, g, "SRAM read beyond the pool");
@@ -178,7 +179,7 @@ static void test_dma(void)
 	uint8_t v = 3;
 	unsigned int g;
 
-	t_begin("DMA outside guest RAM: send FIFO -> window fatal; receive FIFO -> drop; EVQ -> overflow");
+	h_section("DMA outside guest RAM: send FIFO -> window fatal; receive FIFO -> drop; EVQ -> overflow");
 	h_init(&a, 1, 4, 64, 1, 0);
 	h_init(&b, 2, 4, 64, 1, 0);
 	h_lmt_prepare(&a, 0, JOB, 3, 3, 1, &l);
@@ -217,7 +218,7 @@ static void test_sram_corruption(void)
 	struct weft_lmt l;
 	uint8_t v = 1;
 
-	t_begin("driver corrupts an open window's LMT through the SRAM aperture");
+	h_section("driver corrupts an open window's LMT through the SRAM aperture");
 	h_init(&a, 1, 4, 64, 1, 0);
 	h_init(&b, 2, 4, 64, 1, 0);
 	CHECK_EQ(h_open(&a, 0, JOB, 3, 3, 1), WEFT_CMD_OK, "open a");
@@ -249,7 +250,7 @@ static void test_storm(void)
 	uint8_t pkt[WEFT_WIRE_MAX_FRAME];
 	struct weft_wire_hdr *h = (struct weft_wire_hdr *)pkt;
 
-	t_begin("seeded storm: 20000 random MMIO writes and packets, core stays alive");
+	h_section("seeded storm: 20000 random MMIO writes and packets, core stays alive");
 	h_init(&a, 1, 8, 64, 4, 8);
 	h_init(&b, 2, 8, 64, 4, 8);
 	h_evq_setup(&a);
@@ -333,12 +334,12 @@ static void test_storm(void)
 
 int main(void)
 {
-	t_diag("test_misuse: guest misuse of every BAR, bad DMA, corrupted SRAM, random storm");
+	h_begin("test_misuse: guest misuse of every BAR, bad DMA, corrupted SRAM, random storm");
 	test_regs();
 	test_names();
 	test_sram_db();
 	test_dma();
 	test_sram_corruption();
 	test_storm();
-	return t_done();
+	return h_end();
 }

@@ -56,7 +56,7 @@ static void test_live_task_view(void)
 {
 	struct one o;
 
-	t_begin("Live Task View: a long RDMA write keeps its transmit task across polls");
+	h_section("Live Task View: a long RDMA write keeps its transmit task across polls");
 	one_init(&o, 1);
 	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_LIVE_TASK_VIEW), 0, "idle");
 	post_write(&o, 0, 20000);
@@ -81,7 +81,7 @@ static void test_snapshot(void)
 	uint64_t snap, ltv;
 	bool seen_clear = false;
 
-	t_begin("snapshot: Close Window copies LTV; zero only when those tasks ended; later tasks never hold it up");
+	h_section("snapshot: Close Window copies LTV; zero only when those tasks ended; later tasks never hold it up");
 	one_init(&o, 3);
 	post_write(&o, 0, 60000);
 	post_write(&o, 1, 30000);
@@ -123,7 +123,7 @@ static void test_busy_tasks(void)
 	struct one o;
 	unsigned int w;
 
-	t_begin("busy-task path: five long writes, four transmit tasks; the fifth waits and still completes");
+	h_section("busy-task path: five long writes, four transmit tasks; the fifth waits and still completes");
 	one_init(&o, 5);
 	for (w = 0; w < 5; w++)
 		post_write(&o, w, 10000);
@@ -154,7 +154,7 @@ static void test_interrupts(void)
 	struct weft_event ev;
 	unsigned int i;
 
-	t_begin("interrupt handlers: round robin over ready handlers, not-ready once presented, INT_READY re-arms");
+	h_section("interrupt handlers: round robin over ready handlers, not-ready once presented, INT_READY re-arms");
 	h_init(&a, 1, 4, 64, 3, 0);
 	h_evq_setup(&a);
 	CHECK_EQ(h_reg_r(&a, WEFT_REG_INT_CONFIG) & 0xff, 3, "three handlers");
@@ -186,7 +186,7 @@ static void test_interrupts(void)
 	h_reg_w(&a, WEFT_REG_INT_READY, 7);
 	CHECK(a.guest_errors > 0, "INT_READY of a missing handler is a guest error");
 
-	t_begin("event queue overflow is counted; preferred handler = LMT.int_vect_data");
+	h_section("event queue overflow is counted; preferred handler = LMT.int_vect_data");
 	h_reg_w(&a, WEFT_REG_INT_READY, 0);
 	h_reg_w(&a, WEFT_REG_INT_READY, 1);
 	h_reg_w(&a, WEFT_REG_INT_READY, 2);
@@ -254,7 +254,7 @@ static void test_reset_recover(void)
 	uint8_t pkt[WEFT_WIRE_HDR_SIZE + 4];
 	struct weft_wire_hdr *h = (struct weft_wire_hdr *)pkt;
 
-	t_begin("recovery: windows and rCxts invalidated, queued work dropped, count bumped");
+	h_section("recovery: windows and rCxts invalidated, queued work dropped, count bumped");
 	one_init(&o, 2);
 	post_write(&o, 0, 50000);
 	weft_core_poll(o.a.c, 2);
@@ -284,11 +284,22 @@ static void test_reset_recover(void)
 	CHECK(h_reg_r(&o.a, WEFT_REG_TCE_CFG(0)) != 0, "TCE tables survive recovery");
 	CHECK_EQ(h_acquire(&o.a, 10, 0, 1), WEFT_CMD_OK, "rCxt can be re-acquired");
 
-	t_begin("reset: power-on state except RECOVERY_COUNT");
+	t_begin("KEY_EPOCH: advanced only by KEY_EPOCH_NEXT with its magic");
+	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_KEY_EPOCH), 0, "power-on epoch from the config");
+	h_reg_w(&o.a, WEFT_REG_KEY_EPOCH_NEXT, 1);
+	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_KEY_EPOCH), 0, "wrong magic ignored");
+	h_reg_w(&o.a, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+	h_reg_w(&o.a, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_KEY_EPOCH), 2, "KEY_EPOCH + 1 per write");
+	h_reg_w(&o.a, WEFT_REG_KEY_EPOCH, 99);
+	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_KEY_EPOCH), 2, "KEY_EPOCH is read-only");
+
+	t_begin("reset: power-on state except RECOVERY_COUNT and KEY_EPOCH");
 	CHECK_EQ(h_open(&o.a, 0, JOB, 3, 3, 1), WEFT_CMD_OK, "reopen");
 	CHECK_EQ(weft_core_receive(o.a.c, pkt, sizeof(pkt)), 0, "packet queued");
 	h_reg_w(&o.a, WEFT_REG_RESET, WEFT_RESET_MAGIC);
 	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_RECOVERY_COUNT), 1, "RECOVERY_COUNT kept");
+	CHECK_EQ(h_reg_r(&o.a, WEFT_REG_KEY_EPOCH), 2, "KEY_EPOCH kept");
 	CHECK_EQ(h_cnt(&o.a, WEFT_CNT_RESETS), 1, "RESETS");
 	CHECK_EQ(h_cnt(&o.a, WEFT_CNT_RECOVERIES), 0, "other counters cleared");
 	CHECK_EQ(h_cnt(&o.a, WEFT_CNT_GUEST_ERRORS), 0, "guest error counter cleared");
@@ -308,11 +319,11 @@ static void test_reset_recover(void)
 
 int main(void)
 {
-	t_diag("test_tasks: tasks, snapshot, interrupts, reset and recovery");
+	h_begin("test_tasks: tasks, snapshot, interrupts, reset and recovery");
 	test_live_task_view();
 	test_snapshot();
 	test_busy_tasks();
 	test_interrupts();
 	test_reset_recover();
-	return t_done();
+	return h_end();
 }

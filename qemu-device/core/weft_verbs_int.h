@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Weft verbs engine: private state shared by weft_verbs_*.c
+ * (docs/hw-spec.md section 16).  Nothing here is part of the API.
+ */
+#ifndef WEFT_VERBS_INT_H
+#define WEFT_VERBS_INT_H
+
+#include "weft/verbs.h"
+#include "weft_core_int.h"
+
+#define VQ_NONE         0xffffffffu
+#define VQ_WINDOW       WEFT_VERBS_RX_WINDOW    /* PSNs in flight / placed ahead */
+#define VQ_CHUNK        32u                     /* response packets per read request */
+#define VQ_MAX_SGE      28u
+#define VQ_ATOMIC_CACHE 16u
+#define VQ_TOUCHED      4u                      /* early one-touch entries per QP */
+#define VQ_BUDGET       (64ull << 20)           /* adapter memory for SQ slot state */
+#define VQ_FLUSH_STEP   64u                     /* flush CQEs per poll step */
+
+/* In-flight record of one SQ slot. */
+enum { SW_IDLE = 0, SW_STARTED, SW_DONE };
+
+struct vq_sw {
+	uint64_t wr_id;
+	uint32_t psn;           /* first PSN */
+	uint32_t npkt;          /* PSNs taken (0 for local operations) */
+	uint32_t msn;           /* read MSN of its first request */
+	uint32_t byte_len;
+	uint8_t  op;            /* enum weft_vwqe_op */
+	uint8_t  state;
+	uint8_t  status;        /* enum weft_vwc_status once DONE */
+	uint8_t  reason;
+	uint8_t  signaled;
+	uint8_t  chunks_sent;   /* read: requests sent so far (capped 255) */
+	uint16_t reserved;
+};
+
+/* A copied, checked WQE. */
+struct vq_wqe {
+	struct weft_vwqe h;
+	struct weft_vsge sge[VQ_MAX_SGE];
+	uint64_t total;
+};
+
+struct vq_rwqe {
+	struct weft_vrwqe h;
+	struct weft_vsge sge[VQ_MAX_SGE];
+	uint64_t total;
+	uint32_t index;
+};
+
+struct vq_rrq {
+	uint32_t psn, npkt, sent;
+	uint32_t rkey;
+	uint64_t va;
+	uint32_t len;
+	uint8_t  atomic;        /* response is an ATOMIC_RESP with value */
+	uint64_t value;
+};
+
+struct vq_qp {
+	bool created;
+	uint8_t type, state, access, flags;
+	uint32_t pd, scq, rcq, uar;
+	uint64_t sq_addr, rq_addr;
+	uint8_t sq_log2, sq_stride, rq_log2, rq_stride;
+	/* attributes */
+	uint32_t qkey, dest_qpn;
+	uint16_t dest_node;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer, max_rd_atomic, max_dest_rd_atomic;
+	uint32_t last_reason;
+	/* SQ */
+	uint32_t sq_prod, sq_ci, sq_next;
+	struct vq_sw *sw;
+	struct vq_wqe cur;      /* copy of WQE sq_next while it is sent */
+	bool cur_valid;
+	uint32_t cur_pkt;       /* PSNs of WQE sq_next already sent */
+	uint32_t snd_psn;       /* next new PSN */
+	uint32_t sent_hi;       /* one past the highest PSN transmitted */
+	uint32_t acked_psn;     /* every PSN before this one is acknowledged */
+	uint32_t rd_msn;        /* next read MSN to assign */
+	uint32_t resp_psn;      /* next response PSN expected for the head read */
+	uint64_t resp_bits;     /* responses received ahead of resp_psn */
+	uint32_t resp_wqe;      /* SQ index whose responses are expected */
+	struct vq_wqe rcur;     /* copy of that read WQE */
+	bool rcur_valid;
+	uint32_t retries_left, rnr_left;
+	uint64_t rto;           /* retransmission deadline, 0 = off */
+	uint64_t rnr_until;     /* RNR wait deadline, 0 = off */
+	/* RQ */
+	uint32_t rq_prod, rq_ci;
+	struct vq_rwqe rcv;     /* receive WQE being filled */
+	bool rcv_active;
+	uint64_t rcv_off;
+	/* responder */
+	uint32_t epsn, msn, rd_emsn;
+	uint64_t rx_bits;       /* write packets placed ahead of epsn */
+	bool nak_sent, ack_owed, ack_now;
+	struct vq_rrq rrq[WEFT_VERBS_MAX_RD_ATOMIC];
+	uint32_t rrq_head, rrq_count;
+	uint32_t atom_psn[VQ_ATOMIC_CACHE];
+	uint64_t atom_val[VQ_ATOMIC_CACHE];
+	uint32_t atom_next;
+	uint32_t touched[VQ_TOUCHED];   /* TPT index + 1 of early one-touch entries */
+	/* scheduling */
+	bool in_tq;
+	bool in_work;
+	uint32_t work_next;
+	bool flushing;
+};
+
+struct vq_cq {
+	bool created, error;
+	uint8_t log2, arm;
+	uint64_t ring, ci_addr;
+	uint32_t prod, ci;
+	uint32_t vector, uar, refs;
+};
+
+struct vq_pd {
+	bool created;
+	uint32_t refs;
+};
+
+struct vq_tpt {
+	struct weft_tpt_entry e;
+	uint8_t last_instance;  /* instance of the last registration */
+	bool registered_once;
+};
+
+struct weft_verbs {
+	uint32_t nr_qp, nr_cq, nr_pd, nr_tpt, nr_uar;
+	struct vq_qp *qp;
+	struct vq_cq *cq;
+	struct vq_pd *pd;
+	struct vq_tpt *tpt;
+	uint64_t sw_bytes;
+	uint64_t cmd_status;
+	/* QPs with transmit or flush work: a FIFO of qpns */
+	uint32_t work_head, work_tail;
+	/* one packet the link refused */
+	bool pend;
+	size_t pend_len;
+	_Alignas(8) uint8_t pkt[WEFT_WIRE_MAX_FRAME];
+	_Alignas(8) uint8_t pend_pkt[WEFT_WIRE_MAX_FRAME];
+	uint64_t timer_armed;   /* deadline last given to ops->timer_arm */
+	uint32_t *tq;           /* qpns that have a deadline set */
+	uint32_t ntq;
+};
+
+static inline uint32_t psn_add(uint32_t a, uint32_t b)
+{
+	return (a + b) & WEFT_VERBS_PSN_MASK;
+}
+
+/* Signed distance a - b in 24-bit PSN space. */
+static inline int32_t psn_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8) >> 8;
+}
+
+static inline struct vq_qp *vq_qp(struct weft_core *c, uint32_t qpn)
+{
+	struct weft_verbs *v = c->verbs;
+
+	if (qpn == 0 || qpn >= v->nr_qp || !v->qp[qpn].created)
+		return NULL;
+	return &v->qp[qpn];
+}
+
+static inline uint32_t vq_qpn(struct weft_core *c, const struct vq_qp *qp)
+{
+	return (uint32_t)(qp - c->verbs->qp);
+}
+
+static inline uint32_t vq_npkt(uint64_t len)
+{
+	return len ? (uint32_t)((len + WEFT_VERBS_MTU - 1) / WEFT_VERBS_MTU) : 1u;
+}
+
+/* ---- weft_verbs_obj.c: objects, commands, doorbells, scheduling --------- */
+void vq_qp_error(struct weft_core *c, struct vq_qp *qp, unsigned int reason);
+void vq_qp_sq_error(struct weft_core *c, struct vq_qp *qp, unsigned int reason);
+void vq_work(struct weft_core *c, struct vq_qp *qp);
+void vq_async(struct weft_core *c, uint32_t obj, unsigned int what, unsigned int reason,
+	      unsigned int vector);
+
+/* ---- weft_verbs_tpt.c: STags, checks and translation -------------------- */
+enum vq_dir { VQ_TO_MEM, VQ_FROM_MEM };
+/* Check [va, va + len) of stag for a QP (pd, qpn) with the access bits
+ * need; remote = incoming RDMA (windows or regions with remote rights).
+ * Returns a reason. */
+unsigned int vq_tpt_check(struct weft_core *c, uint32_t pd, uint32_t qpn, uint32_t stag,
+			  uint64_t va, uint64_t len, unsigned int need, bool remote,
+			  bool priv);
+/* Copy between buf and [va, va + len) of stag, after vq_tpt_check. */
+unsigned int vq_tpt_copy(struct weft_core *c, uint32_t pd, uint32_t qpn, uint32_t stag,
+			 uint64_t va, void *buf, uint64_t len, unsigned int need,
+			 bool remote, bool priv, enum vq_dir dir);
+/* SGE list: check all, then copy at byte offset off of the list. */
+unsigned int vq_sge_check(struct weft_core *c, const struct vq_qp *qp,
+			  const struct weft_vsge *sge, unsigned int n, unsigned int need,
+			  uint64_t *total);
+unsigned int vq_sge_copy(struct weft_core *c, const struct vq_qp *qp,
+			 const struct weft_vsge *sge, unsigned int n, uint64_t off,
+			 void *buf, uint64_t len, unsigned int need, enum vq_dir dir);
+/* Work-request TPT operations; return a reason. */
+unsigned int vq_fast_reg(struct weft_core *c, struct vq_qp *qp, const struct weft_vwqe *w);
+unsigned int vq_local_inv(struct weft_core *c, struct vq_qp *qp, uint32_t stag);
+unsigned int vq_remote_inv(struct weft_core *c, struct vq_qp *qp, uint32_t stag);
+unsigned int vq_bind(struct weft_core *c, struct vq_qp *qp, const struct weft_vwqe *w);
+/* One-touch bookkeeping after placing a LAST write segment at psn. */
+unsigned int vq_one_touch(struct weft_core *c, struct vq_qp *qp, uint32_t stag,
+			  uint32_t psn, bool in_order);
+void vq_one_touch_catch_up(struct weft_core *c, struct vq_qp *qp);
+/* The window of stag is Touched (its Last segment came early). */
+bool vq_touched(struct weft_core *c, uint32_t stag);
+/* Command-path registration. */
+unsigned int vq_cmd_alloc_stag(struct weft_core *c, const struct weft_vcmd *k, bool reg,
+			       unsigned int *reason);
+unsigned int vq_cmd_dereg(struct weft_core *c, uint32_t stag, unsigned int *reason);
+void vq_tpt_release_qp(struct weft_core *c, uint32_t qpn);
+
+/* ---- weft_verbs_cq.c ------------------------------------------------------ */
+/* Write one CQE to cq; returns false if it was dropped (CQ error). */
+bool vq_cqe(struct weft_core *c, uint32_t cqn, struct weft_vcqe *e, bool solicited);
+void vq_cq_arm(struct weft_core *c, uint32_t cqn, unsigned int flags, uint32_t ci);
+
+/* ---- weft_verbs_sq.c: requester ----------------------------------------- */
+/* Transmit one packet or run one local WQE for qp; 1 done, 0 nothing,
+ * -EAGAIN link busy. */
+int vq_sq_step(struct weft_core *c, struct vq_qp *qp);
+/* Retire finished WQEs at the SQ head into CQEs (flushes when in error). */
+void vq_sq_complete(struct weft_core *c, struct vq_qp *qp, unsigned int max);
+bool vq_sq_has_work(struct weft_core *c, const struct vq_qp *qp);
+/* Some WQE was started and is not complete. */
+bool vq_sq_outstanding(struct vq_qp *qp);
+void vq_sq_fail(struct weft_core *c, struct vq_qp *qp, uint32_t idx, uint8_t status,
+		unsigned int reason);
+/* Reload the copy of WQE idx from the ring; returns a reason. */
+unsigned int vq_wqe_load(struct weft_core *c, struct vq_qp *qp, uint32_t idx,
+			 struct vq_wqe *w);
+
+/* ---- weft_verbs_rq.c: responder ------------------------------------------ */
+void vq_rx_request(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr *wh,
+		   const struct weft_vhdr *h, const uint8_t *data, uint32_t dlen);
+void vq_rx_ud(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr *wh,
+	      const struct weft_vhdr *h, const uint8_t *data, uint32_t dlen);
+void vq_rq_flush(struct weft_core *c, struct vq_qp *qp, unsigned int max);
+/* Serve one read response packet; 1 done, 0 nothing, -EAGAIN. */
+int vq_rrq_step(struct weft_core *c, struct vq_qp *qp);
+
+/* ---- weft_verbs_rc.c: reliable transport ---------------------------------- */
+void vq_rx_response(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
+		    const uint8_t *data, uint32_t dlen);
+void vq_send_ack(struct weft_core *c, struct vq_qp *qp, unsigned int syndrome,
+		 uint32_t psn, uint32_t msn);
+void vq_send_terminate(struct weft_core *c, struct vq_qp *qp, unsigned int reason,
+		       uint32_t psn);
+/* Go back to the oldest unacknowledged PSN (timeout or NAK). */
+void vq_go_back(struct weft_core *c, struct vq_qp *qp);
+void vq_timers(struct weft_core *c, uint64_t now);
+/* A deadline of qp was set: make sure the core timer fires by then. */
+void vq_timer_set(struct weft_core *c, struct vq_qp *qp, uint64_t deadline);
+uint64_t vq_rto_ns(const struct vq_qp *qp);
+/* Transmit a built packet: to ops->xmit, or looped back to this core. */
+int vq_link_xmit(struct weft_core *c, const void *pkt, size_t len);
+/* Build and transmit a verbs packet for qp; 0, -EAGAIN (kept for later). */
+int vq_xmit(struct weft_core *c, const struct vq_qp *qp, uint16_t dst_node,
+	    const struct weft_vhdr *h, const void *data, uint32_t dlen);
+
+#endif /* WEFT_VERBS_INT_H */
