@@ -200,6 +200,14 @@ ip_event() {
 	checked "node1 $kind while node0 pinged it: $(grep -c 'icmp_seq=' <<<"$OUT") of $t answered, the last 10 ($last) all answered"
 	netstat_sum "$c" 1 rx_drop_stale_epoch || return 1
 	say "node1: $((VAL - s0)) frames for its earlier epoch dropped (rx_drop_stale_epoch) across the $kind"
+	# The senders' counts are read before the receivers' (and after them at
+	# the end), a second apart: a frame received in the window was then
+	# sent in it, whatever arrives between two reads.
+	netstat_sum "$c" 0 "${FRESH[@]}" || return 1
+	f0=$VAL
+	netstat_sum "$c" 1 "${FRESH[@]}" || return 1
+	f1=$VAL
+	sleep 1
 	netstat_sum "$c" 0 "${STALE[@]}" || return 1
 	d0=$VAL
 	netstat_sum "$c" 1 "${STALE[@]}" || return 1
@@ -208,10 +216,6 @@ ip_event() {
 	a0=$VAL
 	netstat_sum "$c" 1 rx_frames rx_reassembled || return 1
 	a1=$VAL
-	netstat_sum "$c" 0 "${FRESH[@]}" || return 1
-	f0=$VAL
-	netstat_sum "$c" 1 "${FRESH[@]}" || return 1
-	f1=$VAL
 	k=$("$WC" --name "$c" faults --json replay 400 before="$mark" 2>/dev/null |
 		python3 -c 'import json,sys; print(json.load(sys.stdin)["replayed"])')
 	[[ $k =~ ^[0-9]+$ ]] && [ "$k" -gt 0 ] || fail "the switch replayed nothing ($k)" || return 1
