@@ -3,14 +3,16 @@
  * weft-sim-bench: figures of the in-process sim (not a test).
  *
  *   weft-sim-bench [--messages N] [--failover-events N] [--failover-nodes N]
- *                  [--no-throughput] [--no-failover] [--no-verbs]
+ *                  [--no-throughput] [--no-failover] [--no-verbs] [--json]
  *
  * 1. RDMA-write throughput of 1 MiB messages from node 0 to node 1 (one
  *    RDMAW pseudo packet per message, 4 rCxt pairs in flight, wall clock),
  *    a plain memcpy of the same bytes measured in the same run, once over
  *    4 MiB buffers (in cache) and once over buffers as large as the
  *    transfer (out of cache), and the ratios.  The last message of each
- *    channel is checked.
+ *    channel is checked.  With --json, one JSON line of these figures
+ *    ("sim_gbps", "memcpy_cached_gbps", "memcpy_uncached_gbps" and the
+ *    wall-time ratios) follows the text.
  * 2. Verbs RC RDMA-write throughput at 1 MiB and 4 KiB (one RC QP pair,
  *    up to 64 WQEs in flight, lossless fabric, wall clock) next to a
  *    memcpy of the same sizes between the same two guest buffers, reused
@@ -47,7 +49,7 @@ static double cpu_s(void)
 	return clock_s(CLOCK_PROCESS_CPUTIME_ID);
 }
 
-static int throughput(unsigned int messages)
+static int throughput(unsigned int messages, bool json)
 {
 	struct weft_sim_config cfg = {
 		.nr_nodes = 2, .mem_size = 64u << 20, .seed = 1,
@@ -59,7 +61,7 @@ static int throughput(unsigned int messages)
 	struct rel *r;
 	int ch[PAIRS];
 	unsigned int i, pass;
-	double t0, c0, t_sim, c_sim, t_cpy, c_cpy, gb;
+	double t0, c0, t_sim, c_sim, t_cpy, c_cpy, gb, cpy[2];
 	uint8_t *src, *dst, *a, *b;
 	volatile uint8_t sink = 0;
 
@@ -121,10 +123,16 @@ static int throughput(unsigned int messages)
 		       pass ? "uncached:" : "cached:", gb / t_cpy, t_cpy, gb / c_cpy);
 		printf("ratio sim / %s memcpy: %.3f wall, %.3f CPU time\n",
 		       pass ? "uncached" : "cached", t_cpy / t_sim, c_cpy / c_sim);
+		cpy[pass] = gb / t_cpy;
 		free(a);
 		free(b);
 	}
 	(void)sink;
+	if (json)
+		printf("{\"messages\": %u, \"sim_gbps\": %.4f, \"memcpy_cached_gbps\": %.4f, "
+		       "\"memcpy_uncached_gbps\": %.4f, \"ratio_cached\": %.4f, "
+		       "\"ratio_uncached\": %.4f}\n", messages, gb / t_sim, cpy[0], cpy[1],
+		       gb / t_sim / cpy[0], gb / t_sim / cpy[1]);
 	rel_free(r);
 	weft_sim_free(s);
 	return 0;
@@ -213,7 +221,7 @@ int main(int argc, char **argv)
 {
 	unsigned int messages = 512, nodes = 2;
 	uint64_t events = 100000;
-	bool do_tp = true, do_fo = true, do_verbs = true;
+	bool do_tp = true, do_fo = true, do_verbs = true, json = false;
 	int i;
 
 	for (i = 1; i < argc; i++) {
@@ -229,15 +237,17 @@ int main(int argc, char **argv)
 			do_fo = false;
 		else if (!strcmp(argv[i], "--no-verbs"))
 			do_verbs = false;
+		else if (!strcmp(argv[i], "--json"))
+			json = true;
 		else {
 			fprintf(stderr, "usage: %s [--messages N] [--failover-events N] "
 				"[--failover-nodes N] [--no-throughput] [--no-failover] "
-				"[--no-verbs]\n", argv[0]);
+				"[--no-verbs] [--json]\n", argv[0]);
 			return 2;
 		}
 	}
 	if (do_tp && messages)
-		throughput(messages);
+		throughput(messages, json);
 	if (do_verbs) {
 		verbs_throughput(MIB, 256);
 		verbs_throughput(4096, 16384);

@@ -19,6 +19,9 @@
 
 static const struct tool_desc desc;
 
+/* --seconds: run each size for at least this long instead of --iters. */
+static unsigned int min_seconds;
+
 /* One slot per operation in flight, and a spare one locally for the
  * read-back of the data check. */
 static size_t buf_size(const struct tool_opts *o)
@@ -65,7 +68,9 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 {
 	unsigned int depth = c->o.depth;
 	uint64_t n = c->o.iters;
-	if (!n) {
+	if (min_seconds)
+		n = UINT64_MAX;
+	else if (!n) {
 		n = (64ull << 20) / size;
 		if (n < 16)
 			n = 16;
@@ -122,6 +127,8 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 			break;
 		}
 		done++;
+		if (min_seconds && tool_now_ns() - t0 >= min_seconds * 1000000000ull)
+			n = posted;
 		if (posted < n) {
 			while ((r = weft_win_rop_post(c->win, e.rop)) == -EAGAIN)
 				weft_win_poll(c->win, &e);
@@ -203,6 +210,14 @@ static int option(struct tool_opts *o, const char *a, const char *v)
 	if (!strcmp(a, "--mode"))
 		return tool_mode_option(o, desc.name, v, "write", "read");
 	uint64_t n;
+	if (!strcmp(a, "--seconds")) {
+		if (tool_parse_size(v, &n) || n == 0 || n > 3600) {
+			tool_err(desc.name, "%s: bad value '%s' (1..3600)", a, v);
+			return -1;
+		}
+		min_seconds = (unsigned int)n;
+		return 2;
+	}
 	if (strcmp(a, "--min-size") && strcmp(a, "--max-size") && strcmp(a, "--iters") &&
 	    strcmp(a, "--depth"))
 		return 0;
@@ -231,6 +246,7 @@ static const struct tool_desc desc = {
 		      "  --max-size N         last size (default 4M; same on both sides)\n"
 		      "  --depth N            operations in flight, 1..16 (default 8; same on both sides)\n"
 		      "  --iters N            operations per size (default: 64 MiB worth, 16..20000)\n"
+		      "  --seconds S          instead of --iters: keep posting for S s per size\n"
 		      "  --memcpy             no adapter: print the host memcpy baseline for the sizes\n",
 	.tag = TAG,
 	.two_node = true,
@@ -259,7 +275,8 @@ static int memcpy_baseline(int argc, char **argv)
 		int t = i + 1 < argc ? option(&o, argv[i], argv[i + 1]) : 0;
 		if (t < 0)
 			return 2;
-		if (t != 2 || !strcmp(argv[i], "--mode") || !strcmp(argv[i], "--depth")) {
+		if (t != 2 || !strcmp(argv[i], "--mode") || !strcmp(argv[i], "--depth") ||
+		    !strcmp(argv[i], "--seconds")) {
 			tool_err(desc.name, "--memcpy takes --min-size, --max-size, --iters, --json only");
 			return 2;
 		}

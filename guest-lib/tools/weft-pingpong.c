@@ -22,6 +22,23 @@
 
 static const struct tool_desc desc;
 
+/*
+ * --wait: how this side waits for an answer.  Busy polls the receive
+ * FIFO for up to BUSY_SPIN_NS per wait (longer than any wait the tool
+ * asks for, so it never sleeps); irq sleeps on the adapter's interrupt
+ * at once; hybrid keeps libweft's default spin (weft_win_set_spin).
+ */
+#define BUSY_SPIN_NS 2000000000ull
+static enum { WAIT_HYBRID, WAIT_BUSY, WAIT_IRQ } wait_mode;
+
+static void set_wait_mode(struct tool_ctx *c)
+{
+	if (wait_mode == WAIT_BUSY)
+		weft_win_set_spin(c->win, BUSY_SPIN_NS);
+	else if (wait_mode == WAIT_IRQ)
+		weft_win_set_spin(c->win, 0);
+}
+
 struct ping {
 	uint32_t magic;
 	uint32_t seq;
@@ -55,6 +72,7 @@ static int reply_rdma(struct tool_ctx *c, uint64_t len, uint64_t cookie)
 static int server(struct tool_ctx *c)
 {
 	struct weft_entry e;
+	set_wait_mode(c);
 	for (;;) {
 		int r = tool_poll_wait(c, &e, 1000);
 		if (r < 0) {
@@ -246,8 +264,11 @@ static int client(struct tool_ctx *c)
 		tool_err(desc.name, "server buffer too small: give the same --size on both sides");
 		return -1;
 	}
+	set_wait_mode(c);
 	if (c->o.json)
-		printf("{\"backend\":\"%s\",\"results\":[", c->o.sim ? "sim" : "kernel");
+		printf("{\"backend\":\"%s\",\"wait\":\"%s\",\"results\":[",
+		       c->o.sim ? "sim" : "kernel",
+		       wait_mode == WAIT_BUSY ? "busy" : wait_mode == WAIT_IRQ ? "irq" : "hybrid");
 	int r = 0;
 	if (fifo)
 		r = run_mode(c, 0, 1);
@@ -265,6 +286,19 @@ static int option(struct tool_opts *o, const char *a, const char *v)
 		return 0;
 	if (!strcmp(a, "--mode"))
 		return tool_mode_option(o, desc.name, v, "fifo", "rdma");
+	if (!strcmp(a, "--wait")) {
+		if (!strcmp(v, "busy"))
+			wait_mode = WAIT_BUSY;
+		else if (!strcmp(v, "irq"))
+			wait_mode = WAIT_IRQ;
+		else if (!strcmp(v, "hybrid"))
+			wait_mode = WAIT_HYBRID;
+		else {
+			tool_err(desc.name, "--wait: busy, irq or hybrid, not '%s'", v);
+			return -1;
+		}
+		return 2;
+	}
 	if (!strcmp(a, "--size") || !strcmp(a, "--iters")) {
 		uint64_t n;
 		if (tool_parse_size(v, &n) || n == 0 || n > (1u << 24)) {
@@ -286,7 +320,9 @@ static const struct tool_desc desc = {
 	.extra_help = "Tool options:\n"
 		      "  --mode M             fifo, rdma or both (default both)\n"
 		      "  --size N             message bytes (default 8; FIFO mode <= 1920)\n"
-		      "  --iters N            round trips measured (default 1000)\n",
+		      "  --iters N            round trips measured (default 1000)\n"
+		      "  --wait W             busy (poll the FIFO), irq (sleep on the interrupt)\n"
+		      "                       or hybrid (libweft's short spin, then sleep; default)\n",
 	.tag = TAG,
 	.two_node = true,
 	.nr_rcxt = 2,

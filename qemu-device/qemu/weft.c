@@ -66,6 +66,20 @@ struct WeftState {
 
     struct weft_core *core;
     QEMUBH *poll_bh;
+    /*
+     * poll_bh is scheduled, or the adapter is being run inline
+     * (weft_chr_read): a kick needs no new schedule.  Every
+     * qemu_bh_schedule() notifies the AioContext, an eventfd write,
+     * which was the largest single cost per received frame.
+     */
+    bool poll_pending;
+    bool kicked;            /* the core asked for a poll since the last one */
+    /*
+     * weft_chr_can_read refused input: the chardev must be told when room
+     * is back.  qemu_chr_fe_accept_input() notifies the main loop (an
+     * eventfd write), so it is called only then.
+     */
+    bool rx_throttled;
     QEMUTimer *timer;       /* the core's one timer (verbs transport) */
     Error *migration_blocker;
 
@@ -181,11 +195,20 @@ static uint64_t weft_op_now_ns(void *opaque)
     return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 }
 
+static void weft_schedule_poll(WeftState *s)
+{
+    if (!s->poll_pending) {
+        s->poll_pending = true;
+        qemu_bh_schedule(s->poll_bh);
+    }
+}
+
 static void weft_op_kick(void *opaque)
 {
     WeftState *s = opaque;
 
-    qemu_bh_schedule(s->poll_bh);
+    s->kicked = true;
+    weft_schedule_poll(s);
 }
 
 /* ---- Observability ------------------------------------------------------- */
@@ -318,7 +341,7 @@ static gboolean weft_tx_writable(void *do_not_use, GIOCondition cond,
     weft_tx_flush(s);
     if (s->tx_blocked && s->tx_tail - s->tx_head < WEFT_TXBUF_SIZE / 2) {
         s->tx_blocked = false;
-        qemu_bh_schedule(s->poll_bh);
+        weft_schedule_poll(s);
     }
     return G_SOURCE_REMOVE;
 }
@@ -388,7 +411,7 @@ static int weft_op_xmit(void *opaque, const void *pkt, size_t len)
 static void weft_link_reset(WeftState *s)
 {
     /* Packets the core holds back for the link are dropped from now on. */
-    qemu_bh_schedule(s->poll_bh);
+    weft_schedule_poll(s);
     if (s->tx_watch) {
         g_source_remove(s->tx_watch);
         s->tx_watch = 0;
@@ -396,6 +419,7 @@ static void weft_link_reset(WeftState *s)
     s->tx_head = s->tx_tail = 0;
     s->tx_blocked = false;
     s->rx_len = 0;
+    s->rx_throttled = false;
     if (s->link_up) {
         s->link_up = false;
         weft_core_set_link(s->core, false);
@@ -507,6 +531,7 @@ static int weft_chr_can_read(void *opaque)
     WeftState *s = opaque;
 
     if (!weft_core_can_receive(s->core)) {
+        s->rx_throttled = true;
         return 0;
     }
     if (s->rx_len >= WEFT_WIRE_LEN_PREFIX) {
@@ -514,16 +539,24 @@ static int weft_chr_can_read(void *opaque)
 
         if (len <= WEFT_WIRE_MAX_FRAME &&
             s->rx_len >= WEFT_WIRE_LEN_PREFIX + len) {
+            s->rx_throttled = true;
             return 0;
         }
     }
     return WEFT_RXBUF_SIZE - s->rx_len;
 }
 
+static void weft_run_adapter(WeftState *s);
+
+/*
+ * Queues the frames of one chardev read and runs the adapter on them at
+ * once, in this callback, instead of in a bottom half scheduled for it.
+ */
 static void weft_chr_read(void *opaque, const uint8_t *buf, int size)
 {
     WeftState *s = opaque;
     size_t n = MIN((size_t)size, WEFT_RXBUF_SIZE - s->rx_len);
+    bool pending = s->poll_pending;
 
     if (n < (size_t)size) {
         weft_link_abort(s, "receive buffer overrun", size);
@@ -531,7 +564,13 @@ static void weft_chr_read(void *opaque, const uint8_t *buf, int size)
     }
     memcpy(s->rxbuf + s->rx_len, buf, n);
     s->rx_len += n;
+    s->poll_pending = true;
     weft_rx_drain(s);
+    if (pending) {
+        /* poll_bh is scheduled already and runs the adapter. */
+        return;
+    }
+    weft_run_adapter(s);
 }
 
 static void weft_chr_event(void *opaque, QEMUChrEvent event)
@@ -557,22 +596,38 @@ static void weft_chr_event(void *opaque, QEMUChrEvent event)
 
 /* ---- Adapter tasks ------------------------------------------------------- */
 
-static void weft_poll_bh(void *opaque)
+/*
+ * Runs one budget of adapter tasks with poll_pending set (kicks meanwhile
+ * only note themselves) and schedules poll_bh if work is left or the core
+ * kicked during the run.
+ */
+static void weft_run_adapter(WeftState *s)
 {
-    WeftState *s = opaque;
-    bool more = weft_core_poll(s->core, WEFT_POLL_BUDGET);
+    bool more;
 
+    s->kicked = false;
+    more = weft_core_poll(s->core, WEFT_POLL_BUDGET);
     weft_tx_flush(s);
     if (s->rx_len) {
         weft_rx_drain(s);
     }
-    if (s->connected && weft_core_can_receive(s->core)) {
+    if (s->rx_throttled && s->connected && weft_core_can_receive(s->core)) {
+        s->rx_throttled = false;
         qemu_chr_fe_accept_input(&s->chr);
     }
+    s->poll_pending = false;
     /* With the socket full, the writability watch restarts the polling. */
-    if (more && !s->tx_blocked) {
-        qemu_bh_schedule(s->poll_bh);
+    if ((more && !s->tx_blocked) || s->kicked) {
+        weft_schedule_poll(s);
     }
+}
+
+static void weft_poll_bh(void *opaque)
+{
+    WeftState *s = opaque;
+
+    s->poll_pending = true;
+    weft_run_adapter(s);
 }
 
 /* ---- MMIO ---------------------------------------------------------------- */
@@ -676,7 +731,7 @@ static void weft_timer_cb(void *opaque)
 
     trace_weft_timer(qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
     weft_core_timer(s->core);
-    qemu_bh_schedule(s->poll_bh);
+    weft_schedule_poll(s);
 }
 
 static const struct weft_core_ops weft_core_ops = {

@@ -2,10 +2,11 @@
 /*
  * weft-switch-bench: throughput of ~2 KiB frames (the largest wire frame,
  * WEFT_WIRE_MAX_FRAME bytes) from one client to another through
- * weft-switch, and of the same byte stream over a raw socketpair, in one
- * run; prints frames/s, GB/s and the ratio.  A benchmark, not a test.
+ * weft-switch, and of the same frames over the same two hops through
+ * weft-relay (relay.c, the trivial relay), in one run; prints frames/s,
+ * GB/s and the ratio.  A benchmark, not a test.
  *
- *   weft-switch-bench [--switch PATH] [--frames N]
+ *   weft-switch-bench [--switch PATH] [--relay PATH] [--frames N] [--json]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -116,13 +117,20 @@ static double receiver(int fd, uint64_t n)
 	return now_s() - t0;
 }
 
+/* Connects to sock (retrying while the server starts) and joins as node. */
 static int join(const char *sock, uint16_t node)
 {
 	unsigned char b[WIRE_LEN];
 	struct weft_wire_hdr h;
-	int fd = connect_path(sock);
+	struct timespec ts = { 0, 5000000 };
 	size_t got = 0;
+	int fd = -1, i;
 
+	for (i = 0; i < 2000 && fd < 0; i++) {
+		fd = connect_path(sock);
+		if (fd < 0)
+			nanosleep(&ts, NULL);
+	}
 	if (fd < 0)
 		die("cannot connect to %s", sock);
 	put_frame(b, node, 0, WEFT_PKT_HELLO, 0, 0);
@@ -141,33 +149,16 @@ static int join(const char *sock, uint16_t node)
 	return fd;
 }
 
-static double run_raw(uint64_t n)
-{
-	int sv[2], st;
-	pid_t pid;
-	double t;
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-		die("socketpair: %s", strerror(errno));
-	pid = fork();
-	if (pid == 0) {
-		close(sv[0]);
-		_exit(sender(sv[1], 1, 2, n));
-	}
-	close(sv[1]);
-	t = receiver(sv[0], n);
-	close(sv[0]);
-	waitpid(pid, &st, 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		die("raw sender failed%s", "");
-	return t;
-}
-
-static double run_switch(const char *bin, uint64_t n)
+/*
+ * Starts bin (weft-switch or weft-relay) on a fresh socket, sends n
+ * frames from node 1 to node 2 through it and returns the receiver's
+ * seconds.  is_switch: bin takes --ctl too.
+ */
+static double run_server(const char *bin, bool is_switch, uint64_t n)
 {
 	char dir[] = "/tmp/weft-swbench-XXXXXX", sock[96], ctl[96], cmd[160];
 	pid_t sw, pid;
-	int tx, rx, st, i;
+	int tx, rx, st;
 	double t;
 
 	if (!mkdtemp(dir))
@@ -180,20 +171,11 @@ static double run_switch(const char *bin, uint64_t n)
 
 		if (fd >= 0)
 			dup2(fd, 2);
-		execl(bin, bin, "--socket", sock, "--ctl", ctl, "--insecure", (char *)NULL);
+		if (is_switch)
+			execl(bin, bin, "--socket", sock, "--ctl", ctl, "--insecure", (char *)NULL);
+		else
+			execl(bin, bin, "--socket", sock, "--clients", "2", (char *)NULL);
 		_exit(127);
-	}
-	for (i = 0; i < 2000; i++) {
-		int fd = connect_path(ctl);
-		struct timespec ts = { 0, 5000000 };
-
-		if (fd >= 0) {
-			close(fd);
-			break;
-		}
-		if (waitpid(sw, &st, WNOHANG) == sw)
-			die("%s exited at start", bin);
-		nanosleep(&ts, NULL);
 	}
 	rx = join(sock, 2);
 	tx = join(sock, 1);
@@ -207,7 +189,7 @@ static double run_switch(const char *bin, uint64_t n)
 	close(rx);
 	waitpid(pid, &st, 0);
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		die("sender through the switch failed%s", "");
+		die("sender through %s failed", bin);
 	kill(sw, SIGTERM);
 	waitpid(sw, &st, 0);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
@@ -216,17 +198,35 @@ static double run_switch(const char *bin, uint64_t n)
 	return t;
 }
 
+/* path of the program name next to this binary, in buf */
+static const char *beside_me(char *buf, size_t size, const char *name)
+{
+	char self[PATH_MAX];
+	ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (l < 0)
+		die("cannot find myself: %s", strerror(errno));
+	self[l] = 0;
+	snprintf(buf, size, "%s/%s", dirname(self), name);
+	return buf;
+}
+
 int main(int argc, char **argv)
 {
-	char self[PATH_MAX], bin[PATH_MAX + 16];
-	const char *swbin = NULL;
+	char bin[PATH_MAX + 16], rbin[PATH_MAX + 16];
+	const char *swbin = NULL, *relay = NULL;
 	uint64_t n = 200000;
+	bool json = false;
 	double ts, tr, bytes;
 	int i;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--switch") && i + 1 < argc) {
 			swbin = argv[++i];
+		} else if (!strcmp(argv[i], "--relay") && i + 1 < argc) {
+			relay = argv[++i];
+		} else if (!strcmp(argv[i], "--json")) {
+			json = true;
 		} else if (!strcmp(argv[i], "--frames") && i + 1 < argc) {
 			char *end;
 
@@ -234,35 +234,39 @@ int main(int argc, char **argv)
 			if (*end || n == 0 || n > UINT32_MAX)
 				die("--frames needs 1..4294967295, got '%s'", argv[i]);
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: weft-switch-bench [--switch PATH] [--frames N]\n"
-			       "Throughput of %u-byte frames through weft-switch and over a raw\n"
-			       "socketpair (default 200000 frames; switch next to this binary).\n",
-			       FRAME_LEN);
+			printf("usage: weft-switch-bench [--switch PATH] [--relay PATH] [--frames N]"
+			       " [--json]\n"
+			       "Throughput of %u-byte frames through weft-switch and through\n"
+			       "weft-relay, the trivial relay (default 200000 frames; both\n"
+			       "binaries next to this one).\n", FRAME_LEN);
 			return 0;
 		} else {
 			die("unknown argument '%s' (see --help)", argv[i]);
 		}
 	}
-	if (!swbin) {
-		ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-		if (l < 0)
-			die("cannot find myself: %s", strerror(errno));
-		self[l] = 0;
-		snprintf(bin, sizeof(bin), "%s/weft-switch", dirname(self));
-		swbin = bin;
-	}
+	if (!swbin)
+		swbin = beside_me(bin, sizeof(bin), "weft-switch");
+	if (!relay)
+		relay = beside_me(rbin, sizeof(rbin), "weft-relay");
+	if (access(relay, X_OK) != 0)
+		die("weft-relay binary %s not found (use --relay PATH)", relay);
 	if (access(swbin, X_OK) != 0)
 		die("weft-switch binary %s not found (use --switch PATH)", swbin);
 	signal(SIGPIPE, SIG_IGN);
 
-	ts = run_switch(swbin, n);
-	tr = run_raw(n);
+	ts = run_server(swbin, true, n);
+	tr = run_server(relay, false, n);
 	bytes = (double)n * FRAME_LEN;
+	if (json) {
+		printf("{\"frames\": %llu, \"frame_bytes\": %u, \"switch_gbps\": %.4f, "
+		       "\"relay_gbps\": %.4f, \"ratio\": %.4f}\n", (unsigned long long)n,
+		       FRAME_LEN, bytes / ts / 1e9, bytes / tr / 1e9, tr / ts);
+		return 0;
+	}
 	printf("frames: %llu of %u bytes (+%u-byte length prefix)\n", (unsigned long long)n,
 	       FRAME_LEN, WEFT_WIRE_LEN_PREFIX);
-	printf("switch:     %10.0f frames/s  %6.3f GB/s  (%.3f s)\n", n / ts, bytes / ts / 1e9, ts);
-	printf("socketpair: %10.0f frames/s  %6.3f GB/s  (%.3f s)\n", n / tr, bytes / tr / 1e9, tr);
-	printf("ratio switch/socketpair: %.3f\n", tr / ts);
+	printf("switch: %10.0f frames/s  %6.3f GB/s  (%.3f s)\n", n / ts, bytes / ts / 1e9, ts);
+	printf("relay:  %10.0f frames/s  %6.3f GB/s  (%.3f s)\n", n / tr, bytes / tr / 1e9, tr);
+	printf("ratio switch/relay: %.3f\n", tr / ts);
 	return 0;
 }
