@@ -84,7 +84,7 @@ NET_PKGS="iproute2 iperf3 ethtool iputils-ping libiperf0 libssl3 libsctp1 libc6 
 # against (docs/rdma-provider.md): its programs, and the packages of the
 # libraries they need (perftest links mlx5's and efa's direct-verbs
 # libraries from ibverbs-providers; their provider plugins stay out).
-RDMA_PROGS="usr/bin/rdma usr/bin/ibv_devices usr/bin/ibv_devinfo usr/bin/ibv_rc_pingpong
+RDMA_PROGS="usr/bin/ibv_devices usr/bin/ibv_devinfo usr/bin/ibv_rc_pingpong
 	usr/bin/ibv_ud_pingpong usr/bin/ibv_srq_pingpong usr/bin/rping usr/bin/ucmatose
 	usr/bin/ib_write_bw usr/bin/ib_read_bw usr/bin/ib_send_bw usr/bin/ib_atomic_bw
 	usr/bin/ib_write_lat usr/bin/ib_read_lat usr/bin/ib_send_lat usr/bin/ib_atomic_lat"
