@@ -77,7 +77,7 @@ deb_file() { # PACKAGE
 
 # Network tools: the programs taken from these packages, and the packages
 # that hold the shared libraries they need (docs/net.md).
-NET_PROGS="sbin/ip usr/bin/iperf3 sbin/ethtool bin/ping"
+NET_PROGS="sbin/ip usr/bin/iperf3 sbin/ethtool bin/ping usr/bin/rdma"
 NET_PKGS="iproute2 iperf3 ethtool iputils-ping libiperf0 libssl3 libsctp1 libc6 libbpf1 libelf1
 	libmnl0 libbsd0 libcap2 zlib1g libmd0 libidn2-0 libunistring2"
 # RDMA user space from Debian bookworm, which the provider is checked
@@ -179,8 +179,9 @@ modinfo_depends() { # FILE (.ko, .ko.xz, .ko.zst or .ko.gz)
 module_deps() { # KO [MODULE...]: what KO needs, then the MODULEs with theirs
 	local seen=" " out=() n
 	add() { # add NAME: its dependencies, then itself
-		local name=$1 path d
+		local name=${1//-/_} path d
 		case $seen in *" $name "*) return ;; esac
+		[ "$name" != weft ] || return 0	# weft_ib.ko's own weft.ko
 		seen="$seen$name "
 		path=$(find "$moddir/kernel" -name "$name.ko*" -o -name "${name//_/-}.ko*" | head -n1)
 		[ -n "$path" ] || weft_die "weft.ko needs module $name, which is not in $moddir"
@@ -194,15 +195,28 @@ module_deps() { # KO [MODULE...]: what KO needs, then the MODULEs with theirs
 deps=
 [ -z "$ko" ] || deps=$(module_deps "$ko" virtio_net)
 
+# The RDMA stack (docs/verbs-linux.md): weft_ib.ko, built next to weft.ko,
+# with ib_core and the in-kernel RDMA users the cluster tests load, into
+# /lib/weft/rdma/ with their own modules.list (not loaded at boot).
+ibko= rdeps=
+RDMA_MODULES="ib_uverbs ib_umad rdma_ucm ib_cm rdma_cm nvme_fabrics nvme_rdma nvmet nvmet_rdma null_blk configfs"
+if [ -n "$ko" ]; then
+	ibko=${ko%/*}/weft_ib.ko
+	[ -f "$ibko" ] || weft_die "scripts/build-driver.sh built no weft_ib.ko next to $ko"
+	rdeps=$(module_deps "$ibko" $RDMA_MODULES) || exit 1
+	rdeps=$(grep -vxF -f <(printf '%s\n' "$deps") <<<"$rdeps" || true)
+fi
+
 # ---- cache key ---------------------------------------------------------------
 dep_files=()
-while read -r d; do [ -n "$d" ] && dep_files+=("$moddir/$d"); done <<<"$deps"
+while read -r d; do [ -n "$d" ] && dep_files+=("$moddir/$d"); done <<<"$deps
+$rdeps"
 # Contents of a folder by relative name (the tools' folder is temporary).
 dir_hash() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum) | sha256sum; }
 key=$( {
 	echo "release $release with_driver $with_driver"
 	weft_hash "$INIT" "${BASH_SOURCE[0]}" "$bbdeb" "${debs[@]}" "$kernel" ${ko:+"$ko"} \
-		${provider:+"$provider/libweft-rdmav34.so" "$provider/weft.driver"} \
+		${ibko:+"$ibko"} ${provider:+"$provider/libweft-rdmav34.so" "$provider/weft.driver"} \
 		${dep_files[@]+"${dep_files[@]}"}
 	dir_hash "$tools"
 	dir_hash "$gtests"
@@ -288,23 +302,33 @@ else
 		echo "kernel $release"
 		echo "busybox $(basename "$bbdeb")"
 	} >"$manifest"
-	if [ -n "$ko" ]; then
-		: >"$root/lib/weft/modules.list"
+	# install_modules DIR LIST: decompressed, listed in DIR/modules.list.
+	install_modules() {
+		local dir=$1 d local_name
+		mkdir -p "$dir"
+		: >"$dir/modules.list"
 		while read -r d; do
 			[ -n "$d" ] || continue
 			local_name=$(basename "${d%%.ko*}").ko
 			case $d in
-			*.xz)  xz -dc "$moddir/$d" >"$root/lib/weft/$local_name" ;;
-			*.zst) zstd -qdc "$moddir/$d" >"$root/lib/weft/$local_name" ;;
-			*.gz)  gzip -dc "$moddir/$d" >"$root/lib/weft/$local_name" ;;
-			*)     cp "$moddir/$d" "$root/lib/weft/$local_name" ;;
+			*.xz)  xz -dc "$moddir/$d" >"$dir/$local_name" ;;
+			*.zst) zstd -qdc "$moddir/$d" >"$dir/$local_name" ;;
+			*.gz)  gzip -dc "$moddir/$d" >"$dir/$local_name" ;;
+			*)     cp "$moddir/$d" "$dir/$local_name" ;;
 			esac
-			echo "$local_name" >>"$root/lib/weft/modules.list"
+			echo "$local_name" >>"$dir/modules.list"
 			echo "module $local_name" >>"$manifest"
-		done <<<"$deps"
+		done <<<"$2"
+	}
+	if [ -n "$ko" ]; then
+		install_modules "$root/lib/weft" "$deps"
 		cp "$ko" "$root/lib/weft/weft.ko"
 		echo weft.ko >>"$root/lib/weft/modules.list"
 		echo "driver weft.ko $(sha256sum "$ko" | cut -c1-16)" >>"$manifest"
+		install_modules "$root/lib/weft/rdma" "$rdeps"
+		cp "$ibko" "$root/lib/weft/rdma/weft_ib.ko"
+		echo weft_ib.ko >>"$root/lib/weft/rdma/modules.list"
+		echo "driver weft_ib.ko $(sha256sum "$ibko" | cut -c1-16)" >>"$manifest"
 	else
 		echo "driver none" >>"$manifest"
 	fi
