@@ -1,0 +1,167 @@
+# shellcheck shell=bash
+# User-space verbs scenarios (docs/rdma-provider.md): Debian's unmodified
+# rdma-core examples and perftest on the Weft provider, node0 (client) and
+# node1 (server), sourced by tests/cluster/run.sh after tests/cluster/ib.sh
+# and run with their helpers (gx, bg, bgwait, fail, checked, say, no_oops;
+# ib_load, hexreg).  Node N has 10.87.0.(N+1) on weft0, so its RoCE v2 GID
+# is ::ffff:10.87.0.(N+1).
+# Each scenario returns non-zero at the first check that does not hold.
+
+# ib_dev CLUSTER NODE: the RDMA modules loaded, the node's ib_device as
+# libibverbs lists it (into $UDEV) and the GID index of its IPv4 address
+# (into $GIDX), from ibv_devinfo -v.
+ib_dev() {
+	local c=$1 n=$2 addr
+	ib_load "$c" "$n" || return 1
+	addr="::ffff:$(ip4 "$n")"
+	gx "$c" "$n" "ibv_devinfo -v"
+	[ "$RC" = 0 ] || fail "node$n: ibv_devinfo -v failed ($RC): $(tail -n 3 <<<"$OUT")" || return 1
+	UDEV=$(awk '/^hca_id:/ {print $2; exit}' <<<"$OUT")
+	# GID[  3]:		::ffff:10.87.0.1, RoCE v2
+	GIDX=$(awk -v a="$addr," '/GID\[/ && /RoCE v2/ && index($0, a) {
+		g = $0; sub(/.*GID\[ */, "", g); sub(/\].*/, "", g); print g + 0; exit}' <<<"$OUT")
+	[ -n "$UDEV" ] || fail "node$n: ibv_devinfo lists no device: $(tail -n 3 <<<"$OUT")" || return 1
+	[ -n "$GIDX" ] || fail "node$n: $UDEV has no RoCE v2 GID $addr" || return 1
+}
+
+# res_counts CLUSTER NODE: the device's ib_core object counts (pd cq qp mr
+# ctx ...), from iproute2's `rdma resource show`, into $RES.
+res_counts() {
+	gx "$1" "$2" "/usr/bin/rdma resource show"
+	[ "$RC" = 0 ] || fail "node$2: rdma resource show failed: $OUT" || return 1
+	RES=$(grep -F " $UDEV: " <<<"$OUT" | sed 's/^[0-9]*: [^ ]*: //')
+	[ -n "$RES" ] || fail "node$2: rdma resource show has no line for $UDEV: $OUT"
+}
+
+# pair CLUSTER NAME SERVER_CMD CLIENT_CMD: the server on node1, then the
+# client on node0 (retried while the server's TCP port is not open yet);
+# the outputs in $SOUT/$COUT, exit statuses in $SRC/$CRC.
+pair() {
+	local c=$1 name=$2 s=$3 cl=$4
+	bg "$c" 1 "$name-s" "$s"
+	gx "$c" 0 "i=0; while [ \$i -lt 20 ]; do $cl 2>/tmp/$name.err && exit 0;
+		grep -q -e 'Couldn.t connect' -e 'Unable to open' /tmp/$name.err || { cat /tmp/$name.err; exit 1; };
+		i=\$((i + 1)); sleep 1; done; cat /tmp/$name.err; exit 1"
+	COUT=$OUT CRC=$RC
+	bgwait "$name-s"
+	SOUT=$OUT SRC=$RC
+	[ "$CRC" = 0 ] && [ "$SRC" = 0 ] && return 0
+	say "client exit $CRC, server exit $SRC"
+	tail -n 5 <<<"$COUT" | sed 's/^/  | client: /'
+	tail -n 5 <<<"$SOUT" | sed 's/^/  | server: /'
+	return 1
+}
+
+sc_ibv_devinfo() {
+	local c=$1 n v l got
+	for n in 0 1; do
+		ib_dev "$c" "$n" || return 1
+		gx "$c" "$n" "ibv_devices; ibv_devinfo -v -d $UDEV"
+		v=$OUT
+		grep -q "^ *$UDEV" <<<"$v" || fail "node$n: ibv_devices does not list $UDEV" || return 1
+		grep -qE 'state:[[:space:]]+PORT_ACTIVE' <<<"$v" || fail "node$n: port not ACTIVE: $(grep state: <<<"$v")" || return 1
+		grep -qE 'link_layer:[[:space:]]+Ethernet' <<<"$v" || fail "node$n: link layer not Ethernet: $(grep link_layer <<<"$v")" || return 1
+		grep -qE 'vendor_id:[[:space:]]+0x1234' <<<"$v" && grep -qE 'vendor_part_id:[[:space:]]+30565' <<<"$v" ||
+			fail "node$n: not the Weft PCI function: $(grep -E 'vendor' <<<"$v" | tr '\n' ' ')" || return 1
+		# The limits are the adapter's registers (docs/verbs-linux.md):
+		# QPs less QP0 and the GSI, TPT entries less entry 0; no SRQ.
+		for l in "VERBS_NR_QP max_qp -2" "VERBS_NR_CQ max_cq 0" "VERBS_NR_PD max_pd 0" \
+			"VERBS_NR_TPT max_mr -1"; do
+			set -- $l
+			hexreg "$c" "$n" "$1" || return 1
+			got=$(awk -v k="$2:" '$1 == k {print $2; exit}' <<<"$v")
+			[ "$got" = $((VAL + $3)) ] ||
+				fail "node$n: ibv_devinfo $2 = '$got', the adapter's $1 is $VAL" || return 1
+		done
+		grep -qE 'max_srq:[[:space:]]+0$' <<<"$v" || fail "node$n: max_srq is not 0" || return 1
+		checked "node$n: $UDEV (0x1234:0x7765), port ACTIVE, Ethernet, GID[$GIDX] ::ffff:$(ip4 "$n") RoCE v2, $(grep -E 'max_(qp|cq|pd):' <<<"$v" | tr -s '\t ' ' ' | tr '\n' ' ')"
+	done
+}
+
+sc_rc_pingpong() {
+	local c=$1 sgid cgid dev
+	ib_dev "$c" 1 || return 1
+	sgid=$GIDX
+	ib_dev "$c" 0 || return 1
+	cgid=$GIDX dev=$UDEV
+	pair "$c" rcpp "ibv_rc_pingpong -d $dev -g $sgid -c -s 4096 -n 500" \
+		"ibv_rc_pingpong -d $dev -g $cgid -c -s 4096 -n 500 $(ip4 1)" ||
+		fail "ibv_rc_pingpong -c failed" || return 1
+	grep -q '^4096000 bytes in' <<<"$COUT" && grep -q '^500 iters in' <<<"$COUT" ||
+		fail "ibv_rc_pingpong printed no result: $COUT" || return 1
+	checked "ibv_rc_pingpong -c (data validated), 500 x 4096 B: $(grep -h 'bytes in' <<<"$COUT")"
+	pair "$c" udpp "ibv_ud_pingpong -d $dev -g $sgid -s 1024 -n 500" \
+		"ibv_ud_pingpong -d $dev -g $cgid -s 1024 -n 500 $(ip4 1)" ||
+		fail "ibv_ud_pingpong failed" || return 1
+	grep -q '^1024000 bytes in' <<<"$COUT" || fail "ibv_ud_pingpong printed no result: $COUT" || return 1
+	checked "ibv_ud_pingpong, 500 x 1024 B: $(grep -h 'bytes in' <<<"$COUT")"
+	no_oops "$c" 0 && no_oops "$c" 1
+}
+
+# perf_run CLUSTER TOOL ARGS: one perftest pair; its result line in $LINE.
+perf_run() {
+	local c=$1 tool=$2 args=$3
+	pair "$c" "$tool" "$tool -d $PDEV -x $PSGID -F $args" \
+		"$tool -d $PDEV -x $PCGID -F $args $(ip4 1)" ||
+		fail "$tool $args failed" || return 1
+	# The result line: the size, the iterations, then the figures.
+	LINE=$(awk '/^ *#bytes/ {h = 1; next} h && $1 ~ /^[0-9]+$/ {print; exit}' <<<"$COUT")
+	[ -n "$LINE" ] || fail "$tool $args printed no result line: $(tail -n 5 <<<"$COUT")"
+}
+
+sc_perftest() {
+	local c=$1 t
+	ib_dev "$c" 1 || return 1
+	PSGID=$GIDX
+	ib_dev "$c" 0 || return 1
+	PCGID=$GIDX PDEV=$UDEV
+	for t in ib_write_bw ib_read_bw ib_send_bw; do
+		perf_run "$c" "$t" "-s 65536 -n 200 --report_gbits" || return 1
+		# #bytes #iterations BW peak BW average MsgRate
+		awk '{exit !($1 == 65536 && $2 == 200 && $4 > 0)}' <<<"$LINE" ||
+			fail "$t: no sane figures: $LINE" || return 1
+		checked "$t 64 KiB x 200: $(awk '{printf "average %s Gb/s, %s Mpps", $4, $5}' <<<"$LINE")"
+	done
+	perf_run "$c" ib_write_lat "-s 8 -n 500" || return 1
+	# #bytes #iterations t_min t_max t_typical t_avg ...
+	awk '{exit !($1 == 8 && $2 == 500 && $3 > 0 && $6 >= $3)}' <<<"$LINE" ||
+		fail "ib_write_lat: no sane figures: $LINE" || return 1
+	checked "ib_write_lat 8 B x 500: $(awk '{printf "t_min %s us, t_typical %s us, t_avg %s us", $3, $5, $6}' <<<"$LINE")"
+	no_oops "$c" 0 && no_oops "$c" 1
+}
+
+sc_verbs_kill() {
+	local c=$1 sgid cgid dev before0 before1 during i
+	ib_dev "$c" 1 || return 1
+	sgid=$GIDX
+	ib_dev "$c" 0 || return 1
+	cgid=$GIDX dev=$UDEV
+	res_counts "$c" 0 || return 1
+	before0=$RES
+	res_counts "$c" 1 || return 1
+	before1=$RES
+	# A 60 s write stream, killed with SIGKILL on both sides after 5 s.
+	bg "$c" 1 kill-s "ib_write_bw -d $dev -x $sgid -F -D 60 -s 65536 & echo \$! >/tmp/kill-s.pid; wait"
+	gx "$c" 0 "i=0; while [ \$i -lt 20 ]; do ib_write_bw -d $dev -x $cgid -F -D 60 -s 65536 $(ip4 1) >/tmp/kill-c.out 2>&1 & p=\$!;
+		sleep 5; if kill -0 \$p 2>/dev/null; then /usr/bin/rdma resource show | sed 's/^/during: /'; kill -9 \$p; echo killed-running; exit 0; fi;
+		grep -q -e 'Couldn.t connect' -e 'Unable to open' /tmp/kill-c.out || { cat /tmp/kill-c.out; exit 1; }; i=\$((i + 1)); done; exit 1"
+	[ "$RC" = 0 ] && grep -q killed-running <<<"$OUT" ||
+		fail "node0: ib_write_bw was not running after 5 s: $OUT" || return 1
+	during=$(grep -F "during: 0: $dev: " <<<"$OUT" | sed 's/^during: [0-9]*: [^ ]*: //')
+	[ -n "$during" ] && [ "$during" != "$before0" ] ||
+		fail "node0: the running ib_write_bw held no objects: before '$before0', during '$during'" || return 1
+	gx "$c" 1 "kill -9 \$(cat /tmp/kill-s.pid)"
+	bgwait kill-s
+	# The kernel tears a killed process's objects down when its file
+	# descriptors close; allow it a few seconds under TCG.
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		res_counts "$c" 0 || return 1
+		[ "$RES" = "$before0" ] && break
+		sleep 1
+	done
+	[ "$RES" = "$before0" ] || fail "node0: objects left after the kill: before '$before0', after '$RES'" || return 1
+	res_counts "$c" 1 || return 1
+	[ "$RES" = "$before1" ] || fail "node1: objects left after the kill: before '$before1', after '$RES'" || return 1
+	checked "ib_write_bw killed mid-transfer on both nodes: ib_core objects from '$during' back to the start ($before0)"
+	no_oops "$c" 0 && no_oops "$c" 1
+}
