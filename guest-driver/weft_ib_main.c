@@ -426,7 +426,9 @@ static void weft_ib_event(void *priv, const struct weft_event *ev)
 	}
 	switch (ev->info) {
 	case WEFT_VASYNC_QP_FATAL:
-		weft_ib_qp_event(dev, ev->rcxt, IB_EVENT_QP_FATAL);
+		/* Reason OK: the driver's own MODIFY_QP to ERR, not an error. */
+		if (ev->reason != WEFT_R_OK)
+			weft_ib_qp_event(dev, ev->rcxt, IB_EVENT_QP_FATAL);
 		break;
 	case WEFT_VASYNC_SQ_DRAINED:
 		weft_ib_qp_event(dev, ev->rcxt, IB_EVENT_SQ_DRAINED);

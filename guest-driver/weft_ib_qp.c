@@ -267,7 +267,7 @@ int weft_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index)
 		goto out;
 	if ((mask & IB_QP_PATH_MTU) &&
-	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_1024))
+	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
 		goto out;
 	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) && attr->max_rd_atomic > WEFT_VERBS_MAX_RD_ATOMIC)
 		goto out;
@@ -288,7 +288,10 @@ int weft_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	cmd.u.mod.cur_state = cur;
 	cmd.u.mod.access = mask & IB_QP_ACCESS_FLAGS ?
 			   weft_ib_access(attr->qp_access_flags) & WEFT_VACC_REMOTE : 0;
-	cmd.u.mod.path_mtu = mask & IB_QP_PATH_MTU ? attr->path_mtu : 0;
+	/* rdma_cm takes the path MTU from weftN's MTU (iboe_get_mtu), not
+	 * from the port: the adapter's packets carry at most 1024 bytes.
+	 */
+	cmd.u.mod.path_mtu = mask & IB_QP_PATH_MTU ? min(attr->path_mtu, IB_MTU_1024) : 0;
 	cmd.u.mod.qkey = attr->qkey;
 	cmd.u.mod.dest_qpn = attr->dest_qp_num;
 	cmd.u.mod.timeout = attr->timeout;
@@ -326,7 +329,7 @@ int weft_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (mask & IB_QP_AV)
 		qp->attr.ah_attr = attr->ah_attr;
 	if (mask & IB_QP_PATH_MTU)
-		qp->attr.path_mtu = attr->path_mtu;
+		qp->attr.path_mtu = cmd.u.mod.path_mtu;
 	if (mask & IB_QP_TIMEOUT)
 		qp->attr.timeout = attr->timeout;
 	if (mask & IB_QP_RETRY_CNT)
