@@ -70,8 +70,8 @@ SCENARIOS=(
 	"fatal-streaming|$CF|adapter-internal fatal error injected on node1 (DEBUG_INJECT) while node0 streams to it: weft.ko recovers by itself; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
 	"ip-reach|$C4|IP over Weft, 4 nodes: every node pings every other over IPv4 and IPv6, ARP resolves, ping -f loses nothing"
 	"ip-bcast|$C4|IP over Weft: a 16 KiB UDP broadcast from node0 reaches every other node intact; the capture shows FIFO packets with rewritten IP fragment fields"
-	"ib-device|$C2|RDMA core: weft_ib.ko registers weft_ib0 on both nodes: rdma link ACTIVE on weft0, the IPv4-mapped RoCE v2 GID, pkey, node GUID, device attributes = the adapter's registers, the port follows the carrier"
 	"nvme-rdma|$C2|RDMA core: nvmet-rdma target on node0 (configfs, a tmpfs file), nvme-rdma host on node1 over the Weft address: 4 MiB written and read back with equal sha256, the same bytes in the target's file, clean disconnect, no oops"
+	"ib-device|$C2|RDMA core: weft_ib.ko registers weft_ib0 on both nodes: rdma link ACTIVE on weft0, the IPv4-mapped RoCE v2 GID, pkey, node GUID, device attributes = the adapter's registers, the port follows the carrier"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
 )
 
