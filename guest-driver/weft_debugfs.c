@@ -196,18 +196,27 @@ static int weft_state_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(weft_state);
 
-static ssize_t weft_recover_write(struct file *file, const char __user *buf,
-				  size_t count, loff_t *ppos)
+/* The trigger files accept only a true boolean ("1", "y", "on"). */
+static int weft_dbg_trigger(const char __user *buf, size_t count)
 {
-	struct weft_dev *wdev = file->private_data;
 	bool v;
 	int ret;
 
 	ret = kstrtobool_from_user(buf, count, &v);
 	if (ret)
 		return ret;
-	if (!v)
-		return -EINVAL;
+	return v ? 0 : -EINVAL;
+}
+
+static ssize_t weft_recover_write(struct file *file, const char __user *buf,
+				  size_t count, loff_t *ppos)
+{
+	struct weft_dev *wdev = file->private_data;
+	int ret;
+
+	ret = weft_dbg_trigger(buf, count);
+	if (ret)
+		return ret;
 	ret = weft_recover(wdev, "requested through debugfs");
 	return ret ? ret : count;
 }
@@ -227,14 +236,11 @@ static ssize_t weft_inject_fatal_write(struct file *file, const char __user *buf
 				       size_t count, loff_t *ppos)
 {
 	struct weft_dev *wdev = file->private_data;
-	bool v;
 	int ret;
 
-	ret = kstrtobool_from_user(buf, count, &v);
+	ret = weft_dbg_trigger(buf, count);
 	if (ret)
 		return ret;
-	if (!v)
-		return -EINVAL;
 	dev_warn(&wdev->pdev->dev, "injecting an adapter fatal error through debugfs\n");
 	weft_wr(wdev, WEFT_REG_DEBUG_INJECT, WEFT_INJECT_FATAL);
 	return count;

@@ -505,24 +505,30 @@ static void tx_commit(struct weft_win *w, uint8_t type, uint32_t tid, uint32_t r
 	db_write(w, WEFT_DB_START_TRANSMIT, 1);
 }
 
+/* Claim a send frame, fill it with line and payload, ring; lock held. */
+static int post_line_locked(struct weft_win *w, const struct weft_send_line *line,
+			    const void *payload, size_t len)
+{
+	uint8_t *f = tx_claim(w);
+	if (!f)
+		return -EAGAIN;
+	if (len)
+		memcpy(f + WEFT_FRAME_HDR_SIZE, payload, len);
+	memcpy(f, line, sizeof(*line));
+	((struct weft_send_line *)f)->hdr.key = w->job_id;
+	tx_commit(w, line->hdr.type, line->rdma.tid, line->rdma.local_rcxt, NULL);
+	return 0;
+}
+
 int weft_win_post_line(struct weft_win *w, const struct weft_send_line *line,
 		       const void *payload, size_t len)
 {
 	if (w->fatal)
 		return w->fatal;
 	weft_be_lock(w->dev);
-	uint8_t *f = tx_claim(w);
-	if (!f) {
-		weft_be_unlock(w->dev);
-		return -EAGAIN;
-	}
-	if (len)
-		memcpy(f + WEFT_FRAME_HDR_SIZE, payload, len);
-	memcpy(f, line, sizeof(*line));
-	((struct weft_send_line *)f)->hdr.key = w->job_id;
-	tx_commit(w, line->hdr.type, line->rdma.tid, line->rdma.local_rcxt, NULL);
+	int r = post_line_locked(w, line, payload, len);
 	weft_be_unlock(w->dev);
-	return 0;
+	return r;
 }
 
 unsigned int weft_win_tx_room(struct weft_win *w)
@@ -543,26 +549,18 @@ int weft_win_send(struct weft_win *w, uint16_t node, uint16_t window, const void
 		return -EINVAL;
 	if (w->fatal)
 		return w->fatal;
-	weft_be_lock(w->dev);
-	uint8_t *f = tx_claim(w);
-	if (!f) {
-		weft_be_unlock(w->dev);
-		return -EAGAIN;
-	}
-	if (len)
-		memcpy(f + WEFT_FRAME_HDR_SIZE, buf, len);
 	struct weft_send_line line;
 	memset(&line, 0, sizeof(line));
 	line.hdr.dest_node = node;
 	line.hdr.dest_window = window;
 	line.hdr.length = (uint16_t)len;
 	line.hdr.type = WEFT_SF_FIFO;
-	line.hdr.key = w->job_id;
-	memcpy(f, &line, sizeof(line));
-	tx_commit(w, WEFT_SF_FIFO, 0, 0, NULL);
-	w->st.tx_packets++;
+	weft_be_lock(w->dev);
+	int r = post_line_locked(w, &line, buf, len);
+	if (!r)
+		w->st.tx_packets++;
 	weft_be_unlock(w->dev);
-	return 0;
+	return r;
 }
 
 /* Post one RDMA pseudo packet; lock held. */

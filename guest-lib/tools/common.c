@@ -261,7 +261,9 @@ void tool_bye(struct tool_ctx *c, const struct tool_desc *d)
 	/* Nothing can be said through a window the adapter invalidated. */
 	if (weft_win_state(c->win, &st, &rc, &sc) == 0 && st != 1 /* valid */)
 		return;
-	int r = weft_rdv_bye(c->win, d->tag, c->peer.node, c->peer.window, 5000);
+	/* For as long as any other exchange may take: a BYE lost for
+	 * more than a few seconds under load left the server waiting. */
+	int r = weft_rdv_bye(c->win, d->tag, c->peer.node, c->peer.window, c->o.timeout_ms);
 	if (r)
 		tool_err(d->name, "server did not acknowledge the end: %s", tool_strerror(r));
 }

@@ -70,7 +70,10 @@
 	X(INV_REFUSED,     "verbs: invalidation refused for this entry")    \
 	X(ALIGN,           "verbs: atomic address not 8-byte aligned")      \
 	X(STAG_BUSY,       "verbs: entry has windows bound or is in use")   \
-	X(INSTANCE_REUSED, "verbs: registration reuses the previous Tag_Instance")
+	X(INSTANCE_REUSED, "verbs: registration reuses the previous Tag_Instance") \
+	X(GID_INVALID,     "verbs: GID index out of range or entry not set") \
+	X(GID_TYPE,        "verbs: GID zero or of another type than the entry") \
+	X(DGID_UNKNOWN,    "verbs: destination GID not in the GID table")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,

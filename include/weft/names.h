@@ -157,6 +157,9 @@ static inline const char *weft_vcmd_name(unsigned int op)
 	case WEFT_VCMD_QUERY_CQ: return "QUERY_CQ";
 	case WEFT_VCMD_QUERY_TPT: return "QUERY_TPT";
 	case WEFT_VCMD_QUERY_PD: return "QUERY_PD";
+	case WEFT_VCMD_SET_GID: return "SET_GID";
+	case WEFT_VCMD_CLEAR_GID: return "CLEAR_GID";
+	case WEFT_VCMD_QUERY_GID: return "QUERY_GID";
 	default: return "UNKNOWN";
 	}
 }

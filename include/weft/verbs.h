@@ -42,6 +42,8 @@
 #define WEFT_VERBS_GSI_QPN      1u      /* QP1: the GSI (UD) */
 #define WEFT_VERBS_GSI_QKEY     0x80010000u
 #define WEFT_VERBS_GRH_SIZE     40u     /* header before every UD receive */
+#define WEFT_VERBS_PORT         1u      /* the adapter's one port (IB numbering) */
+#define WEFT_VERBS_GID_TBL      32u     /* GID table entries of the port */
 #define WEFT_VERBS_PSN_MASK     0xffffffu /* PSNs are 24 bits */
 #define WEFT_VERBS_RX_WINDOW    64u     /* PSNs a responder places ahead of order */
 
@@ -106,6 +108,16 @@ enum weft_vcmd_op {
 	WEFT_VCMD_QUERY_CQ = 12,    /* handle = cqn: struct weft_vcqc */
 	WEFT_VCMD_QUERY_TPT = 13,   /* handle = Tag_Index: struct weft_tpt_entry */
 	WEFT_VCMD_QUERY_PD = 14,    /* handle = pdn: resp.out[0] = 1 if created, out[1] = refs */
+	WEFT_VCMD_SET_GID = 15,     /* handle = GID index, u.gid */
+	WEFT_VCMD_CLEAR_GID = 16,   /* handle = GID index, u.gid.port */
+	WEFT_VCMD_QUERY_GID = 17,   /* handle = GID index: struct weft_vgid_entry at u.query.addr */
+};
+
+/* GID entry types (RoCE v2): the network header a UD packet from or to
+ * the GID carries. */
+enum weft_vgid_type {
+	WEFT_VGID_IPV4 = 1,         /* ::ffff:a.b.c.d, IPv4 header */
+	WEFT_VGID_IPV6 = 2,         /* any other non-zero GID, IPv6 header */
 };
 
 enum weft_vqp_type {
@@ -231,6 +243,12 @@ struct weft_vcmd {
 			uint8_t  flags;         /* WEFT_TPTF_FAST_REG */
 			uint8_t  reserved[15];
 		} mr;
+		struct {                /* SET_GID, CLEAR_GID */
+			uint8_t  gid[16];       /* network byte order, as in union ib_gid */
+			uint8_t  type;          /* enum weft_vgid_type (SET_GID) */
+			uint8_t  port;          /* WEFT_VERBS_PORT */
+			uint8_t  reserved[38];
+		} gid;
 		struct {                /* QUERY_* */
 			uint64_t addr;          /* where the entry is written */
 			uint64_t reserved[6];
@@ -295,12 +313,17 @@ struct weft_vwqe {
 			uint64_t swap;
 			uint64_t reserved2[2];
 		} rdma;
-		struct {                /* UD SEND* */
+		struct {                /* UD SEND* (the address handle) */
 			uint32_t dest_qpn;
-			uint32_t qkey;
+			uint32_t qkey;          /* bit 31 set: the QP's own qkey */
 			uint16_t dest_node;
-			uint16_t reserved[3];
-			uint64_t reserved2[4];
+			uint8_t  sgid_index;    /* entry of the GID table: source GID */
+			uint8_t  hop_limit;
+			uint8_t  traffic_class;
+			uint8_t  reserved[3];
+			uint8_t  dgid[16];      /* destination GID, same type as the source */
+			uint32_t flow_label;    /* 20 bits */
+			uint32_t reserved2[3];
 		} ud;
 		struct {                /* REG_MR */
 			uint64_t va;
@@ -372,6 +395,8 @@ enum weft_vwc_op {
 #define WEFT_VCQE_GRH           0x04u
 #define WEFT_VCQE_SOLICITED     0x08u
 #define WEFT_VCQE_IS_SQ         0x10u
+#define WEFT_VCQE_NET_IPV4      0x20u   /* UD receive: the 40 bytes are 20 zeros + IPv4 header */
+#define WEFT_VCQE_NET_IPV6      0x40u   /* UD receive: the 40 bytes are an IPv6 header */
 
 /*
  * The adapter writes bytes 0..30 first, then owner: owner bit 0 is 1 in
@@ -383,8 +408,8 @@ struct weft_vcqe {
 	uint32_t qpn;
 	uint32_t byte_len;              /* error CQE: the enum weft_reason instead */
 	uint32_t imm_inv;               /* immediate (WITH_IMM) or invalidated STag (WITH_INV) */
-	uint32_t src_qpn;               /* UD receives */
-	uint16_t src_node;              /* UD receives */
+	uint32_t src_qpn;               /* UD receives: source QP */
+	uint16_t src_node;              /* UD receives: source node */
 	uint16_t wqe_index;             /* SQ/RQ slot (low 16 bits of the index) */
 	uint8_t  opcode;                /* enum weft_vwc_op */
 	uint8_t  status;                /* enum weft_vwc_status */
@@ -445,6 +470,16 @@ struct weft_vqpc {
 };
 WEFT_STATIC_ASSERT(sizeof(struct weft_vqpc) == 128, "qp context");
 
+/* GID table entry dump (32 bytes). */
+struct weft_vgid_entry {
+	uint8_t  gid[16];
+	uint8_t  valid;
+	uint8_t  type;                  /* enum weft_vgid_type */
+	uint8_t  port;
+	uint8_t  reserved[13];
+};
+WEFT_STATIC_ASSERT(sizeof(struct weft_vgid_entry) == 32, "gid entry");
+
 /* CQ context dump (64 bytes). */
 struct weft_vcqc {
 	uint32_t cqn;
@@ -473,7 +508,7 @@ enum weft_vop {
 	WEFT_VOP_ATOMIC_RESP = 7,   /* swap_add = original value */
 	WEFT_VOP_ACK = 8,           /* syndrome = enum weft_vack; psn = last acked/nakked */
 	WEFT_VOP_TERMINATE = 9,     /* syndrome = enum weft_reason cause; psn = offending */
-	WEFT_VOP_UD_SEND = 10,      /* qkey; one packet per message */
+	WEFT_VOP_UD_SEND = 10,      /* qkey; struct weft_vaddr then data; one packet */
 };
 
 #define WEFT_VF_FIRST   0x01u
@@ -507,5 +542,17 @@ struct weft_vhdr {
 	uint32_t qkey;
 };
 WEFT_STATIC_ASSERT(sizeof(struct weft_vhdr) == 64, "verbs transport header");
+
+/* RoCE v2 addressing of a UD_SEND: follows struct weft_vhdr, before the
+ * data (which stays at most WEFT_VERBS_MTU bytes). */
+struct weft_vaddr {
+	uint8_t  sgid[16];
+	uint8_t  dgid[16];
+	uint32_t flow_label;            /* 20 bits */
+	uint8_t  traffic_class;
+	uint8_t  hop_limit;
+	uint8_t  reserved[2];
+};
+WEFT_STATIC_ASSERT(sizeof(struct weft_vaddr) == WEFT_VERBS_GRH_SIZE, "verbs UD address");
 
 #endif /* WEFT_VERBS_H */

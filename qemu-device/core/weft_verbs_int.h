@@ -129,13 +129,21 @@ struct vq_tpt {
 	bool registered_once;
 };
 
+struct vq_gid {
+	bool valid;
+	uint8_t type;           /* enum weft_vgid_type */
+	uint8_t gid[16];
+};
+
 struct weft_verbs {
 	uint32_t nr_qp, nr_cq, nr_pd, nr_tpt, nr_uar;
+	struct vq_gid gid[WEFT_VERBS_GID_TBL];
 	struct vq_qp *qp;
 	struct vq_cq *cq;
 	struct vq_pd *pd;
 	struct vq_tpt *tpt;
 	uint64_t sw_bytes;
+	bool used;              /* a command ran since the tables were allocated */
 	uint64_t cmd_status;
 	/* QPs with transmit or flush work: a FIFO of qpns */
 	uint32_t work_head, work_tail;
@@ -221,6 +229,21 @@ unsigned int vq_cmd_alloc_stag(struct weft_core *c, const struct weft_vcmd *k, b
 			       unsigned int *reason);
 unsigned int vq_cmd_dereg(struct weft_core *c, uint32_t stag, unsigned int *reason);
 void vq_tpt_release_qp(struct weft_core *c, uint32_t qpn);
+
+/* ---- weft_verbs_gid.c: GID table, RoCE v2 network headers ---------------- */
+/* WEFT_VGID_IPV4 or _IPV6 by the address, 0 for the zero GID. */
+unsigned int vq_gid_type(const uint8_t gid[16]);
+const struct vq_gid *vq_gid_get(struct weft_core *c, unsigned int index);
+/* gid is a valid entry of the table. */
+bool vq_gid_local(struct weft_core *c, const uint8_t gid[16]);
+/* SET_GID, CLEAR_GID, QUERY_GID. */
+unsigned int vq_cmd_gid(struct weft_core *c, const struct weft_vcmd *k, unsigned int *reason);
+/* The wire address block of a UD send WQE; returns a reason. */
+unsigned int vq_gid_addr(struct weft_core *c, const struct weft_vwqe *w, struct weft_vaddr *a);
+/* The 40 bytes a UD receive of dlen data bytes starts with; returns the
+ * network type (WEFT_VGID_*), 0 if the addresses do not make a header. */
+unsigned int vq_gid_grh(const struct weft_vaddr *a, uint32_t dlen, bool imm,
+			uint8_t out[WEFT_VERBS_GRH_SIZE]);
 
 /* ---- weft_verbs_cq.c ------------------------------------------------------ */
 /* Write one CQE to cq; returns false if it was dropped (CQ error). */

@@ -98,17 +98,22 @@ void weft_verbs_free(struct weft_verbs *v)
 }
 
 /* Reset and adapter recovery destroy every verbs object.  The tables are
- * reallocated (zero pages) rather than cleared. */
+ * reallocated (zero pages) rather than cleared, and only if a command can
+ * have written them: a reset costs nothing for an engine never used. */
 void weft_verbs_reset(struct weft_core *c)
 {
 	struct weft_verbs *v = c->verbs;
 
-	tables_free(v);
-	if (!tables_alloc(v)) {
-		/* Out of host memory: leave an engine with no objects. */
+	if (v->used) {
 		tables_free(v);
-		v->nr_qp = v->nr_cq = v->nr_pd = v->nr_tpt = 0;
+		if (!tables_alloc(v)) {
+			/* Out of host memory: leave an engine with no objects. */
+			tables_free(v);
+			v->nr_qp = v->nr_cq = v->nr_pd = v->nr_tpt = 0;
+		}
+		v->used = false;
 	}
+	memset(v->gid, 0, sizeof(v->gid));
 	v->cmd_status = WEFT_CMD_OK;
 	if (c->ops.timer_arm)
 		c->ops.timer_arm(c->opaque, 0);
@@ -724,6 +729,7 @@ static unsigned int run_cmd(struct weft_core *c, const struct weft_vcmd *k,
 {
 	struct vq_qp *qp;
 
+	c->verbs->used = true;
 	switch (k->op) {
 	case WEFT_VCMD_CREATE_PD: return cmd_pd(c, k, true, reason);
 	case WEFT_VCMD_DESTROY_PD: return cmd_pd(c, k, false, reason);
@@ -748,6 +754,10 @@ static unsigned int run_cmd(struct weft_core *c, const struct weft_vcmd *k,
 	case WEFT_VCMD_QUERY_TPT:
 	case WEFT_VCMD_QUERY_PD:
 		return cmd_query(c, k, resp, reason);
+	case WEFT_VCMD_SET_GID:
+	case WEFT_VCMD_CLEAR_GID:
+	case WEFT_VCMD_QUERY_GID:
+		return vq_cmd_gid(c, k, reason);
 	default:
 		*reason = WEFT_R_BAD_TYPE;
 		return WEFT_CMD_EINVAL;
@@ -895,11 +905,16 @@ void weft_verbs_rx(struct weft_core *c, const struct weft_wire_hdr *wh, const ui
 	struct vq_qp *qp;
 	uint32_t dlen;
 
-	if (plen < sizeof(h) || plen - sizeof(h) > WEFT_VERBS_MTU) {
+	if (plen < sizeof(h)) {
 		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_BAD_HEADER);
 		return;
 	}
 	memcpy(&h, payload, sizeof(h));
+	if (plen - sizeof(h) > WEFT_VERBS_MTU +
+	    (h.opcode == WEFT_VOP_UD_SEND ? sizeof(struct weft_vaddr) : 0)) {
+		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_BAD_HEADER);
+		return;
+	}
 	dlen = (uint32_t)(plen - sizeof(h));
 	qp = c->verbs->qp ? vq_qp(c, h.dst_qpn) : NULL;
 	if (!qp) {

@@ -422,12 +422,29 @@ void vq_rx_ud(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr 
 	      const struct weft_vhdr *h, const uint8_t *data, uint32_t dlen)
 {
 	uint8_t grh[WEFT_VERBS_GRH_SIZE];
+	struct weft_vaddr addr;
 	struct vq_rwqe r;
-	unsigned int why;
-	uint32_t src = h->src_qpn;
+	unsigned int why, net;
+	uint32_t src = h->src_qpn & 0xffffffu;
 
 	if (qp->state < WEFT_VQPS_RTR || qp->state == WEFT_VQPS_ERR) {
 		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_QP_STATE);
+		return;
+	}
+	if (dlen < sizeof(addr)) {
+		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_BAD_HEADER);
+		return;
+	}
+	memcpy(&addr, data, sizeof(addr));
+	data += sizeof(addr);
+	dlen -= (uint32_t)sizeof(addr);
+	if (!vq_gid_local(c, addr.dgid)) {
+		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_DGID_UNKNOWN);
+		return;
+	}
+	net = vq_gid_grh(&addr, dlen, (h->flags & WEFT_VF_IMM) != 0, grh);
+	if (!net) {
+		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_GID_TYPE);
 		return;
 	}
 	if (h->qkey != qp->qkey) {
@@ -441,13 +458,9 @@ void vq_rx_ud(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr 
 	why = rwqe_load(c, qp, &r);
 	if (!why && r.total < WEFT_VERBS_GRH_SIZE + (uint64_t)dlen)
 		why = WEFT_R_LENGTH;
-	if (!why) {
-		memset(grh, 0, sizeof(grh));
-		memcpy(grh, &wh->src_node, 2);
-		memcpy(grh + 4, &src, 4);
+	if (!why)
 		why = vq_sge_copy(c, qp, r.sge, r.h.num_sge, 0, grh, sizeof(grh),
 				  WEFT_VACC_LOCAL_WRITE, VQ_TO_MEM);
-	}
 	if (!why)
 		why = vq_sge_copy(c, qp, r.sge, r.h.num_sge, sizeof(grh), (void *)data, dlen,
 				  WEFT_VACC_LOCAL_WRITE, VQ_TO_MEM);
@@ -469,6 +482,7 @@ void vq_rx_ud(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr 
 		e.wqe_index = (uint16_t)r.index;
 		e.opcode = WEFT_VWC_RECV;
 		e.flags = WEFT_VCQE_GRH | ((h->flags & WEFT_VF_IMM) ? WEFT_VCQE_WITH_IMM : 0) |
+			  (net == WEFT_VGID_IPV4 ? WEFT_VCQE_NET_IPV4 : WEFT_VCQE_NET_IPV6) |
 			  ((h->flags & WEFT_VF_SE) ? WEFT_VCQE_SOLICITED : 0);
 		vq_cqe(c, qp->rcq, &e, (h->flags & WEFT_VF_SE) != 0);
 		qp->rq_ci++;

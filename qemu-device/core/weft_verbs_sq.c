@@ -171,6 +171,13 @@ static uint8_t wqe_start(struct weft_core *c, struct vq_qp *qp, uint32_t idx,
 		*reason = WEFT_R_LENGTH;
 		return WEFT_VWC_LOC_LEN_ERR;
 	}
+	if (ud) {
+		struct weft_vaddr addr;
+
+		*reason = vq_gid_addr(c, &w->h, &addr);
+		if (*reason)
+			return WEFT_VWC_LOC_QP_OP_ERR;
+	}
 	sw->byte_len = (uint32_t)w->total;
 	sw->psn = qp->snd_psn;
 	sw->npkt = (op == WEFT_VWR_CAS || op == WEFT_VWR_FAA) ? 1 : vq_npkt(w->total);
@@ -268,6 +275,7 @@ static int wqe_packet(struct weft_core *c, struct vq_qp *qp, uint32_t idx)
 	uint64_t off = (uint64_t)pkt * WEFT_VERBS_MTU;
 	unsigned int op = w->h.opcode, why;
 	uint8_t *data = v->pkt + WEFT_WIRE_HDR_SIZE + sizeof(h);
+	uint32_t pre = qp->type == WEFT_VQPT_UD ? sizeof(struct weft_vaddr) : 0;
 
 	if (qp->type == WEFT_VQPT_RC && psn_diff(psn, qp->acked_psn) >= (int32_t)VQ_WINDOW)
 		return 0;
@@ -285,11 +293,22 @@ static int wqe_packet(struct weft_core *c, struct vq_qp *qp, uint32_t idx)
 	case WEFT_VWR_WRITE:
 	case WEFT_VWR_WRITE_IMM:
 		dlen = (uint32_t)(w->total - off < WEFT_VERBS_MTU ? w->total - off : WEFT_VERBS_MTU);
-		why = vq_sge_copy(c, qp, w->sge, w->h.num_sge, off, data, dlen,
+		why = vq_sge_copy(c, qp, w->sge, w->h.num_sge, off, data + pre, dlen,
 				  WEFT_VACC_LOCAL_READ, VQ_FROM_MEM);
+		if (!why && pre) {
+			struct weft_vaddr addr;
+
+			why = vq_gid_addr(c, &w->h, &addr);
+			if (!why)
+				memcpy(data, &addr, sizeof(addr));
+		}
 		if (why) {
-			vq_sq_fail(c, qp, idx, WEFT_VWC_LOC_PROT_ERR, why);
-			vq_qp_error(c, qp, why);
+			vq_sq_fail(c, qp, idx, why == WEFT_R_GID_INVALID || why == WEFT_R_GID_TYPE ?
+				   WEFT_VWC_LOC_QP_OP_ERR : WEFT_VWC_LOC_PROT_ERR, why);
+			if (pre)
+				vq_qp_sq_error(c, qp, why);
+			else
+				vq_qp_error(c, qp, why);
 			return 1;
 		}
 		h.opcode = op >= WEFT_VWR_WRITE ? WEFT_VOP_WRITE : WEFT_VOP_SEND;
@@ -345,7 +364,7 @@ static int wqe_packet(struct weft_core *c, struct vq_qp *qp, uint32_t idx)
 		break;
 	}
 	if (vq_xmit(c, qp, qp->type == WEFT_VQPT_UD ? w->h.u.ud.dest_node : qp->dest_node,
-		    &h, data, dlen) != 0)
+		    &h, data, pre + dlen) != 0)
 		return -EAGAIN;
 	if (qp->type == WEFT_VQPT_RC) {
 		if (psn_diff(psn, qp->sent_hi) < 0)

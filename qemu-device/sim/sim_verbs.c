@@ -201,6 +201,21 @@ int wsv_ud_ready(struct weft_sim *s, struct wsv_qp *q, uint32_t qkey)
 	return wsv_modify(s, q->node, q->qpn, WEFT_VQPA_STATE | WEFT_VQPA_SQ_PSN, &k);
 }
 
+int wsv_gid(struct weft_sim *s, unsigned int node, uint32_t index, const uint8_t gid[16],
+	    unsigned int type)
+{
+	struct weft_vcmd k;
+
+	memset(&k, 0, sizeof(k));
+	k.op = type ? WEFT_VCMD_SET_GID : WEFT_VCMD_CLEAR_GID;
+	k.handle = index;
+	k.u.gid.port = WEFT_VERBS_PORT;
+	k.u.gid.type = (uint8_t)type;
+	if (gid)
+		memcpy(k.u.gid.gid, gid, sizeof(k.u.gid.gid));
+	return wsv_cmd(s, node, &k, NULL);
+}
+
 /* ---- memory registration ---------------------------------------------------- */
 
 static uint64_t *u64_at(struct weft_sim *s, unsigned int node, uint64_t a)

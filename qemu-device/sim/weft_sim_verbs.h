@@ -62,6 +62,11 @@ int wsv_connect(struct weft_sim *s, struct wsv_qp *a, struct wsv_qp *b,
 /* UD QP to RTS with qkey. */
 int wsv_ud_ready(struct weft_sim *s, struct wsv_qp *q, uint32_t qkey);
 
+/* Set (type WEFT_VGID_IPV4/IPV6) or, with type 0, clear GID table entry
+ * index of node's port. */
+int wsv_gid(struct weft_sim *s, unsigned int node, uint32_t index, const uint8_t gid[16],
+	    unsigned int type);
+
 /* Register [addr, addr + len) of node memory with an ATT of the given
  * level built in guest memory (page_shift 12..); first_off shifts the
  * start inside the first page (the region starts at addr either way: addr

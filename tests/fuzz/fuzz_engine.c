@@ -473,6 +473,21 @@ static uint64_t once(struct fz *f, unsigned int node, uint64_t *a, uint64_t size
 	return *a;
 }
 
+/* GID of a node (docs/hw-spec.md 16.13): entry 0 is fd00::(node + 1),
+ * entry 1 ::ffff:10.0.0.(node + 1). */
+static void fz_gid(uint8_t g[16], unsigned int node, unsigned int index)
+{
+	memset(g, 0, 16);
+	if (index == 0) {
+		g[0] = 0xfd;
+	} else {
+		g[10] = 0xff;
+		g[11] = 0xff;
+		g[12] = 10;
+	}
+	g[15] = (uint8_t)(node + 1);
+}
+
 /* PD, CQ, region, fast-registration region, window, RC and UD QPs in
  * memory allocated once per node (a reboot keeps node memory). */
 static int verbs_setup(struct fz *f, unsigned int node)
@@ -540,6 +555,12 @@ static int verbs_setup(struct fz *f, unsigned int node)
 		k.u.qp.rq_stride_log2 = 8;
 		k.u.qp.flags = WEFT_VQPF_SQ_REG;
 		st |= wsv_cmd(f->s, node, &k, NULL);
+	}
+	for (i = 0; i < 2; i++) {
+		uint8_t g[16];
+
+		fz_gid(g, node, (unsigned int)i);
+		st |= wsv_gid(f->s, node, (uint32_t)i, g, i ? WEFT_VGID_IPV4 : WEFT_VGID_IPV6);
 	}
 	st |= wsv_ud_ready(f->s, &n->ud, WEFT_VERBS_GSI_QKEY);
 	n->mr_stale = true;
@@ -609,6 +630,8 @@ static void valid_traffic(struct fz *f)
 			w.u.ud.dest_node = (uint16_t)b;
 			w.u.ud.dest_qpn = 1;
 			w.u.ud.qkey = WEFT_VERBS_GSI_QKEY;
+			w.u.ud.sgid_index = (uint8_t)(b & 1);
+			fz_gid(w.u.ud.dgid, b, b & 1);
 			sg.length = 256;
 			wsv_post_send(f->s, &na->ud, &w, &sg, 1, true);
 			weft_sim_run_idle(f->s, 100000);
@@ -1053,6 +1076,15 @@ static void act_vwqe(struct fz *f, struct fz_src *src)
 			w.u.ud.dest_node = (uint16_t)below(src, 3);
 			w.u.ud.dest_qpn = (uint32_t)below(src, FZ_VQPS + 1);
 			w.u.ud.qkey = below(src, 2) ? WEFT_VERBS_GSI_QKEY : (uint32_t)src_u64(src);
+			w.u.ud.sgid_index = (uint8_t)(below(src, 8) ? below(src, 2) : src_u64(src));
+			w.u.ud.hop_limit = (uint8_t)src_u64(src);
+			w.u.ud.traffic_class = (uint8_t)src_u64(src);
+			w.u.ud.flow_label = (uint32_t)src_u64(src);
+			if (below(src, 8))
+				fz_gid(w.u.ud.dgid, w.u.ud.dest_node, (unsigned int)below(src, 2));
+			else
+				for (i = 0; i < 16; i++)
+					w.u.ud.dgid[i] = (uint8_t)src_u64(src);
 		} else {
 			w.u.rdma.remote_addr = fz_va(f, src, 1);
 			w.u.rdma.rkey = fz_stag(src);
@@ -1073,6 +1105,7 @@ static void act_vcmd(struct fz *f, struct fz_src *src)
 		WEFT_VCMD_MODIFY_QP, WEFT_VCMD_MODIFY_QP, WEFT_VCMD_DESTROY_QP,
 		WEFT_VCMD_ALLOC_STAG, WEFT_VCMD_REG_MR, WEFT_VCMD_REG_MR, WEFT_VCMD_DEREG_STAG,
 		WEFT_VCMD_QUERY_QP, WEFT_VCMD_QUERY_CQ, WEFT_VCMD_QUERY_TPT, WEFT_VCMD_QUERY_PD, 0, 99,
+		WEFT_VCMD_SET_GID, WEFT_VCMD_CLEAR_GID, WEFT_VCMD_QUERY_GID,
 	};
 	struct fz_node *n = &f->n[0];
 	struct weft_vcmd k;
@@ -1109,9 +1142,19 @@ static void act_vcmd(struct fz *f, struct fz_src *src)
 		k.u.mod.dest_qpn = (uint32_t)below(src, FZ_VQPS);
 		k.u.mod.timeout = (uint8_t)below(src, 20);
 		break;
+	case WEFT_VCMD_SET_GID:
+	case WEFT_VCMD_CLEAR_GID:
+		if (below(src, 2)) {
+			k.handle = (uint32_t)below(src, 3);
+			fz_gid(k.u.gid.gid, 0, (unsigned int)below(src, 2));
+			k.u.gid.type = (uint8_t)below(src, 4);
+			k.u.gid.port = (uint8_t)below(src, 3);
+		}
+		break;
 	case WEFT_VCMD_QUERY_QP:
 	case WEFT_VCMD_QUERY_CQ:
 	case WEFT_VCMD_QUERY_TPT:
+	case WEFT_VCMD_QUERY_GID:
 		k.u.query.addr = below(src, 2) ? n->vbuf + below(src, FZ_VBUF) : interesting(f, src);
 		break;
 	default:
@@ -1150,7 +1193,7 @@ static void act_vmisc(struct fz *f, struct fz_src *src)
 	}
 	default: {
 		uint8_t pkt[WEFT_WIRE_MAX_FRAME];
-		uint8_t data[WEFT_VERBS_MTU];
+		uint8_t data[WEFT_VERBS_MTU + sizeof(struct weft_vaddr)];
 		struct weft_vhdr h;
 		uint32_t dlen = (uint32_t)below(src, WEFT_VERBS_MTU + 1), i;
 		size_t len;
@@ -1172,6 +1215,21 @@ static void act_vmisc(struct fz *f, struct fz_src *src)
 		h.qkey = below(src, 2) ? WEFT_VERBS_GSI_QKEY : (uint32_t)src_u64(src);
 		for (i = 0; i < dlen; i++)
 			data[i] = (uint8_t)i;
+		if (h.opcode == WEFT_VOP_UD_SEND && below(src, 4)) {
+			/* A UD send with a well-formed address block (16.13). */
+			struct weft_vaddr a = { .hop_limit = 64 };
+			unsigned int t = (unsigned int)below(src, 2);
+
+			fz_gid(a.sgid, 1, t);
+			fz_gid(a.dgid, below(src, 8) ? 0 : 2, below(src, 8) ? t : 1 - t);
+			if (below(src, 2)) {    /* to the GSI, with its Q_Key */
+				h.dst_qpn = WEFT_VERBS_GSI_QPN;
+				h.qkey = WEFT_VERBS_GSI_QKEY;
+			}
+			memmove(data + sizeof(a), data, dlen);
+			memcpy(data, &a, sizeof(a));
+			dlen += (uint32_t)sizeof(a);
+		}
 		len = wsv_forge(pkt, 1, 0, &h, data, dlen);
 		deliver(f, 0, pkt, len);
 		break;

@@ -29,15 +29,13 @@ if ! "$CC" -fsanitize=fuzzer "$probe" -o "$out/probe" 2>"$out/probe.log"; then
 	exit 2
 fi
 
+# Every source of the core and the sim (verbs included), as the meson
+# targets weft-core and weft-sim build them, plus the fuzz engine.
 src=(
-	"$WEFT_ROOT"/qemu-device/core/weft_core.c
-	"$WEFT_ROOT"/qemu-device/core/weft_send.c
-	"$WEFT_ROOT"/qemu-device/core/weft_recv.c
-	"$WEFT_ROOT"/qemu-device/core/weft_xlate.c
+	"$WEFT_ROOT"/qemu-device/core/*.c
 	"$WEFT_ROOT"/qemu-device/switch/fabric.c
-	"$WEFT_ROOT"/qemu-device/sim/sim.c
-	"$WEFT_ROOT"/qemu-device/sim/sim_drv.c
-	"$WEFT_ROOT"/qemu-device/sim/sim_user.c
+	"$WEFT_ROOT"/qemu-device/sim/*.c
+	"$WEFT_ROOT"/guest-driver/policy/weft_policy.c
 	"$WEFT_ROOT"/tests/fuzz/fuzz_engine.c
 	"$WEFT_ROOT"/tests/fuzz/fuzz_libfuzzer.c
 )
@@ -45,6 +43,7 @@ weft_log "building the libFuzzer target"
 "$CC" -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-I"$WEFT_ROOT/include" -I"$WEFT_ROOT/qemu-device/core" \
 	-I"$WEFT_ROOT/qemu-device/switch" -I"$WEFT_ROOT/qemu-device/sim" \
+	-I"$WEFT_ROOT/guest-driver/policy" \
 	"${src[@]}" -o "$out/weft-libfuzzer"
 weft_log "running $runs inputs"
 "$out/weft-libfuzzer" -runs="$runs" -max_len=4096 -seed=1 "$@" "$out/corpus"

@@ -1652,7 +1652,7 @@ typedef struct VQp {
     uint32_t sq_prod, rq_prod;
 } VQp;
 
-static void vqp_create(WeftNode *n, VQp *q, uint32_t qpn)
+static void vqp_create(WeftNode *n, VQp *q, uint32_t qpn, uint32_t type)
 {
     struct weft_vcmd k = { .op = WEFT_VCMD_CREATE_QP, .handle = qpn };
 
@@ -1661,7 +1661,7 @@ static void vqp_create(WeftNode *n, VQp *q, uint32_t qpn)
     q->rq = alloc_zeroed(n, 16 << 6);
     k.u.qp.sq_addr = q->sq;
     k.u.qp.rq_addr = q->rq;
-    k.u.qp.type = WEFT_VQPT_RC;
+    k.u.qp.type = type;
     k.u.qp.pd = 1;
     k.u.qp.send_cq = 1;
     k.u.qp.recv_cq = 1;
@@ -1747,14 +1747,51 @@ static void vpoll(WeftNode *n, uint64_t ring, unsigned int idx,
     }
 }
 
+/* PD 1 and CQ 1 (16 entries); returns the CQ ring's address. */
+static uint64_t vbase(WeftNode *n)
+{
+    struct weft_vcmd k = { .op = WEFT_VCMD_CREATE_PD, .handle = 1 };
+    struct weft_vcmd_resp resp;
+    uint64_t ring, ci;
+
+    g_assert_cmpuint(vcmd(n, &k, &resp), ==, WEFT_CMD_OK);
+    g_assert_cmpuint(vcmd(n, &k, &resp), ==, WEFT_CMD_EBUSY);   /* twice */
+    ring = alloc_zeroed(n, 16 * sizeof(struct weft_vcqe));
+    ci = alloc_zeroed(n, 64);
+    k = (struct weft_vcmd){ .op = WEFT_VCMD_CREATE_CQ, .handle = 1 };
+    k.u.cq.ring_addr = ring;
+    k.u.cq.ci_addr = ci;
+    k.u.cq.log2_entries = 4;
+    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+    return ring;
+}
+
+/* Registers V_STAG: VA 0x10000, 8 KiB over the pages ATT[0] and ATT[1]. */
+static void vreg_mr(WeftNode *n, uint64_t page0, uint64_t page1)
+{
+    struct weft_vcmd k = { .op = WEFT_VCMD_REG_MR, .handle = V_STAG };
+    uint64_t att = alloc_zeroed(n, 16);
+
+    qtest_writeq(n->qts, att, page0);
+    qtest_writeq(n->qts, att + 8, page1);
+    k.u.mr.va = 0x10000;
+    k.u.mr.length = 8192;
+    k.u.mr.att_addr = att;
+    k.u.mr.pd = 1;
+    k.u.mr.access = WEFT_VACC_ALL;
+    k.u.mr.page_shift = 12;
+    k.u.mr.att_level = WEFT_ATT_DIRECT;
+    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+}
+
 static void test_verbs_loopback(void)
 {
     WeftNode *n = node_start(5, SW_NONE);
-    struct weft_vcmd k = { .op = WEFT_VCMD_CREATE_PD, .handle = 1 };
+    struct weft_vcmd k;
     struct weft_vcmd_resp resp;
     struct weft_vcqe e;
     struct weft_tpt_entry t;
-    uint64_t ring, ci, buf, att, pages[2], dump;
+    uint64_t ring, buf, pages[2], dump;
     uint8_t data[6000], got[6000];
     VQp a, b;
     unsigned int i;
@@ -1768,35 +1805,16 @@ static void test_verbs_loopback(void)
     g_assert_cmpuint(n->db_size, >=, reg_read(n, WEFT_REG_VERBS_UAR_OFF) +
                      WEFT_VERBS_DEF_UAR * WEFT_DB_PAGE_SIZE);
 
-    g_assert_cmpuint(vcmd(n, &k, &resp), ==, WEFT_CMD_OK);
-    g_assert_cmpuint(vcmd(n, &k, &resp), ==, WEFT_CMD_EBUSY);   /* twice */
-    ring = alloc_zeroed(n, 16 * sizeof(struct weft_vcqe));
-    ci = alloc_zeroed(n, 64);
-    k = (struct weft_vcmd){ .op = WEFT_VCMD_CREATE_CQ, .handle = 1 };
-    k.u.cq.ring_addr = ring;
-    k.u.cq.ci_addr = ci;
-    k.u.cq.log2_entries = 4;
-    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+    ring = vbase(n);
 
     /* A region of two 4 KiB pages, listed in reverse order. */
     pages[0] = alloc_zeroed(n, 8192);
     pages[0] = (pages[0] + 4095) & ~4095ull;
     buf = alloc_zeroed(n, 3 * 4096);
     buf = (buf + 4095) & ~4095ull;
-    att = alloc_zeroed(n, 16);
     pages[1] = pages[0];
     pages[0] = buf;
-    qtest_writeq(n->qts, att, pages[1]);
-    qtest_writeq(n->qts, att + 8, pages[0]);
-    k = (struct weft_vcmd){ .op = WEFT_VCMD_REG_MR, .handle = V_STAG };
-    k.u.mr.va = 0x10000;
-    k.u.mr.length = 8192;
-    k.u.mr.att_addr = att;
-    k.u.mr.pd = 1;
-    k.u.mr.access = WEFT_VACC_ALL;
-    k.u.mr.page_shift = 12;
-    k.u.mr.att_level = WEFT_ATT_DIRECT;
-    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+    vreg_mr(n, pages[1], pages[0]);
     dump = alloc_zeroed(n, 64);
     k = (struct weft_vcmd){ .op = WEFT_VCMD_QUERY_TPT, .handle = 1 };
     k.u.query.addr = dump;
@@ -1806,8 +1824,8 @@ static void test_verbs_loopback(void)
     g_assert_cmpuint(t.flags & WEFT_TPTF_VALID, ==, WEFT_TPTF_VALID);
 
     /* Two RC QPs of this adapter connected to each other: loopback. */
-    vqp_create(n, &a, 2);
-    vqp_create(n, &b, 3);
+    vqp_create(n, &a, 2, WEFT_VQPT_RC);
+    vqp_create(n, &b, 3, WEFT_VQPT_RC);
     vqp_connect(n, &a, 3);
     vqp_connect(n, &b, 2);
     for (i = 0; i < sizeof(data); i++) {
@@ -1857,6 +1875,135 @@ static void test_verbs_loopback(void)
     node_stop(n);
 }
 
+/* A UD QP of the loopback adapter in RTS; qkey for INIT. */
+static void vud_create(WeftNode *n, VQp *q, uint32_t qpn, uint32_t qkey)
+{
+    static const uint8_t states[] = { WEFT_VQPS_INIT, WEFT_VQPS_RTR, WEFT_VQPS_RTS };
+    struct weft_vcmd k;
+    unsigned int i;
+
+    vqp_create(n, q, qpn, WEFT_VQPT_UD);
+    for (i = 0; i < 3; i++) {
+        k = (struct weft_vcmd){ .op = WEFT_VCMD_MODIFY_QP, .handle = qpn };
+        k.u.mod.mask = WEFT_VQPA_STATE | (i == 0 ? WEFT_VQPA_QKEY : 0) |
+                       (i == 2 ? WEFT_VQPA_SQ_PSN : 0);
+        k.u.mod.state = states[i];
+        k.u.mod.qkey = qkey;
+        g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+    }
+}
+
+/*
+ * RoCE v2 addressing through the device (docs/hw-spec.md 16.13): GID
+ * table commands, a UD send from QP 4 to the GSI (QP 1) of the same
+ * adapter, and the IPv4 header the receive starts with.
+ */
+static void test_verbs_ud_grh(void)
+{
+    WeftNode *n = node_start(6, SW_NONE);
+    struct weft_vcmd k;
+    struct weft_vcmd_resp resp;
+    struct weft_vgid_entry g;
+    struct weft_vcqe e;
+    struct weft_vwqe w = { .wr_id = 41, .opcode = WEFT_VWR_SEND,
+                           .flags = WEFT_VWQE_SIGNALED, .num_sge = 1 };
+    struct weft_vsge sg = { .addr = 0x10000, .length = 100, .lkey = V_STAG };
+    static const uint8_t sgid[16] = { [10] = 0xff, [11] = 0xff, 192, 168, 7, 1 };
+    static const uint8_t dgid[16] = { [10] = 0xff, [11] = 0xff, 192, 168, 7, 2 };
+    uint8_t hdr[WEFT_VERBS_GRH_SIZE], data[100], got[100];
+    uint64_t ring, buf, dump;
+    unsigned int i, sum = 0;
+    VQp a, gsi;
+
+    ring = vbase(n);
+    buf = alloc_zeroed(n, 3 * 4096);
+    buf = (buf + 4095) & ~4095ull;
+    vreg_mr(n, buf, buf + 4096);
+
+    /* The GID table: two entries, a refused one, a dump. */
+    for (i = 0; i < 2; i++) {
+        k = (struct weft_vcmd){ .op = WEFT_VCMD_SET_GID, .handle = i };
+        k.u.gid.port = WEFT_VERBS_PORT;
+        k.u.gid.type = WEFT_VGID_IPV4;
+        memcpy(k.u.gid.gid, i ? dgid : sgid, 16);
+        g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+    }
+    k.handle = 2;
+    k.u.gid.type = WEFT_VGID_IPV6;
+    g_assert_cmpuint(vcmd(n, &k, &resp), ==, WEFT_CMD_EINVAL);
+    g_assert_cmpuint(resp.reason, ==, WEFT_R_GID_TYPE);
+    dump = alloc_zeroed(n, 64);
+    k = (struct weft_vcmd){ .op = WEFT_VCMD_QUERY_GID, .handle = 1 };
+    k.u.query.addr = dump;
+    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+    qtest_memread(n->qts, dump, &g, sizeof(g));
+    g_assert_cmpuint(g.valid, ==, 1);
+    g_assert_cmpuint(g.type, ==, WEFT_VGID_IPV4);
+    g_assert_cmpmem(g.gid, 16, dgid, 16);
+
+    vud_create(n, &gsi, WEFT_VERBS_GSI_QPN, WEFT_VERBS_GSI_QKEY);
+    vud_create(n, &a, 4, WEFT_VERBS_GSI_QKEY);
+    for (i = 0; i < sizeof(data); i++) {
+        data[i] = (uint8_t)(i * 5 + 1);
+    }
+    qtest_memwrite(n->qts, buf, data, sizeof(data));
+    vpost_recv(n, &gsi, 42, 0x10000 + 4096, 256);
+    w.u.ud.dest_qpn = WEFT_VERBS_GSI_QPN;
+    w.u.ud.qkey = WEFT_VERBS_GSI_QKEY;
+    w.u.ud.dest_node = n->node;
+    w.u.ud.sgid_index = 0;
+    w.u.ud.hop_limit = 64;
+    memcpy(w.u.ud.dgid, dgid, 16);
+    qtest_memwrite(n->qts, a.sq, &w, sizeof(w));
+    qtest_memwrite(n->qts, a.sq + sizeof(w), &sg, sizeof(sg));
+    a.sq_prod++;
+    uar_write(n, 0, WEFT_UAR_SQ_DB, WEFT_UAR_DB(a.qpn, a.sq_prod));
+    vpoll(n, ring, 0, &e);
+    vpoll(n, ring, 1, &e);
+    for (i = 0; i < 2; i++) {
+        qtest_memread(n->qts, ring + i * sizeof(e), &e, sizeof(e));
+        g_assert_cmpuint(e.status, ==, WEFT_VWC_SUCCESS);
+        if (e.wr_id == 42) {
+            g_assert_cmpuint(e.qpn, ==, WEFT_VERBS_GSI_QPN);
+            g_assert_cmpuint(e.byte_len, ==, WEFT_VERBS_GRH_SIZE + 100);
+            g_assert_cmpuint(e.src_qpn, ==, 4);
+            g_assert_cmpuint(e.src_node, ==, n->node);
+            g_assert_cmphex(e.flags & (WEFT_VCQE_GRH | WEFT_VCQE_NET_IPV4 |
+                                       WEFT_VCQE_NET_IPV6), ==,
+                            WEFT_VCQE_GRH | WEFT_VCQE_NET_IPV4);
+        } else {
+            g_assert_cmpuint(e.wr_id, ==, 41);
+        }
+    }
+    qtest_memread(n->qts, buf + 4096, hdr, sizeof(hdr));
+    for (i = 0; i < 20; i++) {
+        g_assert_cmpuint(hdr[i], ==, 0);
+    }
+    g_assert_cmphex(hdr[20], ==, 0x45);
+    g_assert_cmpuint(hdr[29], ==, 17);                  /* UDP */
+    g_assert_cmpmem(hdr + 32, 4, sgid + 12, 4);
+    g_assert_cmpmem(hdr + 36, 4, dgid + 12, 4);
+    for (i = 20; i < 40; i += 2) {
+        sum += (unsigned int)hdr[i] << 8 | hdr[i + 1];
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    g_assert_cmphex(sum, ==, 0xffff);                   /* checksum holds */
+    qtest_memread(n->qts, buf + 4096 + WEFT_VERBS_GRH_SIZE, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+
+    /* Reset clears the table. */
+    reg_write(n, WEFT_REG_RESET, WEFT_RESET_MAGIC);
+    k = (struct weft_vcmd){ .op = WEFT_VCMD_QUERY_GID, .handle = 1 };
+    k.u.query.addr = dump;
+    g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
+    qtest_memread(n->qts, dump, &g, sizeof(g));
+    g_assert_cmpuint(g.valid, ==, 0);
+    assert_alive(n);
+    node_stop(n);
+}
+
 int main(int argc, char **argv)
 {
     int r;
@@ -1885,6 +2032,7 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/hotplug", test_hotplug);
     qtest_add_func("/weft/properties", test_properties);
     qtest_add_func("/weft/verbs/loopback", test_verbs_loopback);
+    qtest_add_func("/weft/verbs/ud-grh", test_verbs_ud_grh);
 
     r = g_test_run();
     rmdir(tmpdir);

@@ -869,10 +869,7 @@ static void rule120_work_queue_model(void)
 	done(&x, "item 120: send, receive, read, write and bind WRs complete as WCs");
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} rules[] = {
+static const struct vt_case rules[] = {
 	{ "30-stag-lookup", rule30_stag_lookup },
 	{ "31-pd-check", rule31_pd_check },
 	{ "32-region-vs-window", rule32_region_vs_window },
@@ -900,18 +897,5 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	unsigned int i;
-
-	for (i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
-		if (argc < 2 || !strcmp(argv[1], rules[i].name)) {
-			t_begin("rule %s", rules[i].name);
-			rules[i].fn();
-			if (argc >= 2)
-				return t_done();
-		}
-	}
-	if (argc >= 2) {
-		t_bail("unknown rule %s", argv[1]);
-	}
-	return t_done();
+	return vt_main("rule", rules, sizeof(rules) / sizeof(rules[0]), argc, argv);
 }

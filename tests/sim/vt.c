@@ -121,3 +121,21 @@ unsigned int vt_qp_state(struct vt_node *n, uint32_t qpn)
 	VCHECK(wsv_query_qp(n->s, n->id, qpn, &q) == 0, "query QP %u", qpn);
 	return q.state;
 }
+
+int vt_main(const char *kind, const struct vt_case *cases, unsigned int n, int argc,
+	    char **argv)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (argc < 2 || !strcmp(argv[1], cases[i].name)) {
+			t_begin("%s %s", kind, cases[i].name);
+			cases[i].fn();
+			if (argc >= 2)
+				return t_done();
+		}
+	}
+	if (argc >= 2)
+		t_bail("unknown case %s", argv[1]);
+	return t_done();
+}

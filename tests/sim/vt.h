@@ -52,4 +52,13 @@ uint64_t vt_cnt(struct weft_sim *s, unsigned int node, unsigned int counter);
 uint64_t vt_drops(struct weft_sim *s, unsigned int node, unsigned int reason);
 unsigned int vt_qp_state(struct vt_node *n, uint32_t qpn);
 
+/* Programs made of named cases: with a case name, runs that case as one
+ * TAP point ("<kind> <name>"); without, runs them all. */
+struct vt_case {
+	const char *name;
+	void (*fn)(void);
+};
+int vt_main(const char *kind, const struct vt_case *cases, unsigned int n, int argc,
+	    char **argv);
+
 #endif /* WEFT_VT_H */

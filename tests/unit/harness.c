@@ -181,6 +181,32 @@ void h_fini(struct h_node *n)
 	memset(n, 0, sizeof(*n));
 }
 
+void h_pair_init(struct h_pair *g, const struct h_pair_cfg *cfg)
+{
+	h_init(&g->a, 1, cfg->windows, cfg->rcxts, cfg->handlers, 0);
+	h_init(&g->b, 2, cfg->windows, cfg->rcxts, cfg->handlers, 0);
+	if (cfg->evq) {
+		h_evq_setup(&g->a);
+		h_evq_setup(&g->b);
+	}
+	CHECK_EQ(h_open(&g->a, 0, cfg->job, cfg->slog2, cfg->rlog2, cfg->quantum), WEFT_CMD_OK,
+		 "open a");
+	CHECK_EQ(h_open(&g->b, 0, cfg->job, cfg->slog2, cfg->rlog2, cfg->quantum), WEFT_CMD_OK,
+		 "open b");
+	h_tce_table(&g->a, 0, cfg->tce_entries, 12, cfg->job);
+	h_tce_table(&g->b, 0, cfg->tce_entries, 12, cfg->job);
+	g->abuf = h_alloc(&g->a, cfg->bufsz, 4096);
+	g->bbuf = h_alloc(&g->b, cfg->bufsz, 4096);
+	g->apvo = h_map(&g->a, 0, 0, cfg->key_a, g->abuf, cfg->bufsz);
+	g->bpvo = h_map(&g->b, 0, 0, cfg->key_b, g->bbuf, cfg->bufsz);
+}
+
+void h_pair_fini(struct h_pair *g)
+{
+	h_fini(&g->a);
+	h_fini(&g->b);
+}
+
 uint64_t h_alloc(struct h_node *n, uint64_t size, uint64_t align)
 {
 	uint64_t a = (n->brk + align - 1) & ~(align - 1);

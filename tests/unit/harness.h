@@ -121,6 +121,28 @@ void h_evq_setup(struct h_node *n);
 /* Next unread event; false if none. */
 bool h_evq_next(struct h_node *n, struct weft_event *ev);
 
+/* Two nodes (ids 1 and 2) with window 0 open on both, a TCE table 0 of
+ * the job and one buffer each mapped into it: the set-up the RDMA tests
+ * share.  rCxts are left to the test. */
+struct h_pair {
+	struct h_node a, b;
+	uint64_t abuf, bbuf, apvo, bpvo;
+};
+
+struct h_pair_cfg {
+	uint32_t windows, rcxts, handlers;
+	bool evq;                       /* set up both event queues */
+	uint32_t job;
+	unsigned int slog2, rlog2;
+	uint32_t quantum;
+	uint32_t tce_entries;           /* 4 KiB pages */
+	uint32_t key_a, key_b;          /* PVO keys of the two buffers */
+	uint64_t bufsz;
+};
+
+void h_pair_init(struct h_pair *g, const struct h_pair_cfg *cfg);
+void h_pair_fini(struct h_pair *g);
+
 /* Poll until idle (bounded); returns the number of polls. */
 unsigned int h_poll(struct h_node *n, unsigned int budget);
 /* Feed captured packets of from into to (all of them); returns count. */

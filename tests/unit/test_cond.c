@@ -19,38 +19,23 @@
 #define R_SIG   10u             /* signal rCxt at both ends */
 #define BUFSZ   (40u * 1024u)
 
-struct rig {
-	struct h_node a, b;
-	uint64_t abuf, bbuf, apvo, bpvo;
-};
-
-static void rig_init(struct rig *g)
+static void rig_init(struct h_pair *g)
 {
+	static const struct h_pair_cfg cfg = {
+		.windows = 2, .rcxts = 32, .handlers = 1, .job = JOB,
+		.slog2 = 5, .rlog2 = 6, .quantum = 8, .tce_entries = 16,
+		.key_a = PKEY_A, .key_b = PKEY_B, .bufsz = BUFSZ,
+	};
 	uint32_t r;
 
-	h_init(&g->a, 1, 2, 32, 1, 0);
-	h_init(&g->b, 2, 2, 32, 1, 0);
-	CHECK_EQ(h_open(&g->a, 0, JOB, 5, 6, 8), WEFT_CMD_OK, "open a");
-	CHECK_EQ(h_open(&g->b, 0, JOB, 5, 6, 8), WEFT_CMD_OK, "open b");
+	h_pair_init(g, &cfg);
 	for (r = 1; r <= NMEM; r++) {
 		h_acquire(&g->a, r, 0, 0);
 		h_acquire(&g->b, r, 0, 0);
 	}
 	h_acquire(&g->a, R_SIG, 0, 0);
 	h_acquire(&g->b, R_SIG, 0, 0);
-	h_tce_table(&g->a, 0, 16, 12, JOB);
-	h_tce_table(&g->b, 0, 16, 12, JOB);
-	g->abuf = h_alloc(&g->a, BUFSZ, 4096);
-	g->bbuf = h_alloc(&g->b, BUFSZ, 4096);
-	g->apvo = h_map(&g->a, 0, 0, PKEY_A, g->abuf, BUFSZ);
-	g->bpvo = h_map(&g->b, 0, 0, PKEY_B, g->bbuf, BUFSZ);
 	memset(h_ptr(&g->a, g->abuf), 0x5a, BUFSZ);
-}
-
-static void rig_fini(struct rig *g)
-{
-	h_fini(&g->a);
-	h_fini(&g->b);
 }
 
 static void post_cond(struct h_node *n, uint8_t type, uint8_t op, uint8_t cond, uint32_t value)
@@ -69,7 +54,7 @@ static void post_cond(struct h_node *n, uint8_t type, uint8_t op, uint8_t cond, 
 
 /* RDMA write of 3000 bytes through rCxt r (same id at both ends), into
  * B's buffer at slot r. */
-static void post_write(struct rig *g, uint32_t r, uint32_t tid, uint8_t notify)
+static void post_write(struct h_pair *g, uint32_t r, uint32_t tid, uint8_t notify)
 {
 	struct weft_rdma_req q;
 
@@ -131,7 +116,7 @@ static unsigned int pass_completions(struct h_node *b, struct h_node *a, unsigne
 
 static void test_signal_after_n(void)
 {
-	struct rig g;
+	struct h_pair g;
 	struct weft_recv_hdr rh;
 	struct h_pkt first;
 	uint16_t st;
@@ -205,12 +190,12 @@ static void test_signal_after_n(void)
 		CHECK_EQ(s.hdr.status, WEFT_R_COND_BUSY, "member refused");
 	}
 	CHECK_EQ(sent_on(&g.a, 2), 0, "not sent");
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 static void test_counters(void)
 {
-	struct rig g;
+	struct h_pair g;
 	struct weft_cond_req cr;
 	uint16_t st;
 	uint32_t idx = 0;
@@ -319,7 +304,7 @@ static void test_counters(void)
 	h_poll(&g.a, 16);
 	cr = frame_cond(&g.a, 0, &st);
 	CHECK_EQ(cr.q_state, WEFT_COND_IDLE, "queue 0 idle after close/open");
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 int main(int argc, char **argv)

@@ -21,31 +21,17 @@
 #define R_B     6u
 #define BUFSZ   (32u * 1024u)
 
-struct rig {
-	struct h_node a, b;
-	uint64_t abuf, bbuf, apvo, bpvo;
-};
-
-static void rig_init(struct rig *g)
+static void rig_init(struct h_pair *g)
 {
-	h_init(&g->a, 1, 2, 32, 1, 0);
-	h_init(&g->b, 2, 2, 32, 1, 0);
-	CHECK_EQ(h_open(&g->a, 0, JOB, 4, 6, 8), WEFT_CMD_OK, "open a");
-	CHECK_EQ(h_open(&g->b, 0, JOB, 4, 6, 8), WEFT_CMD_OK, "open b");
+	static const struct h_pair_cfg cfg = {
+		.windows = 2, .rcxts = 32, .handlers = 1, .job = JOB,
+		.slog2 = 4, .rlog2 = 6, .quantum = 8, .tce_entries = 16,
+		.key_a = PKEY_A, .key_b = PKEY_B, .bufsz = BUFSZ,
+	};
+
+	h_pair_init(g, &cfg);
 	CHECK_EQ(h_acquire(&g->a, R_A, 0, 0), WEFT_CMD_OK, "acquire a");
 	CHECK_EQ(h_acquire(&g->b, R_B, 0, 0), WEFT_CMD_OK, "acquire b");
-	h_tce_table(&g->a, 0, 16, 12, JOB);
-	h_tce_table(&g->b, 0, 16, 12, JOB);
-	g->abuf = h_alloc(&g->a, BUFSZ, 4096);
-	g->bbuf = h_alloc(&g->b, BUFSZ, 4096);
-	g->apvo = h_map(&g->a, 0, 0, PKEY_A, g->abuf, BUFSZ);
-	g->bpvo = h_map(&g->b, 0, 0, PKEY_B, g->bbuf, BUFSZ);
-}
-
-static void rig_fini(struct rig *g)
-{
-	h_fini(&g->a);
-	h_fini(&g->b);
 }
 
 static void pattern(uint8_t *p, size_t len, uint8_t seed)
@@ -108,7 +94,7 @@ static void deliver_reversed(struct h_node *from, struct h_node *to)
 
 static void test_rdmaw_fifo(void)
 {
-	struct rig g;
+	struct h_pair g;
 	struct weft_rdma_req q;
 	struct weft_send_line s;
 	struct h_pkt bad;
@@ -164,7 +150,7 @@ static void test_rdmaw_fifo(void)
 	h_poll(&g.b, 16);
 	CHECK_EQ(g.b.ntx, 0, "the target sends nothing back");
 	free(got);
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 /* Software copies len bytes of src into PUT frames of 1920 bytes. */
@@ -199,7 +185,7 @@ static unsigned int count_type(struct h_node *n, uint8_t type, uint8_t flags)
 
 static void test_put(void)
 {
-	struct rig g;
+	struct h_pair g;
 	struct weft_rdma_req q;
 	struct weft_send_line s;
 	uint8_t *src = malloc(5000);
@@ -261,12 +247,12 @@ static void test_put(void)
 	CHECK_EQ(count_type(&g.a, WEFT_RF_COMPLETION, 0), 1, "still only the first completion");
 	CHECK_EQ(h_cnt(&g.b, WEFT_CNT_TX_COMPLETIONS), 1, "the target sent none for it");
 	free(src);
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 static void test_rdmar_fifo(void)
 {
-	struct rig g;
+	struct h_pair g;
 	struct weft_rdma_req q;
 	struct h_pkt dup;
 	uint8_t *got = calloc(1, 7000);
@@ -323,12 +309,12 @@ static void test_rdmar_fifo(void)
 	CHECK_EQ(h_drops(&g.a, WEFT_R_DUPLICATE), 1, "second copy: DUPLICATE");
 	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_RECV_COUNT), 10, "4 + 1 DATA/completion entries more");
 	free(got);
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 static void test_rdmar_put(void)
 {
-	struct rig g;
+	struct h_pair g;
 	struct weft_rdma_req q, resp;
 	struct weft_recv_hdr rh;
 	uint8_t *src = malloc(5000);
@@ -398,7 +384,7 @@ static void test_rdmar_put(void)
 	CHECK_EQ(h_drops(&g.a, WEFT_R_TID_STALE), 1, "TID_STALE at the requester");
 	CHECK_EQ(((uint8_t *)h_ptr(&g.a, g.abuf))[0], 0, "not placed");
 	free(src);
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 int main(int argc, char **argv)

@@ -23,34 +23,17 @@
 #define R_B     9u
 #define BUFSZ   (64u * 1024u)
 
-struct rig {
-	struct h_node a, b;
-	uint64_t abuf, bbuf;            /* guest addresses */
-	uint64_t apvo, bpvo;            /* PVOs */
-};
-
-static void rig_init(struct rig *g)
+static void rig_init(struct h_pair *g)
 {
-	h_init(&g->a, 1, 4, 64, 2, 0);
-	h_init(&g->b, 2, 4, 64, 2, 0);
-	h_evq_setup(&g->a);
-	h_evq_setup(&g->b);
-	CHECK_EQ(h_open(&g->a, 0, JOB, 4, 4, 2), WEFT_CMD_OK, "open a");
-	CHECK_EQ(h_open(&g->b, 0, JOB, 4, 4, 2), WEFT_CMD_OK, "open b");
+	static const struct h_pair_cfg cfg = {
+		.windows = 4, .rcxts = 64, .handlers = 2, .evq = true, .job = JOB,
+		.slog2 = 4, .rlog2 = 4, .quantum = 2, .tce_entries = 64,
+		.key_a = PKEY_A, .key_b = PKEY_B, .bufsz = BUFSZ,
+	};
+
+	h_pair_init(g, &cfg);
 	CHECK_EQ(h_acquire(&g->a, R_A, 0, 0), WEFT_CMD_OK, "acquire a");
 	CHECK_EQ(h_acquire(&g->b, R_B, 0, 0), WEFT_CMD_OK, "acquire b");
-	h_tce_table(&g->a, 0, 64, 12, JOB);
-	h_tce_table(&g->b, 0, 64, 12, JOB);
-	g->abuf = h_alloc(&g->a, BUFSZ, 4096);
-	g->bbuf = h_alloc(&g->b, BUFSZ, 4096);
-	g->apvo = h_map(&g->a, 0, 0, PKEY_A, g->abuf, BUFSZ);
-	g->bpvo = h_map(&g->b, 0, 0, PKEY_B, g->bbuf, BUFSZ);
-}
-
-static void rig_fini(struct rig *g)
-{
-	h_fini(&g->a);
-	h_fini(&g->b);
 }
 
 static void fill(struct h_node *n, uint64_t addr, size_t len, uint8_t seed)
@@ -69,7 +52,7 @@ static bool same(struct h_node *x, uint64_t xa, struct h_node *y, uint64_t ya, s
 
 /* Post an RDMA pseudo packet of type on window 0 of node a, from A's
  * buffer to B's, with cookies cookie_base + tid and cookie_base + 0x1000 + tid. */
-static void post_rdma(struct rig *g, uint8_t type, uint64_t len, uint32_t tid, uint8_t notify,
+static void post_rdma(struct h_pair *g, uint8_t type, uint64_t len, uint32_t tid, uint8_t notify,
 		      uint64_t cookie_base)
 {
 	struct weft_rdma_req q = {
@@ -83,14 +66,14 @@ static void post_rdma(struct rig *g, uint8_t type, uint64_t len, uint32_t tid, u
 	h_start(&g->a, 0, 1);
 }
 
-static void post_write(struct rig *g, uint64_t len, uint32_t tid, uint8_t notify)
+static void post_write(struct h_pair *g, uint64_t len, uint32_t tid, uint8_t notify)
 {
 	post_rdma(g, WEFT_SF_RDMAW, len, tid, notify, 0x1000);
 }
 
 /* A 100-byte RDMA write with tid, posted as send frame idx, is refused
  * with status: nothing is sent and the window stays valid. */
-static void write_refused(struct rig *g, uint32_t tid, uint32_t idx, unsigned int status)
+static void write_refused(struct h_pair *g, uint32_t tid, uint32_t idx, unsigned int status)
 {
 	struct weft_send_line s;
 
@@ -122,7 +105,7 @@ static unsigned int completions(struct h_node *n, uint32_t *first_idx)
 
 static void test_rdmaw_basic(void)
 {
-	struct rig g;
+	struct h_pair g;
 	struct weft_send_line s;
 	struct weft_recv_hdr rh;
 	uint32_t idx = 0;
@@ -169,7 +152,7 @@ static void test_rdmaw_basic(void)
 	CHECK_EQ(rh.tid, 1, "tid");
 	CHECK_EQ(rh.user_cookie, 0x2001, "user cookie at the source");
 	CHECK_EQ(h_cnt(&g.b, WEFT_CNT_RDMAW_DONE), 1, "RDMAW_DONE");
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 static void test_routing(void)
@@ -179,7 +162,7 @@ static void test_routing(void)
 
 	h_section("completion routing: none / source / target / both");
 	for (notify = 0; notify < 4; notify++) {
-		struct rig g;
+		struct h_pair g;
 
 		rig_init(&g);
 		fill(&g.a, g.abuf, 3000, (uint8_t)notify);
@@ -190,13 +173,13 @@ static void test_routing(void)
 		CHECK_EQ(completions(&g.b, NULL), (notify & WEFT_NOTIFY_TARGET) ? 1 : 0, "target completions");
 		t_diag("notify=%s: source %u, target %u completions", names[notify],
 		       completions(&g.a, NULL), completions(&g.b, NULL));
-		rig_fini(&g);
+		h_pair_fini(&g);
 	}
 }
 
 static void test_completion_full(void)
 {
-	struct rig g;
+	struct h_pair g;
 	struct weft_lmt l;
 
 	h_section("completion into a full receive FIFO is silently lost (data still placed)");
@@ -213,12 +196,12 @@ static void test_completion_full(void)
 	CHECK_EQ(h_db_r(&g.b, 0, WEFT_DB_STATE), WEFT_WIN_VALID, "no error state");
 	CHECK_EQ(g.b.nirq, 0, "no interrupt");
 	CHECK_EQ(completions(&g.a, NULL), 1, "source completion still delivered");
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 static void test_remaining(void)
 {
-	struct rig g;
+	struct h_pair g;
 	struct h_pkt *saved;
 	size_t n, i;
 
@@ -248,7 +231,7 @@ static void test_remaining(void)
 	h_poll(&g.b, 64);
 	CHECK_EQ(completions(&g.b, NULL), 1, "still one completion after a full replay");
 	CHECK_EQ(h_drops(&g.b, WEFT_R_TID_STALE), n, "replayed packets dropped as stale");
-	rig_fini(&g);
+	h_pair_fini(&g);
 
 	rig_init(&g);
 	fill(&g.a, g.abuf, 9000, 4);
@@ -269,12 +252,12 @@ static void test_remaining(void)
 	h_poll(&g.b, 64);
 	CHECK_EQ(completions(&g.b, NULL), 1, "one completion");
 	free(saved);
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 static void test_tid(void)
 {
-	struct rig g;
+	struct h_pair g;
 	struct h_pkt *old;
 	size_t n, i;
 	struct weft_rcxt x;
@@ -333,12 +316,12 @@ static void test_tid(void)
 	h_section("initiator refuses a tid that is not larger than the rCxt's");
 	write_refused(&g, 6, 2, WEFT_R_TID_STALE);
 	free(old);
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 static void test_rcxt_drops(void)
 {
-	struct rig g;
+	struct h_pair g;
 	struct h_pkt p;
 	struct weft_wire_hdr *h = (struct weft_wire_hdr *)p.data;
 	uint64_t ev_before;
@@ -393,12 +376,12 @@ static void test_rcxt_drops(void)
 	weft_core_receive(g.b.c, p.data, p.len);
 	h_poll(&g.b, 64);
 	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 1000), "packet with the new key is placed");
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 static void test_stale_pvo(void)
 {
-	struct rig g;
+	struct h_pair g;
 	struct h_pkt p;
 	struct weft_event ev;
 	uint64_t newpvo;
@@ -455,12 +438,12 @@ static void test_stale_pvo(void)
 	weft_core_receive(g.b.c, p.data, p.len);
 	h_poll(&g.b, 64);
 	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 1500), "placed once ownership is right");
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 static void test_page_fatal(void)
 {
-	struct rig g;
+	struct h_pair g;
 	struct weft_lmt l;
 	struct weft_event ev;
 	struct weft_send_line s;
@@ -505,17 +488,17 @@ static void test_page_fatal(void)
 	h_start(&g.a, 0, 1);
 	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_SEND_READY), 0, "doorbell discarded");
 	CHECK_EQ(h_cmd(&g.a, WEFT_REG_CMD_CLOSE_WINDOW, 0), WEFT_CMD_OK, "a fatal window can be closed");
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
-static void post_read(struct rig *g, uint64_t len, uint32_t tid, uint8_t notify)
+static void post_read(struct h_pair *g, uint64_t len, uint32_t tid, uint8_t notify)
 {
 	post_rdma(g, WEFT_SF_RDMAR, len, tid, notify, 0x3000);
 }
 
 static void test_rdmar(void)
 {
-	struct rig g;
+	struct h_pair g;
 	struct weft_send_line s;
 	struct weft_recv_hdr rh;
 	struct h_pkt req;
@@ -579,7 +562,7 @@ static void test_rdmar(void)
 		CHECK_EQ(h_drops(&g.b, WEFT_R_RCXT_INVALID), 1, "unassigned rCxt ignored");
 		CHECK_EQ(g.b.ntx, 0, "nothing sent");
 	}
-	rig_fini(&g);
+	h_pair_fini(&g);
 
 	h_section("RDMAR destination checked at set-up: bad local PVO -> window fatal, nothing sent");
 	rig_init(&g);
@@ -588,12 +571,12 @@ static void test_rdmar(void)
 	h_poll(&g.a, 64);
 	CHECK_EQ(g.a.ntx, 0, "no request sent");
 	CHECK_EQ(h_db_r(&g.a, 0, WEFT_DB_STATE), WEFT_WIN_FATAL, "window FATAL");
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 static void test_cancel(void)
 {
-	struct rig g;
+	struct h_pair g;
 	size_t i;
 	struct weft_rcxt x;
 
@@ -621,13 +604,13 @@ static void test_cancel(void)
 	CHECK_EQ(h_cmd(&g.b, WEFT_REG_CMD_ACQUIRE_RCXT, WEFT_ACQ(R_B, 0, 0)), WEFT_CMD_EBUSY, "acquire twice");
 	h_rcxt_read(&g.b, R_B, &x);
 	CHECK_EQ(x.tid, 0, "tid 0 after acquisition");
-	rig_fini(&g);
+	h_pair_fini(&g);
 
 	h_section("local request checks: unassigned local rCxt refused without a window error");
 	rig_init(&g);
 	CHECK_EQ(h_cmd(&g.a, WEFT_REG_CMD_RELEASE_RCXT, R_A), WEFT_CMD_OK, "release local rCxt");
 	write_refused(&g, 1, 0, WEFT_R_RCXT_INVALID);
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 /* Route packets among three nodes by destination node id. */
@@ -868,7 +851,7 @@ static void test_bcast_rdma(void)
 
 static void test_completion_tid(void)
 {
-	struct rig g;
+	struct h_pair g;
 	struct h_pkt cp, rp;
 	struct weft_recv_hdr rh;
 	uint32_t idx = 0;
@@ -923,7 +906,7 @@ static void test_completion_tid(void)
 	inject(&g.a, &cp, 10);
 	CHECK_EQ(h_drops(&g.a, WEFT_R_TID_STALE), 4, "current tid, SOURCE not requested: TID_STALE");
 	CHECK_EQ(completions(&g.a, NULL), 2, "nothing delivered at the initiator");
-	rig_fini(&g);
+	h_pair_fini(&g);
 
 	h_section("RDMA read: the data source takes its TARGET completion once");
 	rig_init(&g);
@@ -969,7 +952,7 @@ static void test_completion_tid(void)
 	CHECK_EQ(completions(&g.b, NULL), 2, "delivered by the next copy");
 	inject(&g.b, &cp, 3);
 	CHECK_EQ(h_drops(&g.b, WEFT_R_DUPLICATE), 2, "then DUPLICATE");
-	rig_fini(&g);
+	h_pair_fini(&g);
 
 	h_section("after re-acquisition a completion is TID_STALE until the rCxt starts an operation");
 	rig_init(&g);
@@ -990,12 +973,12 @@ static void test_completion_tid(void)
 	h_run2(&g.a, &g.b);
 	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 500), "data");
 	CHECK_EQ(completions(&g.a, NULL), 1, "the new owner's completion delivered");
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 static void test_rdmar_interleave(void)
 {
-	struct rig g;
+	struct h_pair g;
 	uint8_t v = 0;
 	unsigned int i, switches = 0;
 	size_t k;
@@ -1017,7 +1000,7 @@ static void test_rdmar_interleave(void)
 	h_run2(&g.a, &g.b);
 	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 15000), "read data intact");
 	CHECK_EQ(completions(&g.a, NULL), 1, "one read completion");
-	rig_fini(&g);
+	h_pair_fini(&g);
 }
 
 /*
