@@ -27,7 +27,6 @@
 #define WEFT_IB_MAX_SEND_SGE	28u		/* (512 - 64) / 16 */
 #define WEFT_IB_MAX_RECV_SGE	31u		/* (512 - 16) / 16 */
 #define WEFT_IB_KERNEL_UAR	0u
-#define WEFT_IB_GID_TBL		32u		/* GID cache entries of the port */
 /* Adapter formats (weft/verbs.h) are little-endian, as is the only CPU
  * weft.ko supports (it refuses big-endian builds): no byte swapping.
  */
@@ -82,9 +81,13 @@ struct weft_ibpd {
 	u32 pdn;
 };
 
+/* What a UD send WQE carries of its address handle (hw-spec 16.13). */
 struct weft_ibah {
 	struct ib_ah ibah;
 	u16 dest_node;
+	u8 sgid_index, hop_limit, traffic_class;
+	u32 flow_label;
+	u8 dgid[16];
 };
 
 struct weft_ibcq {

@@ -175,7 +175,7 @@ static int weft_ib_query_port(struct ib_device *ibdev, u32 port, struct ib_port_
 	a->phys_state = up ? IB_PORT_PHYS_STATE_LINK_UP : IB_PORT_PHYS_STATE_DISABLED;
 	a->max_mtu = IB_MTU_1024;
 	a->active_mtu = min(IB_MTU_1024, iboe_get_mtu(READ_ONCE(dev->ndev->mtu)));
-	a->gid_tbl_len = WEFT_IB_GID_TBL;
+	a->gid_tbl_len = WEFT_VERBS_GID_TBL;
 	a->port_cap_flags = IB_PORT_CM_SUP;
 	a->max_msg_sz = WEFT_VERBS_MAX_MSG;
 	a->pkey_tbl_len = 1;
@@ -211,6 +211,30 @@ static int weft_ib_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 
 	if (index)
 		return -EINVAL;
 	*pkey = IB_DEFAULT_PKEY_FULL;
+	return 0;
+}
+
+/* The kernel's GID cache (roce_gid_mgmt) programs the adapter's table. */
+static int weft_ib_add_gid(const struct ib_gid_attr *attr, void **context)
+{
+	struct weft_ibdev *dev = to_wdev(attr->device);
+	struct weft_vcmd cmd = { .op = WEFT_VCMD_SET_GID, .handle = attr->index };
+
+	if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP || attr->index >= WEFT_VERBS_GID_TBL)
+		return -EINVAL;
+	memcpy(cmd.u.gid.gid, attr->gid.raw, sizeof(cmd.u.gid.gid));
+	cmd.u.gid.type = ipv6_addr_v4mapped((const struct in6_addr *)attr->gid.raw) ?
+			 WEFT_VGID_IPV4 : WEFT_VGID_IPV6;
+	cmd.u.gid.port = WEFT_VERBS_PORT;
+	return weft_ib_cmd(dev, &cmd);
+}
+
+static int weft_ib_del_gid(const struct ib_gid_attr *attr, void **context)
+{
+	struct weft_vcmd cmd = { .op = WEFT_VCMD_CLEAR_GID, .handle = attr->index };
+
+	cmd.u.gid.port = WEFT_VERBS_PORT;
+	weft_ib_cmd(to_wdev(attr->device), &cmd);
 	return 0;
 }
 
@@ -394,8 +418,13 @@ static int weft_ib_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	if (a->type != RDMA_AH_ATTR_TYPE_ROCE || !(rdma_ah_get_ah_flags(a) & IB_AH_GRH))
 		return -EINVAL;
 	grh = rdma_ah_read_grh(a);
-	if (grh->sgid_index >= WEFT_IB_GID_TBL)
+	if (grh->sgid_index >= WEFT_VERBS_GID_TBL)
 		return -EINVAL;
+	ah->sgid_index = grh->sgid_index;
+	ah->hop_limit = grh->hop_limit;
+	ah->traffic_class = grh->traffic_class;
+	ah->flow_label = grh->flow_label & 0xfffff;
+	memcpy(ah->dgid, grh->dgid.raw, sizeof(ah->dgid));
 	if (is_multicast_ether_addr(a->roce.dmac))
 		ah->dest_node = 0xffff;
 	else if (weft_ib_node_from_mac(a->roce.dmac, &ah->dest_node))
@@ -487,6 +516,7 @@ static const struct ib_device_ops weft_ib_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = WEFT_IB_UVERBS_ABI_VERSION,
 
+	.add_gid = weft_ib_add_gid,
 	.alloc_mr = weft_ib_alloc_mr,
 	.alloc_mw = weft_ib_alloc_mw,
 	.alloc_pd = weft_ib_alloc_pd,
@@ -499,6 +529,7 @@ static const struct ib_device_ops weft_ib_ops = {
 	.dealloc_pd = weft_ib_dealloc_pd,
 	.dealloc_ucontext = weft_ib_dealloc_ucontext,
 	.dereg_mr = weft_ib_dereg_mr,
+	.del_gid = weft_ib_del_gid,
 	.destroy_ah = weft_ib_destroy_ah,
 	.destroy_cq = weft_ib_destroy_cq,
 	.destroy_qp = weft_ib_destroy_qp,

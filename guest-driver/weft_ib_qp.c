@@ -503,6 +503,11 @@ static int weft_build_wqe(struct weft_ibqp *qp, const struct ib_send_wr *wr,
 			w->u.ud.qkey = ud->remote_qkey & 0x80000000u ? qp->attr.qkey :
 					 ud->remote_qkey;	/* bit 31: the QP's own */
 			w->u.ud.dest_node = ah->dest_node;
+			w->u.ud.sgid_index = ah->sgid_index;
+			w->u.ud.hop_limit = ah->hop_limit;
+			w->u.ud.traffic_class = ah->traffic_class;
+			w->u.ud.flow_label = ah->flow_label;
+			memcpy(w->u.ud.dgid, ah->dgid, sizeof(w->u.ud.dgid));
 		}
 	}
 	w->opcode = op;

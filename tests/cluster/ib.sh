@@ -123,7 +123,10 @@ sc_nvme_rdma() {
 	checked "node0: nvmet-rdma target listening on 10.87.0.1:4420 ($NQN, a 16 MiB tmpfs file)"
 	GX_TIMEOUT=180 gx "$c" 1 "echo transport=rdma,traddr=10.87.0.1,trsvcid=4420,nqn=$NQN >/dev/nvme-fabrics || exit 1
 		for i in \$(seq 100); do
-			for d in /sys/block/nvme*n1; do [ -e \"\$d\" ] && { echo \${d##*/}; exit 0; }; done
+			for d in /sys/block/nvme*n1; do
+				case \${d##*/} in *c*) continue ;; esac	# hidden multipath paths
+				[ -e /sys/class/block/\${d##*/}/dev ] && { echo \${d##*/}; exit 0; }
+			done
 			sleep 0.3
 		done; exit 1"
 	dev=$(tail -n1 <<<"$OUT")

@@ -70,12 +70,12 @@ SCENARIOS=(
 	"fatal-streaming|$CF|adapter-internal fatal error injected on node1 (DEBUG_INJECT) while node0 streams to it: weft.ko recovers by itself; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
 	"ip-reach|$C4|IP over Weft, 4 nodes: every node pings every other over IPv4 and IPv6, ARP resolves, ping -f loses nothing"
 	"ip-bcast|$C4|IP over Weft: a 16 KiB UDP broadcast from node0 reaches every other node intact; the capture shows FIFO packets with rewritten IP fragment fields"
-	"ib-device|$C2|RDMA core: weft_ib.ko registers weft_ib0 on both nodes: rdma link ACTIVE on weft0, the IPv4-mapped RoCE v2 GID, pkey, node GUID, device attributes = the adapter's registers, the port follows the carrier"
 	"nvme-rdma|$C2|RDMA core: nvmet-rdma target on node0 (configfs, a tmpfs file), nvme-rdma host on node1 over the Weft address: 4 MiB written and read back with equal sha256, the same bytes in the target's file, clean disconnect, no oops"
 	"ibv-devinfo|$C2|user verbs: ibv_devices and ibv_devinfo -v (Debian's, unmodified) show the Weft device on both nodes through the provider: port ACTIVE, Ethernet, the IPv4-mapped RoCE v2 GID, limits equal to the adapter's registers"
 	"rc-pingpong|$C2|user verbs: ibv_rc_pingpong -c (data validated) and ibv_ud_pingpong between node0 and node1 over the Weft GIDs"
 	"perftest|$C2|user verbs: ib_write_bw, ib_read_bw, ib_send_bw (64 KiB) and ib_write_lat (8 B) between the nodes succeed with sane figures (printed)"
 	"verbs-kill|$C2|user verbs: ib_write_bw killed with SIGKILL mid-transfer on both nodes: rdma resource counts back to their start"
+	"ib-device|$C2|RDMA core: weft_ib.ko registers weft_ib0 on both nodes: rdma link ACTIVE on weft0, the IPv4-mapped RoCE v2 GID, pkey, node GUID, device attributes = the adapter's registers, the port follows the carrier"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
 )
 
