@@ -113,7 +113,6 @@ struct weft_ibqp {
 	struct rdma_user_mmap_entry *sq_entry, *rq_entry;
 	spinlock_t sq_lock, rq_lock;
 	u32 sq_prod, sq_ci, rq_prod, rq_ci;	/* kernel QPs */
-	u64 *rq_buf;			/* kernel UD QPs: first SGE per RQ slot */
 	bool sig_all;
 	struct mutex mod_lock;		/* modify/query: attr */
 	struct ib_qp_attr attr;		/* what query_qp reports */
@@ -168,9 +167,6 @@ void weft_ib_debugfs_del(struct weft_ibdev *dev);
 void weft_ib_debugfs_init(void);
 void weft_ib_debugfs_exit(void);
 
-/* weft_ib_grh.c */
-bool weft_ib_grh_fill(struct weft_ibdev *dev, u64 dma, u16 src_node, u32 byte_len);
-
 /* weft_ib_cq.c */
 #ifdef WEFT_HAVE_CREATE_CQ_ATTRS
 int weft_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -197,7 +193,6 @@ int weft_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 int weft_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad);
 void weft_ib_qp_retire(struct weft_ibqp *qp, bool sq, u16 wqe_index);
-u64 weft_ib_qp_rq_buf(struct weft_ibqp *qp, u16 wqe_index);
 void weft_ib_qp_event(struct weft_ibdev *dev, u32 qpn, enum ib_event_type type);
 u8 weft_ib_access(int ib_access);
 

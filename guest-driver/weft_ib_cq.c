@@ -183,16 +183,11 @@ static void weft_ib_cqe_to_wc(struct weft_ibdev *dev, const struct weft_vcqe *e,
 	if (e->flags & WEFT_VCQE_GRH) {
 		wc->wc_flags |= IB_WC_GRH;
 		wc->src_qp = e->src_qpn;
+		/* The adapter wrote the network header itself (hw-spec 16.13). */
 		if (e->flags & (WEFT_VCQE_NET_IPV4 | WEFT_VCQE_NET_IPV6)) {
-			/* The adapter wrote the header itself (hw-spec 16.13). */
 			wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
 			wc->network_hdr_type = e->flags & WEFT_VCQE_NET_IPV4 ?
 					       RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6;
-		} else if (qp && e->status == WEFT_VWC_SUCCESS &&
-			   weft_ib_grh_fill(dev, weft_ib_qp_rq_buf(qp, e->wqe_index),
-					    e->src_node, e->byte_len)) {
-			wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
-			wc->network_hdr_type = RDMA_NETWORK_IPV4;
 		}
 	}
 	if (qp)

@@ -148,13 +148,6 @@ int weft_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	ret = weft_ib_qp_rings(dev, qp, &init->cap);
 	if (ret)
 		return ret;
-	if (!uc && qp->hw_type == WEFT_VQPT_UD) {
-		qp->rq_buf = kcalloc(1u << qp->rq_log2, sizeof(u64), GFP_KERNEL);
-		if (!qp->rq_buf) {
-			ret = -ENOMEM;
-			goto err_rings;
-		}
-	}
 	qp->cap = init->cap;
 
 	if (gsi) {
@@ -218,7 +211,6 @@ err_num:
 		ida_free(&dev->qp_ida, qp->qpn);
 	}
 err_rings:
-	kfree(qp->rq_buf);
 	weft_ib_qp_free_rings(dev, qp);
 	return ret;
 }
@@ -239,7 +231,6 @@ int weft_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	} else {
 		ida_free(&dev->qp_ida, qp->qpn);
 	}
-	kfree(qp->rq_buf);
 	weft_ib_qp_free_rings(dev, qp);
 	return 0;
 }
@@ -389,11 +380,6 @@ void weft_ib_qp_retire(struct weft_ibqp *qp, bool sq, u16 wqe_index)
 }
 
 /* Kernel UD QPs: the DMA address of RQ slot wqe_index's first SGE. */
-u64 weft_ib_qp_rq_buf(struct weft_ibqp *qp, u16 wqe_index)
-{
-	return qp->rq_buf ? qp->rq_buf[wqe_index & ((1u << qp->rq_log2) - 1)] : 0;
-}
-
 void weft_ib_qp_event(struct weft_ibdev *dev, u32 qpn, enum ib_event_type type)
 {
 	struct weft_ibqp *qp = xa_load(&dev->qps, qpn);
@@ -590,8 +576,6 @@ int weft_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			break;
 		}
 		w.wr_id = wr->wr_id;
-		if (qp->rq_buf)
-			qp->rq_buf[qp->rq_prod & (n - 1)] = wr->num_sge ? wr->sg_list[0].addr : 0;
 		w.num_sge = wr->num_sge;
 		memcpy(slot, &w, sizeof(w));
 		weft_sges((struct weft_vsge *)(slot + sizeof(w)), wr->sg_list, wr->num_sge);

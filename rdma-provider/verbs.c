@@ -98,7 +98,9 @@ int weft_dereg_mr(struct verbs_mr *vmr)
 
 /*
  * The kernel resolves the destination GID to the Weft node that holds it
- * and returns the node number the UD send WQE needs.
+ * and returns the node number the UD send WQE needs; the GRH fields go
+ * into every UD send WQE so the adapter writes the network header
+ * (hw-spec 16.13).
  */
 struct ibv_ah *weft_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
@@ -118,6 +120,11 @@ struct ibv_ah *weft_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 		return NULL;
 	}
 	ah->dest_node = resp.dest_node;
+	ah->sgid_index = attr->grh.sgid_index;
+	ah->hop_limit = attr->grh.hop_limit;
+	ah->traffic_class = attr->grh.traffic_class;
+	ah->flow_label = attr->grh.flow_label & 0xfffff;
+	memcpy(ah->dgid, attr->grh.dgid.raw, sizeof(ah->dgid));
 	return &ah->ibv_ah;
 }
 

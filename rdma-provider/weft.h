@@ -68,6 +68,11 @@ struct weft_qp {
 struct weft_ah {
 	struct ibv_ah ibv_ah;
 	uint16_t dest_node;
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint32_t flow_label;
+	uint8_t dgid[16];
 };
 
 static inline struct weft_context *to_wctx(struct ibv_context *ibctx)

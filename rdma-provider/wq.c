@@ -146,6 +146,7 @@ static int ud_opcode(struct weft_qp *qp, const struct ibv_send_wr *wr,
 		     struct weft_vwqe *wqe)
 {
 	uint32_t qkey = wr->wr.ud.remote_qkey;
+	struct weft_ah *ah;
 
 	switch (wr->opcode) {
 	case IBV_WR_SEND:
@@ -164,7 +165,13 @@ static int ud_opcode(struct weft_qp *qp, const struct ibv_send_wr *wr,
 		qkey = qp->qkey;
 	wqe->u.ud.dest_qpn = htole32(wr->wr.ud.remote_qpn & 0xffffff);
 	wqe->u.ud.qkey = htole32(qkey);
-	wqe->u.ud.dest_node = htole16(to_wah(wr->wr.ud.ah)->dest_node);
+	ah = to_wah(wr->wr.ud.ah);
+	wqe->u.ud.dest_node = htole16(ah->dest_node);
+	wqe->u.ud.sgid_index = ah->sgid_index;
+	wqe->u.ud.hop_limit = ah->hop_limit;
+	wqe->u.ud.traffic_class = ah->traffic_class;
+	wqe->u.ud.flow_label = htole32(ah->flow_label);
+	memcpy(wqe->u.ud.dgid, ah->dgid, sizeof(wqe->u.ud.dgid));
 	return 0;
 }
 
