@@ -89,7 +89,11 @@ RDMA_PROGS="usr/bin/ibv_devices usr/bin/ibv_devinfo usr/bin/ibv_rc_pingpong
 	usr/bin/ib_write_bw usr/bin/ib_read_bw usr/bin/ib_send_bw usr/bin/ib_atomic_bw
 	usr/bin/ib_write_lat usr/bin/ib_read_lat usr/bin/ib_send_lat usr/bin/ib_atomic_lat"
 RDMA_PKGS="libibverbs1 ibverbs-utils rdmacm-utils perftest librdmacm1 libibumad3 libnl-3-200
-	libnl-route-3-200 libpci3 libudev1 ibverbs-providers"
+	libnl-route-3-200 libpci3 libudev1 ibverbs-providers libgcc-s1"
+# Libraries loaded with dlopen, so in no NEEDED entry: glibc's
+# pthread_exit and pthread_cancel unwind through libgcc_s (rping's
+# threads end with pthread_exit).
+DLOPEN_LIBS="libgcc_s.so.1"
 DEB_PROGS="$NET_PROGS $RDMA_PROGS"
 DEB_PKGS="$NET_PKGS $RDMA_PKGS"
 
@@ -255,18 +259,23 @@ install_deb_tools() { # ROOT MANIFEST [PROVIDER]
 		echo "provider libweft-rdmav34.so $(sha256sum "$f" | cut -c1-16)" >>"$2"
 		todo+=("$f")
 	fi
+	# take_lib NAME WHO: the library NAME into the image, once.
+	take_lib() {
+		case $seen in *" $1 "*) return 0 ;; esac
+		seen="$seen$1 "
+		lib=$(find "$x/lib/x86_64-linux-gnu" "$x/usr/lib/x86_64-linux-gnu" -maxdepth 1 -name "$1" 2>/dev/null | head -n1)
+		[ -n "$lib" ] || weft_die "library $1 (needed by $2) is in none of: $DEB_PKGS"
+		lib=$(inside "$lib")
+		[ -f "$lib" ] || weft_die "library $1: broken link in the .debs"
+		cp "$lib" "$root/lib/x86_64-linux-gnu/$1"
+		todo+=("$lib")
+	}
+	for n in $DLOPEN_LIBS; do take_lib "$n" dlopen; done
 	while [ ${#todo[@]} -gt 0 ]; do
 		f=${todo[0]}
 		todo=("${todo[@]:1}")
 		for n in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-			case $seen in *" $n "*) continue ;; esac
-			seen="$seen$n "
-			lib=$(find "$x/lib/x86_64-linux-gnu" "$x/usr/lib/x86_64-linux-gnu" -maxdepth 1 -name "$n" 2>/dev/null | head -n1)
-			[ -n "$lib" ] || weft_die "library $n (needed by ${f#"$x"/}) is in none of: $DEB_PKGS"
-			lib=$(inside "$lib")
-			[ -f "$lib" ] || weft_die "library $n: broken link in the .debs"
-			cp "$lib" "$root/lib/x86_64-linux-gnu/$n"
-			todo+=("$lib")
+			take_lib "$n" "${f#"$x"/}"
 		done
 	done
 	cp "$(inside "$x/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")" "$root/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
