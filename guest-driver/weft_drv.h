@@ -192,6 +192,7 @@ struct weft_dev {
 	void *vcmd;
 	dma_addr_t vcmd_dma;
 	struct weft_adev *adev;		/* auxiliary device of weft_ib.ko */
+	struct work_struct vreprobe;	/* rebinds weft_ib after a recovery */
 	const struct weft_verbs_ops *vops;	/* under lock and evlock */
 	void *vpriv;
 

@@ -363,6 +363,15 @@ out:
 	return ret;
 }
 
+/*
+ * ib_core unregisters the device with user contexts still open (adapter
+ * recovery, unbind): it zaps their mappings, all made by
+ * rdma_user_mmap_io(), and destroys their objects; nothing else to do.
+ */
+static void weft_ib_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
 static void weft_ib_mmap_free(struct rdma_user_mmap_entry *re)
 {
 	struct weft_mmap_entry *e = container_of(re, struct weft_mmap_entry, rdma);
@@ -482,7 +491,8 @@ static void weft_ib_event(void *priv, const struct weft_event *ev)
  * reported in error, the device is fatal for its users (ib_core tells
  * ib_uverbs, rdma_cm and the ULPs, which tear their objects down) and
  * the port goes down.  Commands fail from here on; destroy paths still
- * free what the driver holds.
+ * free what the driver holds.  After the recovery weft.ko binds weft_ib
+ * again (weft_verbs_reprobe), which brings a new ib_device up.
  */
 static void weft_ib_recover(void *priv, bool begin)
 {
@@ -533,6 +543,7 @@ static const struct ib_device_ops weft_ib_ops = {
 	.destroy_ah = weft_ib_destroy_ah,
 	.destroy_cq = weft_ib_destroy_cq,
 	.destroy_qp = weft_ib_destroy_qp,
+	.disassociate_ucontext = weft_ib_disassociate_ucontext,
 	.get_dma_mr = weft_ib_get_dma_mr,
 	.get_link_layer = weft_ib_link_layer,
 	.get_port_immutable = weft_ib_port_immutable,

@@ -18,11 +18,29 @@ static void weft_adev_release(struct device *dev)
 	kfree(container_of(adev, struct weft_adev, adev));
 }
 
+/*
+ * After an adapter recovery the adapter holds no verbs object (hw-spec
+ * 16.1).  weft_ib is unbound from the auxiliary device (its ib_device
+ * unregistered, user contexts disassociated) and bound again, so a new
+ * ib_device comes up on the recovered adapter.
+ */
+static void weft_verbs_reprobe(struct work_struct *work)
+{
+	struct weft_dev *wdev = container_of(work, struct weft_dev, vreprobe);
+	int ret;
+
+	ret = device_reprobe(&wdev->adev->adev.dev);
+	if (ret)
+		dev_warn(&wdev->pdev->dev, "verbs companion not bound again after recovery: %d\n",
+			 ret);
+}
+
 int weft_verbs_add(struct weft_dev *wdev)
 {
 	struct weft_adev *wa;
 	int ret;
 
+	INIT_WORK(&wdev->vreprobe, weft_verbs_reprobe);
 	mutex_init(&wdev->vcmd_lock);
 	wdev->vcmd = weft_coherent_alloc(wdev, WEFT_VCMD_BLOCK_SIZE, &wdev->vcmd_dma);
 	if (!wdev->vcmd)
@@ -61,6 +79,7 @@ void weft_verbs_del(struct weft_dev *wdev)
 {
 	if (!wdev->adev)
 		return;
+	cancel_work_sync(&wdev->vreprobe);
 	auxiliary_device_delete(&wdev->adev->adev);
 	auxiliary_device_uninit(&wdev->adev->adev);
 	wdev->adev = NULL;
@@ -81,8 +100,12 @@ bool weft_verbs_event(struct weft_dev *wdev, const struct weft_event *ev)
 /* From weft_recover, wdev->lock held. */
 void weft_verbs_recover(struct weft_dev *wdev, bool begin)
 {
-	if (wdev->vops && wdev->vops->recover)
+	if (!wdev->vops)
+		return;
+	if (wdev->vops->recover)
 		wdev->vops->recover(wdev->vpriv, begin);
+	if (!begin)
+		schedule_work(&wdev->vreprobe);
 }
 
 void weft_verbs_set_ops(struct weft_dev *wdev, const struct weft_verbs_ops *ops,
