@@ -104,14 +104,14 @@ NQN=nqn.2026-11.weft:nvme-rdma-test
 NVCFG=/sys/kernel/config/nvmet
 
 sc_nvme_rdma() {
-	local c=$1 n sum dev
+	local c=$1 n sum dev mb=64
 	for n in 0 1; do ib_load "$c" "$n" || return 1; done
-	# The target: a 16 MiB file on tmpfs (buffered I/O), port 4420 on node0's
+	# The target: an 80 MiB file on tmpfs (buffered I/O), port 4420 on node0's
 	# Weft address; the address is on weft0 before the port is linked.
 	GX_TIMEOUT=120 gx "$c" 0 "set -e
 		grep -q ' /sys/kernel/config ' /proc/mounts || mount -t configfs none /sys/kernel/config
 		mkdir -p /run/nvt; grep -q ' /run/nvt ' /proc/mounts || mount -t tmpfs tmpfs /run/nvt
-		dd if=/dev/zero of=/run/nvt/disk bs=1048576 count=16 2>/dev/null
+		dd if=/dev/zero of=/run/nvt/disk bs=1048576 count=80 2>/dev/null
 		S=$NVCFG/subsystems/$NQN P=$NVCFG/ports/1
 		mkdir \$S; echo 1 >\$S/attr_allow_any_host
 		mkdir \$S/namespaces/1; echo -n /run/nvt/disk >\$S/namespaces/1/device_path
@@ -120,7 +120,7 @@ sc_nvme_rdma() {
 		echo 10.87.0.1 >\$P/addr_traddr; echo 4420 >\$P/addr_trsvcid
 		ln -s \$S \$P/subsystems/$NQN"
 	[ "$RC" = 0 ] || fail "node0: nvmet-rdma target set-up failed: $OUT" || return 1
-	checked "node0: nvmet-rdma target listening on 10.87.0.1:4420 ($NQN, a 16 MiB tmpfs file)"
+	checked "node0: nvmet-rdma target listening on 10.87.0.1:4420 ($NQN, an 80 MiB tmpfs file)"
 	GX_TIMEOUT=180 gx "$c" 1 "echo transport=rdma,traddr=10.87.0.1,trsvcid=4420,nqn=$NQN >/dev/nvme-fabrics || exit 1
 		for i in \$(seq 100); do
 			for d in /sys/block/nvme*n1; do
@@ -132,20 +132,20 @@ sc_nvme_rdma() {
 	dev=$(tail -n1 <<<"$OUT")
 	[ "$RC" = 0 ] && [ -n "$dev" ] || fail "node1: nvme-rdma connect to 10.87.0.1:4420 failed: $OUT" || return 1
 	checked "node1: nvme-rdma connected over Weft, namespace $dev"
-	GX_TIMEOUT=240 gx "$c" 1 "set -e
+	GX_TIMEOUT=600 gx "$c" 1 "set -e
 		[ -b /dev/$dev ] || mknod /dev/$dev b \$(tr : ' ' </sys/class/block/$dev/dev)
-		dd if=/dev/urandom of=/tmp/nvdata bs=1048576 count=4 2>/dev/null
+		dd if=/dev/urandom of=/tmp/nvdata bs=1048576 count=$mb 2>/dev/null
 		sha256sum </tmp/nvdata
 		dd if=/tmp/nvdata of=/dev/$dev bs=1048576 oflag=direct 2>/dev/null
 		sync; echo 3 >/proc/sys/vm/drop_caches
-		dd if=/dev/$dev bs=1048576 count=4 iflag=direct 2>/dev/null | sha256sum"
+		dd if=/dev/$dev bs=1048576 count=$mb iflag=direct 2>/dev/null | sha256sum"
 	sum=$(sed -n 1p <<<"$OUT" | cut -c1-64)
 	[ "$RC" = 0 ] && [ -n "$sum" ] && [ "$(sed -n 2p <<<"$OUT" | cut -c1-64)" = "$sum" ] ||
-		fail "node1: 4 MiB written to and read back from /dev/$dev differ or failed: $OUT" || return 1
-	gx "$c" 0 "dd if=/run/nvt/disk bs=1048576 count=4 2>/dev/null | sha256sum"
+		fail "node1: $mb MiB written to and read back from /dev/$dev differ or failed: $OUT" || return 1
+	gx "$c" 0 "dd if=/run/nvt/disk bs=1048576 count=$mb 2>/dev/null | sha256sum"
 	[ "$(cut -c1-64 <<<"$OUT")" = "$sum" ] ||
 		fail "node0: the target's file does not hold what node1 wrote: $OUT (want $sum)" || return 1
-	checked "4 MiB of random data written by node1 through nvme-rdma (O_DIRECT) and read back with equal sha256 ${sum:0:16}; node0's backing file holds the same bytes"
+	checked "$mb MiB of random data written by node1 through nvme-rdma (O_DIRECT) and read back with equal sha256 ${sum:0:16}; node0's backing file holds the same bytes"
 	GX_TIMEOUT=120 gx "$c" 1 "for x in /sys/class/nvme/nvme*; do echo 1 >\$x/delete_controller; done
 		for i in \$(seq 50); do ls /sys/class/nvme/ 2>/dev/null | grep -q . || exit 0; sleep 0.2; done; exit 1"
 	[ "$RC" = 0 ] || fail "node1: controllers still present after delete_controller: $OUT" || return 1

@@ -33,22 +33,35 @@ res_counts() {
 	[ -n "$RES" ] || fail "node$2: rdma resource show has no line for $UDEV: $OUT"
 }
 
+# cm_listening CLUSTER NODE: waits (30 s at most) until an rdma_cm ID
+# listens on NODE (`rdma resource show cm_id`).
+cm_listening() {
+	gx "$1" "$2" "for i in \$(seq 150); do /usr/bin/rdma resource show cm_id | grep -q LISTEN && exit 0; sleep 0.2; done; exit 1"
+	[ "$RC" = 0 ]
+}
+
 # pair CLUSTER NAME SERVER_CMD CLIENT_CMD: the server on node1, then the
-# client on node0 (retried while the server's TCP port is not open yet);
-# the outputs in $SOUT/$COUT, exit statuses in $SRC/$CRC.
+# client on node0: after the server's rdma_cm ID listens when the commands
+# use rdma_cm (PAIR_CM=1), else retried while the server's TCP port is not
+# open yet; the outputs in $SOUT/$COUT, exit statuses in $SRC/$CRC.
 pair() {
 	local c=$1 name=$2 s=$3 cl=$4
 	bg "$c" 1 "$name-s" "$s"
-	gx "$c" 0 "i=0; while [ \$i -lt 20 ]; do $cl 2>/tmp/$name.err && exit 0;
-		grep -q -e 'Couldn.t connect' -e 'Unable to open' /tmp/$name.err || { cat /tmp/$name.err; exit 1; };
-		i=\$((i + 1)); sleep 1; done; cat /tmp/$name.err; exit 1"
+	if [ "${PAIR_CM:-0}" = 1 ]; then
+		cm_listening "$c" 1 || say "node1: no rdma_cm ID listening after 30 s"
+		gx "$c" 0 "$cl"
+	else
+		gx "$c" 0 "i=0; while [ \$i -lt 20 ]; do $cl 2>/tmp/$name.err && exit 0;
+			grep -q -e 'Couldn.t connect' -e 'Unable to open' /tmp/$name.err || { cat /tmp/$name.err; exit 1; };
+			i=\$((i + 1)); sleep 1; done; cat /tmp/$name.err; exit 1"
+	fi
 	COUT=$OUT CRC=$RC
 	bgwait "$name-s"
 	SOUT=$OUT SRC=$RC
 	[ "$CRC" = 0 ] && [ "$SRC" = 0 ] && return 0
 	say "client exit $CRC, server exit $SRC"
-	tail -n 5 <<<"$COUT" | sed 's/^/  | client: /'
-	tail -n 5 <<<"$SOUT" | sed 's/^/  | server: /'
+	tail -n 5 <<<"$COUT" | cut -c1-200 | sed "s/^/  | client: /"
+	tail -n 5 <<<"$SOUT" | cut -c1-200 | sed "s/^/  | server: /"
 	return 1
 }
 
@@ -109,24 +122,90 @@ perf_run() {
 	[ -n "$LINE" ] || fail "$tool $args printed no result line: $(tail -n 5 <<<"$COUT")"
 }
 
-sc_perftest() {
-	local c=$1 t
-	ib_dev "$c" 1 || return 1
-	PSGID=$GIDX
-	ib_dev "$c" 0 || return 1
-	PCGID=$GIDX PDEV=$UDEV
-	for t in ib_write_bw ib_read_bw ib_send_bw; do
-		perf_run "$c" "$t" "-s 65536 -n 200 --report_gbits" || return 1
-		# #bytes #iterations BW peak BW average MsgRate
-		awk '{exit !($1 == 65536 && $2 == 200 && $4 > 0)}' <<<"$LINE" ||
-			fail "$t: no sane figures: $LINE" || return 1
-		checked "$t 64 KiB x 200: $(awk '{printf "average %s Gb/s, %s Mpps", $4, $5}' <<<"$LINE")"
-	done
-	perf_run "$c" ib_write_lat "-s 8 -n 500" || return 1
+# perf_bw CLUSTER TOOL SIZE ITERS [FLAGS]: a bandwidth test with sane figures.
+perf_bw() {
+	local c=$1 t=$2 sz=$3 n=$4 f=${5:-}
+	perf_run "$c" "$t" "$f -s $sz -n $n --report_gbits" || return 1
+	# #bytes #iterations BW peak BW average MsgRate
+	awk -v s="$sz" -v n="$n" '{exit !($1 == s && $2 == n && $4 > 0)}' <<<"$LINE" ||
+		fail "$t $f $sz B: no sane figures: $LINE" || return 1
+	checked "$t $f $sz B x $n: $(awk '{printf "average %s Gb/s, %s Mpps", $4, $5}' <<<"$LINE")"
+}
+
+# perf_lat CLUSTER TOOL SIZE ITERS [FLAGS]: a latency test with sane figures.
+perf_lat() {
+	local c=$1 t=$2 sz=$3 n=$4 f=${5:-}
+	perf_run "$c" "$t" "$f -s $sz -n $n" || return 1
 	# #bytes #iterations t_min t_max t_typical t_avg ...
-	awk '{exit !($1 == 8 && $2 == 500 && $3 > 0 && $6 >= $3)}' <<<"$LINE" ||
-		fail "ib_write_lat: no sane figures: $LINE" || return 1
-	checked "ib_write_lat 8 B x 500: $(awk '{printf "t_min %s us, t_typical %s us, t_avg %s us", $3, $5, $6}' <<<"$LINE")"
+	awk -v s="$sz" -v n="$n" '{exit !($1 == s && $2 == n && $3 > 0 && $6 >= $3)}' <<<"$LINE" ||
+		fail "$t $f $sz B: no sane figures: $LINE" || return 1
+	checked "$t $f $sz B x $n: $(awk '{printf "t_min %s us, t_typical %s us, t_avg %s us", $3, $5, $6}' <<<"$LINE")"
+}
+
+# perf_gids CLUSTER: the device and both nodes' GID indexes (PDEV, PSGID
+# for the server node1, PCGID for the client node0).
+perf_gids() {
+	ib_dev "$1" 1 || return 1
+	PSGID=$GIDX
+	ib_dev "$1" 0 || return 1
+	PCGID=$GIDX PDEV=$UDEV
+}
+
+# perf_all CLUSTER [FLAGS]: every perftest tool at sizes up to 1 MiB.
+perf_all() {
+	local c=$1 f=${2:-} t sz
+	perf_gids "$c" || return 1
+	for t in ib_write_bw ib_read_bw ib_send_bw; do
+		for sz in 4096 65536 1048576; do
+			perf_bw "$c" "$t" "$sz" $((sz < 1048576 ? 200 : 50)) "$f" || return 1
+		done
+	done
+	perf_bw "$c" ib_atomic_bw 8 200 "$f" || return 1
+	for t in ib_write_lat ib_read_lat ib_send_lat; do
+		for sz in 8 4096 1048576; do
+			perf_lat "$c" "$t" "$sz" $((sz < 1048576 ? 200 : 20)) "$f" || return 1
+		done
+	done
+	no_oops "$c" 0 && no_oops "$c" 1
+}
+
+sc_perftest() { perf_all "$1"; }
+sc_perftest_cm() { PAIR_CM=1 perf_all "$1" -R; }
+
+sc_rping() {
+	local c=$1
+	ib_load "$c" 0 && ib_load "$c" 1 || return 1
+	PAIR_CM=1 pair "$c" rping "rping -s -a $(ip4 1) -V -C 200 -S 1024" \
+		"rping -c -a $(ip4 1) -V -C 200 -S 1024 -v" ||
+		fail "rping -c -V failed" || return 1
+	# -v prints each ping's data: 200 lines, none with a verify error.
+	[ "$(grep -c '^ping data: rdma-ping-' <<<"$COUT")" = 200 ] ||
+		fail "rping printed $(grep -c "^ping data" <<<"$COUT") of 200 pings: $(tail -n 3 <<<"$COUT" | cut -c1-200)" || return 1
+	checked "rping -c -V -C 200 -S 1024 (verify): 200 pings, each verified"
+	no_oops "$c" 0 && no_oops "$c" 1
+}
+
+# A lossy fabric: the same perftest write and read through a switch that
+# drops 1% of the frames and reorders them over 4 routes.
+sc_verbs_lossy() {
+	local c=$1 r0 r1 t0 t1 rc=0
+	perf_gids "$c" || return 1
+	counter "$c" 0 V_RETRANSMITS || return 1
+	r0=$VAL
+	counter "$c" 0 V_TIMEOUTS || return 1
+	t0=$VAL
+	OUT=$("$WC" --name "$c" faults set drop_ppm=10000 routes=4 jitter_ns=50000 2>&1) ||
+		fail "switch: faults set: $OUT" || return 1
+	say "switch faults: $OUT"
+	perf_bw "$c" ib_write_bw 65536 100 && perf_bw "$c" ib_read_bw 65536 100 || rc=1
+	"$WC" --name "$c" faults clear >/dev/null 2>&1 || { fail "switch: faults clear failed"; return 1; }
+	[ $rc = 0 ] || return 1
+	counter "$c" 0 V_RETRANSMITS || return 1
+	r1=$VAL
+	counter "$c" 0 V_TIMEOUTS || return 1
+	t1=$VAL
+	[ "$r1" -gt "$r0" ] || fail "node0: V_RETRANSMITS did not move ($r0 -> $r1)" || return 1
+	checked "through 1% loss and reordering: node0 V_RETRANSMITS $r0 -> $r1, V_TIMEOUTS $t0 -> $t1"
 	no_oops "$c" 0 && no_oops "$c" 1
 }
 
@@ -163,5 +242,49 @@ sc_verbs_kill() {
 	res_counts "$c" 1 || return 1
 	[ "$RES" = "$before1" ] || fail "node1: objects left after the kill: before '$before1', after '$RES'" || return 1
 	checked "ib_write_bw killed mid-transfer on both nodes: ib_core objects from '$during' back to the start ($before0)"
+	no_oops "$c" 0 && no_oops "$c" 1
+}
+
+# Adapter recovery under a running user verbs program (docs/verbs-linux.md):
+# node1's adapter is recovered while ib_write_bw streams node0 -> node1.
+# Both programs end with an error, the process's objects are gone, a new
+# weft_ib0 comes up ACTIVE by itself and a new ib_write_bw runs.
+sc_verbs_recovery() {
+	local c=$1 start1 i
+	perf_gids "$c" || return 1
+	res_counts "$c" 1 || return 1
+	start1=$RES
+	bg "$c" 1 rec-s "ib_write_bw -d $PDEV -x $PSGID -F -D 60 -s 65536"
+	bg "$c" 0 rec-c "i=0; while [ \$i -lt 20 ]; do ib_write_bw -d $PDEV -x $PCGID -F -D 60 -s 65536 $(ip4 1) 2>/tmp/rec.err && exit 0;
+		grep -q -e 'Couldn.t connect' -e 'Unable to open' /tmp/rec.err || { cat /tmp/rec.err; exit 1; };
+		i=\$((i + 1)); sleep 1; done; exit 2"
+	# Streaming: node1 holds the server's QP beside the GSI QP.
+	for i in $(seq 30); do
+		res_counts "$c" 1 || return 1
+		[ "$RES" != "$start1" ] && break
+		sleep 1
+	done
+	[ "$RES" != "$start1" ] || fail "node1: ib_write_bw never created its objects ($RES)" || return 1
+	sleep 3
+	bgdone rec-c && { bgwait rec-c; fail "node0: ib_write_bw ended before the recovery: $(tail -n 3 <<<"$OUT")"; return 1; }
+	gx "$c" 1 "echo 1 >/sys/class/misc/weft0/device/recover"
+	[ "$RC" = 0 ] || fail "node1: recovery through sysfs failed: $OUT" || return 1
+	bgwait rec-s
+	[ "$RC" != 0 ] || fail "node1: ib_write_bw exited 0 across the recovery" || return 1
+	checked "node1: adapter recovered under ib_write_bw; the server ended with an error (exit $RC: $(tail -n 1 <<<"$OUT" | cut -c1-80))"
+	bgwait rec-c
+	[ "$RC" != 0 ] || fail "node0: ib_write_bw exited 0 although its peer's adapter was recovered" || return 1
+	checked "node0: the client ended with an error too (exit $RC)"
+	gx "$c" 1 "for i in \$(seq 100); do /usr/bin/rdma link show 2>/dev/null | grep -q 'state ACTIVE' && exit 0; sleep 0.2; done; /usr/bin/rdma link show; exit 1"
+	[ "$RC" = 0 ] || fail "node1: no ACTIVE RDMA link after the recovery: $OUT" || return 1
+	for i in $(seq 20); do
+		res_counts "$c" 1 || return 1
+		[ "$RES" = "$start1" ] && break
+		sleep 0.5
+	done
+	[ "$RES" = "$start1" ] || fail "node1: objects after the recovery '$RES', at the start '$start1'" || return 1
+	checked "node1: a new $UDEV came up ACTIVE by itself; ib_core objects as at the start ($start1)"
+	perf_gids "$c" || return 1
+	perf_bw "$c" ib_write_bw 65536 100 || return 1
 	no_oops "$c" 0 && no_oops "$c" 1
 }
