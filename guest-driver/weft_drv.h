@@ -92,6 +92,8 @@ enum weft_win_state {
 
 struct weft_ctx;
 struct weft_net;
+struct weft_adev;
+struct weft_verbs_ops;
 
 struct weft_window {
 	struct weft_dev *wdev;
@@ -184,6 +186,15 @@ struct weft_dev {
 	struct work_struct recover_work;
 
 	struct weft_net *net;		/* the weftN interface (weft_net.c) */
+
+	/* verbs engine (weft_verbs.c) */
+	struct mutex vcmd_lock;		/* the command block */
+	void *vcmd;
+	dma_addr_t vcmd_dma;
+	struct weft_adev *adev;		/* auxiliary device of weft_ib.ko */
+	struct work_struct vreprobe;	/* rebinds weft_ib after a recovery */
+	const struct weft_verbs_ops *vops;	/* under lock and evlock */
+	void *vpriv;
 
 	/* debugfs */
 	struct dentry *dbg;

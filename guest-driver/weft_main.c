@@ -15,6 +15,7 @@
 #include <linux/sysfs.h>
 
 #include "weft_drv.h"
+#include "weft_verbs.h"
 
 unsigned int weft_max_fifo_log2 = 12;
 module_param_named(max_fifo_log2, weft_max_fifo_log2, uint, 0444);
@@ -132,7 +133,7 @@ static void weft_dispatch(struct weft_dev *wdev, const struct weft_event *ev)
 
 	dev_dbg(&wdev->pdev->dev, "event seq %u type %u win %u rcxt %u reason %u info 0x%llx\n",
 		ev->seq, ev->type, ev->window, ev->rcxt, ev->reason, ev->info);
-	if (weft_net_event(wdev, ev))
+	if (weft_net_event(wdev, ev) || weft_verbs_event(wdev, ev))
 		return;
 	switch (ev->type) {
 	case WEFT_EV_RECV_THRESHOLD:
@@ -297,6 +298,7 @@ int weft_recover(struct weft_dev *wdev, const char *why)
 	}
 	dev_warn(&wdev->pdev->dev, "adapter recovery: %s\n", why);
 	wdev->recovering = true;
+	weft_verbs_recover(wdev, true);
 	weft_net_recover_begin(wdev);
 	/*
 	 * The adapter forgets every window and rCxt.  User mappings stay:
@@ -336,6 +338,7 @@ int weft_recover(struct weft_dev *wdev, const char *why)
 		weft_window_free(win);
 	weft_hw_setup(wdev);
 	weft_net_recover_end(wdev);
+	weft_verbs_recover(wdev, false);
 	list_for_each_entry(ctx, &wdev->ctxs, node)
 		weft_ctx_event(ctx, WEFT_UEV_RECOVERY, ~0u, WEFT_RCXT_NONE,
 			       WEFT_R_RESET, cnt);
@@ -584,6 +587,9 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = weft_chr_add(wdev);
 	if (ret)
 		goto err_net;
+	ret = weft_verbs_add(wdev);
+	if (ret)
+		goto err_chr;
 	weft_debugfs_add(wdev);
 	atomic_inc(&weft_res.devices);
 	dev_info(&pdev->dev, "weft%d: node %u, %u windows, %u rCxts, %u handlers, recovery count %u\n",
@@ -591,6 +597,8 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 wdev->nr_handlers, wdev->recovery_count);
 	return 0;
 
+err_chr:
+	weft_chr_del(wdev);
 err_net:
 	weft_net_del(wdev);
 err_irqs:
@@ -624,6 +632,7 @@ static void weft_remove(struct pci_dev *pdev)
 	struct weft_window *win, *tmp;
 	struct weft_ctx *ctx;
 
+	weft_verbs_del(wdev);
 	weft_net_del(wdev);
 	weft_chr_del(wdev);
 	weft_debugfs_del(wdev);

@@ -21,6 +21,7 @@
 #include <net/ip.h>
 
 #include "weft_drv.h"
+#include "weft_verbs.h"
 #include "weft/names.h"
 #include "weft/net.h"
 
@@ -1177,6 +1178,13 @@ bool weft_net_event(struct weft_dev *wdev, const struct weft_event *ev)
 }
 
 /* Adapter recovery, before the adapter forgets its windows.  wdev->lock. */
+/* The RoCE port's netdev of weft_ib.ko (docs/verbs-linux.md). */
+struct net_device *weft_verbs_netdev(struct weft_dev *wdev)
+{
+	return wdev->net ? wdev->net->ndev : NULL;
+}
+EXPORT_SYMBOL_GPL(weft_verbs_netdev);
+
 void weft_net_recover_begin(struct weft_dev *wdev)
 {
 	if (wdev->net)

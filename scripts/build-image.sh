@@ -2,9 +2,11 @@
 # Builds the Weft guest image: Debian 12's 6.12 kernel (scripts/fetch-kernel.sh)
 # and an initramfs made from Debian's busybox-static, weft.ko (with the
 # modules it depends on, and virtio_net for benchmarks), the libweft tools
-# and the in-guest tests, ip (iproute2), ethtool, ping (iputils) and iperf3
-# with the shared libraries they need (from Debian's .debs), and the init
-# files of images/init/.  The result is cached under
+# and the in-guest tests, ip (iproute2), ethtool, ping (iputils) and iperf3,
+# Debian's RDMA user space (libibverbs1, ibverbs-utils, rdmacm-utils,
+# perftest) with the shared libraries they need (from Debian's .debs), the
+# Weft rdma-core provider (scripts/build-rdma-core.sh) and the init files of
+# images/init/.  The result is cached under
 #   $WEFT_CACHE/images/<hash of every input>/
 # holding vmlinuz (a link to the kernel), initrd.img, kernel-release and
 # manifest.txt (what went in).  An unchanged input set is not rebuilt.
@@ -75,9 +77,25 @@ deb_file() { # PACKAGE
 
 # Network tools: the programs taken from these packages, and the packages
 # that hold the shared libraries they need (docs/net.md).
-NET_PROGS="sbin/ip usr/bin/iperf3 sbin/ethtool bin/ping"
+NET_PROGS="sbin/ip usr/bin/iperf3 sbin/ethtool bin/ping usr/bin/rdma"
 NET_PKGS="iproute2 iperf3 ethtool iputils-ping libiperf0 libssl3 libsctp1 libc6 libbpf1 libelf1
 	libmnl0 libbsd0 libcap2 zlib1g libmd0 libidn2-0 libunistring2"
+# RDMA user space from Debian bookworm, which the provider is checked
+# against (docs/rdma-provider.md): its programs, and the packages of the
+# libraries they need (perftest links mlx5's and efa's direct-verbs
+# libraries from ibverbs-providers; their provider plugins stay out).
+RDMA_PROGS="usr/bin/ibv_devices usr/bin/ibv_devinfo usr/bin/ibv_rc_pingpong
+	usr/bin/ibv_ud_pingpong usr/bin/ibv_srq_pingpong usr/bin/rping usr/bin/ucmatose
+	usr/bin/ib_write_bw usr/bin/ib_read_bw usr/bin/ib_send_bw usr/bin/ib_atomic_bw
+	usr/bin/ib_write_lat usr/bin/ib_read_lat usr/bin/ib_send_lat usr/bin/ib_atomic_lat"
+RDMA_PKGS="libibverbs1 ibverbs-utils rdmacm-utils perftest librdmacm1 libibumad3 libnl-3-200
+	libnl-route-3-200 libpci3 libudev1 ibverbs-providers libgcc-s1"
+# Libraries loaded with dlopen, so in no NEEDED entry: glibc's
+# pthread_exit and pthread_cancel unwind through libgcc_s (rping's
+# threads end with pthread_exit).
+DLOPEN_LIBS="libgcc_s.so.1"
+DEB_PROGS="$NET_PROGS $RDMA_PROGS"
+DEB_PKGS="$NET_PKGS $RDMA_PKGS"
 
 weft_log "image: resolving inputs"
 kernel=$("$S/fetch-kernel.sh" --print-kernel) || weft_die "scripts/fetch-kernel.sh --print-kernel failed"
@@ -88,10 +106,10 @@ moddir=$(dirname "$(dirname "$kernel")")/lib/modules/$release
 [ -d "$moddir/kernel" ] || weft_die "$moddir/kernel is missing"
 weft_log "image: kernel $release"
 # shellcheck disable=SC2086 # a list of package names
-load_candidates busybox-static $NET_PKGS
+load_candidates busybox-static $DEB_PKGS
 bbdeb=$(deb_file busybox-static)
-netdebs=()
-for p in $NET_PKGS; do netdebs+=("$(deb_file "$p")") || exit 1; done
+debs=()
+for p in $DEB_PKGS; do debs+=("$(deb_file "$p")") || exit 1; done
 
 # Scratch area for the parts built by other scripts.
 work=$(mktemp -d "$WEFT_CACHE/images/.work.XXXXXX")
@@ -106,6 +124,15 @@ if [ "$with_driver" = 1 ]; then
 		{ tail -30 "$work/driver.err" >&2; weft_die "scripts/build-driver.sh failed"; }
 	ko=$(grep -E '\.ko$' "$work/driver.out" | tail -n1)
 	{ [ -n "$ko" ] && [ -f "$ko" ]; } || weft_die "scripts/build-driver.sh printed no existing .ko path"
+fi
+
+# The rdma-core provider goes with the driver (docs/rdma-provider.md).
+provider=
+if [ "$with_driver" = 1 ]; then
+	weft_log "image: building the rdma-core provider (scripts/build-rdma-core.sh)"
+	provider=$("$S/build-rdma-core.sh" --print-dir 2>"$work/rdma.err") ||
+		{ tail -30 "$work/rdma.err" >&2; weft_die "scripts/build-rdma-core.sh failed"; }
+	[ -f "$provider/libweft-rdmav34.so" ] || weft_die "no libweft-rdmav34.so in $provider"
 fi
 
 # The static libweft tools: WEFT_IMAGE_TOOLS=DIR takes them from DIR (for
@@ -156,8 +183,9 @@ modinfo_depends() { # FILE (.ko, .ko.xz, .ko.zst or .ko.gz)
 module_deps() { # KO [MODULE...]: what KO needs, then the MODULEs with theirs
 	local seen=" " out=() n
 	add() { # add NAME: its dependencies, then itself
-		local name=$1 path d
+		local name=${1//-/_} path d
 		case $seen in *" $name "*) return ;; esac
+		[ "$name" != weft ] || return 0	# weft_ib.ko's own weft.ko
 		seen="$seen$name "
 		path=$(find "$moddir/kernel" -name "$name.ko*" -o -name "${name//_/-}.ko*" | head -n1)
 		[ -n "$path" ] || weft_die "weft.ko needs module $name, which is not in $moddir"
@@ -171,24 +199,40 @@ module_deps() { # KO [MODULE...]: what KO needs, then the MODULEs with theirs
 deps=
 [ -z "$ko" ] || deps=$(module_deps "$ko" virtio_net)
 
+# The RDMA stack (docs/verbs-linux.md): weft_ib.ko, built next to weft.ko,
+# with ib_core and the in-kernel RDMA users the cluster tests load, into
+# /lib/weft/rdma/ with their own modules.list (not loaded at boot).
+ibko= rdeps=
+RDMA_MODULES="ib_uverbs ib_umad rdma_ucm ib_cm rdma_cm nvme_fabrics nvme_rdma nvmet nvmet_rdma null_blk configfs"
+if [ -n "$ko" ]; then
+	ibko=${ko%/*}/weft_ib.ko
+	[ -f "$ibko" ] || weft_die "scripts/build-driver.sh built no weft_ib.ko next to $ko"
+	rdeps=$(module_deps "$ibko" $RDMA_MODULES) || exit 1
+	rdeps=$(grep -vxF -f <(printf '%s\n' "$deps") <<<"$rdeps" || true)
+fi
+
 # ---- cache key ---------------------------------------------------------------
 dep_files=()
-while read -r d; do [ -n "$d" ] && dep_files+=("$moddir/$d"); done <<<"$deps"
+while read -r d; do [ -n "$d" ] && dep_files+=("$moddir/$d"); done <<<"$deps
+$rdeps"
 # Contents of a folder by relative name (the tools' folder is temporary).
 dir_hash() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum) | sha256sum; }
 key=$( {
 	echo "release $release with_driver $with_driver"
-	weft_hash "$INIT" "${BASH_SOURCE[0]}" "$bbdeb" "${netdebs[@]}" "$kernel" ${ko:+"$ko"} \
+	weft_hash "$INIT" "${BASH_SOURCE[0]}" "$bbdeb" "${debs[@]}" "$kernel" ${ko:+"$ko"} \
+		${ibko:+"$ibko"} ${provider:+"$provider/libweft-rdmav34.so" "$provider/weft.driver"} \
 		${dep_files[@]+"${dep_files[@]}"}
 	dir_hash "$tools"
 	dir_hash "$gtests"
 } | sha256sum | cut -c1-16)
 imgdir=$WEFT_CACHE/images/$key
 
-# The network programs and, found through their NEEDED entries, the shared
-# libraries they use (and the dynamic loader), from the extracted .debs.
-install_net_tools() { # ROOT MANIFEST
-	local root=$1 x=$work/netdebs lib todo=() seen=" " f n p
+# The network and RDMA programs and the rdma-core provider (from PROVIDER,
+# the output of scripts/build-rdma-core.sh, if given) and, found through
+# their NEEDED entries, the shared libraries they use (and the dynamic
+# loader), from the extracted .debs.
+install_deb_tools() { # ROOT MANIFEST [PROVIDER]
+	local root=$1 x=$work/debs lib todo=() seen=" " f n p
 	# A link in the extracted tree, followed inside it (not into the host).
 	inside() {
 		local f=$1 t i
@@ -200,26 +244,38 @@ install_net_tools() { # ROOT MANIFEST
 		echo "$f"
 	}
 	mkdir -p "$x" "$root/lib/x86_64-linux-gnu" "$root/lib64"
-	for f in "${netdebs[@]}"; do dpkg -x "$f" "$x"; echo "deb $(basename "$f")" >>"$2"; done
-	for p in $NET_PROGS; do
+	for f in "${debs[@]}"; do dpkg -x "$f" "$x"; echo "deb $(basename "$f")" >>"$2"; done
+	for p in $DEB_PROGS; do
 		f=$(inside "$x/$p")
-		[ -f "$f" ] || weft_die "no $p in the network .debs"
+		[ -f "$f" ] || weft_die "no $p in the .debs"
 		rm -f "$root/$p"
 		install -D -m 755 "$f" "$root/$p"
 		todo+=("$f")
 	done
+	if [ -n "${3:-}" ]; then
+		f=$root/usr/lib/x86_64-linux-gnu/libibverbs/libweft-rdmav34.so
+		install -D -m 644 "$3/libweft-rdmav34.so" "$f"
+		install -D -m 644 "$3/weft.driver" "$root/etc/libibverbs.d/weft.driver"
+		echo "provider libweft-rdmav34.so $(sha256sum "$f" | cut -c1-16)" >>"$2"
+		todo+=("$f")
+	fi
+	# take_lib NAME WHO: the library NAME into the image, once.
+	take_lib() {
+		case $seen in *" $1 "*) return 0 ;; esac
+		seen="$seen$1 "
+		lib=$(find "$x/lib/x86_64-linux-gnu" "$x/usr/lib/x86_64-linux-gnu" -maxdepth 1 -name "$1" 2>/dev/null | head -n1)
+		[ -n "$lib" ] || weft_die "library $1 (needed by $2) is in none of: $DEB_PKGS"
+		lib=$(inside "$lib")
+		[ -f "$lib" ] || weft_die "library $1: broken link in the .debs"
+		cp "$lib" "$root/lib/x86_64-linux-gnu/$1"
+		todo+=("$lib")
+	}
+	for n in $DLOPEN_LIBS; do take_lib "$n" dlopen; done
 	while [ ${#todo[@]} -gt 0 ]; do
 		f=${todo[0]}
 		todo=("${todo[@]:1}")
 		for n in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-			case $seen in *" $n "*) continue ;; esac
-			seen="$seen$n "
-			lib=$(find "$x/lib/x86_64-linux-gnu" "$x/usr/lib/x86_64-linux-gnu" -maxdepth 1 -name "$n" 2>/dev/null | head -n1)
-			[ -n "$lib" ] || weft_die "library $n (needed by ${f#"$x"/}) is in none of: $NET_PKGS"
-			lib=$(inside "$lib")
-			[ -f "$lib" ] || weft_die "library $n: broken link in the network .debs"
-			cp "$lib" "$root/lib/x86_64-linux-gnu/$n"
-			todo+=("$lib")
+			take_lib "$n" "${f#"$x"/}"
 		done
 	done
 	cp "$(inside "$x/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")" "$root/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
@@ -255,23 +311,33 @@ else
 		echo "kernel $release"
 		echo "busybox $(basename "$bbdeb")"
 	} >"$manifest"
-	if [ -n "$ko" ]; then
-		: >"$root/lib/weft/modules.list"
+	# install_modules DIR LIST: decompressed, listed in DIR/modules.list.
+	install_modules() {
+		local dir=$1 d local_name
+		mkdir -p "$dir"
+		: >"$dir/modules.list"
 		while read -r d; do
 			[ -n "$d" ] || continue
 			local_name=$(basename "${d%%.ko*}").ko
 			case $d in
-			*.xz)  xz -dc "$moddir/$d" >"$root/lib/weft/$local_name" ;;
-			*.zst) zstd -qdc "$moddir/$d" >"$root/lib/weft/$local_name" ;;
-			*.gz)  gzip -dc "$moddir/$d" >"$root/lib/weft/$local_name" ;;
-			*)     cp "$moddir/$d" "$root/lib/weft/$local_name" ;;
+			*.xz)  xz -dc "$moddir/$d" >"$dir/$local_name" ;;
+			*.zst) zstd -qdc "$moddir/$d" >"$dir/$local_name" ;;
+			*.gz)  gzip -dc "$moddir/$d" >"$dir/$local_name" ;;
+			*)     cp "$moddir/$d" "$dir/$local_name" ;;
 			esac
-			echo "$local_name" >>"$root/lib/weft/modules.list"
+			echo "$local_name" >>"$dir/modules.list"
 			echo "module $local_name" >>"$manifest"
-		done <<<"$deps"
+		done <<<"$2"
+	}
+	if [ -n "$ko" ]; then
+		install_modules "$root/lib/weft" "$deps"
 		cp "$ko" "$root/lib/weft/weft.ko"
 		echo weft.ko >>"$root/lib/weft/modules.list"
 		echo "driver weft.ko $(sha256sum "$ko" | cut -c1-16)" >>"$manifest"
+		install_modules "$root/lib/weft/rdma" "$rdeps"
+		cp "$ibko" "$root/lib/weft/rdma/weft_ib.ko"
+		echo weft_ib.ko >>"$root/lib/weft/rdma/modules.list"
+		echo "driver weft_ib.ko $(sha256sum "$ibko" | cut -c1-16)" >>"$manifest"
 	else
 		echo "driver none" >>"$manifest"
 	fi
@@ -285,7 +351,7 @@ else
 		install -m 755 "$f" "$root/usr/lib/weft/tests/"
 		echo "test $(basename "$f")" >>"$manifest"
 	done
-	install_net_tools "$root" "$manifest"
+	install_deb_tools "$root" "$manifest" "$provider"
 	cp "$manifest" "$root/etc/weft/manifest.txt"
 
 	mkdir -p "$work/out"

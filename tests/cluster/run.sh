@@ -70,6 +70,16 @@ SCENARIOS=(
 	"fatal-streaming|$CF|adapter-internal fatal error injected on node1 (DEBUG_INJECT) while node0 streams to it: weft.ko recovers by itself; old frames replayed into the restarted stream all dropped (by reason); every new message exactly once; device, switch and driver counters agree"
 	"ip-reach|$C4|IP over Weft, 4 nodes: every node pings every other over IPv4 and IPv6, ARP resolves, ping -f loses nothing"
 	"ip-bcast|$C4|IP over Weft: a 16 KiB UDP broadcast from node0 reaches every other node intact; the capture shows FIFO packets with rewritten IP fragment fields"
+	"nvme-rdma|$C2|RDMA core: nvmet-rdma target on node0 (configfs, a tmpfs file), nvme-rdma host on node1 over the Weft address: 64 MiB written and read back with equal sha256, the same bytes in the target's file, clean disconnect, no oops"
+	"ibv-devinfo|$C2|user verbs: ibv_devices and ibv_devinfo -v (Debian's, unmodified) show the Weft device on both nodes through the provider: port ACTIVE, Ethernet, the IPv4-mapped RoCE v2 GID, limits equal to the adapter's registers"
+	"rc-pingpong|$C2|user verbs: ibv_rc_pingpong -c (data validated) and ibv_ud_pingpong between node0 and node1 over the Weft GIDs"
+	"perftest|$C2|user verbs: ib_write_bw, ib_read_bw, ib_send_bw (4 KiB, 64 KiB, 1 MiB), ib_atomic_bw, ib_write_lat, ib_read_lat and ib_send_lat (8 B, 4 KiB, 1 MiB) between the nodes succeed with sane figures (printed)"
+	"perftest-cm|$C2|user verbs through rdma_cm: the same perftest runs with -R (connections by rdma_cm over the Weft addresses)"
+	"rping|$C2|rdma_cm: rping -c -V (every ping's data verified), 200 pings of 4 KiB between the nodes"
+	"verbs-lossy|$C2|user verbs through a switch with 1% loss and reordering: ib_write_bw and ib_read_bw complete, the adapter's retransmit counter moves"
+	"verbs-recovery|$C2|user verbs: node1's adapter recovered under a running ib_write_bw: both ends fail, the process's objects are gone, a new weft_ib0 comes up ACTIVE by itself, a new ib_write_bw runs"
+	"verbs-kill|$C2|user verbs: ib_write_bw killed with SIGKILL mid-transfer on both nodes: rdma resource counts back to their start"
+	"ib-device|$C2|RDMA core: weft_ib.ko registers weft_ib0 on both nodes: rdma link ACTIVE on weft0, the IPv4-mapped RoCE v2 GID, pkey, node GUID, device attributes = the adapter's registers, the port follows the carrier"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
 )
 
@@ -1018,6 +1028,14 @@ sc_all_to_all() {
 # IP over Weft (sc_ip_*).
 # shellcheck source=tests/cluster/net.sh
 source "$WEFT_ROOT/tests/cluster/net.sh"
+
+# The RDMA core (sc_ib_*).
+# shellcheck source=tests/cluster/ib.sh
+source "$WEFT_ROOT/tests/cluster/ib.sh"
+
+# User-space verbs through the rdma-core provider (sc_ibv_devinfo, ...).
+# shellcheck source=tests/cluster/verbs-user.sh
+source "$WEFT_ROOT/tests/cluster/verbs-user.sh"
 
 # ---- main ----------------------------------------------------------------------------
 want=()

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * weft_ib.ko: completion queues (hw-spec 16.7).  The ring is followed by
+ * a page holding the consumer index the adapter reads when the ring looks
+ * full; kernel CQs are polled here, user CQs by the provider.
+ */
+#include <linux/slab.h>
+#include <rdma/ib_addr.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "weft_ib.h"
+
+static struct weft_vcqe *weft_cqe(struct weft_ibcq *cq, u32 i)
+{
+	return (struct weft_vcqe *)cq->ring.va + (i & ((1u << cq->log2) - 1));
+}
+
+static bool weft_cqe_valid(struct weft_ibcq *cq, u32 i)
+{
+	u8 owner = READ_ONCE(weft_cqe(cq, i)->owner);
+
+	return (owner & 1) == !((i >> cq->log2) & 1);
+}
+
+#ifdef WEFT_HAVE_CREATE_CQ_ATTRS
+int weft_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		      struct uverbs_attr_bundle *attrs)
+{
+	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
+#else
+int weft_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		      struct ib_udata *udata)
+{
+#endif
+	struct weft_ibdev *dev = to_wdev(ibcq->device);
+	struct weft_ibcq *cq = to_wcq(ibcq);
+	struct weft_ib_create_cq_resp resp = {};
+	struct weft_vcmd cmd = { .op = WEFT_VCMD_CREATE_CQ };
+	struct weft_ibucontext *uc = NULL;
+	size_t ring_bytes;
+	u32 log2;
+	int ret;
+
+	if (attr->flags)
+		return -EOPNOTSUPP;
+	if (attr->cqe < 1 || attr->cqe > (1 << WEFT_IB_MAX_CQ_LOG2))
+		return -EINVAL;
+	if (udata) {
+		uc = rdma_udata_to_drv_context(udata, struct weft_ibucontext, ibuc);
+		if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen))
+			return -EINVAL;
+	}
+	log2 = max_t(u32, 1, order_base_2(attr->cqe));
+	ring_bytes = (size_t)sizeof(struct weft_vcqe) << log2;
+	cq->log2 = log2;
+	cq->uar = uc ? uc->uar : WEFT_IB_KERNEL_UAR;
+	spin_lock_init(&cq->lock);
+	ret = weft_ib_ring_alloc(dev, PAGE_ALIGN(ring_bytes) + PAGE_SIZE, &cq->ring);
+	if (ret)
+		return ret;
+	cq->ci_ptr = (u32 *)((u8 *)cq->ring.va + PAGE_ALIGN(ring_bytes));
+	ret = ida_alloc_max(&dev->cq_ida, dev->caps.nr_cq - 1, GFP_KERNEL);
+	if (ret < 0) {
+		ret = ret == -ENOSPC ? -ENOMEM : ret;
+		goto err_ring;
+	}
+	cq->cqn = ret;
+	cmd.handle = cq->cqn;
+	cmd.u.cq.ring_addr = cq->ring.dma;
+	cmd.u.cq.ci_addr = cq->ring.dma + PAGE_ALIGN(ring_bytes);
+	cmd.u.cq.log2_entries = log2;
+	cmd.u.cq.vector = 0;
+	cmd.u.cq.uar = cq->uar;
+	ret = xa_insert_irq(&dev->cqs, cq->cqn, cq, GFP_KERNEL);
+	if (ret)
+		goto err_ida;
+	ret = weft_ib_cmd(dev, &cmd);
+	if (ret)
+		goto err_xa;
+	ibcq->cqe = 1 << log2;
+	if (uc) {
+		u64 off;
+
+		ret = weft_ib_ring_publish(dev, &uc->ibuc, &cq->ring, &cq->entry, &off);
+		if (ret)
+			goto err_cmd;
+		resp.cqn = cq->cqn;
+		resp.log2_entries = log2;
+		resp.ring_mmap_offset = off;
+		resp.ring_mmap_size = cq->ring.size;
+		resp.ci_offset = PAGE_ALIGN(ring_bytes);
+		ret = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+		if (ret)
+			goto err_entry;
+	}
+	return 0;
+
+err_entry:
+	rdma_user_mmap_entry_remove(cq->entry);
+	cq->entry = NULL;
+	cmd.op = WEFT_VCMD_DESTROY_CQ;
+	weft_ib_cmd(dev, &cmd);
+	xa_erase_irq(&dev->cqs, cq->cqn);
+	weft_verbs_sync(dev->wdev);
+	ida_free(&dev->cq_ida, cq->cqn);
+	weft_ib_ring_unmap(dev, &cq->ring);	/* the entry frees the pages */
+	return ret;
+err_cmd:
+	cmd.op = WEFT_VCMD_DESTROY_CQ;
+	weft_ib_cmd(dev, &cmd);
+err_xa:
+	xa_erase_irq(&dev->cqs, cq->cqn);
+	weft_verbs_sync(dev->wdev);
+err_ida:
+	ida_free(&dev->cq_ida, cq->cqn);
+err_ring:
+	weft_ib_ring_free(dev, &cq->ring);
+	return ret;
+}
+
+int weft_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct weft_ibdev *dev = to_wdev(ibcq->device);
+	struct weft_ibcq *cq = to_wcq(ibcq);
+	struct weft_vcmd cmd = { .op = WEFT_VCMD_DESTROY_CQ, .handle = cq->cqn };
+
+	weft_ib_cmd(dev, &cmd);
+	xa_erase_irq(&dev->cqs, cq->cqn);
+	weft_verbs_sync(dev->wdev);
+	ida_free(&dev->cq_ida, cq->cqn);
+	weft_ib_ring_retire(dev, &cq->ring, cq->entry);
+	return 0;
+}
+
+/* From the interrupt path: the armed CQ got a matching CQE. */
+void weft_ib_cq_event(struct weft_ibdev *dev, u32 cqn)
+{
+	struct weft_ibcq *cq = xa_load(&dev->cqs, cqn);
+
+	if (cq && cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+}
+
+static enum ib_wc_opcode weft_wc_opcode(u8 op)
+{
+	switch (op) {
+	case WEFT_VWC_RDMA_WRITE: return IB_WC_RDMA_WRITE;
+	case WEFT_VWC_RDMA_READ: return IB_WC_RDMA_READ;
+	case WEFT_VWC_COMP_SWAP: return IB_WC_COMP_SWAP;
+	case WEFT_VWC_FETCH_ADD: return IB_WC_FETCH_ADD;
+	case WEFT_VWC_BIND_MW: return IB_WC_BIND_MW;
+	case WEFT_VWC_LOCAL_INV: return IB_WC_LOCAL_INV;
+	case WEFT_VWC_REG_MR: return IB_WC_REG_MR;
+	case WEFT_VWC_RECV: return IB_WC_RECV;
+	case WEFT_VWC_RECV_RDMA_IMM: return IB_WC_RECV_RDMA_WITH_IMM;
+	default: return IB_WC_SEND;
+	}
+}
+
+static void weft_ib_cqe_to_wc(struct weft_ibdev *dev, const struct weft_vcqe *e,
+			      struct ib_wc *wc)
+{
+	struct weft_ibqp *qp = xa_load(&dev->qps, e->qpn);
+
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = e->wr_id;
+	wc->status = e->status;
+	wc->opcode = weft_wc_opcode(e->opcode);
+	wc->qp = qp ? &qp->ibqp : NULL;
+	wc->port_num = 1;
+	if (e->status != WEFT_VWC_SUCCESS)
+		wc->vendor_err = e->byte_len;
+	else
+		wc->byte_len = e->byte_len;
+	if (e->flags & WEFT_VCQE_WITH_IMM) {
+		wc->wc_flags |= IB_WC_WITH_IMM;
+		wc->ex.imm_data = (__force __be32)e->imm_inv;
+	}
+	if (e->flags & WEFT_VCQE_WITH_INV) {
+		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
+		wc->ex.invalidate_rkey = e->imm_inv;
+	}
+	if (e->flags & WEFT_VCQE_GRH) {
+		wc->wc_flags |= IB_WC_GRH;
+		wc->src_qp = e->src_qpn;
+		/* The adapter wrote the network header itself (hw-spec 16.13). */
+		if (e->flags & (WEFT_VCQE_NET_IPV4 | WEFT_VCQE_NET_IPV6)) {
+			wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
+			wc->network_hdr_type = e->flags & WEFT_VCQE_NET_IPV4 ?
+					       RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6;
+		}
+	}
+	if (qp)
+		weft_ib_qp_retire(qp, e->flags & WEFT_VCQE_IS_SQ, e->wqe_index);
+}
+
+int weft_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
+{
+	struct weft_ibdev *dev = to_wdev(ibcq->device);
+	struct weft_ibcq *cq = to_wcq(ibcq);
+	struct weft_vcqe e;
+	unsigned long flags;
+	int n = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	while (n < num && weft_cqe_valid(cq, cq->ci)) {
+		dma_rmb();
+		memcpy(&e, weft_cqe(cq, cq->ci), sizeof(e));
+		cq->ci++;
+		weft_ib_cqe_to_wc(dev, &e, &wc[n++]);
+	}
+	if (n)
+		WRITE_ONCE(*cq->ci_ptr, cq->ci);
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+int weft_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct weft_ibdev *dev = to_wdev(ibcq->device);
+	struct weft_ibcq *cq = to_wcq(ibcq);
+	u32 arm = (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
+		  WEFT_CQ_ARM_SOLICITED : WEFT_CQ_ARM_NEXT;
+	unsigned long lf;
+	int ret = 0;
+
+	spin_lock_irqsave(&cq->lock, lf);
+	weft_ib_doorbell(dev, WEFT_UAR_CQ_ARM, WEFT_UAR_ARM(cq->cqn, arm, cq->ci));
+	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && weft_cqe_valid(cq, cq->ci))
+		ret = 1;
+	spin_unlock_irqrestore(&cq->lock, lf);
+	return ret;
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR MIT) */
+/*
+ * Weft ib_device user/kernel ABI (docs/verbs-linux.md): the driver data
+ * that weft_ib.ko and the rdma-core provider exchange through ib_uverbs'
+ * udata, next to the core's own request and response structures.
+ *
+ * The formats of everything the provider reads and writes afterwards
+ * (SQ/RQ WQEs, CQEs, UAR doorbells) are the adapter's, in weft/verbs.h
+ * (docs/hw-spec.md section 16); this header only says where they are.
+ *
+ * Rings are allocated by the kernel (physically contiguous, as the
+ * adapter requires) and mapped by the provider with mmap() on the uverbs
+ * command fd at the offsets returned here, length exactly the returned
+ * size, MAP_SHARED.  The doorbell (UAR) page is one 4 KiB page per
+ * ucontext, mapped write-only the same way.
+ *
+ * Every structure is a multiple of 8 bytes; reserved fields are 0 on
+ * input (the kernel refuses anything else with EINVAL) and on output.
+ */
+#ifndef WEFT_IB_ABI_H
+#define WEFT_IB_ABI_H
+
+#include <linux/types.h>
+
+/* ops.uverbs_abi_ver: the provider's match_min/max_abi_version. */
+#define WEFT_IB_UVERBS_ABI_VERSION	1
+/* Version of the ring, WQE and CQE formats of weft/verbs.h. */
+#define WEFT_IB_RING_FORMAT		1
+
+/* The provider matches the PCI function (VERBS_PCI_MATCH) on
+ * WEFT_PCI_VENDOR_ID:WEFT_PCI_DEVICE_ID of weft/hw.h, driver_id
+ * RDMA_DRIVER_UNKNOWN.
+ */
+
+/* ---- ibv_open_device: alloc_ucontext ----------------------------------- */
+struct weft_ib_alloc_ucontext_resp {
+	__u32 ring_format;	/* WEFT_IB_RING_FORMAT */
+	__u32 uar_index;	/* this context's UAR page (QPs, CQs name it) */
+	__aligned_u64 db_mmap_offset;	/* mmap offset of the UAR page */
+	__u32 db_mmap_size;	/* 4096 */
+	__u32 cqe_size;		/* 32: struct weft_vcqe */
+	__u32 sq_stride_min_log2;	/* 7 (128-byte slots, 4 SGEs) */
+	__u32 sq_stride_max_log2;	/* 9 (512-byte slots, 28 SGEs) */
+	__u32 rq_stride_min_log2;	/* 5 */
+	__u32 rq_stride_max_log2;	/* 9 */
+	__u32 max_wq_log2;	/* largest SQ or RQ: 1 << this slots */
+	__u32 max_cq_log2;	/* largest CQ: 1 << this CQEs */
+	__u32 max_ring_bytes;	/* no ring is larger than this */
+	__u32 grh_size;		/* 40: bytes before every UD receive */
+};
+
+/* ---- ibv_create_cq ------------------------------------------------------ */
+/* No request data: the ring is sized by the core's cqe (rounded up to a
+ * power of two, at least 2 slots).
+ */
+struct weft_ib_create_cq_resp {
+	__u32 cqn;		/* CQ number (weft_vcqe does not carry it) */
+	__u32 log2_entries;	/* ring of 1 << log2_entries CQEs */
+	__aligned_u64 ring_mmap_offset;
+	__u32 ring_mmap_size;	/* page-rounded mapping length */
+	__u32 ci_offset;	/* offset in the mapping of the u32 consumer
+				 * index the provider writes (free-running)
+				 */
+};
+
+/* ---- ibv_create_qp (RC, UD) --------------------------------------------- */
+/* No request data: the kernel picks the slot stride from max_send_sge and
+ * max_recv_sge and the slot counts from max_send_wr/max_recv_wr (powers
+ * of two); the core's response carries the resulting capabilities.
+ */
+struct weft_ib_create_qp_resp {
+	__u32 qpn;
+	__u32 uar_index;	/* equals the context's */
+	__u8  sq_log2, sq_stride_log2;	/* SQ: 1 << sq_log2 slots */
+	__u8  rq_log2, rq_stride_log2;	/* RQ: 0/0 when the QP has an SRQ */
+	__u32 reserved;
+	__aligned_u64 sq_mmap_offset;
+	__aligned_u64 rq_mmap_offset;
+	__u32 sq_mmap_size;
+	__u32 rq_mmap_size;
+};
+
+/* ---- ibv_create_ah (user UD address handles) ---------------------------- */
+/* The provider writes dest_node into weft_vwqe.u.ud.dest_node of each
+ * UD send; the kernel derived it from the AH's destination MAC (the Weft
+ * MAC 02:57:46:AA:NN:NN carries the node id NN:NN, docs/net.md).
+ */
+struct weft_ib_create_ah_resp {
+	__u16 dest_node;
+	__u16 reserved0;
+	__u32 reserved1;
+};
+
+/* Doorbell offsets within the UAR page (weft/verbs.h WEFT_UAR_LIST):
+ * SQ_DB 0x000, RQ_DB 0x008, CQ_ARM 0x010; 8-byte little-endian writes
+ * built with WEFT_UAR_DB() and WEFT_UAR_ARM().
+ */
+
+#endif /* WEFT_IB_ABI_H */

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Weft provider: completion queues.  The kernel creates the CQ and maps
+ * its ring; polling reads CQEs (struct weft_vcqe) by their owner bit and
+ * arming rings CQ_ARM on the UAR page, both without a system call.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <util/mmio.h>
+#include <util/udma_barrier.h>
+
+#include "weft.h"
+#include "weft-abi.h"
+
+static enum ibv_wc_status wc_status(uint8_t status)
+{
+	switch (status) {
+	case WEFT_VWC_SUCCESS: return IBV_WC_SUCCESS;
+	case WEFT_VWC_LOC_LEN_ERR: return IBV_WC_LOC_LEN_ERR;
+	case WEFT_VWC_LOC_QP_OP_ERR: return IBV_WC_LOC_QP_OP_ERR;
+	case WEFT_VWC_LOC_PROT_ERR: return IBV_WC_LOC_PROT_ERR;
+	case WEFT_VWC_WR_FLUSH_ERR: return IBV_WC_WR_FLUSH_ERR;
+	case WEFT_VWC_MW_BIND_ERR: return IBV_WC_MW_BIND_ERR;
+	case WEFT_VWC_BAD_RESP_ERR: return IBV_WC_BAD_RESP_ERR;
+	case WEFT_VWC_LOC_ACCESS_ERR: return IBV_WC_LOC_ACCESS_ERR;
+	case WEFT_VWC_REM_INV_REQ_ERR: return IBV_WC_REM_INV_REQ_ERR;
+	case WEFT_VWC_REM_ACCESS_ERR: return IBV_WC_REM_ACCESS_ERR;
+	case WEFT_VWC_REM_OP_ERR: return IBV_WC_REM_OP_ERR;
+	case WEFT_VWC_RETRY_EXC_ERR: return IBV_WC_RETRY_EXC_ERR;
+	case WEFT_VWC_RNR_RETRY_EXC_ERR: return IBV_WC_RNR_RETRY_EXC_ERR;
+	case WEFT_VWC_REM_ABORT_ERR: return IBV_WC_REM_ABORT_ERR;
+	default: return IBV_WC_GENERAL_ERR;
+	}
+}
+
+static enum ibv_wc_opcode wc_opcode(uint8_t op)
+{
+	switch (op) {
+	case WEFT_VWC_RDMA_WRITE: return IBV_WC_RDMA_WRITE;
+	case WEFT_VWC_RDMA_READ: return IBV_WC_RDMA_READ;
+	case WEFT_VWC_COMP_SWAP: return IBV_WC_COMP_SWAP;
+	case WEFT_VWC_FETCH_ADD: return IBV_WC_FETCH_ADD;
+	case WEFT_VWC_BIND_MW: return IBV_WC_BIND_MW;
+	case WEFT_VWC_LOCAL_INV: return IBV_WC_LOCAL_INV;
+	case WEFT_VWC_RECV: return IBV_WC_RECV;
+	case WEFT_VWC_RECV_RDMA_IMM: return IBV_WC_RECV_RDMA_WITH_IMM;
+	default: return IBV_WC_SEND;
+	}
+}
+
+/* The CQE at the consumer index, or NULL while the adapter has not written it. */
+static struct weft_vcqe *next_cqe(struct weft_cq *cq)
+{
+	uint32_t mask = (1u << cq->log2_entries) - 1;
+	struct weft_vcqe *cqe = &cq->ring[cq->ci & mask];
+	uint8_t pass = (cq->ci >> cq->log2_entries) & 1;
+	uint8_t owner = *(volatile uint8_t *)&cqe->owner;
+
+	if ((owner & 1) == pass)
+		return NULL;
+	/* Read the body only after the owner byte said it is complete. */
+	udma_from_device_barrier();
+	return cqe;
+}
+
+static void fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe,
+		    struct ibv_wc *wc)
+{
+	struct weft_context *ctx = to_wctx(cq->ibv_cq.context);
+	uint32_t qpn = le32toh(cqe->qpn);
+	uint8_t flags = cqe->flags;
+	struct weft_qp *qp;
+
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = le64toh(cqe->wr_id);
+	wc->status = wc_status(cqe->status);
+	wc->opcode = wc_opcode(cqe->opcode);
+	wc->qp_num = qpn;
+	if (wc->status == IBV_WC_SUCCESS)
+		wc->byte_len = le32toh(cqe->byte_len);
+	else
+		wc->vendor_err = le32toh(cqe->byte_len); /* enum weft_reason */
+	if (flags & WEFT_VCQE_WITH_IMM) {
+		wc->wc_flags |= IBV_WC_WITH_IMM;
+		memcpy(&wc->imm_data, &cqe->imm_inv, sizeof(wc->imm_data));
+	} else if (flags & WEFT_VCQE_WITH_INV) {
+		wc->wc_flags |= IBV_WC_WITH_INV;
+		wc->invalidated_rkey = le32toh(cqe->imm_inv);
+	}
+	if (flags & WEFT_VCQE_GRH)
+		wc->wc_flags |= IBV_WC_GRH;
+	wc->src_qp = le32toh(cqe->src_qpn);
+
+	/* Free the ring slots this completion retires. */
+	qp = weft_find_qp(ctx, qpn);
+	if (qp)
+		weft_wq_retire((flags & WEFT_VCQE_IS_SQ) ? &qp->sq : &qp->rq,
+			       le16toh(cqe->wqe_index));
+}
+
+int weft_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	struct weft_cq *cq = to_wcq(ibcq);
+	struct weft_vcqe *cqe;
+	int n;
+
+	pthread_spin_lock(&cq->lock);
+	for (n = 0; n < ne; n++) {
+		cqe = next_cqe(cq);
+		if (!cqe)
+			break;
+		fill_wc(cq, cqe, &wc[n]);
+		cq->ci++;
+	}
+	if (n) {
+		/* The CQEs are read before the adapter may reuse their slots. */
+		udma_to_device_barrier();
+		*cq->ci_ptr = htole32(cq->ci);
+	}
+	pthread_spin_unlock(&cq->lock);
+	return n;
+}
+
+int weft_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct weft_cq *cq = to_wcq(ibcq);
+	struct weft_context *ctx = to_wctx(ibcq->context);
+	uint32_t ci;
+
+	pthread_spin_lock(&cq->lock);
+	ci = cq->ci;
+	pthread_spin_unlock(&cq->lock);
+	mmio_write64_le((uint8_t *)ctx->uar + WEFT_UAR_CQ_ARM,
+			htole64(WEFT_UAR_ARM(cq->cqn, solicited_only ?
+					     WEFT_CQ_ARM_SOLICITED :
+					     WEFT_CQ_ARM_NEXT, ci)));
+	return 0;
+}
+
+struct ibv_cq *weft_create_cq(struct ibv_context *context, int cqe,
+			      struct ibv_comp_channel *channel,
+			      int comp_vector)
+{
+	struct weft_create_cq_resp resp = {};
+	struct ibv_create_cq cmd = {};
+	struct weft_cq *cq;
+
+	if (cqe < 1 || cqe > (1 << WEFT_VERBS_CQ_MAX_LOG2)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	if (pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE))
+		goto err_free;
+	if (ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->ibv_cq,
+			      &cmd, sizeof(cmd), &resp.ibv_resp, sizeof(resp)))
+		goto err_lock;
+	/* The ring, then the consumer index word, inside the mapping. */
+	if (resp.log2_entries < 1 || resp.log2_entries > WEFT_VERBS_CQ_MAX_LOG2 ||
+	    resp.ci_offset % sizeof(uint32_t) ||
+	    resp.ci_offset < (sizeof(struct weft_vcqe) << resp.log2_entries) ||
+	    (uint64_t)resp.ci_offset + sizeof(uint32_t) > resp.ring_mmap_size) {
+		errno = EPROTO;
+		goto err_destroy;
+	}
+	cq->map_len = resp.ring_mmap_size;
+	cq->map = mmap(NULL, cq->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       context->cmd_fd, resp.ring_mmap_offset);
+	if (cq->map == MAP_FAILED)
+		goto err_destroy;
+	cq->cqn = resp.cqn;
+	cq->log2_entries = resp.log2_entries;
+	cq->ring = cq->map;
+	cq->ci_ptr = (volatile uint32_t *)((uint8_t *)cq->map + resp.ci_offset);
+	return &cq->ibv_cq;
+
+err_destroy:
+	ibv_cmd_destroy_cq(&cq->ibv_cq);
+err_lock:
+	pthread_spin_destroy(&cq->lock);
+err_free:
+	free(cq);
+	return NULL;
+}
+
+int weft_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct weft_cq *cq = to_wcq(ibcq);
+	int ret;
+
+	ret = ibv_cmd_destroy_cq(ibcq);
+	if (ret)
+		return ret;
+	munmap(cq->map, cq->map_len);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	return 0;
+}

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Weft rdma-core provider: the user-space half of the Weft ib_device
+ * (docs/rdma-provider.md).  Objects are created through the kernel
+ * (ib_uverbs); the data path (post_send, post_recv, poll_cq and arming)
+ * runs in user space on the rings and the doorbell page the kernel maps
+ * into the process (docs/hw-spec.md section 16).
+ */
+#ifndef WEFT_PROVIDER_H
+#define WEFT_PROVIDER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <infiniband/driver.h>
+
+#include "weft/verbs.h"
+
+struct weft_device {
+	struct verbs_device ibv_dev;
+};
+
+/* qpn -> QP, for completions: two levels, leaves allocated on demand. */
+#define WEFT_QP_TABLE_SHIFT 12
+#define WEFT_QP_TABLE_LEAF (1u << WEFT_QP_TABLE_SHIFT)
+#define WEFT_QP_TABLE_TOP ((1u << 24) >> WEFT_QP_TABLE_SHIFT)
+
+struct weft_context {
+	struct verbs_context ibv_ctx;
+	void *uar;			/* this context's UAR doorbell page */
+	uint32_t uar_index;
+	pthread_mutex_t qp_table_lock;
+	struct weft_qp **qp_table[WEFT_QP_TABLE_TOP];
+};
+
+struct weft_cq {
+	struct ibv_cq ibv_cq;
+	pthread_spinlock_t lock;
+	uint32_t cqn;
+	uint32_t log2_entries;
+	uint32_t ci;			/* consumer index, free-running */
+	struct weft_vcqe *ring;
+	volatile uint32_t *ci_ptr;	/* read by the adapter when the ring looks full */
+	void *map;
+	size_t map_len;
+};
+
+/* A send or receive queue: a ring of 1 << log2 slots of 1 << stride_log2 bytes. */
+struct weft_wq {
+	pthread_spinlock_t lock;
+	uint8_t *buf;			/* the mapped ring */
+	size_t map_len;
+	uint32_t log2;
+	uint32_t stride_log2;
+	uint32_t max_sge;
+	uint32_t head;			/* producer index, free-running */
+	_Atomic(uint32_t) tail;		/* consumer index, advanced by completions */
+};
+
+struct weft_qp {
+	struct ibv_qp ibv_qp;
+	struct weft_wq sq;
+	struct weft_wq rq;
+	int sq_sig_all;
+	uint32_t qkey;			/* UD: the QP's own Q_Key */
+};
+
+struct weft_ah {
+	struct ibv_ah ibv_ah;
+	uint16_t dest_node;
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint32_t flow_label;
+	uint8_t dgid[16];
+};
+
+static inline struct weft_context *to_wctx(struct ibv_context *ibctx)
+{
+	return container_of(ibctx, struct weft_context, ibv_ctx.context);
+}
+
+static inline struct weft_cq *to_wcq(struct ibv_cq *ibcq)
+{
+	return container_of(ibcq, struct weft_cq, ibv_cq);
+}
+
+static inline struct weft_qp *to_wqp(struct ibv_qp *ibqp)
+{
+	return container_of(ibqp, struct weft_qp, ibv_qp);
+}
+
+static inline struct weft_ah *to_wah(struct ibv_ah *ibah)
+{
+	return container_of(ibah, struct weft_ah, ibv_ah);
+}
+
+/* verbs.c: object creation through the kernel */
+int weft_query_device_ex(struct ibv_context *context,
+			 const struct ibv_query_device_ex_input *input,
+			 struct ibv_device_attr_ex *attr, size_t attr_size);
+int weft_query_port(struct ibv_context *context, uint8_t port,
+		    struct ibv_port_attr *attr);
+struct ibv_pd *weft_alloc_pd(struct ibv_context *context);
+int weft_dealloc_pd(struct ibv_pd *pd);
+struct ibv_mr *weft_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+			   uint64_t hca_va, int access);
+int weft_dereg_mr(struct verbs_mr *vmr);
+struct ibv_ah *weft_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int weft_destroy_ah(struct ibv_ah *ah);
+
+/* cq.c */
+struct ibv_cq *weft_create_cq(struct ibv_context *context, int cqe,
+			      struct ibv_comp_channel *channel,
+			      int comp_vector);
+int weft_destroy_cq(struct ibv_cq *cq);
+int weft_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
+int weft_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+/* qp.c */
+struct ibv_qp *weft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+int weft_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+int weft_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		  struct ibv_qp_init_attr *init_attr);
+int weft_destroy_qp(struct ibv_qp *qp);
+struct weft_qp *weft_find_qp(struct weft_context *ctx, uint32_t qpn);
+
+/* wq.c: the work queues' data path */
+int weft_wq_map(struct weft_wq *wq, int cmd_fd, uint64_t offset,
+		uint32_t map_len, uint32_t log2, uint32_t stride_log2);
+void weft_wq_unmap(struct weft_wq *wq);
+void weft_wq_reset(struct weft_wq *wq);
+int weft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		   struct ibv_send_wr **bad_wr);
+int weft_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		   struct ibv_recv_wr **bad_wr);
+void weft_wq_retire(struct weft_wq *wq, uint16_t wqe_index);
+
+#endif /* WEFT_PROVIDER_H */
