@@ -299,6 +299,7 @@ else
 	install -m 644 "$INIT/inittab" "$root/etc/inittab"
 	install -m 755 "$INIT/rc" "$root/etc/weft/rc"
 	install -m 755 "$INIT/weft-agent" "$root/usr/sbin/weft-agent"
+	install -m 755 "$INIT/weft-rdma-up" "$root/usr/sbin/weft-rdma-up"
 	echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
 	echo "root:x:0:" >"$root/etc/group"
 	if [ "$(id -u)" = 0 ]; then

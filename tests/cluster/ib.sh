@@ -9,17 +9,12 @@
 IBDEV=weft_ib0
 IBSYS=/sys/class/infiniband/$IBDEV
 
-# ib_load CLUSTER NODE: weft_ib.ko and the RDMA modules loaded.
+# ib_load CLUSTER NODE: weft_ib.ko and the RDMA modules loaded (the
+# image's weft-rdma-up).
 ib_load() {
 	local c=$1 n=$2
-	gx "$c" "$n" 'cd /lib/weft/rdma || exit 1
-		while read -r m; do
-			[ -n "$m" ] || continue
-			o=$(insmod "./$m" 2>&1) || case $o in *"File exists"*) ;; *) echo "$m: $o"; exit 1 ;; esac
-		done <modules.list
-		for i in $(seq 50); do [ -e '"$IBSYS"' ] && exit 0; sleep 0.2; done
-		echo "no '"$IBDEV"' after loading"; exit 1'
-	[ "$RC" = 0 ] || fail "node$n: loading the RDMA modules failed: $OUT"
+	gx "$c" "$n" "weft-rdma-up && [ -e $IBSYS ]"
+	[ "$RC" = 0 ] || fail "node$n: weft-rdma-up failed: $OUT"
 }
 
 # hexreg CLUSTER NODE NAME: an adapter register from weft.ko's debugfs (VAL).
