@@ -106,6 +106,11 @@ int weft_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *weft_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			   uint64_t hca_va, int access);
 int weft_dereg_mr(struct verbs_mr *vmr);
+struct ibv_mw *weft_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int weft_dealloc_mw(struct ibv_mw *mw);
+int weft_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
+int weft_bind_wqe(const struct ibv_mw_bind_info *b, uint32_t new_rkey,
+		  struct weft_vwqe *wqe);
 struct ibv_ah *weft_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int weft_destroy_ah(struct ibv_ah *ah);
 

@@ -96,6 +96,36 @@ static void copy_sges(struct weft_vsge *dst, const struct ibv_sge *src, int n)
 	}
 }
 
+/*
+ * A BIND_MW WQE (hw-spec 16.5 "Windows"): the window takes new_rkey and
+ * the remote rights of access; length 0 unbinds.  Zero-based windows are
+ * not supported.
+ */
+int weft_bind_wqe(const struct ibv_mw_bind_info *b, uint32_t new_rkey,
+		  struct weft_vwqe *wqe)
+{
+	uint8_t acc = 0;
+
+	if (b->mw_access_flags & ~(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC))
+		return EINVAL;
+	if (b->length && !b->mr)
+		return EINVAL;
+	if (b->mw_access_flags & IBV_ACCESS_REMOTE_WRITE)
+		acc |= WEFT_VACC_REMOTE_WRITE;
+	if (b->mw_access_flags & IBV_ACCESS_REMOTE_READ)
+		acc |= WEFT_VACC_REMOTE_READ;
+	if (b->mw_access_flags & IBV_ACCESS_REMOTE_ATOMIC)
+		acc |= WEFT_VACC_REMOTE_ATOMIC;
+	wqe->opcode = WEFT_VWR_BIND_MW;
+	wqe->u.bind.va = htole64(b->addr);
+	wqe->u.bind.length = htole64(b->length);
+	wqe->u.bind.mw_stag = htole32(new_rkey);
+	wqe->u.bind.mr_stag = htole32(b->mr ? b->mr->lkey : 0);
+	wqe->u.bind.access = acc;
+	return 0;
+}
+
 static int rc_opcode(const struct ibv_send_wr *wr, struct weft_vwqe *wqe)
 {
 	switch (wr->opcode) {
@@ -134,6 +164,11 @@ static int rc_opcode(const struct ibv_send_wr *wr, struct weft_vwqe *wqe)
 		wqe->opcode = WEFT_VWR_LOCAL_INV;
 		wqe->imm_inv = htole32(wr->invalidate_rkey);
 		return 0;
+	case IBV_WR_BIND_MW:
+		/* type 2 windows; ibv_bind_mw (type 1) comes through weft_bind_mw */
+		if (wr->num_sge)
+			return EINVAL;
+		return weft_bind_wqe(&wr->bind_mw.bind_info, wr->bind_mw.rkey, wqe);
 	default:
 		return EINVAL;
 	}
