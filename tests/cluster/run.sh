@@ -1056,12 +1056,22 @@ for a in ${want[@]+"${want[@]}"}; do
 	printf '%s\n' "${SCENARIOS[@]}" | grep -q "^$a|" || weft_die "no scenario '$a' (see --list)"
 done
 
-sel=()
+# The selected scenarios, grouped by cluster (in the order each cluster first
+# appears in SCENARIOS) so that every cluster is booted once and its
+# scenarios run back to back.
+sel=() order=()
 for s in "${SCENARIOS[@]}"; do
-	IFS='|' read -r n _ _ <<<"$s"
-	if [ ${#want[@]} -eq 0 ] || printf '%s\n' "${want[@]}" | grep -qx "$n"; then
-		sel+=("$s")
-	fi
+	IFS='|' read -r _ c _ <<<"$s"
+	printf '%s\n' ${order[@]+"${order[@]}"} | grep -qx -- "$c" || order+=("$c")
+done
+for oc in "${order[@]}"; do
+	for s in "${SCENARIOS[@]}"; do
+		IFS='|' read -r n c _ <<<"$s"
+		[ "$c" = "$oc" ] || continue
+		if [ ${#want[@]} -eq 0 ] || printf '%s\n' "${want[@]}" | grep -qx "$n"; then
+			sel+=("$s")
+		fi
+	done
 done
 echo "1..${#sel[@]}"
 t_start=$SECONDS
