@@ -4,8 +4,10 @@
 # the 6.1 headers.  Nothing is installed into the host system.
 #
 # Usage: build-driver.sh [--out DIR] [--no-6.1] [--checkpatch]
-#   --out DIR     output folder (default $WEFT_CACHE/driver); weft.ko for
-#                 6.12 ends up in DIR/6.12/guest-driver/weft.ko
+#   --out DIR     output folder (default $WEFT_CACHE/driver/KEY, KEY a hash
+#                 of the driver's sources, so that checkouts with different
+#                 sources never share a build); weft.ko for 6.12 ends up in
+#                 DIR/6.12/guest-driver/weft.ko
 #   --no-6.1      skip the 6.1 compatibility build
 #   --checkpatch  also run the kernel's checkpatch.pl --strict on the
 #                 driver sources (taken from Debian's linux-source-6.12
@@ -16,7 +18,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-out=$WEFT_CACHE/driver
+out=
 check61=1
 checkpatch=0
 while [ $# -gt 0 ]; do
@@ -31,8 +33,17 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+if [ -z "$out" ]; then
+	key=$(cat "$WEFT_ROOT"/guest-driver/*.[ch] "$WEFT_ROOT"/guest-driver/policy/*.[ch] \
+		"$WEFT_ROOT/guest-driver/Kbuild" "$WEFT_ROOT"/include/weft/*.h "$0" |
+		sha256sum | cut -c1-12)
+	out=$WEFT_CACHE/driver/$key
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+# One build at a time in a folder (two runs of the suite side by side).
+exec {lock}>"$out/.lock"
+flock "$lock"
 
 # build SERIES: copies the sources into $out/SERIES and runs Kbuild there.
 build() {

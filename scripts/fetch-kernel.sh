@@ -109,8 +109,16 @@ fetch() {
 	6.1)  kb=linux-kbuild-6.1
 	      pkgs=("linux-headers-$rel" "linux-headers-$common" "$kb") ;;
 	esac
-	weft_log "fetching kernel $rel ($(pkg_suite "${pkgs[0]}")): ${pkgs[*]}"
+	# One fetch of a release at a time: another run may be extracting it.
 	mkdir -p "$KROOT"
+	local lock
+	exec {lock}>"$KROOT/.lock-$rel"
+	flock "$lock"
+	if [ -f "$dir/.complete" ]; then
+		exec {lock}>&-
+		return 0
+	fi
+	weft_log "fetching kernel $rel ($(pkg_suite "${pkgs[0]}")): ${pkgs[*]}"
 	tmp=$(mktemp -d "$KROOT/.dl.XXXXXX")
 	chmod 755 "$tmp"
 	(cd "$tmp" && apt-get download -qq "${pkgs[@]}" >/dev/null 2>"$tmp/err") || {
@@ -141,6 +149,7 @@ fetch() {
 	mv "$tmp/root" "$dir"
 	rm -rf "$tmp"
 	printf '%s\n' "${pkgs[@]}" >"$dir/.complete"
+	exec {lock}>&-
 	weft_log "kernel $rel extracted into $dir"
 }
 
