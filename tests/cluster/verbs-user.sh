@@ -33,6 +33,27 @@ res_counts() {
 	[ -n "$RES" ] || fail "node$2: rdma resource show has no line for $UDEV: $OUT"
 }
 
+# user_objects CLUSTER NODE: how many PDs, CQs, QPs and MRs of $UDEV a
+# process owns (`rdma resource show` names their pid), into $UOBJ.
+user_objects() {
+	gx "$1" "$2" "for t in pd cq qp mr; do /usr/bin/rdma resource show \$t dev $UDEV; done"
+	[ "$RC" = 0 ] || fail "node$2: rdma resource show failed: $OUT" || return 1
+	UOBJ=$(grep -c ' pid ' <<<"$OUT" || true)
+}
+
+# res_le A B: every "name count" of resource line A is at most B's.
+res_le() {
+	local -A b=()
+	local -a w
+	local k
+	read -ra w <<<"$2"
+	for ((k = 0; k + 1 < ${#w[@]}; k += 2)); do b[${w[k]}]=${w[k + 1]}; done
+	read -ra w <<<"$1"
+	for ((k = 0; k + 1 < ${#w[@]}; k += 2)); do
+		[ "${w[k + 1]}" -le "${b[${w[k]}]:-0}" ] || return 1
+	done
+}
+
 # cm_listening CLUSTER NODE: waits (30 s at most) until an rdma_cm ID
 # listens on NODE (`rdma resource show cm_id`).
 cm_listening() {
@@ -210,7 +231,7 @@ sc_verbs_lossy() {
 }
 
 sc_verbs_kill() {
-	local c=$1 sgid cgid dev before0 before1 during i
+	local c=$1 sgid cgid dev before0 before1 during
 	ib_dev "$c" 1 || return 1
 	sgid=$GIDX
 	ib_dev "$c" 0 || return 1
@@ -233,7 +254,7 @@ sc_verbs_kill() {
 	bgwait kill-s
 	# The kernel tears a killed process's objects down when its file
 	# descriptors close; allow it a few seconds under TCG.
-	for i in 1 2 3 4 5 6 7 8 9 10; do
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
 		res_counts "$c" 0 || return 1
 		[ "$RES" = "$before0" ] && break
 		sleep 1
@@ -250,7 +271,7 @@ sc_verbs_kill() {
 # Both programs end with an error, the process's objects are gone, a new
 # weft_ib0 comes up ACTIVE by itself and a new ib_write_bw runs.
 sc_verbs_recovery() {
-	local c=$1 start1 i
+	local c=$1 start1
 	perf_gids "$c" || return 1
 	res_counts "$c" 1 || return 1
 	start1=$RES
@@ -259,7 +280,7 @@ sc_verbs_recovery() {
 		grep -q -e 'Couldn.t connect' -e 'Unable to open' /tmp/rec.err || { cat /tmp/rec.err; exit 1; };
 		i=\$((i + 1)); sleep 1; done; exit 2"
 	# Streaming: node1 holds the server's QP beside the GSI QP.
-	for i in $(seq 30); do
+	for _ in $(seq 30); do
 		res_counts "$c" 1 || return 1
 		[ "$RES" != "$start1" ] && break
 		sleep 1
@@ -277,13 +298,19 @@ sc_verbs_recovery() {
 	checked "node0: the client ended with an error too (exit $RC)"
 	gx "$c" 1 "for i in \$(seq 100); do /usr/bin/rdma link show 2>/dev/null | grep -q 'state ACTIVE' && exit 0; sleep 0.2; done; /usr/bin/rdma link show; exit 1"
 	[ "$RC" = 0 ] || fail "node1: no ACTIVE RDMA link after the recovery: $OUT" || return 1
-	for i in $(seq 20); do
+	# The new device holds only ib_core's own objects: none owned by a
+	# process, and no more of any kind than the old one held at the start
+	# (it can hold fewer: ib_core keeps CQ pools, which nvme-rdma fills,
+	# until a device goes away).
+	for _ in $(seq 20); do
 		res_counts "$c" 1 || return 1
-		[ "$RES" = "$start1" ] && break
+		user_objects "$c" 1 || return 1
+		[ "$UOBJ" = 0 ] && res_le "$RES" "$start1" && break
 		sleep 0.5
 	done
-	[ "$RES" = "$start1" ] || fail "node1: objects after the recovery '$RES', at the start '$start1'" || return 1
-	checked "node1: a new $UDEV came up ACTIVE by itself; ib_core objects as at the start ($start1)"
+	[ "$UOBJ" = 0 ] || fail "node1: $UOBJ objects of a process after the recovery: $OUT" || return 1
+	res_le "$RES" "$start1" || fail "node1: objects after the recovery '$RES', more than at the start '$start1'" || return 1
+	checked "node1: a new $UDEV came up ACTIVE by itself holding no process's objects; ib_core objects '$RES' (at the start '$start1')"
 	perf_gids "$c" || return 1
 	perf_bw "$c" ib_write_bw 65536 100 || return 1
 	no_oops "$c" 0 && no_oops "$c" 1
