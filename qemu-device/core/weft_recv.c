@@ -157,6 +157,23 @@ void weft_rx_accept(struct weft_core *c, const struct weft_wire_hdr *h,
 	weft_trace(c, &t);
 }
 
+/*
+ * An incoming packet failed a protection check: discard it (the caller
+ * counted the drop) and tell the ULP.  A stale PVO (TCE key mismatch) on
+ * a window opened in the re-register on MP_FATAL mode (LMT flag
+ * PVO_FATAL, seed 1.5.17 solution 2) raises a window fatal error instead.
+ */
+static void rx_protection(struct weft_core *c, unsigned int w, uint32_t r,
+			  unsigned int reason, uint32_t tid)
+{
+	if (reason == WEFT_R_DMA_ERROR)
+		return;
+	if (reason == WEFT_R_TCE_KEY && (weft_lmt(c, w)->flags & WEFT_LMT_F_PVO_FATAL))
+		weft_window_fatal(c, w, r, reason);
+	else
+		weft_event(c, WEFT_EV_PROTECTION, w, r, reason, tid);
+}
+
 static void rx_fifo(struct weft_core *c, unsigned int w, const struct weft_wire_hdr *h,
 		    const uint8_t *payload, size_t len)
 {
@@ -271,8 +288,7 @@ static void rx_rdmaw(struct weft_core *c, unsigned int w, const struct weft_wire
 		reason = weft_xlate_check(c, l->window_key, h->pvo, h->length);
 		if (reason != WEFT_R_OK) {
 			weft_drop(c, h, w, reason);
-			if (reason != WEFT_R_DMA_ERROR)
-				weft_event(c, WEFT_EV_PROTECTION, w, h->rcxt, reason, h->tid);
+			rx_protection(c, w, h->rcxt, reason, h->tid);
 			return;
 		}
 		if (!weft_track_start(c, h->rcxt, h->tid, h->total_length)) {
@@ -319,8 +335,7 @@ static void rx_rdmaw(struct weft_core *c, unsigned int w, const struct weft_wire
 		 * chunk is never counted, so the tid never completes. */
 		x->complete_status = (uint8_t)reason;
 		weft_drop(c, h, w, reason);
-		if (reason != WEFT_R_DMA_ERROR)
-			weft_event(c, WEFT_EV_PROTECTION, w, h->rcxt, reason, h->tid);
+		rx_protection(c, w, h->rcxt, reason, h->tid);
 		return;
 	}
 	weft_rx_accept(c, h, w, len);
@@ -372,8 +387,7 @@ static void rx_rdmar(struct weft_core *c, unsigned int w, const struct weft_wire
 	reason = weft_xlate_check(c, l->window_key, h->pvo, 1);
 	if (reason != WEFT_R_OK) {
 		weft_drop(c, h, w, reason);
-		if (reason != WEFT_R_DMA_ERROR)
-			weft_event(c, WEFT_EV_PROTECTION, w, r, reason, h->tid);
+		rx_protection(c, w, r, reason, h->tid);
 		return;
 	}
 	if (l->rcxt_count > 0 && (l->rcxt_tail >= c->cfg.nr_rcxt ||
