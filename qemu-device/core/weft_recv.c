@@ -107,6 +107,19 @@ unsigned int weft_rx_fifo_deliver(struct weft_core *c, unsigned int w,
 	l->recv_fifo_avail_slots--;
 	if (early && hit)
 		weft_event(c, WEFT_EV_RECV_THRESHOLD, w, WEFT_RCXT_NONE, 0, cnt + 1);
+	if (c->rx_batch && c->cfg.rx_overlap > 1) {
+		struct weft_rx_pend *p;
+
+		if (c->rx_npend == c->cfg.rx_overlap)
+			weft_rx_flush(c);
+		p = &c->rx_pend[c->rx_npend++];
+		p->addr = addr;
+		p->rh = *rh;
+		p->count = cnt + 1;
+		p->window = w;
+		p->event = !early && hit;
+		return WEFT_R_OK;
+	}
 	if (weft_dma_write(c, addr, rh, sizeof(*rh)) != 0) {
 		weft_drop(c, NULL, w, WEFT_R_DMA_ERROR);
 		return WEFT_R_DMA_ERROR;
@@ -114,6 +127,21 @@ unsigned int weft_rx_fifo_deliver(struct weft_core *c, unsigned int w,
 	if (!early && hit)
 		weft_event(c, WEFT_EV_RECV_THRESHOLD, w, WEFT_RCXT_NONE, 0, cnt + 1);
 	return WEFT_R_OK;
+}
+
+void weft_rx_flush(struct weft_core *c)
+{
+	while (c->rx_npend > 0) {
+		struct weft_rx_pend *p = &c->rx_pend[--c->rx_npend];
+
+		if (weft_dma_write(c, p->addr, &p->rh, sizeof(p->rh)) != 0) {
+			weft_drop(c, NULL, p->window, WEFT_R_DMA_ERROR);
+			continue;
+		}
+		if (p->event)
+			weft_event(c, WEFT_EV_RECV_THRESHOLD, p->window, WEFT_RCXT_NONE, 0,
+				   p->count);
+	}
 }
 
 /* rCxt checks shared by every packet naming a receiver rCxt. */

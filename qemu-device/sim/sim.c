@@ -185,6 +185,7 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 			.nr_rcxt = cfg->nr_rcxt ? cfg->nr_rcxt : WEFT_SIM_DEF_RCXT,
 			.nr_handlers = cfg->nr_handlers ? cfg->nr_handlers : 1,
 			.rx_queue_len = cfg->rx_queue_len,
+			.rx_overlap = cfg->rx_overlap,
 			.verbs_qps = cfg->verbs_qps,
 			.verbs_cqs = cfg->verbs_cqs,
 			.verbs_pds = cfg->verbs_pds,

@@ -72,6 +72,7 @@ struct weft_sim_config {
 	uint32_t nr_rcxt;           /* per adapter; 0 = WEFT_SIM_DEF_RCXT */
 	uint32_t nr_handlers;       /* interrupt handlers; 0 = 1 */
 	uint32_t rx_queue_len;      /* core receive queue; 0 = core default */
+	uint32_t rx_overlap;        /* core rx_overlap: entries valid out of slot order */
 	uint32_t verbs_qps, verbs_cqs, verbs_pds, verbs_tpt; /* 0 = core defaults */
 	size_t max_queued;          /* fabric frames; 0 = WEFT_SIM_DEF_QUEUED */
 	size_t capture_frames;      /* fabric capture ring; 0 = none */
