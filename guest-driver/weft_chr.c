@@ -202,6 +202,7 @@ static int weft_open_window(struct weft_ctx *ctx, struct weft_ioc_open_window *a
 	lp.handler = w % wdev->nr_handlers;
 	lp.bcast = a->flags & WEFT_OPEN_F_BCAST;
 	lp.early_int = a->flags & WEFT_OPEN_F_EARLY_INT;
+	lp.pvo_fatal = weft_rereg_on_fatal;
 	weft_lmt_init(&lmt, &lp);
 	weft_lmt_write(wdev, w, &lmt);
 
@@ -263,7 +264,7 @@ static int weft_alloc_rcxt(struct weft_ctx *ctx, struct weft_ioc_rcxt *a)
 		return -EPIPE;
 	if (!weft_ring_pop(&wdev->rcxt_ring, &r))
 		return -ENOSPC;
-	key = weft_rcxt_key(wdev->recovery_count);
+	key = weft_rcxt_key(wdev->recovery_count, weft_rereg_on_fatal);
 	ret = weft_cmd(wdev, WEFT_REG_CMD_ACQUIRE_RCXT, WEFT_ACQ(r, win->idx, key));
 	if (ret) {
 		/* Back to the tail: the next caller gets another rCxt. */

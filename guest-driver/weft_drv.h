@@ -51,6 +51,9 @@ extern unsigned int weft_max_fifo_log2;
 extern unsigned int weft_evq_log2;
 extern unsigned int weft_tce_4k_entries;
 extern unsigned int weft_tce_16m_entries;
+extern unsigned int weft_tce_64k_tables;
+extern unsigned int weft_tce_64k_entries;
+extern bool weft_rereg_on_fatal;
 
 /* Driver resource counters, module-wide, for leak checks (debugfs). */
 struct weft_res {
@@ -73,7 +76,7 @@ struct weft_tce_table {
 	__le64 *va;
 	dma_addr_t dma;
 	u32 nr;			/* entries */
-	u32 shift;		/* page shift: 12 or 24 */
+	u32 shift;		/* page shift: 12, 16 or 24 */
 	u64 *used;		/* bitmap of entries in use (policy) */
 };
 

@@ -33,6 +33,18 @@ unsigned int weft_tce_16m_entries = 64;
 module_param_named(tce_16m_entries, weft_tce_16m_entries, uint, 0444);
 MODULE_PARM_DESC(tce_16m_entries, "TCEs per 16 MiB-page table (default 64 = 1 GiB)");
 
+unsigned int weft_tce_64k_tables = WEFT_SLOT_TABLES_64K_DEF;
+module_param_named(tce_64k_tables, weft_tce_64k_tables, uint, 0444);
+MODULE_PARM_DESC(tce_64k_tables, "16 MiB-page tables of each job slot that hold 64 KiB pages instead, 0..3 (default 1)");
+
+unsigned int weft_tce_64k_entries = 1024;
+module_param_named(tce_64k_entries, weft_tce_64k_entries, uint, 0444);
+MODULE_PARM_DESC(tce_64k_entries, "TCEs per 64 KiB-page table (default 1024 = 64 MiB)");
+
+bool weft_rereg_on_fatal;
+module_param_named(rereg_on_fatal, weft_rereg_on_fatal, bool, 0444);
+MODULE_PARM_DESC(rereg_on_fatal, "re-register on MP_FATAL: rCxt key 0, a stale PVO on incoming data is a window fatal error (default off)");
+
 static unsigned int weft_handlers;
 module_param_named(handlers, weft_handlers, uint, 0444);
 MODULE_PARM_DESC(handlers, "interrupt handlers (MSI-X vectors) to use, 0 = all the adapter offers");

@@ -4,8 +4,10 @@
  *
  * The seed's preferred layout: 5 job slots, each with 4 tables of
  * 16 MiB pages and 2 tables of 4 KiB pages (30 of the adapter's 32
- * tables).  All tables are registered at probe with ownership invalid;
- * attaching a job to a slot makes the job id the owner of its tables.
+ * tables), of which tce_64k_tables 16 MiB tables per slot serve 64 KiB
+ * pages instead (the policy's weft_slot_tables).  All tables are
+ * registered at probe with ownership invalid; attaching a job to a slot
+ * makes the job id the owner of its tables.
  */
 #include <linux/dma-mapping.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
@@ -17,26 +19,40 @@
 
 #include "weft_drv.h"
 
-#define WEFT_SZ_16M	BIT_ULL(WEFT_PAGE_SHIFT_16M)
-
 static u32 weft_hw_table(u32 slot, u32 t)
 {
 	return slot * WEFT_SLOT_TABLES + t;
 }
 
+/* TCEs per table of 2^shift-byte pages (module parameters). */
+static u32 weft_tce_entries(u32 shift)
+{
+	u32 nr;
+
+	switch (shift) {
+	case WEFT_PAGE_SHIFT_16M:
+		nr = weft_tce_16m_entries;
+		break;
+	case WEFT_PAGE_SHIFT_64K:
+		nr = weft_tce_64k_entries;
+		break;
+	default:
+		nr = weft_tce_4k_entries;
+		break;
+	}
+	return clamp(nr, 1u, WEFT_TCE_MAX_ENTRIES);
+}
+
 int weft_slots_init(struct weft_dev *wdev)
 {
-	u32 s, t, nr4k, nr16m;
+	u32 s, t;
 
-	nr4k = clamp(weft_tce_4k_entries, 1u, WEFT_TCE_MAX_ENTRIES);
-	nr16m = clamp(weft_tce_16m_entries, 1u, WEFT_TCE_MAX_ENTRIES);
 	for (s = 0; s < WEFT_NR_JOB_SLOTS; s++) {
 		for (t = 0; t < WEFT_SLOT_TABLES; t++) {
 			struct weft_tce_table *tbl = &wdev->slots[s].tbl[t];
-			bool big = t < WEFT_SLOT_TABLES_16M;
 
-			tbl->shift = big ? WEFT_PAGE_SHIFT_16M : WEFT_PAGE_SHIFT_4K;
-			tbl->nr = big ? nr16m : nr4k;
+			tbl->shift = weft_slot_table_shift(t, weft_tce_64k_tables);
+			tbl->nr = weft_tce_entries(tbl->shift);
 			tbl->used = kcalloc(WEFT_TCE_MAP_WORDS(tbl->nr), sizeof(u64),
 					    GFP_KERNEL);
 			tbl->va = weft_coherent_alloc(wdev, (size_t)tbl->nr * 8, &tbl->dma);
@@ -342,7 +358,10 @@ err:
 	return ret;
 }
 
-/* Fill TCEs: 4 KiB tables map each page; 16 MiB tables need contiguity. */
+/*
+ * Fill TCEs: 4 KiB tables map each page; 64 KiB and 16 MiB tables need
+ * each of their pages physically contiguous and aligned.
+ */
 static int weft_mr_fill(struct weft_mr *mr, struct weft_tce_table *tbl, u32 key22,
 			bool dry_run)
 {
@@ -381,15 +400,11 @@ int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *a)
 	shift = a->page_shift ? a->page_shift : WEFT_PAGE_SHIFT_4K;
 	if (a->reserved || !a->length || !a->job_id ||
 	    check_add_overflow(a->addr, a->length, &end) ||
-	    (shift != WEFT_PAGE_SHIFT_4K && shift != WEFT_PAGE_SHIFT_16M))
-		return -EINVAL;
-	if (shift == WEFT_PAGE_SHIFT_16M &&
-	    ((a->addr | a->length) & (WEFT_SZ_16M - 1)))
+	    !weft_slot_tables(shift, weft_tce_64k_tables, &t0, &t1) ||
+	    !weft_mr_aligned(shift, a->addr, a->length))
 		return -EINVAL;
 	span = ((end + (1ull << shift) - 1) >> shift) - (a->addr >> shift);
-	weft_slot_tables(shift, &t0, &t1);
-	if (span > min(shift == WEFT_PAGE_SHIFT_4K ? weft_tce_4k_entries : weft_tce_16m_entries,
-		       WEFT_TCE_MAX_ENTRIES))
+	if (span > weft_tce_entries(shift))
 		return -ENOSPC;
 	ntce = span;
 	if (!access_ok((void __user *)(uintptr_t)a->addr, a->length))

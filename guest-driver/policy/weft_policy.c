@@ -45,20 +45,40 @@ void weft_ring_push(struct weft_rcxt_ring *r, u32 id)
 	r->count++;
 }
 
-u16 weft_rcxt_key(u64 recovery_count)
+u16 weft_rcxt_key(u64 recovery_count, bool rereg_on_fatal)
 {
-	return (u16)recovery_count;
+	return rereg_on_fatal ? 0 : (u16)recovery_count;
 }
 
 /* ---- TCE placement ---------------------------------------------------------- */
 
-bool weft_slot_tables(u32 shift, u32 *t0, u32 *t1)
+static u32 slot_first_64k(u32 n64k)
 {
+	if (n64k > WEFT_SLOT_TABLES_64K_MAX)
+		n64k = WEFT_SLOT_TABLES_64K_MAX;
+	return WEFT_SLOT_TABLES_16M - n64k;
+}
+
+u32 weft_slot_table_shift(u32 t, u32 n64k)
+{
+	if (t >= WEFT_SLOT_TABLES_16M)
+		return WEFT_PAGE_SHIFT_4K;
+	return t >= slot_first_64k(n64k) ? WEFT_PAGE_SHIFT_64K : WEFT_PAGE_SHIFT_16M;
+}
+
+bool weft_slot_tables(u32 shift, u32 n64k, u32 *t0, u32 *t1)
+{
+	u32 f64 = slot_first_64k(n64k);
+
 	switch (shift) {
 	case WEFT_PAGE_SHIFT_16M:
 		*t0 = 0;
-		*t1 = WEFT_SLOT_TABLES_16M;
+		*t1 = f64;
 		return true;
+	case WEFT_PAGE_SHIFT_64K:
+		*t0 = f64;
+		*t1 = WEFT_SLOT_TABLES_16M;
+		return f64 < WEFT_SLOT_TABLES_16M;
 	case WEFT_PAGE_SHIFT_4K:
 		*t0 = WEFT_SLOT_TABLES_16M;
 		*t1 = WEFT_SLOT_TABLES;
@@ -66,6 +86,13 @@ bool weft_slot_tables(u32 shift, u32 *t0, u32 *t1)
 	default:
 		return false;
 	}
+}
+
+bool weft_mr_aligned(u32 shift, u64 addr, u64 len)
+{
+	u64 mask = (1ull << shift) - 1;
+
+	return shift == WEFT_PAGE_SHIFT_4K || !((addr | len) & mask);
 }
 
 static bool tce_used(const u64 *used, u32 i)
@@ -173,5 +200,6 @@ void weft_lmt_init(struct weft_lmt *l, const struct weft_lmt_params *p)
 	l->rcxt_tail = WEFT_RCXT_NONE;
 	l->send_quanta_size = p->quantum;
 	l->send_rcxt = WEFT_RCXT_NONE;
-	l->flags = p->early_int ? WEFT_LMT_F_EARLY_INT : 0;
+	l->flags = (p->early_int ? WEFT_LMT_F_EARLY_INT : 0) |
+		   (p->pvo_fatal ? WEFT_LMT_F_PVO_FATAL : 0);
 }

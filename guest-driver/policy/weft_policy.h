@@ -32,9 +32,11 @@ void weft_ring_push(struct weft_rcxt_ring *r, u32 id);
 
 /*
  * The key of an rCxt acquired now: the adapter's recovery count
- * (seed 1.5.17 solution 3).
+ * (seed 1.5.17 solution 3), or 0 in the "re-register on MP_FATAL" mode
+ * (solution 2), where new PVO/TCE keys stop stale packets instead and
+ * the adapter raises a window fatal error for them.
  */
-u16 weft_rcxt_key(u64 recovery_count);
+u16 weft_rcxt_key(u64 recovery_count, bool rereg_on_fatal);
 
 /* ---- TCE placement -------------------------------------------------------- */
 
@@ -42,10 +44,29 @@ u16 weft_rcxt_key(u64 recovery_count);
 #define WEFT_TCE_MAP_WORDS(nr)	(((u64)(nr) + 63) / 64)
 
 /*
+ * Job slot layout (seed 1.2.8): WEFT_SLOT_TABLES tables per slot.  The
+ * last WEFT_SLOT_TABLES_4K hold 4 KiB pages; of the WEFT_SLOT_TABLES_16M
+ * before them, the last n64k hold 64 KiB pages and the others 16 MiB
+ * pages.  n64k = 0 is the seed's preferred layout (4 x 16 MiB + 2 x 4 KiB);
+ * values above WEFT_SLOT_TABLES_64K_MAX count as the maximum.
+ */
+#define WEFT_SLOT_TABLES_64K_MAX	(WEFT_SLOT_TABLES_16M - 1)
+#define WEFT_SLOT_TABLES_64K_DEF	1
+
+/* Page shift of table t (0..WEFT_SLOT_TABLES-1) of a slot. */
+u32 weft_slot_table_shift(u32 t, u32 n64k);
+/*
  * The tables of a job slot that hold pages of 2^shift bytes: [*t0, *t1).
  * False for a page shift the slot layout does not have.
  */
-bool weft_slot_tables(u32 shift, u32 *t0, u32 *t1);
+bool weft_slot_tables(u32 shift, u32 n64k, u32 *t0, u32 *t1);
+/*
+ * A TCE maps one physically contiguous page of 2^shift bytes, so a range
+ * registered with pages above 4 KiB must start and end on such a page
+ * boundary (the driver pins 4 KiB pages and checks that each TCE page is
+ * contiguous).  4 KiB pages take any range.
+ */
+bool weft_mr_aligned(u32 shift, u64 addr, u64 len);
 
 /* First run of n free entries in a table of nr entries, or -1. */
 s64 weft_tce_first_fit(const u64 *used, u32 nr, u32 n);
@@ -104,11 +125,13 @@ struct weft_lmt_params {
 	u32 handler;		/* interrupt handler */
 	bool bcast;
 	bool early_int;
+	bool pvo_fatal;		/* stale PVO on incoming data: window fatal */
 };
 
 /*
  * The whole LMT: state INVALID (Open Window makes it VALID), every
- * receive slot available, thresholds off, no rCxts queued.
+ * receive slot available, thresholds off, no rCxts queued.  pvo_fatal
+ * sets WEFT_LMT_F_PVO_FATAL (the re-register on MP_FATAL mode).
  */
 void weft_lmt_init(struct weft_lmt *l, const struct weft_lmt_params *p);
 

@@ -440,9 +440,19 @@ uint32_t weft_rcxt_last_tid(const struct weft_win *win, uint32_t rcxt);
 
 /* ---- Memory registration ------------------------------------------------- */
 
-/* Direct registration (one PVO for the whole range). */
+/* Direct registration (one PVO for the whole range), in 4 KiB TCE pages. */
 int weft_mr_reg(struct weft_dev *dev, uint32_t job_id, const void *addr, size_t len,
 		uint64_t *pvo, uint32_t *handle);
+/*
+ * The same in the job's tables of 2^page_shift-byte pages: 12 (4 KiB),
+ * 16 (64 KiB) or 24 (16 MiB); 0 is weft_mr_reg.  With 64 KiB or 16 MiB
+ * pages addr and len must be multiples of the page and every page
+ * physically contiguous (e.g. hugetlbfs or transparent huge pages):
+ * -EINVAL otherwise, or when the driver has no tables of that size
+ * (docs/driver.md, WEFT_IOC_REG_MR).
+ */
+int weft_mr_reg_pages(struct weft_dev *dev, uint32_t job_id, const void *addr, size_t len,
+		      unsigned int page_shift, uint64_t *pvo, uint32_t *handle);
 int weft_mr_dereg(struct weft_dev *dev, uint32_t handle);
 
 /*

@@ -43,8 +43,9 @@ struct weft_be_ops {
 	int (*close_window)(struct weft_be *be, struct weft_be_win *w);
 	int (*alloc_rcxt)(struct weft_be *be, uint32_t window, uint32_t *rcxt, uint16_t *key);
 	int (*free_rcxt)(struct weft_be *be, uint32_t window, uint32_t rcxt);
+	/* page_shift 0: the backend's default page size. */
 	int (*reg_mr)(struct weft_be *be, uint32_t job_id, uint64_t addr, uint64_t len,
-		      uint64_t *pvo, uint32_t *handle);
+		      unsigned int page_shift, uint64_t *pvo, uint32_t *handle);
 	int (*dereg_mr)(struct weft_be *be, uint32_t handle);
 	/* Doorbell access when w->db is NULL. */
 	void (*db_write)(struct weft_be *be, struct weft_be_win *w, uint32_t off, uint64_t val);

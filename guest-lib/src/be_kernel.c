@@ -142,9 +142,10 @@ static int k_free_rcxt(struct weft_be *be, uint32_t window, uint32_t rcxt)
 }
 
 static int k_reg_mr(struct weft_be *be, uint32_t job_id, uint64_t addr, uint64_t len,
-		    uint64_t *pvo, uint32_t *handle)
+		    unsigned int page_shift, uint64_t *pvo, uint32_t *handle)
 {
-	struct weft_ioc_reg_mr m = { .addr = addr, .length = len, .job_id = job_id };
+	struct weft_ioc_reg_mr m = { .addr = addr, .length = len, .job_id = job_id,
+				     .page_shift = page_shift };
 	int r = k_ioctl(K(be), WEFT_IOC_REG_MR, &m);
 	if (r)
 		return r;

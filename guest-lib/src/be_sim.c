@@ -173,7 +173,7 @@ static int to_guest(struct sbe *b, uint64_t addr, uint64_t len, uint64_t *g)
 }
 
 static int s_reg_mr(struct weft_be *be, uint32_t job, uint64_t addr, uint64_t len,
-		    uint64_t *pvo, uint32_t *handle)
+		    unsigned int page_shift, uint64_t *pvo, uint32_t *handle)
 {
 	struct sbe *b = S(be);
 	uint64_t g;
@@ -181,9 +181,14 @@ static int s_reg_mr(struct weft_be *be, uint32_t job, uint64_t addr, uint64_t le
 	if (r)
 		return r;
 	net_lock(b->net);
-	r = weft_sim_reg_mr(b->net->sim, b->node, job, g, len, 0, pvo);
-	if (r < 0 && r != -ENOENT)
-		r = weft_sim_reg_mr(b->net->sim, b->node, job, g, len, WEFT_PAGE_SHIFT_4K, pvo);
+	if (page_shift) {
+		r = weft_sim_reg_mr(b->net->sim, b->node, job, g, len, page_shift, pvo);
+	} else {
+		r = weft_sim_reg_mr(b->net->sim, b->node, job, g, len, 0, pvo);
+		if (r < 0 && r != -ENOENT)
+			r = weft_sim_reg_mr(b->net->sim, b->node, job, g, len,
+					    WEFT_PAGE_SHIFT_4K, pvo);
+	}
 	net_unlock(b->net);
 	if (r < 0)
 		return r;

@@ -9,6 +9,7 @@
 #include "priv.h"
 #include "weft/counters.h"
 #include "weft/names.h"
+#include "weft/xlate.h"
 
 struct weft_dev *weft_dev_from_be(struct weft_be *be, char *err, size_t errlen)
 {
@@ -159,15 +160,24 @@ const char *weft_status_text(unsigned int status)
 	return weft_reason_text(status);
 }
 
-int weft_mr_reg(struct weft_dev *dev, uint32_t job_id, const void *addr, size_t len,
-		uint64_t *pvo, uint32_t *handle)
+int weft_mr_reg_pages(struct weft_dev *dev, uint32_t job_id, const void *addr, size_t len,
+		      unsigned int page_shift, uint64_t *pvo, uint32_t *handle)
 {
-	if (!addr || !len)
+	if (!addr || !len || (page_shift && page_shift != WEFT_PAGE_SHIFT_4K &&
+			      page_shift != WEFT_PAGE_SHIFT_64K &&
+			      page_shift != WEFT_PAGE_SHIFT_16M))
 		return -EINVAL;
 	int r = weft_dev_job_attach(dev, job_id);
 	if (r)
 		return r;
-	return dev->be->ops->reg_mr(dev->be, job_id, (uint64_t)(uintptr_t)addr, len, pvo, handle);
+	return dev->be->ops->reg_mr(dev->be, job_id, (uint64_t)(uintptr_t)addr, len, page_shift,
+				    pvo, handle);
+}
+
+int weft_mr_reg(struct weft_dev *dev, uint32_t job_id, const void *addr, size_t len,
+		uint64_t *pvo, uint32_t *handle)
+{
+	return weft_mr_reg_pages(dev, job_id, addr, len, 0, pvo, handle);
 }
 
 int weft_mr_dereg(struct weft_dev *dev, uint32_t handle)

@@ -71,6 +71,7 @@ struct weft_lmt {
 WEFT_STATIC_ASSERT(sizeof(struct weft_lmt) == WEFT_LMT_SIZE, "LMT size");
 
 #define WEFT_LMT_F_EARLY_INT    (1u << 0) /* raise the receive interrupt before the header line */
+#define WEFT_LMT_F_PVO_FATAL    (1u << 1) /* incoming data with a stale PVO: window fatal error */
 
 #define WEFT_RCXT_NONE          0xffffffffu /* end of an rCxt chain */
 

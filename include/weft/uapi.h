@@ -68,7 +68,7 @@ struct weft_ioc_reg_mr {
 	uint64_t addr;          /* in: user virtual address */
 	uint64_t length;        /* in: bytes, > 0 */
 	uint32_t job_id;        /* in: attached job owning the tables */
-	uint32_t page_shift;    /* in: 12 or 24 (0 = choose) */
+	uint32_t page_shift;    /* in: 12, 16 or 24 (0 = 12) */
 	uint64_t pvo;           /* out: PVO of addr */
 	uint32_t handle;        /* out */
 	uint32_t reserved;

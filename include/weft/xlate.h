@@ -37,7 +37,8 @@
 #define WEFT_PAGE_SHIFT_64K     16
 #define WEFT_PAGE_SHIFT_16M     24
 
-/* Seed's preferred layout: 5 job slots of 4 x 16 MiB + 2 x 4 KiB tables. */
+/* Seed's preferred layout: 5 job slots of 4 x 16 MiB + 2 x 4 KiB tables
+ * (the driver policy may give some 16 MiB tables to 64 KiB pages). */
 #define WEFT_NR_JOB_SLOTS       5
 #define WEFT_SLOT_TABLES_16M    4
 #define WEFT_SLOT_TABLES_4K     2

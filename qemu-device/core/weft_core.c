@@ -335,6 +335,8 @@ struct weft_core *weft_core_new(const struct weft_core_config *cfg,
 		why = "nr_handlers must be 1..16";
 	else if (cfg->rx_queue_len > 65536)
 		why = "rx_queue_len must be at most 65536";
+	else if (cfg->rx_overlap > WEFT_NR_RX_TASKS)
+		why = "rx_overlap must be at most 4";
 	else
 		why = weft_verbs_config(cfg, vsize);
 	if (why) {
@@ -1260,6 +1262,7 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 		c->rxq_head = (c->rxq_head + 1) % c->rxq_len;
 		c->rxq_count--;
 	}
+	c->rx_batch = true;
 	while (budget > 0 && !c->fatal) {
 		bool did = false;
 
@@ -1291,6 +1294,9 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 		if (!did)
 			break;
 	}
+	/* Overlapping receive tasks finish before the poll returns. */
+	weft_rx_flush(c);
+	c->rx_batch = false;
 	weft_tx_reap(c);
 	return (c->rxq_count > 0 && c->ctlq_count < WEFT_CTLQ_LEN) ||
 	       weft_tx_has_work(c) || weft_verbs_has_work(c) || blocked;

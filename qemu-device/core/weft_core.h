@@ -98,6 +98,12 @@ struct weft_core_config {
 	uint32_t nr_handlers;   /* 1..WEFT_MAX_HANDLERS (MSI-X vectors) */
 	uint32_t rx_queue_len;  /* packets buffered before backpressure, 0 = 64 */
 	uint64_t key_epoch;     /* KEY_EPOCH at power-on (the stored value) */
+	/* Receive tasks that overlap (seed item 15, hw-spec 5.2): the header
+	 * lines of up to rx_overlap consecutive receive entries written in
+	 * one weft_core_poll are written newest first, when the last of
+	 * them is done, so entries become valid out of slot order.
+	 * 0 or 1: one entry at a time; at most WEFT_NR_RX_TASKS. */
+	uint32_t rx_overlap;
 	/* Verbs engine object counts (weft/verbs.h), 0 = default. */
 	uint32_t verbs_qps, verbs_cqs, verbs_pds, verbs_tpt, verbs_uars;
 };

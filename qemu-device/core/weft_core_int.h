@@ -135,6 +135,18 @@ struct weft_core {
 	 * member of (0 = none), cleared when its completion counts. */
 	uint8_t *cond_tag;
 
+	/* Receive entries whose header line is still to be written
+	 * (cfg.rx_overlap), only inside weft_core_poll (rx_batch). */
+	struct weft_rx_pend {
+		uint64_t addr;
+		struct weft_recv_hdr rh;
+		uint64_t count;         /* recv_current_cnt after the entry */
+		uint32_t window;
+		bool event;             /* receive threshold after the header */
+	} rx_pend[WEFT_NR_RX_TASKS];
+	unsigned int rx_npend;
+	bool rx_batch;
+
 	struct weft_pkt txbuf;          /* scratch for building a packet */
 	char msgbuf[160];
 };
@@ -221,10 +233,13 @@ void weft_tx_load_req(struct weft_core *c, unsigned int w, const struct weft_sen
  * place; pkt is 8-byte aligned. */
 void weft_rx_process(struct weft_core *c, const uint8_t *pkt, size_t len);
 /* Deliver a receive entry into window w's FIFO, header line last.
- * Returns enum weft_reason (0 = delivered). */
+ * Returns enum weft_reason (0 = delivered).  With cfg.rx_overlap > 1,
+ * inside a poll, the header line waits in rx_pend for weft_rx_flush. */
 unsigned int weft_rx_fifo_deliver(struct weft_core *c, unsigned int w,
 				  struct weft_recv_hdr *rh,
 				  const void *payload, size_t len);
+/* Write the pending header lines, newest first (end of a poll). */
+void weft_rx_flush(struct weft_core *c);
 /* Set up rCxt r to receive operation tid of total bytes (restart). */
 bool weft_track_start(struct weft_core *c, uint32_t r, uint32_t tid, uint64_t total);
 void weft_track_free(struct weft_core *c, uint32_t r);

@@ -107,6 +107,19 @@ unsigned int weft_rx_fifo_deliver(struct weft_core *c, unsigned int w,
 	l->recv_fifo_avail_slots--;
 	if (early && hit)
 		weft_event(c, WEFT_EV_RECV_THRESHOLD, w, WEFT_RCXT_NONE, 0, cnt + 1);
+	if (c->rx_batch && c->cfg.rx_overlap > 1) {
+		struct weft_rx_pend *p;
+
+		if (c->rx_npend == c->cfg.rx_overlap)
+			weft_rx_flush(c);
+		p = &c->rx_pend[c->rx_npend++];
+		p->addr = addr;
+		p->rh = *rh;
+		p->count = cnt + 1;
+		p->window = w;
+		p->event = !early && hit;
+		return WEFT_R_OK;
+	}
 	if (weft_dma_write(c, addr, rh, sizeof(*rh)) != 0) {
 		weft_drop(c, NULL, w, WEFT_R_DMA_ERROR);
 		return WEFT_R_DMA_ERROR;
@@ -114,6 +127,21 @@ unsigned int weft_rx_fifo_deliver(struct weft_core *c, unsigned int w,
 	if (!early && hit)
 		weft_event(c, WEFT_EV_RECV_THRESHOLD, w, WEFT_RCXT_NONE, 0, cnt + 1);
 	return WEFT_R_OK;
+}
+
+void weft_rx_flush(struct weft_core *c)
+{
+	while (c->rx_npend > 0) {
+		struct weft_rx_pend *p = &c->rx_pend[--c->rx_npend];
+
+		if (weft_dma_write(c, p->addr, &p->rh, sizeof(p->rh)) != 0) {
+			weft_drop(c, NULL, p->window, WEFT_R_DMA_ERROR);
+			continue;
+		}
+		if (p->event)
+			weft_event(c, WEFT_EV_RECV_THRESHOLD, p->window, WEFT_RCXT_NONE, 0,
+				   p->count);
+	}
 }
 
 /* rCxt checks shared by every packet naming a receiver rCxt. */
@@ -155,6 +183,23 @@ void weft_rx_accept(struct weft_core *c, const struct weft_wire_hdr *h,
 	weft_count(c, WEFT_CNT_RX_PACKETS, 1);
 	weft_count(c, WEFT_CNT_RX_BYTES, len);
 	weft_trace(c, &t);
+}
+
+/*
+ * An incoming packet failed a protection check: discard it (the caller
+ * counted the drop) and tell the ULP.  A stale PVO (TCE key mismatch) on
+ * a window opened in the re-register on MP_FATAL mode (LMT flag
+ * PVO_FATAL, seed 1.5.17 solution 2) raises a window fatal error instead.
+ */
+static void rx_protection(struct weft_core *c, unsigned int w, uint32_t r,
+			  unsigned int reason, uint32_t tid)
+{
+	if (reason == WEFT_R_DMA_ERROR)
+		return;
+	if (reason == WEFT_R_TCE_KEY && (weft_lmt(c, w)->flags & WEFT_LMT_F_PVO_FATAL))
+		weft_window_fatal(c, w, r, reason);
+	else
+		weft_event(c, WEFT_EV_PROTECTION, w, r, reason, tid);
 }
 
 static void rx_fifo(struct weft_core *c, unsigned int w, const struct weft_wire_hdr *h,
@@ -271,8 +316,7 @@ static void rx_rdmaw(struct weft_core *c, unsigned int w, const struct weft_wire
 		reason = weft_xlate_check(c, l->window_key, h->pvo, h->length);
 		if (reason != WEFT_R_OK) {
 			weft_drop(c, h, w, reason);
-			if (reason != WEFT_R_DMA_ERROR)
-				weft_event(c, WEFT_EV_PROTECTION, w, h->rcxt, reason, h->tid);
+			rx_protection(c, w, h->rcxt, reason, h->tid);
 			return;
 		}
 		if (!weft_track_start(c, h->rcxt, h->tid, h->total_length)) {
@@ -319,8 +363,7 @@ static void rx_rdmaw(struct weft_core *c, unsigned int w, const struct weft_wire
 		 * chunk is never counted, so the tid never completes. */
 		x->complete_status = (uint8_t)reason;
 		weft_drop(c, h, w, reason);
-		if (reason != WEFT_R_DMA_ERROR)
-			weft_event(c, WEFT_EV_PROTECTION, w, h->rcxt, reason, h->tid);
+		rx_protection(c, w, h->rcxt, reason, h->tid);
 		return;
 	}
 	weft_rx_accept(c, h, w, len);
@@ -372,8 +415,7 @@ static void rx_rdmar(struct weft_core *c, unsigned int w, const struct weft_wire
 	reason = weft_xlate_check(c, l->window_key, h->pvo, 1);
 	if (reason != WEFT_R_OK) {
 		weft_drop(c, h, w, reason);
-		if (reason != WEFT_R_DMA_ERROR)
-			weft_event(c, WEFT_EV_PROTECTION, w, r, reason, h->tid);
+		rx_protection(c, w, r, reason, h->tid);
 		return;
 	}
 	if (l->rcxt_count > 0 && (l->rcxt_tail >= c->cfg.nr_rcxt ||

@@ -163,6 +163,8 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 	s->tick_ns = cfg->tick_ns ? cfg->tick_ns : WEFT_SIM_DEF_TICK_NS;
 	s->budget = cfg->poll_budget ? cfg->poll_budget : WEFT_SIM_DEF_BUDGET;
 	s->reboot_ns = cfg->reboot_ns ? cfg->reboot_ns : 1000000u;
+	s->tce_64k = cfg->tce_64k_tables == WEFT_SIM_NO_64K ? 0 :
+		     cfg->tce_64k_tables ? cfg->tce_64k_tables : WEFT_SLOT_TABLES_64K_DEF;
 	s->fabric = weft_fabric_new(cfg->seed ^ 0x5157u,
 				    cfg->max_queued ? cfg->max_queued : WEFT_SIM_DEF_QUEUED,
 				    cfg->capture_frames);
@@ -183,6 +185,7 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 			.nr_rcxt = cfg->nr_rcxt ? cfg->nr_rcxt : WEFT_SIM_DEF_RCXT,
 			.nr_handlers = cfg->nr_handlers ? cfg->nr_handlers : 1,
 			.rx_queue_len = cfg->rx_queue_len,
+			.rx_overlap = cfg->rx_overlap,
 			.verbs_qps = cfg->verbs_qps,
 			.verbs_cqs = cfg->verbs_cqs,
 			.verbs_pds = cfg->verbs_pds,

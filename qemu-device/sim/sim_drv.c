@@ -48,12 +48,6 @@ static int status_errno(unsigned int st)
 
 /* ---- boot ------------------------------------------------------------------ */
 
-static uint32_t table_shift(unsigned int t)
-{
-	return (t % WEFT_SLOT_TABLES) < WEFT_SLOT_TABLES_16M ? WEFT_PAGE_SHIFT_16M
-							     : WEFT_PAGE_SHIFT_4K;
-}
-
 static uint64_t epoch_read(void *opaque)
 {
 	return rd(opaque, WEFT_REG_KEY_EPOCH);
@@ -105,6 +99,7 @@ int sim_drv_boot(struct weft_sim *s, struct sim_node *n)
 	sim_free_drv(n);
 	memset(n->win, 0, sizeof(n->win));
 	memset(n->slot_job, 0, sizeof(n->slot_job));
+	n->rereg_on_fatal = s->cfg.rereg_on_fatal;
 	wr(n, WEFT_REG_RESET, WEFT_RESET_MAGIC);
 	for (i = 0; i < SIM_CMD_SPIN && sim_poll_node(s, n); i++)
 		;
@@ -138,7 +133,7 @@ int sim_drv_boot(struct weft_sim *s, struct sim_node *n)
 
 	/* The 30 TCE tables of the 5 job slots, ownership invalid. */
 	for (t = 0; t < SIM_NR_TABLES; t++) {
-		uint32_t shift = table_shift(t);
+		uint32_t shift = weft_slot_table_shift(t % WEFT_SLOT_TABLES, s->tce_64k);
 		uint64_t nr = mem >> shift;
 
 		if (nr < 1)
@@ -281,15 +276,21 @@ int weft_sim_reg_mr(struct weft_sim *s, unsigned int node, uint32_t job, uint64_
 	uint64_t page, first_page, last_page, npages;
 	unsigned int t, t0;
 	uint32_t key, first_t, end_t;
+	bool explicit_shift;
 	int slot;
 	size_t i;
 
 	if (node >= s->nr_nodes || !len || addr >= s->mem_size || len > s->mem_size - addr)
 		return -EINVAL;
+	explicit_shift = page_shift != 0;
 	if (!page_shift)
 		page_shift = len >= (1ull << WEFT_PAGE_SHIFT_16M) ? WEFT_PAGE_SHIFT_16M
 								   : WEFT_PAGE_SHIFT_4K;
-	if (!weft_slot_tables(page_shift, &first_t, &end_t))
+	if (!weft_slot_tables(page_shift, s->tce_64k, &first_t, &end_t))
+		return -EINVAL;
+	/* An explicit page size follows weft.ko's rule; 0 (the sim's own
+	 * choice) maps the pages around the range. */
+	if (explicit_shift && !weft_mr_aligned(page_shift, addr, len))
 		return -EINVAL;
 	n = &s->node[node];
 	slot = slot_of(n, job);
@@ -369,6 +370,7 @@ static void lmt_write(struct sim_node *n, unsigned int w)
 		.send_log2 = dw->send_log2, .recv_log2 = dw->recv_log2,
 		.quantum = dw->quantum, .handler = w % n->nr_handlers,
 		.bcast = dw->bcast, .early_int = dw->early,
+		.pvo_fatal = n->rereg_on_fatal,
 	};
 	struct weft_lmt l;
 	uint64_t q[sizeof(l) / 8];
@@ -578,7 +580,7 @@ int weft_sim_rcxt_alloc(struct weft_sim *s, unsigned int node, unsigned int wind
 		return -EINVAL;
 	if (!weft_ring_pop(&n->ring, &r))
 		return -ENOSPC;
-	k = weft_rcxt_key(rd(n, WEFT_REG_RECOVERY_COUNT));
+	k = weft_rcxt_key(rd(n, WEFT_REG_RECOVERY_COUNT), n->rereg_on_fatal);
 	st = drv_cmd(s, n, WEFT_REG_CMD_ACQUIRE_RCXT, WEFT_ACQ(r, window, k));
 	if (st != WEFT_CMD_OK) {
 		weft_ring_push(&n->ring, r);

@@ -63,6 +63,7 @@ struct sim_node {
 	struct weft_rcxt_ring ring;     /* free rCxts (driver policy) */
 	uint16_t *rcxt_owner;   /* window + 1 of a held rCxt, 0 = free */
 	uint64_t ev_count[SIM_NR_EVENT_TYPES];
+	bool rereg_on_fatal;    /* driver option (weft_sim_config) */
 };
 
 struct weft_sim {
@@ -72,6 +73,7 @@ struct weft_sim {
 	uint64_t tick_ns;
 	unsigned int budget;
 	uint64_t reboot_ns;
+	uint32_t tce_64k;               /* 64 KiB tables per job slot */
 	uint64_t now;
 	struct weft_fabric *fabric;
 	weft_sim_dma_hook dma_hook;

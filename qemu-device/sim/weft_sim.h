@@ -61,6 +61,8 @@ typedef void (*weft_sim_dma_hook)(void *opaque, unsigned int node, uint64_t addr
 typedef void (*weft_sim_trace_fn)(void *opaque, unsigned int node,
 				  const struct weft_trace *ev);
 
+#define WEFT_SIM_NO_64K         0xffffffffu
+
 struct weft_sim_config {
 	uint32_t nr_nodes;          /* 1 .. WEFT_SIM_MAX_NODES */
 	uint64_t mem_size;          /* guest memory per node; 0 = 64 MiB; >= 4 MiB */
@@ -70,12 +72,19 @@ struct weft_sim_config {
 	uint32_t nr_rcxt;           /* per adapter; 0 = WEFT_SIM_DEF_RCXT */
 	uint32_t nr_handlers;       /* interrupt handlers; 0 = 1 */
 	uint32_t rx_queue_len;      /* core receive queue; 0 = core default */
+	uint32_t rx_overlap;        /* core rx_overlap: entries valid out of slot order */
 	uint32_t verbs_qps, verbs_cqs, verbs_pds, verbs_tpt; /* 0 = core defaults */
 	size_t max_queued;          /* fabric frames; 0 = WEFT_SIM_DEF_QUEUED */
 	size_t capture_frames;      /* fabric capture ring; 0 = none */
 	uint64_t tick_ns;           /* virtual time of one busy round; 0 = 100 */
 	unsigned int poll_budget;   /* weft_core_poll budget; 0 = 64 */
 	uint64_t reboot_ns;         /* virtual time a node reboot takes; 0 = 1 ms */
+	/* Driver options, as weft.ko's module parameters (docs/driver.md):
+	 * 64 KiB tables per job slot (0 = WEFT_SLOT_TABLES_64K_DEF,
+	 * WEFT_SIM_NO_64K = none, the seed's layout) and the re-register on
+	 * MP_FATAL mode. */
+	uint32_t tce_64k_tables;
+	bool rereg_on_fatal;
 	weft_sim_trace_fn trace;
 	void *trace_opaque;
 };
@@ -151,9 +160,11 @@ int weft_sim_job_attach(struct weft_sim *s, unsigned int node, uint32_t job);
 int weft_sim_job_detach(struct weft_sim *s, unsigned int node, uint32_t job);
 
 /* Register [addr, addr + len) of node memory for job: first-fit TCEs in
- * one of the job's tables of that page size (page_shift 12 or 24; 0 picks
- * 24 for len >= 16 MiB, else 12).  Writes the PVO of addr.  Returns a
- * handle (> 0) or -EINVAL, -ENOENT (job has no slot), -ENOSPC. */
+ * one of the job's tables of that page size (page_shift 12, 16 or 24, and
+ * then, as weft.ko, addr and len aligned to the page; 0 picks 24 for
+ * len >= 16 MiB, else 12, and maps the pages around the range).  Writes
+ * the PVO of addr.  Returns a handle (> 0) or -EINVAL (bad or misaligned
+ * page size, no 64 KiB tables), -ENOENT (job has no slot), -ENOSPC. */
 int weft_sim_reg_mr(struct weft_sim *s, unsigned int node, uint32_t job, uint64_t addr,
 		    uint64_t len, unsigned int page_shift, uint64_t *pvo);
 int weft_sim_dereg_mr(struct weft_sim *s, unsigned int node, int handle);

@@ -208,8 +208,12 @@ int main(void)
 	m.job_id = JOB;
 	WT_BAD(fd, WEFT_IOC_REG_MR, &m, EINVAL, "REG_MR length 0");
 	m.length = len;
+	m.page_shift = 20;
+	WT_BAD(fd, WEFT_IOC_REG_MR, &m, EINVAL, "REG_MR page_shift 20");
 	m.page_shift = 16;
-	WT_BAD(fd, WEFT_IOC_REG_MR, &m, EINVAL, "REG_MR page_shift 16");
+	m.addr = (uintptr_t)buf + 4096;
+	WT_BAD(fd, WEFT_IOC_REG_MR, &m, EINVAL, "REG_MR 64 KiB pages, unaligned");
+	m.addr = (uintptr_t)buf;
 	m.page_shift = 24;
 	WT_BAD(fd, WEFT_IOC_REG_MR, &m, EINVAL, "REG_MR 16 MiB pages, unaligned");
 	m.page_shift = 0;
