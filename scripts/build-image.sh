@@ -5,8 +5,9 @@
 # and the in-guest tests, ip (iproute2), ethtool, ping (iputils) and iperf3,
 # Debian's RDMA user space (libibverbs1, ibverbs-utils, rdmacm-utils,
 # perftest) with the shared libraries they need (from Debian's .debs), the
-# Weft rdma-core provider (scripts/build-rdma-core.sh) and the init files of
-# images/init/.  The result is cached under
+# Weft rdma-core provider (scripts/build-rdma-core.sh), soft-RoCE for
+# side-by-side benchmarks (rdma_rxe and its modules, not loaded at boot,
+# and Debian's librxe provider) and the init files of images/init/.  The result is cached under
 #   $WEFT_CACHE/images/<hash of every input>/
 # holding vmlinuz (a link to the kernel), initrd.img, kernel-release and
 # manifest.txt (what went in).  An unchanged input set is not rebuilt.
@@ -211,10 +212,22 @@ if [ -n "$ko" ]; then
 	rdeps=$(grep -vxF -f <(printf '%s\n' "$deps") <<<"$rdeps" || true)
 fi
 
+# Soft-RoCE (rdma_rxe) for side-by-side runs (scripts/weft-rxe-bench):
+# into /lib/weft/rxe/ with its own modules.list, less what /lib/weft and
+# /lib/weft/rdma already hold; loaded by weft-rxe-up after weft-rdma-up.
+# rdma_rxe asks the crypto API for "crc32" without a module dependency:
+# crc32_generic provides it (the TCG CPU has no PCLMULQDQ).
+xdeps=
+if [ -n "$ko" ]; then
+	xdeps=$(module_deps "$ibko" rdma_rxe crc32_generic) || exit 1
+	xdeps=$(grep -vxF -f <(printf '%s\n' "$deps" "$rdeps") <<<"$xdeps" || true)
+fi
+
 # ---- cache key ---------------------------------------------------------------
 dep_files=()
 while read -r d; do [ -n "$d" ] && dep_files+=("$moddir/$d"); done <<<"$deps
-$rdeps"
+$rdeps
+$xdeps"
 # Contents of a folder by relative name (the tools' folder is temporary).
 dir_hash() { (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum) | sha256sum; }
 key=$( {
@@ -258,6 +271,14 @@ install_deb_tools() { # ROOT MANIFEST [PROVIDER]
 		install -D -m 644 "$3/weft.driver" "$root/etc/libibverbs.d/weft.driver"
 		echo "provider libweft-rdmav34.so $(sha256sum "$f" | cut -c1-16)" >>"$2"
 		todo+=("$f")
+		# Soft-RoCE's provider, from ibverbs-providers, for weft-rxe-up.
+		f=$root/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
+		install -D -m 644 "$(inside "$x/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so")" "$f" ||
+			weft_die "no librxe-rdmav34.so in ibverbs-providers"
+		install -D -m 644 "$x/etc/libibverbs.d/rxe.driver" "$root/etc/libibverbs.d/rxe.driver" ||
+			weft_die "no rxe.driver in ibverbs-providers"
+		echo "provider librxe-rdmav34.so (ibverbs-providers)" >>"$2"
+		todo+=("$f")
 	fi
 	# take_lib NAME WHO: the library NAME into the image, once.
 	take_lib() {
@@ -300,6 +321,7 @@ else
 	install -m 755 "$INIT/rc" "$root/etc/weft/rc"
 	install -m 755 "$INIT/weft-agent" "$root/usr/sbin/weft-agent"
 	install -m 755 "$INIT/weft-rdma-up" "$root/usr/sbin/weft-rdma-up"
+	install -m 755 "$INIT/weft-rxe-up" "$root/usr/sbin/weft-rxe-up"
 	echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
 	echo "root:x:0:" >"$root/etc/group"
 	if [ "$(id -u)" = 0 ]; then
@@ -339,6 +361,7 @@ else
 		cp "$ibko" "$root/lib/weft/rdma/weft_ib.ko"
 		echo weft_ib.ko >>"$root/lib/weft/rdma/modules.list"
 		echo "driver weft_ib.ko $(sha256sum "$ibko" | cut -c1-16)" >>"$manifest"
+		install_modules "$root/lib/weft/rxe" "$xdeps"
 	else
 		echo "driver none" >>"$manifest"
 	fi
