@@ -1166,8 +1166,15 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "third-party"))
+	if (!strcmp(argv[1], "third-party")) {
+		for (int i = 2; i + 1 < argc; i++)
+			if (!strcmp(argv[i], "--backend") && !strcmp(argv[i + 1], "sim")) {
+				tool_err(tp_desc.name, "needs three nodes: run its roles on a "
+					 "cluster (--backend sim has two)");
+				return 2;
+			}
 		return tool_main(&tp_desc, argc - 1, argv + 1);
+	}
 	if (!strcmp(argv[1], "half"))
 		return tool_main(&half_desc, argc - 1, argv + 1);
 	if (!strcmp(argv[1], "cond"))
