@@ -28,7 +28,7 @@ for s in dev win ops mrc rel rdv be_kernel sim_none; do
 done
 ar rcs "$tmp/libweft.a" "$tmp"/*.o
 "$CC" "${cflags[@]}" -c "$here/tools/common.c" -o "$tmp/common.o"
-for t in weft-info weft-pingpong weft-bw weft-rdma-check; do
+for t in weft-info weft-pingpong weft-bw weft-rdma-check weft-ops; do
 	"$CC" "${cflags[@]}" -static "$here/tools/$t.c" "$tmp/common.o" "$tmp/libweft.a" \
 		-lpthread -o "$out/$t"
 	echo "$out/$t"

@@ -328,6 +328,159 @@ static int cmd_mcast(struct req *r)
 	return 0;
 }
 
+/* ---- drop rules ------------------------------------------------------------ */
+
+static const struct {
+	const char *name;
+	uint8_t type;
+} pkt_types[] = {
+	{ "fifo", WEFT_PKT_FIFO }, { "rdmaw", WEFT_PKT_RDMAW },
+	{ "rdmar-req", WEFT_PKT_RDMAR_REQ }, { "completion", WEFT_PKT_COMPLETION },
+	{ "tp-rdmar-req", WEFT_PKT_TP_RDMAR_REQ }, { "tp-rdmaw", WEFT_PKT_TP_RDMAW },
+	{ "fifo-data", WEFT_PKT_FIFO_DATA }, { "rdmar-fifo-req", WEFT_PKT_RDMAR_FIFO_REQ },
+	{ "rdmar-put-req", WEFT_PKT_RDMAR_PUT_REQ }, { "verbs", WEFT_PKT_VERBS },
+};
+
+#define NTYPES (sizeof(pkt_types) / sizeof(pkt_types[0]))
+
+static const char *pkt_type_name(uint8_t t)
+{
+	size_t i;
+
+	for (i = 0; i < NTYPES; i++)
+		if (pkt_types[i].type == t)
+			return pkt_types[i].name;
+	return t ? "other" : "any";
+}
+
+/* One field of a rule: "any" or a number up to max, or a type name. */
+static bool rule_field(const char *v, uint64_t max, uint64_t *out, bool type)
+{
+	size_t i;
+
+	if (!strcmp(v, "any")) {
+		*out = type ? 0 : WEFT_FABRIC_ANY;
+		return true;
+	}
+	for (i = 0; type && i < NTYPES; i++)
+		if (!strcmp(v, pkt_types[i].name)) {
+			*out = pkt_types[i].type;
+			return true;
+		}
+	return parse_u64(v, max, out) && (!type || (*out > 0 && *out < WEFT_PKT_HELLO));
+}
+
+static void rule_out(struct req *r, size_t i, const struct weft_fabric_rule *x)
+{
+	static const char *const names[] = { "src", "src_window", "dst" };
+	const uint16_t v[] = { x->src_node, x->src_window, x->dst_node };
+	size_t k;
+
+	if (r->json) {
+		jw_obj(&r->w);
+		jw_key(&r->w, "rule"); jw_u64(&r->w, i);
+		for (k = 0; k < 3; k++) {
+			jw_key(&r->w, names[k]);
+			if (v[k] == WEFT_FABRIC_ANY)
+				jw_null(&r->w);
+			else
+				jw_u64(&r->w, v[k]);
+		}
+		jw_key(&r->w, "type"); jw_str(&r->w, pkt_type_name(x->type));
+		jw_key(&r->w, "left"); jw_u64(&r->w, x->left);
+		jw_key(&r->w, "dropped"); jw_u64(&r->w, x->dropped);
+		jw_end_obj(&r->w);
+		return;
+	}
+	sb_printf(r->b, "rule %zu:", i);
+	for (k = 0; k < 3; k++) {
+		if (v[k] == WEFT_FABRIC_ANY)
+			sb_printf(r->b, " %s=any", names[k]);
+		else
+			sb_printf(r->b, " %s=%u", names[k], v[k]);
+	}
+	sb_printf(r->b, " type=%s left=%" PRIu64 " dropped=%" PRIu64 "\n",
+		  pkt_type_name(x->type), x->left, x->dropped);
+}
+
+static int drop_add(struct req *r)
+{
+	struct weft_fabric_rule x = { .src_node = WEFT_FABRIC_ANY, .src_window = WEFT_FABRIC_ANY,
+				      .dst_node = WEFT_FABRIC_ANY, .left = 1 };
+	uint64_t v;
+	int i, rc;
+
+	for (i = 1; i < r->n; i++) {
+		const char *t = r->arg[i], *eq = strchr(t, '=');
+		char key[16];
+
+		if (!eq || eq - t >= (long)sizeof(key))
+			FAIL("drop add: expected KEY=VALUE, got '%s'", t);
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - t), t);
+		if (!strcmp(key, "src") || !strcmp(key, "dst")) {
+			if (!rule_field(eq + 1, WEFT_NODE_MAX_UNICAST, &v, false))
+				FAIL("drop add: %s needs a node id 0..%u or any, got '%s'", key,
+				     WEFT_NODE_MAX_UNICAST, eq + 1);
+			*(key[0] == 's' ? &x.src_node : &x.dst_node) = (uint16_t)v;
+		} else if (!strcmp(key, "src-window") || !strcmp(key, "src_window")) {
+			if (!rule_field(eq + 1, 0xfffe, &v, false))
+				FAIL("drop add: src-window needs a window or any, got '%s'", eq + 1);
+			x.src_window = (uint16_t)v;
+		} else if (!strcmp(key, "type")) {
+			if (!rule_field(eq + 1, 0xff, &v, true))
+				FAIL("drop add: unknown packet type '%s' (fifo, rdmaw, rdmar-req, "
+				     "completion, tp-rdmar-req, tp-rdmaw, fifo-data, rdmar-fifo-req, "
+				     "rdmar-put-req, verbs, a number or any)", eq + 1);
+			x.type = (uint8_t)v;
+		} else if (!strcmp(key, "count")) {
+			if (!parse_u64(eq + 1, UINT32_MAX, &v) || v == 0)
+				FAIL("drop add: count needs 1..%u, got '%s'", UINT32_MAX, eq + 1);
+			x.left = v;
+		} else {
+			FAIL("drop add: unknown key '%s' (src, src-window, dst, type, count)", key);
+		}
+	}
+	rc = weft_fabric_add_rule(r->s->fab, &x);
+	if (rc == -ENOSPC)
+		FAIL("drop add: already %u rules (drop clear)", WEFT_FABRIC_MAX_RULES);
+	if (rc < 0)
+		FAIL("drop add: %s", strerror(-rc));
+	x.dropped = 0;
+	rule_out(r, (size_t)rc, &x);
+	return 0;
+}
+
+static int cmd_drop(struct req *r)
+{
+	struct weft_fabric_rule x[WEFT_FABRIC_MAX_RULES];
+	size_t n, i;
+
+	if (r->n >= 1 && !strcmp(r->arg[0], "add"))
+		return drop_add(r);
+	if (r->n == 1 && !strcmp(r->arg[0], "clear")) {
+		weft_fabric_clear_rules(r->s->fab);
+		if (r->json) {
+			jw_obj(&r->w);
+			jw_key(&r->w, "rules"); jw_u64(&r->w, 0);
+			jw_end_obj(&r->w);
+		} else {
+			sb_printf(r->b, "rules cleared\n");
+		}
+		return 0;
+	}
+	if (r->n != 1 || strcmp(r->arg[0], "list"))
+		FAIL("drop: expected 'drop add [src=N] [src-window=W] [dst=N] [type=T] "
+		     "[count=N]', 'drop list' or 'drop clear'");
+	n = weft_fabric_rules(r->s->fab, x, WEFT_FABRIC_MAX_RULES);
+	if (r->json)
+		jw_arr(&r->w);
+	for (i = 0; i < n; i++)
+		rule_out(r, i, &x[i]);
+	if (r->json)
+		jw_end_arr(&r->w);
+	return 0;
+}
+
 static void switch_stats_out(struct req *r)
 {
 	struct sw *s = r->s;
@@ -552,6 +705,8 @@ static const struct {
 	{ "nodes", cmd_nodes, "nodes", "ports: attached, up, held frames" },
 	{ "mcast", cmd_mcast, "mcast join|leave GROUP NODE | list [GROUP]",
 	  "multicast membership (GROUP 0..255)" },
+	{ "drop", cmd_drop, "drop add [src=N] [src-window=W] [dst=N] [type=T] [count=N]",
+	  "drop the next COUNT (1) matching frames; drop list | clear" },
 	{ "counters", cmd_counters, "counters [NODE]", "per-port frames, bytes, drops by reason" },
 	{ "mark", cmd_mark, "mark", "capture mark (frames captured so far)" },
 	{ "replay", cmd_replay, "replay [N] [before=MARK]", "re-inject N (default 1) captured frames" },

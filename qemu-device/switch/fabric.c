@@ -96,6 +96,9 @@ struct weft_fabric {
 	weft_fabric_tap_fn tap;
 	void *tap_opaque;
 
+	struct weft_fabric_rule rules[WEFT_FABRIC_MAX_RULES];
+	size_t nrules;
+
 	struct weft_fabric_port_stats total;
 };
 
@@ -617,6 +620,61 @@ static uint64_t due_time(uint64_t now, uint64_t delay, uint64_t r, uint64_t skew
 	return t;
 }
 
+/* ---- drop rules ------------------------------------------------------------ */
+
+int weft_fabric_add_rule(struct weft_fabric *f, const struct weft_fabric_rule *r)
+{
+	bool src_ok = r->src_node <= WEFT_NODE_MAX_UNICAST || r->src_node == WEFT_FABRIC_ANY;
+	bool dst_ok = r->dst_node <= WEFT_NODE_MAX_UNICAST || r->dst_node == WEFT_FABRIC_ANY;
+
+	if (r->left == 0 || !src_ok || !dst_ok)
+		return -EINVAL;
+	if (f->nrules == WEFT_FABRIC_MAX_RULES)
+		return -ENOSPC;
+	f->rules[f->nrules] = *r;
+	f->rules[f->nrules].dropped = 0;
+	return (int)f->nrules++;
+}
+
+size_t weft_fabric_rules(const struct weft_fabric *f, struct weft_fabric_rule *out,
+			 size_t max)
+{
+	size_t i;
+
+	for (i = 0; i < f->nrules && i < max; i++)
+		out[i] = f->rules[i];
+	return f->nrules;
+}
+
+void weft_fabric_clear_rules(struct weft_fabric *f)
+{
+	f->nrules = 0;
+}
+
+/* Does a rule take this copy (and count it)? */
+static bool rule_drops(struct weft_fabric *f, const void *frame, uint16_t src, uint16_t dst)
+{
+	struct weft_wire_hdr h;
+	size_t i;
+
+	if (!f->nrules)
+		return false;
+	memcpy(&h, frame, sizeof(h));
+	for (i = 0; i < f->nrules; i++) {
+		struct weft_fabric_rule *r = &f->rules[i];
+
+		if (r->left && (r->src_node == WEFT_FABRIC_ANY || r->src_node == src) &&
+		    (r->src_window == WEFT_FABRIC_ANY || r->src_window == h.src_window) &&
+		    (r->dst_node == WEFT_FABRIC_ANY || r->dst_node == dst) &&
+		    (r->type == 0 || r->type == h.type)) {
+			r->left--;
+			r->dropped++;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* Route the copies of one frame; the caller checked the capacity.
  * Returns the number of copies queued. */
 static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
@@ -655,6 +713,10 @@ static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
 		if (!dp->attached && port_full(f, dp)) {
 			/* An absent node's quota: in flight plus held. */
 			count_drop(f, dp, WEFT_FABRIC_DROP_ABSENT);
+			continue;
+		}
+		if (rule_drops(f, frame, src, dsts[i])) {
+			count_drop(f, dp, WEFT_FABRIC_DROP_RULE);
 			continue;
 		}
 		if (f->ft.drop_ppm && rng_below(f, 1000000) < f->ft.drop_ppm) {

@@ -39,7 +39,8 @@ struct weft_fabric_faults {
 	X(ABSENT)       /* destination detached and the hold budget is used up */ \
 	X(OVERFLOW)     /* one broadcast has more copies than the fabric holds */ \
 	X(STALLED)      /* destination at its quota and not reading for stall_ns */ \
-	X(EXPIRED)      /* held longer than the expiry for an absent node */
+	X(EXPIRED)      /* held longer than the expiry for an absent node */ \
+	X(RULE)         /* matched a drop rule (weft_fabric_add_rule) */
 
 enum weft_fabric_drop {
 #define WEFT_FABRIC_DROP_ENUM(n) WEFT_FABRIC_DROP_##n,
@@ -114,6 +115,34 @@ int weft_fabric_mcast_join(struct weft_fabric *f, unsigned int group, uint16_t n
 int weft_fabric_mcast_leave(struct weft_fabric *f, unsigned int group, uint16_t node);
 size_t weft_fabric_mcast_members(const struct weft_fabric *f, unsigned int group,
 				 uint16_t *out, size_t max);
+
+/* Drop rules: the next `left` copies that match a rule are dropped (RULE,
+ * counted on the destination port), whatever the other faults say; then
+ * the rule stays listed, spent, with what it dropped.  A rule matches a
+ * copy by its source node and window (the header's src_window), its
+ * destination node (the node this copy goes to, also for a broadcast or
+ * multicast) and the packet type; WEFT_FABRIC_ANY (type 0) matches any.
+ * So one node's FIFO packets from one window to one node can be dropped
+ * while everything else still flows.  At most WEFT_FABRIC_MAX_RULES;
+ * the first matching rule with frames left takes the copy. */
+#define WEFT_FABRIC_ANY         0xffffu
+#define WEFT_FABRIC_MAX_RULES   8u
+struct weft_fabric_rule {
+	uint16_t src_node;      /* WEFT_FABRIC_ANY: any */
+	uint16_t src_window;    /* WEFT_FABRIC_ANY: any */
+	uint16_t dst_node;      /* WEFT_FABRIC_ANY: any */
+	uint8_t type;           /* enum weft_pkt_type, 0: any */
+	uint64_t left;          /* copies still to drop, >= 1 when added */
+	uint64_t dropped;       /* copies dropped so far (output) */
+};
+/* Returns the rule's index, -EINVAL (left 0, or a node id that is neither
+ * unicast nor WEFT_FABRIC_ANY) or -ENOSPC. */
+int weft_fabric_add_rule(struct weft_fabric *f, const struct weft_fabric_rule *r);
+/* Copies the rules (spent ones too) into out (at most max); returns how
+ * many there are. */
+size_t weft_fabric_rules(const struct weft_fabric *f, struct weft_fabric_rule *out,
+			 size_t max);
+void weft_fabric_clear_rules(struct weft_fabric *f);
 
 /* Submit a frame (weft_wire_hdr + payload) from src_node at time now.
  * Returns 0 (queued, or dropped and counted) or -EAGAIN (full, or a

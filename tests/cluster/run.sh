@@ -81,6 +81,7 @@ SCENARIOS=(
 	"verbs-kill|$C2|user verbs: ib_write_bw killed with SIGKILL mid-transfer on both nodes: rdma resource counts back to their start"
 	"ib-device|$C2|RDMA core: weft_ib.ko registers weft_ib0 on both nodes: rdma link ACTIVE on weft0, the IPv4-mapped RoCE v2 GID, pkey, node GUID, device attributes = the adapter's registers, the port follows the carrier"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
+	"seed000-ops|$C4|libweft's further operations between guests (weft-ops): a third-party transfer (node1 makes node2 write into node0; TARGET completion at node0, SOURCE at node1, none at node2); a broadcast write reaching nodes 1-3 with node3's acknowledgement dropped by a switch drop rule, node3 alone re-sent to; a multicast write reaching only the group's members; a conditional RDMA whose signal arrives after its 4 writes; the four half-RDMA modes; all byte-exact"
 )
 
 usage() {
@@ -1024,6 +1025,10 @@ sc_all_to_all() {
 	checked "all 12 ordered pairs: RDMA write+read 1 B..256 KiB byte-exact, all at the same time"
 	for i in 0 1 2 3; do no_oops "$c" "$i" || return 1; done
 }
+
+# libweft's further operations between guests (sc_seed000_ops).
+# shellcheck source=tests/cluster/ops.sh
+source "$WEFT_ROOT/tests/cluster/ops.sh"
 
 # IP over Weft (sc_ip_*).
 # shellcheck source=tests/cluster/net.sh

@@ -2,7 +2,8 @@
 /*
  * Unit test of the fabric model (qemu-device/switch/fabric.c): routing,
  * broadcast, multicast, reordering across routes, seeded drops, bounded
- * queue, port down/up, hold across detach, capture and replay, bad frames.
+ * queue, port down/up, hold across detach, capture and replay, bad frames,
+ * drop rules.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -579,6 +580,82 @@ static void test_stall_expiry(void)
 	weft_fabric_free(f);
 }
 
+/* Drop rules: only the matching copies go, and only as many as asked. */
+static void test_rules(void)
+{
+	struct weft_fabric *f = mkfab(4, 64, 0, 4);
+	static struct sink s;
+	struct weft_fabric_rule r = { .src_node = 3, .src_window = 2, .dst_node = 1,
+				      .type = WEFT_PKT_FIFO, .left = 1 }, out[WEFT_FABRIC_MAX_RULES];
+	struct weft_wire_hdr h;
+	unsigned char b[WEFT_WIRE_MAX_FRAME];
+	size_t len;
+	int i;
+
+	memset(&s, 0, sizeof(s));
+	CHECK(weft_fabric_add_rule(f, &(struct weft_fabric_rule){ .src_node = 1 }) == -EINVAL);
+	CHECK(weft_fabric_add_rule(f, &(struct weft_fabric_rule){ .src_node = 0xF000,
+								  .left = 1 }) == -EINVAL);
+	CHECK(weft_fabric_add_rule(f, &r) == 0);
+	/* Not matching: another type, another source window, another
+	 * destination, another source. */
+	len = mkframe(b, 3, 1, 1, 8);
+	memcpy(&h, b, sizeof(h));
+	h.type = WEFT_PKT_FIFO_DATA;
+	h.src_window = 2;
+	memcpy(b, &h, sizeof(h));
+	CHECK(weft_fabric_submit(f, 3, b, len, 0) == 0);
+	h.type = WEFT_PKT_FIFO;
+	h.src_window = 1;
+	h.tid = 2;
+	memcpy(b, &h, sizeof(h));
+	CHECK(weft_fabric_submit(f, 3, b, len, 0) == 0);
+	h.src_window = 2;
+	h.dst_node = 4;
+	h.tid = 3;
+	memcpy(b, &h, sizeof(h));
+	CHECK(weft_fabric_submit(f, 3, b, len, 0) == 0);
+	len = mkframe(b, 2, 1, 4, 8);
+	memcpy(&h, b, sizeof(h));
+	h.src_window = 2;
+	memcpy(b, &h, sizeof(h));
+	CHECK(weft_fabric_submit(f, 2, b, len, 0) == 0);
+	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 4);
+	/* Matching: the first is dropped, the second goes through. */
+	len = mkframe(b, 3, 1, 5, 8);
+	memcpy(&h, b, sizeof(h));
+	h.src_window = 2;
+	memcpy(b, &h, sizeof(h));
+	CHECK(weft_fabric_submit(f, 3, b, len, 0) == 0);
+	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 0);
+	h.tid = 6;
+	memcpy(b, &h, sizeof(h));
+	CHECK(weft_fabric_submit(f, 3, b, len, 0) == 0);
+	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 1 && s.r[4].tid == 6);
+	CHECK(weft_fabric_port_stats(f, 1)->drops[WEFT_FABRIC_DROP_RULE] == 1);
+	CHECK(weft_fabric_rules(f, out, WEFT_FABRIC_MAX_RULES) == 1);
+	CHECK(out[0].left == 0 && out[0].dropped == 1);
+	/* A broadcast: only the copy for the rule's destination is dropped. */
+	r.src_window = WEFT_FABRIC_ANY;
+	r.dst_node = 2;
+	r.left = 5;
+	CHECK(weft_fabric_add_rule(f, &r) == 1);
+	len = mkframe(b, 3, WEFT_NODE_BROADCAST, 7, 8);
+	CHECK(weft_fabric_submit(f, 3, b, len, 0) == 0);
+	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 2);
+	CHECK(count_dst(&s, 2) == 0 && s.r[5].tid == 7 && s.r[6].tid == 7);
+	CHECK(weft_fabric_rules(f, out, WEFT_FABRIC_MAX_RULES) == 2 && out[1].left == 4);
+	/* Full table; clear. */
+	for (i = 2; i < (int)WEFT_FABRIC_MAX_RULES; i++)
+		CHECK(weft_fabric_add_rule(f, &r) == i);
+	CHECK(weft_fabric_add_rule(f, &r) == -ENOSPC);
+	weft_fabric_clear_rules(f);
+	CHECK(weft_fabric_rules(f, out, WEFT_FABRIC_MAX_RULES) == 0);
+	CHECK(weft_fabric_submit(f, 3, b, len, 0) == 0);
+	CHECK(weft_fabric_poll(f, 0, deliver, &s) == 3);
+	weft_fabric_free(f);
+}
+
 int main(void)
 {
 	static const struct {
@@ -596,6 +673,7 @@ int main(void)
 		{ "capture and replay", test_replay },
 		{ "bad frames", test_bad_frames },
 		{ "stalled ports and expiry", test_stall_expiry },
+		{ "drop rules", test_rules },
 	};
 	size_t i;
 

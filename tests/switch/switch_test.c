@@ -719,6 +719,51 @@ static void test_mcast(void)
 	sw_stop(&s);
 }
 
+/* A drop rule for one node's FIFO packets to one node: the broadcast copy
+ * for node 1 is dropped once, everything else flows. */
+static void test_drop_rule(void)
+{
+	struct sw s;
+	char out[8192];
+	uint32_t tids[4];
+	unsigned char b[WEFT_WIRE_MAX_FRAME];
+	size_t len;
+	int f1, f2, f3;
+
+	sw_start(&s, "9", NULL);
+	f1 = join(&s, 1);
+	f2 = join(&s, 2);
+	f3 = join(&s, 3);
+	CHECK(ctl(&s, out, sizeof(out), "drop add src=3 src-window=0 dst=1 type=fifo") == 0 &&
+	      strstr(out, "rule 0: src=3 src_window=0 dst=1 type=fifo left=1 dropped=0"));
+	CHECK(ctl(&s, out, sizeof(out), "drop add type=bogus") == 1 &&
+	      strstr(out, "unknown packet type"));
+	CHECK(ctl(&s, out, sizeof(out), "drop add src=3 count=0") == 1 && strstr(out, "count"));
+	CHECK(ctl(&s, out, sizeof(out), "drop frob") == 1 && strstr(out, "expected"));
+	/* Another type from node 3 to node 1 is not the rule's. */
+	len = mkframe(b, WEFT_PKT_FIFO_DATA, 3, 1, 80, 16);
+	CHECK(send_raw(f3, (uint32_t)len, b, len));
+	CHECK(recv_n(f1, 1, tids, NULL) == 1 && tids[0] == 80);
+	CHECK(send_frame(f3, 3, WEFT_NODE_BROADCAST, 81, 16));
+	CHECK(recv_n(f2, 1, tids, NULL) == 1 && tids[0] == 81);
+	wait_counter(&s, 1, "drop_RULE", 1);
+	CHECK(nothing_pending(f1));
+	CHECK(send_frame(f3, 3, WEFT_NODE_BROADCAST, 82, 16));
+	CHECK(recv_n(f1, 1, tids, NULL) == 1 && tids[0] == 82);
+	CHECK(recv_n(f2, 1, tids, NULL) == 1 && tids[0] == 82);
+	CHECK(ctl(&s, out, sizeof(out), "drop list") == 0 && strstr(out, "left=0 dropped=1"));
+	CHECK(ctl(&s, out, sizeof(out), "--json drop list") == 0 &&
+	      strstr(out, "\"src\":3,\"src_window\":0,\"dst\":1,\"type\":\"fifo\",\"left\":0,"
+		     "\"dropped\":1"));
+	CHECK(counter(&s, 2, "drop_RULE") == 0 && counter(&s, -2, "drop_RULE") == 1);
+	ctl_ok(&s, "drop clear");
+	CHECK(ctl(&s, out, sizeof(out), "drop list") == 0 && !strstr(out, "rule"));
+	close(f1);
+	close(f2);
+	close(f3);
+	sw_stop(&s);
+}
+
 static size_t inversions(const uint32_t *t, size_t n)
 {
 	size_t i, inv = 0;
@@ -1709,6 +1754,7 @@ static const struct {
 	{ "start-errors", test_start_errors },
 	{ "routing-broadcast", test_routing_broadcast },
 	{ "mcast", test_mcast },
+	{ "drop-rule", test_drop_rule },
 	{ "reorder-routes", test_reorder_routes },
 	{ "delay-jitter", test_delay_jitter },
 	{ "drop-seeded", test_drop_seeded },
