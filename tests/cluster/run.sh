@@ -79,6 +79,9 @@ SCENARIOS=(
 	"verbs-lossy|$C2|user verbs through a switch with 1% loss and reordering: ib_write_bw and ib_read_bw complete, the adapter's retransmit counter moves"
 	"verbs-recovery|$C2|user verbs: node1's adapter recovered under a running ib_write_bw: both ends fail, the process's objects are gone, a new weft_ib0 comes up ACTIVE by itself, a new ib_write_bw runs"
 	"verbs-kill|$C2|user verbs: ib_write_bw killed with SIGKILL mid-transfer on both nodes: rdma resource counts back to their start"
+	"verbs-isolation|$C2|user verbs: node1's RDMA WRITE/READ with rkeys node0's process did not give it (a guessed key byte, another PD's, another process's) complete with IBV_WC_REM_ACCESS_ERR, the QP goes to ERR, node0's memory unchanged; another process on node0 cannot query, modify or destroy the owner's QP, CQ, MR or PD (weft-verbs-isolation)"
+	"verbs-errors|$C2|user verbs: every verbs call with bad arguments fails with the errno of a real HCA's provider or driver (EINVAL, EOPNOTSUPP, EFAULT, EBUSY; bad_wr set); ib_core object counts unchanged, no kernel warning (weft-verbs-errors)"
+	"verbs-mw|$C2|user verbs: type 1 (ibv_bind_mw) and type 2 (IBV_WR_BIND_MW) memory windows: node1's writes and reads inside a window byte-exact, outside it, without the right, through another QP, after LOCAL_INV, send with invalidate or dealloc IBV_WC_REM_ACCESS_ERR (weft-verbs-mw)"
 	"ib-device|$C2|RDMA core: weft_ib.ko registers weft_ib0 on both nodes: rdma link ACTIVE on weft0, the IPv4-mapped RoCE v2 GID, pkey, node GUID, device attributes = the adapter's registers, the port follows the carrier"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
 )
