@@ -200,8 +200,14 @@ static void server(struct vt *v)
 	pid = fork();
 	if (pid < 0)
 		t_bail("fork");
-	if (!pid)
+	if (!pid) {
+		close(p2c[1]);
+		close(c2p[0]);
 		other_process(v, p2c[0], c2p[1]);
+	}
+	/* Either end sees EOF if the other one dies. */
+	close(p2c[0]);
+	close(c2p[1]);
 
 	vt_open(v);
 	pd = ibv_alloc_pd(v->ctx);
