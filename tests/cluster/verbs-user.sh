@@ -299,6 +299,7 @@ vtap() {
 	local n=$1 name=$2 line ok bad plan
 	while IFS= read -r line; do
 		case $line in
+		"# checked: node"*) checked "${line#"# checked: "}" ;;
 		"# checked: "*) checked "node$n: ${line#"# checked: "}" ;;
 		"not ok "*) fail "node$n: $name: ${line#not ok }" ;;
 		"# FAIL"* | "Bail out!"*) say "node$n: $line" ;;
@@ -338,7 +339,7 @@ vpair() {
 # ib_core's object counts (`rdma resource show`) are back to their values
 # before the run on both nodes, and neither kernel logged a warning.
 vrun() {
-	local c=$1 how=$2 t=$3 n i rc=0
+	local c=$1 how=$2 t=$3 n rc=0
 	local -a start
 	need "$c" 0 "$t" || return 1
 	ib_dev "$c" 1 || return 1
@@ -352,7 +353,7 @@ vrun() {
 	"$how" "$c" "$t" || rc=1
 	for n in 0 1; do
 		# A process's objects go when its file descriptors close.
-		for i in 1 2 3 4 5 6 7 8 9 10; do
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
 			res_counts "$c" "$n" || return 1
 			[ "$RES" = "${start[n]}" ] && break
 			sleep 1

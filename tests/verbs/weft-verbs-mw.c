@@ -200,7 +200,8 @@ static void server(struct vt *v)
 	r = ibv_dealloc_mw(mw1);
 	CHECK(!r, "ibv_dealloc_mw: %s", vt_en(r));
 	t_checked("node0: ibv_dealloc_mw of the bound type 1 window: success");
-	vt_sync(v, 5);		/* node1 read with the old rkey */
+	vt_sync(v, 5);		/* node1 reads with the old rkey */
+	vt_sync(v, 21);		/* ... and has its completion */
 	ibv_destroy_qp(qp);
 	t_begin("node0: memory after sessions 2-4");
 	CHECK(s_holds(&s, W1, WLEN, SEED_1, 0), "the read-only window changed");
@@ -219,7 +220,8 @@ static void server(struct vt *v)
 	CHECK(!r && st == IBV_WC_SUCCESS && op == IBV_WC_LOCAL_INV, "post %s, completion %s, opcode %d",
 	      vt_en(r), vt_status(st), op);
 	t_checked("node0: IBV_WR_LOCAL_INV of rkey 0x%x: IBV_WC_LOCAL_INV success", rk2);
-	vt_sync(v, 7);		/* node1 wrote with the invalidated rkey */
+	vt_sync(v, 7);		/* node1 writes with the invalidated rkey */
+	vt_sync(v, 22);
 	ibv_destroy_qp(qp);
 	t_begin("node0: memory after session 5");
 	CHECK(s_holds(&s, W2, WLEN, SEED_2, 0), "the type 2 window does not hold node1's write");
@@ -251,7 +253,8 @@ static void server(struct vt *v)
 	      wc.opcode, wc.wc_flags, wc.invalidated_rkey, wc.byte_len);
 	CHECK(s_holds(&s, RECV_OFF, SEND_LEN, SEED_M, 0), "received data wrong");
 	t_checked("node0: receive with IBV_WC_WITH_INV, invalidated_rkey 0x%x, %d B byte-exact", rk2, SEND_LEN);
-	vt_sync(v, 10);		/* node1 read with the invalidated rkey */
+	vt_sync(v, 10);		/* node1 reads with the invalidated rkey */
+	vt_sync(v, 23);
 	ibv_destroy_qp(qp);
 
 	/* 8: type 2 deallocated. */
@@ -263,7 +266,8 @@ static void server(struct vt *v)
 	r = ibv_dealloc_mw(mw2);
 	CHECK(!r, "ibv_dealloc_mw: %s", vt_en(r));
 	t_checked("node0: ibv_dealloc_mw of the bound type 2 window: success");
-	vt_sync(v, 12);		/* node1 read with the old rkey */
+	vt_sync(v, 12);		/* node1 reads with the old rkey */
+	vt_sync(v, 24);
 	ibv_destroy_qp(qp);
 
 	t_begin("node0: final memory");
@@ -384,6 +388,7 @@ static void client(struct vt *v)
 	vt_sync(v, 5);
 	c_refused(&c, qp, IBV_WR_RDMA_READ, w.addr, w.rkey, 256,
 		  "RDMA READ with the type 1 window's rkey after ibv_dealloc_mw");
+	vt_sync(v, 21);
 	ibv_destroy_qp(qp);
 
 	qp = vt_connect(v, pd, c.cq, 0);
@@ -396,6 +401,7 @@ static void client(struct vt *v)
 	vt_sync(v, 7);
 	c_refused(&c, qp, IBV_WR_RDMA_WRITE, w.addr, w.rkey, 64,
 		  "RDMA WRITE with the type 2 window's rkey after IBV_WR_LOCAL_INV");
+	vt_sync(v, 22);
 	ibv_destroy_qp(qp);
 
 	qp = vt_connect(v, pd, c.cq, 0);
@@ -429,6 +435,7 @@ static void client(struct vt *v)
 	vt_sync(v, 10);
 	c_refused(&c, qp, IBV_WR_RDMA_READ, w.addr, w.rkey, 256,
 		  "RDMA READ with the type 2 window's rkey after the send with invalidate");
+	vt_sync(v, 23);
 	ibv_destroy_qp(qp);
 
 	qp = vt_connect(v, pd, c.cq, 0);
@@ -439,6 +446,7 @@ static void client(struct vt *v)
 	vt_sync(v, 12);
 	c_refused(&c, qp, IBV_WR_RDMA_READ, w.addr, w.rkey, 256,
 		  "RDMA READ with the type 2 window's rkey after ibv_dealloc_mw");
+	vt_sync(v, 24);
 	ibv_destroy_qp(qp);
 
 	t_begin("node1: teardown");
