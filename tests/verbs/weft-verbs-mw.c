@@ -116,8 +116,12 @@ static void server(struct vt *v)
 {
 	struct srv s = { .v = v };
 	struct ibv_qp *qp, *qp2;
-	struct ibv_mw *mw1, *mw2;
-	struct ibv_mw_bind zb;
+	struct ibv_mw *mw1, *mw2, *mw9;
+	struct ibv_mw_bind zb, b9;
+	struct ibv_pd *pd9;
+	struct ibv_cq *cq9;
+	struct ibv_mr *mr9;
+	uint8_t *buf9;
 	struct ibv_send_wr inv = { .wr_id = 13, .opcode = IBV_WR_LOCAL_INV,
 				   .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_recv_wr rwr = { .wr_id = 14, .num_sge = 1 }, *rbad;
@@ -270,6 +274,33 @@ static void server(struct vt *v)
 	vt_sync(v, 24);
 	ibv_destroy_qp(qp);
 
+	/*
+	 * 9: the process ends with a window bound to an MR registered after
+	 * the window: at close, ib_uverbs destroys the newer MR first, which
+	 * the driver refuses while the window is bound, and again after the
+	 * window is gone (the scenario checks the counts and kernel log).
+	 */
+	pd9 = ibv_alloc_pd(v->ctx);
+	cq9 = ibv_create_cq(v->ctx, 16, NULL, NULL, 0);
+	mw9 = pd9 ? ibv_alloc_mw(pd9, IBV_MW_TYPE_1) : NULL;
+	buf9 = aligned_alloc(4096, 4096);
+	mr9 = pd9 && buf9 ? ibv_reg_mr(pd9, buf9, 4096, IBV_ACCESS_LOCAL_WRITE |
+					 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND) : NULL;
+	if (!cq9 || !mw9 || !mr9)
+		t_bail("session 9 objects: errno %d", errno);
+	qp = vt_connect(v, pd9, cq9, QP_ACC);
+	b9 = (struct ibv_mw_bind){ .wr_id = 19, .send_flags = IBV_SEND_SIGNALED,
+				   .bind_info = { .mr = mr9, .addr = (uintptr_t)buf9, .length = 4096,
+						  .mw_access_flags = IBV_ACCESS_REMOTE_READ } };
+	t_begin("node0: a window bound to an MR registered after it");
+	r = ibv_bind_mw(qp, mw9, &b9);
+	st = vt_poll(cq9, &wc) ? (int)wc.status : -1;
+	CHECK(!r && st == IBV_WC_SUCCESS, "bind %s, completion %s", vt_en(r), vt_status(st));
+	r = ibv_dereg_mr(mr9);
+	CHECK(r == EINVAL, "ibv_dereg_mr: %s", vt_en(r));
+	t_checked("node0: a type 1 window bound to an MR registered after it: ibv_dereg_mr -> %s; both left to the close with their QP, CQ and PD", vt_en(r));
+	vt_sync(v, 25);
+
 	t_begin("node0: final memory");
 	CHECK(s_holds(&s, 0, W1, SEED_S, 0), "[0, W1) changed");
 	CHECK(s_holds(&s, W1, WLEN, SEED_1, 0) && s_holds(&s, W2, WLEN, SEED_2, 0), "a window changed");
@@ -280,7 +311,9 @@ static void server(struct vt *v)
 	r = ibv_dereg_mr(s.mr);
 	CHECK(!r && !ibv_destroy_cq(s.cq) && !ibv_dealloc_pd(s.pd), "ibv_dereg_mr %s", vt_en(r));
 	t_checked("node0: with no window bound any more, ibv_dereg_mr, ibv_destroy_cq and ibv_dealloc_pd succeed");
-	ibv_close_device(v->ctx);
+	t_begin("node0: close with objects left");
+	CHECK(!ibv_close_device(v->ctx), "ibv_close_device: errno %d", errno);
+	t_checked("node0: ibv_close_device with session 9's QP, CQ, MR, bound window and PD left: success");
 }
 
 /* ---- node1 -------------------------------------------------------------------- */
@@ -447,6 +480,10 @@ static void client(struct vt *v)
 	c_refused(&c, qp, IBV_WR_RDMA_READ, w.addr, w.rkey, 256,
 		  "RDMA READ with the type 2 window's rkey after ibv_dealloc_mw");
 	vt_sync(v, 24);
+	ibv_destroy_qp(qp);
+
+	qp = vt_connect(v, pd, c.cq, 0);
+	vt_sync(v, 25);
 	ibv_destroy_qp(qp);
 
 	t_begin("node1: teardown");
