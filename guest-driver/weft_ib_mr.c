@@ -31,32 +31,49 @@ static int weft_ib_stag_alloc(struct weft_ibdev *dev, u32 *index, u32 *stag)
 }
 
 /*
- * Frees a TPT entry.  Its STag may have moved on (fast registration,
- * window binds) since the driver last saw it: the entry's own is asked.
+ * Frees a TPT entry in the adapter.  Its STag may have moved on (fast
+ * registration, window binds) since the driver last saw it: the entry's
+ * own is asked, and left in *stag.  Returns -EBUSY for a region that
+ * windows are bound to (the entry stays); any other failure leaves no
+ * entry to free.
  */
-static void weft_ib_stag_free(struct weft_ibdev *dev, u32 index, u32 stag)
+static int weft_ib_stag_dereg(struct weft_ibdev *dev, u32 index, u32 *stag)
 {
-	struct weft_vcmd cmd = { .op = WEFT_VCMD_DEREG_STAG, .handle = stag };
+	struct weft_vcmd cmd = { .op = WEFT_VCMD_DEREG_STAG, .handle = *stag };
 	struct weft_tpt_entry *e;
 	dma_addr_t dma;
+	int ret;
 
-	if (weft_ib_cmd(dev, &cmd) && !dev->fatal) {
-		e = dma_alloc_coherent(&dev->pdev->dev, sizeof(*e), &dma, GFP_KERNEL);
-		if (e) {
-			struct weft_vcmd q = { .op = WEFT_VCMD_QUERY_TPT, .handle = index };
-
-			q.u.query.addr = dma;
-			if (!weft_ib_cmd(dev, &q) && e->stag != stag) {
-				cmd.handle = e->stag;
-				weft_ib_cmd(dev, &cmd);
-			}
-			dma_free_coherent(&dev->pdev->dev, sizeof(*e), e, dma);
-		}
+	ret = weft_ib_cmd(dev, &cmd);
+	if (!ret || ret == -EBUSY || dev->fatal)
+		return ret == -EBUSY ? ret : 0;
+	e = dma_alloc_coherent(&dev->pdev->dev, sizeof(*e), &dma, GFP_KERNEL);
+	if (!e)
+		return 0;
+	cmd = (struct weft_vcmd){ .op = WEFT_VCMD_QUERY_TPT, .handle = index };
+	cmd.u.query.addr = dma;
+	if (!weft_ib_cmd(dev, &cmd) && e->stag != *stag) {
+		*stag = e->stag;
+		cmd = (struct weft_vcmd){ .op = WEFT_VCMD_DEREG_STAG, .handle = *stag };
+		ret = weft_ib_cmd(dev, &cmd);
 	}
+	dma_free_coherent(&dev->pdev->dev, sizeof(*e), e, dma);
+	return ret == -EBUSY ? ret : 0;
+}
+
+/* Returns a Tag_Index whose entry the adapter no longer holds. */
+static void weft_ib_stag_release(struct weft_ibdev *dev, u32 index, u32 stag)
+{
 	spin_lock(&dev->gen_lock);
 	dev->tpt_gen[index] = (u8)WEFT_STAG_INSTANCE(stag);
 	spin_unlock(&dev->gen_lock);
 	ida_free(&dev->tpt_ida, index);
+}
+
+static void weft_ib_stag_free(struct weft_ibdev *dev, u32 index, u32 stag)
+{
+	weft_ib_stag_dereg(dev, index, &stag);
+	weft_ib_stag_release(dev, index, stag);
 }
 
 static int weft_ib_check_access(int access)
@@ -265,8 +282,16 @@ int weft_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct weft_ibdev *dev = to_wdev(ibmr->device);
 	struct weft_ibmr *mr = to_wmr(ibmr);
+	u32 stag = ibmr->lkey;
 
-	weft_ib_stag_free(dev, mr->index, ibmr->lkey);
+	/*
+	 * A region with windows bound to it stays registered (IBA
+	 * 10.6.7.2.6); EINVAL, as rxe.  ib_uverbs retries it at close,
+	 * after the windows are gone.
+	 */
+	if (weft_ib_stag_dereg(dev, mr->index, &stag) == -EBUSY)
+		return -EINVAL;
+	weft_ib_stag_release(dev, mr->index, stag);
 	weft_ib_pages_free(dev, mr);
 	if (mr->umem)
 		ib_umem_release(mr->umem);

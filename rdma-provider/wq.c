@@ -228,6 +228,11 @@ int weft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	uint32_t start;
 	int err = 0;
 
+	/* No sends before RTS (IBA: RESET, INIT and RTR), as rxe. */
+	if (ibqp->state < IBV_QPS_RTS) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&sq->lock);
 	start = sq->head;
 	for (; wr; wr = wr->next) {
@@ -277,6 +282,11 @@ int weft_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	uint32_t start;
 	int err = 0;
 
+	/* No receives in RESET (IBA C10-97.2.1), as rxe. */
+	if (ibqp->state == IBV_QPS_RESET) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&rq->lock);
 	start = rq->head;
 	for (; wr; wr = wr->next) {

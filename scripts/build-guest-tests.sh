@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Builds the in-guest driver tests (tests/guest/*.c) as static binaries.
+# Builds the in-guest driver tests (tests/guest/*.c) as static binaries,
+# and the user verbs tests (tests/verbs/*.c) linked against the guest's
+# libibverbs (Debian bookworm's libibverbs1, with the headers of the same
+# version's libibverbs-dev; docs/rdma-provider.md).
 #
 # Usage: build-guest-tests.sh OUTDIR
-# Writes OUTDIR/weft-test-* and OUTDIR/weft-guest-tests (runs them all in
-# the guest).  Prints OUTDIR on stdout; logs go to stderr.
+# Writes OUTDIR/weft-test-*, OUTDIR/weft-verbs-* and OUTDIR/weft-guest-tests
+# (runs the driver tests in the guest).  Prints OUTDIR on stdout; logs go
+# to stderr.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -25,6 +29,46 @@ for c in "$src"/weft-test-*.c; do
 	if [ ! -x "$out/$name" ] || [ "$c" -nt "$out/$name" ] || [ "$src/wt.h" -nt "$out/$name" ] ||
 		[ -n "$(find "$WEFT_ROOT/include/weft" "$common" -newer "$out/$name" -print -quit)" ]; then
 		gcc "${cflags[@]}" -o "$out/$name.tmp" "$c" "$common/weft_test.c" ||
+			weft_die "building $name failed"
+		mv "$out/$name.tmp" "$out/$name"
+	fi
+	n=$((n + 1))
+done
+
+# The verbs tests: dynamic, against the libibverbs the image carries (the
+# apt candidate of libibverbs1, as scripts/build-image.sh takes it), so
+# they can only use what that library exports.
+vsrc=$WEFT_ROOT/tests/verbs
+debs=$WEFT_CACHE/debs
+mkdir -p "$debs"
+ver=$(apt-cache policy libibverbs1 | awk '/Candidate:/ {print $2}')
+{ [ -n "$ver" ] && [ "$ver" != "(none)" ]; } || weft_die "apt has no libibverbs1 candidate"
+vdebs=()
+for p in libibverbs1 libibverbs-dev; do
+	f=$debs/${p}_${ver//:/%3a}_amd64.deb
+	if [ ! -f "$f" ]; then
+		(cd "$debs" && apt-get download -qq "$p=$ver" >/dev/null 2>&1) ||
+			weft_die "apt-get download $p=$ver failed"
+	fi
+	vdebs+=("$f")
+done
+sysroot=$(mktemp -d)
+trap 'rm -rf "$sysroot"' EXIT
+for f in "${vdebs[@]}"; do dpkg -x "$f" "$sysroot"; done
+vlib=$sysroot/usr/lib/x86_64-linux-gnu
+if [ ! -e "$vlib/libibverbs.so.1" ] || [ ! -f "$sysroot/usr/include/infiniband/verbs.h" ]; then
+	weft_die "no libibverbs.so.1 or infiniband/verbs.h in ${vdebs[*]}"
+fi
+# libibverbs.so.1 needs libnl, which the build does not: its own
+# dependencies are resolved in the guest.
+vflags=(-std=gnu11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -I"$sysroot/usr/include"
+	-I"$vsrc" -I"$common")
+for c in "$vsrc"/weft-verbs-*.c; do
+	name=$(basename "$c" .c)
+	if [ ! -x "$out/$name" ] || [ -n "$(find "$c" "$vsrc/vt.h" "$common" "${vdebs[@]}" \
+		-newer "$out/$name" -print -quit)" ]; then
+		gcc "${vflags[@]}" -o "$out/$name.tmp" "$c" "$common/weft_test.c" \
+			-L"$vlib" -l:libibverbs.so.1 -Wl,--allow-shlib-undefined ||
 			weft_die "building $name failed"
 		mv "$out/$name.tmp" "$out/$name"
 	fi

@@ -315,3 +315,86 @@ sc_verbs_recovery() {
 	perf_bw "$c" ib_write_bw 65536 100 || return 1
 	no_oops "$c" 0 && no_oops "$c" 1
 }
+
+# ---- the verbs test programs (tests/verbs/, docs/rdma-provider.md "Tests") ----
+
+# vtap NODE NAME: the TAP output ($OUT, exit status $RC) of a verbs test
+# program as the scenario's checks: each "# checked:" line (printed only
+# for a point whose checks held) is a check, each "not ok" point a failed
+# one; the program must also exit 0 with its whole plan passed.
+vtap() {
+	local n=$1 name=$2 line ok bad plan
+	while IFS= read -r line; do
+		case $line in
+		"# checked: node"*) checked "${line#"# checked: "}" ;;
+		"# checked: "*) checked "node$n: ${line#"# checked: "}" ;;
+		# the failed point is a check of its own: checked closes it
+		"not ok "*) fail "node$n: $name: ${line#not ok }" || checked "$line" ;;
+		"# FAIL"* | "Bail out!"*) say "node$n: $line" ;;
+		esac
+	done <<<"$OUT"
+	ok=$(grep -c '^ok ' <<<"$OUT")
+	bad=$(grep -c '^not ok ' <<<"$OUT")
+	plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' <<<"$OUT" | tail -n1)
+	if [ "$RC" != 0 ] || [ "$bad" != 0 ] || [ "$ok" = 0 ] || [ "${plan:-none}" != $((ok + bad)) ]; then
+		tail -n 5 <<<"$OUT" | sed 's/^/  | /'
+		fail "node$n: $name failed (exit $RC, $bad of $((ok + bad)) points failed, plan ${plan:-missing})"
+		return 1
+	fi
+}
+
+# vone CLUSTER TEST: TEST on node0 alone (-s -g GIDX).
+vone() {
+	local c=$1 t=$2
+	gx "$c" 0 "/usr/lib/weft/tests/$t -s -g $G0"
+	vtap 0 "$t"
+}
+
+# vpair CLUSTER TEST: TEST as the target on node0 (-s) and as the
+# initiator on node1 (-c node0's address), each with its node's GID index.
+vpair() {
+	local c=$1 t=$2 cout crc
+	bg "$c" 0 "$t-s" "/usr/lib/weft/tests/$t -s -g $G0"
+	gx "$c" 1 "/usr/lib/weft/tests/$t -c $(ip4 0) -g $G1"
+	cout=$OUT crc=$RC
+	bgwait "$t-s"
+	vtap 0 "$t -s"
+	OUT=$cout RC=$crc vtap 1 "$t -c"
+}
+
+# vrun CLUSTER HOW TEST: the RDMA modules loaded and the GID indexes found
+# on both nodes (G0, G1), TEST run by HOW (vone or vpair); afterwards
+# ib_core's object counts (`rdma resource show`) are back to their values
+# before the run on both nodes, and neither kernel logged a warning.
+vrun() {
+	local c=$1 how=$2 t=$3 n rc=0
+	local -a start
+	need "$c" 0 "$t" || return 1
+	ib_dev "$c" 1 || return 1
+	G1=$GIDX
+	ib_dev "$c" 0 || return 1
+	G0=$GIDX
+	for n in 0 1; do
+		res_counts "$c" "$n" || return 1
+		start[n]=$RES
+	done
+	"$how" "$c" "$t" || rc=1
+	for n in 0 1; do
+		# A process's objects go when its file descriptors close.
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
+			res_counts "$c" "$n" || return 1
+			[ "$RES" = "${start[n]}" ] && break
+			sleep 1
+		done
+		[ "$RES" = "${start[n]}" ] ||
+			fail "node$n: ib_core objects after $t: '$RES', before: '${start[n]}'" || rc=1
+	done
+	checked "both nodes: rdma resource show counts after $t as before it ($(tr -s ' ' <<<"${start[0]}"))"
+	no_oops "$c" 0 && no_oops "$c" 1 || rc=1
+	checked "both nodes: no kernel warning or oops"
+	return $rc
+}
+
+sc_verbs_isolation() { vrun "$1" vpair weft-verbs-isolation; }
+sc_verbs_errors() { vrun "$1" vone weft-verbs-errors; }
+sc_verbs_mw() { vrun "$1" vpair weft-verbs-mw; }
