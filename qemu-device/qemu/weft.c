@@ -89,6 +89,7 @@ struct WeftState {
     uint32_t nr_rcxt;
     uint32_t nr_handlers;
     uint32_t verbs_qps, verbs_cqs, verbs_pds, verbs_tpt, verbs_uars;
+    uint32_t rx_overlap;
     char *token_secret;     /* id of a secret object holding the node token */
     CharBackend chr;
     char *epoch_file;       /* the adapter's non-volatile key epoch */
@@ -798,6 +799,7 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
         .verbs_pds = s->verbs_pds,
         .verbs_tpt = s->verbs_tpt,
         .verbs_uars = s->verbs_uars,
+        .rx_overlap = s->rx_overlap,
     };
     char err[256] = "";
     unsigned int v;
@@ -924,6 +926,7 @@ static const Property weft_properties[] = {
     DEFINE_PROP_UINT32("verbs-pds", WeftState, verbs_pds, WEFT_VERBS_DEF_PD),
     DEFINE_PROP_UINT32("verbs-tpt", WeftState, verbs_tpt, WEFT_VERBS_DEF_TPT),
     DEFINE_PROP_UINT32("verbs-uars", WeftState, verbs_uars, WEFT_VERBS_DEF_UAR),
+    DEFINE_PROP_UINT32("rx-overlap", WeftState, rx_overlap, 0),
     DEFINE_PROP_CHR("chardev", WeftState, chr),
     DEFINE_PROP_STRING("epoch-file", WeftState, epoch_file),
     DEFINE_PROP_STRING("token-secret", WeftState, token_secret),
@@ -965,6 +968,9 @@ static void weft_class_init(ObjectClass *klass, void *data)
     object_class_property_set_description(klass, "verbs-uars",
         "verbs engine: UAR doorbell pages in BAR 4, one per user context "
         "(1..4096)");
+    object_class_property_set_description(klass, "rx-overlap",
+        "receive entries (2..4) whose header lines may be written out of "
+        "slot order in one poll (seed item 15); 0 = always in order");
     object_class_property_set_description(klass, "token-secret",
         "id of a secret object (-object secret,id=ID,file=F) with this "
         "node's switch token, 64 hex digits; sent in the HELLO");
