@@ -486,6 +486,7 @@ struct weft_simnet *weft_simnet_new(const struct weft_simnet_attr *attr, char *e
 	}
 	struct weft_sim_config cfg = {
 		.nr_nodes = attr->nodes,
+		.adapters = attr->adapters,
 		.mem_size = attr->mem_size ? attr->mem_size : (128ull << 20),
 		.seed = attr->seed,
 		.faults = { .drop_ppm = attr->drop_ppm, .routes = attr->routes ? attr->routes : 1,
