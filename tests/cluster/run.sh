@@ -25,18 +25,22 @@ TMP=$(mktemp -d /tmp/weft-ct.XXXXXX)
 C2=ct2-$$
 CF=ctf-$$
 C4=ct4-$$
+CS=cts-$$
 passed=0 failed=0
 summary=()
 declare -A up_error=()  # cluster -> why it is not usable ("" when up)
-declare -A csize=([$C2]=2 [$CF]=2 [$C4]=4)
+declare -A csize=([$C2]=2 [$CF]=2 [$C4]=4 [$CS]=2)
 # The failover campaign (cluster $CF) replays old frames while a new stream
 # runs: its switch keeps 8192 frames, so the old ones outlive the new
 # stream's first frames.  Its adapters have 40 rCxts, a little more than
 # one stream holds, so that restarted streams get the old streams' rCxt
 # ids back (the seed's "pool below twice the outstanding rCxts" case) and
 # the keys, not the ids, are what stops stale frames.
-declare -A cargs=([$C2]="" [$CF]="--capture-ring 8192" [$C4]="")
-declare -A cprops=([$C2]="" [$CF]="rcxts=40" [$C4]="")
+declare -A cargs=([$C2]="" [$CF]="--capture-ring 8192" [$C4]="" [$CS]="")
+declare -A cprops=([$C2]="" [$CF]="rcxts=40" [$C4]="" [$CS]="")
+# Adapters per node (weft-cluster up --adapters): cluster $CS has two, for
+# striping over adapters.
+declare -A cadapters=([$CS]=2)
 
 # ---- scenario list: name, cluster, description --------------------------------
 SCENARIOS=(
@@ -81,6 +85,7 @@ SCENARIOS=(
 	"verbs-kill|$C2|user verbs: ib_write_bw killed with SIGKILL mid-transfer on both nodes: rdma resource counts back to their start"
 	"ib-device|$C2|RDMA core: weft_ib.ko registers weft_ib0 on both nodes: rdma link ACTIVE on weft0, the IPv4-mapped RoCE v2 GID, pkey, node GUID, device attributes = the adapter's registers, the port follows the carrier"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
+	"stripe-2adapters|$CS|nodes with 2 adapters each (4 switch ports): node0 stripes 16 MiB RDMA writes over both its adapters to both of node1's (weft-bw --stripe), byte-exact, half of the bytes through each adapter; single-adapter and 2-adapter weft-bw figures side by side"
 )
 
 usage() {
@@ -214,7 +219,8 @@ cluster_up() { # cluster_up NAME N
 	local c=$1 n=$2
 	[ -z "${up_error[$c]+x}" ] || return 0
 	echo "# starting cluster $c ($n nodes)"
-	if "$WC" --name "$c" up -n "$n" --switch-args "${cargs[$c]:-}" --device-props "${cprops[$c]:-}" >"$TMP/$c.up" 2>&1; then
+	if "$WC" --name "$c" up -n "$n" --adapters "${cadapters[$c]:-1}" --switch-args "${cargs[$c]:-}" \
+		--device-props "${cprops[$c]:-}" >"$TMP/$c.up" 2>&1; then
 		sed 's/^/# | /' "$TMP/$c.up" | grep -E 'ready after|NODE|node[0-9] |up:' || true
 		up_error[$c]=
 	else
@@ -226,7 +232,7 @@ cluster_up() { # cluster_up NAME N
 # Take the clusters down; their logs are kept only when something failed.
 cleanup() {
 	local c
-	for c in "$C2" "$CF" "$C4"; do
+	for c in "$C2" "$CF" "$C4" "$CS"; do
 		[ -z "${up_error[$c]+x}" ] || "$WC" --name "$c" down >/dev/null 2>&1
 		if [ "$failed" = 0 ]; then
 			rm -rf "$(weft_run_dir)/$c"
@@ -977,6 +983,52 @@ PY
 sc_recovery_streaming() { failover "$1" recover; }
 sc_fatal_streaming() { failover "$1" fatal; }
 sc_reboot_streaming() { failover "$1" reboot; }
+
+# txbytes CLUSTER NODE ADAPTER: TX_BYTES of /dev/weftADAPTER (in $OUT).
+txbytes() { gx "$1" "$2" "awk '\$1 == \"TX_BYTES\" {print \$2}' /sys/kernel/debug/weft/weft$3/counters"; }
+
+# Two adapters per node: adapter a of node N has node id N + 2a.  weft-bw
+# runs once over the first adapters alone and once with --stripe weft1;
+# its data check writes a 16 MiB pattern (striped in the second run) and
+# reads it back byte for byte, and prints a figure only after that held.
+sc_stripe_2adapters() {
+	local c=$1 i a id tx0 tx1 tx0b tx1b
+	for i in 0 1; do
+		for a in 0 1; do
+			id=$((i + 2 * a))
+			gx "$c" "$i" "head -1 /sys/kernel/debug/weft/weft$a/state"
+			grep -q "^node $id windows" <<<"$OUT" ||
+				fail "node$i: /dev/weft$a does not have node id $id: $OUT" || return 1
+		done
+		checked "node$i: weft0 and weft1 present with node ids $i and $((i + 2))"
+	done
+	need "$c" 0 weft-bw || return 1
+	need "$c" 1 weft-bw || return 1
+	local args="--mode write --min-size 16M --max-size 16M --depth 1 --iters 4"
+	tool2 "$c" 1 0 bw-one 4301 weft-bw "$args" || return 1
+	results ops,seconds,MBps || fail "weft-bw printed no usable figures" || return 1
+	every_result 1 'r["verified"] is True and r["ops"] == 4' ||
+		fail "weft-bw (1 adapter): no verified 16 MiB result: $(grep -E '^\{' <<<"$OUT")" || return 1
+	checked "1 adapter: node0 -> node1 16 MiB RDMA writes, data written and read back byte-exact"
+	txbytes "$c" 0 0; tx0=$OUT
+	txbytes "$c" 0 1; tx1=$OUT
+	[[ $tx0 =~ ^[0-9]+$ && $tx1 =~ ^[0-9]+$ ]] || fail "node0: cannot read TX_BYTES of weft0/weft1: $tx0 $tx1" || return 1
+	tool2 "$c" 1 0 bw-stripe 4302 weft-bw "$args --stripe weft1" || return 1
+	results ops,seconds,MBps || fail "weft-bw --stripe printed no usable figures" || return 1
+	[ "$(json adapters)" = 2 ] || fail "weft-bw --stripe did not run over 2 adapters: $(grep -E '^\{' <<<"$OUT")" || return 1
+	every_result 1 'r["verified"] is True and r["ops"] == 4' ||
+		fail "weft-bw --stripe: no verified 16 MiB result: $(grep -E '^\{' <<<"$OUT")" || return 1
+	checked "2 adapters: node0 -> node1 16 MiB RDMA writes striped over weft0 and weft1 (one completion each), the striped 16 MiB pattern read back byte-exact"
+	txbytes "$c" 0 0; tx0b=$OUT
+	txbytes "$c" 0 1; tx1b=$OUT
+	# Payload bytes each adapter sent: 4 timed writes and the check's
+	# striped write, 8 MiB of each through each adapter, plus headers and
+	# (adapter 0) the check's read request.
+	local d0=$((tx0b - tx0)) d1=$((tx1b - tx1)) half=$((5 * 8 * 1048576))
+	{ [ "$d0" -ge "$half" ] && [ "$d1" -ge "$half" ] && [ "$d1" -lt $((half + half / 10)) ]; } ||
+		fail "node0: bytes sent by weft0 $d0 and by weft1 $d1, expected at least $half each" || return 1
+	checked "node0: weft0 sent $d0 bytes and weft1 $d1 bytes (at least 5 x 8 MiB each): the writes went half through each adapter"
+}
 
 # ---- four nodes --------------------------------------------------------------------
 # Every node runs a weft-rdma-check server for each of the 3 others (started
