@@ -339,6 +339,7 @@ struct weft_stripe {
 	uint64_t length;            /* bytes, > 0 */
 	uint64_t chunk;             /* bytes per chunk; 0 = 256 KiB */
 	uint8_t notify;             /* WEFT_COMP_TARGET: also to the peer, per chunk */
+	uint64_t timeout_ns;        /* first retry timeout of a chunk; 0 = window default */
 	/* outputs */
 	int state;                  /* enum weft_rop_state of the whole message */
 	int error;                  /* FAILED: the first failed chunk's error */

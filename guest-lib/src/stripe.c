@@ -35,6 +35,7 @@ static int path_post(struct weft_stripe *st, struct weft_stripe_path *p)
 	p->rop.rdma.local_pvo = p->local_pvo + p->next;
 	p->rop.rdma.remote_pvo = p->remote_pvo + p->next;
 	p->rop.rdma.length = len;
+	p->rop.timeout_ns = st->timeout_ns;
 	return weft_win_rop_post(p->win, &p->rop);
 }
 

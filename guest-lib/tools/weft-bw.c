@@ -42,6 +42,7 @@ static void stripe_init(struct tool_ctx *c, struct weft_stripe *st, unsigned int
 	st->nr_paths = 2;
 	st->length = size;
 	st->chunk = size > 1 ? (size + 1) / 2 : 1;
+	st->timeout_ns = 10000000ull + st->chunk * 40 * (c->o.depth ? c->o.depth : 1);
 	st->path[0] = (struct weft_stripe_path){
 		.win = c->win, .node = c->peer.node, .window = c->peer.window,
 		.local_rcxt = c->mine.rcxt[i], .remote_rcxt = c->peer.rcxt[i],
