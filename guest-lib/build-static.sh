@@ -23,7 +23,7 @@ read -r -a extra <<<"${CFLAGS:--O2}"
 cflags=(-std=gnu11 -Wall -Wextra -Werror "${extra[@]}" -I"$root/include" -I"$here/include"
 	-I"$here/src" -I"$here/tools")
 
-for s in dev win ops mrc rel rdv be_kernel sim_none; do
+for s in dev win ops mrc rel rdv stripe be_kernel sim_none; do
 	"$CC" "${cflags[@]}" -c "$here/src/$s.c" -o "$tmp/$s.o"
 done
 ar rcs "$tmp/libweft.a" "$tmp"/*.o

@@ -97,6 +97,10 @@ struct weft_simnet_attr {
 	uint64_t delay_ns;          /* one-way delay (virtual time) */
 	uint64_t jitter_ns;         /* random extra delay per frame */
 	uint32_t flags;             /* WEFT_SIMNET_F_* */
+	/* Adapters per node (0 = 1): indexes a*k .. a*k + a - 1 are the
+	 * adapters of one node, sharing its memory, job slots and
+	 * registrations (node-global tables, docs/driver.md). */
+	unsigned int adapters;
 };
 /* One thread drives every weft_dev of the simnet: a wait lets the
  * virtual clock jump to its own deadline whenever the sim is idle,
@@ -301,6 +305,57 @@ struct weft_win_stats {
 	uint64_t waits, events;
 };
 void weft_win_get_stats(const struct weft_win *win, struct weft_win_stats *s);
+
+/* ---- Striping over several adapters (seed 1.5.8, item 73) ---------------- */
+
+/*
+ * One RDMA write striped over the adapters of a node: the message is cut
+ * into chunks, chunk i goes over path i mod n, each path (a local
+ * window on one adapter and the peer's window on one of its adapters)
+ * runs its chunks one after another as reliable operations on its own
+ * rCxt pair, all paths at once.  The packets are self-describing, so the
+ * target places them wherever they arrive; the user gets one completion
+ * for the whole message.  docs/libweft.md, "Striping".
+ */
+#define WEFT_STRIPE_MAX         8u
+
+struct weft_stripe_path {
+	struct weft_win *win;       /* local window, one adapter */
+	uint16_t node, window;      /* the peer's window on one of its adapters */
+	uint32_t local_rcxt;        /* an rCxt of win */
+	uint32_t remote_rcxt;
+	uint16_t remote_rcxt_key;
+	uint64_t local_pvo;         /* the buffers as this path's adapters see them */
+	uint64_t remote_pvo;        /* (the same PVOs on every path with node-global tables) */
+	/* private */
+	struct weft_rop rop;
+	uint64_t next;              /* offset of this path's next chunk */
+	uint64_t bytes;             /* bytes done on this path */
+};
+
+struct weft_stripe {
+	unsigned int nr_paths;      /* 1 .. WEFT_STRIPE_MAX */
+	struct weft_stripe_path path[WEFT_STRIPE_MAX];
+	uint64_t length;            /* bytes, > 0 */
+	uint64_t chunk;             /* bytes per chunk; 0 = 256 KiB */
+	uint8_t notify;             /* WEFT_COMP_TARGET: also to the peer, per chunk */
+	uint64_t timeout_ns;        /* first retry timeout of a chunk; 0 = window default */
+	/* outputs */
+	int state;                  /* enum weft_rop_state of the whole message */
+	int error;                  /* FAILED: the first failed chunk's error */
+	uint64_t chunks;            /* chunks completed */
+};
+
+/* Post the first chunk of every path. */
+int weft_stripe_write(struct weft_stripe *st);
+/* Feed an entry polled from one of the paths' windows.  1: the entry
+ * finished the message (st->state DONE or FAILED; given once), 0: it
+ * was one of the stripe's, not the last; -ENOENT: not the stripe's. */
+int weft_stripe_entry(struct weft_stripe *st, const struct weft_entry *e);
+/* Poll (and wait on) every path's window until the message finishes
+ * (1), timeout_ms passes (0; -1 = no limit) or a window fails (< 0).
+ * Entries that are not the stripe's are dropped. */
+int weft_stripe_wait(struct weft_stripe *st, int timeout_ms);
 
 /* ---- Cancel and redrive (seed 1.5.6, item 90) ----------------------------- */
 

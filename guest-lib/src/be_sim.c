@@ -10,7 +10,10 @@
  * simnet serialises every call (the library also holds it around its
  * FIFO accesses).  Virtual time only jumps ahead while every open
  * weft_dev of the simnet is blocked in a wait, so one thread cannot make
- * another's timers fire by running the clock while it is busy.
+ * another's timers fire by running the clock while it is busy.  A
+ * weft_dev counts as blocked too while the thread that last used it is
+ * blocked on another one (one thread driving the windows of several
+ * adapters, as striping does, waits on one of them at a time).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,6 +31,8 @@ struct simnet_waiter {
 	int active;                     /* a weft_dev is open on this slot */
 	int waiting;
 	uint64_t deadline;
+	int has_user;
+	pthread_t user;                 /* the thread that last used it */
 };
 
 struct weft_simnet {
@@ -227,14 +232,29 @@ static uint64_t events_of(struct sbe *b)
 	return n;
 }
 
+/* Slot i's user thread is blocked in a wait on some slot. */
+static int user_waits(struct weft_simnet *n, unsigned int i)
+{
+	if (!n->wt[i].has_user)
+		return 0;
+	for (unsigned int j = 0; j < sizeof(n->wt) / sizeof(n->wt[0]); j++)
+		if (n->wt[j].active && n->wt[j].waiting && n->wt[j].has_user &&
+		    pthread_equal(n->wt[j].user, n->wt[i].user))
+			return 1;
+	return 0;
+}
+
 static int all_waiting(struct weft_simnet *n, uint64_t *min_deadline)
 {
 	uint64_t m = UINT64_MAX;
 	for (unsigned int i = 0; i < sizeof(n->wt) / sizeof(n->wt[0]); i++) {
 		if (!n->wt[i].active)
 			continue;
-		if (!n->wt[i].waiting)
+		if (!n->wt[i].waiting) {
+			if (user_waits(n, i))
+				continue;
 			return 0;
+		}
 		if (n->wt[i].deadline < m)
 			m = n->wt[i].deadline;
 	}
@@ -253,6 +273,8 @@ static int s_wait(struct weft_be *be, int timeout_ms)
 	uint64_t base = events_of(b);
 	n->wt[b->slot].waiting = 1;
 	n->wt[b->slot].deadline = deadline;
+	n->wt[b->slot].user = pthread_self();
+	n->wt[b->slot].has_user = 1;
 	int ret = 0;
 	unsigned int yields = 0;
 	for (;;) {
@@ -327,7 +349,15 @@ static void s_progress(struct weft_be *be)
 	net_unlock(b->net);
 }
 
-static void s_lock(struct weft_be *be) { net_lock(S(be)->net); }
+static void s_lock(struct weft_be *be)
+{
+	struct sbe *b = S(be);
+
+	net_lock(b->net);
+	b->net->wt[b->slot].user = pthread_self();
+	b->net->wt[b->slot].has_user = 1;
+}
+
 static void s_unlock(struct weft_be *be) { net_unlock(S(be)->net); }
 
 static int s_reg_read(struct weft_be *be, uint64_t off, uint64_t *val)
@@ -491,6 +521,7 @@ struct weft_simnet *weft_simnet_new(const struct weft_simnet_attr *attr, char *e
 	}
 	struct weft_sim_config cfg = {
 		.nr_nodes = attr->nodes,
+		.adapters = attr->adapters,
 		.mem_size = attr->mem_size ? attr->mem_size : (128ull << 20),
 		.seed = attr->seed,
 		.faults = { .drop_ppm = attr->drop_ppm, .routes = attr->routes ? attr->routes : 1,
@@ -597,6 +628,7 @@ struct weft_dev *weft_simnet_open(struct weft_simnet *n, unsigned int index, cha
 	}
 	n->wt[slot].active = 1;
 	n->wt[slot].waiting = 0;
+	n->wt[slot].has_user = 0;
 	net_unlock(n);
 	b->be.ops = &sim_ops;
 	b->net = n;

@@ -107,8 +107,50 @@ static void usage(const struct tool_desc *d, FILE *f)
 			"  --routes N           sim backend: routes per node pair (reordering)\n"
 			"With --backend sim, server and client run in this process on two\n"
 			"simulated adapters; --server/--client/--peer are not needed.\n");
+	if (d->stripe)
+		fprintf(f,
+			"  --stripe DEV         also use DEV, a second adapter of this node (both\n"
+			"                       sides): a window, rCxts and the buffer there too\n"
+			"                       (sim backend: two nodes of two adapters each)\n");
 	if (d->extra_help)
 		fprintf(f, "%s", d->extra_help);
+}
+
+/* --stripe: a window, rCxts and the buffer's registration on the second
+ * adapter (a registration of its own: with per-adapter tables the PVO
+ * differs from the first adapter's). */
+static int setup_stripe(struct tool_ctx *c, const struct tool_desc *d)
+{
+	struct weft_win_attr wa = { .job_id = c->o.job };
+	int r;
+
+	c->win2 = weft_win_open(c->dev2, &wa, &r);
+	if (!c->win2) {
+		tool_err(d->name, "opening a window on the second adapter: %s", tool_strerror(r));
+		return -1;
+	}
+	weft_win_set_retry_budget(c->win2, (uint64_t)c->o.timeout_ms * 1000000ull);
+	c->mine.node2 = weft_win_node(c->win2);
+	c->mine.window2 = (uint16_t)weft_win_id(c->win2);
+	if (c->buf_len) {
+		r = weft_mr_reg(c->dev2, c->o.job, c->buf, c->buf_len, &c->mine.buf_pvo2,
+				&c->buf_handle2);
+		if (r) {
+			tool_err(d->name, "registering the buffer on the second adapter: %s",
+				 tool_strerror(r));
+			return -1;
+		}
+	}
+	for (unsigned int i = 0; i < d->nr_rcxt && i < TOOL_MAX_RCXT; i++) {
+		r = weft_rcxt_alloc(c->win2, &c->mine.rcxt2[i], &c->mine.key2[i]);
+		if (r) {
+			tool_err(d->name, "allocating an rCxt on the second adapter: %s",
+				 tool_strerror(r));
+			return -1;
+		}
+		c->mine.nr_rcxt2++;
+	}
+	return 0;
 }
 
 static int setup(struct tool_ctx *c, const struct tool_desc *d)
@@ -151,11 +193,17 @@ static int setup(struct tool_ctx *c, const struct tool_desc *d)
 		}
 		c->mine.nr_rcxt++;
 	}
-	return 0;
+	return c->dev2 ? setup_stripe(c, d) : 0;
 }
 
 static void teardown(struct tool_ctx *c)
 {
+	if (c->buf_handle2)
+		weft_mr_dereg(c->dev2, c->buf_handle2);
+	if (c->win2)
+		weft_win_close(c->win2);
+	c->win2 = NULL;
+	c->buf_handle2 = 0;
 	if (c->buf_handle)
 		weft_mr_dereg(c->dev, c->buf_handle);
 	if (c->buf)
@@ -170,7 +218,8 @@ static void teardown(struct tool_ctx *c)
 static int check_peer(struct tool_ctx *c, const struct tool_desc *d, size_t len)
 {
 	if (len != sizeof(c->peer) || c->peer.magic != PEER_MAGIC ||
-	    c->peer.nr_rcxt > TOOL_MAX_RCXT || c->peer.nr_rcxt < d->nr_rcxt) {
+	    c->peer.nr_rcxt > TOOL_MAX_RCXT || c->peer.nr_rcxt < d->nr_rcxt ||
+	    c->peer.nr_rcxt2 > TOOL_MAX_RCXT) {
 		tool_err(d->name, "peer sent a malformed rendezvous description");
 		return -1;
 	}
@@ -213,6 +262,10 @@ static int run_client(struct tool_ctx *c, const struct tool_desc *d)
 	}
 	if (check_peer(c, d, len))
 		return 1;
+	if (c->dev2 && c->peer.nr_rcxt2 < d->nr_rcxt) {
+		tool_err(d->name, "--stripe: the server has no second adapter (give --stripe there too)");
+		return 1;
+	}
 	r = d->client(c);
 	return r ? 1 : 0;
 }
@@ -317,6 +370,7 @@ static void *server_thread(void *arg)
 	struct sim_thread *t = arg;
 	t->rc = run_server(&t->c, t->d);
 	teardown(&t->c);
+	weft_dev_close(t->c.dev2);
 	weft_dev_close(t->c.dev);
 	t->c.dev = NULL;
 	return NULL;
@@ -371,6 +425,9 @@ int tool_main(const struct tool_desc *d, int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--dev")) {
 			o.dev = v;
+			i++;
+		} else if (d->stripe && !strcmp(a, "--stripe")) {
+			o.stripe_dev = v;
 			i++;
 		} else if (!strcmp(a, "--job") || !strcmp(a, "--peer") || !strcmp(a, "--peer-window") ||
 			   !strcmp(a, "--timeout") || !strcmp(a, "--loss") || !strcmp(a, "--routes")) {
@@ -439,7 +496,11 @@ int tool_main(const struct tool_desc *d, int argc, char **argv)
 		return rc;
 	}
 	if (o.sim) {
-		struct weft_simnet_attr na = { .nodes = 2, .seed = 42, .drop_ppm = o.loss_ppm,
+		/* --stripe: two nodes of two adapters each, indexes 0, 1 (server)
+		 * and 2, 3 (client). */
+		unsigned int per = o.stripe_dev ? 2 : 1;
+		struct weft_simnet_attr na = { .nodes = 2 * per, .adapters = per, .seed = 42,
+					       .drop_ppm = o.loss_ppm,
 					       .routes = o.routes, .delay_ns = 1000,
 					       .jitter_ns = o.routes > 1 ? 20000 : 0,
 					       .mem_size = 2 * (d->buf_size ? d->buf_size(&o) : 0) +
@@ -456,9 +517,15 @@ int tool_main(const struct tool_desc *d, int argc, char **argv)
 		st.c.server = true;
 		st.c.out = stdout;
 		st.c.dev = weft_simnet_open(net, 0, err, sizeof(err));
-		c.dev = weft_simnet_open(net, 1, err, sizeof(err));
-		if (!st.c.dev || !c.dev) {
+		c.dev = weft_simnet_open(net, per, err, sizeof(err));
+		if (per == 2) {
+			st.c.dev2 = weft_simnet_open(net, 1, err, sizeof(err));
+			c.dev2 = weft_simnet_open(net, 3, err, sizeof(err));
+		}
+		if (!st.c.dev || !c.dev || (per == 2 && (!st.c.dev2 || !c.dev2))) {
 			tool_err(d->name, "sim backend: %s", err);
+			weft_dev_close(st.c.dev2);
+			weft_dev_close(c.dev2);
 			weft_dev_close(st.c.dev);
 			weft_dev_close(c.dev);
 			weft_simnet_free(net);
@@ -472,6 +539,7 @@ int tool_main(const struct tool_desc *d, int argc, char **argv)
 		c.o.peer_node = 0;
 		int rc = run_client(&c, d);
 		teardown(&c);
+		weft_dev_close(c.dev2);
 		weft_dev_close(c.dev);
 		pthread_join(th, NULL);
 		weft_simnet_free(net);
@@ -491,8 +559,17 @@ int tool_main(const struct tool_desc *d, int argc, char **argv)
 		tool_err(d->name, "%s", err);
 		return 1;
 	}
+	if (o.stripe_dev) {
+		c.dev2 = weft_dev_open(o.stripe_dev, err, sizeof(err));
+		if (!c.dev2) {
+			tool_err(d->name, "--stripe: %s", err);
+			weft_dev_close(c.dev);
+			return 1;
+		}
+	}
 	int rc = o.server ? run_server(&c, d) : run_client(&c, d);
 	teardown(&c);
+	weft_dev_close(c.dev2);
 	weft_dev_close(c.dev);
 	return rc;
 }

@@ -22,11 +22,19 @@ struct tool_peer {
 	uint64_t buf_len;
 	uint32_t mode;                  /* tool specific (client -> server) */
 	uint32_t count;
+	/* --stripe: the second adapter's window, rCxts and buffer PVO
+	 * (nr_rcxt2 = 0 without it) */
+	uint16_t node2, window2;
+	uint32_t nr_rcxt2;
+	uint32_t rcxt2[TOOL_MAX_RCXT];
+	uint16_t key2[TOOL_MAX_RCXT];
+	uint64_t buf_pvo2;
 };
 
 struct tool_opts {
 	bool json, server, client, sim;
 	const char *dev;
+	const char *stripe_dev;         /* --stripe: a second adapter of this node */
 	uint32_t job;
 	int peer_node;
 	int peer_window;
@@ -48,6 +56,11 @@ struct tool_ctx {
 	size_t buf_len;
 	uint64_t buf_pvo;
 	uint32_t buf_handle;
+	/* --stripe: the second adapter, its window and the buffer's
+	 * registration there */
+	struct weft_dev *dev2;
+	struct weft_win *win2;
+	uint32_t buf_handle2;
 	struct tool_peer mine, peer;
 	FILE *out;                      /* figures go here (client) */
 };
@@ -58,6 +71,7 @@ struct tool_desc {
 	const char *extra_help;         /* tool-specific options */
 	uint32_t tag;                   /* rendezvous tag */
 	bool two_node;
+	bool stripe;                    /* takes --stripe DEV */
 	unsigned int nr_rcxt;
 	uint64_t def_min_size, def_max_size;
 	unsigned int def_iters, def_depth;

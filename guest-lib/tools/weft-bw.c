@@ -6,6 +6,10 @@
  * completed operations per second of wall time.  After each size, one
  * write of a pattern and a read back into a spare slot check the data of
  * that size byte for byte (not timed).
+ *
+ * --stripe DEV: each write is one message striped by libweft over both
+ * adapters of the node (weft_stripe_*, half of it over each), to both
+ * adapters of the peer; one completion per message.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,6 +33,94 @@ static size_t buf_size(const struct tool_opts *o)
 	return (size_t)o->max_size * ((o->depth ? o->depth : 1) + 1);
 }
 
+/* One striped write of size bytes from slot offset off to the peer's
+ * slot off, over path 0 (first adapters) and path 1 (second adapters). */
+static void stripe_init(struct tool_ctx *c, struct weft_stripe *st, unsigned int i,
+			uint64_t off, uint64_t size)
+{
+	memset(st, 0, sizeof(*st));
+	st->nr_paths = 2;
+	st->length = size;
+	st->chunk = size > 1 ? (size + 1) / 2 : 1;
+	st->timeout_ns = 10000000ull + st->chunk * 40 * (c->o.depth ? c->o.depth : 1);
+	st->path[0] = (struct weft_stripe_path){
+		.win = c->win, .node = c->peer.node, .window = c->peer.window,
+		.local_rcxt = c->mine.rcxt[i], .remote_rcxt = c->peer.rcxt[i],
+		.remote_rcxt_key = c->peer.key[i],
+		.local_pvo = c->buf_pvo + off, .remote_pvo = c->peer.buf_pvo + off,
+	};
+	st->path[1] = (struct weft_stripe_path){
+		.win = c->win2, .node = c->peer.node2, .window = c->peer.window2,
+		.local_rcxt = c->mine.rcxt2[i], .remote_rcxt = c->peer.rcxt2[i],
+		.remote_rcxt_key = c->peer.key2[i],
+		.local_pvo = c->mine.buf_pvo2 + off, .remote_pvo = c->peer.buf_pvo2 + off,
+	};
+}
+
+/* The striped writes of one size: --depth messages in flight. */
+static int run_stripe(struct tool_ctx *c, uint64_t n, uint64_t size, uint64_t t0,
+		      uint64_t *done_out)
+{
+	static struct weft_stripe st[TOOL_MAX_RCXT];
+	unsigned int depth = c->o.depth;
+	uint64_t posted = 0, done = 0;
+	struct weft_entry e;
+	int r = 0;
+
+	for (unsigned int i = 0; i < depth && posted < n; i++, posted++) {
+		stripe_init(c, &st[i], i, (uint64_t)i * size, size);
+		r = weft_stripe_write(&st[i]);
+		if (r)
+			return r;
+	}
+	while (done < n) {
+		int got = 0;
+
+		for (int w = 0; w < 2 && !r; w++) {
+			struct weft_win *win = w ? c->win2 : c->win;
+			int p = 0;
+
+			while (!r && (p = weft_win_poll(win, &e)) == 1) {
+				got = 1;
+				if (e.type == WEFT_ENT_PACKET) {
+					weft_rdv_handle(c->win, desc.tag, &e, &c->mine,
+							sizeof(c->mine));
+					continue;
+				}
+				for (unsigned int i = 0; i < depth; i++) {
+					if (weft_stripe_entry(&st[i], &e) != 1)
+						continue;
+					if (st[i].state != WEFT_ROP_DONE) {
+						r = st[i].error ? st[i].error : -EIO;
+						break;
+					}
+					done++;
+					if (min_seconds &&
+					    tool_now_ns() - t0 >= min_seconds * 1000000000ull)
+						n = posted;
+					if (posted < n) {
+						r = weft_stripe_write(&st[i]);
+						posted++;
+					}
+					break;
+				}
+			}
+			if (!r && p < 0)
+				r = p;
+		}
+		if (r)
+			return r;
+		if (!got) {
+			r = weft_win_wait(c->win, 1);
+			r = r < 0 ? r : 0;
+			if (r)
+				return r;
+		}
+	}
+	*done_out = done;
+	return 0;
+}
+
 /* Write size bytes of a pattern to the server and read them back into
  * the spare slot: 0 if they came back byte for byte, -EBADMSG if not, or
  * a negative errno. */
@@ -40,6 +132,21 @@ static int check_size(struct tool_ctx *c, int is_read, uint64_t size)
 	tool_pat_fill(c->buf, size, seed);
 	memset(c->buf + spare, 0, size);
 	for (int rd = 0; rd < 2; rd++) {
+		if (!rd && c->win2) {
+			struct weft_stripe st;
+
+			stripe_init(c, &st, 0, 0, size);
+			int r = weft_stripe_write(&st);
+			if (!r)
+				r = weft_stripe_wait(&st, c->o.timeout_ms);
+			if (r == 0)
+				r = -ETIMEDOUT;
+			if (r < 0)
+				return r;
+			if (st.state != WEFT_ROP_DONE)
+				return st.error ? st.error : -EIO;
+			continue;
+		}
 		memset(&rop, 0, sizeof(rop));
 		rop.is_read = rd;
 		rop.rdma.node = c->peer.node;
@@ -80,10 +187,20 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 	struct weft_rop rops[TOOL_MAX_RCXT];
 	uint64_t posted = 0, done = 0, retries0;
 	struct weft_win_stats ws;
+	uint64_t retries2 = 0;
 	weft_win_get_stats(c->win, &ws);
 	retries0 = ws.rop_retries;
+	if (c->win2) {
+		weft_win_get_stats(c->win2, &ws);
+		retries2 = ws.rop_retries;
+	}
 	uint64_t t0 = tool_now_ns();
 	int r = 0;
+	if (c->win2 && !is_read) {
+		r = run_stripe(c, n, size, t0, &done);
+		depth = 0;
+		n = done;
+	}
 	for (unsigned int i = 0; i < depth && posted < n; i++, posted++) {
 		memset(&rops[i], 0, sizeof(rops[i]));
 		rops[i].is_read = is_read;
@@ -149,6 +266,10 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 	}
 	weft_win_get_stats(c->win, &ws);
 	uint64_t retries = ws.rop_retries - retries0;
+	if (c->win2) {
+		weft_win_get_stats(c->win2, &ws);
+		retries += ws.rop_retries - retries2;
+	}
 	double mbs = (double)(done * size) / secs / 1e6;
 	r = check_size(c, is_read, size);
 	if (r) {
@@ -186,8 +307,11 @@ static int client(struct tool_ctx *c)
 	int w = !strcmp(m, "write") || !strcmp(m, "both");
 	int rd = !strcmp(m, "read") || !strcmp(m, "both");
 	if (c->o.json)
-		printf("{\"backend\":\"%s\",\"depth\":%u,\"results\":[", c->o.sim ? "sim" : "kernel",
-		       c->o.depth);
+		printf("{\"backend\":\"%s\",\"depth\":%u,\"adapters\":%u,\"results\":[",
+		       c->o.sim ? "sim" : "kernel", c->o.depth, c->win2 ? 2u : 1u);
+	else if (c->win2)
+		printf("writes striped over 2 adapters (nodes %u and %u to %u and %u)\n",
+		       c->mine.node, c->mine.node2, c->peer.node, c->peer.node2);
 	int r = 0, first = 1;
 	for (int pass = 0; pass < 2 && !r; pass++) {
 		if ((pass == 0 && !w) || (pass == 1 && !rd))
@@ -247,9 +371,11 @@ static const struct tool_desc desc = {
 		      "  --depth N            operations in flight, 1..16 (default 8; same on both sides)\n"
 		      "  --iters N            operations per size (default: 64 MiB worth, 16..20000)\n"
 		      "  --seconds S          instead of --iters: keep posting for S s per size\n"
-		      "  --memcpy             no adapter: print the host memcpy baseline for the sizes\n",
+		      "  --memcpy             no adapter: print the host memcpy baseline for the sizes\n"
+		      "  (--stripe DEV: writes are striped over this adapter and DEV, half each)\n",
 	.tag = TAG,
 	.two_node = true,
+	.stripe = true,
 	.nr_rcxt = TOOL_MAX_RCXT,
 	.def_min_size = 1024,
 	.def_max_size = 4u << 20,

@@ -148,6 +148,10 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 		set_err(err, errlen, "nr_nodes must be 1..64");
 		return NULL;
 	}
+	if (cfg->adapters && (cfg->adapters > cfg->nr_nodes || cfg->nr_nodes % cfg->adapters)) {
+		set_err(err, errlen, "nr_nodes must be a multiple of adapters");
+		return NULL;
+	}
 	if (cfg->mem_size && (cfg->mem_size < (4ull << 20) || (cfg->mem_size & 0xfff))) {
 		set_err(err, errlen, "mem_size must be >= 4 MiB and a multiple of 4 KiB");
 		return NULL;
@@ -159,6 +163,7 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 	}
 	s->cfg = *cfg;
 	s->nr_nodes = cfg->nr_nodes;
+	s->adapters = cfg->adapters ? cfg->adapters : 1;
 	s->mem_size = cfg->mem_size ? cfg->mem_size : WEFT_SIM_DEF_MEM;
 	s->tick_ns = cfg->tick_ns ? cfg->tick_ns : WEFT_SIM_DEF_TICK_NS;
 	s->budget = cfg->poll_budget ? cfg->poll_budget : WEFT_SIM_DEF_BUDGET;
@@ -195,10 +200,11 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 
 		n->sim = s;
 		n->id = i;
+		n->host = &s->node[i - i % s->adapters];
 		n->rng = cfg->seed * 0x100000001b3ull + i + 1;
 		/* The adapter's stored key epoch at power-on: any value. */
 		cc.key_epoch = sim_rand(&n->rng) % 100000u;
-		n->mem = calloc(1, s->mem_size);
+		n->mem = n->host == n ? calloc(1, s->mem_size) : n->host->mem;
 		n->core = n->mem ? weft_core_new(&cc, &sim_core_ops, n, cerr, sizeof(cerr)) : NULL;
 		if (!n->core) {
 			if (err && errlen)
@@ -213,7 +219,9 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 			return NULL;
 		}
 		weft_core_set_link(n->core, true);
-		if (sim_drv_boot(s, n) != 0) {
+	}
+	for (i = 0; i < s->nr_nodes; i += s->adapters) {
+		if (sim_drv_boot(s, &s->node[i]) != 0) {
 			if (err && errlen)
 				snprintf(err, errlen, "node %u: driver boot failed", i);
 			weft_sim_free(s);
@@ -234,6 +242,8 @@ void weft_sim_free(struct weft_sim *s)
 
 		weft_core_free(n->core);
 		sim_drv_free(n);
+		if (n->host != n)
+			continue;
 		free(n->ext);
 		free(n->mem);
 	}
@@ -289,6 +299,7 @@ uint64_t sim_alloc(struct weft_sim *s, struct sim_node *n, uint64_t size, uint64
 	uint64_t cand;
 	size_t i;
 
+	n = n->host;
 	if (!align)
 		align = 64;
 	if (!size || (align & (align - 1)) || size > s->mem_size)
@@ -326,6 +337,7 @@ void sim_free_addr(struct sim_node *n, uint64_t addr)
 {
 	size_t i;
 
+	n = n->host;
 	for (i = 0; i < n->next; i++) {
 		if (n->ext[i].addr == addr) {
 			memmove(&n->ext[i], &n->ext[i + 1], (n->next - i - 1) * sizeof(*n->ext));
@@ -339,6 +351,7 @@ void sim_free_drv(struct sim_node *n)
 {
 	size_t i, j = 0;
 
+	n = n->host;
 	for (i = 0; i < n->next; i++)
 		if (!n->ext[i].drv)
 			n->ext[j++] = n->ext[i];

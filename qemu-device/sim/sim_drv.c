@@ -63,14 +63,22 @@ static const struct weft_epoch_ops sim_epoch_ops = {
 	.next = epoch_next,
 };
 
-static void tce_program(struct sim_node *n, unsigned int t)
+/* Program table t of adapter a with the guest's node-global ownership. */
+static void tce_program(struct sim_node *a, unsigned int t)
 {
 	uint32_t slot = t / WEFT_SLOT_TABLES;
-	uint32_t job = n->slot_job[slot];
+	uint32_t job = a->host->slot_job[slot];
 
-	wr(n, WEFT_REG_TCE_BASE(t), n->tce_addr[t]);
-	wr(n, WEFT_REG_TCE_CFG(t), WEFT_TCE_CFG(n->tce_nr[t], n->tce_shift[t]));
-	wr(n, WEFT_REG_TCE_OWNER(t), job ? (job | WEFT_TCE_OWNER_VALID) : 0);
+	wr(a, WEFT_REG_TCE_BASE(t), a->tce_addr[t]);
+	wr(a, WEFT_REG_TCE_CFG(t), WEFT_TCE_CFG(a->tce_nr[t], a->tce_shift[t]));
+	wr(a, WEFT_REG_TCE_OWNER(t), job ? (job | WEFT_TCE_OWNER_VALID) : 0);
+}
+
+void sim_guest_adapters(const struct weft_sim *s, const struct sim_node *n,
+			unsigned int *first, unsigned int *end)
+{
+	*first = n->host->id;
+	*end = *first + s->adapters;
 }
 
 void sim_drv_free(struct sim_node *n)
@@ -90,15 +98,13 @@ void sim_drv_free(struct sim_node *n)
 	n->rcxt_owner = NULL;
 }
 
-int sim_drv_boot(struct weft_sim *s, struct sim_node *n)
+/* One adapter of a guest whose node-global state is set up. */
+static int adapter_boot(struct weft_sim *s, struct sim_node *n)
 {
-	uint64_t id, caps, mem = s->mem_size;
+	uint64_t id, caps;
 	unsigned int t, h, i;
 
-	sim_drv_free(n);
-	sim_free_drv(n);
 	memset(n->win, 0, sizeof(n->win));
-	memset(n->slot_job, 0, sizeof(n->slot_job));
 	n->rereg_on_fatal = s->cfg.rereg_on_fatal;
 	wr(n, WEFT_REG_RESET, WEFT_RESET_MAGIC);
 	for (i = 0; i < SIM_CMD_SPIN && sim_poll_node(s, n); i++)
@@ -112,11 +118,6 @@ int sim_drv_boot(struct weft_sim *s, struct sim_node *n)
 	n->nr_rcxt = (uint32_t)rd(n, WEFT_REG_NR_RCXT);
 	if (!n->nr_windows || !n->nr_handlers || n->nr_rcxt < WEFT_MIN_RCXT)
 		return -ENODEV;
-
-	/* PVO keys: a new block from the adapter's key epoch (policy). */
-	weft_keygen_init(&n->keys, &sim_epoch_ops, n);
-	if (!weft_keygen_take(&n->keys))
-		return -EIO;
 	n->gen++;
 
 	/* Event queue and interrupt handlers. */
@@ -131,10 +132,15 @@ int sim_drv_boot(struct weft_sim *s, struct sim_node *n)
 	for (h = 0; h < n->nr_handlers; h++)
 		wr(n, WEFT_REG_INT_READY, h);
 
-	/* The 30 TCE tables of the 5 job slots, ownership invalid. */
+	/*
+	 * This adapter's copy of the 30 TCE tables of the 5 job slots,
+	 * ownership invalid.  The sim has no IOMMU: an adapter's DMA address
+	 * of a page is its guest address, so the entries are the same in
+	 * every copy (weft.ko writes each adapter's own).
+	 */
 	for (t = 0; t < SIM_NR_TABLES; t++) {
 		uint32_t shift = weft_slot_table_shift(t % WEFT_SLOT_TABLES, s->tce_64k);
-		uint64_t nr = mem >> shift;
+		uint64_t nr = s->mem_size >> shift;
 
 		if (nr < 1)
 			nr = 1;
@@ -143,8 +149,7 @@ int sim_drv_boot(struct weft_sim *s, struct sim_node *n)
 		n->tce_shift[t] = (uint8_t)shift;
 		n->tce_nr[t] = (uint32_t)nr;
 		n->tce_addr[t] = sim_alloc(s, n, nr * 8, 4096, true);
-		n->tce_used[t] = calloc(WEFT_TCE_MAP_WORDS(nr), sizeof(uint64_t));
-		if (!n->tce_addr[t] || !n->tce_used[t])
+		if (!n->tce_addr[t])
 			return -ENOMEM;
 		tce_program(n, t);
 	}
@@ -155,6 +160,41 @@ int sim_drv_boot(struct weft_sim *s, struct sim_node *n)
 	if (!n->ring_ids || !n->rcxt_owner)
 		return -ENOMEM;
 	weft_ring_init(&n->ring, n->ring_ids, n->nr_rcxt);
+	return 0;
+}
+
+int sim_drv_boot(struct weft_sim *s, struct sim_node *host)
+{
+	unsigned int a, end, t;
+	int rc;
+
+	sim_guest_adapters(s, host, &a, &end);
+	for (; a < end; a++)
+		sim_drv_free(&s->node[a]);
+	sim_free_drv(host);
+	memset(host->slot_job, 0, sizeof(host->slot_job));
+
+	/*
+	 * Node-global: one TCE-in-use map per table and one PVO key
+	 * generator for the whole guest, on its first adapter's key epoch.
+	 */
+	for (t = 0; t < SIM_NR_TABLES; t++) {
+		uint64_t nr = s->mem_size >> weft_slot_table_shift(t % WEFT_SLOT_TABLES, s->tce_64k);
+
+		nr = nr < 1 ? 1 : nr > WEFT_TCE_MAX_ENTRIES ? WEFT_TCE_MAX_ENTRIES : nr;
+		host->tce_used[t] = calloc(WEFT_TCE_MAP_WORDS(nr), sizeof(uint64_t));
+		if (!host->tce_used[t])
+			return -ENOMEM;
+	}
+	sim_guest_adapters(s, host, &a, &end);
+	for (; a < end; a++) {
+		rc = adapter_boot(s, &s->node[a]);
+		if (rc)
+			return rc;
+	}
+	weft_keygen_init(&host->keys, &sim_epoch_ops, host);
+	if (!weft_keygen_take(&host->keys))
+		return -EIO;
 	return 0;
 }
 
@@ -206,65 +246,94 @@ uint64_t weft_sim_window_fatals(const struct weft_sim *s, unsigned int node, uns
 
 /* ---- job slots and memory registration --------------------------------------- */
 
-static int slot_of(struct sim_node *n, uint32_t job)
+/*
+ * Job slots and registrations are node-global (seed item 24): they live
+ * in the guest's first adapter (n->host) and are programmed into every
+ * adapter of the guest, so one PVO is valid through all of them.
+ */
+static int slot_of(struct sim_node *h, uint32_t job)
 {
 	int i;
 
 	for (i = 0; i < (int)WEFT_NR_JOB_SLOTS; i++)
-		if (n->slot_job[i] == job)
+		if (h->slot_job[i] == job)
 			return i;
 	return -1;
 }
 
+static void slot_program(struct weft_sim *s, struct sim_node *h, int slot)
+{
+	unsigned int a, end, t;
+
+	sim_guest_adapters(s, h, &a, &end);
+	for (; a < end; a++)
+		for (t = (unsigned int)slot * WEFT_SLOT_TABLES;
+		     t < (unsigned int)(slot + 1) * WEFT_SLOT_TABLES; t++)
+			tce_program(&s->node[a], t);
+}
+
 int weft_sim_job_attach(struct weft_sim *s, unsigned int node, uint32_t job)
 {
-	struct sim_node *n;
+	struct sim_node *h;
 	int slot;
-	unsigned int t;
 
 	if (node >= s->nr_nodes || !job)
 		return -EINVAL;
-	n = &s->node[node];
-	if (slot_of(n, job) >= 0)
+	h = s->node[node].host;
+	if (slot_of(h, job) >= 0)
 		return -EEXIST;
-	slot = slot_of(n, 0);
+	slot = slot_of(h, 0);
 	if (slot < 0)
 		return -ENOSPC;
-	n->slot_job[slot] = job;
-	for (t = (unsigned int)slot * WEFT_SLOT_TABLES; t < (unsigned int)(slot + 1) * WEFT_SLOT_TABLES; t++)
-		tce_program(n, t);
+	h->slot_job[slot] = job;
+	slot_program(s, h, slot);
 	return slot;
 }
 
-static void mr_clear(struct sim_node *n, struct sim_mr *m)
+/* Write n TCEs from entry first of table t in every adapter of the guest
+ * (tce NULL: zero them). */
+static void tce_write(struct weft_sim *s, struct sim_node *h, unsigned int t, uint32_t first,
+		      uint32_t n, const uint64_t *tce)
 {
+	unsigned int a, end;
 	uint32_t i;
 
-	for (i = 0; i < m->npages; i++)
-		memset(n->mem + n->tce_addr[m->table] + (uint64_t)(m->first + i) * 8, 0, 8);
-	weft_tce_mark(n->tce_used[m->table], m->first, m->npages, false);
+	sim_guest_adapters(s, h, &a, &end);
+	for (; a < end; a++) {
+		struct sim_node *ad = &s->node[a];
+
+		for (i = 0; i < n; i++) {
+			uint64_t v = tce ? tce[i] : 0;
+
+			memcpy(ad->mem + ad->tce_addr[t] + (uint64_t)(first + i) * 8, &v, 8);
+		}
+	}
+}
+
+static void mr_clear(struct weft_sim *s, struct sim_node *h, struct sim_mr *m)
+{
+	tce_write(s, h, m->table, m->first, m->npages, NULL);
+	weft_tce_mark(h->tce_used[m->table], m->first, m->npages, false);
 	m->live = false;
 }
 
 int weft_sim_job_detach(struct weft_sim *s, unsigned int node, uint32_t job)
 {
-	struct sim_node *n;
+	struct sim_node *h;
 	int slot;
-	unsigned int t;
 	size_t i;
 
 	if (node >= s->nr_nodes || !job)
 		return -EINVAL;
-	n = &s->node[node];
-	slot = slot_of(n, job);
+	h = s->node[node].host;
+	slot = slot_of(h, job);
 	if (slot < 0)
 		return -ENOENT;
-	for (i = 0; i < n->nr_mr; i++)
-		if (n->mr[i].live && n->mr[i].job == job)
-			mr_clear(n, &n->mr[i]);
-	n->slot_job[slot] = 0;
-	for (t = (unsigned int)slot * WEFT_SLOT_TABLES; t < (unsigned int)(slot + 1) * WEFT_SLOT_TABLES; t++)
-		tce_program(n, t);
+	for (i = 0; i < h->nr_mr; i++)
+		if (h->mr[i].live && h->mr[i].job == job)
+			mr_clear(s, h, &h->mr[i]);
+	h->slot_job[slot] = 0;
+	slot_program(s, h, slot);
 	return 0;
 }
 
@@ -292,7 +361,7 @@ int weft_sim_reg_mr(struct weft_sim *s, unsigned int node, uint32_t job, uint64_
 	 * choice) maps the pages around the range. */
 	if (explicit_shift && !weft_mr_aligned(page_shift, addr, len))
 		return -EINVAL;
-	n = &s->node[node];
+	n = s->node[node].host;
 	slot = slot_of(n, job);
 	if (!job || slot < 0)
 		return -ENOENT;
@@ -302,6 +371,7 @@ int weft_sim_reg_mr(struct weft_sim *s, unsigned int node, uint32_t job, uint64_
 	npages = last_page - first_page + 1;
 	t0 = (unsigned int)slot * WEFT_SLOT_TABLES;
 	for (t = t0 + first_t; t < t0 + end_t; t++) {
+		uint64_t *tce;
 		int64_t first;
 
 		if (npages > n->tce_nr[t])
@@ -323,6 +393,9 @@ int weft_sim_reg_mr(struct weft_sim *s, unsigned int node, uint32_t job, uint64_
 			n->mr = nm;
 			n->mr_cap = nc;
 		}
+		tce = malloc(npages * sizeof(*tce));
+		if (!tce)
+			return -ENOMEM;
 		if (i == n->nr_mr)
 			n->nr_mr++;
 		m = &n->mr[i];
@@ -331,12 +404,10 @@ int weft_sim_reg_mr(struct weft_sim *s, unsigned int node, uint32_t job, uint64_
 		m->table = t;
 		m->first = (uint32_t)first;
 		m->npages = (uint32_t)npages;
-		for (uint32_t p = 0; p < npages; p++) {
-			uint64_t tce = weft_tce_make((key << WEFT_PVO_TABLE_BITS) | t,
-						     first_page + p);
-
-			memcpy(n->mem + n->tce_addr[t] + (uint64_t)(first + p) * 8, &tce, 8);
-		}
+		for (uint32_t p = 0; p < npages; p++)
+			tce[p] = weft_tce_make((key << WEFT_PVO_TABLE_BITS) | t, first_page + p);
+		tce_write(s, n, t, (uint32_t)first, (uint32_t)npages, tce);
+		free(tce);
 		weft_tce_mark(n->tce_used[t], (uint32_t)first, (uint32_t)npages, true);
 		if (pvo)
 			*pvo = weft_pvo_make(key, t,
@@ -348,14 +419,14 @@ int weft_sim_reg_mr(struct weft_sim *s, unsigned int node, uint32_t job, uint64_
 
 int weft_sim_dereg_mr(struct weft_sim *s, unsigned int node, int handle)
 {
-	struct sim_node *n;
+	struct sim_node *h;
 
 	if (node >= s->nr_nodes)
 		return -EINVAL;
-	n = &s->node[node];
-	if (handle < 1 || (size_t)handle > n->nr_mr || !n->mr[handle - 1].live)
+	h = s->node[node].host;
+	if (handle < 1 || (size_t)handle > h->nr_mr || !h->mr[handle - 1].live)
 		return -ENOENT;
-	mr_clear(n, &n->mr[handle - 1]);
+	mr_clear(s, h, &h->mr[handle - 1]);
 	return 0;
 }
 
@@ -626,23 +697,26 @@ int weft_sim_rcxt_cancel(struct weft_sim *s, unsigned int node, uint32_t rcxt)
 
 int weft_sim_node_reboot(struct weft_sim *s, unsigned int node)
 {
-	struct sim_node *n;
-	int rc;
+	unsigned int a, first, end;
 
 	if (node >= s->nr_nodes)
 		return -EINVAL;
-	n = &s->node[node];
-	/* The LPAR goes away: the adapter is reset and the port is down. */
-	weft_fabric_set_port_up(s->fabric, (uint16_t)node, false);
-	wr(n, WEFT_REG_RESET, WEFT_RESET_MAGIC);
-	n->evq_addr = 0;
-	n->busy = n->kicked = false;
-	n->irq_pending = 0;
+	/* The LPAR goes away: its adapters are reset and their ports down. */
+	sim_guest_adapters(s, &s->node[node], &first, &end);
+	for (a = first; a < end; a++) {
+		struct sim_node *n = &s->node[a];
+
+		weft_fabric_set_port_up(s->fabric, (uint16_t)a, false);
+		wr(n, WEFT_REG_RESET, WEFT_RESET_MAGIC);
+		n->evq_addr = 0;
+		n->busy = n->kicked = false;
+		n->irq_pending = 0;
+	}
 	weft_sim_run_until(s, NULL, NULL, s->now + s->reboot_ns);
 	weft_sim_advance_to(s, s->now + 1);
-	weft_fabric_set_port_up(s->fabric, (uint16_t)node, true);
-	rc = sim_drv_boot(s, n);
-	return rc;
+	for (a = first; a < end; a++)
+		weft_fabric_set_port_up(s->fabric, (uint16_t)a, true);
+	return sim_drv_boot(s, s->node[node].host);
 }
 
 int weft_sim_node_recover(struct weft_sim *s, unsigned int node)

@@ -34,6 +34,12 @@ struct sim_win {
 struct sim_node {
 	struct weft_sim *sim;
 	unsigned int id;
+	/*
+	 * The guest's first adapter: it holds the guest's memory, its
+	 * allocator and the node-global driver state (job slots, TCE
+	 * placement, registrations, PVO keys).  Itself for that adapter.
+	 */
+	struct sim_node *host;
 	struct weft_core *core;
 	uint8_t *mem;
 	bool kicked, busy;
@@ -51,9 +57,11 @@ struct sim_node {
 	uint32_t nr_windows, nr_rcxt, nr_handlers;
 	uint64_t evq_addr;
 	uint64_t evq_cons;
+	/* this adapter's copy of the 30 tables, in guest memory */
 	uint64_t tce_addr[SIM_NR_TABLES];
 	uint32_t tce_nr[SIM_NR_TABLES];
 	uint8_t tce_shift[SIM_NR_TABLES];
+	/* node-global (used in the host only) */
 	uint64_t *tce_used[SIM_NR_TABLES];      /* bitmap of TCEs in use */
 	uint32_t slot_job[WEFT_NR_JOB_SLOTS];
 	struct sim_mr *mr;
@@ -69,6 +77,7 @@ struct sim_node {
 struct weft_sim {
 	struct weft_sim_config cfg;
 	unsigned int nr_nodes;
+	unsigned int adapters;  /* adapters per guest */
 	uint64_t mem_size;
 	uint64_t tick_ns;
 	unsigned int budget;
@@ -90,6 +99,9 @@ bool sim_poll_node(struct weft_sim *s, struct sim_node *n);
 
 /* sim_drv.c */
 int sim_drv_boot(struct weft_sim *s, struct sim_node *n);
+/* The adapters of n's guest: [*first, *end) node indexes. */
+void sim_guest_adapters(const struct weft_sim *s, const struct sim_node *n,
+			unsigned int *first, unsigned int *end);
 void sim_drv_free(struct sim_node *n);
 void sim_drv_service(struct weft_sim *s, struct sim_node *n);
 

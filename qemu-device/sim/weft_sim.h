@@ -65,6 +65,14 @@ typedef void (*weft_sim_trace_fn)(void *opaque, unsigned int node,
 
 struct weft_sim_config {
 	uint32_t nr_nodes;          /* 1 .. WEFT_SIM_MAX_NODES */
+	/*
+	 * Adapters per guest (0 = 1).  Sim nodes are adapters: nodes
+	 * a*k .. a*k + a - 1 are the adapters of one guest, which share its
+	 * memory and its node-global job slots and registrations (seed item
+	 * 24, docs/driver.md "Node-global tables").  nr_nodes must be a
+	 * multiple of it.
+	 */
+	uint32_t adapters;
 	uint64_t mem_size;          /* guest memory per node; 0 = 64 MiB; >= 4 MiB */
 	uint64_t seed;              /* fabric faults, adapters' first key epochs */
 	struct weft_fabric_faults faults; /* routes 0 is taken as 1 */
@@ -231,9 +239,10 @@ uint32_t weft_sim_recovery_count(struct weft_sim *s, unsigned int node);
  * A window, rCxt or MR obtained in an older generation is gone. */
 uint32_t weft_sim_node_gen(const struct weft_sim *s, unsigned int node);
 
-/* Node (LPAR) reboot: adapter RESET, the node is off the fabric for
- * reboot_ns of virtual time, then the driver loads again and takes a new
- * key epoch.  Every window, MR, rCxt and job slot of the node is gone; the
+/* Node (LPAR) reboot: RESET of every adapter of the node's guest, which
+ * is off the fabric for reboot_ns of virtual time, then the driver loads
+ * again and takes a new key epoch.  Every window, MR, rCxt and job slot of
+ * the guest is gone; the
  * node's memory contents are kept (persistent subsystems re-register). */
 int weft_sim_node_reboot(struct weft_sim *s, unsigned int node);
 /* Adapter recovery: write RECOVER; the recovery count (rCxt key) is

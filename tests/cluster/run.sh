@@ -25,21 +25,25 @@ TMP=$(mktemp -d /tmp/weft-ct.XXXXXX)
 C2=ct2-$$
 CF=ctf-$$
 C4=ct4-$$
+CS=cts-$$
 passed=0 failed=0
 summary=()
 declare -A up_error=()  # cluster -> why it is not usable ("" when up)
-declare -A csize=([$C2]=2 [$CF]=2 [$C4]=4)
+declare -A csize=([$C2]=2 [$CF]=2 [$C4]=4 [$CS]=2)
 # The failover campaign (cluster $CF) replays old frames while a new stream
 # runs: its switch keeps 8192 frames, so the old ones outlive the new
 # stream's first frames.  Its adapters have 40 rCxts, a little more than
 # one stream holds, so that restarted streams get the old streams' rCxt
 # ids back (the seed's "pool below twice the outstanding rCxts" case) and
 # the keys, not the ids, are what stops stale frames.
-declare -A cargs=([$C2]="" [$CF]="--capture-ring 8192" [$C4]="")
+declare -A cargs=([$C2]="" [$CF]="--capture-ring 8192" [$C4]="" [$CS]="")
 # The 4-node adapters let up to 4 receive entries become valid out of slot
 # order (rx-overlap, seed item 15): IP over Weft, libweft's FIFO and the
 # half-RDMA modes must poll per slot to pass there.
-declare -A cprops=([$C2]="" [$CF]="rcxts=40" [$C4]="rx-overlap=4")
+declare -A cprops=([$C2]="" [$CF]="rcxts=40" [$C4]="rx-overlap=4" [$CS]="")
+# Adapters per node (weft-cluster up --adapters): cluster $CS has two, for
+# striping over adapters.
+declare -A cadapters=([$CS]=2)
 
 # ---- scenario list: name, cluster, description --------------------------------
 SCENARIOS=(
@@ -88,6 +92,7 @@ SCENARIOS=(
 	"ib-device|$C2|RDMA core: weft_ib.ko registers weft_ib0 on both nodes: rdma link ACTIVE on weft0, the IPv4-mapped RoCE v2 GID, pkey, node GUID, device attributes = the adapter's registers, the port follows the carrier"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
 	"seed000-ops|$C4|libweft's further operations between guests (weft-ops): a third-party transfer (node1 makes node2 write into node0; TARGET completion at node0, SOURCE at node1, none at node2); a broadcast write reaching nodes 1-3 with node3's acknowledgement dropped by a switch drop rule, node3 alone re-sent to; a multicast write reaching only the group's members; a conditional RDMA whose signal arrives after its 4 writes; the four half-RDMA modes; all byte-exact"
+	"stripe-2adapters|$CS|nodes with 2 adapters each (4 switch ports): node0 stripes 16 MiB RDMA writes over both its adapters to both of node1's (weft-bw --stripe), byte-exact, half of the bytes through each adapter; single-adapter and 2-adapter weft-bw figures side by side"
 )
 
 usage() {
@@ -235,7 +240,8 @@ cluster_up() { # cluster_up NAME N
 	local c=$1 n=$2
 	[ -z "${up_error[$c]+x}" ] || return 0
 	echo "# starting cluster $c ($n nodes)"
-	if "$WC" --name "$c" up -n "$n" --switch-args "${cargs[$c]:-}" --device-props "${cprops[$c]:-}" >"$TMP/$c.up" 2>&1; then
+	if "$WC" --name "$c" up -n "$n" --adapters "${cadapters[$c]:-1}" --switch-args "${cargs[$c]:-}" \
+		--device-props "${cprops[$c]:-}" >"$TMP/$c.up" 2>&1; then
 		sed 's/^/# | /' "$TMP/$c.up" | grep -E 'ready after|NODE|node[0-9] |up:' || true
 		up_error[$c]=
 	else
@@ -247,10 +253,10 @@ cluster_up() { # cluster_up NAME N
 # Take the clusters down; their logs are kept only when something failed.
 cleanup() {
 	local c
-	for c in "$C2" "$CF" "$C4"; do
+	for c in "$C2" "$CF" "$C4" "$CS"; do
 		[ -z "${up_error[$c]+x}" ] || "$WC" --name "$c" down >/dev/null 2>&1
 		if [ "$failed" = 0 ]; then
-			rm -rf "$(weft_run_dir)/$c"
+			rm -rf "$(weft_run_dir)/${c:?}"
 		else
 			echo "# logs of cluster $c: $(weft_run_dir)/$c"
 		fi
@@ -968,8 +974,8 @@ PY
 # time, so the switch is read before and after the nodes: a snapshot
 # counts only if no frame reached either node in between.
 fo_snap() {
-	local c=$1 s=$2 t=$3 k=$4 n try
-	for try in $(seq 20); do
+	local c=$1 s=$2 t=$3 k=$4 n
+	for _ in $(seq 20); do
 		"$WC" --name "$c" faults --json counters >"$TMP/fo$k.sw0" 2>&1 ||
 			fail "switch counters: $(cat "$TMP/fo$k.sw0")" || return 1
 		for n in $s $t; do
@@ -998,6 +1004,52 @@ PY
 sc_recovery_streaming() { failover "$1" recover; }
 sc_fatal_streaming() { failover "$1" fatal; }
 sc_reboot_streaming() { failover "$1" reboot; }
+
+# txbytes CLUSTER NODE ADAPTER: TX_BYTES of /dev/weftADAPTER (in $OUT).
+txbytes() { gx "$1" "$2" "awk '\$1 == \"TX_BYTES\" {print \$2}' /sys/kernel/debug/weft/weft$3/counters"; }
+
+# Two adapters per node: adapter a of node N has node id N + 2a.  weft-bw
+# runs once over the first adapters alone and once with --stripe weft1;
+# its data check writes a 16 MiB pattern (striped in the second run) and
+# reads it back byte for byte, and prints a figure only after that held.
+sc_stripe_2adapters() {
+	local c=$1 i a id tx0 tx1 tx0b tx1b
+	for i in 0 1; do
+		for a in 0 1; do
+			id=$((i + 2 * a))
+			gx "$c" "$i" "head -1 /sys/kernel/debug/weft/weft$a/state"
+			grep -q "^node $id windows" <<<"$OUT" ||
+				fail "node$i: /dev/weft$a does not have node id $id: $OUT" || return 1
+		done
+		checked "node$i: weft0 and weft1 present with node ids $i and $((i + 2))"
+	done
+	need "$c" 0 weft-bw || return 1
+	need "$c" 1 weft-bw || return 1
+	local args="--mode write --min-size 16M --max-size 16M --depth 1 --iters 4"
+	tool2 "$c" 1 0 bw-one 4301 weft-bw "$args" || return 1
+	results ops,seconds,MBps || fail "weft-bw printed no usable figures" || return 1
+	every_result 1 'r["verified"] is True and r["ops"] == 4' ||
+		fail "weft-bw (1 adapter): no verified 16 MiB result: $(grep -E '^\{' <<<"$OUT")" || return 1
+	checked "1 adapter: node0 -> node1 16 MiB RDMA writes, data written and read back byte-exact"
+	txbytes "$c" 0 0; tx0=$OUT
+	txbytes "$c" 0 1; tx1=$OUT
+	[[ $tx0 =~ ^[0-9]+$ && $tx1 =~ ^[0-9]+$ ]] || fail "node0: cannot read TX_BYTES of weft0/weft1: $tx0 $tx1" || return 1
+	tool2 "$c" 1 0 bw-stripe 4302 weft-bw "$args --stripe weft1" || return 1
+	results ops,seconds,MBps || fail "weft-bw --stripe printed no usable figures" || return 1
+	[ "$(json adapters)" = 2 ] || fail "weft-bw --stripe did not run over 2 adapters: $(grep -E '^\{' <<<"$OUT")" || return 1
+	every_result 1 'r["verified"] is True and r["ops"] == 4' ||
+		fail "weft-bw --stripe: no verified 16 MiB result: $(grep -E '^\{' <<<"$OUT")" || return 1
+	checked "2 adapters: node0 -> node1 16 MiB RDMA writes striped over weft0 and weft1 (one completion each), the striped 16 MiB pattern read back byte-exact"
+	txbytes "$c" 0 0; tx0b=$OUT
+	txbytes "$c" 0 1; tx1b=$OUT
+	# Bytes each adapter sent: 4 timed writes and the check's striped
+	# write, 8 MiB of each through each adapter, plus headers, retries and
+	# (adapter 0) the check's read request.
+	local d0=$((tx0b - tx0)) d1=$((tx1b - tx1)) half=$((5 * 8 * 1048576))
+	{ [ "$d0" -ge "$half" ] && [ "$d1" -ge "$half" ]; } ||
+		fail "node0: bytes sent by weft0 $d0 and by weft1 $d1, expected at least $half each" || return 1
+	checked "node0: weft0 sent $d0 bytes and weft1 $d1 bytes (at least 5 x 8 MiB each): both adapters carried half of every write"
+}
 
 # ---- four nodes --------------------------------------------------------------------
 # Every node runs a weft-rdma-check server for each of the 3 others (started
@@ -1100,7 +1152,7 @@ for oc in "${order[@]}"; do
 done
 echo "1..${#sel[@]}"
 t_start=$SECONDS
-last_cluster= k=0
+last_cluster='' k=0
 for s in "${sel[@]}"; do
 	IFS='|' read -r n c d <<<"$s"
 	if [ "$c" != "$last_cluster" ]; then
