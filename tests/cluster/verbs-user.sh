@@ -64,25 +64,34 @@ cm_listening() {
 # pair CLUSTER NAME SERVER_CMD CLIENT_CMD: the server on node1, then the
 # client on node0: after the server's rdma_cm ID listens when the commands
 # use rdma_cm (PAIR_CM=1), else retried while the server's TCP port is not
-# open yet; the outputs in $SOUT/$COUT, exit statuses in $SRC/$CRC.
+# open yet; the outputs in $SOUT/$COUT, exit statuses in $SRC/$CRC.  A
+# server whose client failed would wait for it forever: it is killed.
 pair() {
 	local c=$1 name=$2 s=$3 cl=$4
 	bg "$c" 1 "$name-s" "$s"
 	if [ "${PAIR_CM:-0}" = 1 ]; then
 		cm_listening "$c" 1 || say "node1: no rdma_cm ID listening after 30 s"
-		gx "$c" 0 "$cl"
+		# perftest gives rdma_resolve_addr and rdma_resolve_route 2 s
+		# each; under TCG an ARP exchange can take longer, so the
+		# neighbour is resolved first (as on any host that has talked
+		# to its peer before).
+		gx "$c" 0 "ping -c 1 -W 10 $(ip4 1) >/dev/null; $cl"
 	else
 		gx "$c" 0 "i=0; while [ \$i -lt 20 ]; do $cl 2>/tmp/$name.err && exit 0;
 			grep -q -e 'Couldn.t connect' -e 'Unable to open' /tmp/$name.err || { cat /tmp/$name.err; exit 1; };
 			i=\$((i + 1)); sleep 1; done; cat /tmp/$name.err; exit 1"
 	fi
 	COUT=$OUT CRC=$RC
+	if [ "$CRC" != 0 ]; then
+		sleep 5
+		bgdone "$name-s" || gx "$c" 1 "killall -KILL ${s%% *}"
+	fi
 	bgwait "$name-s"
 	SOUT=$OUT SRC=$RC
 	[ "$CRC" = 0 ] && [ "$SRC" = 0 ] && return 0
 	say "client exit $CRC, server exit $SRC"
-	tail -n 5 <<<"$COUT" | cut -c1-200 | sed "s/^/  | client: /"
-	tail -n 5 <<<"$SOUT" | cut -c1-200 | sed "s/^/  | server: /"
+	tail -n 12 <<<"$COUT" | cut -c1-200 | sed "s/^/  | client: /"
+	tail -n 12 <<<"$SOUT" | cut -c1-200 | sed "s/^/  | server: /"
 	return 1
 }
 
