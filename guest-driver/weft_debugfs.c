@@ -119,34 +119,7 @@ DEFINE_SHOW_ATTRIBUTE(weft_rcxt);
 
 static int weft_tce_show(struct seq_file *m, void *v)
 {
-	struct weft_dev *wdev = m->private;
-	u32 s, t, i, k, used;
-
-	mutex_lock(&wdev->lock);
-	for (s = 0; s < WEFT_NR_JOB_SLOTS; s++) {
-		seq_printf(m, "slot %u: job %u refs %u\n", s, wdev->slots[s].job_id,
-			   wdev->slots[s].refs);
-		for (t = 0; t < WEFT_SLOT_TABLES; t++) {
-			struct weft_tce_table *tbl = &wdev->slots[s].tbl[t];
-
-			if (!tbl->va)
-				continue;
-			used = 0;
-			for (k = 0; k < WEFT_TCE_MAP_WORDS(tbl->nr); k++)
-				used += hweight64(tbl->used[k]);
-			seq_printf(m, "  table %u: shift %u entries %u used %u dma 0x%llx\n",
-				   s * WEFT_SLOT_TABLES + t, tbl->shift, tbl->nr, used,
-				   (u64)tbl->dma);
-			for (i = 0; i < tbl->nr; i++) {
-				u64 tce = le64_to_cpu(READ_ONCE(tbl->va[i]));
-
-				if (tce)
-					seq_printf(m, "    [%u] key 0x%06x rpn 0x%llx\n", i,
-						   weft_tce_key(tce), weft_tce_rpn(tce));
-			}
-		}
-	}
-	mutex_unlock(&wdev->lock);
+	weft_tce_show_dev(m, m->private);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(weft_tce);
@@ -176,8 +149,7 @@ static int weft_state_show(struct seq_file *m, void *v)
 	seq_printf(m, "rcxt_free %u rcxt_head %u evq_entries %u evq_cons %llu evq_stale %llu\n",
 		   wdev->rcxt_ring.count, wdev->rcxt_ring.head, wdev->evq_entries, wdev->evq_cons,
 		   wdev->evq_stale);
-	seq_printf(m, "key_epoch %llu key_block %u keys_used %u\n", wdev->keys.epoch,
-		   weft_key_block(wdev->keys.epoch), wdev->keys.seq);
+	weft_keys_show(m);
 	seq_printf(m, "closes %llu closes_waited %llu close_snapshot 0x%llx\n",
 		   wdev->closes, wdev->closes_waited, wdev->close_snapshot);
 	for (h = 0; h < wdev->nr_handlers; h++)

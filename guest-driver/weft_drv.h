@@ -15,6 +15,8 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
+#include <linux/scatterlist.h>
+#include <linux/seq_file.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -72,18 +74,10 @@ struct weft_res {
 
 extern struct weft_res weft_res;
 
+/* One adapter's copy of a TCE table, in its own DMA memory. */
 struct weft_tce_table {
 	__le64 *va;
 	dma_addr_t dma;
-	u32 nr;			/* entries */
-	u32 shift;		/* page shift: 12, 16 or 24 */
-	u64 *used;		/* bitmap of entries in use (policy) */
-};
-
-struct weft_slot {
-	u32 job_id;		/* 0 = free */
-	u32 refs;		/* fds attached */
-	struct weft_tce_table tbl[WEFT_SLOT_TABLES];
 };
 
 enum weft_win_state {
@@ -111,7 +105,18 @@ struct weft_window {
 	u32 nr_rcxt;		/* rCxts held */
 };
 
+/* One adapter's DMA mapping of a registration's pages. */
+struct weft_mr_map {
+	struct sg_table sgt;
+	bool mapped;
+};
+
+/*
+ * A registration: node-global (weft_mr.c), one PVO through every adapter;
+ * map[] is indexed by the adapter's id.
+ */
 struct weft_mr {
+	struct list_head node;	/* the node's registrations */
 	u32 handle;
 	u32 slot;
 	u32 table;		/* index in the slot */
@@ -121,7 +126,7 @@ struct weft_mr {
 	u64 pvo;
 	struct page **pages;
 	unsigned long npages;
-	struct sg_table sgt;
+	struct weft_mr_map map[WEFT_MAX_DEVS];
 	struct mm_struct *mm;	/* for locked_vm accounting */
 };
 
@@ -173,10 +178,11 @@ struct weft_dev {
 	u32 *rcxt_ids;			/* storage of rcxt_ring */
 	struct weft_rcxt_ring rcxt_ring;	/* free rCxts (policy) */
 	u32 recovery_count;
-	struct weft_keygen keys;	/* PVO keys (policy) */
 	u64 closes, closes_waited;	/* Close Window: all, snapshot was busy */
 	u64 close_snapshot;		/* Snapshot View right after the last close */
-	struct weft_slot slots[WEFT_NR_JOB_SLOTS];
+	/* this adapter's copy of the node's tables (weft_mr.c) */
+	struct weft_tce_table tbl[WEFT_NR_JOB_SLOTS][WEFT_SLOT_TABLES];
+	struct list_head node_link;	/* the node's adapters */
 
 	/* event queue and interrupts */
 	spinlock_t evlock;		/* evq consumption and win[] readers in IRQ */
@@ -237,9 +243,12 @@ void weft_rcxt_release_window(struct weft_dev *wdev, struct weft_window *win,
 void weft_ctx_teardown(struct weft_ctx *ctx);
 
 /* weft_mr.c */
+int weft_node_init(void);
+void weft_node_fini(void);
 int weft_slots_init(struct weft_dev *wdev);
-int weft_keys_start(struct weft_dev *wdev);
 void weft_slots_fini(struct weft_dev *wdev);
+int weft_node_add(struct weft_dev *wdev);
+void weft_node_del(struct weft_dev *wdev);
 void weft_slots_program(struct weft_dev *wdev);
 int weft_job_attach(struct weft_ctx *ctx, struct weft_ioc_job *job);
 int weft_job_detach(struct weft_ctx *ctx, struct weft_ioc_job *job);
@@ -248,6 +257,8 @@ int weft_job_slot(struct weft_ctx *ctx, u32 job_id);
 int weft_reg_mr(struct weft_ctx *ctx, struct weft_ioc_reg_mr *arg);
 int weft_dereg_mr(struct weft_ctx *ctx, u32 handle);
 void weft_mr_release_all(struct weft_ctx *ctx, bool stale);
+void weft_tce_show_dev(struct seq_file *m, struct weft_dev *wdev);
+void weft_keys_show(struct seq_file *m);
 
 /* weft_net.c */
 int weft_net_add(struct weft_dev *wdev);

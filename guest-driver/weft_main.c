@@ -563,9 +563,6 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		goto err_iomap;
 	wdev->recovery_count = weft_rd(wdev, WEFT_REG_RECOVERY_COUNT);
-	ret = weft_keys_start(wdev);
-	if (ret)
-		goto err_iomap;
 
 	ret = ida_alloc_max(&weft_ida, WEFT_MAX_DEVS - 1, GFP_KERNEL);
 	if (ret < 0)
@@ -588,9 +585,12 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = weft_slots_init(wdev);
 	if (ret)
 		goto err_evq;
-	ret = weft_setup_irqs(wdev);
+	ret = weft_node_add(wdev);
 	if (ret)
 		goto err_slots;
+	ret = weft_setup_irqs(wdev);
+	if (ret)
+		goto err_node;
 	weft_hw_setup(wdev);
 	pci_set_drvdata(pdev, wdev);
 	ret = weft_net_add(wdev);
@@ -617,6 +617,8 @@ err_irqs:
 	pci_set_drvdata(pdev, NULL);
 	weft_wr(wdev, WEFT_REG_RESET, WEFT_RESET_MAGIC);
 	weft_free_irqs(wdev);
+err_node:
+	weft_node_del(wdev);
 err_slots:
 	weft_slots_fini(wdev);
 err_evq:
@@ -660,6 +662,7 @@ static void weft_remove(struct pci_dev *pdev)
 	weft_free_irqs(wdev);
 	list_for_each_entry_safe(win, tmp, &wdev->zombies, node)
 		weft_window_free(win);
+	weft_node_del(wdev);
 	weft_slots_fini(wdev);
 	weft_coherent_free(wdev, wdev->evq_entries * sizeof(*wdev->evq),
 			   wdev->evq, wdev->evq_dma);
@@ -692,10 +695,15 @@ static int __init weft_init(void)
 {
 	int ret;
 
+	ret = weft_node_init();
+	if (ret)
+		return ret;
 	weft_debugfs_init();
 	ret = pci_register_driver(&weft_pci_driver);
-	if (ret)
+	if (ret) {
 		weft_debugfs_exit();
+		weft_node_fini();
+	}
 	return ret;
 }
 
@@ -703,6 +711,7 @@ static void __exit weft_exit(void)
 {
 	pci_unregister_driver(&weft_pci_driver);
 	weft_debugfs_exit();
+	weft_node_fini();
 	ida_destroy(&weft_ida);
 }
 
