@@ -116,9 +116,9 @@ static void usage(const struct tool_desc *d, FILE *f)
 		fprintf(f, "%s", d->extra_help);
 }
 
-/* --stripe: a window, rCxts and the buffer's registration on the second
- * adapter (a registration of its own: with per-adapter tables the PVO
- * differs from the first adapter's). */
+/* --stripe: a window and rCxts on the second adapter.  The buffer's
+ * registration through the first adapter is node-global: its PVO is valid
+ * through the second adapter too (docs/driver.md, "Node-global tables"). */
 static int setup_stripe(struct tool_ctx *c, const struct tool_desc *d)
 {
 	struct weft_win_attr wa = { .job_id = c->o.job };
@@ -132,15 +132,6 @@ static int setup_stripe(struct tool_ctx *c, const struct tool_desc *d)
 	weft_win_set_retry_budget(c->win2, (uint64_t)c->o.timeout_ms * 1000000ull);
 	c->mine.node2 = weft_win_node(c->win2);
 	c->mine.window2 = (uint16_t)weft_win_id(c->win2);
-	if (c->buf_len) {
-		r = weft_mr_reg(c->dev2, c->o.job, c->buf, c->buf_len, &c->mine.buf_pvo2,
-				&c->buf_handle2);
-		if (r) {
-			tool_err(d->name, "registering the buffer on the second adapter: %s",
-				 tool_strerror(r));
-			return -1;
-		}
-	}
 	for (unsigned int i = 0; i < d->nr_rcxt && i < TOOL_MAX_RCXT; i++) {
 		r = weft_rcxt_alloc(c->win2, &c->mine.rcxt2[i], &c->mine.key2[i]);
 		if (r) {
@@ -198,12 +189,9 @@ static int setup(struct tool_ctx *c, const struct tool_desc *d)
 
 static void teardown(struct tool_ctx *c)
 {
-	if (c->buf_handle2)
-		weft_mr_dereg(c->dev2, c->buf_handle2);
 	if (c->win2)
 		weft_win_close(c->win2);
 	c->win2 = NULL;
-	c->buf_handle2 = 0;
 	if (c->buf_handle)
 		weft_mr_dereg(c->dev, c->buf_handle);
 	if (c->buf)

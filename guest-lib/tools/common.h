@@ -22,13 +22,12 @@ struct tool_peer {
 	uint64_t buf_len;
 	uint32_t mode;                  /* tool specific (client -> server) */
 	uint32_t count;
-	/* --stripe: the second adapter's window, rCxts and buffer PVO
-	 * (nr_rcxt2 = 0 without it) */
+	/* --stripe: the second adapter's window and rCxts (nr_rcxt2 = 0
+	 * without it); buf_pvo is valid through it too */
 	uint16_t node2, window2;
 	uint32_t nr_rcxt2;
 	uint32_t rcxt2[TOOL_MAX_RCXT];
 	uint16_t key2[TOOL_MAX_RCXT];
-	uint64_t buf_pvo2;
 };
 
 struct tool_opts {
@@ -56,11 +55,9 @@ struct tool_ctx {
 	size_t buf_len;
 	uint64_t buf_pvo;
 	uint32_t buf_handle;
-	/* --stripe: the second adapter, its window and the buffer's
-	 * registration there */
+	/* --stripe: the second adapter and its window */
 	struct weft_dev *dev2;
 	struct weft_win *win2;
-	uint32_t buf_handle2;
 	struct tool_peer mine, peer;
 	FILE *out;                      /* figures go here (client) */
 };

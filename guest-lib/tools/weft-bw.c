@@ -9,7 +9,9 @@
  *
  * --stripe DEV: each write is one message striped by libweft over both
  * adapters of the node (weft_stripe_*, half of it over each), to both
- * adapters of the peer; one completion per message.
+ * adapters of the peer; one completion per message.  The buffers are
+ * registered once, through the first adapters: their node-global PVOs
+ * serve both paths.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -53,7 +55,7 @@ static void stripe_init(struct tool_ctx *c, struct weft_stripe *st, unsigned int
 		.win = c->win2, .node = c->peer.node2, .window = c->peer.window2,
 		.local_rcxt = c->mine.rcxt2[i], .remote_rcxt = c->peer.rcxt2[i],
 		.remote_rcxt_key = c->peer.key2[i],
-		.local_pvo = c->mine.buf_pvo2 + off, .remote_pvo = c->peer.buf_pvo2 + off,
+		.local_pvo = c->mine.buf_pvo + off, .remote_pvo = c->peer.buf_pvo + off,
 	};
 }
 
