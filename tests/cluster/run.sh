@@ -92,7 +92,7 @@ SCENARIOS=(
 	"ib-device|$C2|RDMA core: weft_ib.ko registers weft_ib0 on both nodes: rdma link ACTIVE on weft0, the IPv4-mapped RoCE v2 GID, pkey, node GUID, device attributes = the adapter's registers, the port follows the carrier"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
 	"seed000-ops|$C4|libweft's further operations between guests (weft-ops): a third-party transfer (node1 makes node2 write into node0; TARGET completion at node0, SOURCE at node1, none at node2); a broadcast write reaching nodes 1-3 with node3's acknowledgement dropped by a switch drop rule, node3 alone re-sent to; a multicast write reaching only the group's members; a conditional RDMA whose signal arrives after its 4 writes; the four half-RDMA modes; all byte-exact"
-	"stripe-2adapters|$CS|nodes with 2 adapters each (4 switch ports): node0 stripes 16 MiB RDMA writes over both its adapters to both of node1's (weft-bw --stripe), byte-exact, half of the bytes through each adapter; single-adapter and 2-adapter weft-bw figures side by side; a buffer registered once through either adapter is used with the same PVO through both, its deregistration through either drops later writes to it on both (weft-test-nodeglobal)"
+	"stripe-2adapters|$CS|nodes with 2 adapters each (4 switch ports): node0 stripes 16 MiB RDMA writes over both its adapters to both of node1's (weft-bw --stripe), byte-exact, half of the bytes through each adapter; single-adapter and 2-adapter weft-bw figures side by side; a buffer registered once through either adapter is used with the same PVO through both, its deregistration through either drops later writes to it on both ; recovery, unbind and bind of weft1 keep the registrations made through weft0 (weft-test-nodeglobal)"
 )
 
 usage() {
@@ -1051,8 +1051,10 @@ sc_stripe_2adapters() {
 		fail "node0: bytes sent by weft0 $d0 and by weft1 $d1, expected at least $half each" || return 1
 	checked "node0: weft0 sent $d0 bytes and weft1 $d1 bytes (at least 5 x 8 MiB each): both adapters carried half of every write"
 	# Node-global registrations: one registration, one PVO through both
-	# adapters; a deregistration through either invalidates it on both.
-	gtest "$c" 0 weft-test-nodeglobal
+	# adapters; a deregistration through either invalidates it on both;
+	# recovery, unbind and bind of weft1 under live registrations.
+	gtest "$c" 0 weft-test-nodeglobal || return 1
+	no_oops "$c" 0
 }
 
 # ---- four nodes --------------------------------------------------------------------

@@ -7,7 +7,11 @@
  * target of RDMA writes between the two adapters; its deregistration,
  * through either adapter, invalidates it on both: a write to the old PVO
  * is dropped with a protection event at the target and the memory stays
- * untouched.
+ * untouched.  Then the hot paths: a recovery of the second adapter
+ * invalidates the registrations made through it (on both adapters) and
+ * keeps those made through the first; unbinding the second adapter
+ * leaves the first working; binding it again writes the existing
+ * registrations into its tables, so their PVOs work through it at once.
  *
  * Environment: WEFT_DEV (first adapter, default /dev/weft0) and
  * WEFT_DEV2 (second adapter, default /dev/weft1).
@@ -28,9 +32,23 @@ struct ad {
 	int fd;
 	uint16_t node;
 	struct wt_win win;
-	struct weft_ioc_rcxt r;
+	struct weft_ioc_rcxt r;	/* sends */
+	struct weft_ioc_rcxt t;	/* receives */
 	uint64_t produced;
 };
+
+/* A window with its two rCxts on a's fd. */
+static void ad_window(struct ad *a)
+{
+	if (wt_open_window(a->fd, JOB, 3, &a->win))
+		t_bail("%s: open window: %s", a->name, strerror(errno));
+	a->produced = 0;
+	memset(&a->r, 0, sizeof(a->r));
+	a->r.window = a->win.o.window;
+	a->t = a->r;
+	if (ioctl(a->fd, WEFT_IOC_ALLOC_RCXT, &a->r) || ioctl(a->fd, WEFT_IOC_ALLOC_RCXT, &a->t))
+		t_bail("%s: rCxt: %s", a->name, strerror(errno));
+}
 
 static void ad_open(struct ad *a, const char *path)
 {
@@ -42,12 +60,9 @@ static void ad_open(struct ad *a, const char *path)
 		t_bail("cannot open %s: %s (a node with 2 adapters is needed)", path,
 		       strerror(errno));
 	a->node = wt_query(a->fd).node_id;
-	if (ioctl(a->fd, WEFT_IOC_JOB_ATTACH, &j) || wt_open_window(a->fd, JOB, 3, &a->win))
-		t_bail("%s: attach/open: %s", a->name, strerror(errno));
-	memset(&a->r, 0, sizeof(a->r));
-	a->r.window = a->win.o.window;
-	if (ioctl(a->fd, WEFT_IOC_ALLOC_RCXT, &a->r))
-		t_bail("%s: rCxt: %s", a->name, strerror(errno));
+	if (ioctl(a->fd, WEFT_IOC_JOB_ATTACH, &j))
+		t_bail("%s: attach: %s", a->name, strerror(errno));
+	ad_window(a);
 }
 
 static int reg(struct ad *a, void *buf, struct weft_ioc_reg_mr *m)
@@ -87,8 +102,8 @@ static int rdma_write(struct ad *from, const struct ad *to, uint64_t lpvo, uint6
 	line.rdma.remote_pvo = rpvo;
 	line.rdma.length = LEN;
 	line.rdma.local_rcxt = from->r.rcxt;
-	line.rdma.remote_rcxt = to->r.rcxt;
-	line.rdma.remote_rcxt_key = to->r.key;
+	line.rdma.remote_rcxt = to->t.rcxt;
+	line.rdma.remote_rcxt_key = to->t.key;
 	line.rdma.tid = ++tid;
 	memcpy(f, &line, sizeof(line));
 	__sync_synchronize();
@@ -154,16 +169,82 @@ static void stale_write(struct ad *from, struct ad *to, uint64_t spvo, uint64_t 
 	OK(dst_is(keep), "%s: the buffer is untouched (still 0x%02x)", how, keep);
 }
 
+static int pci_driver_write(const char *file, const char *bdf)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/drivers/weft/%s", file);
+	return wt_write_file(path, bdf);
+}
+
+/* Recovery of a[1], unbind and bind of a[1], with the source ms and a
+ * target registered through a[0]. */
+static void hot_paths(struct ad *a, const struct weft_ioc_reg_mr *ms, const char *path2)
+{
+	static uint8_t xb[LEN] __attribute__((aligned(4096)));
+	char path[256], link[256], bdf[256];
+	struct weft_ioc_reg_mr md, mx;
+	ssize_t n;
+	int st;
+
+	OK(reg(&a[0], dst, &md) == 0 && reg(&a[1], xb, &mx) == 0,
+	   "target registered through %s, another buffer through %s", a[0].name, a[1].name);
+	snprintf(path, sizeof(path), "/sys/kernel/debug/weft/%s/recover", a[1].name);
+	OK(wt_write_file(path, "1") == 0, "%s recovered", a[1].name);
+	OK(dereg(&a[1], mx.handle) == -ESTALE && !tce_has(&a[0], mx.pvo) &&
+	   !tce_has(&a[1], mx.pvo),
+	   "the registration made through %s is stale (ESTALE) and gone from both tables",
+	   a[1].name);
+	OK(tce_has(&a[0], md.pvo) && tce_has(&a[1], md.pvo),
+	   "the one made through %s is still in both tables", a[0].name);
+	wt_close_window(a[1].fd, &a[1].win, "close the stale window");
+	ad_window(&a[1]);
+	memset(src, 0xf6, LEN);
+	st = rdma_write(&a[1], &a[0], ms->pvo, md.pvo);
+	OK(st == WEFT_R_OK && dst_is(0xf6),
+	   "after the recovery %s uses the PVOs given by %s: %s, data landed", a[1].name,
+	   a[0].name, wt_reason(st));
+
+	snprintf(path, sizeof(path), "/sys/class/misc/%s/device", a[1].name);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		t_bail("readlink %s: %s", path, strerror(errno));
+	link[n] = 0;
+	snprintf(bdf, sizeof(bdf), "%s", strrchr(link, '/') ? strrchr(link, '/') + 1 : link);
+	OK(pci_driver_write("unbind", bdf) == 0, "%s (%s) unbound", a[1].name, bdf);
+	wt_unmap_window(&a[1].win);
+	close(a[1].fd);
+	memset(src, 0x17, LEN);
+	st = rdma_write(&a[0], &a[0], ms->pvo, md.pvo);
+	OK(st == WEFT_R_OK && dst_is(0x17) && tce_has(&a[0], md.pvo),
+	   "%s alone still uses its registrations: %s, data landed", a[0].name, wt_reason(st));
+
+	OK(pci_driver_write("bind", bdf) == 0, "%s bound again", bdf);
+	ad_open(&a[1], path2);
+	OK(tce_has(&a[1], md.pvo),
+	   "the new %s's tables hold the registration made before it came", a[1].name);
+	memset(src, 0x28, LEN);
+	st = rdma_write(&a[1], &a[0], ms->pvo, md.pvo);
+	OK(st == WEFT_R_OK && dst_is(0x28), "%s -> %s with the same PVOs: %s, data landed",
+	   a[1].name, a[0].name, wt_reason(st));
+	memset(src, 0x39, LEN);
+	st = rdma_write(&a[0], &a[1], ms->pvo, md.pvo);
+	OK(st == WEFT_R_OK && dst_is(0x39), "%s -> %s with the same PVOs: %s, data landed",
+	   a[0].name, a[1].name, wt_reason(st));
+	OK(dereg(&a[0], md.handle) == 0, "target deregistered");
+}
+
 int main(void)
 {
-	const char *d2 = getenv("WEFT_DEV2");
+	const char *d2 = getenv("WEFT_DEV2"), *path2;
 	struct weft_ioc_reg_mr ms, md;
 	struct wt_res base = wt_res();
 	struct ad a[2];
 	int st;
 
 	ad_open(&a[0], wt_dev());
-	ad_open(&a[1], d2 && *d2 ? d2 : "/dev/weft1");
+	path2 = d2 && *d2 ? d2 : "/dev/weft1";
+	ad_open(&a[1], path2);
 	OK(a[0].node != a[1].node, "%s (node id %u) and %s (node id %u)", a[0].name, a[0].node,
 	   a[1].name, a[1].node);
 
@@ -199,6 +280,8 @@ int main(void)
 	   a[0].name, a[1].name, wt_reason(st));
 	OK(dereg(&a[1], md.handle) == 0, "target deregistered through %s", a[1].name);
 	stale_write(&a[1], &a[0], ms.pvo, md.pvo, 0xe5, 0xd4, "dereg through the second");
+
+	hot_paths(a, &ms, path2);
 
 	OK(dereg(&a[0], ms.handle) == 0, "source deregistered");
 	wt_close_window(a[0].fd, &a[0].win, "close the first adapter's window");
