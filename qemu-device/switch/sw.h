@@ -92,7 +92,7 @@ extern const char fault_help[];
 
 /* ---- the switch ---------------------------------------------------------------- */
 
-enum ev_kind { EV_LISTEN, EV_CTL_LISTEN, EV_TIMER, EV_SIGNAL, EV_CLIENT, EV_CTL };
+enum ev_kind { EV_LISTEN, EV_CTL_LISTEN, EV_TIMER, EV_SIGNAL, EV_CLIENT, EV_CTL, EV_SHM };
 
 struct evsrc {
 	enum ev_kind kind;
@@ -100,7 +100,7 @@ struct evsrc {
 
 #define SW_STATS_LIST(X) \
 	X(connections) X(disconnects) X(bad_hello) X(hello_rejected) X(auth_failed) \
-	X(unregistered) X(oversize) X(too_many_clients)
+	X(unregistered) X(oversize) X(too_many_clients) X(bad_shm)
 
 struct swstats {
 #define SW_STAT_FIELD(n) uint64_t n;
@@ -135,6 +135,7 @@ struct sw {
 	struct swstats st;
 	bool quit;
 	bool verbose;
+	bool shm;               /* grant shared memory to adapters asking for it */
 };
 
 /* ---- pcap.c ---------------------------------------------------------------------- */
