@@ -15,7 +15,9 @@
 # prints the tail of each node's console.  A scenario whose prerequisites
 # are missing fails and says what is missing.  The exit status is non-zero
 # if any scenario failed.
-# Environment: WEFT_QEMU / WEFT_SWITCH / WEFT_BUILD as for weft-cluster.
+# Environment: WEFT_QEMU / WEFT_SWITCH / WEFT_BUILD as for weft-cluster;
+# WEFT_TRANSPORT=auto|shm|socket (default auto) is the clusters'
+# `weft-cluster up --transport` (docs/cluster.md).
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
@@ -214,7 +216,8 @@ cluster_up() { # cluster_up NAME N
 	local c=$1 n=$2
 	[ -z "${up_error[$c]+x}" ] || return 0
 	echo "# starting cluster $c ($n nodes)"
-	if "$WC" --name "$c" up -n "$n" --switch-args "${cargs[$c]:-}" --device-props "${cprops[$c]:-}" >"$TMP/$c.up" 2>&1; then
+	if "$WC" --name "$c" up -n "$n" --switch-args "${cargs[$c]:-}" --device-props "${cprops[$c]:-}" \
+		--transport "${WEFT_TRANSPORT:-auto}" >"$TMP/$c.up" 2>&1; then
 		sed 's/^/# | /' "$TMP/$c.up" | grep -E 'ready after|NODE|node[0-9] |up:' || true
 		up_error[$c]=
 	else
