@@ -1909,10 +1909,31 @@ static void test_shm(void)
 		CHECK(only_eof(bad.fd, WAIT_MS));
 		shm_close(&bad);
 	}
+	CHECK(hello_shm(&s, 3, &bad, &granted) == WEFT_SW_OK && granted);
+	if (granted) {
+		/* A tail ahead of what the switch published to it. */
+		bad.rx.ctl->tail = 4096;
+		CHECK(send_frame(f2, 2, 3, 1, 100));
+		CHECK(wait_counter(&s, -1, "bad_shm", 3));
+		CHECK(only_eof(bad.fd, WAIT_MS));
+		shm_close(&bad);
+	}
+	CHECK(hello_shm(&s, 3, &bad, &granted) == WEFT_SW_OK && granted);
+	if (granted) {
+		/* The header rewritten. */
+		((struct weft_shm_hdr *)bad.mem)->ring_size = 1u << 30;
+		CHECK(shm_send(&bad, 3, 2, 1, 1));
+		shm_kick(bad.efd_switch);
+		CHECK(wait_counter(&s, -1, "bad_shm", 4));
+		CHECK(only_eof(bad.fd, WAIT_MS));
+		shm_close(&bad);
+	}
+	/* Node 3's last frame was not routed: node 2 gets node 1's next. */
 	CHECK(shm_send(&a, 1, 2, 4000, 5));
 	CHECK(recv_n(f2, 5, tids, NULL) == 5 && tids[0] == 4000);
-	t_checked("an impossible head and a record length of 1 MiB from a shared-memory "
-		  "client: it is disconnected and counted (bad_shm); nodes 1 and 2 go on");
+	t_checked("an impossible head, a record length of 1 MiB, an impossible tail and a "
+		  "rewritten header from shared-memory clients: each is disconnected and "
+		  "counted (bad_shm), nothing of theirs is routed; nodes 1 and 2 go on");
 	shm_close(&a);
 	close(f2);
 	sw_stop(&s);
