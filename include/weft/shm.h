@@ -190,6 +190,7 @@ static inline int weft_shm_peek(struct weft_shm_view *v, void *buf, uint32_t *re
 	uint32_t at = v->pos % WEFT_SHM_RING_SIZE;
 	uint32_t avail, len, skip = 0;
 
+	*rec = 0;
 	if (!weft_shm_span_ok(head, v->pos))
 		return -EPROTO;
 	avail = head - v->pos;
