@@ -608,7 +608,8 @@ static bool weft_shm_open(WeftState *s, bool granted)
     if (why) {
         s->shm_failed = true;
         warn_report("weft: node %u: shared memory from the switch unusable "
-                    "(%s); reconnecting over the socket alone", s->node_id, why);
+                    "(%s); reconnecting over the socket alone",
+                    s->node_id, why);
         weft_link_abort(s, why, n);
         return false;
     }
