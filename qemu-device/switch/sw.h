@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/epoll.h>
 
 #include "fabric.h"
 #include "weft/wire.h"
@@ -136,6 +137,8 @@ struct sw {
 	bool quit;
 	bool verbose;
 	bool shm;               /* grant shared memory to adapters asking for it */
+	struct epoll_event *batch;      /* events being handled (run) */
+	int batch_n, batch_i;
 };
 
 /* ---- pcap.c ---------------------------------------------------------------------- */

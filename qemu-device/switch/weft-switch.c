@@ -400,6 +400,20 @@ static void shm_signal(int fd)
 
 static void client_close(struct sw *s, struct client *c, const char *why);
 
+/* A client with shared memory has two descriptors in epoll: events of
+ * the current batch still to be handled must not reach it once closed. */
+static void forget_events(struct sw *s, const struct client *c, const struct shm_link *l)
+{
+	int i;
+
+	for (i = s->batch_i + 1; i < s->batch_n; i++) {
+		void *p = s->batch[i].data.ptr;
+
+		if (p && (p == (const void *)c || p == (const void *)l))
+			s->batch[i].data.ptr = NULL;
+	}
+}
+
 /* The adapter broke the shared memory's rules: like a broken stream. */
 static void shm_violation(struct sw *s, struct client *c, const char *what)
 {
@@ -524,6 +538,7 @@ static void client_close(struct sw *s, struct client *c, const char *why)
 	s->nclients--;
 	s->st.disconnects++;
 	freed++;
+	forget_events(s, c, c->shm);
 	shm_free(s, c->shm);
 	close(c->fd);
 	free(c->rbuf);
@@ -946,6 +961,8 @@ static void handle_event(struct sw *s, struct epoll_event *e)
 {
 	struct evsrc *src = e->data.ptr;
 
+	if (!src)
+		return;         /* its client was closed earlier in this batch */
 	switch (src->kind) {
 	case EV_LISTEN:
 		accept_clients(s);
@@ -1026,10 +1043,15 @@ static int run(struct sw *s)
 			logmsg("epoll_wait: %s", strerror(errno));
 			return 1;
 		}
-		/* Handling an event closes at most its own client, which
-		 * has no other event in this batch. */
-		for (i = 0; i < n && !s->quit; i++)
+		/* Handling an event closes at most its own client; its other
+		 * events in this batch are forgotten (forget_events). */
+		s->batch = evs;
+		s->batch_n = n;
+		for (i = 0; i < n && !s->quit; i++) {
+			s->batch_i = i;
 			handle_event(s, &evs[i]);
+		}
+		s->batch_n = 0;
 	}
 	return 0;
 }
