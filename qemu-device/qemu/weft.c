@@ -13,6 +13,12 @@
  * status 0.  The chardev's reconnect-ms option brings the link back after
  * the switch restarts; while it is down the core counts what it drops.
  *
+ * Shared memory (include/weft/shm.h, the "transport" property): the
+ * HELLO asks for it, and when the HELLO_ACK grants it (a memfd and two
+ * eventfds come with it) data frames go through two rings in the memfd
+ * instead of the socket; an fd handler on the device's eventfd drains
+ * the ring into the core, many frames per wake-up.
+ *
  * SPDX-License-Identifier: MIT
  */
 
@@ -37,8 +43,12 @@
 #include "migration/blocker.h"
 #include "trace.h"
 
+#include <glib-unix.h>
+#include <sys/mman.h>
+
 #include "weft_core.h"
 #include "weft/names.h"
+#include "weft/shm.h"
 
 #define TYPE_WEFT "weft"
 OBJECT_DECLARE_SIMPLE_TYPE(WeftState, WEFT)
@@ -93,6 +103,7 @@ struct WeftState {
     char *token_secret;     /* id of a secret object holding the node token */
     CharBackend chr;
     char *epoch_file;       /* the adapter's non-volatile key epoch */
+    char *transport;        /* auto, shm or socket */
 
     /* The node's token for the switch (HELLO payload), if any. */
     bool has_token;
@@ -108,6 +119,18 @@ struct WeftState {
     size_t tx_tail;         /* end of queued bytes */
     uint8_t *rxbuf;
     size_t rx_len;
+
+    /* Shared-memory transport (weft/shm.h) */
+    bool shm_want;          /* ask for it in the HELLO */
+    bool shm_required;      /* transport=shm: no link without it */
+    bool shm_failed;        /* the last grant was unusable: ask no more */
+    void *shm;              /* the mapped memfd, NULL: the socket is used */
+    struct weft_shm_view shm_rx;    /* switch -> adapter, consumed here */
+    struct weft_shm_view shm_tx;    /* adapter -> switch, produced here */
+    int shm_efd;            /* wakes the device */
+    int shm_efd_switch;     /* wakes the switch */
+    bool shm_kick;          /* published since the switch was last woken */
+    uint8_t *shm_pkt;       /* a frame copied out of the ring */
 };
 
 /* ---- Guest memory -------------------------------------------------------- */
@@ -387,6 +410,50 @@ static bool weft_tx_queue(WeftState *s, const void *pkt, size_t len)
     return true;
 }
 
+static void weft_link_abort(WeftState *s, const char *why, uint64_t val);
+
+static void weft_shm_signal(int fd)
+{
+    uint64_t one = 1;
+
+    if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+        trace_weft_link_error("eventfd write", errno);
+    }
+}
+
+static int weft_shm_xmit(WeftState *s, const void *pkt, size_t len)
+{
+    for (;;) {
+        int r = weft_shm_push(&s->shm_tx, pkt, len);
+
+        if (r == 0) {
+            s->shm_kick = true;
+            return 0;
+        }
+        if (r != -EAGAIN) {
+            weft_link_abort(s, "impossible shared-memory ring index", r);
+            return -ENOTCONN;
+        }
+        if (weft_shm_producer_wait(&s->shm_tx, len)) {
+            /* The switch writes our eventfd once it has taken frames. */
+            s->tx_blocked = true;
+            trace_weft_link_tx_busy(WEFT_SHM_RING_SIZE);
+            return -EAGAIN;
+        }
+    }
+}
+
+/* Wakes the switch if it sleeps and frames were published since. */
+static void weft_shm_flush(WeftState *s)
+{
+    if (s->shm && s->shm_kick) {
+        s->shm_kick = false;
+        if (weft_shm_wake_consumer(&s->shm_tx)) {
+            weft_shm_signal(s->shm_efd_switch);
+        }
+    }
+}
+
 static int weft_op_xmit(void *opaque, const void *pkt, size_t len)
 {
     WeftState *s = opaque;
@@ -397,6 +464,9 @@ static int weft_op_xmit(void *opaque, const void *pkt, size_t len)
     if (len < WEFT_WIRE_HDR_SIZE || len > WEFT_WIRE_MAX_FRAME) {
         /* The core never builds such a packet; refuse rather than send it. */
         return -ENOTCONN;
+    }
+    if (s->shm) {
+        return weft_shm_xmit(s, pkt, len);
     }
     if (!weft_tx_queue(s, pkt, len)) {
         weft_tx_flush(s);
@@ -409,10 +479,29 @@ static int weft_op_xmit(void *opaque, const void *pkt, size_t len)
     return 0;
 }
 
+static void weft_shm_close(WeftState *s)
+{
+    if (s->shm_efd >= 0) {
+        qemu_set_fd_handler(s->shm_efd, NULL, NULL, NULL);
+        close(s->shm_efd);
+        s->shm_efd = -1;
+    }
+    if (s->shm_efd_switch >= 0) {
+        close(s->shm_efd_switch);
+        s->shm_efd_switch = -1;
+    }
+    if (s->shm) {
+        munmap(s->shm, WEFT_SHM_SIZE);
+        s->shm = NULL;
+    }
+    s->shm_kick = false;
+}
+
 static void weft_link_reset(WeftState *s)
 {
     /* Packets the core holds back for the link are dropped from now on. */
     weft_schedule_poll(s);
+    weft_shm_close(s);
     if (s->tx_watch) {
         g_source_remove(s->tx_watch);
         s->tx_watch = 0;
@@ -437,6 +526,11 @@ static void weft_send_hello(WeftState *s)
     h.type = WEFT_PKT_HELLO;
     h.src_node = cpu_to_le16(s->node_id);
     h.key = cpu_to_le32(WEFT_WIRE_HELLO_MAGIC);
+    if (s->shm_want && !s->shm_failed &&
+        qemu_chr_has_feature(qemu_chr_fe_get_driver(&s->chr),
+                             QEMU_CHAR_FEATURE_FD_PASS)) {
+        h.flags = WEFT_WF_SHM_REQ;
+    }
     if (s->has_token) {
         uint8_t pkt[WEFT_WIRE_HDR_SIZE + WEFT_WIRE_TOKEN_SIZE];
 
@@ -464,6 +558,75 @@ static void weft_link_abort(WeftState *s, const char *why, uint64_t val)
     qemu_chr_fe_disconnect(&s->chr);
 }
 
+static void weft_shm_doorbell(void *opaque);
+
+/*
+ * Takes the descriptors that came with a HELLO_ACK granting shared memory
+ * and maps the rings.  False (and the link is dropped) when the grant is
+ * unusable, or missing with transport=shm.
+ */
+static bool weft_shm_open(WeftState *s, bool granted)
+{
+    int fds[WEFT_SHM_NFDS];
+    int n = qemu_chr_fe_get_msgfds(&s->chr, fds, WEFT_SHM_NFDS);
+    const char *why = NULL;
+    struct stat st;
+    int i;
+
+    if (!granted) {
+        for (i = 0; i < n; i++) {
+            close(fds[i]);
+        }
+        if (s->shm_required) {
+            warn_report("weft: node %u: transport=shm but the switch did not "
+                        "grant shared memory", s->node_id);
+            weft_link_abort(s, "no shared memory", 0);
+            return false;
+        }
+        trace_weft_link_transport(s->node_id, "socket");
+        return true;
+    }
+    if (n != WEFT_SHM_NFDS) {
+        why = "descriptors missing";
+    } else if (fstat(fds[0], &st) != 0 || st.st_size < WEFT_SHM_SIZE ||
+               !(fcntl(fds[0], F_GET_SEALS) & F_SEAL_SHRINK)) {
+        why = "memfd too small or not sealed against shrinking";
+    } else {
+        s->shm = mmap(NULL, WEFT_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+                      fds[0], 0);
+        if (s->shm == MAP_FAILED) {
+            s->shm = NULL;
+            why = "mmap failed";
+        } else if (!weft_shm_hdr_ok(s->shm)) {
+            why = "unknown ring header";
+        }
+    }
+    for (i = 0; i < n; i++) {
+        if (i == 0 || why) {
+            close(fds[i]);
+        }
+    }
+    if (why) {
+        s->shm_failed = true;
+        warn_report("weft: node %u: shared memory from the switch unusable "
+                    "(%s); reconnecting over the socket alone",
+                    s->node_id, why);
+        weft_link_abort(s, why, n);
+        return false;
+    }
+    s->shm_efd = fds[1];
+    s->shm_efd_switch = fds[2];
+    g_unix_set_fd_nonblocking(s->shm_efd, TRUE, NULL);
+    g_unix_set_fd_nonblocking(s->shm_efd_switch, TRUE, NULL);
+    weft_shm_view_init(&s->shm_rx, s->shm, WEFT_SHM_S2A_OFF, false);
+    weft_shm_view_init(&s->shm_tx, s->shm, WEFT_SHM_A2S_OFF, true);
+    qemu_set_fd_handler(s->shm_efd, weft_shm_doorbell, NULL, s);
+    trace_weft_link_transport(s->node_id, "shm");
+    /* Frames the switch put in the ring before we mapped it. */
+    weft_schedule_poll(s);
+    return true;
+}
+
 /*
  * Handles one complete packet; false when the core's queue is full and
  * the packet has to be offered again later.
@@ -481,7 +644,7 @@ static bool weft_rx_packet(WeftState *s, const uint8_t *pkt, size_t len)
             trace_weft_link_refused(s->node_id, status);
             warn_report("weft: node %u: the switch refused the HELLO "
                         "(status %u)", s->node_id, status);
-        } else {
+        } else if (weft_shm_open(s, h->flags & WEFT_WF_SHM)) {
             s->link_up = true;
             trace_weft_link_up(s->node_id);
             weft_core_set_link(s->core, true);
@@ -515,11 +678,49 @@ static void weft_rx_drain(WeftState *s)
         if (!weft_rx_packet(s, s->rxbuf + off + WEFT_WIRE_LEN_PREFIX, len)) {
             break;
         }
+        if (!s->rx_len) {
+            /* The packet made the link go down: rxbuf was emptied. */
+            return;
+        }
         off += WEFT_WIRE_LEN_PREFIX + len;
     }
     if (off) {
         memmove(s->rxbuf, s->rxbuf + off, s->rx_len - off);
         s->rx_len -= off;
+    }
+}
+
+/*
+ * Hands the frames in the switch's ring to the core until the ring is
+ * empty (then the consumer sleeps: the switch writes the eventfd for the
+ * next frame) or the core is full (the next run of the adapter goes on).
+ */
+static void weft_shm_rx_drain(WeftState *s)
+{
+    bool took = false;
+    uint32_t rec;
+    int len;
+
+    while (s->shm) {
+        len = weft_shm_peek(&s->shm_rx, s->shm_pkt, &rec);
+        if (len < 0) {
+            weft_link_abort(s, "impossible shared-memory ring index", len);
+            return;
+        }
+        if (len == 0) {
+            if (weft_shm_consumer_sleep(&s->shm_rx)) {
+                break;
+            }
+            continue;
+        }
+        if (!weft_rx_packet(s, s->shm_pkt, len)) {
+            break;
+        }
+        weft_shm_consume(&s->shm_rx, rec);
+        took = true;
+    }
+    if (s->shm && took && weft_shm_wake_producer(&s->shm_rx)) {
+        weft_shm_signal(s->shm_efd_switch);
     }
 }
 
@@ -574,6 +775,28 @@ static void weft_chr_read(void *opaque, const uint8_t *buf, int size)
     weft_run_adapter(s);
 }
 
+/* The switch published frames, or took some while we waited for room. */
+static void weft_shm_doorbell(void *opaque)
+{
+    WeftState *s = opaque;
+    uint64_t cnt;
+    bool pending = s->poll_pending;
+
+    if (read(s->shm_efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN) {
+        trace_weft_link_error("eventfd read", errno);
+    }
+    if (s->tx_blocked) {
+        s->tx_blocked = false;
+        s->kicked = true;
+    }
+    s->poll_pending = true;
+    weft_shm_rx_drain(s);
+    if (pending) {
+        return;
+    }
+    weft_run_adapter(s);
+}
+
 static void weft_chr_event(void *opaque, QEMUChrEvent event)
 {
     WeftState *s = opaque;
@@ -609,9 +832,11 @@ static void weft_run_adapter(WeftState *s)
     s->kicked = false;
     more = weft_core_poll(s->core, WEFT_POLL_BUDGET);
     weft_tx_flush(s);
+    weft_shm_flush(s);
     if (s->rx_len) {
         weft_rx_drain(s);
     }
+    weft_shm_rx_drain(s);
     if (s->rx_throttled && s->connected && weft_core_can_receive(s->core)) {
         s->rx_throttled = false;
         qemu_chr_fe_accept_input(&s->chr);
@@ -812,6 +1037,16 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
     if (!weft_load_token(s, errp)) {
         return;
     }
+    if (!s->transport || !strcmp(s->transport, "auto")) {
+        s->shm_want = true;
+    } else if (!strcmp(s->transport, "shm")) {
+        s->shm_want = s->shm_required = true;
+    } else if (strcmp(s->transport, "socket")) {
+        error_setg(errp, "weft: transport is auto, shm or socket, not '%s'",
+                   s->transport);
+        return;
+    }
+    s->shm_efd = s->shm_efd_switch = -1;
     cfg.node_id = s->node_id;
     if (!weft_epoch_load(s, &cfg.key_epoch, errp)) {
         return;
@@ -870,6 +1105,7 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
 
     s->txbuf = g_malloc(WEFT_TXBUF_SIZE);
     s->rxbuf = g_malloc(WEFT_RXBUF_SIZE);
+    s->shm_pkt = g_malloc(WEFT_WIRE_MAX_FRAME);
     s->poll_bh = qemu_bh_new_guarded(weft_poll_bh, s,
                                      &DEVICE(pdev)->mem_reentrancy_guard);
 
@@ -884,6 +1120,7 @@ static void weft_exit(PCIDevice *pdev)
     WeftState *s = WEFT(pdev);
 
     qemu_chr_fe_deinit(&s->chr, false);
+    weft_shm_close(s);
     memset(s->token, 0, sizeof(s->token));
     s->has_token = false;
     if (s->tx_watch) {
@@ -900,7 +1137,8 @@ static void weft_exit(PCIDevice *pdev)
     s->core = NULL;
     g_free(s->txbuf);
     g_free(s->rxbuf);
-    s->txbuf = s->rxbuf = NULL;
+    g_free(s->shm_pkt);
+    s->txbuf = s->rxbuf = s->shm_pkt = NULL;
 }
 
 static void weft_reset_hold(Object *obj, ResetType type)
@@ -930,6 +1168,7 @@ static const Property weft_properties[] = {
     DEFINE_PROP_CHR("chardev", WeftState, chr),
     DEFINE_PROP_STRING("epoch-file", WeftState, epoch_file),
     DEFINE_PROP_STRING("token-secret", WeftState, token_secret),
+    DEFINE_PROP_STRING("transport", WeftState, transport),
 };
 
 static void weft_class_init(ObjectClass *klass, void *data)
@@ -977,6 +1216,10 @@ static void weft_class_init(ObjectClass *klass, void *data)
     object_class_property_set_description(klass, "chardev",
         "socket chardev connected to weft-switch (use reconnect-ms=); "
         "without it the link stays down and sent packets are dropped");
+    object_class_property_set_description(klass, "transport",
+        "auto (default): shared-memory rings with a switch on this host "
+        "that grants them, else the socket; shm: only shared memory; "
+        "socket: frames only over the chardev");
     object_class_property_set_description(klass, "epoch-file",
         "file that stores the adapter's non-volatile key epoch (KEY_EPOCH) "
         "across power cycles; without it the epoch starts at 0");

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/epoll.h>
 
 #include "fabric.h"
 #include "weft/wire.h"
@@ -92,7 +93,7 @@ extern const char fault_help[];
 
 /* ---- the switch ---------------------------------------------------------------- */
 
-enum ev_kind { EV_LISTEN, EV_CTL_LISTEN, EV_TIMER, EV_SIGNAL, EV_CLIENT, EV_CTL };
+enum ev_kind { EV_LISTEN, EV_CTL_LISTEN, EV_TIMER, EV_SIGNAL, EV_CLIENT, EV_CTL, EV_SHM };
 
 struct evsrc {
 	enum ev_kind kind;
@@ -100,7 +101,7 @@ struct evsrc {
 
 #define SW_STATS_LIST(X) \
 	X(connections) X(disconnects) X(bad_hello) X(hello_rejected) X(auth_failed) \
-	X(unregistered) X(oversize) X(too_many_clients)
+	X(unregistered) X(oversize) X(too_many_clients) X(bad_shm)
 
 struct swstats {
 #define SW_STAT_FIELD(n) uint64_t n;
@@ -135,6 +136,9 @@ struct sw {
 	struct swstats st;
 	bool quit;
 	bool verbose;
+	bool shm;               /* grant shared memory to adapters asking for it */
+	struct epoll_event *batch;      /* events being handled (run) */
+	int batch_n, batch_i;
 };
 
 /* ---- pcap.c ---------------------------------------------------------------------- */

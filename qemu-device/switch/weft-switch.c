@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -31,6 +33,7 @@
 
 #include "sw.h"
 #include "weft/names.h"
+#include "weft/shm.h"
 #include "wire_io.h"
 
 #define RBUF_SIZE       (256u * 1024u)  /* at most, per client */
@@ -64,9 +67,23 @@ struct node {
 	struct node *prev, *next;
 };
 
+/* The shared-memory transport of one client (weft/shm.h). */
+struct shm_link {
+	struct evsrc ev;        /* EV_SHM: the switch's eventfd */
+	struct client *c;
+	void *mem;
+	struct weft_shm_view rx;        /* adapter -> switch, we consume */
+	struct weft_shm_view tx;        /* switch -> adapter, we produce */
+	int memfd;              /* until sent with the HELLO_ACK */
+	int efd_adapter, efd_switch;
+	bool paused;            /* fabric full: the record at rx waits */
+	bool kick;              /* records published since the last wake-up check */
+};
+
 struct client {
 	struct evsrc ev;
 	int fd;
+	struct shm_link *shm;   /* NULL: frames go over the socket */
 	bool registered;
 	bool paused;     /* fabric full: the frame at rpos waits */
 	bool eof;
@@ -302,10 +319,194 @@ static int deliver(void *opaque, uint16_t dst, const void *frame, size_t len)
 {
 	struct sw *s = opaque;
 	struct node *n = s->nodes[dst];
+	struct shm_link *l;
 
 	if (!n || !n->c)
 		return -EAGAIN;
+	l = n->c->shm;
+	/* Straight into the ring unless older output waits for room there. */
+	if (l && n->q.len == 0 && weft_shm_push(&l->tx, frame, (uint32_t)len) == 0) {
+		l->kick = true;
+		return 0;
+	}
 	return outq_append(&n->q, frame, len);
+}
+
+/* ---- shared-memory transport (weft/shm.h, docs/switch.md) ------------------------ */
+
+static void shm_free(struct sw *s, struct shm_link *l)
+{
+	if (!l)
+		return;
+	/* The adapter holds the eventfd too: the epoll registration would
+	 * outlive our descriptor. */
+	if (l->efd_switch >= 0)
+		epoll_ctl(s->ep, EPOLL_CTL_DEL, l->efd_switch, NULL);
+	if (l->mem)
+		munmap(l->mem, WEFT_SHM_SIZE);
+	if (l->memfd >= 0)
+		close(l->memfd);
+	if (l->efd_adapter >= 0)
+		close(l->efd_adapter);
+	if (l->efd_switch >= 0)
+		close(l->efd_switch);
+	free(l);
+}
+
+/* The memfd (sealed: the adapter can neither shrink nor grow it, so the
+ * mapping never faults), its rings and both eventfds; NULL on failure. */
+static struct shm_link *shm_new(struct sw *s, struct client *c)
+{
+	struct shm_link *l = calloc(1, sizeof(*l));
+	struct epoll_event e = { .events = EPOLLIN };
+
+	if (!l)
+		return NULL;
+	l->ev.kind = EV_SHM;
+	l->c = c;
+	l->efd_adapter = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	l->efd_switch = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	l->memfd = memfd_create("weft-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (l->efd_adapter < 0 || l->efd_switch < 0 || l->memfd < 0 ||
+	    ftruncate(l->memfd, WEFT_SHM_SIZE) != 0 ||
+	    fcntl(l->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+		goto fail;
+	l->mem = mmap(NULL, WEFT_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, l->memfd, 0);
+	if (l->mem == MAP_FAILED) {
+		l->mem = NULL;
+		goto fail;
+	}
+	weft_shm_init(l->mem);
+	weft_shm_view_init(&l->rx, l->mem, WEFT_SHM_A2S_OFF, false);
+	weft_shm_view_init(&l->tx, l->mem, WEFT_SHM_S2A_OFF, true);
+	e.data.ptr = l;
+	if (epoll_ctl(s->ep, EPOLL_CTL_ADD, l->efd_switch, &e) != 0)
+		goto fail;
+	return l;
+fail:
+	logmsg("shared memory for node %u: %s; the socket carries its frames",
+	       c->node, strerror(errno));
+	shm_free(s, l);
+	return NULL;
+}
+
+static void shm_signal(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		logmsg("eventfd write: %s", strerror(errno));
+}
+
+static void client_close(struct sw *s, struct client *c, const char *why);
+
+/* A client with shared memory has two descriptors in epoll: events of
+ * the current batch still to be handled must not reach it once closed. */
+static void forget_events(struct sw *s, const struct client *c, const struct shm_link *l)
+{
+	int i;
+
+	for (i = s->batch_i + 1; i < s->batch_n; i++) {
+		void *p = s->batch[i].data.ptr;
+
+		if (p && (p == (const void *)c || p == (const void *)l))
+			s->batch[i].data.ptr = NULL;
+	}
+}
+
+/* The adapter broke the shared memory's rules: like a broken stream. */
+static void shm_violation(struct sw *s, struct client *c, const char *what)
+{
+	s->st.bad_shm++;
+	logmsg("node %u: %s in shared memory: connection dropped", c->node, what);
+	client_close(s, c, "shared-memory protocol violation");
+}
+
+/* Take the adapter's records into the fabric, each copied out of the
+ * shared memory before it is looked at.  -1 if the client was closed. */
+static int shm_input(struct sw *s, struct client *c)
+{
+	static unsigned char buf[WEFT_WIRE_MAX_FRAME];
+	struct shm_link *l = c->shm;
+	uint64_t now = mono_ns();
+	bool took = false;
+	uint32_t rec;
+	int len;
+
+	if (!weft_shm_hdr_ok(l->mem)) {
+		shm_violation(s, c, "a changed ring header");
+		return -1;
+	}
+	while ((len = weft_shm_peek(&l->rx, buf, &rec)) > 0) {
+		if (!l->paused)
+			pcap_record(s, buf, (size_t)len);
+		if (weft_fabric_submit(s->fab, c->node, buf, (size_t)len, now) == -EAGAIN) {
+			l->paused = true;
+			break;
+		}
+		l->paused = false;
+		weft_shm_consume(&l->rx, rec);
+		took = true;
+	}
+	if (len < 0) {
+		shm_violation(s, c, "an impossible ring index or record length");
+		return -1;
+	}
+	if (len == 0)
+		l->paused = false;
+	if (took && weft_shm_wake_producer(&l->rx))
+		shm_signal(l->efd_adapter);
+	return 0;
+}
+
+/* Move output that waited for room into the ring and wake the adapter if
+ * it sleeps.  -1 if the client was closed. */
+static int shm_output(struct sw *s, struct client *c)
+{
+	struct shm_link *l = c->shm;
+	struct outq *q = &s->nodes[c->node]->q;
+
+	while (q->off < q->len) {
+		uint32_t len = get_le32(q->buf + q->off);
+		int r = weft_shm_push(&l->tx, q->buf + q->off + WEFT_WIRE_LEN_PREFIX, len);
+
+		if (r == -EAGAIN) {
+			if (weft_shm_producer_wait(&l->tx, len))
+				break;
+			continue;
+		}
+		if (r < 0) {
+			shm_violation(s, c, "an impossible ring index");
+			return -1;
+		}
+		l->kick = true;
+		outq_advance(q, WEFT_WIRE_LEN_PREFIX + len);
+	}
+	if (l->kick) {
+		l->kick = false;
+		if (weft_shm_wake_consumer(&l->tx))
+			shm_signal(l->efd_adapter);
+	}
+	return 0;
+}
+
+/* Before the switch sleeps: announce it on every ring, or go on reading
+ * one that is not empty.  True if some input was taken. */
+static bool shm_sleep(struct sw *s)
+{
+	struct client *c, *next;
+	bool busy = false;
+
+	for (c = s->clients; c; c = next) {
+		next = c->next;
+		if (!c->shm || c->shm->memfd >= 0 || c->shm->paused)
+			continue;
+		if (!weft_shm_consumer_sleep(&c->shm->rx)) {
+			busy = true;
+			shm_input(s, c);
+		}
+	}
+	return busy;
 }
 
 /* ---- clients -------------------------------------------------------------------- */
@@ -337,6 +538,8 @@ static void client_close(struct sw *s, struct client *c, const char *why)
 	s->nclients--;
 	s->st.disconnects++;
 	freed++;
+	forget_events(s, c, c->shm);
+	shm_free(s, c->shm);
 	close(c->fd);
 	free(c->rbuf);
 	free(c);
@@ -348,6 +551,8 @@ static void send_ack(struct sw *s, struct client *c, uint16_t node, uint16_t sta
 
 	h.key = WEFT_WIRE_HELLO_MAGIC;
 	h.status = status;
+	if (c->shm && status == WEFT_SW_OK)
+		h.flags = WEFT_WF_SHM;
 	put_le32(c->ack, WEFT_WIRE_HDR_SIZE);
 	memcpy(c->ack + WEFT_WIRE_LEN_PREFIX, &h, sizeof(h));
 	c->ack_off = 0;
@@ -410,9 +615,12 @@ static void handle_hello(struct sw *s, struct client *c, const unsigned char *p,
 	c->registered = true;
 	c->node = h.src_node;
 	s->nodes[c->node]->c = c;
+	if ((h.flags & WEFT_WF_SHM_REQ) && s->shm)
+		c->shm = shm_new(s, c);
 	send_ack(s, c, c->node, WEFT_SW_OK);
-	logmsg("node %u connected (pid %d uid %u%s)", c->node, (int)c->pid, (unsigned int)c->uid,
-	       s->auth ? ", token checked" : ", no authentication");
+	logmsg("node %u connected (pid %d uid %u%s, %s)", c->node, (int)c->pid,
+	       (unsigned int)c->uid, s->auth ? ", token checked" : ", no authentication",
+	       c->shm ? "shared memory" : "socket");
 }
 
 /* Process the complete frames in c->rbuf.  Returns -1 if the client was
@@ -469,6 +677,9 @@ static int client_input(struct sw *s, struct client *c)
 		c->rpos = 0;
 	}
 	if (c->eof) {
+		/* What the adapter left in its ring goes first, as far as it fits. */
+		if (c->shm && shm_input(s, c) < 0)
+			return -1;
 		client_close(s, c, c->rlen ? "closed inside a frame" : "closed");
 		return -1;
 	}
@@ -505,14 +716,45 @@ static void client_read(struct sw *s, struct client *c)
 	client_input(s, c);
 }
 
+/* The HELLO_ACK granting shared memory, with the memfd and the eventfds
+ * (weft/shm.h); once sent, the memfd is the adapter's business. */
+static ssize_t send_ack_fds(struct client *c)
+{
+	struct shm_link *l = c->shm;
+	int fds[WEFT_SHM_NFDS] = { l->memfd, l->efd_adapter, l->efd_switch };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(fds))];
+	} u;
+	struct iovec iov = { c->ack + c->ack_off, c->ack_len - c->ack_off };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	memset(&u, 0, sizeof(u));
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	n = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+	if (n > 0) {
+		close(l->memfd);
+		l->memfd = -1;
+	}
+	return n;
+}
+
 /* Write pending output.  Returns -1 if the client was closed. */
 static int client_flush(struct sw *s, struct client *c)
 {
 	struct outq *q;
 
 	while (c->ack_off < c->ack_len) {
-		ssize_t n = send(c->fd, c->ack + c->ack_off, c->ack_len - c->ack_off,
-				 MSG_NOSIGNAL);
+		ssize_t n = c->shm && c->shm->memfd >= 0 ? send_ack_fds(c)
+			: send(c->fd, c->ack + c->ack_off, c->ack_len - c->ack_off,
+			       MSG_NOSIGNAL);
 
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
@@ -528,6 +770,8 @@ static int client_flush(struct sw *s, struct client *c)
 	}
 	if (!c->registered)
 		return 0;
+	if (c->shm)
+		return shm_output(s, c);
 	q = &s->nodes[c->node]->q;
 	while (q->off < q->len) {
 		ssize_t n = send(c->fd, q->buf + q->off, q->len - q->off, MSG_NOSIGNAL);
@@ -554,7 +798,15 @@ static size_t client_pending(struct sw *s, const struct client *c)
 
 static bool client_has_output(struct sw *s, const struct client *c)
 {
-	return client_pending(s, c) != 0 || c->close_after_ack;
+	return client_pending(s, c) != 0 || c->close_after_ack || (c->shm && c->shm->kick);
+}
+
+/* Output that waits for the socket (not for room in a ring). */
+static bool client_sock_output(struct sw *s, const struct client *c)
+{
+	if (c->shm)
+		return c->ack_off < c->ack_len || c->close_after_ack;
+	return client_has_output(s, c);
 }
 
 /* Clients use one-shot level events, re-armed here after each event or
@@ -566,7 +818,7 @@ static void client_arm(struct sw *s, struct client *c)
 
 	if (!c->paused && !c->eof)
 		mask |= EPOLLIN;
-	if (client_has_output(s, c))
+	if (client_sock_output(s, c))
 		mask |= EPOLLOUT;
 	/* A known hangup is not asked for again (it would be reported in a
 	 * loop while paused); with nothing else to wait for, stay unarmed. */
@@ -654,6 +906,12 @@ static bool pump(struct sw *s)
 		}
 		for (c = s->clients; c; c = next) {
 			next = c->next;
+			if (c->shm && c->shm->paused) {
+				if (shm_input(s, c) < 0)
+					continue;
+				if (!c->shm->paused)
+					again = true;
+			}
 			if (c->paused) {
 				if (client_input(s, c) < 0)
 					continue;
@@ -703,6 +961,8 @@ static void handle_event(struct sw *s, struct epoll_event *e)
 {
 	struct evsrc *src = e->data.ptr;
 
+	if (!src)
+		return;         /* its client was closed earlier in this batch */
 	switch (src->kind) {
 	case EV_LISTEN:
 		accept_clients(s);
@@ -745,6 +1005,17 @@ static void handle_event(struct sw *s, struct epoll_event *e)
 	case EV_CTL:
 		ctl_input(s, (struct ctlconn *)src);
 		break;
+	case EV_SHM: {
+		struct shm_link *l = (struct shm_link *)src;
+		uint64_t x;
+
+		if (read(l->efd_switch, &x, sizeof(x)) < 0 && errno != EAGAIN)
+			logmsg("eventfd read: %s", strerror(errno));
+		if (!l->paused && shm_input(s, l->c) < 0)
+			break;
+		client_flush(s, l->c);
+		break;
+	}
 	}
 }
 
@@ -758,6 +1029,8 @@ static int run(struct sw *s)
 		int n, i;
 
 		busy = pump(s);
+		if (!busy)
+			busy = shm_sleep(s);
 		for (c = s->clients; c; c = c->next)
 			client_arm(s, c);
 		arm_timer(s);
@@ -770,10 +1043,15 @@ static int run(struct sw *s)
 			logmsg("epoll_wait: %s", strerror(errno));
 			return 1;
 		}
-		/* Handling an event closes at most its own client, which
-		 * has no other event in this batch. */
-		for (i = 0; i < n && !s->quit; i++)
+		/* Handling an event closes at most its own client; its other
+		 * events in this batch are forgotten (forget_events). */
+		s->batch = evs;
+		s->batch_n = n;
+		for (i = 0; i < n && !s->quit; i++) {
+			s->batch_i = i;
 			handle_event(s, &evs[i]);
+		}
+		s->batch_n = 0;
 	}
 	return 0;
 }
@@ -835,6 +1113,8 @@ static void usage(FILE *fp)
 		"                     has its frames dropped (STALLED) (default %u, 0 never)\n"
 		"  --expire-ms N      frames held for, and ports of, absent nodes expire\n"
 		"                     after N ms (default %u, 0 never)\n"
+		"  --transport T      auto (default): shared memory for adapters that ask for\n"
+		"                     it (weft/shm.h); socket: frames only over the socket\n"
 		"  --verbose          log more (frames before HELLO, unregistered clients)\n"
 		"  -h, --help         this help\n"
 		"\n%s\n", DEF_CAPTURE, DEF_PORT_QUEUE, DEF_STALL_MS, DEF_EXPIRE_MS, fault_help);
@@ -857,7 +1137,7 @@ struct opts {
 };
 
 enum { O_SOCKET = 256, O_CTL, O_SEED, O_CAPTURE, O_RING, O_MAXQ, O_VERBOSE, O_PORTQ,
-       O_TOKENS, O_INSECURE, O_RUNDIR, O_STALL, O_EXPIRE, O_FAULT };
+       O_TOKENS, O_INSECURE, O_RUNDIR, O_STALL, O_EXPIRE, O_TRANSPORT, O_FAULT };
 
 /* Parse the command line into s and o; 0, or the exit status. */
 static int parse_args(int argc, char **argv, struct sw *s, struct opts *o)
@@ -876,6 +1156,7 @@ static int parse_args(int argc, char **argv, struct sw *s, struct opts *o)
 		{ "stall-ms", required_argument, NULL, O_STALL },
 		{ "expire-ms", required_argument, NULL, O_EXPIRE },
 		{ "verbose", no_argument, NULL, O_VERBOSE },
+		{ "transport", required_argument, NULL, O_TRANSPORT },
 		{ "help", no_argument, NULL, 'h' },
 	};
 	struct option opts[sizeof(fixed) / sizeof(fixed[0]) + 16];
@@ -928,6 +1209,13 @@ static int parse_args(int argc, char **argv, struct sw *s, struct opts *o)
 				return 2;
 			break;
 		case O_VERBOSE: s->verbose = true; break;
+		case O_TRANSPORT:
+			if (strcmp(optarg, "auto") != 0 && strcmp(optarg, "socket") != 0) {
+				logmsg("error: --transport is auto or socket, got '%s'", optarg);
+				return 2;
+			}
+			s->shm = strcmp(optarg, "auto") == 0;
+			break;
 		case 'h':
 			usage(stdout);
 			return -1;
@@ -1036,6 +1324,7 @@ int main(int argc, char **argv)
 
 	memset(&s, 0, sizeof(s));
 	s.seed = 1;
+	s.shm = true;
 	s.ep = s.lsn_fd = s.ctl_fd = s.tmr_fd = s.sig_fd = -1;
 	rc = parse_args(argc, argv, &s, &o);
 	if (rc)

@@ -19,6 +19,8 @@
 
 #include "qemu/osdep.h"
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include "qemu/bswap.h"
@@ -35,6 +37,7 @@
 #include "weft/sram.h"
 #include "weft/fifo.h"
 #include "weft/wire.h"
+#include "weft/shm.h"
 #include "weft/xlate.h"
 #include "weft/counters.h"
 #include "weft/verbs.h"
@@ -1522,6 +1525,134 @@ static void test_link_token(void)
     node_stop(n);
 }
 
+/* Accepts the device's connection and reads its HELLO; returns its flags. */
+static uint8_t sw_read_hello(WeftNode *n)
+{
+    uint8_t pkt[WEFT_WIRE_MAX_FRAME];
+    struct weft_wire_hdr h;
+
+    n->conn_fd = sw_accept(n);
+    sw_read_frame(n->conn_fd, pkt, "the device's HELLO");
+    memcpy(&h, pkt, sizeof(h));
+    g_assert_cmpuint(h.type, ==, WEFT_PKT_HELLO);
+    return h.flags;
+}
+
+/* HELLO_ACK status 0 with flags, and nfds descriptors (SCM_RIGHTS). */
+static void sw_ack(WeftNode *n, uint8_t flags, const int *fds, size_t nfds)
+{
+    uint8_t b[WEFT_WIRE_LEN_PREFIX + WEFT_WIRE_HDR_SIZE];
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(WEFT_SHM_NFDS * sizeof(int))];
+    } u;
+    struct iovec iov = { b, sizeof(b) };
+    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+    struct weft_wire_hdr h;
+    struct cmsghdr *cm;
+
+    memset(&h, 0, sizeof(h));
+    h.version = WEFT_WIRE_VERSION;
+    h.type = WEFT_PKT_HELLO_ACK;
+    h.flags = flags;
+    h.dst_node = cpu_to_le16(n->node);
+    stl_le_p(b, WEFT_WIRE_HDR_SIZE);
+    memcpy(b + WEFT_WIRE_LEN_PREFIX, &h, sizeof(h));
+    if (nfds) {
+        memset(&u, 0, sizeof(u));
+        m.msg_control = u.buf;
+        m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+        cm = CMSG_FIRSTHDR(&m);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+        memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+    }
+    g_assert_cmpint(sendmsg(n->conn_fd, &m, 0), ==, sizeof(b));
+}
+
+/*
+ * transport=socket never asks for shared memory; transport=shm refuses a
+ * switch that does not grant it; granted, a packet goes out through the
+ * device's ring and comes back in through the switch's (the test plays
+ * the switch), with no byte on the socket.
+ */
+static void test_link_transport(void)
+{
+    static const char msg[] = "through shared memory";
+    WeftNode *n = node_start_full(14, SW_LATE, NULL, ",transport=socket");
+    RecvWait rw = { .window = 1, .slot = 0 };
+    struct weft_shm_view from_dev, to_dev;
+    uint8_t pkt[WEFT_WIRE_MAX_FRAME];
+    int fds[WEFT_SHM_NFDS];
+    uint64_t one = 1;
+    int64_t end;
+    uint32_t rec;
+    void *mem;
+    int len;
+
+    n->listen_fd = sw_listen(n->sock);
+    g_assert_cmphex(sw_read_hello(n), ==, 0);
+    sw_ack(n, 0, NULL, 0);
+    wait_link(n, true);
+    node_stop(n);
+
+    n = node_start_full(15, SW_LATE, NULL, ",transport=shm");
+    rw.node = n;
+    n->listen_fd = sw_listen(n->sock);
+    g_assert_cmphex(sw_read_hello(n), ==, WEFT_WF_SHM_REQ);
+    sw_ack(n, 0, NULL, 0);
+    wait_log(n, "protocol error from the switch: no shared memory");
+    g_assert_cmphex(reg_read(n, WEFT_REG_STATUS) & WEFT_STATUS_LINK_UP, ==, 0);
+    close(n->conn_fd);
+
+    /* The device reconnects; this time the switch grants the rings. */
+    g_assert_cmphex(sw_read_hello(n), ==, WEFT_WF_SHM_REQ);
+    fds[0] = memfd_create("weft-test-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    fds[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    fds[2] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    g_assert_cmpint(fds[0], >=, 0);
+    g_assert_cmpint(ftruncate(fds[0], WEFT_SHM_SIZE), ==, 0);
+    g_assert_cmpint(fcntl(fds[0], F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW),
+                    ==, 0);
+    mem = mmap(NULL, WEFT_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+               fds[0], 0);
+    g_assert(mem != MAP_FAILED);
+    weft_shm_init(mem);
+    weft_shm_view_init(&from_dev, mem, WEFT_SHM_A2S_OFF, false);
+    weft_shm_view_init(&to_dev, mem, WEFT_SHM_S2A_OFF, true);
+    sw_ack(n, WEFT_WF_SHM, fds, WEFT_SHM_NFDS);
+    wait_link(n, true);
+    wait_log(n, "frames over the shm");
+
+    open_window(n, 0, 0);
+    open_window(n, 1, 0);
+    post_fifo(n, 0, 15, 1, msg, sizeof(msg));
+    end = deadline();
+    while ((len = weft_shm_peek(&from_dev, pkt, &rec)) == 0) {
+        check_deadline(end, "a packet in the device's ring");
+        g_usleep(1000);
+    }
+    g_assert_cmpint(len, ==, WEFT_WIRE_HDR_SIZE + sizeof(msg));
+    weft_shm_consume(&from_dev, rec);
+    g_assert_cmpint(weft_shm_push(&to_dev, pkt, len), ==, 0);
+    if (weft_shm_wake_consumer(&to_dev)) {
+        g_assert_cmpint(write(fds[1], &one, sizeof(one)), ==, sizeof(one));
+    }
+    end = deadline();
+    while (!relay_done_recv(&n, 1, &rw)) {
+        check_deadline(end, "the packet from the switch's ring");
+        g_usleep(1000);
+    }
+    g_assert_cmpuint(wait_send_done(n, 0), ==, WEFT_R_OK);
+    g_assert_false(sw_frame_ready(n->conn_fd));
+    node_stop(n);
+    munmap(mem, WEFT_SHM_SIZE);
+    close(fds[0]);
+    close(fds[1]);
+    close(fds[2]);
+}
+
 /* ---- misuse -------------------------------------------------------------- */
 
 static void test_misuse(void)
@@ -2027,6 +2158,7 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/link/late-switch", test_link_late_switch);
     qtest_add_func("/weft/link/garbage", test_link_garbage);
     qtest_add_func("/weft/link/token", test_link_token);
+    qtest_add_func("/weft/link/transport", test_link_transport);
     qtest_add_func("/weft/misuse", test_misuse);
     qtest_add_func("/weft/migration-blocked", test_migration_blocked);
     qtest_add_func("/weft/hotplug", test_hotplug);

@@ -5,8 +5,10 @@
  * things: random and valid HELLOs (good, wrong and missing tokens, bad
  * versions and lengths), well-formed and broken frames of random
  * lengths and destinations, garbage, frames cut in two, oversize length
- * prefixes, disconnects, clients that never read, and a few control
- * commands.  Every 5,000 actions the switch must still answer its
+ * prefixes, disconnects, clients that never read, a few control
+ * commands, and clients on the shared-memory transport (weft/shm.h)
+ * that publish good and broken frames and scribble on the ring indexes,
+ * record lengths, data and header.  Every 5,000 actions the switch must still answer its
  * control socket in time (no stall); at the end two good clients must
  * still exchange frames in order, and the switch must exit 0 on SIGTERM
  * with no sanitizer report in its log.
@@ -29,12 +31,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "weft/shm.h"
 #include "weft/wire.h"
 #include "weft_test.h"
 #include "wire_io.h"
@@ -51,10 +55,10 @@ static char sock[96], ctlp[96], logp[96];
 static pid_t swpid;
 
 enum act { A_CONNECT, A_CLOSE, A_HELLO, A_FRAME, A_BADFRAME, A_GARBAGE, A_SPLIT,
-	   A_OVERSIZE, A_READ, A_CTL, A__N };
+	   A_OVERSIZE, A_READ, A_CTL, A_SHM, A__N };
 static const char *const act_name[A__N] = {
 	"connect", "close", "hello", "frame", "bad-frame", "garbage", "split", "oversize",
-	"read", "ctl",
+	"read", "ctl", "shm",
 };
 static uint64_t acts[A__N], frames_sent, bytes_sent;
 
@@ -62,6 +66,9 @@ struct cl {
 	int fd;
 	bool reads;     /* some clients never read */
 	uint16_t node;  /* the node it claimed last (0xffff: none) */
+	void *mem;      /* shared memory granted to it, or NULL */
+	int efd_switch;
+	struct weft_shm_view tx;
 };
 
 static struct cl cls[NCLIENTS];
@@ -85,6 +92,7 @@ static uint64_t below(uint64_t n)
 static const unsigned int weight[A__N] = {
 	[A_CONNECT] = 4, [A_CLOSE] = 3, [A_HELLO] = 8, [A_FRAME] = 45, [A_BADFRAME] = 8,
 	[A_GARBAGE] = 3, [A_SPLIT] = 8, [A_OVERSIZE] = 1, [A_READ] = 18, [A_CTL] = 1,
+	[A_SHM] = 10,
 };
 
 static enum act pick(void)
@@ -124,6 +132,17 @@ static uint64_t now_ms(void)
 
 /* Non-blocking send of a whole buffer, or of nothing if the socket is
  * full right now (the stream may then be cut: that is fuzz too). */
+static void cl_close(struct cl *c)
+{
+	if (c->mem) {
+		munmap(c->mem, WEFT_SHM_SIZE);
+		close(c->efd_switch);
+		c->mem = NULL;
+	}
+	close(c->fd);
+	c->fd = -1;
+}
+
 static void send_nb(struct cl *c, const void *p, size_t len)
 {
 	ssize_t n;
@@ -132,8 +151,7 @@ static void send_nb(struct cl *c, const void *p, size_t len)
 		return;
 	n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-		close(c->fd);
-		c->fd = -1;
+		cl_close(c);
 		return;
 	}
 	if (n > 0)
@@ -171,6 +189,8 @@ static void do_hello(struct cl *c)
 	unsigned int k = below(2) ? 3 + (unsigned int)below(5) : (unsigned int)below(10);
 
 	h.key = k == 0 ? (uint32_t)rnd() : WEFT_WIRE_HELLO_MAGIC;
+	if (below(2))
+		h.flags = WEFT_WF_SHM_REQ;
 	if (k == 1)
 		h.version = (uint8_t)rnd();
 	if (k >= 3) {
@@ -216,21 +236,86 @@ static size_t make_frame(struct cl *c, unsigned char *b, bool broken)
 	return sizeof(h) + pay;
 }
 
+/* Descriptors that came with a HELLO_ACK: map the memfd once. */
+static void take_fds(struct cl *c, struct msghdr *m)
+{
+	struct cmsghdr *cm = CMSG_FIRSTHDR(m);
+	int fds[WEFT_SHM_NFDS];
+	size_t i;
+
+	if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(fds)))
+		return;
+	memcpy(fds, CMSG_DATA(cm), sizeof(fds));
+	if (!c->mem) {
+		c->mem = mmap(NULL, WEFT_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+		if (c->mem == MAP_FAILED) {
+			c->mem = NULL;
+		} else {
+			c->efd_switch = fds[2];
+			fds[2] = -1;
+			weft_shm_view_init(&c->tx, c->mem, WEFT_SHM_A2S_OFF, true);
+		}
+	}
+	for (i = 0; i < WEFT_SHM_NFDS; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
 static void drain(struct cl *c)
 {
 	unsigned char b[65536];
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(WEFT_SHM_NFDS * sizeof(int))];
+	} u;
 
 	while (c->fd >= 0) {
-		ssize_t n = recv(c->fd, b, sizeof(b), MSG_DONTWAIT);
+		struct iovec iov = { b, sizeof(b) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+		ssize_t n = recvmsg(c->fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 
-		if (n > 0)
+		if (n > 0) {
+			take_fds(c, &m);
 			continue;
-		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
-			close(c->fd);
-			c->fd = -1;
 		}
+		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			cl_close(c);
 		return;
 	}
+}
+
+/* A shared-memory client: a good or broken frame through its ring, or
+ * scribbles on what the switch reads (indexes, a record length, data,
+ * the header); then it wakes the switch. */
+static void do_shm(struct cl *c)
+{
+	unsigned char b[WEFT_WIRE_MAX_FRAME + 64];
+	struct weft_shm_ring *s2a = (struct weft_shm_ring *)((unsigned char *)c->mem +
+							     WEFT_SHM_S2A_OFF);
+	uint64_t one = 1;
+	uint32_t v = (uint32_t)rnd();
+	size_t len;
+
+	switch (below(12)) {
+	case 0: c->tx.ctl->head = below(2) ? v : c->tx.pos + (v & 0xff); break;
+	case 1: s2a->tail = below(2) ? v : s2a->tail + (v & 0xff); break;
+	case 2:
+		memcpy(c->tx.data + (c->tx.pos + 8 * below(4)) % WEFT_SHM_RING_SIZE, &v, sizeof(v));
+		c->tx.ctl->head = c->tx.pos + 8 * (uint32_t)below(300);
+		break;
+	case 3: ((unsigned char *)c->mem)[below(sizeof(struct weft_shm_hdr))] ^= 1; break;
+	case 4: c->tx.data[below(WEFT_SHM_RING_SIZE)] = (unsigned char)v; break;
+	default:
+		len = make_frame(c, b, below(4) == 0);
+		if (len > WEFT_WIRE_MAX_FRAME)
+			len = WEFT_WIRE_MAX_FRAME;
+		if (weft_shm_push(&c->tx, b, (uint32_t)len) == 0)
+			frames_sent++;
+		break;
+	}
+	if (write(c->efd_switch, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		cl_close(c);
 }
 
 /* One control request; the reply in out.  False if the switch did not
@@ -296,7 +381,7 @@ static void action(void)
 	switch (a) {
 	case A_CONNECT:
 		if (c->fd >= 0)
-			close(c->fd);
+			cl_close(c);
 		c->fd = connect_path(sock);
 		c->reads = below(3) != 0;
 		c->node = 0xffff;
@@ -304,8 +389,7 @@ static void action(void)
 			do_hello(c);
 		break;
 	case A_CLOSE:
-		close(c->fd);
-		c->fd = -1;
+		cl_close(c);
 		break;
 	case A_HELLO:
 		do_hello(c);
@@ -339,6 +423,12 @@ static void action(void)
 		break;
 	case A_CTL:
 		do_ctl();
+		break;
+	case A_SHM:
+		if (c->mem)
+			do_shm(c);
+		else
+			drain(c);
 		break;
 	case A__N:
 		break;
@@ -602,7 +692,7 @@ int main(int argc, char **argv)
 	print_counters();
 	for (k = 0; k < NCLIENTS; k++)
 		if (cls[k].fd >= 0)
-			close(cls[k].fd);
+			cl_close(&cls[k]);
 	t_begin("two good clients exchange 200 frames in order after the fuzzing");
 	check_forwarding();
 	t_begin("weft-switch exits 0 on SIGTERM with no sanitizer report in its log");

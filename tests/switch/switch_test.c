@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -26,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "weft/shm.h"
 #include "weft/wire.h"
 #include "weft_test.h"
 #include "wire_io.h"
@@ -1747,6 +1749,254 @@ static void test_held_broadcast(void)
 	sw_stop(&s);
 }
 
+/* ---- shared-memory transport (weft/shm.h) ----------------------------------- */
+
+/* An adapter on the shared-memory transport: the socket, the mapping and
+ * both eventfds, and its views of the two rings. */
+struct shm_client {
+	int fd, efd_me, efd_switch;
+	void *mem;
+	struct weft_shm_view tx, rx;
+};
+
+/* HELLO asking for shared memory; the HELLO_ACK's status (or -1), and in
+ * *granted whether it came with the descriptors (then mapped into c). */
+static int hello_shm(const struct sw *s, uint16_t node, struct shm_client *c, bool *granted)
+{
+	unsigned char b[WEFT_WIRE_LEN_PREFIX + WEFT_WIRE_HDR_SIZE];
+	int fds[WEFT_SHM_NFDS];
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(fds))];
+	} u;
+	struct iovec iov = { b, sizeof(b) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct weft_wire_hdr h = wire_hdr(WEFT_PKT_HELLO, node, 0, 0, 0);
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	memset(c, 0, sizeof(*c));
+	*granted = false;
+	c->fd = connect_path(s->sock);
+	if (c->fd < 0)
+		return -1;
+	h.key = WEFT_WIRE_HELLO_MAGIC;
+	h.flags = WEFT_WF_SHM_REQ;
+	if (!send_raw(c->fd, sizeof(h), &h, sizeof(h)))
+		return -1;
+	n = recvmsg(c->fd, &m, MSG_WAITALL);
+	if (n != (ssize_t)sizeof(b))
+		return -1;
+	h = hdr_of(b + WEFT_WIRE_LEN_PREFIX);
+	if (h.type != WEFT_PKT_HELLO_ACK || h.dst_node != node)
+		return -1;
+	cm = CMSG_FIRSTHDR(&m);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(fds)))
+		return h.status;
+	memcpy(fds, CMSG_DATA(cm), sizeof(fds));
+	CHECKM(h.flags & WEFT_WF_SHM, "descriptors came without WEFT_WF_SHM");
+	/* The memfd is sealed: the adapter cannot shrink it under the switch. */
+	CHECK(ftruncate(fds[0], 4096) != 0 && errno == EPERM);
+	c->mem = mmap(NULL, WEFT_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	close(fds[0]);
+	if (c->mem == MAP_FAILED)
+		return -1;
+	c->efd_me = fds[1];
+	c->efd_switch = fds[2];
+	CHECK(weft_shm_hdr_ok(c->mem));
+	weft_shm_view_init(&c->tx, c->mem, WEFT_SHM_A2S_OFF, true);
+	weft_shm_view_init(&c->rx, c->mem, WEFT_SHM_S2A_OFF, false);
+	*granted = true;
+	return h.status;
+}
+
+static void shm_close(struct shm_client *c)
+{
+	if (c->mem) {
+		munmap(c->mem, WEFT_SHM_SIZE);
+		close(c->efd_me);
+		close(c->efd_switch);
+	}
+	close(c->fd);
+	c->mem = NULL;
+}
+
+static void shm_kick(int efd)
+{
+	uint64_t one = 1;
+
+	CHECK(write(efd, &one, sizeof(one)) == sizeof(one));
+}
+
+/* Publish n frames src -> dst (tids base..) in the ring, waking the
+ * switch as an adapter does; true if all went in. */
+static bool shm_send(struct shm_client *c, uint16_t src, uint16_t dst, uint32_t base, size_t n)
+{
+	unsigned char b[WEFT_WIRE_MAX_FRAME];
+	size_t i, len;
+	int spins = 0;
+
+	for (i = 0; i < n;) {
+		len = mkframe(b, WEFT_PKT_FIFO, src, dst, base + (uint32_t)i, 1000);
+		if (weft_shm_push(&c->tx, b, (uint32_t)len) == 0) {
+			i++;
+			continue;
+		}
+		if (weft_shm_wake_consumer(&c->tx))
+			shm_kick(c->efd_switch);
+		if (++spins > WAIT_MS)
+			return false;
+		msleep(1);
+	}
+	if (weft_shm_wake_consumer(&c->tx))
+		shm_kick(c->efd_switch);
+	return true;
+}
+
+/* Take n frames from the ring (sleeping on the eventfd when it is
+ * empty); their tids in tids; the count received. */
+static size_t shm_recv(struct shm_client *c, size_t n, uint32_t *tids)
+{
+	unsigned char b[WEFT_WIRE_MAX_FRAME];
+	size_t got = 0;
+	uint32_t rec;
+
+	while (got < n) {
+		int len = weft_shm_peek(&c->rx, b, &rec);
+		struct pollfd pf = { c->efd_me, POLLIN, 0 };
+		uint64_t x;
+
+		if (len > 0) {
+			tids[got++] = hdr_of(b).tid;
+			weft_shm_consume(&c->rx, rec);
+			if (weft_shm_wake_producer(&c->rx))
+				shm_kick(c->efd_switch);
+			continue;
+		}
+		if (len < 0 || !weft_shm_consumer_sleep(&c->rx))
+			continue;
+		if (poll(&pf, 1, WAIT_MS) <= 0)
+			break;
+		CHECK(read(c->efd_me, &x, sizeof(x)) == sizeof(x));
+	}
+	return got;
+}
+
+static void test_shm(void)
+{
+	struct shm_client a, bad;
+	struct sw s;
+	char out[8192], path[160];
+	uint32_t tids[300];
+	bool granted;
+	size_t i, n;
+	int f2, fd;
+
+	sw_start(&s, "5", NULL);
+	f2 = join(&s, 2);
+	CHECK(hello_shm(&s, 1, &a, &granted) == WEFT_SW_OK && granted);
+	if (!granted) {
+		close(f2);
+		sw_stop(&s);
+		return;
+	}
+	/* Ring to socket and socket to ring, more than a ring holds. */
+	CHECK(shm_send(&a, 1, 2, 0, 300));
+	n = recv_n(f2, 300, tids, NULL);
+	CHECKM(n == 300 && in_order(tids, n), "node 2 got %zu of 300 frames from the ring", n);
+	for (i = 0; i < 300; i++)
+		CHECK(send_frame(f2, 2, 1, (uint32_t)(1000 + i), 1000));
+	n = shm_recv(&a, 300, tids);
+	for (i = 0; i < n; i++)
+		tids[i] -= 1000;
+	CHECKM(n == 300 && in_order(tids, n), "node 1 got %zu of 300 frames in its ring", n);
+	CHECK(counter(&s, 1, "rx_frames") == 300 && counter(&s, 1, "tx_frames") == 300);
+	t_checked("300 frames of 1104 bytes each way between a shared-memory node and a socket "
+		  "node, more than a ring holds: in order, counted on the port");
+
+	/* Faults and capture see the ring's frames. */
+	ctl_ok(&s, "set drop=1");
+	CHECK(shm_send(&a, 1, 2, 2000, 10));
+	wait_counter(&s, 2, "drop_RANDOM", 10);
+	ctl_ok(&s, "clear");
+	snprintf(path, sizeof(path), "%s/shm.pcap", s.dir);
+	CHECK(ctl(&s, out, sizeof(out), "capture start %s", path) == 0);
+	CHECK(shm_send(&a, 1, 2, 3000, 3));
+	CHECK(recv_n(f2, 3, tids, NULL) == 3 && tids[0] == 3000 && tids[2] == 3002);
+	CHECK(ctl(&s, out, sizeof(out), "capture stop") == 0 && strstr(out, "captured 3 frames"),
+	      "%s", out);
+	CHECK(ctl(&s, out, sizeof(out), "replay 1") == 0 && strstr(out, "replayed 1"));
+	CHECK(recv_n(f2, 1, tids, NULL) == 1 && tids[0] == 0, "replayed tid %u", tids[0]);
+	t_checked("drop=1 drops the ring's frames (drop_RANDOM), a capture records them, "
+		  "replay re-sends them");
+
+	/* A hostile adapter: an impossible head.  It is dropped and counted,
+	 * the others keep talking. */
+	CHECK(hello_shm(&s, 3, &bad, &granted) == WEFT_SW_OK && granted);
+	if (granted) {
+		bad.tx.ctl->head = WEFT_SHM_RING_SIZE + 8;
+		bad.tx.ctl->cons_sleeping = 0;
+		shm_kick(bad.efd_switch);
+		CHECK(wait_counter(&s, -1, "bad_shm", 1));
+		CHECK(only_eof(bad.fd, WAIT_MS));
+		shm_close(&bad);
+	}
+	CHECK(hello_shm(&s, 3, &bad, &granted) == WEFT_SW_OK && granted);
+	if (granted) {
+		/* A record length beyond the wire's bound. */
+		uint32_t huge = 1u << 20;
+
+		memcpy(bad.tx.data, &huge, sizeof(huge));
+		bad.tx.ctl->head = 1024;
+		shm_kick(bad.efd_switch);
+		CHECK(wait_counter(&s, -1, "bad_shm", 2));
+		CHECK(only_eof(bad.fd, WAIT_MS));
+		shm_close(&bad);
+	}
+	CHECK(hello_shm(&s, 3, &bad, &granted) == WEFT_SW_OK && granted);
+	if (granted) {
+		/* A tail ahead of what the switch published to it. */
+		bad.rx.ctl->tail = 4096;
+		CHECK(send_frame(f2, 2, 3, 1, 100));
+		CHECK(wait_counter(&s, -1, "bad_shm", 3));
+		CHECK(only_eof(bad.fd, WAIT_MS));
+		shm_close(&bad);
+	}
+	CHECK(hello_shm(&s, 3, &bad, &granted) == WEFT_SW_OK && granted);
+	if (granted) {
+		/* The header rewritten. */
+		((struct weft_shm_hdr *)bad.mem)->ring_size = 1u << 30;
+		CHECK(shm_send(&bad, 3, 2, 1, 1));
+		shm_kick(bad.efd_switch);
+		CHECK(wait_counter(&s, -1, "bad_shm", 4));
+		CHECK(only_eof(bad.fd, WAIT_MS));
+		shm_close(&bad);
+	}
+	/* Node 3's last frame was not routed: node 2 gets node 1's next. */
+	CHECK(shm_send(&a, 1, 2, 4000, 5));
+	CHECK(recv_n(f2, 5, tids, NULL) == 5 && tids[0] == 4000);
+	t_checked("an impossible head, a record length of 1 MiB, an impossible tail and a "
+		  "rewritten header from shared-memory clients: each is disconnected and "
+		  "counted (bad_shm), nothing of theirs is routed; nodes 1 and 2 go on");
+	shm_close(&a);
+	close(f2);
+	sw_stop(&s);
+
+	/* --transport socket: the request is answered without descriptors. */
+	sw_start(&s, "5", "--transport", "socket", NULL);
+	CHECK(hello_shm(&s, 1, &a, &granted) == WEFT_SW_OK && !granted);
+	fd = a.fd;
+	f2 = join(&s, 2);
+	CHECK(send_frame(fd, 1, 2, 7, 100));
+	CHECK(recv_n(f2, 1, tids, NULL) == 1 && tids[0] == 7);
+	close(fd);
+	close(f2);
+	sw_stop(&s);
+	t_checked("with --transport socket a HELLO asking for shared memory gets a plain "
+		  "HELLO_ACK and the socket carries the frames");
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -1772,6 +2022,7 @@ static const struct {
 	{ "non-readers", test_non_readers },
 	{ "churn-rss", test_churn_rss },
 	{ "held-broadcast", test_held_broadcast },
+	{ "shm", test_shm },
 };
 
 int main(int argc, char **argv)
