@@ -58,6 +58,7 @@ struct capslot {
 	uint64_t seq;
 	uint16_t src;
 	uint32_t len;
+	uint32_t size;          /* of data: grows, never shrinks */
 	unsigned char *data;
 };
 
@@ -557,11 +558,16 @@ static void capture(struct weft_fabric *f, uint16_t src, const void *frame, size
 		return;
 	}
 	s = &f->cap[f->cap_count % f->ncap_slots];
-	d = realloc(s->data, len);
-	if (!d)
-		return;
-	memcpy(d, frame, len);
-	s->data = d;
+	/* A slot keeps its buffer: no allocation per captured frame once
+	 * the ring has seen frames this large. */
+	if (s->size < len) {
+		d = realloc(s->data, len);
+		if (!d)
+			return;
+		s->data = d;
+		s->size = (uint32_t)len;
+	}
+	memcpy(s->data, frame, len);
 	s->len = (uint32_t)len;
 	s->src = src;
 	s->seq = f->cap_count++;

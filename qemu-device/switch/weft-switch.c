@@ -688,6 +688,7 @@ static int client_input(struct sw *s, struct client *c)
 
 static void client_read(struct sw *s, struct client *c)
 {
+	size_t space;
 	ssize_t n;
 
 	if (c->paused || c->eof)
@@ -702,7 +703,8 @@ static void client_read(struct sw *s, struct client *c)
 	}
 	if (c->rlen == c->rcap)
 		return;
-	n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+	space = c->rcap - c->rlen;
+	n = read(c->fd, c->rbuf + c->rlen, space);
 	if (n == 0) {
 		c->eof = true;
 	} else if (n < 0) {
@@ -713,7 +715,19 @@ static void client_read(struct sw *s, struct client *c)
 	} else {
 		c->rlen += (size_t)n;
 	}
-	client_input(s, c);
+	if (client_input(s, c) < 0)
+		return;
+	/* A read that filled the buffer left more waiting: a busy client's
+	 * buffer doubles (up to RBUF_SIZE) so that one read system call, one
+	 * epoll_wait and one re-arm carry more frames. */
+	if (n > 0 && (size_t)n == space && c->rcap < RBUF_SIZE) {
+		unsigned char *nb = realloc(c->rbuf, 2 * c->rcap);
+
+		if (nb) {
+			c->rbuf = nb;
+			c->rcap *= 2;
+		}
+	}
 }
 
 /* The HELLO_ACK granting shared memory, with the memfd and the eventfds
