@@ -81,6 +81,17 @@ long long st_diff(const uint8_t *a, const uint8_t *b, size_t n)
 	return (long long)i;
 }
 
+unsigned int st_completions(struct st_node *n)
+{
+	struct weft_recv_hdr h;
+	unsigned int k = 0;
+
+	while (weft_sim_poll_recv(&n->win, &h, NULL, 0) == 1)
+		if (h.type == WEFT_RF_COMPLETION && h.status == 0)
+			k++;
+	return k;
+}
+
 uint64_t st_counter_sum(struct weft_sim *s, unsigned int c)
 {
 	uint64_t sum = 0;

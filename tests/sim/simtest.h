@@ -40,6 +40,8 @@ void st_fill(uint8_t *p, size_t n, uint64_t seed);
 long long st_diff(const uint8_t *a, const uint8_t *b, size_t n);
 /* Sum of a core counter over all nodes. */
 uint64_t st_counter_sum(struct weft_sim *s, unsigned int c);
+/* Drains n's receive FIFO; returns how many successful completions it held. */
+unsigned int st_completions(struct st_node *n);
 
 /* The sim-level failover campaign (docs/failover.md). */
 struct failover_cfg {

@@ -30,17 +30,6 @@ static void write_and_wait(struct weft_sim *s, struct st_node *a, struct st_node
 	weft_sim_run_idle(s, 0);
 }
 
-static unsigned int count_completions(struct st_node *n)
-{
-	struct weft_recv_hdr h;
-	unsigned int k = 0;
-
-	while (weft_sim_poll_recv(&n->win, &h, NULL, 0) == 1)
-		if (h.type == WEFT_RF_COMPLETION && h.status == 0)
-			k++;
-	return k;
-}
-
 int main(void)
 {
 	struct weft_sim_config cfg = {
@@ -89,7 +78,7 @@ int main(void)
 	write_and_wait(s, &n[0], &n[1], n[0].pvo, pvo16 + 5000000, 65536, ra, rb, kb, 1);
 	CHECK(!memcmp(weft_sim_ptr(s, 0, n[0].buf, 65536), weft_sim_ptr(s, 1, big + 5000000, 65536),
 		      65536), "16 MiB page data differs");
-	CHECK(count_completions(&n[1]) == 1, "no target completion");
+	CHECK(st_completions(&n[1]) == 1, "no target completion");
 	t_point("driver: RDMA write into a 16 MiB-page table, byte-exact");
 
 	/* Round robin. */
@@ -111,9 +100,9 @@ int main(void)
 	      "RCXT_KEY drops %llu, expected 3 more",
 	      (unsigned long long)(weft_sim_counter(s, 1, WEFT_CNT_DROP(WEFT_R_RCXT_KEY)) - before));
 	CHECK(weft_sim_window_fatals(s, 1, 0) == 0, "window fatal error after a stale key");
-	CHECK(count_completions(&n[1]) == 0, "a stale-key write completed");
+	CHECK(st_completions(&n[1]) == 0, "a stale-key write completed");
 	write_and_wait(s, &n[0], &n[1], n[0].pvo, n[1].pvo, 4000, ra, rb2, kb2, 3);
-	CHECK(count_completions(&n[1]) == 1, "the new key does not work");
+	CHECK(st_completions(&n[1]) == 1, "the new key does not work");
 	t_point("driver: recovery bumps the rCxt key to %u; old key dropped as RCXT_KEY, "
 	       "no window fatal", kb2);
 

@@ -23,17 +23,6 @@
 #define JOB     300u
 #define LEN     4000u
 
-static unsigned int completions(struct st_node *n)
-{
-	struct weft_recv_hdr h;
-	unsigned int k = 0;
-
-	while (weft_sim_poll_recv(&n->win, &h, NULL, 0) == 1)
-		if (h.type == WEFT_RF_COMPLETION && h.status == 0)
-			k++;
-	return k;
-}
-
 static void write_wait(struct weft_sim *s, struct st_node *a, struct st_node *b, uint64_t pvo,
 		       uint32_t ra, uint32_t rb, uint16_t kb, uint32_t tid)
 {
@@ -81,7 +70,7 @@ static uint64_t scenario(struct weft_sim *s, struct st_node *n, uint32_t *ra, ui
 	CHECK(mode ? *kb == 0 : *kb == (uint16_t)weft_sim_recovery_count(s, 1),
 	      "rCxt key %u before recovery", *kb);
 	write_wait(s, &n[0], &n[1], n[1].pvo, *ra, *rb, *kb, 1);
-	CHECK(completions(&n[1]) == 1 && completions(&n[0]) == 1, "write before recovery");
+	CHECK(st_completions(&n[1]) == 1 && st_completions(&n[0]) == 1, "write before recovery");
 	old_pvo = n[1].pvo;
 
 	if (mode) {
@@ -116,7 +105,7 @@ static void mode_on(void)
 	memset(dst, 0, LEN);
 	write_wait(s, &n[0], &n[1], n[1].pvo, ra, rb, kb, 2);
 	CHECK(!memcmp(dst, weft_sim_ptr(s, 0, n[0].buf, LEN), LEN), "new PVO: data differs");
-	CHECK(completions(&n[1]) == 1, "new PVO: no completion");
+	CHECK(st_completions(&n[1]) == 1, "new PVO: no completion");
 	t_point("item 89: in the mode rCxt keys stay 0 across a recovery; the re-registered "
 		"buffer (new PVO key) is written byte-exact");
 
@@ -127,7 +116,7 @@ static void mode_on(void)
 	      "TCE_KEY drops %llu",
 	      (unsigned long long)(weft_sim_counter(s, 1, WEFT_CNT_DROP(WEFT_R_TCE_KEY)) - drops));
 	CHECK(dst[0] == 0xa5 && !memcmp(dst, dst + 1, LEN - 1), "stale PVO wrote memory");
-	CHECK(completions(&n[1]) == 0, "stale PVO completed");
+	CHECK(st_completions(&n[1]) == 0, "stale PVO completed");
 	CHECK(win_state(s, 1, n[1].win.window) == WEFT_WIN_FATAL, "window state %llu",
 	      (unsigned long long)win_state(s, 1, n[1].win.window));
 	CHECK(fatal_reason(s, 1, n[1].win.window) == WEFT_R_TCE_KEY, "fatal reason %u",
@@ -158,7 +147,7 @@ static void mode_off(void)
 	      (unsigned long long)win_state(s, 1, n[1].win.window));
 	CHECK(weft_sim_window_fatals(s, 1, n[1].win.window) == 0, "window fatal without the mode");
 	write_wait(s, &n[0], &n[1], n[1].pvo, ra, rb, kb, 3);
-	CHECK(completions(&n[1]) == 1, "window unusable after the stale packet");
+	CHECK(st_completions(&n[1]) == 1, "window unusable after the stale packet");
 	t_point("item 89: without the mode the same stale PVO is discarded with a protection "
 		"event and the window stays valid");
 	weft_sim_free(s);

@@ -28,17 +28,6 @@
 #define OFF_W   (P64K - 1000)   /* in-page offset of the write */
 #define OFF_R   777             /* in-page offset of the read */
 
-static unsigned int completions(struct st_node *n)
-{
-	struct weft_recv_hdr h;
-	unsigned int k = 0;
-
-	while (weft_sim_poll_recv(&n->win, &h, NULL, 0) == 1)
-		if (h.type == WEFT_RF_COMPLETION && h.status == 0)
-			k++;
-	return k;
-}
-
 static void rdma(struct weft_sim *s, struct st_node *a, struct st_node *b, enum weft_sf_type type,
 		 uint64_t local_pvo, uint64_t remote_pvo, uint64_t len, uint32_t ra, uint32_t rb,
 		 uint16_t kb, uint32_t tid)
@@ -117,8 +106,8 @@ static void transfers(void)
 	rdma(s, &n[0], &n[1], WEFT_SF_RDMAW, n[0].pvo, pvo + OFF_W, XFER, ra, rb, kb, 1);
 	d = st_diff(dst, shadow, TGT_LEN);
 	CHECK(d < 0, "target differs at byte %lld", d);
-	CHECK(completions(&n[1]) == 1, "no target completion");
-	CHECK(completions(&n[0]) == 1, "no source completion");
+	CHECK(st_completions(&n[1]) == 1, "no target completion");
+	CHECK(st_completions(&n[0]) == 1, "no source completion");
 	t_point("item 21: RDMA write of %llu bytes to in-page offset %llu of a 64 KiB page is "
 		"byte-exact, nothing else changed", (unsigned long long)XFER,
 		(unsigned long long)OFF_W);
@@ -128,7 +117,7 @@ static void transfers(void)
 	rdma(s, &n[0], &n[1], WEFT_SF_RDMAR, n[0].pvo, pvo + OFF_R, XFER, ra, rb, kb, 2);
 	d = st_diff(src, dst + OFF_R, XFER);
 	CHECK(d < 0, "read data differs at byte %lld", d);
-	CHECK(completions(&n[0]) == 1, "no read completion");
+	CHECK(st_completions(&n[0]) == 1, "no read completion");
 	t_point("item 21: RDMA read from in-page offset %d of a 64 KiB-page buffer is byte-exact",
 		OFF_R);
 
