@@ -219,6 +219,7 @@ struct weft_rop {
 	uint64_t deadline;
 	uint64_t cur_timeout;
 	int frame_pending;
+	int done_pending;       /* completed while a retry's frame was queued */
 	uint64_t start_ns;      /* first post: the retry budget counts from here */
 };
 

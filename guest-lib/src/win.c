@@ -455,6 +455,10 @@ static void tx_reclaim(struct weft_win *w)
 			/* Only the frame of the op's current tid counts. */
 			if (rop->state == WEFT_ROP_POSTED && rop->rdma.tid == ts->tid) {
 				rop->frame_pending = 0;
+				if (rop->done_pending) {
+					rop_finish(w, rop, WEFT_ROP_DONE, 0, WEFT_R_OK);
+					continue;
+				}
 				if (!now)
 					now = w->dev->be->ops->now_ns(w->dev->be);
 				rop->deadline = now + rop->cur_timeout;
@@ -647,6 +651,7 @@ int weft_win_rop_post(struct weft_win *w, struct weft_rop *rop)
 	rop->error = 0;
 	rop->status = 0;
 	rop->frame_pending = 1;
+	rop->done_pending = 0;
 	rop->deadline = UINT64_MAX;
 	rop->start_ns = w->dev->be->ops->now_ns(w->dev->be);
 	weft_be_lock(w->dev);
@@ -727,7 +732,12 @@ static int rx_match_rop(struct weft_win *w, const struct weft_recv_hdr *h)
 	struct weft_rop *rop = re->rop;
 	if (rop && h->tid >= rop->first_tid && h->tid <= rop->rdma.tid) {
 		if (h->status == WEFT_R_OK) {
-			rop_finish(w, rop, WEFT_ROP_DONE, 0, WEFT_R_OK);
+			/* A retry still queued will read the op's memory:
+			 * the op is done when its frame is (tx_reclaim). */
+			if (rop->frame_pending)
+				rop->done_pending = 1;
+			else
+				rop_finish(w, rop, WEFT_ROP_DONE, 0, WEFT_R_OK);
 		} else if (!status_retryable(h->status) && h->tid == rop->rdma.tid) {
 			rop_finish(w, rop, WEFT_ROP_FAILED, -EIO, h->status);
 		}

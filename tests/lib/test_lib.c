@@ -510,12 +510,101 @@ static int test_maps(void)
 	return 0;
 }
 
+/*
+ * A reliable op is done only once none of its frames is left in the send
+ * FIFO.  When the completion of the first try arrives while a retry is
+ * still queued (here behind a long write that holds the send FIFO), the
+ * op must not be handed back yet: the caller may deregister its memory,
+ * and the adapter, reading it later for the retry, would find a stale
+ * PVO and make the window fatal (seen as TCE_KEY in a 4-node cluster
+ * under load).  Sweep the timeout across the round trip, with the long
+ * write posted right behind the op, and deregister as each op is done.
+ */
+static int test_rop_drain(void)
+{
+	struct pair p;
+	if (pair_open(&p, 0, 1, 0))
+		return -1;
+	const size_t len = 4096, big = 4u << 20;
+	uint8_t *b0 = weft_dev_alloc(p.d[0], len), *b1 = weft_dev_alloc(p.d[1], len);
+	uint8_t *g0 = weft_dev_alloc(p.d[0], big), *g1 = weft_dev_alloc(p.d[1], big);
+	CHECK(b0 && b1 && g0 && g1, "weft_dev_alloc");
+	uint64_t pvo1, gpvo0, gpvo1;
+	uint32_t h1, gh0, gh1, r0, r1, rg0, rg1;
+	uint16_t k, k1, kg1;
+	CHECK(weft_mr_reg(p.d[1], JOB, b1, len, &pvo1, &h1) == 0, "reg 1");
+	CHECK(weft_mr_reg(p.d[0], JOB, g0, big, &gpvo0, &gh0) == 0, "reg big 0");
+	CHECK(weft_mr_reg(p.d[1], JOB, g1, big, &gpvo1, &gh1) == 0, "reg big 1");
+	CHECK(weft_rcxt_alloc(p.w[0], &r0, &k) == 0 && weft_rcxt_alloc(p.w[0], &rg0, &k) == 0,
+	      "rcxts 0");
+	CHECK(weft_rcxt_alloc(p.w[1], &r1, &k1) == 0 && weft_rcxt_alloc(p.w[1], &rg1, &kg1) == 0,
+	      "rcxts 1");
+	static struct weft_rop rop;
+	static struct weft_entry e;
+	unsigned int ops = 0, retried = 0;
+	for (uint64_t t = 500; t <= 20000; t += 500) {
+		uint64_t pvo0;
+		uint32_t h0;
+		memset(b0, (int)(t / 500), len);
+		CHECK(weft_mr_reg(p.d[0], JOB, b0, len, &pvo0, &h0) == 0, "reg 0");
+		weft_win_set_retry(p.w[0], t, t, 64);
+		memset(&rop, 0, sizeof(rop));
+		rop.rdma = (struct weft_rdma){
+			.node = weft_win_node(p.w[1]), .window = (uint16_t)weft_win_id(p.w[1]),
+			.local_rcxt = r0, .remote_rcxt = r1, .remote_rcxt_key = k1,
+			.local_pvo = pvo0, .remote_pvo = pvo1, .length = len,
+		};
+		rop.timeout_ns = t;
+		CHECK(weft_win_rop_post(p.w[0], &rop) == 0, "post (timeout %" PRIu64 " ns)", t);
+		struct weft_rdma long_op = {
+			.node = weft_win_node(p.w[1]), .window = (uint16_t)weft_win_id(p.w[1]),
+			.local_rcxt = rg0, .remote_rcxt = rg1, .remote_rcxt_key = kg1,
+			.notify = WEFT_COMP_SOURCE, .local_pvo = gpvo0, .remote_pvo = gpvo1,
+			.length = big,
+		};
+		CHECK(weft_win_rdma_write(p.w[0], &long_op) == 0, "post the long write");
+		int r, long_done = 0;
+		do {
+			r = get_entry(p.w[0], &e, 1000);
+			long_done += r > 0 && e.type == WEFT_ENT_COMPLETION && e.tid == long_op.tid;
+		} while (r > 0 && e.type != WEFT_ENT_ROP);
+		CHECK(r > 0 && rop.state == WEFT_ROP_DONE, "timeout %" PRIu64 " ns: op state %d "
+		      "status %s (poll %d)", t, rop.state, weft_status_name(rop.status), r);
+		/* What a caller may do once its op is done. */
+		CHECK(weft_mr_dereg(p.d[0], h0) == 0, "dereg 0");
+		ops++;
+		retried += rop.tries > 1;
+		while (!long_done) {
+			r = get_entry(p.w[0], &e, 1000);
+			CHECK(r > 0, "timeout %" PRIu64 " ns, %u tries: window error %s after the op "
+			      "was done and its memory deregistered", t, rop.tries, strerror(-r));
+			long_done = e.type == WEFT_ENT_COMPLETION && e.tid == long_op.tid;
+		}
+		CHECK(e.status == 0, "long write: %s", weft_status_name(e.status));
+		uint64_t st, rc, sc;
+		CHECK(weft_win_state(p.w[0], &st, &rc, &sc) == 0 && st == 1,
+		      "timeout %" PRIu64 " ns, %u tries: window state %" PRIu64 " after the op was "
+		      "done and its memory deregistered", t, rop.tries, st);
+		CHECK(memcmp(b1, b0, len) == 0, "timeout %" PRIu64 " ns: data differs", t);
+	}
+	CHECK(retried >= 2, "only %u of %u ops were retried: the sweep missed the round "
+	      "trip", retried, ops);
+	t_point("rop drain: %u reliable writes (timeouts 0.5..20 us, %u retried) each followed "
+	       "by a 4 MiB write, memory deregistered as each one finished: the window stayed "
+	       "valid", ops, retried);
+	weft_mr_dereg(p.d[0], gh0);
+	weft_mr_dereg(p.d[1], gh1);
+	weft_mr_dereg(p.d[1], h1);
+	pair_close(&p);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; int (*fn)(void); } tests[] = {
 		{ "fifo", test_fifo }, { "rdma", test_rdma }, { "tids", test_tids },
 		{ "rel", test_rel }, { "mrc", test_mrc }, { "maps", test_maps },
-		{ "budget", test_budget },
+		{ "budget", test_budget }, { "rop-drain", test_rop_drain },
 	};
 	if (!weft_simnet_available() && !(argc > 1 && !strcmp(argv[1], "maps")))
 		t_bail("libweft was built without the sim backend (qemu-device/sim missing); "
