@@ -249,10 +249,6 @@ static void node_free(struct sw *s, struct node *n)
 	free(n);
 }
 
-/* Output left for nodes that stayed away longer than the expiry goes.
- * Memory freed by closed clients and nodes is given back to the system
- * (malloc_trim also releases free pages inside the heap), so the
- * switch's size follows the attached ports, not its history. */
 static void client_close(struct sw *s, struct client *c, const char *why);
 
 /* A TCP client that has not got a node within TCP_HELLO_NS goes: whoever
@@ -272,6 +268,10 @@ static void hello_sweep(struct sw *s, uint64_t now)
 	}
 }
 
+/* Output left for nodes that stayed away longer than the expiry goes,
+ * and TCP clients past their HELLO deadline.  Memory freed by closed clients and nodes is given back to the system
+ * (malloc_trim also releases free pages inside the heap), so the
+ * switch's size follows the attached ports, not its history. */
 static void node_sweep(struct sw *s, uint64_t now)
 {
 	struct node *n, *next;
@@ -1153,11 +1153,11 @@ static void usage(FILE *fp)
 		"\n"
 		"options:\n"
 		"  --socket PATH      UNIX socket the adapters connect to\n"
-		"  --listen HOST:PORT TCP listener for adapters on other hosts (IPv4 A.B.C.D:PORT\n"
-		"                     or [IPV6]:PORT; PORT 0: any free port; up to %u times);\n"
-		"                     needs --tokens, which travel in clear: use it on a trusted\n"
-		"                     network or through a tunnel only (one of --socket and\n"
-		"                     --listen is required)\n"
+		"  --listen HOST:PORT TCP listener for adapters on other hosts (HOST an IPv4\n"
+		"                     address or a name, or [IPV6]:PORT; PORT 0: any free\n"
+		"                     port; up to %u times); needs --tokens, which travel in\n"
+		"                     clear: only on a trusted network or through a tunnel\n"
+		"                     (one of --socket and --listen is required)\n"
 		"  --ctl PATH         control socket (required)\n"
 		"  --tokens FILE      node tokens, lines 'NODE HEX64' (mode 0600): a HELLO\n"
 		"                     must carry its node's token\n"
