@@ -104,7 +104,7 @@ SCENARIOS=(
 	"ib-device|$C2|RDMA core: weft_ib.ko registers weft_ib0 on both nodes: rdma link ACTIVE on weft0, the IPv4-mapped RoCE v2 GID, pkey, node GUID, device attributes = the adapter's registers, the port follows the carrier"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
 	"seed000-ops|$C4|libweft's further operations between guests (weft-ops): a third-party transfer (node1 makes node2 write into node0; TARGET completion at node0, SOURCE at node1, none at node2); a broadcast write reaching nodes 1-3 with node3's acknowledgement dropped by a switch drop rule, node3 alone re-sent to; a multicast write reaching only the group's members; a conditional RDMA whose signal arrives after its 4 writes; the four half-RDMA modes; all byte-exact"
-	"tcp-transport|$CT|2 nodes whose QEMUs reach the switch over TCP on 127.0.0.1 (up --transport tcp): each node registered over TCP with its token on the socket transport; RDMA write and read 1 byte to 4 MiB byte-exact; IPv4 and IPv6 pings over weft0 lose nothing"
+	"tcp-transport|$CT|2 nodes whose QEMUs reach the switch over TCP on 127.0.0.1 (up --transport tcp): each node registered over TCP with its token on the socket transport; RDMA write and read 1 byte to 4 MiB byte-exact; IPv4 and IPv6 pings over weft0 lose nothing; after a switch restart on the same port the nodes are back over TCP"
 	"stripe-2adapters|$CS|nodes with 2 adapters each (4 switch ports): node0 stripes 16 MiB RDMA writes over both its adapters to both of node1's (weft-bw --stripe), byte-exact, half of the bytes through each adapter; single-adapter and 2-adapter weft-bw figures side by side; a buffer registered once through either adapter is used with the same PVO through both, its deregistration through either drops later writes to it on both ; recovery, unbind and bind of weft1 keep the registrations made through weft0 (weft-test-nodeglobal)"
 )
 
@@ -1104,6 +1104,26 @@ sc_tcp_transport() {
 	{ grep -q ' 20 received, 0% packet loss' <<<"$OUT" && grep -q ' 5 received, 0% packet loss' <<<"$OUT"; } ||
 		fail "node0 -> node1 pings over TCP: $(grep -E 'transmitted' <<<"$OUT" | tr '\n' ' ')" || return 1
 	checked "IP over Weft through the TCP link: node0 -> node1 $(grep -E 'transmitted' <<<"$OUT" | sed 's/, time.*//' | paste -sd';' -) (IPv4, then IPv6)"
+	# A restarted switch listens on the same port; the chardevs reconnect.
+	"$WC" --name "$c" switch restart >"$TMP/tcp-restart.out" 2>&1 ||
+		fail "switch restart: $(tail -3 "$TMP/tcp-restart.out")" || return 1
+	for i in $(seq 60); do
+		OUT=$("$WC" --name "$c" faults nodes 2>&1)
+		grep -q 'node 0 attached' <<<"$OUT" && grep -q 'node 1 attached' <<<"$OUT" && break
+		sleep 0.5
+	done
+	{ grep -q 'node 0 attached' <<<"$OUT" && grep -q 'node 1 attached' <<<"$OUT"; } ||
+		fail "the nodes did not come back to the restarted switch within 30 s: $OUT" || return 1
+	n=$(grep -c ": listening on TCP $addr " "$d/switch.log")
+	[ "$n" = 2 ] || fail "the restarted switch does not listen on $addr again ($n listener lines)" || return 1
+	for i in 0 1; do
+		n=$(grep -cE ": node $i connected \(tcp 127\.0\.0\.1:[0-9]+, token checked, socket\)$" "$d/switch.log")
+		[ "$n" -ge 2 ] || fail "node $i did not register again over TCP after the restart ($n registrations)" || return 1
+	done
+	GX_TIMEOUT=60 gx "$c" 0 "$PING -c 5 -W 5 $(ip4 1)"
+	grep -q ' 5 received, 0% packet loss' <<<"$OUT" ||
+		fail "node0 -> node1 pings after the switch restart: $(grep -E 'transmitted' <<<"$OUT")" || return 1
+	checked "switch restart: the new switch listens on $addr again, both QEMUs reconnect over TCP by themselves and register with their tokens, 5 pings node0 -> node1 answered"
 	for i in 0 1; do no_oops "$c" "$i" || return 1; done
 }
 
