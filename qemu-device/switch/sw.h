@@ -2,6 +2,7 @@
 /*
  * weft-switch internals shared by its modules (docs/switch.md):
  *   weft-switch.c  event loop, sockets, clients, HELLO
+ *   listen.c       TCP listeners, TCP client options, peer names
  *   auth.c         node tokens (who may claim a node id)
  *   faults.c       the fault vocabulary of the command line and `set`
  *   pcap.c         the pcap writer
@@ -93,7 +94,7 @@ extern const char fault_help[];
 
 /* ---- the switch ---------------------------------------------------------------- */
 
-enum ev_kind { EV_LISTEN, EV_CTL_LISTEN, EV_TIMER, EV_SIGNAL, EV_CLIENT, EV_CTL, EV_SHM };
+enum ev_kind { EV_LISTEN, EV_TCP_LISTEN, EV_CTL_LISTEN, EV_TIMER, EV_SIGNAL, EV_CLIENT, EV_CTL, EV_SHM };
 
 struct evsrc {
 	enum ev_kind kind;
@@ -101,7 +102,8 @@ struct evsrc {
 
 #define SW_STATS_LIST(X) \
 	X(connections) X(disconnects) X(bad_hello) X(hello_rejected) X(auth_failed) \
-	X(unregistered) X(oversize) X(too_many_clients) X(bad_shm)
+	X(unregistered) X(oversize) X(too_many_clients) X(bad_shm) X(tcp_connections) \
+	X(hello_timeout)
 
 struct swstats {
 #define SW_STAT_FIELD(n) uint64_t n;
@@ -113,6 +115,17 @@ struct client;
 struct node;
 struct ctlconn;
 
+/* A TCP listener (--listen): adapters on other hosts. */
+#define SW_MAX_TCP      4
+#define SW_ADDR_LEN     80
+
+struct tcp_listener {
+	struct evsrc ev;        /* EV_TCP_LISTEN */
+	int fd;
+	const char *spec;       /* as given */
+	char name[SW_ADDR_LEN]; /* the bound address */
+};
+
 struct sw {
 	struct weft_fabric *fab;
 	uint64_t seed;
@@ -120,6 +133,8 @@ struct sw {
 	struct evsrc lsn_ev, ctl_ev, tmr_ev, sig_ev;
 	int lsn_fd, ctl_fd, tmr_fd, sig_fd;
 	const char *sock_path, *ctl_path;
+	struct tcp_listener tcp[SW_MAX_TCP];
+	size_t ntcp;
 	char *run_dir;          /* realpath of --run-dir: ctl captures go here */
 	struct auth *auth;      /* NULL: --insecure */
 	uint64_t timer_due;
@@ -140,6 +155,17 @@ struct sw {
 	struct epoll_event *batch;      /* events being handled (run) */
 	int batch_n, batch_i;
 };
+
+/* ---- listen.c: TCP listeners and peer names ------------------------------------ */
+
+/* Listen on spec ("HOST:PORT", "[V6]:PORT"; PORT 0: any free port) and
+ * put the bound address in name.  The fd, or -1 and a message in err. */
+int listen_tcp(const char *spec, char *name, size_t namelen, char *err, size_t errlen);
+/* An accepted TCP connection: no Nagle delay, keepalive, user timeout. */
+void tcp_client_setup(int fd);
+/* How the log names the peer of fd: "pid P uid U" (SO_PEERCRED) or
+ * "tcp ADDRESS:PORT". */
+void peer_text(int fd, bool tcp, char *out, size_t outlen);
 
 /* ---- pcap.c ---------------------------------------------------------------------- */
 

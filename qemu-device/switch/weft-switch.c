@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * weft-switch: the fabric process joining Weft adapters over UNIX stream
- * sockets.  Single-threaded, epoll-based.  This file is the event loop,
+ * sockets, and TCP for adapters on other hosts (listen.c).
+ * Single-threaded, epoll-based.  This file is the event loop,
  * the sockets, the clients and their HELLO; see sw.h for the other
  * modules and docs/switch.md for the behaviour.
  *
  *   weft-switch --socket PATH --ctl PATH (--tokens FILE | --insecure) ...
+ *   weft-switch --listen HOST:PORT --ctl PATH --tokens FILE ...
  *   weft-switch ctl --socket CTLPATH [--json] CMD [ARGS...]
  */
 #define _GNU_SOURCE
@@ -46,6 +48,7 @@
 #define DEF_STALL_MS    5000u
 #define DEF_EXPIRE_MS   300000u
 #define SWEEP_NS        1000000000ull
+#define TCP_HELLO_NS    10000000000ull  /* a TCP client's HELLO must succeed within */
 
 /* Output towards one node.  Kept across a reconnect: frames not fully
  * written to the old connection are sent whole to the next one. */
@@ -92,8 +95,9 @@ struct client {
 	bool close_after_ack; /* refused authentication */
 	uint32_t mask;
 	uint16_t node;
-	pid_t pid;       /* SO_PEERCRED, for the log */
-	uid_t uid;
+	bool tcp;        /* accepted on a TCP listener: never shared memory */
+	uint64_t since;  /* accepted at (mono_ns) */
+	char who[SW_ADDR_LEN + 8];      /* for the log (peer_text) */
 	unsigned char *rbuf;
 	size_t rpos, rlen, rcap;
 	unsigned char ack[WEFT_WIRE_LEN_PREFIX + WEFT_WIRE_HDR_SIZE];
@@ -104,6 +108,7 @@ struct client {
 static struct node *node_list;  /* every node record */
 static uint64_t next_sweep;
 static uint64_t freed;          /* client or node records freed since the last sweep */
+static size_t tcp_unregistered; /* TCP clients without a node yet */
 
 void logmsg(const char *fmt, ...)
 {
@@ -244,8 +249,27 @@ static void node_free(struct sw *s, struct node *n)
 	free(n);
 }
 
-/* Output left for nodes that stayed away longer than the expiry goes.
- * Memory freed by closed clients and nodes is given back to the system
+static void client_close(struct sw *s, struct client *c, const char *why);
+
+/* A TCP client that has not got a node within TCP_HELLO_NS goes: whoever
+ * reaches the port cannot keep client slots without a token. */
+static void hello_sweep(struct sw *s, uint64_t now)
+{
+	struct client *c, *next;
+
+	for (c = s->clients; c && tcp_unregistered; c = next) {
+		next = c->next;
+		if (c->tcp && !c->registered && now - c->since >= TCP_HELLO_NS) {
+			s->st.hello_timeout++;
+			logmsg("%s: no node after %llu s: connection closed", c->who,
+			       TCP_HELLO_NS / 1000000000ull);
+			client_close(s, c, "no HELLO in time");
+		}
+	}
+}
+
+/* Output left for nodes that stayed away longer than the expiry goes,
+ * and TCP clients past their HELLO deadline.  Memory freed by closed clients and nodes is given back to the system
  * (malloc_trim also releases free pages inside the heap), so the
  * switch's size follows the attached ports, not its history. */
 static void node_sweep(struct sw *s, uint64_t now)
@@ -255,6 +279,7 @@ static void node_sweep(struct sw *s, uint64_t now)
 	if (now < next_sweep)
 		return;
 	next_sweep = now + (s->expiry_ns && s->expiry_ns < SWEEP_NS ? s->expiry_ns : SWEEP_NS);
+	hello_sweep(s, now);
 	for (n = node_list; n; n = next) {
 		next = n->next;
 		if (!n->c && s->expiry_ns && now - n->detached_at >= s->expiry_ns) {
@@ -398,8 +423,6 @@ static void shm_signal(int fd)
 		logmsg("eventfd write: %s", strerror(errno));
 }
 
-static void client_close(struct sw *s, struct client *c, const char *why);
-
 /* A client with shared memory has two descriptors in epoll: events of
  * the current batch still to be handled must not reach it once closed. */
 static void forget_events(struct sw *s, const struct client *c, const struct shm_link *l)
@@ -527,8 +550,10 @@ static void client_close(struct sw *s, struct client *c, const char *why)
 			node_free(s, n);
 		logmsg("node %u disconnected (%s)", c->node, why);
 	} else if (s->verbose) {
-		logmsg("unregistered client disconnected (%s)", why);
+		logmsg("unregistered client %s disconnected (%s)", c->who, why);
 	}
+	if (c->tcp && !c->registered)
+		tcp_unregistered--;
 	for (pp = &s->clients; *pp; pp = &(*pp)->next) {
 		if (*pp == c) {
 			*pp = c->next;
@@ -581,8 +606,8 @@ static void handle_hello(struct sw *s, struct client *c, const unsigned char *p,
 	if (h.version != WEFT_WIRE_VERSION || h.key != WEFT_WIRE_HELLO_MAGIC ||
 	    h.length != paylen || (paylen != 0 && paylen != WEFT_WIRE_TOKEN_SIZE)) {
 		s->st.bad_hello++;
-		logmsg("bad HELLO (version %u, key 0x%08x, length %u of %zu) from pid %d uid %u",
-		       h.version, h.key, h.length, len, (int)c->pid, (unsigned int)c->uid);
+		logmsg("bad HELLO (version %u, key 0x%08x, length %u of %zu) from %s",
+		       h.version, h.key, h.length, len, c->who);
 		send_ack(s, c, h.src_node, WEFT_SW_BAD_HELLO);
 		return;
 	}
@@ -607,19 +632,22 @@ static void handle_hello(struct sw *s, struct client *c, const unsigned char *p,
 		} else {
 			s->st.hello_rejected++;
 		}
-		logmsg("HELLO for node %u from pid %d uid %u rejected: %s", h.src_node,
-		       (int)c->pid, (unsigned int)c->uid, status_text(status));
+		logmsg("HELLO for node %u from %s rejected: %s", h.src_node, c->who,
+		       status_text(status));
 		send_ack(s, c, h.src_node, status);
 		return;
 	}
 	c->registered = true;
 	c->node = h.src_node;
+	if (c->tcp)
+		tcp_unregistered--;
 	s->nodes[c->node]->c = c;
-	if ((h.flags & WEFT_WF_SHM_REQ) && s->shm)
+	/* Descriptors cannot travel over TCP: the socket carries the frames. */
+	if ((h.flags & WEFT_WF_SHM_REQ) && s->shm && !c->tcp)
 		c->shm = shm_new(s, c);
 	send_ack(s, c, c->node, WEFT_SW_OK);
-	logmsg("node %u connected (pid %d uid %u%s, %s)", c->node, (int)c->pid,
-	       (unsigned int)c->uid, s->auth ? ", token checked" : ", no authentication",
+	logmsg("node %u connected (%s%s, %s)", c->node, c->who,
+	       s->auth ? ", token checked" : ", no authentication",
 	       c->shm ? "shared memory" : "socket");
 }
 
@@ -636,9 +664,9 @@ static int client_input(struct sw *s, struct client *c)
 
 		if (len > WEFT_WIRE_MAX_FRAME) {
 			s->st.oversize++;
-			logmsg("length prefix %u beyond %u from %s%u: connection dropped", len,
+			logmsg("length prefix %u beyond %u from %s%u (%s): connection dropped", len,
 			       WEFT_WIRE_MAX_FRAME, c->registered ? "node " : "unregistered client ",
-			       c->registered ? c->node : 0);
+			       c->registered ? c->node : 0, c->who);
 			client_close(s, c, "oversize frame");
 			return -1;
 		}
@@ -850,12 +878,11 @@ static void client_arm(struct sw *s, struct client *c)
 	c->mask = mask;
 }
 
-static void accept_clients(struct sw *s)
+/* Accept on the UNIX listener or a TCP one (tcp): the same clients. */
+static void accept_clients(struct sw *s, int lfd, bool tcp)
 {
 	for (;;) {
-		int fd = accept4(s->lsn_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct ucred cr = { 0, (uid_t)-1, (gid_t)-1 };
-		socklen_t crl = sizeof(cr);
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct client *c;
 
 		if (fd < 0)
@@ -877,16 +904,19 @@ static void accept_clients(struct sw *s)
 			logmsg("out of memory: connection refused");
 			continue;
 		}
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0)
-			cr.pid = 0;
-		c->pid = cr.pid;
-		c->uid = cr.uid;
+		if (tcp)
+			tcp_client_setup(fd);
+		c->tcp = tcp;
+		c->since = mono_ns();
+		tcp_unregistered += tcp;
+		peer_text(fd, tcp, c->who, sizeof(c->who));
 		c->ev.kind = EV_CLIENT;
 		c->fd = fd;
 		c->next = s->clients;
 		s->clients = c;
 		s->nclients++;
 		s->st.connections++;
+		s->st.tcp_connections += tcp;
 		ep_add(s, fd, EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, c);
 		c->armed = true;
 		c->mask = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
@@ -948,7 +978,9 @@ static void arm_timer(struct sw *s)
 	struct node *n;
 
 	/* Paused clients wait for a port to stall; output left for absent
-	 * nodes waits for its expiry. */
+	 * nodes waits for its expiry, TCP clients for their HELLO deadline. */
+	if (tcp_unregistered && next_sweep < due)
+		due = next_sweep;
 	for (n = node_list; n && s->expiry_ns; n = n->next) {
 		if (!n->c) {
 			if (next_sweep < due)
@@ -979,7 +1011,10 @@ static void handle_event(struct sw *s, struct epoll_event *e)
 		return;         /* its client was closed earlier in this batch */
 	switch (src->kind) {
 	case EV_LISTEN:
-		accept_clients(s);
+		accept_clients(s, s->lsn_fd, false);
+		break;
+	case EV_TCP_LISTEN:
+		accept_clients(s, ((struct tcp_listener *)src)->fd, true);
 		break;
 	case EV_CTL_LISTEN:
 		accept_ctl(s);
@@ -1072,6 +1107,8 @@ static int run(struct sw *s)
 
 static void sw_free(struct sw *s)
 {
+	size_t i;
+
 	while (s->clients)
 		client_close(s, s->clients, "switch exiting");
 	ctl_free_all(s);
@@ -1082,6 +1119,9 @@ static void sw_free(struct sw *s)
 	weft_fabric_free(s->fab);
 	auth_free(s->auth);
 	free(s->run_dir);
+	for (i = 0; i < s->ntcp; i++)
+		if (s->tcp[i].fd >= 0)
+			close(s->tcp[i].fd);
 	if (s->lsn_fd >= 0) {
 		close(s->lsn_fd);
 		unlink(s->sock_path);
@@ -1104,13 +1144,20 @@ static void usage(FILE *fp)
 {
 	fprintf(fp,
 		"usage: " PROG " --socket PATH --ctl PATH (--tokens FILE | --insecure) [options]\n"
+		"       " PROG " --listen HOST:PORT [--socket PATH] --ctl PATH --tokens FILE [options]\n"
 		"       " PROG " ctl --socket CTLPATH [--json] COMMAND [ARGS...]\n"
 		"\n"
-		"The Weft fabric switch: adapters connect to --socket, scripts and\n"
-		"people control it through --ctl.  See docs/switch.md.\n"
+		"The Weft fabric switch: adapters connect to --socket (and to --listen\n"
+		"from other hosts), scripts and people control it through --ctl.\n"
+		"See docs/switch.md.\n"
 		"\n"
 		"options:\n"
-		"  --socket PATH      UNIX socket the adapters connect to (required)\n"
+		"  --socket PATH      UNIX socket the adapters connect to\n"
+		"  --listen HOST:PORT TCP listener for adapters on other hosts (HOST an IPv4\n"
+		"                     address or a name, or [IPV6]:PORT; PORT 0: any free\n"
+		"                     port; up to %u times); needs --tokens, which travel in\n"
+		"                     clear: only on a trusted network or through a tunnel\n"
+		"                     (one of --socket and --listen is required)\n"
 		"  --ctl PATH         control socket (required)\n"
 		"  --tokens FILE      node tokens, lines 'NODE HEX64' (mode 0600): a HELLO\n"
 		"                     must carry its node's token\n"
@@ -1131,7 +1178,7 @@ static void usage(FILE *fp)
 		"                     it (weft/shm.h); socket: frames only over the socket\n"
 		"  --verbose          log more (frames before HELLO, unregistered clients)\n"
 		"  -h, --help         this help\n"
-		"\n%s\n", DEF_CAPTURE, DEF_PORT_QUEUE, DEF_STALL_MS, DEF_EXPIRE_MS, fault_help);
+		"\n%s\n", SW_MAX_TCP, DEF_CAPTURE, DEF_PORT_QUEUE, DEF_STALL_MS, DEF_EXPIRE_MS, fault_help);
 	ctl_print_help(fp);
 }
 
@@ -1151,13 +1198,14 @@ struct opts {
 };
 
 enum { O_SOCKET = 256, O_CTL, O_SEED, O_CAPTURE, O_RING, O_MAXQ, O_VERBOSE, O_PORTQ,
-       O_TOKENS, O_INSECURE, O_RUNDIR, O_STALL, O_EXPIRE, O_TRANSPORT, O_FAULT };
+       O_TOKENS, O_INSECURE, O_RUNDIR, O_STALL, O_EXPIRE, O_TRANSPORT, O_LISTEN, O_FAULT };
 
 /* Parse the command line into s and o; 0, or the exit status. */
 static int parse_args(int argc, char **argv, struct sw *s, struct opts *o)
 {
 	static const struct option fixed[] = {
 		{ "socket", required_argument, NULL, O_SOCKET },
+		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "ctl", required_argument, NULL, O_CTL },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "capture", required_argument, NULL, O_CAPTURE },
@@ -1187,6 +1235,13 @@ static int parse_args(int argc, char **argv, struct sw *s, struct opts *o)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_SOCKET: s->sock_path = optarg; break;
+		case O_LISTEN:
+			if (s->ntcp == SW_MAX_TCP) {
+				logmsg("error: at most %u --listen options", SW_MAX_TCP);
+				return 2;
+			}
+			s->tcp[s->ntcp++].spec = optarg;
+			break;
 		case O_CTL: s->ctl_path = optarg; break;
 		case O_SEED:
 			if (!opt_u64("--seed", optarg, UINT64_MAX, &s->seed))
@@ -1250,16 +1305,22 @@ static int parse_args(int argc, char **argv, struct sw *s, struct opts *o)
 		logmsg("error: unexpected argument '%s' (see --help)", argv[optind]);
 		return 2;
 	}
-	if (!s->sock_path || !s->ctl_path) {
-		logmsg("error: --socket PATH and --ctl PATH are required (see --help)");
+	if ((!s->sock_path && !s->ntcp) || !s->ctl_path) {
+		logmsg("error: --socket PATH (or --listen HOST:PORT) and --ctl PATH are required "
+		       "(see --help)");
 		return 2;
 	}
-	if (!strcmp(s->sock_path, s->ctl_path)) {
+	if (s->sock_path && !strcmp(s->sock_path, s->ctl_path)) {
 		logmsg("error: --socket and --ctl must be different paths");
 		return 2;
 	}
 	if (!o->tokens == !o->insecure) {
 		logmsg("error: give --tokens FILE (node authentication) or --insecure (none)");
+		return 2;
+	}
+	/* Anyone who reaches the port could claim any node id. */
+	if (s->ntcp && o->insecure) {
+		logmsg("error: --listen needs --tokens: --insecure is for the UNIX socket only");
 		return 2;
 	}
 	return 0;
@@ -1331,6 +1392,8 @@ int main(int argc, char **argv)
 			  .fs = { .ft = { .routes = 1 }, .hold = UINT64_MAX } };
 	struct sw s;
 	sigset_t mask;
+	char err[512];
+	size_t i;
 	int rc;
 
 	if (argc > 1 && !strcmp(argv[1], "ctl"))
@@ -1340,6 +1403,8 @@ int main(int argc, char **argv)
 	s.seed = 1;
 	s.shm = true;
 	s.ep = s.lsn_fd = s.ctl_fd = s.tmr_fd = s.sig_fd = -1;
+	for (i = 0; i < SW_MAX_TCP; i++)
+		s.tcp[i].fd = -1;
 	rc = parse_args(argc, argv, &s, &o);
 	if (rc)
 		return rc < 0 ? 0 : rc;
@@ -1347,9 +1412,20 @@ int main(int argc, char **argv)
 	rc = 1;
 	if (!setup(&s, &o))
 		goto out;
-	s.lsn_fd = listen_path("adapter", s.sock_path);
-	if (s.lsn_fd < 0)
-		goto out;
+	if (s.sock_path) {
+		s.lsn_fd = listen_path("adapter", s.sock_path);
+		if (s.lsn_fd < 0)
+			goto out;
+	}
+	for (i = 0; i < s.ntcp; i++) {
+		s.tcp[i].fd = listen_tcp(s.tcp[i].spec, s.tcp[i].name, sizeof(s.tcp[i].name),
+					 err, sizeof(err));
+		if (s.tcp[i].fd < 0) {
+			logmsg("error: %s", err);
+			goto out;
+		}
+		s.tcp[i].ev.kind = EV_TCP_LISTEN;
+	}
 	s.ctl_fd = listen_path("control", s.ctl_path);
 	if (s.ctl_fd < 0)
 		goto out;
@@ -1372,12 +1448,19 @@ int main(int argc, char **argv)
 	s.ctl_ev.kind = EV_CTL_LISTEN;
 	s.tmr_ev.kind = EV_TIMER;
 	s.sig_ev.kind = EV_SIGNAL;
-	ep_add(&s, s.lsn_fd, EPOLLIN, &s.lsn_ev);
+	if (s.lsn_fd >= 0)
+		ep_add(&s, s.lsn_fd, EPOLLIN, &s.lsn_ev);
+	for (i = 0; i < s.ntcp; i++)
+		ep_add(&s, s.tcp[i].fd, EPOLLIN, &s.tcp[i].ev);
 	ep_add(&s, s.ctl_fd, EPOLLIN, &s.ctl_ev);
 	ep_add(&s, s.tmr_fd, EPOLLIN, &s.tmr_ev);
 	ep_add(&s, s.sig_fd, EPOLLIN, &s.sig_ev);
-	logmsg("listening on %s, control %s, seed %" PRIu64 "%s%s", s.sock_path, s.ctl_path,
+	logmsg("listening on %s, control %s, seed %" PRIu64 "%s%s",
+	       s.sock_path ? s.sock_path : "TCP only", s.ctl_path,
 	       s.seed, o.capture ? ", capture " : "", o.capture ? o.capture : "");
+	for (i = 0; i < s.ntcp; i++)
+		logmsg("listening on TCP %s (--listen %s; tokens travel in clear, no shared memory)",
+		       s.tcp[i].name, s.tcp[i].spec);
 	if (s.auth)
 		logmsg("%zu node token(s) loaded from %s", auth_nodes(s.auth), o.tokens);
 	else

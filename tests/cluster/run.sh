@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Weft cluster tests: real guests (TCG here), the real driver and the real
 # switch.  Boots its own clusters (ct2-<pid>: 2 nodes; ctf-<pid>: 2 nodes
-# with small rCxt pools, for the failover campaign; ct4-<pid>: 4 nodes),
-# one at a time, runs the scenarios, and always takes the clusters down.
+# with small rCxt pools, for the failover campaign; ct4-<pid>: 4 nodes;
+# cts-<pid>: 2 adapters per node; ctt-<pid>: 2 nodes joined to the switch
+# over TCP), one at a time, runs the scenarios, and always takes the clusters down.
 #
 #   tests/cluster/run.sh              every scenario
 #   tests/cluster/run.sh NAME...      only these (see --list)
@@ -18,7 +19,8 @@
 # Environment: WEFT_QEMU / WEFT_SWITCH / WEFT_BUILD as for weft-cluster;
 # WEFT_TRANSPORT=auto|shm|socket, when set, is every cluster's
 # `weft-cluster up --transport` (by default the 4-node cluster runs on the
-# socket, the others on shared memory; docs/cluster.md).
+# socket, ctt-<pid> always over TCP, the others on shared memory;
+# docs/cluster.md).
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/lib.sh"
@@ -29,10 +31,11 @@ C2=ct2-$$
 CF=ctf-$$
 C4=ct4-$$
 CS=cts-$$
+CT=ctt-$$
 passed=0 failed=0
 summary=()
 declare -A up_error=()  # cluster -> why it is not usable ("" when up)
-declare -A csize=([$C2]=2 [$CF]=2 [$C4]=4 [$CS]=2)
+declare -A csize=([$C2]=2 [$CF]=2 [$C4]=4 [$CS]=2 [$CT]=2)
 # The failover campaign (cluster $CF) replays old frames while a new stream
 # runs: its switch keeps 8192 frames, so the old ones outlive the new
 # stream's first frames.  Its adapters have 40 rCxts, a little more than
@@ -50,8 +53,9 @@ declare -A cadapters=([$CS]=2)
 # Transport between QEMU and the switch (weft-cluster up --transport): the
 # shared-memory rings (auto) everywhere but the 4-node cluster, which runs
 # on the socket fallback, so that every run covers both; WEFT_TRANSPORT
-# runs every cluster on one.
-declare -A ctransport=([$C4]=socket)
+# runs every cluster on one, but cluster $CT, which always reaches the
+# switch over TCP (its TCP listener on 127.0.0.1, as from another host).
+declare -A ctransport=([$C4]=socket [$CT]=tcp)
 
 # ---- scenario list: name, cluster, description --------------------------------
 SCENARIOS=(
@@ -100,6 +104,7 @@ SCENARIOS=(
 	"ib-device|$C2|RDMA core: weft_ib.ko registers weft_ib0 on both nodes: rdma link ACTIVE on weft0, the IPv4-mapped RoCE v2 GID, pkey, node GUID, device attributes = the adapter's registers, the port follows the carrier"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
 	"seed000-ops|$C4|libweft's further operations between guests (weft-ops): a third-party transfer (node1 makes node2 write into node0; TARGET completion at node0, SOURCE at node1, none at node2); a broadcast write reaching nodes 1-3 with node3's acknowledgement dropped by a switch drop rule, node3 alone re-sent to; a multicast write reaching only the group's members; a conditional RDMA whose signal arrives after its 4 writes; the four half-RDMA modes; all byte-exact"
+	"tcp-transport|$CT|2 nodes whose QEMUs reach the switch over TCP on 127.0.0.1 (up --transport tcp): each node registered over TCP with its token on the socket transport; RDMA write and read 1 byte to 4 MiB byte-exact; IPv4 and IPv6 pings over weft0 lose nothing; after a switch restart on the same port the nodes are back over TCP"
 	"stripe-2adapters|$CS|nodes with 2 adapters each (4 switch ports): node0 stripes 16 MiB RDMA writes over both its adapters to both of node1's (weft-bw --stripe), byte-exact, half of the bytes through each adapter; single-adapter and 2-adapter weft-bw figures side by side; a buffer registered once through either adapter is used with the same PVO through both, its deregistration through either drops later writes to it on both ; recovery, unbind and bind of weft1 keep the registrations made through weft0 (weft-test-nodeglobal)"
 )
 
@@ -245,11 +250,13 @@ console_tails() {
 }
 
 cluster_up() { # cluster_up NAME N
-	local c=$1 n=$2
+	local c=$1 n=$2 t
 	[ -z "${up_error[$c]+x}" ] || return 0
 	echo "# starting cluster $c ($n nodes)"
+	t=${ctransport[$c]:-auto}
+	[ "$t" = tcp ] || t=${WEFT_TRANSPORT:-$t}
 	if "$WC" --name "$c" up -n "$n" --adapters "${cadapters[$c]:-1}" --switch-args "${cargs[$c]:-}" \
-		--device-props "${cprops[$c]:-}" --transport "${WEFT_TRANSPORT:-${ctransport[$c]:-auto}}" \
+		--device-props "${cprops[$c]:-}" --transport "$t" \
 		>"$TMP/$c.up" 2>&1; then
 		sed 's/^/# | /' "$TMP/$c.up" | grep -E 'ready after|NODE|node[0-9] |up:' || true
 		up_error[$c]=
@@ -262,7 +269,7 @@ cluster_up() { # cluster_up NAME N
 # Take the clusters down; their logs are kept only when something failed.
 cleanup() {
 	local c
-	for c in "$C2" "$CF" "$C4" "$CS"; do
+	for c in "$C2" "$CF" "$C4" "$CS" "$CT"; do
 		[ -z "${up_error[$c]+x}" ] || "$WC" --name "$c" down >/dev/null 2>&1
 		if [ "$failed" = 0 ]; then
 			rm -rf "$(weft_run_dir)/${c:?}"
@@ -1091,6 +1098,60 @@ sc_stripe_2adapters() {
 	# recovery, unbind and bind of weft1 under live registrations.
 	gtest "$c" 0 weft-test-nodeglobal || return 1
 	no_oops "$c" 0
+}
+
+# ---- the switch over TCP -------------------------------------------------------------
+# Cluster $CT runs `up --transport tcp`: its switch listens on a TCP port of
+# 127.0.0.1 besides its UNIX socket and each QEMU's chardev connects to
+# that port, so the frames take the path they take between two hosts
+# (docs/cluster.md, "Across two hosts").
+sc_tcp_transport() {
+	local c=$1 d addr n i
+	d=$(weft_run_dir)/$c
+	addr=$(cat "$d/switch.addr" 2>/dev/null)
+	[[ $addr =~ ^127\.0\.0\.1:[0-9]+$ ]] ||
+		fail "no TCP listener address on 127.0.0.1 in $d/switch.addr: '$addr'" || return 1
+	for i in 0 1; do
+		grep -q -- "-chardev socket,id=sw,host=127.0.0.1,port=${addr#*:},reconnect-ms=1000,nodelay=on " "$d/node$i.cmdline" ||
+			fail "node$i's QEMU does not reach the switch over TCP $addr: $(grep -o -- '-chardev socket,id=sw[^ ]*' "$d/node$i.cmdline")" || return 1
+		grep -qE ": node $i connected \(tcp 127\.0\.0\.1:[0-9]+, token checked, socket\)$" "$d/switch.log" ||
+			fail "the switch log does not show node $i registered over TCP with its token on the socket transport" || return 1
+		if grep -E ": node $i connected \(" "$d/switch.log" | grep -qv "(tcp "; then
+			fail "node $i also connected other than over TCP: $(grep -E ": node $i connected" "$d/switch.log")"
+			return 1
+		fi
+	done
+	n=$("$WC" --name "$c" faults counters 2>&1 | sed -n 's/^switch .* tcp_connections=\([0-9]*\).*/\1/p')
+	[ "${n:-0}" -ge 2 ] || fail "the switch counted ${n:-no} TCP connections, expected at least 2" || return 1
+	checked "the switch listens on TCP $addr, both QEMUs connect to it (chardev host=127.0.0.1,port=${addr#*:},nodelay=on), each node registered over TCP with its token on the socket transport (transport=auto cannot pass descriptors over TCP); tcp_connections=$n"
+	need "$c" 0 weft-rdma-check || return 1
+	need "$c" 1 weft-rdma-check || return 1
+	rdma_check "$c" 1 0 4401 1 4M || return 1
+	GX_TIMEOUT=120 gx "$c" 0 "$PING -c 20 -i 0.2 -W 5 $(ip4 1); $PING -c 5 -W 5 $(ip6 1)"
+	{ grep -q ' 20 received, 0% packet loss' <<<"$OUT" && grep -q ' 5 received, 0% packet loss' <<<"$OUT"; } ||
+		fail "node0 -> node1 pings over TCP: $(grep -E 'transmitted' <<<"$OUT" | tr '\n' ' ')" || return 1
+	checked "IP over Weft through the TCP link: node0 -> node1 $(grep -E 'transmitted' <<<"$OUT" | sed 's/, time.*//' | paste -sd';' -) (IPv4, then IPv6)"
+	# A restarted switch listens on the same port; the chardevs reconnect.
+	"$WC" --name "$c" switch restart >"$TMP/tcp-restart.out" 2>&1 ||
+		fail "switch restart: $(tail -3 "$TMP/tcp-restart.out")" || return 1
+	for i in $(seq 60); do
+		OUT=$("$WC" --name "$c" faults nodes 2>&1)
+		grep -q 'node 0 attached' <<<"$OUT" && grep -q 'node 1 attached' <<<"$OUT" && break
+		sleep 0.5
+	done
+	{ grep -q 'node 0 attached' <<<"$OUT" && grep -q 'node 1 attached' <<<"$OUT"; } ||
+		fail "the nodes did not come back to the restarted switch within 30 s: $OUT" || return 1
+	n=$(grep -c ": listening on TCP $addr " "$d/switch.log")
+	[ "$n" = 2 ] || fail "the restarted switch does not listen on $addr again ($n listener lines)" || return 1
+	for i in 0 1; do
+		n=$(grep -cE ": node $i connected \(tcp 127\.0\.0\.1:[0-9]+, token checked, socket\)$" "$d/switch.log")
+		[ "$n" -ge 2 ] || fail "node $i did not register again over TCP after the restart ($n registrations)" || return 1
+	done
+	GX_TIMEOUT=60 gx "$c" 0 "$PING -c 5 -W 5 $(ip4 1)"
+	grep -q ' 5 received, 0% packet loss' <<<"$OUT" ||
+		fail "node0 -> node1 pings after the switch restart: $(grep -E 'transmitted' <<<"$OUT")" || return 1
+	checked "switch restart: the new switch listens on $addr again, both QEMUs reconnect over TCP by themselves and register with their tokens, 5 pings node0 -> node1 answered"
+	for i in 0 1; do no_oops "$c" "$i" || return 1; done
 }
 
 # ---- four nodes --------------------------------------------------------------------

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * weft-switch end-to-end tests: a real switch process, real UNIX sockets,
- * client processes (fork) and the ctl CLI.
+ * weft-switch end-to-end tests: a real switch process, real UNIX and TCP
+ * sockets, client processes (fork) and the ctl CLI.
  *
  *   switch-test PATH-TO-weft-switch [TEST...]
  *
@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1997,6 +1999,249 @@ static void test_shm(void)
 		  "HELLO_ACK and the socket carries the frames");
 }
 
+/* ---- TCP listener (--listen) ----------------------------------------------- */
+
+/* The port of the switch's TCP listener on host as its log names it
+ * ("127.0.0.1", "[::1]"); 0 if the log does not say within WAIT_MS. */
+static int tcp_port(const struct sw *s, const char *host)
+{
+	char line[512], pat[80], *p;
+	int i, port = 0;
+
+	snprintf(pat, sizeof(pat), "listening on TCP %s:", host);
+	for (i = 0; i < WAIT_MS / 20 && !port; i++) {
+		FILE *fp = fopen(s->log, "r");
+
+		while (fp && fgets(line, sizeof(line), fp))
+			if ((p = strstr(line, pat)))
+				port = atoi(p + strlen(pat));
+		if (fp)
+			fclose(fp);
+		if (!port)
+			msleep(20);
+	}
+	return port;
+}
+
+/* A TCP connection to the loopback address of family (AF_INET, AF_INET6)
+ * on port, or -1. */
+static int connect_tcp(int family, int port)
+{
+	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
+				   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool v4 = family == AF_INET;
+
+	if (fd < 0)
+		return -1;
+	if (connect(fd, v4 ? (struct sockaddr *)&a4 : (struct sockaddr *)&a6,
+		    v4 ? sizeof(a4) : sizeof(a6)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Whether ::1 can be bound here (IPv6 loopback). */
+static bool have_ipv6_loopback(void)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a6, sizeof(a6)) == 0;
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* HELLO for node on fd with its token (salt 0: the right one; tok false:
+ * none) and flags; the HELLO_ACK's status (or -1), its flags in *ackf. */
+static int hello_fd(int fd, uint16_t node, bool tok, unsigned char salt, uint8_t flags,
+		    uint8_t *ackf)
+{
+	unsigned char b[WEFT_WIRE_MAX_FRAME];
+	struct weft_wire_hdr h = wire_hdr(WEFT_PKT_HELLO, node, 0, 0,
+					  tok ? WEFT_WIRE_TOKEN_SIZE : 0);
+	size_t len = sizeof(h);
+
+	h.key = WEFT_WIRE_HELLO_MAGIC;
+	h.flags = flags;
+	memcpy(b, &h, sizeof(h));
+	if (tok) {
+		test_token(node, salt, b + len);
+		len += WEFT_WIRE_TOKEN_SIZE;
+	}
+	if (fd < 0 || !send_raw(fd, (uint32_t)len, b, len) ||
+	    recv_frame(fd, b, WAIT_MS) != WEFT_WIRE_HDR_SIZE)
+		return -1;
+	h = hdr_of(b);
+	if (h.type != WEFT_PKT_HELLO_ACK || h.dst_node != node)
+		return -1;
+	*ackf = h.flags;
+	return h.status;
+}
+
+/* One max-size frame src -> dst, received whole and byte for byte. */
+static bool exact_frame(int from, int to, uint16_t src, uint16_t dst, uint32_t tid)
+{
+	unsigned char want[WEFT_WIRE_MAX_FRAME], got[WEFT_WIRE_MAX_FRAME];
+	size_t len = mkframe(want, WEFT_PKT_FIFO, src, dst, tid, WEFT_MAX_PAYLOAD);
+
+	return send_raw(from, (uint32_t)len, want, len) &&
+	       recv_frame(to, got, WAIT_MS) == (long)len && !memcmp(want, got, len);
+}
+
+/* n max-size frames each way between a and b, all received in order. */
+static bool stream_both(int a, uint16_t na, int b, uint16_t nb, size_t n)
+{
+	static uint32_t tids[512];
+	pid_t p;
+	bool ok;
+
+	p = fork_sender(a, na, nb, n);
+	ok = recv_n(b, n, tids, NULL) == n && in_order(tids, n);
+	reap_sender(p);
+	p = fork_sender(b, nb, na, n);
+	ok &= recv_n(a, n, tids, NULL) == n && in_order(tids, n);
+	reap_sender(p);
+	return ok;
+}
+
+/* Lines of the switch log matching the extended regular expression re. */
+static int log_count(const struct sw *s, const char *re)
+{
+	char cmd[512], out[64];
+
+	snprintf(cmd, sizeof(cmd), "grep -cE '%s' %s", re, s->log);
+	return run_shell(cmd, out, sizeof(out)) == -1 ? -1 : atoi(out);
+}
+
+/* Adapters on other hosts: tokens are mandatory, a bad length prefix
+ * drops the connection, no shared memory, the peer address in the log,
+ * frames byte-exact between TCP and UNIX clients, IPv6 if the host has
+ * it, and a client without a node is closed after 10 s. */
+static void test_tcp(void)
+{
+	char dir[64] = "/tmp/weft-swtok-XXXXXX", cmd[512], out[8192];
+	bool v6 = have_ipv6_loopback();
+	int p4, p6 = 0, fi, fx, f1, f2, f3, f4, rc;
+	unsigned char b[WEFT_WIRE_MAX_FRAME];
+	struct timespec t0, t1;
+	long long conns;
+	const char *tokens;
+	uint8_t af;
+	struct sw s;
+
+	CHECK(mkdtemp(dir) != NULL);
+	tokens = write_tokens(dir, 1, 4, 0600);
+	/* No TCP listener without tokens, and a listener needs HOST:PORT. */
+	snprintf(cmd, sizeof(cmd), "%s --listen 127.0.0.1:0 --ctl %s/c --insecure 2>&1", swbin,
+		 dir);
+	rc = run_shell(cmd, out, sizeof(out));
+	CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && strstr(out, "--listen needs --tokens"),
+	      "--listen --insecure: rc %d, '%s'", rc, out);
+	snprintf(cmd, sizeof(cmd), "%s --listen 127.0.0.1 --ctl %s/c --tokens %s 2>&1", swbin,
+		 dir, tokens);
+	rc = run_shell(cmd, out, sizeof(out));
+	CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && strstr(out, "HOST:PORT"),
+	      "--listen without a port: rc %d, '%s'", rc, out);
+	t_checked("--listen with --insecure is refused (exit 2), --listen without a port too");
+
+	if (v6)
+		sw_start(&s, "41", "--tokens", tokens, "--listen", "127.0.0.1:0",
+			 "--listen", "[::1]:0", NULL);
+	else
+		sw_start(&s, "41", "--tokens", tokens, "--listen", "127.0.0.1:0", NULL);
+	unlink(tokens);
+	rmdir(dir);
+	p4 = tcp_port(&s, "127.0.0.1");
+	if (v6)
+		p6 = tcp_port(&s, "[::1]");
+	REQUIRE(p4 > 0 && (!v6 || p6 > 0), "no TCP port in %s", s.log);
+
+	/* A client that never says HELLO (its deadline runs from here). */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fi = connect_tcp(AF_INET, p4);
+	CHECK(fi >= 0);
+
+	/* Without the node's token: refused and closed, the address logged. */
+	fx = connect_tcp(AF_INET, p4);
+	CHECK(hello_fd(fx, 1, false, 0, 0, &af) == WEFT_SW_AUTH_FAILED);
+	CHECK(only_eof(fx, WAIT_MS), "refused TCP client not closed");
+	close(fx);
+	fx = connect_tcp(AF_INET, p4);
+	CHECK(hello_fd(fx, 1, true, 1, 0, &af) == WEFT_SW_AUTH_FAILED);
+	CHECK(only_eof(fx, WAIT_MS), "refused TCP client not closed");
+	close(fx);
+	CHECK(counter(&s, -1, "auth_failed") == 2);
+	CHECK(log_count(&s, "HELLO for node 1 from tcp 127\\.0\\.0\\.1:[0-9]+ rejected: "
+			"authentication failed") == 2);
+	t_checked("over TCP a HELLO without the node's token or with a wrong one is answered "
+		  "AUTH_FAILED, closed, counted and logged with the peer address");
+
+	/* A good client, asking for shared memory: the socket it is. */
+	f1 = connect_tcp(AF_INET, p4);
+	CHECK(hello_fd(f1, 1, true, 0, WEFT_WF_SHM_REQ, &af) == WEFT_SW_OK);
+	CHECK(!(af & WEFT_WF_SHM), "shared memory granted over TCP (flags 0x%x)", af);
+	f2 = connect_path(s.sock);
+	CHECK(hello_fd(f2, 2, true, 0, 0, &af) == WEFT_SW_OK);
+	CHECK(exact_frame(f1, f2, 1, 2, 7) && exact_frame(f2, f1, 2, 1, 8));
+	CHECK(stream_both(f1, 1, f2, 2, 400), "stream TCP <-> UNIX out of order or short");
+	CHECK(nothing_pending(f1) && nothing_pending(f2));
+	CHECK(log_count(&s, "node 1 connected \\(tcp 127\\.0\\.0\\.1:[0-9]+, token checked, "
+			"socket\\)$") == 1);
+	t_checked("a TCP client with its token is node 1 on the socket transport (shared "
+		  "memory asked, not granted); max-size frames byte-exact both ways with a UNIX "
+		  "client, 400 each way in order");
+
+	/* A length prefix beyond the largest frame drops the connection,
+	 * registered or not. */
+	f3 = connect_tcp(AF_INET, p4);
+	CHECK(hello_fd(f3, 3, true, 0, 0, &af) == WEFT_SW_OK);
+	CHECK(send_raw(f3, WEFT_WIRE_MAX_FRAME + 1, b, 16));
+	CHECK(only_eof(f3, WAIT_MS), "oversize prefix over TCP: not closed");
+	close(f3);
+	fx = connect_tcp(AF_INET, p4);
+	CHECK(fx >= 0 && send_raw(fx, 0xfffffff0u, b, 16));
+	CHECK(only_eof(fx, WAIT_MS), "oversize prefix before HELLO over TCP: not closed");
+	close(fx);
+	CHECK(wait_counter(&s, -1, "oversize", 2));
+	CHECK(log_count(&s, "length prefix [0-9]+ beyond [0-9]+ from (node 3|unregistered "
+			"client 0) \\(tcp 127\\.0\\.0\\.1:[0-9]+\\): connection dropped") == 2);
+	CHECK(exact_frame(f1, f2, 1, 2, 9), "node 1 hurt by the dropped clients");
+	t_checked("an oversize length prefix over TCP drops the connection (after HELLO and "
+		  "before), counted and logged with the address; node 1 goes on");
+
+	if (v6) {
+		f4 = connect_tcp(AF_INET6, p6);
+		CHECK(hello_fd(f4, 4, true, 0, 0, &af) == WEFT_SW_OK);
+		CHECK(exact_frame(f4, f1, 4, 1, 10) && exact_frame(f1, f4, 1, 4, 11));
+		CHECK(log_count(&s, "node 4 connected \\(tcp \\[::1\\]:[0-9]+, token checked") == 1);
+		close(f4);
+		t_checked("IPv6: a client on [::1] is node 4, frames byte-exact with the IPv4 "
+			  "TCP node 1, its address logged in brackets");
+	} else {
+		t_diag("no IPv6 loopback here: the [::1] listener was not tried");
+	}
+
+	/* The silent client is closed at its deadline, not before. */
+	CHECK(only_eof(fi, WAIT_MS), "TCP client without HELLO not closed");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	CHECK(t1.tv_sec - t0.tv_sec >= 9, "closed after %ld s", (long)(t1.tv_sec - t0.tv_sec));
+	close(fi);
+	CHECK(wait_counter(&s, -1, "hello_timeout", 1) && counter(&s, -1, "hello_timeout") == 1);
+	conns = counter(&s, -1, "tcp_connections");
+	CHECK(conns == (v6 ? 7 : 6), "tcp_connections %lld", conns);
+	CHECK(log_count(&s, "tcp 127\\.0\\.0\\.1:[0-9]+: no node after 10 s") == 1);
+	t_checked("a TCP client without a node is closed after 10 s (hello_timeout), TCP "
+		  "connections counted");
+	close(f1);
+	close(f2);
+	sw_stop(&s);
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -2023,6 +2268,7 @@ static const struct {
 	{ "churn-rss", test_churn_rss },
 	{ "held-broadcast", test_held_broadcast },
 	{ "shm", test_shm },
+	{ "tcp", test_tcp },
 };
 
 int main(int argc, char **argv)
