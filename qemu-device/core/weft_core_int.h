@@ -63,6 +63,7 @@ struct weft_win {
 
 struct weft_pkt {
 	uint32_t len;
+	const uint8_t *lent;            /* the embedder's packet, or NULL: data */
 	_Alignas(8) uint8_t data[WEFT_WIRE_MAX_FRAME];
 };
 
@@ -148,6 +149,8 @@ struct weft_core {
 	bool rx_batch;
 
 	struct weft_pkt txbuf;          /* scratch for building a packet */
+	uint8_t *tx;                    /* the packet being built: txbuf.data
+					 * or the embedder's (ops.tx_buf) */
 	char msgbuf[160];
 };
 
