@@ -69,12 +69,37 @@ static void op_irq(void *opaque, unsigned int vector)
 		n->irq_pending |= 1u << vector;
 }
 
+/* The core builds its packets in a fabric frame, which the fabric then
+ * queues without a copy. */
+static void *op_tx_buf(void *opaque)
+{
+	struct sim_node *n = opaque;
+
+	if (!n->tx_frame)
+		n->tx_frame = weft_fabric_frame_alloc(n->sim->fabric);
+	return n->tx_frame;
+}
+
 static int op_xmit(void *opaque, const void *pkt, size_t len)
 {
 	struct sim_node *n = opaque;
 	struct weft_sim *s = n->sim;
+	int rc;
 
-	return weft_fabric_submit(s->fabric, (uint16_t)n->id, pkt, len, s->now);
+	if (pkt != n->tx_frame)
+		return weft_fabric_submit(s->fabric, (uint16_t)n->id, pkt, len, s->now);
+	rc = weft_fabric_submit_frame(s->fabric, (uint16_t)n->id, n->tx_frame, len, s->now);
+	if (rc != -EAGAIN)
+		n->tx_frame = NULL;
+	return rc;
+}
+
+/* A frame the core kept (fabric_deliver) is done with. */
+static void op_rx_release(void *opaque, const void *pkt)
+{
+	struct sim_node *n = opaque;
+
+	weft_fabric_frame_release(n->sim->fabric, pkt);
 }
 
 static uint64_t op_now(void *opaque)
@@ -116,18 +141,23 @@ static const struct weft_core_ops sim_core_ops = {
 	.kick = op_kick,
 	.timer_arm = op_timer_arm,
 	.trace = op_trace,
+	.tx_buf = op_tx_buf,
+	.rx_release = op_rx_release,
 };
 
 static int fabric_deliver(void *opaque, uint16_t dst, const void *frame, size_t len)
 {
 	struct weft_sim *s = opaque;
 	struct sim_node *n;
+	int rc;
 
 	if (dst >= s->nr_nodes)
 		return 0;
 	n = &s->node[dst];
 	n->kicked = true;
-	return weft_core_receive(n->core, frame, len);
+	/* The core keeps the fabric's frame until it has processed it. */
+	rc = weft_core_receive_lent(n->core, frame, len);
+	return rc == 1 ? WEFT_FABRIC_KEPT : rc;
 }
 
 /* ---- life cycle ---------------------------------------------------------- */
@@ -240,7 +270,10 @@ void weft_sim_free(struct weft_sim *s)
 	for (i = 0; i < s->nr_nodes; i++) {
 		struct sim_node *n = &s->node[i];
 
+		/* The core gives back the frames it keeps. */
 		weft_core_free(n->core);
+		if (n->tx_frame)
+			weft_fabric_frame_release(s->fabric, n->tx_frame);
 		sim_drv_free(n);
 		if (n->host != n)
 			continue;
