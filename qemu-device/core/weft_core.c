@@ -53,7 +53,7 @@ void weft_drop(struct weft_core *c, const struct weft_wire_hdr *h,
 	weft_trace(c, &t);
 }
 
-int weft_dma_read(struct weft_core *c, uint64_t addr, void *buf, size_t len)
+int weft_dma_read_op(struct weft_core *c, uint64_t addr, void *buf, size_t len)
 {
 	if (len == 0)
 		return 0;
@@ -65,7 +65,7 @@ int weft_dma_read(struct weft_core *c, uint64_t addr, void *buf, size_t len)
 	return 0;
 }
 
-int weft_dma_write(struct weft_core *c, uint64_t addr, const void *buf, size_t len)
+int weft_dma_write_op(struct weft_core *c, uint64_t addr, const void *buf, size_t len)
 {
 	if (len == 0)
 		return 0;
@@ -491,6 +491,7 @@ static void core_fatal(struct weft_core *c)
 void weft_core_reset(struct weft_core *c)
 {
 	uint64_t resets = c->cnt[WEFT_CNT_RESETS];
+	unsigned int t;
 
 	clear_work(c);
 	memset(c->sram, 0, c->sram_size);
@@ -501,6 +502,8 @@ void weft_core_reset(struct weft_core *c)
 	memset(c->tce_base, 0, sizeof(c->tce_base));
 	memset(c->tce_cfg, 0, sizeof(c->tce_cfg));
 	memset(c->tce_owner, 0, sizeof(c->tce_owner));
+	for (t = 0; t < WEFT_NR_TCE_TABLES; t++)
+		weft_xlate_table_update(c, t);
 	c->cmd_status = WEFT_CMD_OK;
 	c->int_config = c->cfg.nr_handlers;
 	c->int_ready = (uint32_t)((1ull << c->cfg.nr_handlers) - 1);
@@ -1012,6 +1015,8 @@ void weft_core_reg_write(struct weft_core *c, uint64_t off, uint64_t val, unsign
 			return;
 		}
 		*p = sub_merge(*p, off, val, size);
+		weft_xlate_table_update(c, (unsigned int)((reg - WEFT_REG_TCE_BASE_OFF) /
+							  WEFT_REG_TCE_STRIDE));
 		return;
 	}
 	if (reg >= WEFT_REG_CNT_BASE && reg < WEFT_REG_CNT(WEFT_CNT__COUNT)) {

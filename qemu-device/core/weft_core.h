@@ -97,6 +97,12 @@ struct weft_core_ops {
 	 * transmitting (a packet abandoned): the embedder hands back the same
 	 * buffer.  NULL from tx_buf: the core uses its own buffer. */
 	void *(*tx_buf)(void *opaque);
+	/* Direct guest memory access, may be NULL.  The host address of the
+	 * guest range [addr, addr + len) if all of it is guest RAM that the
+	 * core may read (write) with a plain memory copy right away: the
+	 * embedder treats the call as the DMA itself (it may observe it as
+	 * one).  NULL: the core uses dma_read/dma_write for this access. */
+	void *(*dma_map)(void *opaque, uint64_t addr, size_t len, bool write);
 	/* A packet lent with weft_core_receive_lent() is no longer used by
 	 * the core (processed or discarded).  Needed for lending. */
 	void (*rx_release)(void *opaque, const void *pkt);

@@ -61,6 +61,11 @@ static int op_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len
 	return 0;
 }
 
+static void *op_dma_map(void *opaque, uint64_t addr, size_t len, bool write)
+{
+	return dma_at(opaque, addr, len, write);
+}
+
 static void op_irq(void *opaque, unsigned int vector)
 {
 	struct sim_node *n = opaque;
@@ -141,6 +146,7 @@ static const struct weft_core_ops sim_core_ops = {
 	.kick = op_kick,
 	.timer_arm = op_timer_arm,
 	.trace = op_trace,
+	.dma_map = op_dma_map,
 	.tx_buf = op_tx_buf,
 	.rx_release = op_rx_release,
 };
