@@ -55,8 +55,9 @@ static unsigned int xtab_get(const struct weft_core *c, uint32_t job, uint64_t p
 }
 
 /* Steps 3 to 5 for the page holding offset off of table x. */
-static unsigned int xtab_page(struct weft_core *c, const struct weft_xtab *x, uint32_t tce_key,
-			      uint64_t off, uint64_t *real, uint64_t *avail)
+static inline __attribute__((always_inline)) unsigned int
+xtab_page(struct weft_core *c, const struct weft_xtab *x, uint32_t tce_key, uint64_t off,
+	  uint64_t *real, uint64_t *avail)
 {
 	uint64_t idx = off >> x->shift, tce, page = 1ull << x->shift;
 
