@@ -46,18 +46,21 @@ static struct weft_wire_hdr *hdr_init(struct weft_core *c, unsigned int w,
  * -ENOTCONN = dropped and counted. */
 static int do_xmit(struct weft_core *c, unsigned int w, const void *pkt, size_t len)
 {
-	struct weft_wire_hdr h;
-	struct weft_trace t = { .kind = WEFT_TR_PKT_TX, .hdr = &h, .len = len, .window = w };
+	struct weft_wire_hdr copy;
+	struct weft_trace t = { .kind = WEFT_TR_PKT_TX, .len = len, .window = w };
 	int rc;
 
 	/* Once taken, an embedder's buffer (ops.tx_buf) is no longer ours:
-	 * keep the header for the drop and the trace. */
-	memcpy(&h, pkt, sizeof(h));
+	 * the traces get a copy of the header. */
+	if (c->ops.trace) {
+		memcpy(&copy, pkt, sizeof(copy));
+		t.hdr = &copy;
+	}
 	rc = c->ops.xmit(c->opaque, pkt, len);
 	if (rc == -EAGAIN)
 		return -EAGAIN;
 	if (rc != 0) {
-		weft_drop(c, &h, w, WEFT_R_NO_LINK);
+		weft_drop(c, t.hdr, w, WEFT_R_NO_LINK);
 		return -ENOTCONN;
 	}
 	weft_count(c, WEFT_CNT_TX_PACKETS, 1);

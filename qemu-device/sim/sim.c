@@ -232,6 +232,7 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 			.verbs_pds = cfg->verbs_pds,
 			.verbs_tpt = cfg->verbs_tpt,
 		};
+		struct weft_core_ops ops = sim_core_ops;
 		char cerr[128] = "";
 
 		n->sim = s;
@@ -241,7 +242,10 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 		/* The adapter's stored key epoch at power-on: any value. */
 		cc.key_epoch = sim_rand(&n->rng) % 100000u;
 		n->mem = n->host == n ? calloc(1, s->mem_size) : n->host->mem;
-		n->core = n->mem ? weft_core_new(&cc, &sim_core_ops, n, cerr, sizeof(cerr)) : NULL;
+		/* Without a trace callback the cores build no trace events. */
+		if (!cfg->trace)
+			ops.trace = NULL;
+		n->core = n->mem ? weft_core_new(&cc, &ops, n, cerr, sizeof(cerr)) : NULL;
 		if (!n->core) {
 			if (err && errlen)
 				snprintf(err, errlen, "node %u: %s", i,
