@@ -1336,7 +1336,7 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 				weft_count(c, WEFT_CNT_TX_BLOCKED, 1);
 			}
 		}
-		if (budget > 0 && !blocked) {
+		if (budget > 0 && !blocked && weft_verbs_has_work(c)) {
 			int r = weft_verbs_poll(c);
 
 			if (r > 0) {
