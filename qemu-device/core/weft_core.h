@@ -35,7 +35,8 @@ enum weft_trace_kind {
 	WEFT_TR_SRAM_WRITE,
 	WEFT_TR_DB_READ,        /* BAR 4: window, name, addr, val */
 	WEFT_TR_DB_WRITE,
-	WEFT_TR_PKT_TX,         /* hdr, len */
+	WEFT_TR_PKT_TX,         /* hdr, len (a Weft packet: hdr is a copy of
+				 * its header only; verbs: the packet) */
 	WEFT_TR_PKT_RX,         /* hdr, len: accepted and processed */
 	WEFT_TR_PKT_DROP,       /* hdr (may be NULL), reason */
 	WEFT_TR_CMD,            /* command or doorbell: name, window, val,
