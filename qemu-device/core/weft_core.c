@@ -53,7 +53,7 @@ void weft_drop(struct weft_core *c, const struct weft_wire_hdr *h,
 	weft_trace(c, &t);
 }
 
-int weft_dma_read(struct weft_core *c, uint64_t addr, void *buf, size_t len)
+int weft_dma_read_op(struct weft_core *c, uint64_t addr, void *buf, size_t len)
 {
 	if (len == 0)
 		return 0;
@@ -65,7 +65,7 @@ int weft_dma_read(struct weft_core *c, uint64_t addr, void *buf, size_t len)
 	return 0;
 }
 
-int weft_dma_write(struct weft_core *c, uint64_t addr, const void *buf, size_t len)
+int weft_dma_write_op(struct weft_core *c, uint64_t addr, const void *buf, size_t len)
 {
 	if (len == 0)
 		return 0;
@@ -380,12 +380,55 @@ nomem:
 	return NULL;
 }
 
+/* Take the oldest received packet off the queue: its bytes stay valid
+ * until rxq_done(). */
+static struct weft_pkt *rxq_pop(struct weft_core *c)
+{
+	struct weft_pkt *p = &c->rxq[c->rxq_head];
+
+	c->rxq_head = (c->rxq_head + 1) % c->rxq_len;
+	c->rxq_count--;
+	return p;
+}
+
+static const uint8_t *rxq_bytes(const struct weft_pkt *p)
+{
+	return p->lent ? p->lent : p->data;
+}
+
+/* The core is done with a popped packet: a lent one goes back. */
+static void rxq_done(struct weft_core *c, struct weft_pkt *p)
+{
+	if (p->lent) {
+		const uint8_t *b = p->lent;
+
+		p->lent = NULL;
+		c->ops.rx_release(c->opaque, b);
+	}
+}
+
+/* Discard every queued packet (each counted and traced with reason). */
+static void rxq_discard(struct weft_core *c, unsigned int reason)
+{
+	while (c->rxq_count > 0) {
+		struct weft_pkt *p = rxq_pop(c);
+		struct weft_wire_hdr h;
+
+		memcpy(&h, rxq_bytes(p), sizeof(h));
+		weft_drop(c, &h, h.dst_window, reason);
+		rxq_done(c, p);
+	}
+}
+
 void weft_core_free(struct weft_core *c)
 {
 	uint32_t r;
 
 	if (!c)
 		return;
+	if (c->rxq)
+		while (c->rxq_count > 0)
+			rxq_done(c, rxq_pop(c));
 	if (c->track)
 		for (r = 0; r < c->cfg.nr_rcxt; r++)
 			free(c->track[r].bits);
@@ -406,7 +449,10 @@ static void clear_work(struct weft_core *c)
 
 	for (r = 0; r < c->cfg.nr_rcxt; r++)
 		weft_track_free(c, r);
-	c->rxq_head = c->rxq_count = 0;
+	/* Not counted as drops (a reset clears the counters). */
+	while (c->rxq_count > 0)
+		rxq_done(c, rxq_pop(c));
+	c->rxq_head = 0;
 	c->ctlq_head = c->ctlq_count = 0;
 	for (i = 0; i < WEFT_NR_TASKS; i++) {
 		c->task_kind[i] = WEFT_TASK_FREE;
@@ -445,6 +491,7 @@ static void core_fatal(struct weft_core *c)
 void weft_core_reset(struct weft_core *c)
 {
 	uint64_t resets = c->cnt[WEFT_CNT_RESETS];
+	unsigned int t;
 
 	clear_work(c);
 	memset(c->sram, 0, c->sram_size);
@@ -455,6 +502,8 @@ void weft_core_reset(struct weft_core *c)
 	memset(c->tce_base, 0, sizeof(c->tce_base));
 	memset(c->tce_cfg, 0, sizeof(c->tce_cfg));
 	memset(c->tce_owner, 0, sizeof(c->tce_owner));
+	for (t = 0; t < WEFT_NR_TCE_TABLES; t++)
+		weft_xlate_table_update(c, t);
 	c->cmd_status = WEFT_CMD_OK;
 	c->int_config = c->cfg.nr_handlers;
 	c->int_ready = (uint32_t)((1ull << c->cfg.nr_handlers) - 1);
@@ -472,14 +521,7 @@ static void core_recover(struct weft_core *c)
 
 	c->recovery_count++;
 	/* Packets still queued are discarded: count and trace each. */
-	while (c->rxq_count > 0) {
-		struct weft_wire_hdr h;
-
-		memcpy(&h, c->rxq[c->rxq_head].data, sizeof(h));
-		weft_drop(c, &h, h.dst_window, WEFT_R_RESET);
-		c->rxq_head = (c->rxq_head + 1) % c->rxq_len;
-		c->rxq_count--;
-	}
+	rxq_discard(c, WEFT_R_RESET);
 	clear_work(c);
 	for (w = 0; w < c->cfg.nr_windows; w++) {
 		struct weft_lmt *l = weft_lmt(c, w);
@@ -973,6 +1015,8 @@ void weft_core_reg_write(struct weft_core *c, uint64_t off, uint64_t val, unsign
 			return;
 		}
 		*p = sub_merge(*p, off, val, size);
+		weft_xlate_table_update(c, (unsigned int)((reg - WEFT_REG_TCE_BASE_OFF) /
+							  WEFT_REG_TCE_STRIDE));
 		return;
 	}
 	if (reg >= WEFT_REG_CNT_BASE && reg < WEFT_REG_CNT(WEFT_CNT__COUNT)) {
@@ -1206,7 +1250,9 @@ void weft_core_db_write(struct weft_core *c, uint64_t off, uint64_t val, unsigne
 
 /* ---- receive entry point and poll loop --------------------------------- */
 
-int weft_core_receive(struct weft_core *c, const void *pkt, size_t len)
+/* Queue a packet, lent (kept by reference) or copied.  Returns 1 when
+ * lent and kept, 0 when copied or dropped, -EAGAIN when full. */
+static int rx_enqueue(struct weft_core *c, const void *pkt, size_t len, bool lend)
 {
 	struct weft_pkt *slot;
 
@@ -1217,12 +1263,28 @@ int weft_core_receive(struct weft_core *c, const void *pkt, size_t len)
 	if (c->rxq_count >= c->rxq_len)
 		return -EAGAIN;
 	slot = &c->rxq[(c->rxq_head + c->rxq_count) % c->rxq_len];
-	memcpy(slot->data, pkt, len);
+	if (lend) {
+		slot->lent = pkt;
+	} else {
+		slot->lent = NULL;
+		memcpy(slot->data, pkt, len);
+	}
 	slot->len = (uint32_t)len;
 	c->rxq_count++;
 	if (c->ops.kick)
 		c->ops.kick(c->opaque);
-	return 0;
+	return lend ? 1 : 0;
+}
+
+int weft_core_receive(struct weft_core *c, const void *pkt, size_t len)
+{
+	return rx_enqueue(c, pkt, len, false);
+}
+
+int weft_core_receive_lent(struct weft_core *c, const void *pkt, size_t len)
+{
+	return rx_enqueue(c, pkt, len,
+			  c->ops.rx_release && !((uintptr_t)pkt & 7));
 }
 
 bool weft_core_can_receive(const struct weft_core *c)
@@ -1239,10 +1301,9 @@ static bool rx_one(struct weft_core *c)
 	if (c->rxq_count == 0 || c->ctlq_count >= WEFT_CTLQ_LEN)
 		return false;
 	task = weft_task_alloc(c, WEFT_TASK_RX, WEFT_NO_WINDOW);
-	p = &c->rxq[c->rxq_head];
-	c->rxq_head = (c->rxq_head + 1) % c->rxq_len;
-	c->rxq_count--;
-	weft_rx_process(c, p->data, p->len);
+	p = rxq_pop(c);
+	weft_rx_process(c, rxq_bytes(p), p->len);
+	rxq_done(c, p);
 	weft_task_free(c, task);
 	return true;
 }
@@ -1254,14 +1315,8 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 	weft_tx_reap(c);
 	if (!c->ops.timer_arm)
 		weft_verbs_poll_timer(c);
-	while (c->fatal && c->rxq_count > 0) {
-		struct weft_wire_hdr h;
-
-		memcpy(&h, c->rxq[c->rxq_head].data, sizeof(h));
-		weft_drop(c, &h, h.dst_window, WEFT_R_ADAPTER_FATAL);
-		c->rxq_head = (c->rxq_head + 1) % c->rxq_len;
-		c->rxq_count--;
-	}
+	if (c->fatal)
+		rxq_discard(c, WEFT_R_ADAPTER_FATAL);
 	c->rx_batch = true;
 	while (budget > 0 && !c->fatal) {
 		bool did = false;
@@ -1281,7 +1336,7 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 				weft_count(c, WEFT_CNT_TX_BLOCKED, 1);
 			}
 		}
-		if (budget > 0 && !blocked) {
+		if (budget > 0 && !blocked && weft_verbs_has_work(c)) {
 			int r = weft_verbs_poll(c);
 
 			if (r > 0) {

@@ -35,7 +35,8 @@ enum weft_trace_kind {
 	WEFT_TR_SRAM_WRITE,
 	WEFT_TR_DB_READ,        /* BAR 4: window, name, addr, val */
 	WEFT_TR_DB_WRITE,
-	WEFT_TR_PKT_TX,         /* hdr, len */
+	WEFT_TR_PKT_TX,         /* hdr, len (a Weft packet: hdr is a copy of
+				 * its header only; verbs: the packet) */
 	WEFT_TR_PKT_RX,         /* hdr, len: accepted and processed */
 	WEFT_TR_PKT_DROP,       /* hdr (may be NULL), reason */
 	WEFT_TR_CMD,            /* command or doorbell: name, window, val,
@@ -89,6 +90,23 @@ struct weft_core_ops {
 	 * not be stored (the epoch then does not advance).  NULL: the epoch
 	 * lives as long as the core. */
 	int (*epoch_store)(void *opaque, uint64_t epoch);
+	/* Zero-copy transmit, may be NULL.  A buffer of WEFT_WIRE_MAX_FRAME
+	 * bytes, 8-byte aligned, that the core builds its next packet in and
+	 * then passes to xmit (whose return value says who owns it: 0 or
+	 * -ENOTCONN, the embedder took it back; -EAGAIN, the embedder keeps
+	 * it for the next call).  The core may call tx_buf again without
+	 * transmitting (a packet abandoned): the embedder hands back the same
+	 * buffer.  NULL from tx_buf: the core uses its own buffer. */
+	void *(*tx_buf)(void *opaque);
+	/* Direct guest memory access, may be NULL.  The host address of the
+	 * guest range [addr, addr + len) if all of it is guest RAM that the
+	 * core may read (write) with a plain memory copy right away: the
+	 * embedder treats the call as the DMA itself (it may observe it as
+	 * one).  NULL: the core uses dma_read/dma_write for this access. */
+	void *(*dma_map)(void *opaque, uint64_t addr, size_t len, bool write);
+	/* A packet lent with weft_core_receive_lent() is no longer used by
+	 * the core (processed or discarded).  Needed for lending. */
+	void (*rx_release)(void *opaque, const void *pkt);
 };
 
 struct weft_core_config {
@@ -136,6 +154,13 @@ uint64_t weft_core_db_bar_size(const struct weft_core *c);
  * full: the caller keeps the packet and offers it again after a poll. */
 int weft_core_receive(struct weft_core *c, const void *pkt, size_t len);
 bool weft_core_can_receive(const struct weft_core *c);
+/* The same without a copy: pkt (8-byte aligned) is lent to the core and
+ * must stay unchanged until ops->rx_release(pkt).  Returns 1 when the core
+ * keeps it (rx_release follows, at the latest from weft_core_reset,
+ * RECOVER or weft_core_free), 0 when it was consumed at once (dropped and
+ * counted, or copied: without ops->rx_release or when pkt is not
+ * aligned) and the caller has it back, -EAGAIN as weft_core_receive. */
+int weft_core_receive_lent(struct weft_core *c, const void *pkt, size_t len);
 
 /* Run adapter tasks for at most budget packets/commands.  Returns true
  * when work remains (the caller polls again). */

@@ -6,6 +6,8 @@
 #ifndef WEFT_CORE_INT_H
 #define WEFT_CORE_INT_H
 
+#include <string.h>
+
 #include "weft_core.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -63,6 +65,7 @@ struct weft_win {
 
 struct weft_pkt {
 	uint32_t len;
+	const uint8_t *lent;            /* the embedder's packet, or NULL: data */
 	_Alignas(8) uint8_t data[WEFT_WIRE_MAX_FRAME];
 };
 
@@ -71,6 +74,19 @@ struct weft_track {
 	uint64_t *bits;
 	uint64_t nchunks;
 	uint32_t tid;
+};
+
+/* TCE table t as its registers describe it (steps 1 and 2 of hw-spec 10),
+ * recomputed by weft_xlate_table_update() at every TCE register write and
+ * at reset, so a translation does not decode the registers again.  The
+ * TCEs themselves live in guest memory and are read at every use. */
+struct weft_xtab {
+	uint64_t base;
+	uint32_t nr;
+	uint32_t shift;
+	bool ok;                        /* configured: else TCE_TABLE */
+	bool owned;                     /* TCE_OWNER valid */
+	uint32_t job;                   /* TCE_OWNER job id */
 };
 
 struct weft_verbs;
@@ -107,6 +123,7 @@ struct weft_core {
 	uint64_t tce_base[WEFT_NR_TCE_TABLES];
 	uint64_t tce_cfg[WEFT_NR_TCE_TABLES];
 	uint64_t tce_owner[WEFT_NR_TCE_TABLES];
+	struct weft_xtab xtab[WEFT_NR_TCE_TABLES];
 	uint64_t cnt[WEFT_CNT__COUNT];
 
 	/* tasks */
@@ -148,6 +165,8 @@ struct weft_core {
 	bool rx_batch;
 
 	struct weft_pkt txbuf;          /* scratch for building a packet */
+	uint8_t *tx;                    /* the packet being built: txbuf.data
+					 * or the embedder's (ops.tx_buf) */
 	char msgbuf[160];
 };
 
@@ -197,8 +216,35 @@ void weft_window_fatal(struct weft_core *c, unsigned int w, uint32_t rcxt,
 		       unsigned int reason);
 void weft_set_active(struct weft_core *c, unsigned int w, bool on);
 bool weft_is_active(const struct weft_core *c, unsigned int w);
-int weft_dma_read(struct weft_core *c, uint64_t addr, void *buf, size_t len);
-int weft_dma_write(struct weft_core *c, uint64_t addr, const void *buf, size_t len);
+int weft_dma_read_op(struct weft_core *c, uint64_t addr, void *buf, size_t len);
+int weft_dma_write_op(struct weft_core *c, uint64_t addr, const void *buf, size_t len);
+
+/* Guest memory access: 0, or -1 (a guest error) when any byte is not
+ * guest RAM.  Through ops.dma_map when the embedder has it. */
+static inline int weft_dma_read(struct weft_core *c, uint64_t addr, void *buf, size_t len)
+{
+	const void *p;
+
+	if (c->ops.dma_map && len && addr + len > addr &&
+	    (p = c->ops.dma_map(c->opaque, addr, len, false))) {
+		memcpy(buf, p, len);
+		return 0;
+	}
+	return weft_dma_read_op(c, addr, buf, len);
+}
+
+static inline int weft_dma_write(struct weft_core *c, uint64_t addr, const void *buf,
+				 size_t len)
+{
+	void *p;
+
+	if (c->ops.dma_map && len && addr + len > addr &&
+	    (p = c->ops.dma_map(c->opaque, addr, len, true))) {
+		memcpy(p, buf, len);
+		return 0;
+	}
+	return weft_dma_write_op(c, addr, buf, len);
+}
 
 /* ---- weft_send.c ------------------------------------------------------ */
 /* Transmit one packet or process one send action.  Returns 1 when
@@ -274,6 +320,8 @@ void weft_cond_completion(struct weft_core *c, unsigned int w, uint32_t r);
 void weft_cond_reset(struct weft_core *c, unsigned int w);
 
 /* ---- weft_xlate.c ----------------------------------------------------- */
+/* TCE table t's registers changed (or were reset): refresh c->xtab[t]. */
+void weft_xlate_table_update(struct weft_core *c, unsigned int t);
 /* Check every page of [pvo, pvo + len) for job.  Returns enum
  * weft_reason. */
 unsigned int weft_xlate_check(struct weft_core *c, uint32_t job, uint64_t pvo,

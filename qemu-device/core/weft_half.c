@@ -85,7 +85,7 @@ int weft_half_put(struct weft_core *c, unsigned int w, struct weft_send_line *li
 	}
 	h = weft_tx_hdr(c, w, WEFT_PKT_RDMAW);
 	if (weft_dma_read(c, weft_tx_frame_addr(c, w) + WEFT_FRAME_HDR_SIZE,
-			  c->txbuf.data + sizeof(*h), len) != 0) {
+			  c->tx + sizeof(*h), len) != 0) {
 		weft_window_fatal(c, w, WEFT_RCXT_NONE, WEFT_R_DMA_ERROR);
 		return 1;
 	}

@@ -26,7 +26,12 @@ static uint64_t send_frame_addr(const struct weft_lmt *l, uint64_t idx)
 static struct weft_wire_hdr *hdr_init(struct weft_core *c, unsigned int w,
 				      const struct weft_lmt *l, uint8_t type)
 {
-	struct weft_wire_hdr *h = (struct weft_wire_hdr *)c->txbuf.data;
+	struct weft_wire_hdr *h;
+
+	c->tx = c->ops.tx_buf ? c->ops.tx_buf(c->opaque) : NULL;
+	if (!c->tx)
+		c->tx = c->txbuf.data;
+	h = (struct weft_wire_hdr *)c->tx;
 
 	memset(h, 0, sizeof(*h));
 	h->version = WEFT_WIRE_VERSION;
@@ -37,18 +42,25 @@ static struct weft_wire_hdr *hdr_init(struct weft_core *c, unsigned int w,
 	return h;
 }
 
-/* Transmit the packet in txbuf.  0 = taken, -EAGAIN = link busy (nothing
- * changed), -ENOTCONN = dropped and counted. */
+/* Transmit a packet.  0 = taken, -EAGAIN = link busy (nothing changed),
+ * -ENOTCONN = dropped and counted. */
 static int do_xmit(struct weft_core *c, unsigned int w, const void *pkt, size_t len)
 {
-	const struct weft_wire_hdr *h = pkt;
-	struct weft_trace t = { .kind = WEFT_TR_PKT_TX, .hdr = h, .len = len, .window = w };
-	int rc = c->ops.xmit(c->opaque, pkt, len);
+	struct weft_wire_hdr copy;
+	struct weft_trace t = { .kind = WEFT_TR_PKT_TX, .len = len, .window = w };
+	int rc;
 
+	/* Once taken, an embedder's buffer (ops.tx_buf) is no longer ours:
+	 * the traces get a copy of the header. */
+	if (c->ops.trace) {
+		memcpy(&copy, pkt, sizeof(copy));
+		t.hdr = &copy;
+	}
+	rc = c->ops.xmit(c->opaque, pkt, len);
 	if (rc == -EAGAIN)
 		return -EAGAIN;
 	if (rc != 0) {
-		weft_drop(c, h, w, WEFT_R_NO_LINK);
+		weft_drop(c, t.hdr, w, WEFT_R_NO_LINK);
 		return -ENOTCONN;
 	}
 	weft_count(c, WEFT_CNT_TX_PACKETS, 1);
@@ -179,7 +191,7 @@ static int fop_chunk(struct weft_core *c, unsigned int w)
 		n = WEFT_MAX_PAYLOAD;
 	h = hdr_init(c, w, l, WEFT_PKT_RDMAW);
 	r = weft_xlate_read(c, l->window_key, q->local_pvo + f->sent,
-			    c->txbuf.data + sizeof(*h), n);
+			    c->tx + sizeof(*h), n);
 	if (r != WEFT_R_OK) {
 		/* Local protection violation: window fatal error. */
 		uint32_t lr = q->local_rcxt;
@@ -208,7 +220,7 @@ static int fop_chunk(struct weft_core *c, unsigned int w)
 	h->offset = f->sent;
 	h->protocol_cookie = q->protocol_cookie;
 	h->user_cookie = q->user_cookie;
-	rc = do_xmit(c, w, c->txbuf.data, sizeof(*h) + n);
+	rc = do_xmit(c, w, c->tx, sizeof(*h) + n);
 	if (rc == -EAGAIN)
 		return -EAGAIN;
 	f->sent += n;
@@ -327,7 +339,7 @@ static int rdmar_request(struct weft_core *c, unsigned int w, const struct weft_
 		h->ctl_rcxt = q->tp_rcxt;
 		h->ctl_rcxt_key = q->tp_rcxt_key;
 	}
-	rc = do_xmit(c, w, c->txbuf.data, sizeof(*h));
+	rc = do_xmit(c, w, c->tx, sizeof(*h));
 	if (rc == -EAGAIN)
 		return -EAGAIN;
 	/* A third-party read brings no data here: the rCxt stays FREE. */
@@ -447,11 +459,11 @@ static int fifo_send(struct weft_core *c, unsigned int w, struct weft_send_line 
 	h->dst_window = line->hdr.dest_window;
 	h->length = len;
 	if (weft_dma_read(c, send_frame_addr(l, l->send_current_cnt) + WEFT_FRAME_HDR_SIZE,
-			  c->txbuf.data + sizeof(*h), len) != 0) {
+			  c->tx + sizeof(*h), len) != 0) {
 		weft_window_fatal(c, w, WEFT_RCXT_NONE, WEFT_R_DMA_ERROR);
 		return 1;
 	}
-	rc = do_xmit(c, w, c->txbuf.data, sizeof(*h) + len);
+	rc = do_xmit(c, w, c->tx, sizeof(*h) + len);
 	if (rc == -EAGAIN)
 		return -EAGAIN;
 	if (rc == 0)
@@ -610,7 +622,7 @@ static int serve_rq(struct weft_core *c, unsigned int w)
 	h = hdr_init(c, w, l, tp ? WEFT_PKT_TP_RDMAW :
 		     x->pkt_type == WEFT_PKT_RDMAR_FIFO_REQ ? WEFT_PKT_FIFO_DATA : WEFT_PKT_RDMAW);
 	reason = weft_xlate_read(c, l->window_key, x->local_pvo + sent,
-				 c->txbuf.data + sizeof(*h), n);
+				 c->tx + sizeof(*h), n);
 	if (reason != WEFT_R_OK) {
 		/* The request came from the wire: discard and notify. */
 		x->complete_status = (uint8_t)reason;
@@ -638,7 +650,7 @@ static int serve_rq(struct weft_core *c, unsigned int w)
 	h->ctl_window = x->ctl_window;
 	h->ctl_rcxt = x->ctl_rcxt;
 	h->ctl_rcxt_key = x->ctl_rcxt_key;
-	rc = do_xmit(c, w, c->txbuf.data, sizeof(*h) + n);
+	rc = do_xmit(c, w, c->tx, sizeof(*h) + n);
 	if (rc == -EAGAIN)
 		return -EAGAIN;
 	x->data_to_snd_rcv -= n;
@@ -886,7 +898,7 @@ struct weft_wire_hdr *weft_tx_hdr(struct weft_core *c, unsigned int w, uint8_t t
 
 int weft_tx_xmit(struct weft_core *c, unsigned int w, size_t len)
 {
-	return do_xmit(c, w, c->txbuf.data, len);
+	return do_xmit(c, w, c->tx, len);
 }
 
 unsigned int weft_tx_req_check(struct weft_core *c, unsigned int w,

@@ -26,37 +26,38 @@ static bool shift_ok(uint32_t s)
 	return s == WEFT_PAGE_SHIFT_4K || s == WEFT_PAGE_SHIFT_64K || s == WEFT_PAGE_SHIFT_16M;
 }
 
-/* The TCE table a PVO names, read from the TCE registers once per
- * translated range (every byte of a range lies in the same table). */
-struct xtab {
-	uint64_t base;
-	uint32_t nr;
-	uint32_t shift;
-	uint32_t tce_key;               /* PVO.key || PVO.table */
-};
-
-/* Steps 1 and 2: the table is configured and owned by job. */
-static unsigned int xtab_get(const struct weft_core *c, uint32_t job, uint64_t pvo,
-			     struct xtab *x)
+void weft_xlate_table_update(struct weft_core *c, unsigned int t)
 {
-	uint32_t t = weft_pvo_table(pvo);
+	struct weft_xtab *x = &c->xtab[t];
 	uint64_t cfg = c->tce_cfg[t], owner = c->tce_owner[t];
 
 	x->base = c->tce_base[t];
 	x->nr = WEFT_TCE_CFG_NR(cfg);
 	x->shift = WEFT_TCE_CFG_SHIFT(cfg);
-	x->tce_key = weft_pvo_tce_key(pvo);
-	if (x->base == 0 || (x->base & 7) || x->nr == 0 ||
-	    x->nr > WEFT_TCE_MAX_ENTRIES || !shift_ok(x->shift))
+	x->ok = x->base != 0 && !(x->base & 7) && x->nr != 0 &&
+		x->nr <= WEFT_TCE_MAX_ENTRIES && shift_ok(x->shift);
+	x->owned = (owner & WEFT_TCE_OWNER_VALID) != 0;
+	x->job = (uint32_t)owner;
+}
+
+/* Steps 1 and 2: the table the PVO names is configured and owned by job. */
+static unsigned int xtab_get(const struct weft_core *c, uint32_t job, uint64_t pvo,
+			     const struct weft_xtab **xp)
+{
+	const struct weft_xtab *x = &c->xtab[weft_pvo_table(pvo)];
+
+	*xp = x;
+	if (!x->ok)
 		return WEFT_R_TCE_TABLE;
-	if (!(owner & WEFT_TCE_OWNER_VALID) || (uint32_t)owner != job)
+	if (!x->owned || x->job != job)
 		return WEFT_R_TCE_OWNER;
 	return WEFT_R_OK;
 }
 
 /* Steps 3 to 5 for the page holding offset off of table x. */
-static unsigned int xtab_page(struct weft_core *c, const struct xtab *x, uint64_t off,
-			      uint64_t *real, uint64_t *avail)
+static inline __attribute__((always_inline)) unsigned int
+xtab_page(struct weft_core *c, const struct weft_xtab *x, uint32_t tce_key, uint64_t off,
+	  uint64_t *real, uint64_t *avail)
 {
 	uint64_t idx = off >> x->shift, tce, page = 1ull << x->shift;
 
@@ -64,7 +65,7 @@ static unsigned int xtab_page(struct weft_core *c, const struct xtab *x, uint64_
 		return WEFT_R_TCE_BOUNDS;
 	if (weft_dma_read(c, x->base + idx * 8, &tce, sizeof(tce)) != 0)
 		return WEFT_R_DMA_ERROR;
-	if (tce == 0 || weft_tce_key(tce) != x->tce_key)
+	if (tce == 0 || weft_tce_key(tce) != tce_key)
 		return WEFT_R_TCE_KEY;
 	*real = (weft_tce_rpn(tce) << x->shift) | (off & (page - 1));
 	*avail = page - (off & (page - 1));
@@ -79,8 +80,9 @@ static unsigned int xlate_range(struct weft_core *c, uint32_t job, uint64_t pvo,
 				unsigned int *nseg)
 {
 	uint64_t off = weft_pvo_offset(pvo), done = 0;
+	uint32_t key = weft_pvo_tce_key(pvo);
+	const struct weft_xtab *x;
 	unsigned int n = 0, r;
-	struct xtab x;
 
 	*nseg = 0;
 	if (len == 0)
@@ -93,7 +95,7 @@ static unsigned int xlate_range(struct weft_core *c, uint32_t job, uint64_t pvo,
 	while (done < len) {
 		uint64_t real, avail, take;
 
-		r = xtab_page(c, &x, off + done, &real, &avail);
+		r = xtab_page(c, x, key, off + done, &real, &avail);
 		if (r != WEFT_R_OK)
 			return r;
 		take = avail < len - done ? avail : len - done;
@@ -122,8 +124,9 @@ unsigned int weft_xlate_check_step(struct weft_core *c, uint32_t job, uint64_t p
 				   uint64_t len, uint64_t *done, unsigned int max_pages)
 {
 	uint64_t off = weft_pvo_offset(pvo);
+	uint32_t key = weft_pvo_tce_key(pvo);
+	const struct weft_xtab *x;
 	unsigned int n, r;
-	struct xtab x;
 
 	if (*done >= len)
 		return WEFT_R_OK;
@@ -135,7 +138,7 @@ unsigned int weft_xlate_check_step(struct weft_core *c, uint32_t job, uint64_t p
 	for (n = 0; n < max_pages && *done < len; n++) {
 		uint64_t real, avail;
 
-		r = xtab_page(c, &x, off + *done, &real, &avail);
+		r = xtab_page(c, x, key, off + *done, &real, &avail);
 		if (r != WEFT_R_OK)
 			return r;
 		*done += avail < len - *done ? avail : len - *done;

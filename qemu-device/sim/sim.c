@@ -61,6 +61,11 @@ static int op_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len
 	return 0;
 }
 
+static void *op_dma_map(void *opaque, uint64_t addr, size_t len, bool write)
+{
+	return dma_at(opaque, addr, len, write);
+}
+
 static void op_irq(void *opaque, unsigned int vector)
 {
 	struct sim_node *n = opaque;
@@ -69,12 +74,37 @@ static void op_irq(void *opaque, unsigned int vector)
 		n->irq_pending |= 1u << vector;
 }
 
+/* The core builds its packets in a fabric frame, which the fabric then
+ * queues without a copy. */
+static void *op_tx_buf(void *opaque)
+{
+	struct sim_node *n = opaque;
+
+	if (!n->tx_frame)
+		n->tx_frame = weft_fabric_frame_alloc(n->sim->fabric);
+	return n->tx_frame;
+}
+
 static int op_xmit(void *opaque, const void *pkt, size_t len)
 {
 	struct sim_node *n = opaque;
 	struct weft_sim *s = n->sim;
+	int rc;
 
-	return weft_fabric_submit(s->fabric, (uint16_t)n->id, pkt, len, s->now);
+	if (pkt != n->tx_frame)
+		return weft_fabric_submit(s->fabric, (uint16_t)n->id, pkt, len, s->now);
+	rc = weft_fabric_submit_frame(s->fabric, (uint16_t)n->id, n->tx_frame, len, s->now);
+	if (rc != -EAGAIN)
+		n->tx_frame = NULL;
+	return rc;
+}
+
+/* A frame the core kept (fabric_deliver) is done with. */
+static void op_rx_release(void *opaque, const void *pkt)
+{
+	struct sim_node *n = opaque;
+
+	weft_fabric_frame_release(n->sim->fabric, pkt);
 }
 
 static uint64_t op_now(void *opaque)
@@ -116,18 +146,24 @@ static const struct weft_core_ops sim_core_ops = {
 	.kick = op_kick,
 	.timer_arm = op_timer_arm,
 	.trace = op_trace,
+	.dma_map = op_dma_map,
+	.tx_buf = op_tx_buf,
+	.rx_release = op_rx_release,
 };
 
 static int fabric_deliver(void *opaque, uint16_t dst, const void *frame, size_t len)
 {
 	struct weft_sim *s = opaque;
 	struct sim_node *n;
+	int rc;
 
 	if (dst >= s->nr_nodes)
 		return 0;
 	n = &s->node[dst];
 	n->kicked = true;
-	return weft_core_receive(n->core, frame, len);
+	/* The core keeps the fabric's frame until it has processed it. */
+	rc = weft_core_receive_lent(n->core, frame, len);
+	return rc == 1 ? WEFT_FABRIC_KEPT : rc;
 }
 
 /* ---- life cycle ---------------------------------------------------------- */
@@ -196,6 +232,7 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 			.verbs_pds = cfg->verbs_pds,
 			.verbs_tpt = cfg->verbs_tpt,
 		};
+		struct weft_core_ops ops = sim_core_ops;
 		char cerr[128] = "";
 
 		n->sim = s;
@@ -205,7 +242,10 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 		/* The adapter's stored key epoch at power-on: any value. */
 		cc.key_epoch = sim_rand(&n->rng) % 100000u;
 		n->mem = n->host == n ? calloc(1, s->mem_size) : n->host->mem;
-		n->core = n->mem ? weft_core_new(&cc, &sim_core_ops, n, cerr, sizeof(cerr)) : NULL;
+		/* Without a trace callback the cores build no trace events. */
+		if (!cfg->trace)
+			ops.trace = NULL;
+		n->core = n->mem ? weft_core_new(&cc, &ops, n, cerr, sizeof(cerr)) : NULL;
 		if (!n->core) {
 			if (err && errlen)
 				snprintf(err, errlen, "node %u: %s", i,
@@ -240,7 +280,10 @@ void weft_sim_free(struct weft_sim *s)
 	for (i = 0; i < s->nr_nodes; i++) {
 		struct sim_node *n = &s->node[i];
 
+		/* The core gives back the frames it keeps. */
 		weft_core_free(n->core);
+		if (n->tx_frame)
+			weft_fabric_frame_release(s->fabric, n->tx_frame);
 		sim_drv_free(n);
 		if (n->host != n)
 			continue;

@@ -41,6 +41,7 @@ struct sim_node {
 	 */
 	struct sim_node *host;
 	struct weft_core *core;
+	void *tx_frame;         /* fabric frame the core builds in, or NULL */
 	uint8_t *mem;
 	bool kicked, busy;
 	uint32_t irq_pending;

@@ -31,7 +31,7 @@ struct fframe {
 	bool replayed;
 	bool held;              /* counted in f->nheld */
 	uint32_t len;
-	unsigned char data[];
+	_Alignas(8) unsigned char data[];
 };
 
 struct fport {
@@ -219,12 +219,18 @@ static struct fframe *frame_alloc(struct weft_fabric *f)
 	return fr;
 }
 
-static void frame_free(struct weft_fabric *f, struct fframe *fr)
+/* The frame leaves the fabric's queues (its buffer may live on). */
+static void frame_unqueue(struct weft_fabric *f, struct fframe *fr)
 {
 	if (fr->held)
 		f->nheld--;
 	f->nqueued--;
 	f->port[fr->dst]->queued--;
+}
+
+/* The buffer goes back to the cache. */
+static void frame_recycle(struct weft_fabric *f, struct fframe *fr)
+{
 	if (f->ncached >= FRAME_CACHE_MAX) {
 		free(fr);
 		return;
@@ -232,6 +238,17 @@ static void frame_free(struct weft_fabric *f, struct fframe *fr)
 	fr->next = f->frame_cache;
 	f->frame_cache = fr;
 	f->ncached++;
+}
+
+static void frame_free(struct weft_fabric *f, struct fframe *fr)
+{
+	frame_unqueue(f, fr);
+	frame_recycle(f, fr);
+}
+
+static struct fframe *frame_of(const void *data)
+{
+	return (struct fframe *)((uintptr_t)data - offsetof(struct fframe, data));
 }
 
 static void park(struct weft_fabric *f, struct fport *p, struct fframe *fr, bool held)
@@ -684,7 +701,8 @@ static bool rule_drops(struct weft_fabric *f, const void *frame, uint16_t src, u
 /* Route the copies of one frame; the caller checked the capacity.
  * Returns the number of copies queued. */
 static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
-		    const void *frame, size_t len, uint64_t now, bool replayed)
+		    const void *frame, size_t len, uint64_t now, bool replayed,
+		    struct fframe *own)
 {
 	uint16_t *dsts = f->scratch;
 	size_t nd, i, queued = 0;
@@ -697,11 +715,9 @@ static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
 	if (len > WEFT_WIRE_MAX_FRAME) {
 		/* Frames are cached with room for the largest one only. */
 		count_drop(f, sp, WEFT_FABRIC_DROP_BAD_FRAME);
-		return 0;
-	}
-	if (nd == 0) {
+		nd = 0;
+	} else if (nd == 0) {
 		count_drop(f, sp, WEFT_FABRIC_DROP_NO_ROUTE);
-		return 0;
 	}
 	for (i = 0; i < nd; i++) {
 		struct fport *dp = f->port[dsts[i]];
@@ -735,12 +751,18 @@ static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
 			count_drop(f, dp, WEFT_FABRIC_DROP_OVERFLOW);
 			continue;
 		}
-		fr = frame_alloc(f);
-		if (!fr) {
-			count_drop(f, dp, WEFT_FABRIC_DROP_OVERFLOW);
-			continue;
+		if (own) {
+			/* The caller's buffer is the first copy. */
+			fr = own;
+			own = NULL;
+		} else {
+			fr = frame_alloc(f);
+			if (!fr) {
+				count_drop(f, dp, WEFT_FABRIC_DROP_OVERFLOW);
+				continue;
+			}
+			memcpy(fr->data, frame, len);
 		}
-		memcpy(fr->data, frame, len);
 		fr->len = (uint32_t)len;
 		fr->src = src;
 		fr->dst = dsts[i];
@@ -759,6 +781,8 @@ static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
 		heap_push(f, fr);
 		queued++;
 	}
+	if (own)
+		frame_recycle(f, own);
 	return queued;
 }
 
@@ -775,8 +799,10 @@ static bool frame_valid(uint16_t src_node, const void *frame, size_t len)
 	       h.type != 0 && h.type < WEFT_PKT_HELLO;
 }
 
-int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
-		       const void *frame, size_t len, uint64_t now)
+/* Submit a frame; own: the caller's buffer from weft_fabric_frame_alloc
+ * (the fabric's unless -EAGAIN) holding it, or NULL. */
+static int submit(struct weft_fabric *f, uint16_t src_node, const void *frame, size_t len,
+		  uint64_t now, struct fframe *own)
 {
 	struct fport *sp = port_get(f, src_node, false);
 	size_t need;
@@ -784,7 +810,7 @@ int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
 
 	if (!sp || !sp->attached) {
 		count_drop(f, sp, WEFT_FABRIC_DROP_NOT_REGISTERED);
-		return 0;
+		goto dropped;
 	}
 	if (!frame_valid(src_node, frame, len)) {
 		sp->st.rx_frames++;
@@ -792,7 +818,7 @@ int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
 		f->total.rx_frames++;
 		f->total.rx_bytes += len;
 		count_drop(f, sp, WEFT_FABRIC_DROP_BAD_FRAME);
-		return 0;
+		goto dropped;
 	}
 	memcpy(&dst, (const unsigned char *)frame + offsetof(struct weft_wire_hdr, dst_node),
 	       sizeof(dst));
@@ -809,10 +835,38 @@ int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
 	capture(f, src_node, frame, len);
 	if (!sp->up) {
 		count_drop(f, sp, WEFT_FABRIC_DROP_PORT_DOWN);
-		return 0;
+		goto dropped;
 	}
-	route(f, sp, src_node, frame, len, now, false);
+	route(f, sp, src_node, frame, len, now, false, own);
 	return 0;
+dropped:
+	if (own)
+		frame_recycle(f, own);
+	return 0;
+}
+
+int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
+		       const void *frame, size_t len, uint64_t now)
+{
+	return submit(f, src_node, frame, len, now, NULL);
+}
+
+void *weft_fabric_frame_alloc(struct weft_fabric *f)
+{
+	struct fframe *fr = frame_alloc(f);
+
+	return fr ? fr->data : NULL;
+}
+
+int weft_fabric_submit_frame(struct weft_fabric *f, uint16_t src_node,
+			     void *frame, size_t len, uint64_t now)
+{
+	return submit(f, src_node, frame, len, now, frame_of(frame));
+}
+
+void weft_fabric_frame_release(struct weft_fabric *f, const void *frame)
+{
+	frame_recycle(f, frame_of(frame));
 }
 
 /* ---- delivery ------------------------------------------------------------- */
@@ -824,8 +878,9 @@ struct pollctx {
 	uint64_t now;
 };
 
+/* fr was taken (rc 0) or kept (WEFT_FABRIC_KEPT: its buffer stays out). */
 static void delivered(struct weft_fabric *f, struct pollctx *c, struct fport *p,
-		      struct fframe *fr)
+		      struct fframe *fr, int rc)
 {
 	c->delivered++;
 	p->progress_at = c->now;
@@ -838,13 +893,16 @@ static void delivered(struct weft_fabric *f, struct pollctx *c, struct fport *p,
 		p->st.replayed++;
 		f->total.replayed++;
 	}
-	frame_free(f, fr);
+	frame_unqueue(f, fr);
+	if (rc != WEFT_FABRIC_KEPT)
+		frame_recycle(f, fr);
 }
 
 /* Hand a due frame to its destination, or park/drop it. */
 static void deliver_one(struct weft_fabric *f, struct pollctx *c, struct fframe *fr)
 {
 	struct fport *p = f->port[fr->dst];
+	int rc;
 
 	if (!p->up) {
 		count_drop(f, p, WEFT_FABRIC_DROP_PORT_DOWN);
@@ -862,11 +920,11 @@ static void deliver_one(struct weft_fabric *f, struct pollctx *c, struct fframe 
 	}
 	/* Behind frames it refused earlier, keep the order. */
 	if (p->park_head ||
-	    c->fn(c->opaque, fr->dst, fr->data, fr->len) == -EAGAIN) {
+	    (rc = c->fn(c->opaque, fr->dst, fr->data, fr->len)) == -EAGAIN) {
 		park(f, p, fr, false);
 		return;
 	}
-	delivered(f, c, p, fr);
+	delivered(f, c, p, fr, rc);
 }
 
 /* Retry the parked frames of an attached or down port, in order. */
@@ -874,6 +932,7 @@ static void drain_parked(struct weft_fabric *f, struct pollctx *c, struct fport 
 {
 	while (p->park_head) {
 		struct fframe *fr = p->park_head;
+		int rc;
 
 		if (!p->up) {
 			unpark(p);
@@ -883,10 +942,11 @@ static void drain_parked(struct weft_fabric *f, struct pollctx *c, struct fport 
 		}
 		if (!p->attached)
 			return;
-		if (c->fn(c->opaque, fr->dst, fr->data, fr->len) == -EAGAIN)
+		rc = c->fn(c->opaque, fr->dst, fr->data, fr->len);
+		if (rc == -EAGAIN)
 			return;
 		unpark(p);
-		delivered(f, c, p, fr);
+		delivered(f, c, p, fr, rc);
 	}
 }
 
@@ -1022,7 +1082,8 @@ size_t weft_fabric_replay(struct weft_fabric *f, uint64_t before_mark,
 			copy[offsetof(struct weft_wire_hdr, flags)] |= WEFT_WF_REPLAYED;
 			f->tap(f->tap_opaque, cs->src, copy, cs->len, true);
 		}
-		route(f, port_get(f, cs->src, false), cs->src, cs->data, cs->len, now, true);
+		route(f, port_get(f, cs->src, false), cs->src, cs->data, cs->len, now, true,
+		      NULL);
 		done++;
 	}
 	return done;

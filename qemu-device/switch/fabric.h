@@ -57,7 +57,11 @@ struct weft_fabric_port_stats {
 };
 
 /* Deliver one frame to node dst_node.  Return 0 when taken, -EAGAIN to
- * have the fabric keep it and retry on a later weft_fabric_poll(). */
+ * have the fabric keep it and retry on a later weft_fabric_poll(), or
+ * WEFT_FABRIC_KEPT when taken without a copy: the sink keeps the frame's
+ * buffer (8-byte aligned) and gives it back with weft_fabric_frame_release()
+ * (the frame no longer counts as queued). */
+#define WEFT_FABRIC_KEPT 1
 typedef int (*weft_fabric_deliver_fn)(void *opaque, uint16_t dst_node,
 				      const void *frame, size_t len);
 
@@ -154,6 +158,18 @@ void weft_fabric_clear_rules(struct weft_fabric *f);
  * r is due at now + delay_ns + r * route_skew_ns + random(0..jitter_ns). */
 int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
 		       const void *frame, size_t len, uint64_t now);
+
+/* Zero-copy submit: a buffer of WEFT_WIRE_MAX_FRAME bytes, 8-byte
+ * aligned, from the fabric's frame cache (NULL when out of memory), that
+ * the caller fills and hands to weft_fabric_submit_frame(): on 0 the
+ * fabric owns it (it becomes the first copy, or is given back), on -EAGAIN
+ * it stays the caller's.  weft_fabric_frame_release() gives back a buffer
+ * from weft_fabric_frame_alloc() or one kept by a sink (WEFT_FABRIC_KEPT).
+ * Every buffer must be given back before weft_fabric_free(). */
+void *weft_fabric_frame_alloc(struct weft_fabric *f);
+int weft_fabric_submit_frame(struct weft_fabric *f, uint16_t src_node,
+			     void *frame, size_t len, uint64_t now);
+void weft_fabric_frame_release(struct weft_fabric *f, const void *frame);
 
 /* Deliver every frame due at or before now.  Returns frames delivered.
  * Frames refused with -EAGAIN are parked in order for their destination

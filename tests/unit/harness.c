@@ -99,7 +99,26 @@ static int op_xmit(void *opaque, const void *pkt, size_t len)
 	memcpy(n->tx[n->ntx].data, pkt, len);
 	n->tx[n->ntx].len = len;
 	n->ntx++;
+	if (pkt == n->own->data)
+		n->own_xmits++;
 	return 0;
+}
+
+static void *op_tx_buf(void *opaque)
+{
+	struct h_node *n = opaque;
+
+	n->tx_bufs++;
+	return n->own_tx ? n->own->data : NULL;
+}
+
+static void op_rx_release(void *opaque, const void *pkt)
+{
+	struct h_node *n = opaque;
+
+	if (n->nreleased < sizeof(n->released) / sizeof(n->released[0]))
+		n->released[n->nreleased] = pkt;
+	n->nreleased++;
 }
 
 static uint64_t op_now(void *opaque)
@@ -146,6 +165,8 @@ static const struct weft_core_ops h_ops = {
 	.now_ns = op_now,
 	.kick = op_kick,
 	.trace = op_trace,
+	.tx_buf = op_tx_buf,
+	.rx_release = op_rx_release,
 };
 
 void h_init(struct h_node *n, uint16_t id, uint32_t nr_windows, uint32_t nr_rcxt,
@@ -162,9 +183,10 @@ void h_init(struct h_node *n, uint16_t id, uint32_t nr_windows, uint32_t nr_rcxt
 	n->mem = calloc(1, H_MEM_SIZE);
 	n->wlog = calloc(H_MAX_WLOG, sizeof(*n->wlog));
 	n->tx = calloc(H_MAX_TX, sizeof(*n->tx));
+	n->own = calloc(1, sizeof(*n->own));
 	n->brk = H_MEM_BASE + 0x10000;
 	n->c = weft_core_new(&cfg, &h_ops, n, err, sizeof(err));
-	if (!n->mem || !n->wlog || !n->tx || !n->c)
+	if (!n->mem || !n->wlog || !n->tx || !n->own || !n->c)
 		t_bail("cannot create test node: %s", err);
 	/* Link up raises a LINK event on handler 0: consume it. */
 	weft_core_set_link(n->c, true);
@@ -178,6 +200,7 @@ void h_fini(struct h_node *n)
 	free(n->mem);
 	free(n->wlog);
 	free(n->tx);
+	free(n->own);
 	memset(n, 0, sizeof(*n));
 }
 

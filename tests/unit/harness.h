@@ -43,6 +43,14 @@ struct h_node {
 	struct h_pkt *tx;
 	size_t ntx;
 	int xmit_rc;                    /* forced xmit result (0 = take) */
+	/* ops.tx_buf: with own_tx, the core builds packets in own (a
+	 * buffer the harness hands out until xmit takes it) */
+	bool own_tx;
+	struct h_pkt *own;
+	unsigned int tx_bufs, own_xmits;        /* tx_buf calls, xmits of own */
+	/* ops.rx_release: lent packets given back, in order */
+	const void *released[64];
+	unsigned int nreleased;
 	uint64_t dma_read_ns;           /* modelled cost of a DMA read (busy wait), 0 = none */
 	uint64_t dma_reads;             /* DMA reads the core made so far */
 	unsigned int irq[H_MAX_IRQ];

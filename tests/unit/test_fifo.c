@@ -536,6 +536,113 @@ static void test_rx_backpressure(void)
 	h_fini(&b);
 }
 
+/* weft_core_receive_lent: packets are used in place and given back once
+ * processed or discarded; unaligned or full as documented. */
+static void test_rx_lent(void)
+{
+	static struct h_pkt lend[8];
+	static _Alignas(8) uint8_t odd[WEFT_WIRE_MAX_FRAME + 1];
+	struct h_node a, b;
+	uint8_t v[3] = { 7, 8, 9 };
+	unsigned int i;
+
+	h_section("lent receive: no copy, each packet given back once after processing");
+	h_init(&a, 1, 4, 64, 1, 0);
+	h_init(&b, 2, 4, 64, 1, 4);
+	CHECK_EQ(h_open(&a, 0, KEY_A, 4, 4, 4), WEFT_CMD_OK, "open a");
+	CHECK_EQ(h_open(&b, 0, KEY_A, 4, 4, 4), WEFT_CMD_OK, "open b");
+	for (i = 0; i < 6; i++)
+		h_put_fifo(&a, 0, 2, 0, &v[i % 3], 1, 0);
+	h_start(&a, 0, 6);
+	h_poll(&a, 64);
+	CHECK_EQ(a.ntx, 6, "six packets sent");
+	for (i = 0; i < 4; i++) {
+		memcpy(lend[i].data, a.tx[i].data, a.tx[i].len);
+		CHECK_EQ(weft_core_receive_lent(b.c, lend[i].data, a.tx[i].len), 1, "kept");
+	}
+	memcpy(lend[4].data, a.tx[4].data, a.tx[4].len);
+	CHECK_EQ(weft_core_receive_lent(b.c, lend[4].data, a.tx[4].len), -EAGAIN,
+		 "-EAGAIN when the queue (4) is full");
+	CHECK_EQ(b.nreleased, 0, "nothing given back before processing");
+	/* The core reads the lent bytes when it processes them. */
+	lend[0].data[WEFT_WIRE_HDR_SIZE] = 0x42;
+	h_poll(&b, 64);
+	CHECK_EQ(b.nreleased, 4, "four given back after processing");
+	for (i = 0; i < 4 && i < b.nreleased; i++)
+		CHECK(b.released[i] == lend[i].data, "given back in order: %u", i);
+	CHECK_EQ(h_db_r(&b, 0, WEFT_DB_RECV_COUNT), 4, "four delivered");
+	CHECK_EQ(h_recv_payload(&b, 0, 0)[0], 0x42, "payload read in place, at processing");
+	CHECK_EQ(h_recv_payload(&b, 0, 1)[0], 8, "second payload");
+
+	h_section("lent receive: an unaligned packet is copied at once (0), dropped ones too");
+	memcpy(odd + 1, a.tx[4].data, a.tx[4].len);
+	CHECK_EQ(weft_core_receive_lent(b.c, odd + 1, a.tx[4].len), 0, "copied");
+	memset(odd, 0, sizeof(odd));
+	CHECK_EQ(weft_core_receive_lent(b.c, lend[4].data, 3), 0, "too short: dropped");
+	CHECK_EQ(h_drops(&b, WEFT_R_BAD_HEADER), 1, "counted BAD_HEADER");
+	h_poll(&b, 64);
+	CHECK_EQ(b.nreleased, 4, "neither given back");
+	CHECK_EQ(h_db_r(&b, 0, WEFT_DB_RECV_COUNT), 5, "the copy delivered");
+	CHECK_EQ(h_recv_payload(&b, 0, 4)[0], 8, "from the copy, not the cleared buffer");
+
+	h_section("lent receive: RECOVER and RESET give queued packets back");
+	memcpy(lend[5].data, a.tx[5].data, a.tx[5].len);
+	CHECK_EQ(weft_core_receive_lent(b.c, lend[5].data, a.tx[5].len), 1, "kept");
+	h_reg_w(&b, WEFT_REG_RECOVER, WEFT_RECOVER_MAGIC);
+	CHECK_EQ(b.nreleased, 5, "given back by RECOVER");
+	CHECK(b.released[4] == lend[5].data, "the queued one");
+	CHECK_EQ(h_drops(&b, WEFT_R_RESET), 1, "counted as a RESET drop");
+	CHECK_EQ(weft_core_receive_lent(b.c, lend[5].data, a.tx[5].len), 1, "kept");
+	CHECK_EQ(weft_core_receive_lent(b.c, lend[4].data, a.tx[4].len), 1, "kept");
+	h_reg_w(&b, WEFT_REG_RESET, WEFT_RESET_MAGIC);
+	CHECK_EQ(b.nreleased, 7, "both given back by RESET");
+	CHECK_EQ(weft_core_receive_lent(b.c, lend[5].data, a.tx[5].len), 1, "kept");
+	weft_core_free(b.c);
+	b.c = NULL;
+	CHECK_EQ(b.nreleased, 8, "given back by weft_core_free");
+	h_fini(&a);
+	h_fini(&b);
+}
+
+/* ops.tx_buf: the core builds a packet in the embedder's buffer and hands
+ * that buffer to xmit; on -EAGAIN it builds again in the same buffer. */
+static void test_tx_buf(void)
+{
+	struct h_node a;
+	uint8_t p1[100], p2[40];
+	unsigned int i;
+
+	h_section("embedder's transmit buffer: packets built in it, -EAGAIN retried");
+	h_init(&a, 1, 4, 64, 1, 0);
+	CHECK_EQ(h_open(&a, 0, KEY_A, 4, 4, 4), WEFT_CMD_OK, "open a");
+	for (i = 0; i < sizeof(p1); i++)
+		p1[i] = (uint8_t)(i * 3);
+	memset(p2, 0xa5, sizeof(p2));
+	a.own_tx = true;
+	h_put_fifo(&a, 0, 2, 0, p1, sizeof(p1), 0);
+	h_put_fifo(&a, 0, 2, 0, p2, sizeof(p2), 0);
+	a.xmit_rc = -EAGAIN;
+	h_start(&a, 0, 2);
+	weft_core_poll(a.c, 1);
+	CHECK_EQ(a.ntx, 0, "link busy: nothing sent");
+	CHECK(a.tx_bufs >= 1, "buffer asked for");
+	a.xmit_rc = 0;
+	h_poll(&a, 64);
+	CHECK_EQ(a.ntx, 2, "both sent");
+	CHECK_EQ(a.own_xmits, 2, "both from the embedder's buffer");
+	CHECK_EQ(h_txhdr(&a, 0)->length, sizeof(p1), "first length");
+	CHECK(!memcmp(a.tx[0].data + WEFT_WIRE_HDR_SIZE, p1, sizeof(p1)), "first payload");
+	CHECK(!memcmp(a.tx[1].data + WEFT_WIRE_HDR_SIZE, p2, sizeof(p2)), "second payload");
+	CHECK_EQ(h_txhdr(&a, 1)->key, KEY_A, "header stamped");
+	a.own_tx = false;
+	h_put_fifo(&a, 0, 2, 0, p2, 1, 0);
+	h_start(&a, 0, 1);
+	h_poll(&a, 64);
+	CHECK_EQ(a.ntx, 3, "sent");
+	CHECK_EQ(a.own_xmits, 2, "NULL from tx_buf: the core's own buffer");
+	h_fini(&a);
+}
+
 int main(void)
 {
 	h_begin("test_fifo: windows, send and receive FIFOs");
@@ -550,5 +657,7 @@ int main(void)
 	test_link();
 	test_early();
 	test_rx_backpressure();
+	test_rx_lent();
+	test_tx_buf();
 	return h_end();
 }
