@@ -9,8 +9,10 @@
 # side-by-side benchmarks (rdma_rxe and its modules, not loaded at boot,
 # and Debian's librxe provider) and the init files of images/init/.  The result is cached under
 #   $WEFT_CACHE/images/<hash of every input>/
-# holding vmlinuz (a link to the kernel), initrd.img, kernel-release and
-# manifest.txt (what went in).  An unchanged input set is not rebuilt.
+# holding vmlinuz (a link to the kernel), vmlinux (a link to the same
+# kernel uncompressed, which weft-cluster boots), initrd.img,
+# kernel-release and manifest.txt (what went in).  An unchanged input set
+# is not rebuilt.
 #
 # Usage: build-image.sh [--without-driver] [--print-dir | --print-version]
 #   --without-driver  leave weft.ko out (boot-only image for debugging)
@@ -106,6 +108,39 @@ release=${kernel##*/vmlinuz-}
 moddir=$(dirname "$(dirname "$kernel")")/lib/modules/$release
 [ -d "$moddir/kernel" ] || weft_die "$moddir/kernel is missing"
 weft_log "image: kernel $release"
+
+# The uncompressed kernel for a PVH boot (QEMU -kernel with an ELF that
+# has Xen's PHYS32_ENTRY note): under TCG the bzImage's own zstd
+# decompression costs each VM about 1 s of host CPU (docs/performance.md,
+# "Cluster start").  Extracted once per kernel, next to the bzImage, from
+# the payload that the boot protocol header locates (setup_sects at 0x1f1,
+# payload_offset and payload_length at 0x248); compressors other than
+# gzip append the uncompressed size, 4 bytes, which the tools refuse.
+payload() { dd if="$1" iflag=skip_bytes,count_bytes skip="$2" count="$3" bs=1M status=none; }
+pvh_kernel() { # BZIMAGE OUT
+	local bz=$1 out=$2 tmp setup off len magic unpack
+	[ -f "$out" ] && return 0
+	setup=$(od -An -tu1 -j 497 -N1 "$bz" | tr -d ' ')
+	[ "$setup" != 0 ] || setup=4
+	read -r off len < <(od -An -tu4 -j 584 -N8 "$bz")
+	off=$(((setup + 1) * 512 + off))
+	magic=$(od -An -tx1 -j "$off" -N4 "$bz" | tr -d ' ')
+	case $magic in
+	28b52ffd) unpack=(zstd -qdc --memory=2048MB); len=$((len - 4)) ;;
+	fd377a58) unpack=(xz -dc); len=$((len - 4)) ;;
+	1f8b*)    unpack=(gzip -dc) ;;
+	*) weft_die "$bz: unknown payload compression (magic $magic)" ;;
+	esac
+	tmp=$(mktemp "$out.XXXXXX")
+	payload "$bz" "$off" "$len" | "${unpack[@]}" >"$tmp" ||
+		{ rm -f "$tmp"; weft_die "cannot decompress the payload of $bz"; }
+	readelf -n "$tmp" 2>/dev/null | grep -q 'Xen .*(0x00000012)' ||
+		{ rm -f "$tmp"; weft_die "$bz has no PVH entry (XEN_ELFNOTE_PHYS32_ENTRY): QEMU cannot boot it uncompressed"; }
+	chmod 644 "$tmp"
+	mv "$tmp" "$out"
+}
+vmlinux=$(dirname "$kernel")/vmlinux-$release
+pvh_kernel "$kernel" "$vmlinux"
 # shellcheck disable=SC2086 # a list of package names
 load_candidates busybox-static $DEB_PKGS
 bbdeb=$(deb_file busybox-static)
@@ -382,6 +417,7 @@ else
 	(cd "$root" && find . -mindepth 1 | LC_ALL=C sort | "$bb" cpio -o -H newc 2>/dev/null) \
 		>"$work/out/initrd.img" || weft_die "cpio of the initramfs failed"
 	ln -s "$kernel" "$work/out/vmlinuz"
+	ln -s "$vmlinux" "$work/out/vmlinux"
 	echo "$release" >"$work/out/kernel-release"
 	cp "$manifest" "$work/out/manifest.txt"
 	rm -rf "$imgdir"
