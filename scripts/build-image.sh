@@ -369,6 +369,21 @@ else
 		echo "kernel $release"
 		echo "busybox $(basename "$bbdeb")"
 	} >"$manifest"
+	# Debug information stays on the host: the guest unpacks every byte of
+	# the initramfs at each boot, slowly under TCG (docs/performance.md,
+	# "Cluster start").  Our modules keep their symbols (kallsyms, stack
+	# traces), executables lose theirs; the kernel package's modules are
+	# left as they are (no debug information, and a signature that strip
+	# would drop).
+	# install_elf MODE FILE DEST: install FILE as DEST, stripped if ELF.
+	install_elf() {
+		install -m "$1" "$2" "$3"
+		[ "$(head -c 4 "$3")" = $'\x7fELF' ] || return 0
+		case $3 in
+		*.ko) strip --strip-debug "$3" ;;
+		*)    strip "$3" ;;
+		esac || weft_die "strip $3 failed"
+	}
 	# install_modules DIR LIST: decompressed, listed in DIR/modules.list.
 	install_modules() {
 		local dir=$1 d local_name
@@ -389,11 +404,11 @@ else
 	}
 	if [ -n "$ko" ]; then
 		install_modules "$root/lib/weft" "$deps"
-		cp "$ko" "$root/lib/weft/weft.ko"
+		install_elf 644 "$ko" "$root/lib/weft/weft.ko"
 		echo weft.ko >>"$root/lib/weft/modules.list"
 		echo "driver weft.ko $(sha256sum "$ko" | cut -c1-16)" >>"$manifest"
 		install_modules "$root/lib/weft/rdma" "$rdeps"
-		cp "$ibko" "$root/lib/weft/rdma/weft_ib.ko"
+		install_elf 644 "$ibko" "$root/lib/weft/rdma/weft_ib.ko"
 		echo weft_ib.ko >>"$root/lib/weft/rdma/modules.list"
 		echo "driver weft_ib.ko $(sha256sum "$ibko" | cut -c1-16)" >>"$manifest"
 		install_modules "$root/lib/weft/rxe" "$xdeps"
@@ -402,12 +417,12 @@ else
 	fi
 	for f in "$tools"/*; do
 		[ -f "$f" ] || continue
-		install -m 755 "$f" "$root/usr/bin/"
+		install_elf 755 "$f" "$root/usr/bin/${f##*/}"
 		echo "tool $(basename "$f")" >>"$manifest"
 	done
 	for f in "$gtests"/*; do
 		[ -f "$f" ] || continue
-		install -m 755 "$f" "$root/usr/lib/weft/tests/"
+		install_elf 755 "$f" "$root/usr/lib/weft/tests/${f##*/}"
 		echo "test $(basename "$f")" >>"$manifest"
 	done
 	install_deb_tools "$root" "$manifest" "$provider"
