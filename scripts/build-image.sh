@@ -233,7 +233,16 @@ module_deps() { # KO [MODULE...]: what KO needs, then the MODULEs with theirs
 }
 
 deps=
-[ -z "$ko" ] || deps=$(module_deps "$ko" virtio_net)
+[ -z "$ko" ] || deps=$(module_deps "$ko")
+
+# virtio_net for the cluster's second NIC (weft-cluster --vnet) and the
+# benchmarks: into /lib/weft/vnet/ with its own modules.list, loaded at
+# boot only when the VM has a virtio network device (images/init/rc).
+vdeps=
+if [ -n "$ko" ]; then
+	vdeps=$(module_deps "$ko" virtio_net) || exit 1
+	vdeps=$(grep -vxF -f <(printf '%s\n' "$deps") <<<"$vdeps" || true)
+fi
 
 # The RDMA stack (docs/verbs-linux.md): weft_ib.ko, built next to weft.ko,
 # with ib_core and the in-kernel RDMA users the cluster tests load, into
@@ -244,7 +253,7 @@ if [ -n "$ko" ]; then
 	ibko=${ko%/*}/weft_ib.ko
 	[ -f "$ibko" ] || weft_die "scripts/build-driver.sh built no weft_ib.ko next to $ko"
 	rdeps=$(module_deps "$ibko" $RDMA_MODULES) || exit 1
-	rdeps=$(grep -vxF -f <(printf '%s\n' "$deps") <<<"$rdeps" || true)
+	rdeps=$(grep -vxF -f <(printf '%s\n' "$deps" "$vdeps") <<<"$rdeps" || true)
 fi
 
 # Soft-RoCE (rdma_rxe) for side-by-side runs (scripts/weft-rxe-bench):
@@ -255,12 +264,13 @@ fi
 xdeps=
 if [ -n "$ko" ]; then
 	xdeps=$(module_deps "$ibko" rdma_rxe crc32_generic) || exit 1
-	xdeps=$(grep -vxF -f <(printf '%s\n' "$deps" "$rdeps") <<<"$xdeps" || true)
+	xdeps=$(grep -vxF -f <(printf '%s\n' "$deps" "$vdeps" "$rdeps") <<<"$xdeps" || true)
 fi
 
 # ---- cache key ---------------------------------------------------------------
 dep_files=()
 while read -r d; do [ -n "$d" ] && dep_files+=("$moddir/$d"); done <<<"$deps
+$vdeps
 $rdeps
 $xdeps"
 # Contents of a folder by relative name (the tools' folder is temporary).
@@ -407,6 +417,7 @@ else
 		install_elf 644 "$ko" "$root/lib/weft/weft.ko"
 		echo weft.ko >>"$root/lib/weft/modules.list"
 		echo "driver weft.ko $(sha256sum "$ko" | cut -c1-16)" >>"$manifest"
+		install_modules "$root/lib/weft/vnet" "$vdeps"
 		install_modules "$root/lib/weft/rdma" "$rdeps"
 		install_elf 644 "$ibko" "$root/lib/weft/rdma/weft_ib.ko"
 		echo weft_ib.ko >>"$root/lib/weft/rdma/modules.list"
