@@ -184,9 +184,30 @@ if [ -n "${WEFT_IMAGE_TOOLS:-}" ]; then
 	weft_log "image: libweft tools from $WEFT_IMAGE_TOOLS (WEFT_IMAGE_TOOLS)"
 	tools=$WEFT_IMAGE_TOOLS
 elif [ -n "$tools_script" ]; then
-	weft_log "image: building the static libweft tools (${tools_script#"$WEFT_ROOT"/})"
-	"$tools_script" "$tools" >"$work/tools.log" 2>&1 ||
-		{ tail -30 "$work/tools.log" >&2; weft_die "${tools_script#"$WEFT_ROOT"/} failed"; }
+	# Kept in $WEFT_CACHE/guest-tools/<hash of the sources, the script and
+	# the compiler>/: the script rebuilds every tool, seconds that each
+	# weft-cluster up would otherwise spend before its VMs start.
+	tkey=$( {
+		weft_hash "$WEFT_ROOT/guest-lib" "$WEFT_ROOT/include" "$tools_script"
+		"${CC:-cc}" --version 2>&1 | head -n1
+		echo "CFLAGS=${CFLAGS:-}"
+	} | sha256sum | cut -c1-16)
+	if [ -f "$WEFT_CACHE/guest-tools/$tkey/.complete" ]; then
+		weft_log "image: static libweft tools cached ($WEFT_CACHE/guest-tools/$tkey)"
+	else
+		weft_log "image: building the static libweft tools (${tools_script#"$WEFT_ROOT"/})"
+		"$tools_script" "$tools" >"$work/tools.log" 2>&1 ||
+			{ tail -30 "$work/tools.log" >&2; weft_die "${tools_script#"$WEFT_ROOT"/} failed"; }
+		touch "$tools/.complete"
+		mkdir -p "$WEFT_CACHE/guest-tools"
+		# A concurrent build of the same sources may have won: keep its copy.
+		mv -T "$tools" "$WEFT_CACHE/guest-tools/$tkey" 2>/dev/null || true
+		# Keep the eight newest.
+		find "$WEFT_CACHE/guest-tools" -mindepth 1 -maxdepth 1 -type d -printf '%T@ %p\n' |
+			sort -rn | tail -n +9 | cut -d' ' -f2- | while read -r old; do rm -rf "$old"; done
+	fi
+	tools=$WEFT_CACHE/guest-tools/$tkey
+	[ -f "$tools/.complete" ] || weft_die "no libweft tools in $tools"
 else
 	weft_log "image: no guest-lib/build-static.sh or scripts/build-guest-tools.sh yet: no libweft tools in the image"
 fi
