@@ -237,6 +237,14 @@ modinfo_depends() { # FILE (.ko, .ko.xz, .ko.zst or .ko.gz)
 	*)     cat "$1" ;;
 	esac | tr '\0' '\n' | sed -n 's/^depends=//p' | tr ',' ' '
 }
+# Every module of the kernel package by name, dashes as underscores (one
+# find, not one per module: they took a second at each up).
+declare -A MODPATH=()
+while read -r d; do
+	n=${d##*/}
+	n=${n%%.ko*}
+	MODPATH[${n//-/_}]=$d
+done < <(find "$moddir/kernel" -name '*.ko*' | LC_ALL=C sort -r)
 module_deps() { # KO [MODULE...]: what KO needs, then the MODULEs with theirs
 	local seen=" " out=() n
 	add() { # add NAME: its dependencies, then itself
@@ -244,7 +252,7 @@ module_deps() { # KO [MODULE...]: what KO needs, then the MODULEs with theirs
 		case $seen in *" $name "*) return ;; esac
 		[ "$name" != weft ] || return 0	# weft_ib.ko's own weft.ko
 		seen="$seen$name "
-		path=$(find "$moddir/kernel" -name "$name.ko*" -o -name "${name//_/-}.ko*" | head -n1)
+		path=${MODPATH[$name]:-}
 		[ -n "$path" ] || weft_die "weft.ko needs module $name, which is not in $moddir"
 		for d in $(modinfo_depends "$path"); do add "$d"; done
 		out+=("${path#"$moddir"/}")
