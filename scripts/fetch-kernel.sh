@@ -57,20 +57,13 @@ cached_release() {
 	[ -n "$d" ] && [ -f "$d/.complete" ] && basename "$d"
 }
 
-# apt's view of the packages: names, sizes and times of its lists and
-# configuration.  The rule's answer changes only with it.
-apt_state() {
-	stat -c '%n %s %Y' /var/lib/apt/lists/* /etc/apt/sources.list /etc/apt/sources.list.d/* \
-		/etc/apt/preferences /etc/apt/preferences.d/* 2>/dev/null | sha256sum | cut -c1-16
-}
-
 # remember SERIES RELEASE: the rule's answer for this apt state, in
 # $KROOT/.resolved-SERIES (apt-cache takes a second or more per call, and
 # every weft-cluster up resolves the kernel twice).
 remember() {
 	local f=$KROOT/.resolved-$1
 	mkdir -p "$KROOT"
-	echo "$(apt_state) $2" >"$f.$$" && mv "$f.$$" "$f"
+	echo "$(weft_apt_state) $2" >"$f.$$" && mv "$f.$$" "$f"
 }
 
 # resolve SERIES -> kernel release (e.g. 6.12.117+deb12-amd64, 6.1.0-56-amd64)
@@ -81,7 +74,7 @@ resolve() {
 	6.1)  [ -z "${WEFT_KERNEL_61:-}" ] || { echo "$WEFT_KERNEL_61"; return; } ;;
 	esac
 	if read -r state rel 2>/dev/null <"$KROOT/.resolved-$series" && [ -n "$rel" ] &&
-		[ "$state" = "$(apt_state)" ]; then
+		[ "$state" = "$(weft_apt_state)" ]; then
 		echo "$rel"
 		return
 	fi
