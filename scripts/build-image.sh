@@ -193,11 +193,13 @@ if [ -n "${WEFT_IMAGE_TOOLS:-}" ]; then
 	weft_log "image: libweft tools from $WEFT_IMAGE_TOOLS (WEFT_IMAGE_TOOLS)"
 	tools=$WEFT_IMAGE_TOOLS
 elif [ -n "$tools_script" ]; then
-	# Kept in $WEFT_CACHE/guest-tools/<hash of the sources, the script and
-	# the compiler>/: the script rebuilds every tool, seconds that each
-	# weft-cluster up would otherwise spend before its VMs start.
+	# Kept in $WEFT_CACHE/guest-tools/<hash of the sources, the script, the
+	# compiler and the libc.a they link statically>/: the script rebuilds
+	# every tool, seconds that each weft-cluster up would otherwise spend
+	# before its VMs start.
 	tkey=$( {
-		weft_hash "$WEFT_ROOT/guest-lib" "$WEFT_ROOT/include" "$tools_script"
+		weft_hash "$WEFT_ROOT/guest-lib" "$WEFT_ROOT/include" "$tools_script" \
+			"$("${CC:-cc}" -print-file-name=libc.a)"
 		"${CC:-cc}" --version 2>&1 | head -n1
 		echo "CFLAGS=${CFLAGS:-}"
 	} | sha256sum | cut -c1-16)
