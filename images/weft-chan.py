@@ -33,6 +33,7 @@ HELLO_PERIOD = 1.0      # seconds between hellos until a node answers READY
 RECONNECT_PERIOD = 0.2  # seconds between connection attempts to a VM
 KILL_GRACE = 10.0       # seconds to wait for a killed command's output
 PROGRESS_PERIOD = 10.0  # seconds between "still waiting" lines
+WAIT_POLL = 0.1         # seconds between status polls of `wait`
 
 
 class Node:
@@ -348,7 +349,7 @@ def cmd_wait(a):
                                for i in sorted(waiting))
             print(f"still waiting after {time.monotonic() - t0:.0f} s: {states}", file=sys.stderr, flush=True)
         if waiting:
-            time.sleep(0.25)
+            time.sleep(WAIT_POLL)
     for i in sorted(failed):
         print(f"node{i} FAILED: {failed[i]}", file=sys.stderr)
     return 1 if failed else 0

@@ -53,21 +53,32 @@ build() {
 	mkdir -p "$dir/guest-driver/policy" "$dir/include/weft"
 	# Copy only what differs, so that Kbuild's own dependency tracking works
 	# (and an older file from another checkout is still taken).
-	local f rel
+	local f rel changed=0
 	for f in "$WEFT_ROOT"/guest-driver/*.[ch] "$WEFT_ROOT"/guest-driver/policy/*.[ch] \
 		"$WEFT_ROOT/guest-driver/Kbuild"; do
 		rel=${f#"$WEFT_ROOT"/guest-driver/}
-		cmp -s "$f" "$dir/guest-driver/$rel" || cp "$f" "$dir/guest-driver/$rel"
+		cmp -s "$f" "$dir/guest-driver/$rel" || { cp "$f" "$dir/guest-driver/$rel"; changed=1; }
 	done
 	for f in "$WEFT_ROOT"/include/weft/*.h; do
-		cmp -s "$f" "$dir/include/weft/${f##*/}" || cp "$f" "$dir/include/weft/"
+		cmp -s "$f" "$dir/include/weft/${f##*/}" || { cp "$f" "$dir/include/weft/"; changed=1; }
 	done
-	# Files removed from the project must not linger in the copy.
+	# Files removed from the project must not linger in the copy (Kbuild's
+	# generated *.mod.c are no project files).
 	for f in "$dir"/guest-driver/*.[ch] "$dir"/guest-driver/policy/*.[ch]; do
 		rel=${f#"$dir"/guest-driver/}
 		[ -e "$f" ] || continue
-		[ -e "$WEFT_ROOT/guest-driver/$rel" ] || rm -f "$f"
+		case $rel in *.mod.c) continue ;; esac
+		[ -e "$WEFT_ROOT/guest-driver/$rel" ] || { rm -f "$f"; changed=1; }
 	done
+	# Nothing copied and the last build, against these headers, succeeded:
+	# no make (Kbuild takes seconds to find nothing to do, at each
+	# weft-cluster up).
+	if [ "$changed" = 0 ] && [ -f "$dir/guest-driver/weft.ko" ] &&
+		[ "$(cat "$dir/.built" 2>/dev/null)" = "$hdr" ]; then
+		weft_log "weft.ko up to date for $series: $dir/guest-driver/weft.ko"
+		return 0
+	fi
+	rm -f "$dir/.built"
 	log=$dir/build.log
 	if ! make -C "$hdr" M="$dir/guest-driver" -j2 W=1 \
 		CONFIG_DEBUG_INFO_BTF_MODULES= modules >"$log" 2>&1; then
@@ -78,6 +89,7 @@ build() {
 		weft_die "weft.ko builds with warnings against $series"
 	fi
 	[ -f "$dir/guest-driver/weft.ko" ] || weft_die "no weft.ko after the $series build"
+	echo "$hdr" >"$dir/.built"
 	weft_log "weft.ko built against $series: $dir/guest-driver/weft.ko"
 }
 

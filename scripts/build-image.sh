@@ -9,8 +9,10 @@
 # side-by-side benchmarks (rdma_rxe and its modules, not loaded at boot,
 # and Debian's librxe provider) and the init files of images/init/.  The result is cached under
 #   $WEFT_CACHE/images/<hash of every input>/
-# holding vmlinuz (a link to the kernel), initrd.img, kernel-release and
-# manifest.txt (what went in).  An unchanged input set is not rebuilt.
+# holding vmlinuz (a link to the kernel), vmlinux (a link to the same
+# kernel uncompressed, which weft-cluster boots), initrd.img,
+# kernel-release and manifest.txt (what went in).  An unchanged input set
+# is not rebuilt.
 #
 # Usage: build-image.sh [--without-driver] [--print-dir | --print-version]
 #   --without-driver  leave weft.ko out (boot-only image for debugging)
@@ -48,12 +50,21 @@ DEBS=$WEFT_CACHE/debs
 mkdir -p "$DEBS" "$WEFT_CACHE/images"
 
 # ---- inputs ----------------------------------------------------------------
-# Candidate versions of packages, one apt-cache call for all of them.
+# Candidate versions of packages, one apt-cache call for all of them,
+# kept in $DEBS/.candidates-<hash of apt's state and the names> (the call
+# took 0.5-2 s of every weft-cluster up); a day-old list goes.
 declare -A CAND=()
 load_candidates() { # PACKAGE...
-	local p v
-	while read -r p v; do CAND[$p]=$v; done < <(apt-cache policy "$@" 2>/dev/null |
-		awk '/^[^ ].*:$/ {p = substr($0, 1, length($0) - 1)} /^  Candidate:/ {print p, $2}')
+	local p v f
+	f=$DEBS/.candidates-$( { weft_apt_state; echo "$@"; } | sha256sum | cut -c1-16)
+	if [ ! -f "$f" ]; then
+		find "$DEBS" -maxdepth 1 -name '.candidates-*' -mtime +1 -delete
+		apt-cache policy "$@" 2>/dev/null |
+			awk '/^[^ ].*:$/ {p = substr($0, 1, length($0) - 1)} /^  Candidate:/ {print p, $2}' \
+			>"$f.$$"
+		mv "$f.$$" "$f"
+	fi
+	while read -r p v; do CAND[$p]=$v; done <"$f"
 }
 
 # The candidate .deb of a package, downloaded once into $WEFT_CACHE/debs.
@@ -106,6 +117,39 @@ release=${kernel##*/vmlinuz-}
 moddir=$(dirname "$(dirname "$kernel")")/lib/modules/$release
 [ -d "$moddir/kernel" ] || weft_die "$moddir/kernel is missing"
 weft_log "image: kernel $release"
+
+# The uncompressed kernel for a PVH boot (QEMU -kernel with an ELF that
+# has Xen's PHYS32_ENTRY note): under TCG the bzImage's own zstd
+# decompression costs each VM about 1 s of host CPU (docs/performance.md,
+# "Cluster start").  Extracted once per kernel, next to the bzImage, from
+# the payload that the boot protocol header locates (setup_sects at 0x1f1,
+# payload_offset and payload_length at 0x248); compressors other than
+# gzip append the uncompressed size, 4 bytes, which the tools refuse.
+payload() { dd if="$1" iflag=skip_bytes,count_bytes skip="$2" count="$3" bs=1M status=none; }
+pvh_kernel() { # BZIMAGE OUT
+	local bz=$1 out=$2 tmp setup off len magic unpack
+	[ -f "$out" ] && return 0
+	setup=$(od -An -tu1 -j 497 -N1 "$bz" | tr -d ' ')
+	[ "$setup" != 0 ] || setup=4
+	read -r off len < <(od -An -tu4 -j 584 -N8 "$bz")
+	off=$(((setup + 1) * 512 + off))
+	magic=$(od -An -tx1 -j "$off" -N4 "$bz" | tr -d ' ')
+	case $magic in
+	28b52ffd) unpack=(zstd -qdc --memory=2048MB); len=$((len - 4)) ;;
+	fd377a58) unpack=(xz -dc); len=$((len - 4)) ;;
+	1f8b*)    unpack=(gzip -dc) ;;
+	*) weft_die "$bz: unknown payload compression (magic $magic)" ;;
+	esac
+	tmp=$(mktemp "$out.XXXXXX")
+	payload "$bz" "$off" "$len" | "${unpack[@]}" >"$tmp" ||
+		{ rm -f "$tmp"; weft_die "cannot decompress the payload of $bz"; }
+	readelf -n "$tmp" 2>/dev/null | grep -q 'Xen .*(0x00000012)' ||
+		{ rm -f "$tmp"; weft_die "$bz has no PVH entry (XEN_ELFNOTE_PHYS32_ENTRY): QEMU cannot boot it uncompressed"; }
+	chmod 644 "$tmp"
+	mv "$tmp" "$out"
+}
+vmlinux=$(dirname "$kernel")/vmlinux-$release
+pvh_kernel "$kernel" "$vmlinux"
 # shellcheck disable=SC2086 # a list of package names
 load_candidates busybox-static $DEB_PKGS
 bbdeb=$(deb_file busybox-static)
@@ -149,9 +193,32 @@ if [ -n "${WEFT_IMAGE_TOOLS:-}" ]; then
 	weft_log "image: libweft tools from $WEFT_IMAGE_TOOLS (WEFT_IMAGE_TOOLS)"
 	tools=$WEFT_IMAGE_TOOLS
 elif [ -n "$tools_script" ]; then
-	weft_log "image: building the static libweft tools (${tools_script#"$WEFT_ROOT"/})"
-	"$tools_script" "$tools" >"$work/tools.log" 2>&1 ||
-		{ tail -30 "$work/tools.log" >&2; weft_die "${tools_script#"$WEFT_ROOT"/} failed"; }
+	# Kept in $WEFT_CACHE/guest-tools/<hash of the sources, the script, the
+	# compiler and the libc.a they link statically>/: the script rebuilds
+	# every tool, seconds that each weft-cluster up would otherwise spend
+	# before its VMs start.
+	tkey=$( {
+		weft_hash "$WEFT_ROOT/guest-lib" "$WEFT_ROOT/include" "$tools_script" \
+			"$("${CC:-cc}" -print-file-name=libc.a)"
+		"${CC:-cc}" --version 2>&1 | head -n1
+		echo "CFLAGS=${CFLAGS:-}"
+	} | sha256sum | cut -c1-16)
+	if [ -f "$WEFT_CACHE/guest-tools/$tkey/.complete" ]; then
+		weft_log "image: static libweft tools cached ($WEFT_CACHE/guest-tools/$tkey)"
+	else
+		weft_log "image: building the static libweft tools (${tools_script#"$WEFT_ROOT"/})"
+		"$tools_script" "$tools" >"$work/tools.log" 2>&1 ||
+			{ tail -30 "$work/tools.log" >&2; weft_die "${tools_script#"$WEFT_ROOT"/} failed"; }
+		touch "$tools/.complete"
+		mkdir -p "$WEFT_CACHE/guest-tools"
+		# A concurrent build of the same sources may have won: keep its copy.
+		mv -T "$tools" "$WEFT_CACHE/guest-tools/$tkey" 2>/dev/null || true
+		# Keep the eight newest.
+		find "$WEFT_CACHE/guest-tools" -mindepth 1 -maxdepth 1 -type d -printf '%T@ %p\n' |
+			sort -rn | tail -n +9 | cut -d' ' -f2- | while read -r old; do rm -rf "$old"; done
+	fi
+	tools=$WEFT_CACHE/guest-tools/$tkey
+	[ -f "$tools/.complete" ] || weft_die "no libweft tools in $tools"
 else
 	weft_log "image: no guest-lib/build-static.sh or scripts/build-guest-tools.sh yet: no libweft tools in the image"
 fi
@@ -181,6 +248,14 @@ modinfo_depends() { # FILE (.ko, .ko.xz, .ko.zst or .ko.gz)
 	*)     cat "$1" ;;
 	esac | tr '\0' '\n' | sed -n 's/^depends=//p' | tr ',' ' '
 }
+# Every module of the kernel package by name, dashes as underscores (one
+# find, not one per module: they took a second at each up).
+declare -A MODPATH=()
+while read -r d; do
+	n=${d##*/}
+	n=${n%%.ko*}
+	MODPATH[${n//-/_}]=$d
+done < <(find "$moddir/kernel" -name '*.ko*' | LC_ALL=C sort -r)
 module_deps() { # KO [MODULE...]: what KO needs, then the MODULEs with theirs
 	local seen=" " out=() n
 	add() { # add NAME: its dependencies, then itself
@@ -188,7 +263,7 @@ module_deps() { # KO [MODULE...]: what KO needs, then the MODULEs with theirs
 		case $seen in *" $name "*) return ;; esac
 		[ "$name" != weft ] || return 0	# weft_ib.ko's own weft.ko
 		seen="$seen$name "
-		path=$(find "$moddir/kernel" -name "$name.ko*" -o -name "${name//_/-}.ko*" | head -n1)
+		path=${MODPATH[$name]:-}
 		[ -n "$path" ] || weft_die "weft.ko needs module $name, which is not in $moddir"
 		for d in $(modinfo_depends "$path"); do add "$d"; done
 		out+=("${path#"$moddir"/}")
@@ -198,7 +273,16 @@ module_deps() { # KO [MODULE...]: what KO needs, then the MODULEs with theirs
 }
 
 deps=
-[ -z "$ko" ] || deps=$(module_deps "$ko" virtio_net)
+[ -z "$ko" ] || deps=$(module_deps "$ko")
+
+# virtio_net for the cluster's second NIC (weft-cluster --vnet) and the
+# benchmarks: into /lib/weft/vnet/ with its own modules.list, loaded at
+# boot only when the VM has a virtio network device (images/init/rc).
+vdeps=
+if [ -n "$ko" ]; then
+	vdeps=$(module_deps "$ko" virtio_net) || exit 1
+	vdeps=$(grep -vxF -f <(printf '%s\n' "$deps") <<<"$vdeps" || true)
+fi
 
 # The RDMA stack (docs/verbs-linux.md): weft_ib.ko, built next to weft.ko,
 # with ib_core and the in-kernel RDMA users the cluster tests load, into
@@ -209,7 +293,7 @@ if [ -n "$ko" ]; then
 	ibko=${ko%/*}/weft_ib.ko
 	[ -f "$ibko" ] || weft_die "scripts/build-driver.sh built no weft_ib.ko next to $ko"
 	rdeps=$(module_deps "$ibko" $RDMA_MODULES) || exit 1
-	rdeps=$(grep -vxF -f <(printf '%s\n' "$deps") <<<"$rdeps" || true)
+	rdeps=$(grep -vxF -f <(printf '%s\n' "$deps" "$vdeps") <<<"$rdeps" || true)
 fi
 
 # Soft-RoCE (rdma_rxe) for side-by-side runs (scripts/weft-rxe-bench):
@@ -220,12 +304,13 @@ fi
 xdeps=
 if [ -n "$ko" ]; then
 	xdeps=$(module_deps "$ibko" rdma_rxe crc32_generic) || exit 1
-	xdeps=$(grep -vxF -f <(printf '%s\n' "$deps" "$rdeps") <<<"$xdeps" || true)
+	xdeps=$(grep -vxF -f <(printf '%s\n' "$deps" "$vdeps" "$rdeps") <<<"$xdeps" || true)
 fi
 
 # ---- cache key ---------------------------------------------------------------
 dep_files=()
 while read -r d; do [ -n "$d" ] && dep_files+=("$moddir/$d"); done <<<"$deps
+$vdeps
 $rdeps
 $xdeps"
 # Contents of a folder by relative name (the tools' folder is temporary).
@@ -334,6 +419,21 @@ else
 		echo "kernel $release"
 		echo "busybox $(basename "$bbdeb")"
 	} >"$manifest"
+	# Debug information stays on the host: the guest unpacks every byte of
+	# the initramfs at each boot, slowly under TCG (docs/performance.md,
+	# "Cluster start").  Our modules keep their symbols (kallsyms, stack
+	# traces), executables lose theirs; the kernel package's modules are
+	# left as they are (no debug information, and a signature that strip
+	# would drop).
+	# install_elf MODE FILE DEST: install FILE as DEST, stripped if ELF.
+	install_elf() {
+		install -m "$1" "$2" "$3"
+		[ "$(head -c 4 "$3")" = $'\x7fELF' ] || return 0
+		case $3 in
+		*.ko) strip --strip-debug "$3" ;;
+		*)    strip "$3" ;;
+		esac || weft_die "strip $3 failed"
+	}
 	# install_modules DIR LIST: decompressed, listed in DIR/modules.list.
 	install_modules() {
 		local dir=$1 d local_name
@@ -354,11 +454,12 @@ else
 	}
 	if [ -n "$ko" ]; then
 		install_modules "$root/lib/weft" "$deps"
-		cp "$ko" "$root/lib/weft/weft.ko"
+		install_elf 644 "$ko" "$root/lib/weft/weft.ko"
 		echo weft.ko >>"$root/lib/weft/modules.list"
 		echo "driver weft.ko $(sha256sum "$ko" | cut -c1-16)" >>"$manifest"
+		install_modules "$root/lib/weft/vnet" "$vdeps"
 		install_modules "$root/lib/weft/rdma" "$rdeps"
-		cp "$ibko" "$root/lib/weft/rdma/weft_ib.ko"
+		install_elf 644 "$ibko" "$root/lib/weft/rdma/weft_ib.ko"
 		echo weft_ib.ko >>"$root/lib/weft/rdma/modules.list"
 		echo "driver weft_ib.ko $(sha256sum "$ibko" | cut -c1-16)" >>"$manifest"
 		install_modules "$root/lib/weft/rxe" "$xdeps"
@@ -367,12 +468,12 @@ else
 	fi
 	for f in "$tools"/*; do
 		[ -f "$f" ] || continue
-		install -m 755 "$f" "$root/usr/bin/"
+		install_elf 755 "$f" "$root/usr/bin/${f##*/}"
 		echo "tool $(basename "$f")" >>"$manifest"
 	done
 	for f in "$gtests"/*; do
 		[ -f "$f" ] || continue
-		install -m 755 "$f" "$root/usr/lib/weft/tests/"
+		install_elf 755 "$f" "$root/usr/lib/weft/tests/${f##*/}"
 		echo "test $(basename "$f")" >>"$manifest"
 	done
 	install_deb_tools "$root" "$manifest" "$provider"
@@ -382,6 +483,7 @@ else
 	(cd "$root" && find . -mindepth 1 | LC_ALL=C sort | "$bb" cpio -o -H newc 2>/dev/null) \
 		>"$work/out/initrd.img" || weft_die "cpio of the initramfs failed"
 	ln -s "$kernel" "$work/out/vmlinuz"
+	ln -s "$vmlinux" "$work/out/vmlinux"
 	echo "$release" >"$work/out/kernel-release"
 	cp "$manifest" "$work/out/manifest.txt"
 	rm -rf "$imgdir"

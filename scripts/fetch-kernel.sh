@@ -57,12 +57,29 @@ cached_release() {
 	[ -n "$d" ] && [ -f "$d/.complete" ] && basename "$d"
 }
 
+# remember SERIES RELEASE: the rule's answer for this apt state, in
+# $KROOT/.resolved-SERIES (apt-cache takes a second or more per call, and
+# every weft-cluster up resolves the kernel twice).
+remember() {
+	local f=$KROOT/.resolved-$1
+	mkdir -p "$KROOT"
+	echo "$(weft_apt_state) $2" >"$f.$$" && mv "$f.$$" "$f"
+}
+
 # resolve SERIES -> kernel release (e.g. 6.12.117+deb12-amd64, 6.1.0-56-amd64)
 resolve() {
-	local series=$1 pkg rel
+	local series=$1 pkg rel state
+	case $series in
+	6.12) [ -z "${WEFT_KERNEL_612:-}" ] || { echo "$WEFT_KERNEL_612"; return; } ;;
+	6.1)  [ -z "${WEFT_KERNEL_61:-}" ] || { echo "$WEFT_KERNEL_61"; return; } ;;
+	esac
+	if read -r state rel 2>/dev/null <"$KROOT/.resolved-$series" && [ -n "$rel" ] &&
+		[ "$state" = "$(weft_apt_state)" ]; then
+		echo "$rel"
+		return
+	fi
 	case $series in
 	6.12)
-		[ -n "${WEFT_KERNEL_612:-}" ] && { echo "$WEFT_KERNEL_612"; return; }
 		pkg=$(newest_pkg '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$') || {
 			weft_apt_update_if_root
 			pkg=$(newest_pkg '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$')
@@ -75,7 +92,6 @@ resolve() {
 		rel=${pkg#linux-image-}; rel=${rel%-unsigned}
 		;;
 	6.1)
-		[ -n "${WEFT_KERNEL_61:-}" ] && { echo "$WEFT_KERNEL_61"; return; }
 		pkg=$(newest_pkg '^linux-headers-6\.1\.0-[0-9]+-amd64$') || {
 			weft_apt_update_if_root
 			pkg=$(newest_pkg '^linux-headers-6\.1\.0-[0-9]+-amd64$')
@@ -89,6 +105,7 @@ resolve() {
 		;;
 	*) weft_die "unknown kernel series '$series' (6.12 or 6.1)" ;;
 	esac
+	remember "$series" "$rel"
 	echo "$rel"
 }
 

@@ -71,6 +71,14 @@ weft_apt_source() {
 	fi
 }
 
+# weft_apt_state: a hash of apt's view of the packages (names, sizes and
+# times of its lists and configuration): what apt-cache answers changes
+# only with it.
+weft_apt_state() {
+	stat -c '%n %s %Y' /var/lib/apt/lists/* /etc/apt/sources.list /etc/apt/sources.list.d/* \
+		/etc/apt/preferences /etc/apt/preferences.d/* 2>/dev/null | sha256sum | cut -c1-16
+}
+
 weft_apt_update() {
 	if [ "$WEFT_APT_UPDATED" != 1 ]; then
 		weft_log "apt-get update"
