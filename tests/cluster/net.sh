@@ -180,6 +180,11 @@ ip_event() {
 	netstat_sum "$c" 1 rx_drop_stale_epoch || return 1
 	[ "$kind" = reboot ] && VAL=0	# the counters start again at the reboot
 	s0=$VAL
+	# The frames replayed below are the last 400 the switch captured before
+	# the mark: make them IP frames, whatever ran on the cluster before.
+	GX_TIMEOUT=120 gx "$c" 0 "$PING -q -f -c 300 -w 60 $(ip4 1)"
+	grep -q ' 300 received' <<<"$OUT" ||
+		fail "node0 -> node1 ping -f before the $kind: $(grep -E 'transmitted' <<<"$OUT")" || return 1
 	bg "$c" 0 "ping-$kind" "$PING -i 0.2 -w 45 $(ip4 1)"
 	sleep 4
 	mark=$("$WC" --name "$c" faults --json mark 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["mark"])')
