@@ -155,6 +155,18 @@ void weft_fabric_clear_rules(struct weft_fabric *f);
 int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
 		       const void *frame, size_t len, uint64_t now);
 
+/* The frame a deliver callback is given lives in a fabric buffer that
+ * the frame's other copies (and the capture ring) share; its bytes never
+ * change.  A sink that wants to send it later without copying it takes a
+ * reference with weft_fabric_frame_hold(frame) (the pointer it was
+ * given) and gives it back with weft_fabric_frame_release(), before
+ * weft_fabric_free().  The WEFT_WIRE_LEN_PREFIX bytes right before such
+ * a frame hold its length, little-endian (the stream's length prefix,
+ * include/weft/wire.h), so that a stream transport writes prefix and
+ * frame as one piece. */
+void weft_fabric_frame_hold(const void *frame);
+void weft_fabric_frame_release(struct weft_fabric *f, const void *frame);
+
 /* Deliver every frame due at or before now.  Returns frames delivered.
  * Frames refused with -EAGAIN are parked in order for their destination
  * and retried first on every later poll. */
