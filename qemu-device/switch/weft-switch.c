@@ -262,39 +262,39 @@ static int outq_append(struct outq *q, const void *frame, size_t len)
 	return 0;
 }
 
-/* Write the queued frames to fd in one sendmsg (OUTQ_FRAMES iovecs at
- * most: the whole queue); a frame written in part stays first, with
+/* Write the queued frames to fd, each sendmsg taking all of them
+ * (OUTQ_FRAMES iovecs at most: the whole queue), until the queue is
+ * empty or the socket full; a frame written in part stays first, with
  * q->off.  0, or -1 (errno) on a socket error. */
 static int outq_write(struct sw *s, struct outq *q, int fd)
 {
 	struct iovec iov[OUTQ_FRAMES];
 	struct msghdr m = { .msg_iov = iov };
-	size_t i, left;
-	ssize_t w;
 
-	if (!q->n)
-		return 0;
-	for (i = 0; i < q->n; i++) {
-		const unsigned char *fr = q->f[q->head + i];
+	while (q->n) {
+		size_t i, left;
+		ssize_t w;
 
-		iov[i].iov_base = (void *)(uintptr_t)(fr - WEFT_WIRE_LEN_PREFIX);
-		iov[i].iov_len = WEFT_WIRE_LEN_PREFIX + frame_len(fr);
-	}
-	iov[0].iov_base = (unsigned char *)iov[0].iov_base + q->off;
-	iov[0].iov_len -= q->off;
-	m.msg_iovlen = i;
-	w = sendmsg(fd, &m, MSG_NOSIGNAL);
-	if (w < 0)
-		return errno == EAGAIN || errno == EINTR ? 0 : -1;
-	/* All of it, or as much as the socket had room for (then EPOLLOUT
-	 * tells when to go on). */
-	for (left = (size_t)w, i = 0; left; i++) {
-		if (left < iov[i].iov_len) {
-			q->off += left;
-			break;
+		for (i = 0; i < q->n; i++) {
+			const unsigned char *fr = q->f[q->head + i];
+
+			iov[i].iov_base = (void *)(uintptr_t)(fr - WEFT_WIRE_LEN_PREFIX);
+			iov[i].iov_len = WEFT_WIRE_LEN_PREFIX + frame_len(fr);
 		}
-		left -= iov[i].iov_len;
-		outq_pop(s, q);
+		iov[0].iov_base = (unsigned char *)iov[0].iov_base + q->off;
+		iov[0].iov_len -= q->off;
+		m.msg_iovlen = i;
+		w = sendmsg(fd, &m, MSG_NOSIGNAL);
+		if (w < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -1;
+		for (left = (size_t)w, i = 0; left; i++) {
+			if (left < iov[i].iov_len) {
+				q->off += left;
+				break;
+			}
+			left -= iov[i].iov_len;
+			outq_pop(s, q);
+		}
 	}
 	return 0;
 }
