@@ -42,6 +42,7 @@ struct fbuf {
 
 _Static_assert(offsetof(struct fbuf, data) - offsetof(struct fbuf, prefix) ==
 	       WEFT_WIRE_LEN_PREFIX, "the length prefix sits right before the frame");
+_Static_assert(offsetof(struct fbuf, data) % 8 == 0, "frames are 8-byte aligned");
 
 static const uint32_t buf_class[] = { 256, 512, 1024, WEFT_WIRE_MAX_FRAME };
 #define NR_BUF_CLASSES (sizeof(buf_class) / sizeof(buf_class[0]))
@@ -230,9 +231,9 @@ static void count_drop(struct weft_fabric *f, struct fport *p, enum weft_fabric_
 	f->total.drops[d]++;
 }
 
-/* A buffer holding a copy of frame (len <= WEFT_WIRE_MAX_FRAME) and its
- * length prefix, with one reference; NULL when out of memory. */
-static struct fbuf *buf_new(struct weft_fabric *f, const void *frame, size_t len)
+/* A buffer with room for len bytes (<= WEFT_WIRE_MAX_FRAME) and one
+ * reference; NULL when out of memory. */
+static struct fbuf *buf_get(struct weft_fabric *f, size_t len)
 {
 	uint16_t cls = 0;
 	struct fbuf *b;
@@ -250,12 +251,27 @@ static struct fbuf *buf_new(struct weft_fabric *f, const void *frame, size_t len
 		b->cls = cls;
 	}
 	b->refs = 1;
+	return b;
+}
+
+static void buf_set_len(struct fbuf *b, size_t len)
+{
 	b->len = (uint32_t)len;
 	b->prefix[0] = (unsigned char)len;
 	b->prefix[1] = (unsigned char)(len >> 8);
 	b->prefix[2] = (unsigned char)(len >> 16);
 	b->prefix[3] = (unsigned char)(len >> 24);
-	memcpy(b->data, frame, len);
+}
+
+/* A buffer holding a copy of frame and its length prefix. */
+static struct fbuf *buf_new(struct weft_fabric *f, const void *frame, size_t len)
+{
+	struct fbuf *b = buf_get(f, len);
+
+	if (b) {
+		buf_set_len(b, len);
+		memcpy(b->data, frame, len);
+	}
 	return b;
 }
 
@@ -285,6 +301,13 @@ void weft_fabric_frame_hold(const void *frame)
 void weft_fabric_frame_release(struct weft_fabric *f, const void *frame)
 {
 	buf_put(f, buf_of(frame));
+}
+
+void *weft_fabric_frame_alloc(struct weft_fabric *f)
+{
+	struct fbuf *b = buf_get(f, WEFT_WIRE_MAX_FRAME);
+
+	return b ? b->data : NULL;
 }
 
 /* A frame record from the cache if it has one; NULL when out of memory. */
@@ -853,8 +876,10 @@ static bool frame_valid(uint16_t src_node, const void *frame, size_t len)
 	       h.type != 0 && h.type < WEFT_PKT_HELLO;
 }
 
-int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
-		       const void *frame, size_t len, uint64_t now)
+/* Submit a frame; own: the caller's buffer from weft_fabric_frame_alloc()
+ * holding it (the fabric's unless -EAGAIN), or NULL to copy frame. */
+static int submit(struct weft_fabric *f, uint16_t src_node, const void *frame, size_t len,
+		  uint64_t now, struct fbuf *own)
 {
 	struct fport *sp = port_get(f, src_node, false);
 	struct fbuf *b;
@@ -863,7 +888,7 @@ int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
 
 	if (!sp || !sp->attached) {
 		count_drop(f, sp, WEFT_FABRIC_DROP_NOT_REGISTERED);
-		return 0;
+		goto dropped;
 	}
 	if (!frame_valid(src_node, frame, len)) {
 		sp->st.rx_frames++;
@@ -871,7 +896,7 @@ int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
 		f->total.rx_frames++;
 		f->total.rx_bytes += len;
 		count_drop(f, sp, WEFT_FABRIC_DROP_BAD_FRAME);
-		return 0;
+		goto dropped;
 	}
 	memcpy(&dst, (const unsigned char *)frame + offsetof(struct weft_wire_hdr, dst_node),
 	       sizeof(dst));
@@ -885,11 +910,17 @@ int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
 	f->total.rx_bytes += len;
 	if (f->tap)
 		f->tap(f->tap_opaque, src_node, frame, len, false);
-	/* The one copy of the frame's bytes in the fabric. */
-	b = buf_new(f, frame, len);
-	if (!b) {
-		count_drop(f, sp, WEFT_FABRIC_DROP_OVERFLOW);
-		return 0;
+	/* The one copy of the frame's bytes in the fabric (none if the
+	 * caller built it in a fabric buffer). */
+	if (own) {
+		b = own;
+		buf_set_len(b, len);
+	} else {
+		b = buf_new(f, frame, len);
+		if (!b) {
+			count_drop(f, sp, WEFT_FABRIC_DROP_OVERFLOW);
+			return 0;
+		}
 	}
 	capture(f, src_node, b);
 	if (!sp->up)
@@ -898,6 +929,22 @@ int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
 		route(f, sp, src_node, b, now, false);
 	buf_put(f, b);
 	return 0;
+dropped:
+	if (own)
+		buf_put(f, own);
+	return 0;
+}
+
+int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
+		       const void *frame, size_t len, uint64_t now)
+{
+	return submit(f, src_node, frame, len, now, NULL);
+}
+
+int weft_fabric_submit_frame(struct weft_fabric *f, uint16_t src_node,
+			     void *frame, size_t len, uint64_t now)
+{
+	return submit(f, src_node, frame, len, now, buf_of(frame));
 }
 
 /* ---- delivery ------------------------------------------------------------- */
@@ -930,6 +977,7 @@ static void delivered(struct weft_fabric *f, struct pollctx *c, struct fport *p,
 static void deliver_one(struct weft_fabric *f, struct pollctx *c, struct fframe *fr)
 {
 	struct fport *p = f->port[fr->dst];
+	int rc;
 
 	if (!p->up) {
 		count_drop(f, p, WEFT_FABRIC_DROP_PORT_DOWN);
@@ -947,10 +995,12 @@ static void deliver_one(struct weft_fabric *f, struct pollctx *c, struct fframe 
 	}
 	/* Behind frames it refused earlier, keep the order. */
 	if (p->park_head ||
-	    c->fn(c->opaque, fr->dst, fr->buf->data, fr->buf->len) == -EAGAIN) {
+	    (rc = c->fn(c->opaque, fr->dst, fr->buf->data, fr->buf->len)) == -EAGAIN) {
 		park(f, p, fr, false);
 		return;
 	}
+	if (rc == WEFT_FABRIC_KEPT)
+		fr->buf->refs++;        /* the sink's, until weft_fabric_frame_release */
 	delivered(f, c, p, fr);
 }
 
@@ -959,6 +1009,7 @@ static void drain_parked(struct weft_fabric *f, struct pollctx *c, struct fport 
 {
 	while (p->park_head) {
 		struct fframe *fr = p->park_head;
+		int rc;
 
 		if (!p->up) {
 			unpark(p);
@@ -968,8 +1019,11 @@ static void drain_parked(struct weft_fabric *f, struct pollctx *c, struct fport 
 		}
 		if (!p->attached)
 			return;
-		if (c->fn(c->opaque, fr->dst, fr->buf->data, fr->buf->len) == -EAGAIN)
+		rc = c->fn(c->opaque, fr->dst, fr->buf->data, fr->buf->len);
+		if (rc == -EAGAIN)
 			return;
+		if (rc == WEFT_FABRIC_KEPT)
+			fr->buf->refs++;
 		unpark(p);
 		delivered(f, c, p, fr);
 	}
