@@ -9,19 +9,45 @@
  *  - a per-port FIFO ("parked"): frames that became due while their
  *    destination was absent (held) or refused them with -EAGAIN.
  * Both together never hold more than max_queued frames.
+ *
+ * The bytes of a submitted frame are copied once, into a reference
+ * counted buffer (struct fbuf) that its copies for every destination,
+ * the capture ring and a sink that holds it (weft_fabric_frame_hold)
+ * share: no copy per destination, per captured frame or per delivery.
  */
 #include "fabric.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NR_UNICAST ((size_t)WEFT_NODE_MAX_UNICAST + 1)
 
-/* Freed frames the fabric keeps for reuse (about 2 KiB each, so at most
- * 8.5 MB; a 4 MiB burst in flight is about 2,200 frames). */
+/* Freed buffers the fabric keeps for reuse (at most about 2 KiB each,
+ * so at most 8.5 MB; a 4 MiB burst in flight is about 2,200 frames), and
+ * as many freed frame records (48 bytes each). */
 #define FRAME_CACHE_MAX 4096u
 
+/* The bytes of one frame, shared by its copies (reference counted).
+ * Sized by class so that small frames do not pin 2 KiB each. */
+struct fbuf {
+	struct fbuf *next;      /* cache link */
+	uint16_t cls;           /* index in buf_class */
+	uint32_t refs;
+	uint32_t len;
+	unsigned char prefix[WEFT_WIRE_LEN_PREFIX];     /* len, little-endian */
+	unsigned char data[];
+};
+
+_Static_assert(offsetof(struct fbuf, data) - offsetof(struct fbuf, prefix) ==
+	       WEFT_WIRE_LEN_PREFIX, "the length prefix sits right before the frame");
+_Static_assert(offsetof(struct fbuf, data) % 8 == 0, "frames are 8-byte aligned");
+
+static const uint32_t buf_class[] = { 256, 512, 1024, WEFT_WIRE_MAX_FRAME };
+#define NR_BUF_CLASSES (sizeof(buf_class) / sizeof(buf_class[0]))
+
+/* One copy of a frame on its way to one destination. */
 struct fframe {
 	struct fframe *next;    /* parked FIFO link */
 	uint64_t due;
@@ -30,8 +56,7 @@ struct fframe {
 	uint16_t dst;
 	bool replayed;
 	bool held;              /* counted in f->nheld */
-	uint32_t len;
-	_Alignas(8) unsigned char data[];
+	struct fbuf *buf;
 };
 
 struct fport {
@@ -57,9 +82,7 @@ struct mgroup {
 struct capslot {
 	uint64_t seq;
 	uint16_t src;
-	uint32_t len;
-	uint32_t size;          /* of data: grows, never shrinks */
-	unsigned char *data;
+	struct fbuf *buf;       /* a reference, NULL: empty */
 };
 
 struct weft_fabric {
@@ -76,11 +99,13 @@ struct weft_fabric {
 	uint64_t seq;
 
 	struct fframe **heap;
-	/* Freed frames kept for reuse, each with room for the largest frame:
-	 * a frame costs no malloc/free in steady state (at most
-	 * FRAME_CACHE_MAX are kept). */
+	/* Freed frame records and buffers kept for reuse: a frame costs
+	 * no malloc/free in steady state (at most FRAME_CACHE_MAX of each
+	 * are kept). */
 	struct fframe *frame_cache;
 	size_t ncached;
+	struct fbuf *buf_cache[NR_BUF_CLASSES];
+	size_t nbufs_cached;
 	size_t nheap;
 
 	uint16_t *scratch;      /* destination list, NR_UNICAST entries */
@@ -206,31 +231,104 @@ static void count_drop(struct weft_fabric *f, struct fport *p, enum weft_fabric_
 	f->total.drops[d]++;
 }
 
-/* A frame with room for WEFT_WIRE_MAX_FRAME bytes, from the cache if it
- * has one; NULL when out of memory. */
+/* A buffer with room for len bytes (<= WEFT_WIRE_MAX_FRAME) and one
+ * reference; NULL when out of memory. */
+static struct fbuf *buf_get(struct weft_fabric *f, size_t len)
+{
+	uint16_t cls = 0;
+	struct fbuf *b;
+
+	while (buf_class[cls] < len)
+		cls++;
+	b = f->buf_cache[cls];
+	if (b) {
+		f->buf_cache[cls] = b->next;
+		f->nbufs_cached--;
+	} else {
+		b = malloc(sizeof(*b) + buf_class[cls]);
+		if (!b)
+			return NULL;
+		b->cls = cls;
+	}
+	b->refs = 1;
+	return b;
+}
+
+static void buf_set_len(struct fbuf *b, size_t len)
+{
+	b->len = (uint32_t)len;
+	b->prefix[0] = (unsigned char)len;
+	b->prefix[1] = (unsigned char)(len >> 8);
+	b->prefix[2] = (unsigned char)(len >> 16);
+	b->prefix[3] = (unsigned char)(len >> 24);
+}
+
+/* A buffer holding a copy of frame and its length prefix. */
+static struct fbuf *buf_new(struct weft_fabric *f, const void *frame, size_t len)
+{
+	struct fbuf *b = buf_get(f, len);
+
+	if (b) {
+		buf_set_len(b, len);
+		memcpy(b->data, frame, len);
+	}
+	return b;
+}
+
+static void buf_put(struct weft_fabric *f, struct fbuf *b)
+{
+	if (--b->refs)
+		return;
+	if (f->nbufs_cached >= FRAME_CACHE_MAX) {
+		free(b);
+		return;
+	}
+	b->next = f->buf_cache[b->cls];
+	f->buf_cache[b->cls] = b;
+	f->nbufs_cached++;
+}
+
+static struct fbuf *buf_of(const void *frame)
+{
+	return (struct fbuf *)((unsigned char *)(uintptr_t)frame - offsetof(struct fbuf, data));
+}
+
+void weft_fabric_frame_hold(const void *frame)
+{
+	buf_of(frame)->refs++;
+}
+
+void weft_fabric_frame_release(struct weft_fabric *f, const void *frame)
+{
+	buf_put(f, buf_of(frame));
+}
+
+void *weft_fabric_frame_alloc(struct weft_fabric *f)
+{
+	struct fbuf *b = buf_get(f, WEFT_WIRE_MAX_FRAME);
+
+	return b ? b->data : NULL;
+}
+
+/* A frame record from the cache if it has one; NULL when out of memory. */
 static struct fframe *frame_alloc(struct weft_fabric *f)
 {
 	struct fframe *fr = f->frame_cache;
 
 	if (!fr)
-		return malloc(sizeof(*fr) + WEFT_WIRE_MAX_FRAME);
+		return malloc(sizeof(*fr));
 	f->frame_cache = fr->next;
 	f->ncached--;
 	return fr;
 }
 
-/* The frame leaves the fabric's queues (its buffer may live on). */
-static void frame_unqueue(struct weft_fabric *f, struct fframe *fr)
+static void frame_free(struct weft_fabric *f, struct fframe *fr)
 {
 	if (fr->held)
 		f->nheld--;
 	f->nqueued--;
 	f->port[fr->dst]->queued--;
-}
-
-/* The buffer goes back to the cache. */
-static void frame_recycle(struct weft_fabric *f, struct fframe *fr)
-{
+	buf_put(f, fr->buf);
 	if (f->ncached >= FRAME_CACHE_MAX) {
 		free(fr);
 		return;
@@ -238,17 +336,6 @@ static void frame_recycle(struct weft_fabric *f, struct fframe *fr)
 	fr->next = f->frame_cache;
 	f->frame_cache = fr;
 	f->ncached++;
-}
-
-static void frame_free(struct weft_fabric *f, struct fframe *fr)
-{
-	frame_unqueue(f, fr);
-	frame_recycle(f, fr);
-}
-
-static struct fframe *frame_of(const void *data)
-{
-	return (struct fframe *)((uintptr_t)data - offsetof(struct fframe, data));
 }
 
 static void park(struct weft_fabric *f, struct fport *p, struct fframe *fr, bool held)
@@ -318,24 +405,34 @@ void weft_fabric_free(struct weft_fabric *f)
 	if (!f)
 		return;
 	for (i = 0; i < f->nheap; i++)
-		free(f->heap[i]);
+		frame_free(f, f->heap[i]);
 	for (i = 0; i < f->nports; i++) {
 		struct fport *p = f->plist[i];
 
 		while (p->park_head)
-			free(unpark(p));
-		free(p);
+			frame_free(f, unpark(p));
 	}
+	for (i = 0; i < f->nports; i++)
+		free(f->plist[i]);
+	for (i = 0; i < f->ncap_slots; i++)
+		if (f->cap[i].buf)
+			buf_put(f, f->cap[i].buf);
 	while (f->frame_cache) {
 		struct fframe *fr = f->frame_cache;
 
 		f->frame_cache = fr->next;
 		free(fr);
 	}
+	for (i = 0; i < NR_BUF_CLASSES; i++) {
+		while (f->buf_cache[i]) {
+			struct fbuf *b = f->buf_cache[i];
+
+			f->buf_cache[i] = b->next;
+			free(b);
+		}
+	}
 	for (i = 0; i < WEFT_NR_MCAST_GROUPS; i++)
 		free(f->mcast[i].nodes);
-	for (i = 0; i < f->ncap_slots; i++)
-		free(f->cap[i].data);
 	free(f->cap);
 	free(f->plist);
 	free(f->port);
@@ -565,27 +662,20 @@ size_t weft_fabric_mcast_members(const struct weft_fabric *f, unsigned int group
 
 /* ---- submit --------------------------------------------------------------- */
 
-static void capture(struct weft_fabric *f, uint16_t src, const void *frame, size_t len)
+/* The capture ring takes a reference to the frame's buffer (no copy). */
+static void capture(struct weft_fabric *f, uint16_t src, struct fbuf *b)
 {
 	struct capslot *s;
-	unsigned char *d;
 
 	if (!f->ncap_slots) {
 		f->cap_count++;
 		return;
 	}
 	s = &f->cap[f->cap_count % f->ncap_slots];
-	/* A slot keeps its buffer: no allocation per captured frame once
-	 * the ring has seen frames this large. */
-	if (s->size < len) {
-		d = realloc(s->data, len);
-		if (!d)
-			return;
-		s->data = d;
-		s->size = (uint32_t)len;
-	}
-	memcpy(s->data, frame, len);
-	s->len = (uint32_t)len;
+	if (s->buf)
+		buf_put(f, s->buf);
+	b->refs++;
+	s->buf = b;
 	s->src = src;
 	s->seq = f->cap_count++;
 }
@@ -675,14 +765,15 @@ void weft_fabric_clear_rules(struct weft_fabric *f)
 }
 
 /* Does a rule take this copy (and count it)? */
-static bool rule_drops(struct weft_fabric *f, const void *frame, uint16_t src, uint16_t dst)
+static bool rule_drops(struct weft_fabric *f, const struct weft_wire_hdr *hp, uint16_t src,
+		       uint16_t dst)
 {
 	struct weft_wire_hdr h;
 	size_t i;
 
 	if (!f->nrules)
 		return false;
-	memcpy(&h, frame, sizeof(h));
+	memcpy(&h, hp, sizeof(h));
 	for (i = 0; i < f->nrules; i++) {
 		struct weft_fabric_rule *r = &f->rules[i];
 
@@ -698,26 +789,20 @@ static bool rule_drops(struct weft_fabric *f, const void *frame, uint16_t src, u
 	return false;
 }
 
-/* Route the copies of one frame; the caller checked the capacity.
- * Returns the number of copies queued. */
+/* Route the copies of one frame (each takes a reference to its buffer);
+ * the caller checked the capacity.  Returns the number of copies queued. */
 static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
-		    const void *frame, size_t len, uint64_t now, bool replayed,
-		    struct fframe *own)
+		    struct fbuf *b, uint64_t now, bool replayed)
 {
+	const struct weft_wire_hdr *hp = (const struct weft_wire_hdr *)b->data;
 	uint16_t *dsts = f->scratch;
 	size_t nd, i, queued = 0;
-	uint16_t dst;
+	uint16_t dst = hp->dst_node;
 
-	/* The frame may be unaligned: copy the field. */
-	memcpy(&dst, (const unsigned char *)frame + offsetof(struct weft_wire_hdr, dst_node),
-	       sizeof(dst));
 	nd = destinations(f, src, dst, dsts, nr_destinations(f, dst));
-	if (len > WEFT_WIRE_MAX_FRAME) {
-		/* Frames are cached with room for the largest one only. */
-		count_drop(f, sp, WEFT_FABRIC_DROP_BAD_FRAME);
-		nd = 0;
-	} else if (nd == 0) {
+	if (nd == 0) {
 		count_drop(f, sp, WEFT_FABRIC_DROP_NO_ROUTE);
+		return 0;
 	}
 	for (i = 0; i < nd; i++) {
 		struct fport *dp = f->port[dsts[i]];
@@ -737,7 +822,7 @@ static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
 			count_drop(f, dp, WEFT_FABRIC_DROP_ABSENT);
 			continue;
 		}
-		if (rule_drops(f, frame, src, dsts[i])) {
+		if (rule_drops(f, hp, src, dsts[i])) {
 			count_drop(f, dp, WEFT_FABRIC_DROP_RULE);
 			continue;
 		}
@@ -751,19 +836,13 @@ static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
 			count_drop(f, dp, WEFT_FABRIC_DROP_OVERFLOW);
 			continue;
 		}
-		if (own) {
-			/* The caller's buffer is the first copy. */
-			fr = own;
-			own = NULL;
-		} else {
-			fr = frame_alloc(f);
-			if (!fr) {
-				count_drop(f, dp, WEFT_FABRIC_DROP_OVERFLOW);
-				continue;
-			}
-			memcpy(fr->data, frame, len);
+		fr = frame_alloc(f);
+		if (!fr) {
+			count_drop(f, dp, WEFT_FABRIC_DROP_OVERFLOW);
+			continue;
 		}
-		fr->len = (uint32_t)len;
+		b->refs++;
+		fr->buf = b;
 		fr->src = src;
 		fr->dst = dsts[i];
 		fr->replayed = replayed;
@@ -781,8 +860,6 @@ static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
 		heap_push(f, fr);
 		queued++;
 	}
-	if (own)
-		frame_recycle(f, own);
 	return queued;
 }
 
@@ -799,12 +876,13 @@ static bool frame_valid(uint16_t src_node, const void *frame, size_t len)
 	       h.type != 0 && h.type < WEFT_PKT_HELLO;
 }
 
-/* Submit a frame; own: the caller's buffer from weft_fabric_frame_alloc
- * (the fabric's unless -EAGAIN) holding it, or NULL. */
+/* Submit a frame; own: the caller's buffer from weft_fabric_frame_alloc()
+ * holding it (the fabric's unless -EAGAIN), or NULL to copy frame. */
 static int submit(struct weft_fabric *f, uint16_t src_node, const void *frame, size_t len,
-		  uint64_t now, struct fframe *own)
+		  uint64_t now, struct fbuf *own)
 {
 	struct fport *sp = port_get(f, src_node, false);
+	struct fbuf *b;
 	size_t need;
 	uint16_t dst;
 
@@ -832,16 +910,28 @@ static int submit(struct weft_fabric *f, uint16_t src_node, const void *frame, s
 	f->total.rx_bytes += len;
 	if (f->tap)
 		f->tap(f->tap_opaque, src_node, frame, len, false);
-	capture(f, src_node, frame, len);
-	if (!sp->up) {
-		count_drop(f, sp, WEFT_FABRIC_DROP_PORT_DOWN);
-		goto dropped;
+	/* The one copy of the frame's bytes in the fabric (none if the
+	 * caller built it in a fabric buffer). */
+	if (own) {
+		b = own;
+		buf_set_len(b, len);
+	} else {
+		b = buf_new(f, frame, len);
+		if (!b) {
+			count_drop(f, sp, WEFT_FABRIC_DROP_OVERFLOW);
+			return 0;
+		}
 	}
-	route(f, sp, src_node, frame, len, now, false, own);
+	capture(f, src_node, b);
+	if (!sp->up)
+		count_drop(f, sp, WEFT_FABRIC_DROP_PORT_DOWN);
+	else
+		route(f, sp, src_node, b, now, false);
+	buf_put(f, b);
 	return 0;
 dropped:
 	if (own)
-		frame_recycle(f, own);
+		buf_put(f, own);
 	return 0;
 }
 
@@ -851,22 +941,10 @@ int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
 	return submit(f, src_node, frame, len, now, NULL);
 }
 
-void *weft_fabric_frame_alloc(struct weft_fabric *f)
-{
-	struct fframe *fr = frame_alloc(f);
-
-	return fr ? fr->data : NULL;
-}
-
 int weft_fabric_submit_frame(struct weft_fabric *f, uint16_t src_node,
 			     void *frame, size_t len, uint64_t now)
 {
-	return submit(f, src_node, frame, len, now, frame_of(frame));
-}
-
-void weft_fabric_frame_release(struct weft_fabric *f, const void *frame)
-{
-	frame_recycle(f, frame_of(frame));
+	return submit(f, src_node, frame, len, now, buf_of(frame));
 }
 
 /* ---- delivery ------------------------------------------------------------- */
@@ -878,24 +956,21 @@ struct pollctx {
 	uint64_t now;
 };
 
-/* fr was taken (rc 0) or kept (WEFT_FABRIC_KEPT: its buffer stays out). */
 static void delivered(struct weft_fabric *f, struct pollctx *c, struct fport *p,
-		      struct fframe *fr, int rc)
+		      struct fframe *fr)
 {
 	c->delivered++;
 	p->progress_at = c->now;
 	p->stall_seen = false;
 	p->st.tx_frames++;
-	p->st.tx_bytes += fr->len;
+	p->st.tx_bytes += fr->buf->len;
 	f->total.tx_frames++;
-	f->total.tx_bytes += fr->len;
+	f->total.tx_bytes += fr->buf->len;
 	if (fr->replayed) {
 		p->st.replayed++;
 		f->total.replayed++;
 	}
-	frame_unqueue(f, fr);
-	if (rc != WEFT_FABRIC_KEPT)
-		frame_recycle(f, fr);
+	frame_free(f, fr);
 }
 
 /* Hand a due frame to its destination, or park/drop it. */
@@ -920,11 +995,13 @@ static void deliver_one(struct weft_fabric *f, struct pollctx *c, struct fframe 
 	}
 	/* Behind frames it refused earlier, keep the order. */
 	if (p->park_head ||
-	    (rc = c->fn(c->opaque, fr->dst, fr->data, fr->len)) == -EAGAIN) {
+	    (rc = c->fn(c->opaque, fr->dst, fr->buf->data, fr->buf->len)) == -EAGAIN) {
 		park(f, p, fr, false);
 		return;
 	}
-	delivered(f, c, p, fr, rc);
+	if (rc == WEFT_FABRIC_KEPT)
+		fr->buf->refs++;        /* the sink's, until weft_fabric_frame_release */
+	delivered(f, c, p, fr);
 }
 
 /* Retry the parked frames of an attached or down port, in order. */
@@ -942,11 +1019,13 @@ static void drain_parked(struct weft_fabric *f, struct pollctx *c, struct fport 
 		}
 		if (!p->attached)
 			return;
-		rc = c->fn(c->opaque, fr->dst, fr->data, fr->len);
+		rc = c->fn(c->opaque, fr->dst, fr->buf->data, fr->buf->len);
 		if (rc == -EAGAIN)
 			return;
+		if (rc == WEFT_FABRIC_KEPT)
+			fr->buf->refs++;
 		unpark(p);
-		delivered(f, c, p, fr, rc);
+		delivered(f, c, p, fr);
 	}
 }
 
@@ -1072,18 +1151,17 @@ size_t weft_fabric_replay(struct weft_fabric *f, uint64_t before_mark,
 		struct weft_wire_hdr h;
 		unsigned char copy[WEFT_WIRE_MAX_FRAME];
 
-		if (!cs->data || cs->seq != s)
+		if (!cs->buf || cs->seq != s)
 			continue;
-		memcpy(&h, cs->data, sizeof(h));
+		memcpy(&h, cs->buf->data, sizeof(h));
 		if (nr_destinations(f, h.dst_node) > f->max_queued - f->nqueued)
 			break;
 		if (f->tap) {
-			memcpy(copy, cs->data, cs->len);
+			memcpy(copy, cs->buf->data, cs->buf->len);
 			copy[offsetof(struct weft_wire_hdr, flags)] |= WEFT_WF_REPLAYED;
-			f->tap(f->tap_opaque, cs->src, copy, cs->len, true);
+			f->tap(f->tap_opaque, cs->src, copy, cs->buf->len, true);
 		}
-		route(f, port_get(f, cs->src, false), cs->src, cs->data, cs->len, now, true,
-		      NULL);
+		route(f, port_get(f, cs->src, false), cs->src, cs->buf, now, true);
 		done++;
 	}
 	return done;

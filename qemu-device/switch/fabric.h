@@ -59,8 +59,9 @@ struct weft_fabric_port_stats {
 /* Deliver one frame to node dst_node.  Return 0 when taken, -EAGAIN to
  * have the fabric keep it and retry on a later weft_fabric_poll(), or
  * WEFT_FABRIC_KEPT when taken without a copy: the sink keeps the frame's
- * buffer (8-byte aligned) and gives it back with weft_fabric_frame_release()
- * (the frame no longer counts as queued). */
+ * buffer (8-byte aligned; the same as weft_fabric_frame_hold() and 0)
+ * and gives it back with weft_fabric_frame_release() (the frame no
+ * longer counts as queued). */
 #define WEFT_FABRIC_KEPT 1
 typedef int (*weft_fabric_deliver_fn)(void *opaque, uint16_t dst_node,
 				      const void *frame, size_t len);
@@ -160,15 +161,25 @@ int weft_fabric_submit(struct weft_fabric *f, uint16_t src_node,
 		       const void *frame, size_t len, uint64_t now);
 
 /* Zero-copy submit: a buffer of WEFT_WIRE_MAX_FRAME bytes, 8-byte
- * aligned, from the fabric's frame cache (NULL when out of memory), that
- * the caller fills and hands to weft_fabric_submit_frame(): on 0 the
- * fabric owns it (it becomes the first copy, or is given back), on -EAGAIN
- * it stays the caller's.  weft_fabric_frame_release() gives back a buffer
- * from weft_fabric_frame_alloc() or one kept by a sink (WEFT_FABRIC_KEPT).
- * Every buffer must be given back before weft_fabric_free(). */
+ * aligned, from the fabric's cache (NULL when out of memory), that the
+ * caller fills and hands to weft_fabric_submit_frame(): on 0 the fabric
+ * owns it (it becomes the frame's shared buffer, or is given back), on
+ * -EAGAIN it stays the caller's.  weft_fabric_frame_release() gives back
+ * a buffer from weft_fabric_frame_alloc() that was not submitted. */
 void *weft_fabric_frame_alloc(struct weft_fabric *f);
 int weft_fabric_submit_frame(struct weft_fabric *f, uint16_t src_node,
 			     void *frame, size_t len, uint64_t now);
+
+/* The frame a deliver callback is given lives in a fabric buffer that
+ * the frame's other copies (and the capture ring) share; its bytes never
+ * change, and a sink that keeps it must not change them either.  A sink that wants to send it later without copying it takes a
+ * reference with weft_fabric_frame_hold(frame) (the pointer it was
+ * given) and gives it back with weft_fabric_frame_release(), before
+ * weft_fabric_free().  The WEFT_WIRE_LEN_PREFIX bytes right before such
+ * a frame hold its length, little-endian (the stream's length prefix,
+ * include/weft/wire.h), so that a stream transport writes prefix and
+ * frame as one piece. */
+void weft_fabric_frame_hold(const void *frame);
 void weft_fabric_frame_release(struct weft_fabric *f, const void *frame);
 
 /* Deliver every frame due at or before now.  Returns frames delivered.

@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,8 +40,10 @@
 #include "wire_io.h"
 
 #define RBUF_SIZE       (256u * 1024u)  /* at most, per client */
-#define OUTQ_SIZE       (256u * 1024u)  /* at most, per node */
-#define BUF_START       (8u * 1024u)    /* both start this small and grow */
+#define BUF_START       (8u * 1024u)    /* starts this small and grows */
+#define OUTQ_SIZE       (256u * 1024u)  /* bytes queued at most, per node */
+#define OUTQ_FRAMES     1024u           /* frames queued at most (one writev) */
+#define OUTQ_START      16u             /* frame slots at first */
 #define DEF_MAX_QUEUED  4096u   /* with --max-queued: the old single budget */
 #define DEF_PORT_QUEUE  256u
 #define DEF_HOLD        4096u
@@ -50,14 +53,15 @@
 #define SWEEP_NS        1000000000ull
 #define TCP_HELLO_NS    10000000000ull  /* a TCP client's HELLO must succeed within */
 
-/* Output towards one node.  Kept across a reconnect: frames not fully
- * written to the old connection are sent whole to the next one. */
+/* Output towards one node: the fabric's frames themselves (each held,
+ * weft_fabric_frame_hold), written with their length prefix by one
+ * sendmsg of many iovecs.  Kept across a reconnect: a frame not fully
+ * written to the old connection is sent whole to the next one. */
 struct outq {
-	unsigned char *buf;
-	size_t cap;
-	size_t fstart;  /* start of the frame being written */
-	size_t off;     /* bytes written so far */
-	size_t len;     /* bytes queued */
+	const unsigned char **f;        /* frames f[head .. head + n) */
+	size_t cap, head, n;
+	size_t off;     /* bytes of f[head] (with its prefix) written */
+	size_t bytes;   /* bytes queued, prefixes included, off not deducted */
 };
 
 /* A node record exists while its node is attached, or while output for
@@ -213,6 +217,93 @@ static void ep_add(struct sw *s, int fd, uint32_t events, void *ptr)
 		logmsg("epoll_ctl add: %s", strerror(errno));
 }
 
+/* ---- output queues ---------------------------------------------------------- */
+
+/* A queued frame's length, from the prefix the fabric keeps before it. */
+static uint32_t frame_len(const unsigned char *frame)
+{
+	return get_le32(frame - WEFT_WIRE_LEN_PREFIX);
+}
+
+static size_t outq_pending(const struct outq *q)
+{
+	return q->bytes - q->off;
+}
+
+/* Drop the first frame (written, or moved into a ring). */
+static void outq_pop(struct sw *s, struct outq *q)
+{
+	const unsigned char *fr = q->f[q->head];
+
+	q->bytes -= WEFT_WIRE_LEN_PREFIX + frame_len(fr);
+	weft_fabric_frame_release(s->fab, fr);
+	q->off = 0;
+	q->head = --q->n ? q->head + 1 : 0;
+}
+
+/* Queue a frame the fabric delivers (no copy: it is held until written).
+ * -EAGAIN while the queue is full: the fabric keeps the frame. */
+static int outq_append(struct outq *q, const void *frame, size_t len)
+{
+	if (q->n && (q->n == OUTQ_FRAMES || q->bytes + WEFT_WIRE_LEN_PREFIX + len > OUTQ_SIZE))
+		return -EAGAIN;
+	if (q->head + q->n == q->cap) {
+		if (q->head) {
+			memmove(q->f, q->f + q->head, q->n * sizeof(*q->f));
+			q->head = 0;
+		} else {
+			size_t nc = q->cap ? 2 * q->cap : OUTQ_START;
+			const unsigned char **nf = realloc(q->f, nc * sizeof(*nf));
+
+			if (!nf)
+				return -EAGAIN;
+			q->f = nf;
+			q->cap = nc;
+		}
+	}
+	weft_fabric_frame_hold(frame);
+	q->f[q->head + q->n++] = frame;
+	q->bytes += WEFT_WIRE_LEN_PREFIX + len;
+	return 0;
+}
+
+/* Write the queued frames to fd, each sendmsg taking all of them
+ * (OUTQ_FRAMES iovecs at most: the whole queue), until the queue is
+ * empty or the socket full; a frame written in part stays first, with
+ * q->off.  0, or -1 (errno) on a socket error. */
+static int outq_write(struct sw *s, struct outq *q, int fd)
+{
+	struct iovec iov[OUTQ_FRAMES];
+	struct msghdr m = { .msg_iov = iov };
+
+	while (q->n) {
+		size_t i, left;
+		ssize_t w;
+
+		for (i = 0; i < q->n; i++) {
+			const unsigned char *fr = q->f[q->head + i];
+
+			iov[i].iov_base = (void *)(uintptr_t)(fr - WEFT_WIRE_LEN_PREFIX);
+			iov[i].iov_len = WEFT_WIRE_LEN_PREFIX + frame_len(fr);
+		}
+		iov[0].iov_base = (unsigned char *)iov[0].iov_base + q->off;
+		iov[0].iov_len -= q->off;
+		m.msg_iovlen = i;
+		w = sendmsg(fd, &m, MSG_NOSIGNAL);
+		if (w < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -1;
+		for (left = (size_t)w, i = 0; left; i++) {
+			if (left < iov[i].iov_len) {
+				q->off += left;
+				break;
+			}
+			left -= iov[i].iov_len;
+			outq_pop(s, q);
+		}
+	}
+	return 0;
+}
+
 /* ---- nodes ------------------------------------------------------------------ */
 
 static struct node *node_get(struct sw *s, uint16_t id)
@@ -245,7 +336,9 @@ static void node_free(struct sw *s, struct node *n)
 	s->nodes[n->id] = NULL;
 	s->nnodes--;
 	freed++;
-	free(n->q.buf);
+	while (n->q.n)
+		outq_pop(s, &n->q);
+	free(n->q.f);
 	free(n);
 }
 
@@ -293,53 +386,6 @@ static void node_sweep(struct sw *s, uint64_t now)
 	}
 }
 
-static void outq_advance(struct outq *q, size_t n)
-{
-	q->off += n;
-	while (q->fstart < q->off) {
-		size_t fl = WEFT_WIRE_LEN_PREFIX + get_le32(q->buf + q->fstart);
-
-		if (q->fstart + fl > q->off)
-			break;
-		q->fstart += fl;
-	}
-	if (q->off == q->len)
-		q->fstart = q->off = q->len = 0;
-}
-
-/* Make room for need more bytes: compact, then grow up to OUTQ_SIZE. */
-static bool outq_room(struct outq *q, size_t need)
-{
-	if (q->cap - q->len < need && q->fstart) {
-		memmove(q->buf, q->buf + q->fstart, q->len - q->fstart);
-		q->off -= q->fstart;
-		q->len -= q->fstart;
-		q->fstart = 0;
-	}
-	while (q->cap - q->len < need && q->cap < OUTQ_SIZE) {
-		size_t nc = q->cap ? 2 * q->cap : BUF_START;
-		unsigned char *nb = realloc(q->buf, nc);
-
-		if (!nb)
-			return false;
-		q->buf = nb;
-		q->cap = nc;
-	}
-	return q->cap - q->len >= need;
-}
-
-static int outq_append(struct outq *q, const void *frame, size_t len)
-{
-	size_t need = WEFT_WIRE_LEN_PREFIX + len;
-
-	if (!outq_room(q, need))
-		return -EAGAIN;
-	put_le32(q->buf + q->len, (uint32_t)len);
-	memcpy(q->buf + q->len + WEFT_WIRE_LEN_PREFIX, frame, len);
-	q->len += need;
-	return 0;
-}
-
 static int deliver(void *opaque, uint16_t dst, const void *frame, size_t len)
 {
 	struct sw *s = opaque;
@@ -350,7 +396,7 @@ static int deliver(void *opaque, uint16_t dst, const void *frame, size_t len)
 		return -EAGAIN;
 	l = n->c->shm;
 	/* Straight into the ring unless older output waits for room there. */
-	if (l && n->q.len == 0 && weft_shm_push(&l->tx, frame, (uint32_t)len) == 0) {
+	if (l && n->q.n == 0 && weft_shm_push(&l->tx, frame, (uint32_t)len) == 0) {
 		l->kick = true;
 		return 0;
 	}
@@ -489,9 +535,10 @@ static int shm_output(struct sw *s, struct client *c)
 	struct shm_link *l = c->shm;
 	struct outq *q = &s->nodes[c->node]->q;
 
-	while (q->off < q->len) {
-		uint32_t len = get_le32(q->buf + q->off);
-		int r = weft_shm_push(&l->tx, q->buf + q->off + WEFT_WIRE_LEN_PREFIX, len);
+	while (q->n) {
+		const unsigned char *fr = q->f[q->head];
+		uint32_t len = frame_len(fr);
+		int r = weft_shm_push(&l->tx, fr, len);
 
 		if (r == -EAGAIN) {
 			if (weft_shm_producer_wait(&l->tx, len))
@@ -503,7 +550,7 @@ static int shm_output(struct sw *s, struct client *c)
 			return -1;
 		}
 		l->kick = true;
-		outq_advance(q, WEFT_WIRE_LEN_PREFIX + len);
+		outq_pop(s, q);
 	}
 	if (l->kick) {
 		l->kick = false;
@@ -545,8 +592,8 @@ static void client_close(struct sw *s, struct client *c, const char *why)
 		n->c = NULL;
 		n->detached_at = mono_ns();
 		/* Resend a partly written frame whole to the next connection. */
-		n->q.off = n->q.fstart;
-		if (n->q.off == n->q.len)
+		n->q.off = 0;
+		if (n->q.n == 0)
 			node_free(s, n);
 		logmsg("node %u disconnected (%s)", c->node, why);
 	} else if (s->verbose) {
@@ -622,7 +669,7 @@ static void handle_hello(struct sw *s, struct client *c, const unsigned char *p,
 		n = node_get(s, h.src_node);
 		status = n && weft_fabric_attach(s->fab, h.src_node) == 0 ? WEFT_SW_OK
 									   : WEFT_SW_BAD_NODE;
-		if (n && status != WEFT_SW_OK && n->q.len == 0)
+		if (n && status != WEFT_SW_OK && n->q.n == 0)
 			node_free(s, n);
 	}
 	if (status != WEFT_SW_OK) {
@@ -791,7 +838,6 @@ static ssize_t send_ack_fds(struct client *c)
 /* Write pending output.  Returns -1 if the client was closed. */
 static int client_flush(struct sw *s, struct client *c)
 {
-	struct outq *q;
 
 	while (c->ack_off < c->ack_len) {
 		ssize_t n = c->shm && c->shm->memfd >= 0 ? send_ack_fds(c)
@@ -814,17 +860,9 @@ static int client_flush(struct sw *s, struct client *c)
 		return 0;
 	if (c->shm)
 		return shm_output(s, c);
-	q = &s->nodes[c->node]->q;
-	while (q->off < q->len) {
-		ssize_t n = send(c->fd, q->buf + q->off, q->len - q->off, MSG_NOSIGNAL);
-
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				return 0;
-			client_close(s, c, strerror(errno));
-			return -1;
-		}
-		outq_advance(q, (size_t)n);
+	if (outq_write(s, &s->nodes[c->node]->q, c->fd) < 0) {
+		client_close(s, c, strerror(errno));
+		return -1;
 	}
 	return 0;
 }
@@ -834,7 +872,7 @@ static size_t client_pending(struct sw *s, const struct client *c)
 	size_t n = c->ack_len - c->ack_off;
 
 	if (c->registered)
-		n += s->nodes[c->node]->q.len - s->nodes[c->node]->q.off;
+		n += outq_pending(&s->nodes[c->node]->q);
 	return n;
 }
 
