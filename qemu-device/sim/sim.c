@@ -161,9 +161,14 @@ static int fabric_deliver(void *opaque, uint16_t dst, const void *frame, size_t 
 		return 0;
 	n = &s->node[dst];
 	n->kicked = true;
-	/* The core keeps the fabric's frame until it has processed it. */
+	/* The core keeps the fabric's frame until it has processed it
+	 * (op_rx_release gives it back). */
+	weft_fabric_frame_hold(frame);
 	rc = weft_core_receive_lent(n->core, frame, len);
-	return rc == 1 ? WEFT_FABRIC_KEPT : rc;
+	if (rc == 1)
+		return 0;
+	weft_fabric_frame_release(s->fabric, frame);
+	return rc;
 }
 
 /* ---- life cycle ---------------------------------------------------------- */

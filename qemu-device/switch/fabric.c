@@ -977,7 +977,6 @@ static void delivered(struct weft_fabric *f, struct pollctx *c, struct fport *p,
 static void deliver_one(struct weft_fabric *f, struct pollctx *c, struct fframe *fr)
 {
 	struct fport *p = f->port[fr->dst];
-	int rc;
 
 	if (!p->up) {
 		count_drop(f, p, WEFT_FABRIC_DROP_PORT_DOWN);
@@ -995,12 +994,10 @@ static void deliver_one(struct weft_fabric *f, struct pollctx *c, struct fframe 
 	}
 	/* Behind frames it refused earlier, keep the order. */
 	if (p->park_head ||
-	    (rc = c->fn(c->opaque, fr->dst, fr->buf->data, fr->buf->len)) == -EAGAIN) {
+	    c->fn(c->opaque, fr->dst, fr->buf->data, fr->buf->len) == -EAGAIN) {
 		park(f, p, fr, false);
 		return;
 	}
-	if (rc == WEFT_FABRIC_KEPT)
-		fr->buf->refs++;        /* the sink's, until weft_fabric_frame_release */
 	delivered(f, c, p, fr);
 }
 
@@ -1009,7 +1006,6 @@ static void drain_parked(struct weft_fabric *f, struct pollctx *c, struct fport 
 {
 	while (p->park_head) {
 		struct fframe *fr = p->park_head;
-		int rc;
 
 		if (!p->up) {
 			unpark(p);
@@ -1019,11 +1015,8 @@ static void drain_parked(struct weft_fabric *f, struct pollctx *c, struct fport 
 		}
 		if (!p->attached)
 			return;
-		rc = c->fn(c->opaque, fr->dst, fr->buf->data, fr->buf->len);
-		if (rc == -EAGAIN)
+		if (c->fn(c->opaque, fr->dst, fr->buf->data, fr->buf->len) == -EAGAIN)
 			return;
-		if (rc == WEFT_FABRIC_KEPT)
-			fr->buf->refs++;
 		unpark(p);
 		delivered(f, c, p, fr);
 	}

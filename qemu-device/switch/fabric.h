@@ -57,12 +57,9 @@ struct weft_fabric_port_stats {
 };
 
 /* Deliver one frame to node dst_node.  Return 0 when taken, -EAGAIN to
- * have the fabric keep it and retry on a later weft_fabric_poll(), or
- * WEFT_FABRIC_KEPT when taken without a copy: the sink keeps the frame's
- * buffer (8-byte aligned; the same as weft_fabric_frame_hold() and 0)
- * and gives it back with weft_fabric_frame_release() (the frame no
- * longer counts as queued). */
-#define WEFT_FABRIC_KEPT 1
+ * have the fabric keep it and retry on a later weft_fabric_poll().  A
+ * sink that keeps the frame's buffer instead of copying it holds it
+ * (weft_fabric_frame_hold(), below). */
 typedef int (*weft_fabric_deliver_fn)(void *opaque, uint16_t dst_node,
 				      const void *frame, size_t len);
 
