@@ -1351,6 +1351,8 @@ static void db_status(struct weft_core *c, unsigned int st, unsigned int reason,
 	       op ? op->match : 0, reason);
 	if (reason)
 		mdrop(c, reason);
+	else
+		c->ops.kick(c->opaque);
 }
 
 static void do_send(struct weft_core *c, const struct weft_match_op *op)
@@ -1498,7 +1500,6 @@ static void doorbell(struct weft_core *c, uint64_t addr)
 	m->items[i].op = op;
 	fifo_push(m, op.queue, i);
 	db_status(c, WEFT_CMD_OK, 0, &op);
-	c->ops.kick(c->opaque);
 }
 
 /* ---- receive ------------------------------------------------------------- */
