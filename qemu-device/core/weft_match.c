@@ -1589,9 +1589,13 @@ void weft_match_rx(struct weft_core *c, const struct weft_wire_hdr *wh,
 		return;
 	}
 	{
+		/* val = match word, addr = queue << 32 | sender's req_id,
+		 * size = operation. */
 		struct weft_trace t = {
 			.kind = WEFT_TR_PKT_RX, .hdr = wh, .len = len,
 			.name = weft_mwop_name(mh.op), .window = WEFT_NO_WINDOW,
+			.val = mh.match, .addr = (uint64_t)mh.queue << 32 | mh.req_id,
+			.size = mh.op,
 		};
 
 		weft_trace(c, &t);
