@@ -368,6 +368,11 @@ static void item101(void)
 	CHECK_EQ(mt_cnt(&t, 1, WEFT_CNT_DROP(WEFT_R_MATCH_ZERO_WORD)), 3, "zero words counted");
 	CHECK_EQ(mt_cnt(&t, 0, WEFT_CNT_DROP(WEFT_R_MATCH_ZERO_WORD)), 1, "at the sender too");
 	CHECK_EQ(mt_cnt(&t, 1, WEFT_CNT_M_MATCHES), 0, "no match");
+	/* The engine's rule itself, behind those entry checks. */
+	CHECK(!weft_mw_match(0, WEFT_MW(3, CTX, 0, 0), ~0ull, WEFT_MW_TAG_MASK, WEFT_MW_RANK_MASK),
+	      "rule: zero incoming word");
+	CHECK(!weft_mw_match(W(0, 1), WEFT_MW_WC_MASK, ~0ull, WEFT_MW_TAG_MASK, WEFT_MW_RANK_MASK),
+	      "rule: zero posted word");
 	t_checked("item 101: all-zero words refused on post and send, never matched on the wire");
 	mt_fini(&t);
 }
