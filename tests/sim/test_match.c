@@ -899,6 +899,17 @@ static void item113(void)
 	CHECK_EQ(d[4].id, 4, "PRQ entry kept");
 	CHECK_EQ(d[5].id, 5, "PRQ entry kept");
 	CHECK_EQ(qstat_prq(&t, 1, 1), 2, "queue 1 PRQ kept");
+	/* With room in the store, the lowered quota still refuses. */
+	REQUIRE(mt_simple(&t, 1, WEFT_MOP_REMOVE, 0, 0, 0, 0, 5) == 0);
+	mt_run(&t);
+	mt_drain(&t, 1, 0);
+	CHECK_EQ(mt_reg(&t, 1, WEFT_REG_MATCH_STORE_FREE), 1, "one entry free");
+	REQUIRE(mt_post(&t, 1, 1, W(0, 9), 0, ANY, r, 8, 20, 0) == 0);
+	mt_run(&t);
+	REQUIRE(mt_cqe(&t, 1, &e));
+	CHECK_EQ(e.type, WEFT_MCQE_OP_ERROR, "quota refuses");
+	CHECK_EQ(e.status, WEFT_R_MATCH_STORE_FULL, "reason");
+	CHECK_EQ(mt_reg(&t, 1, WEFT_REG_MATCH_STORE_FREE), 1, "entry still free");
 	t_checked("item 113: store reassigned between queues and lists, no entry lost");
 	mt_fini(&t);
 }
