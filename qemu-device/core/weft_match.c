@@ -701,6 +701,49 @@ static void rslot_start(struct weft_core *c, uint32_t r, const struct m_entry *p
 	weft_count(c, WEFT_CNT_M_RNDV, 1);
 }
 
+/* A completion about sender slot k (rendezvous), moving it to state. */
+static void sslot_cqe(struct weft_core *c, uint32_t k, unsigned int type, unsigned int status,
+		      uint8_t state)
+{
+	struct m_sslot *s = &c->match->ss[k];
+	struct weft_match_cqe e;
+
+	memset(&e, 0, sizeof(e));
+	e.type = (uint8_t)type;
+	e.flags = WEFT_MCQEF_RNDV;
+	e.queue = s->queue;
+	e.status = status;
+	e.match = s->match;
+	e.req_id = s->req_id;
+	e.length = s->total;
+	e.written = type == WEFT_MCQE_SEND_PENDING ? 0 : s->size;
+	e.seq = k;
+	s->state = state;
+	cqe_post(c, &e);
+}
+
+/* A rendezvous whose message is longer than the matched receive, on a
+ * queue that NAKs: an error completion for the receive, a NAK for the
+ * sender's request. */
+static void rndv_too_small(struct weft_core *c, unsigned int qi, const struct m_entry *p,
+			   uint16_t src, const struct weft_match_whdr *req)
+{
+	struct weft_match_cqe e;
+
+	memset(&e, 0, sizeof(e));
+	e.type = WEFT_MCQE_MATCH_COPY;
+	e.flags = WEFT_MCQEF_RNDV;
+	e.queue = (uint16_t)qi;
+	e.status = WEFT_R_MATCH_TOO_SMALL;
+	e.match = req->match;
+	e.match_id = p->id;
+	e.req_id = p->req_id;
+	e.length = req->total;
+	e.src_node = src;
+	cqe_post(c, &e);
+	tx_nak(c, src, req, WEFT_R_MATCH_TOO_SMALL, false);
+}
+
 /* ---- processing one item ------------------------------------------------- */
 
 static void deliver_eager(struct weft_core *c, unsigned int qi, const struct m_entry *p,
@@ -761,20 +804,7 @@ static void arrival_matched(struct weft_core *c, unsigned int qi, struct m_item 
 
 		memset(&a, 0, sizeof(a));
 		if (it->wh.total > p->len && !(m->q[qi].cfg & WEFT_QCFG_TRUNCATE)) {
-			struct weft_match_cqe e;
-
-			memset(&e, 0, sizeof(e));
-			e.type = WEFT_MCQE_MATCH_COPY;
-			e.flags = WEFT_MCQEF_RNDV;
-			e.queue = (uint16_t)qi;
-			e.status = WEFT_R_MATCH_TOO_SMALL;
-			e.match = it->wh.match;
-			e.match_id = p->id;
-			e.req_id = p->req_id;
-			e.length = it->wh.total;
-			e.src_node = it->src;
-			cqe_post(c, &e);
-			tx_nak(c, it->src, &it->wh, WEFT_R_MATCH_TOO_SMALL, false);
+			rndv_too_small(c, qi, p, it->src, &it->wh);
 		} else {
 			/* The caller checked a slot was free. */
 			rslot_start(c, r, p, qi, it->src, it->wh.sslot, it->wh.match,
@@ -947,22 +977,10 @@ static void post_matched(struct weft_core *c, unsigned int qi, const struct weft
 		h.queue = (uint16_t)qi;
 		h.match = u->match;
 		h.sslot = u->sslot;
+		h.total = u->len;
 		if (u->len > op->len && !(m->q[qi].cfg & WEFT_QCFG_TRUNCATE)) {
-			struct weft_match_cqe e;
-
-			memset(&e, 0, sizeof(e));
-			e.type = WEFT_MCQE_MATCH_COPY;
-			e.flags = WEFT_MCQEF_RNDV;
-			e.queue = (uint16_t)qi;
-			e.status = WEFT_R_MATCH_TOO_SMALL;
-			e.match = u->match;
-			e.match_id = op->match_id;
-			e.req_id = op->req_id;
-			e.length = u->len;
-			e.src_node = u->node;
-			cqe_post(c, &e);
 			h.op = WEFT_MWOP_RNDV_REQ;
-			tx_nak(c, u->node, &h, WEFT_R_MATCH_TOO_SMALL, false);
+			rndv_too_small(c, qi, &p, u->node, &h);
 		} else {
 			rslot_start(c, r, &p, qi, u->node, u->sslot, u->match, u->len, small);
 			h.op = small ? WEFT_MWOP_PULL : WEFT_MWOP_CTS;
@@ -1621,37 +1639,12 @@ void weft_match_rx(struct weft_core *c, const struct weft_wire_hdr *wh,
 			s->rslot = mh.rslot;
 			s->size = mh.total;
 			s->off = 0;
-			if (s->total <= m->rndv_threshold) {
+			if (s->total <= m->rndv_threshold)
 				s->state = S_STREAM;
-			} else {
-				struct weft_match_cqe e;
-
-				memset(&e, 0, sizeof(e));
-				e.type = WEFT_MCQE_RNDV_MATCHED;
-				e.flags = WEFT_MCQEF_RNDV;
-				e.queue = s->queue;
-				e.match = s->match;
-				e.req_id = s->req_id;
-				e.length = s->total;
-				e.written = s->size;
-				e.seq = mh.sslot;
-				s->state = S_WAIT_PUT;
-				cqe_post(c, &e);
-			}
+			else
+				sslot_cqe(c, mh.sslot, WEFT_MCQE_RNDV_MATCHED, 0, S_WAIT_PUT);
 		} else if (mh.status == WEFT_MACK_PENDING || mh.status == WEFT_MACK_NOT_FOUND) {
-			struct weft_match_cqe e;
-
-			memset(&e, 0, sizeof(e));
-			e.type = WEFT_MCQE_SEND_PENDING;
-			e.flags = WEFT_MCQEF_RNDV;
-			e.queue = s->queue;
-			e.match = s->match;
-			e.req_id = s->req_id;
-			e.length = s->total;
-			e.status = mh.status;
-			e.seq = mh.sslot;
-			s->state = S_WAIT_PEER;
-			cqe_post(c, &e);
+			sslot_cqe(c, mh.sslot, WEFT_MCQE_SEND_PENDING, mh.status, S_WAIT_PEER);
 		} else {
 			weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_BAD_OP);
 		}
@@ -1671,19 +1664,7 @@ void weft_match_rx(struct weft_core *c, const struct weft_wire_hdr *wh,
 			s->pull = true;
 			s->state = S_STREAM;
 		} else {
-			struct weft_match_cqe e;
-
-			memset(&e, 0, sizeof(e));
-			e.type = WEFT_MCQE_RNDV_CTS;
-			e.flags = WEFT_MCQEF_RNDV;
-			e.queue = s->queue;
-			e.match = s->match;
-			e.req_id = s->req_id;
-			e.length = s->total;
-			e.written = s->size;
-			e.seq = mh.sslot;
-			s->state = S_WAIT_PUT;
-			cqe_post(c, &e);
+			sslot_cqe(c, mh.sslot, WEFT_MCQE_RNDV_CTS, 0, S_WAIT_PUT);
 		}
 		return;
 	case WEFT_MWOP_DATA:
