@@ -1744,7 +1744,13 @@ bool weft_match_has_work(const struct weft_core *c)
 	const struct weft_match *m = c->match;
 	uint32_t k;
 
-	if (m->txq_n || m->runq_n)
+	if (m->txq_n)
+		return true;
+	/* A full completion ring stops matching until MATCH_CQ_CONS moves
+	 * (which kicks the core): no work to poll for meanwhile. */
+	if (!can_finish(m))
+		return false;
+	if (m->runq_n)
 		return true;
 	for (k = 0; k < m->nmatchers; k++)
 		if (m->m[k].busy)
