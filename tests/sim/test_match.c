@@ -784,6 +784,7 @@ static void rndv(bool matched, bool large)
 	REQUIRE(next_of(&t, 0, WEFT_MCQE_SEND_DONE, &e));
 	CHECK_EQ(e.req_id, 9, "sender complete");
 	CHECK_EQ(mt_cnt(&t, 1, WEFT_CNT_M_OPS), rx_ops, "no receiver operation after the post");
+	mt_fini(&t);
 }
 
 /* 110: rendezvous matched at once, small (hardware writes) and large
