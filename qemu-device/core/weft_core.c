@@ -1046,7 +1046,10 @@ void weft_core_reg_write(struct weft_core *c, uint64_t off, uint64_t val, unsign
 		} else if (size == 4 && acc == 'W') {
 			weft_guest_error(c, "regs: 4-byte write to %s", name);
 		} else {
-			uint64_t old = acc == 'B' ? weft_match_reg_read(c, reg) : 0;
+			/* QSTAT is write-1-to-act: a half write merges with 0. */
+			bool w1 = reg >= WEFT_MATCH_QD_BASE &&
+				  (reg - WEFT_MATCH_QD_BASE) % WEFT_MATCH_QD_STRIDE == 0x18;
+			uint64_t old = acc == 'B' && !w1 ? weft_match_reg_read(c, reg) : 0;
 
 			weft_match_reg_write(c, reg, sub_merge(old, off, val, size));
 		}
