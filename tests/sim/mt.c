@@ -50,45 +50,8 @@ uint64_t mt_op(struct mt *t, unsigned int node, const struct weft_match_op *op)
 	return weft_sim_reg_read(t->s, node, WEFT_REG_MATCH_DB_STATUS);
 }
 
-uint64_t mt_post(struct mt *t, unsigned int node, unsigned int q, uint64_t match,
-		 uint64_t ignore, uint16_t src, uint64_t addr, uint32_t len, uint32_t id,
-		 uint8_t flags)
-{
-	struct weft_match_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.opcode = WEFT_MOP_POST;
-	op.flags = flags;
-	op.queue = (uint16_t)q;
-	op.match = match;
-	op.ignore = ignore;
-	op.node = src;
-	op.addr = addr;
-	op.len = len;
-	op.match_id = id;
-	op.req_id = id;
-	return mt_op(t, node, &op);
-}
-
-uint64_t mt_send(struct mt *t, unsigned int node, uint16_t dst, unsigned int q,
-		 uint64_t match, uint64_t addr, uint32_t len, uint32_t req_id, uint8_t flags)
-{
-	struct weft_match_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.opcode = WEFT_MOP_SEND;
-	op.flags = flags;
-	op.queue = (uint16_t)q;
-	op.match = match;
-	op.node = dst;
-	op.addr = addr;
-	op.len = len;
-	op.req_id = req_id;
-	return mt_op(t, node, &op);
-}
-
-uint64_t mt_simple(struct mt *t, unsigned int node, unsigned int opcode, unsigned int q,
-		   uint8_t flags, uint64_t addr, uint32_t len, uint32_t id)
+static struct weft_match_op op_init(unsigned int opcode, unsigned int q, uint8_t flags,
+				    uint64_t addr, uint32_t len, uint32_t id)
 {
 	struct weft_match_op op;
 
@@ -100,6 +63,37 @@ uint64_t mt_simple(struct mt *t, unsigned int node, unsigned int opcode, unsigne
 	op.len = len;
 	op.match_id = id;
 	op.req_id = id;
+	return op;
+}
+
+uint64_t mt_post(struct mt *t, unsigned int node, unsigned int q, uint64_t match,
+		 uint64_t ignore, uint16_t src, uint64_t addr, uint32_t len, uint32_t id,
+		 uint8_t flags)
+{
+	struct weft_match_op op = op_init(WEFT_MOP_POST, q, flags, addr, len, id);
+
+	op.match = match;
+	op.ignore = ignore;
+	op.node = src;
+	return mt_op(t, node, &op);
+}
+
+uint64_t mt_send(struct mt *t, unsigned int node, uint16_t dst, unsigned int q,
+		 uint64_t match, uint64_t addr, uint32_t len, uint32_t req_id, uint8_t flags)
+{
+	struct weft_match_op op = op_init(WEFT_MOP_SEND, q, flags, addr, len, req_id);
+
+	op.match_id = 0;
+	op.match = match;
+	op.node = dst;
+	return mt_op(t, node, &op);
+}
+
+uint64_t mt_simple(struct mt *t, unsigned int node, unsigned int opcode, unsigned int q,
+		   uint8_t flags, uint64_t addr, uint32_t len, uint32_t id)
+{
+	struct weft_match_op op = op_init(opcode, q, flags, addr, len, id);
+
 	return mt_op(t, node, &op);
 }
 
