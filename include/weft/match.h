@@ -19,6 +19,7 @@
 #define WEFT_MATCH_H
 
 #include "weft/types.h"
+#include "weft/hw.h"
 
 /* ---- Sizes and defaults ------------------------------------------------ */
 #define WEFT_MATCH_NR_QUEUES    128u    /* PRQ/UEQ pairs per adapter */
@@ -107,7 +108,6 @@ enum weft_match_reg {
 };
 
 #define WEFT_MATCH_REG_FIRST    0x1000u
-#define WEFT_MATCH_REG_FIXED_END 0x1070u
 
 /* CAPS: queues 7:0 (128 reads 0x80), matchers 15:8, store entries 63:32. */
 #define WEFT_MATCH_CAPS_QUEUES(v)   ((uint32_t)(v) & 0xff)
@@ -284,7 +284,7 @@ struct weft_match_whdr {
 };
 WEFT_STATIC_ASSERT(sizeof(struct weft_match_whdr) == 48, "match wire header");
 
-/* Eager data bytes in one WEFT_PKT_MATCH packet. */
-#define WEFT_MATCH_EAGER_MAX    (1920u - 48u) /* WEFT_MAX_PAYLOAD - header */
+/* Eager data bytes in one WEFT_PKT_MATCH packet: 1872. */
+#define WEFT_MATCH_EAGER_MAX    (WEFT_MAX_PAYLOAD - 48u)
 
 #endif /* WEFT_MATCH_H */
