@@ -1875,6 +1875,7 @@ void weft_match_reg_write(struct weft_core *c, uint64_t reg, uint64_t val)
 			return;
 		}
 		m->cq_base = val;
+		m->cq_prod = m->cq_cons = 0;
 		return;
 	case WEFT_REG_MATCH_CQ_SIZE:
 		if (val != 0 && (val < 4 || val > 16)) {

@@ -215,12 +215,16 @@ static void drain(struct fm *f)
 
 static void set_ring(struct fm *f, unsigned int node, uint64_t base, uint64_t log2)
 {
-	/* The adapter takes 4..16 only. */
-	if (log2 <= 16)
-		name_range(f, node, base, 64ull << log2);
+	uint64_t size;
+
 	weft_sim_reg_write(f->s, node, WEFT_REG_MATCH_CQ_BASE, base);
 	weft_sim_reg_write(f->s, node, WEFT_REG_MATCH_CQ_SIZE, log2);
-	f->n[node].cons = 0;
+	/* The ring the adapter now uses (a refused size keeps the old one). */
+	base = weft_sim_reg_read(f->s, node, WEFT_REG_MATCH_CQ_BASE);
+	size = weft_sim_reg_read(f->s, node, WEFT_REG_MATCH_CQ_SIZE);
+	if (size)
+		name_range(f, node, base, 64ull << size);
+	f->n[node].cons = weft_sim_reg_read(f->s, node, WEFT_REG_MATCH_CQ_PROD);
 }
 
 static void reg_write(struct fm *f, struct fz_src *src)
