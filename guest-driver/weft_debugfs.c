@@ -136,8 +136,10 @@ static int weft_counters_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(weft_counters);
 
-/* Header matching (docs/matching.md): the engine's registers and every
- * queue that is enabled or holds entries. */
+/*
+ * Header matching (docs/matching.md): the engine's registers and every
+ * queue that is enabled or holds entries.
+ */
 static int weft_match_show(struct seq_file *m, void *v)
 {
 	struct weft_dev *wdev = m->private;
