@@ -667,12 +667,45 @@ static void item108(void)
 	mt_fini(&t);
 }
 
+/* n unexpected messages with tag from node 0 to node 1's queue 0. */
+static void unexpected(struct mt *t, uint64_t s, unsigned int tag, unsigned int n)
+{
+	unsigned int k;
+
+	for (k = 0; k < n; k++)
+		REQUIRE(mt_send(t, 0, 1, Q0, W(0, tag), s, 8, tag, 0) == 0);
+	mt_run(t);
+	mt_drain(t, 1, 0);
+}
+
+/* An optimistic post with CR on node 1; returns its completion. */
+static struct weft_match_cqe optimistic(struct mt *t, uint64_t r, uint64_t match,
+					uint32_t seen, uint32_t req_id)
+{
+	struct weft_match_op op;
+	struct weft_match_cqe e;
+
+	memset(&op, 0, sizeof(op));
+	op.opcode = WEFT_MOP_POST;
+	op.flags = WEFT_MOPF_OPTIMISTIC | WEFT_MOPF_CR;
+	op.queue = Q0;
+	op.node = ANY;
+	op.addr = r;
+	op.len = 8;
+	op.match = match;
+	op.seen = seen;
+	op.req_id = req_id;
+	REQUIRE(mt_op(t, 1, &op) == 0);
+	mt_run(t);
+	REQUIRE(mt_cqe(t, 1, &e));
+	return e;
+}
+
 /* 109: optimistic post tagged with the last unexpected seq seen. */
 static void item109(void)
 {
 	struct mt t;
 	struct weft_match_cqe e;
-	struct weft_match_op op;
 	uint64_t s, r, pool;
 	unsigned int k;
 
@@ -683,54 +716,22 @@ static void item109(void)
 		REQUIRE(mt_simple(&t, 1, WEFT_MOP_POOL_ADD, Q0, 0, pool + 64 * k, 64, 0) == 0);
 	s = mt_alloc(&t, 0, 8);
 	r = mt_alloc(&t, 1, 8);
-	memset(&op, 0, sizeof(op));
-	op.opcode = WEFT_MOP_POST;
-	op.flags = WEFT_MOPF_OPTIMISTIC | WEFT_MOPF_CR;
-	op.queue = Q0;
-	op.node = ANY;
-	op.addr = r;
-	op.len = 8;
-	REQUIRE(mt_send(&t, 0, 1, Q0, W(0, 1), s, 8, 1, 0) == 0);
-	mt_run(&t);
-	mt_drain(&t, 1, 0);
+	unexpected(&t, s, 1, 1);
 	/* Current tag: accepted. */
-	op.match = W(0, 10);
-	op.seen = 1;
-	op.req_id = 1;
-	REQUIRE(mt_op(&t, 1, &op) == 0);
-	mt_run(&t);
-	REQUIRE(mt_cqe(&t, 1, &e));
+	e = optimistic(&t, r, W(0, 10), 1, 1);
 	CHECK_EQ(e.type, WEFT_MCQE_POSTED, "current tag accepted");
 	/* A newer unexpected entry that does not match: the CAM clears it. */
-	REQUIRE(mt_send(&t, 0, 1, Q0, W(0, 2), s, 8, 2, 0) == 0);
-	mt_run(&t);
-	mt_drain(&t, 1, 0);
-	op.match = W(0, 11);
-	op.req_id = 2;
-	REQUIRE(mt_op(&t, 1, &op) == 0);
-	mt_run(&t);
-	REQUIRE(mt_cqe(&t, 1, &e));
+	unexpected(&t, s, 2, 1);
+	e = optimistic(&t, r, W(0, 11), 1, 2);
 	CHECK_EQ(e.type, WEFT_MCQE_POSTED, "stale tag cleared by the CAM");
 	/* A newer unexpected entry that matches: rejected. */
-	op.match = W(0, 2);
-	op.req_id = 3;
-	REQUIRE(mt_op(&t, 1, &op) == 0);
-	mt_run(&t);
-	REQUIRE(mt_cqe(&t, 1, &e));
+	e = optimistic(&t, r, W(0, 2), 1, 3);
 	CHECK_EQ(e.type, WEFT_MCQE_OP_ERROR, "conflicting stale post rejected");
 	CHECK_EQ(e.status, WEFT_R_MATCH_STALE_POST, "reason");
 	CHECK_EQ(e.req_id, 3, "id");
 	/* Beyond the CAM: rejected. */
-	for (k = 0; k < WEFT_MATCH_CAM + 1; k++)
-		REQUIRE(mt_send(&t, 0, 1, Q0, W(0, 3), s, 8, 9, 0) == 0);
-	mt_run(&t);
-	mt_drain(&t, 1, 0);
-	op.match = W(0, 12);
-	op.seen = 2;
-	op.req_id = 4;
-	REQUIRE(mt_op(&t, 1, &op) == 0);
-	mt_run(&t);
-	REQUIRE(mt_cqe(&t, 1, &e));
+	unexpected(&t, s, 3, WEFT_MATCH_CAM + 1);
+	e = optimistic(&t, r, W(0, 12), 2, 4);
 	CHECK_EQ(e.status, WEFT_R_MATCH_STALE_POST, "older than the CAM: rejected");
 	CHECK_EQ(qstat_prq(&t, 1, Q0), 2, "two accepted posts");
 	t_checked("item 109: optimistic posts accepted, CAM-cleared and rejected");
