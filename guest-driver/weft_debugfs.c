@@ -136,6 +136,39 @@ static int weft_counters_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(weft_counters);
 
+/*
+ * Header matching (docs/matching.md): the engine's registers and every
+ * queue that is enabled or holds entries.
+ */
+static int weft_match_show(struct seq_file *m, void *v)
+{
+	struct weft_dev *wdev = m->private;
+	u64 caps = weft_rd(wdev, WEFT_REG_MATCH_CAPS);
+	u32 q;
+
+	seq_printf(m, "queues %u matchers %u store %u free %llu umb_free %llu pool %llu\n",
+		   WEFT_MATCH_CAPS_QUEUES(caps), WEFT_MATCH_CAPS_MATCHERS(caps),
+		   WEFT_MATCH_CAPS_STORE(caps), weft_rd(wdev, WEFT_REG_MATCH_STORE_FREE),
+		   weft_rd(wdev, WEFT_REG_MATCH_UMB_FREE), weft_rd(wdev, WEFT_REG_MATCH_POOL_FREE));
+	seq_printf(m, "cq base 0x%llx log2 %llu prod %llu cons %llu stopped 0x%llx 0x%llx\n",
+		   weft_rd(wdev, WEFT_REG_MATCH_CQ_BASE), weft_rd(wdev, WEFT_REG_MATCH_CQ_SIZE),
+		   weft_rd(wdev, WEFT_REG_MATCH_CQ_PROD), weft_rd(wdev, WEFT_REG_MATCH_CQ_CONS),
+		   weft_rd(wdev, WEFT_REG_MATCH_STOPPED0), weft_rd(wdev, WEFT_REG_MATCH_STOPPED1));
+	for (q = 0; q < WEFT_MATCH_NR_QUEUES; q++) {
+		u64 cfg = weft_rd(wdev, WEFT_REG_MATCH_QCFG(q));
+		u64 st = weft_rd(wdev, WEFT_REG_MATCH_QSTAT(q));
+
+		if (!(cfg & WEFT_QCFG_ENABLE) && !WEFT_QSTAT_PRQ(st) && !WEFT_QSTAT_UEQ(st))
+			continue;
+		seq_printf(m, "queue %u: cfg 0x%llx prq %u ueq %u seq %u%s%s\n", q, cfg,
+			   WEFT_QSTAT_PRQ(st), WEFT_QSTAT_UEQ(st), WEFT_QSTAT_SEQ(st),
+			   st & WEFT_QSTAT_STOPPED ? " stopped" : "",
+			   st & WEFT_QSTAT_SYNC ? " sync" : "");
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(weft_match);
+
 static int weft_state_show(struct seq_file *m, void *v)
 {
 	struct weft_dev *wdev = m->private;
@@ -240,6 +273,7 @@ void weft_debugfs_add(struct weft_dev *wdev)
 	debugfs_create_u32("rcxt_count", 0600, wdev->dbg, &wdev->dbg_rcxt_count);
 	debugfs_create_file("tce", 0400, wdev->dbg, wdev, &weft_tce_fops);
 	debugfs_create_file("counters", 0400, wdev->dbg, wdev, &weft_counters_fops);
+	debugfs_create_file("match", 0400, wdev->dbg, wdev, &weft_match_fops);
 	debugfs_create_file("state", 0400, wdev->dbg, wdev, &weft_state_fops);
 	debugfs_create_file("recover", 0200, wdev->dbg, wdev, &weft_recover_fops);
 	debugfs_create_file("inject_fatal", 0200, wdev->dbg, wdev, &weft_inject_fatal_fops);

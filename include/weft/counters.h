@@ -73,7 +73,22 @@
 	X(INSTANCE_REUSED, "verbs: registration reuses the previous Tag_Instance") \
 	X(GID_INVALID,     "verbs: GID index out of range or entry not set") \
 	X(GID_TYPE,        "verbs: GID zero or of another type than the entry") \
-	X(DGID_UNKNOWN,    "verbs: destination GID not in the GID table")
+	X(DGID_UNKNOWN,    "verbs: destination GID not in the GID table") \
+	/* header matching (weft/match.h, docs/matching.md) */                 \
+	X(MATCH_QUEUE,     "match: header queue out of range or matching off") \
+	X(MATCH_STOPPED,   "match: header queue stopped after an overflow (RNR NAK)") \
+	X(MATCH_STORE_FULL,"match: header store or queue quota full: queue stopped") \
+	X(MATCH_NO_BUFFER, "match: UMB full and no host temporary buffer (RNR NAK)") \
+	X(MATCH_TOO_SMALL, "match: posted buffer smaller than the message (NAK)") \
+	X(MATCH_BAD_OP,    "match: malformed operation or matching header")  \
+	X(MATCH_STALE_POST,"match: optimistic post older than the unexpected list") \
+	X(MATCH_NOT_FOUND, "match: no posted receive with that id")          \
+	X(MATCH_BUSY,      "match: operation and arrival queue full")        \
+	X(MATCH_RNDV_SLOT, "match: rendezvous slot invalid, busy or exhausted") \
+	X(MATCH_CLAIMED,   "match: posted receive taken by another adapter") \
+	X(MATCH_ZERO_WORD, "match: all-zero match word (invalid header)")     \
+	X(MATCH_CQ,        "match: completion ring off or not in guest memory") \
+	X(MATCH_MODE,      "match: operation not valid in the queue's mode")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,
@@ -96,7 +111,13 @@ enum weft_reason {
 	X(V_NAKS_TX)       X(V_NAKS_RX)       X(V_RNR_NAKS_TX)   X(V_RNR_NAKS_RX) \
 	X(V_RETRANSMITS)   X(V_TIMEOUTS)      X(V_TERMINATES_TX) X(V_TERMINATES_RX) \
 	X(V_CQES)          X(V_CQE_ERRORS)    X(V_CQ_EVENTS)     X(V_OOO_PLACED) \
-	X(V_DUP_READS)     X(V_WQES)
+	X(V_DUP_READS)     X(V_WQES)                                          \
+	/* header matching (weft/match.h) */                                  \
+	X(M_OPS)           X(M_POSTS)         X(M_ARRIVALS)      X(M_MATCHES) \
+	X(M_UNEXPECTED)    X(M_UMB_STORES)    X(M_HOST_STORES)   X(M_OVERFLOWS) \
+	X(M_RNR_NAKS)      X(M_NAKS)          X(M_CQES)          X(M_COMPARES) \
+	X(M_RNDV)          X(M_LOOPBACK)      X(M_DUMPS)         X(M_SYNCS)  \
+	X(M_CLAIMS_LOST)   X(M_REMOVES)
 
 enum weft_counter {
 #define WEFT_CNT_ENUM(name) WEFT_CNT_##name,
@@ -109,6 +130,6 @@ enum weft_counter {
 #define WEFT_CNT_DROP(reason)   (WEFT_CNT_DROP_BASE + (reason))
 #define WEFT_REG_CNT(c)         (0x800u + 8u * (unsigned int)(c))
 
-WEFT_STATIC_ASSERT(WEFT_CNT__COUNT <= 128, "counters fit 0x800..0xbff");
+WEFT_STATIC_ASSERT(WEFT_CNT__COUNT <= 256, "counters fit 0x800..0xfff");
 
 #endif /* WEFT_COUNTERS_H */

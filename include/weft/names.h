@@ -10,6 +10,7 @@
 #include "weft/counters.h"
 #include "weft/wire.h"
 #include "weft/verbs.h"
+#include "weft/match.h"
 
 /* Name of the fixed register at offset off in BAR 0, or NULL.  TCE table
  * and counter registers are named by weft_reg_array_name(). */
@@ -107,6 +108,7 @@ static inline const char *weft_pkt_type_name(unsigned int t)
 	case WEFT_PKT_FIFO_DATA: return "FIFO_DATA";
 	case WEFT_PKT_RDMAR_FIFO_REQ: return "RDMAR_FIFO_REQ";
 	case WEFT_PKT_RDMAR_PUT_REQ: return "RDMAR_PUT_REQ";
+	case WEFT_PKT_MATCH: return "MATCH";
 	case WEFT_PKT_HELLO: return "HELLO";
 	case WEFT_PKT_HELLO_ACK: return "HELLO_ACK";
 	default: return "UNKNOWN";
@@ -160,6 +162,66 @@ static inline const char *weft_vcmd_name(unsigned int op)
 	case WEFT_VCMD_SET_GID: return "SET_GID";
 	case WEFT_VCMD_CLEAR_GID: return "CLEAR_GID";
 	case WEFT_VCMD_QUERY_GID: return "QUERY_GID";
+	default: return "UNKNOWN";
+	}
+}
+
+/* Header matching (weft/match.h): fixed registers, descriptor
+ * registers, operations and wire operations. */
+static inline const char *weft_match_reg_name(uint64_t off)
+{
+	static const char *const qd[] = { "MATCH_QCFG", "MATCH_QTAG", "MATCH_QRANK",
+					  "MATCH_QSTAT" };
+
+	switch (off) {
+#define WEFT_MATCH_REG_CASE(name, o, acc) case o: return #name;
+	WEFT_MATCH_REG_LIST(WEFT_MATCH_REG_CASE)
+#undef WEFT_MATCH_REG_CASE
+	default: break;
+	}
+	if (off >= WEFT_MATCH_QD_BASE && off < WEFT_MATCH_QD_END)
+		return qd[((off - WEFT_MATCH_QD_BASE) % WEFT_MATCH_QD_STRIDE) / 8];
+	return 0;
+}
+
+static inline char weft_match_reg_access(uint64_t off)
+{
+	switch (off) {
+#define WEFT_MATCH_REG_ACC(name, o, acc) case o: return WEFT_ACC_##acc;
+	WEFT_MATCH_REG_LIST(WEFT_MATCH_REG_ACC)
+#undef WEFT_MATCH_REG_ACC
+	default: break;
+	}
+	if (off >= WEFT_MATCH_QD_BASE && off < WEFT_MATCH_QD_END)
+		return 'B';
+	return 0;
+}
+
+static inline const char *weft_mop_name(unsigned int op)
+{
+	switch (op) {
+	case WEFT_MOP_POST: return "MATCH_POST";
+	case WEFT_MOP_REMOVE: return "MATCH_REMOVE";
+	case WEFT_MOP_SEND: return "MATCH_SEND";
+	case WEFT_MOP_SYNC: return "MATCH_SYNC";
+	case WEFT_MOP_POOL_ADD: return "MATCH_POOL_ADD";
+	case WEFT_MOP_DUMP: return "MATCH_DUMP";
+	case WEFT_MOP_RNDV_PUT: return "MATCH_RNDV_PUT";
+	default: return "MATCH_UNKNOWN";
+	}
+}
+
+static inline const char *weft_mwop_name(unsigned int op)
+{
+	switch (op) {
+	case WEFT_MWOP_EAGER: return "EAGER";
+	case WEFT_MWOP_RNDV_REQ: return "RNDV_REQ";
+	case WEFT_MWOP_RNDV_ACK: return "RNDV_ACK";
+	case WEFT_MWOP_DATA: return "DATA";
+	case WEFT_MWOP_PULL: return "PULL";
+	case WEFT_MWOP_FIN: return "FIN";
+	case WEFT_MWOP_CTS: return "CTS";
+	case WEFT_MWOP_NAK: return "NAK";
 	default: return "UNKNOWN";
 	}
 }

@@ -40,6 +40,7 @@ enum weft_pkt_type {
 	WEFT_PKT_FIFO_DATA = 7,  /* half-RDMA payload for the receive FIFO */
 	WEFT_PKT_RDMAR_FIFO_REQ = 8, /* half-RDMA read request, data into the FIFO */
 	WEFT_PKT_RDMAR_PUT_REQ = 9,  /* half-RDMA read request for the source's program */
+	WEFT_PKT_MATCH = 0x20,   /* header matching: struct weft_match_whdr + data (weft/match.h) */
 	/* Switch control, never delivered to an adapter's FIFO. */
 	WEFT_PKT_HELLO = 0x80,
 	WEFT_PKT_HELLO_ACK = 0x81,

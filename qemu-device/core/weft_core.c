@@ -12,6 +12,7 @@
 
 #include "weft/names.h"
 #include "weft_core_int.h"
+#include "weft_match.h"
 
 /* ---- helpers shared by the engines ------------------------------------ */
 
@@ -339,12 +340,15 @@ struct weft_core *weft_core_new(const struct weft_core_config *cfg,
 		why = "rx_overlap must be at most 4";
 	else
 		why = weft_verbs_config(cfg, vsize);
+	if (!why && cfg) {
+		cf = *cfg;
+		why = weft_match_config(&cf);
+	}
 	if (why) {
 		if (err && errlen)
 			snprintf(err, errlen, "%s", why);
 		return NULL;
 	}
-	cf = *cfg;
 	if (cf.rx_queue_len == 0)
 		cf.rx_queue_len = WEFT_RXQ_DEFAULT;
 
@@ -365,9 +369,10 @@ struct weft_core *weft_core_new(const struct weft_core_config *cfg,
 	c->track = calloc(cf.nr_rcxt, sizeof(*c->track));
 	c->cmpl_tid = calloc(cf.nr_rcxt ? cf.nr_rcxt : 1, sizeof(*c->cmpl_tid));
 	c->verbs = weft_verbs_new(&cf);
+	c->match = weft_match_new(&cf);
 	c->cond_tag = calloc(cf.nr_rcxt ? cf.nr_rcxt : 1, sizeof(*c->cond_tag));
 	if (!c->sram || !c->rxq || !c->ctlq || !c->track || !c->cmpl_tid || !c->verbs ||
-	    !c->cond_tag) {
+	    !c->cond_tag || !c->match) {
 		weft_core_free(c);
 		goto nomem;
 	}
@@ -435,6 +440,7 @@ void weft_core_free(struct weft_core *c)
 	free(c->track);
 	free(c->cmpl_tid);
 	weft_verbs_free(c->verbs);
+	weft_match_free(c->match);
 	free(c->cond_tag);
 	free(c->ctlq);
 	free(c->rxq);
@@ -512,6 +518,7 @@ void weft_core_reset(struct weft_core *c)
 	c->irq_unpresented = false;
 	c->evq_base = c->evq_size = c->evq_prod = c->evq_cons = 0;
 	weft_verbs_reset(c);
+	weft_match_reset(c);
 }
 
 static void core_recover(struct weft_core *c)
@@ -855,6 +862,11 @@ uint64_t weft_core_reg_read(struct weft_core *c, uint64_t off, unsigned int size
 
 		name = weft_counter_name(i);
 		val = c->cnt[i];
+	} else if ((name = weft_match_reg_name(reg)) != NULL) {
+		if (weft_match_reg_access(reg) == 'W')
+			weft_guest_error(c, "regs: read of write-only %s", name);
+		else
+			val = weft_match_reg_read(c, reg);
 	} else {
 		weft_guest_error(c, "regs: read of unknown offset 0x%llx",
 				 (unsigned long long)off);
@@ -1023,6 +1035,24 @@ void weft_core_reg_write(struct weft_core *c, uint64_t off, uint64_t val, unsign
 		name = weft_counter_name((unsigned int)((reg - WEFT_REG_CNT_BASE) / 8));
 		reg_trace(c, WEFT_TR_REG_WRITE, name, off, val, size);
 		weft_guest_error(c, "regs: write to read-only counter %s", name);
+		return;
+	}
+	if ((name = weft_match_reg_name(reg)) != NULL) {
+		char acc = weft_match_reg_access(reg);
+
+		reg_trace(c, WEFT_TR_REG_WRITE, name, off, val, size);
+		if (acc == 'R') {
+			weft_guest_error(c, "regs: write to read-only %s", name);
+		} else if (size == 4 && acc == 'W') {
+			weft_guest_error(c, "regs: 4-byte write to %s", name);
+		} else {
+			/* QSTAT is write-1-to-act: a half write merges with 0. */
+			bool w1 = reg >= WEFT_MATCH_QD_BASE &&
+				  (reg - WEFT_MATCH_QD_BASE) % WEFT_MATCH_QD_STRIDE == 0x18;
+			uint64_t old = acc == 'B' && !w1 ? weft_match_reg_read(c, reg) : 0;
+
+			weft_match_reg_write(c, reg, sub_merge(old, off, val, size));
+		}
 		return;
 	}
 	reg_trace(c, WEFT_TR_REG_WRITE, NULL, off, val, size);
@@ -1336,6 +1366,16 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 				weft_count(c, WEFT_CNT_TX_BLOCKED, 1);
 			}
 		}
+		if (budget > 0 && !blocked && weft_match_has_work(c)) {
+			int r = weft_match_poll(c);
+
+			if (r > 0) {
+				did = true;
+				budget--;
+			} else if (r == -EAGAIN) {
+				blocked = true;
+			}
+		}
 		if (budget > 0 && !blocked && weft_verbs_has_work(c)) {
 			int r = weft_verbs_poll(c);
 
@@ -1354,7 +1394,8 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 	c->rx_batch = false;
 	weft_tx_reap(c);
 	return (c->rxq_count > 0 && c->ctlq_count < WEFT_CTLQ_LEN) ||
-	       weft_tx_has_work(c) || weft_verbs_has_work(c) || blocked;
+	       weft_tx_has_work(c) || weft_verbs_has_work(c) || weft_match_has_work(c) ||
+	       blocked;
 }
 
 void weft_core_timer(struct weft_core *c)

@@ -124,6 +124,12 @@ struct weft_core_config {
 	uint32_t rx_overlap;
 	/* Verbs engine object counts (weft/verbs.h), 0 = default. */
 	uint32_t verbs_qps, verbs_cqs, verbs_pds, verbs_tpt, verbs_uars;
+	/* Header matching (weft/match.h, docs/matching.md), 0 = default:
+	 * header-store bytes (32 per entry), UMB bytes and fragment bytes
+	 * (64 or 128), matchers, entries a matcher compares per unit of
+	 * work, and the small/large rendezvous threshold in bytes. */
+	uint32_t match_store, umb_size, umb_frag, matchers, match_step;
+	uint64_t rndv_threshold;
 };
 
 /* Create a core.  On a bad configuration returns NULL and writes a

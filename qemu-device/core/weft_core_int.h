@@ -90,10 +90,12 @@ struct weft_xtab {
 };
 
 struct weft_verbs;
+struct weft_match;
 
 struct weft_core {
 	struct weft_core_config cfg;
 	struct weft_verbs *verbs;       /* second personality (weft_verbs_*.c) */
+	struct weft_match *match;       /* header matching (weft_match.c) */
 	struct weft_core_ops ops;
 	void *opaque;
 

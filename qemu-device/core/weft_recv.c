@@ -14,6 +14,7 @@
 
 #include "weft/names.h"
 #include "weft_core_int.h"
+#include "weft_match.h"
 
 static uint64_t nchunks_of(uint64_t total)
 {
@@ -574,6 +575,13 @@ void weft_rx_process(struct weft_core *c, const uint8_t *pkt, size_t len)
 	}
 	if (h->type == WEFT_PKT_VERBS) {
 		weft_verbs_rx(c, h, payload, h->length);
+		return;
+	}
+	if (h->type == WEFT_PKT_MATCH) {
+		if (d != c->cfg.node_id)
+			weft_drop(c, h, WEFT_NO_WINDOW, WEFT_R_NOT_FOR_US);
+		else
+			weft_match_rx(c, h, payload, h->length);
 		return;
 	}
 	w = h->dst_window;

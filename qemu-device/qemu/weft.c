@@ -99,6 +99,8 @@ struct WeftState {
     uint32_t nr_rcxt;
     uint32_t nr_handlers;
     uint32_t verbs_qps, verbs_cqs, verbs_pds, verbs_tpt, verbs_uars;
+    uint32_t match_store, umb_size, umb_frag, matchers, match_step;
+    uint64_t rndv_threshold;
     uint32_t rx_overlap;
     char *token_secret;     /* id of a secret object holding the node token */
     CharBackend chr;
@@ -271,6 +273,19 @@ static void weft_trace_pkt(enum weft_trace_kind kind,
                                       weft_reason_text(reason));
             break;
         }
+        return;
+    }
+    if (h && h->type == WEFT_PKT_MATCH &&
+        le32_to_cpu(h->length) >= sizeof(struct weft_match_whdr)) {
+        struct weft_match_whdr m;
+
+        /* The matching header follows the wire header in the packet. */
+        memcpy(&m, h + 1, sizeof(m));
+        trace_weft_match_pkt(kind == WEFT_TR_PKT_TX ? "sent" :
+                             kind == WEFT_TR_PKT_RX ? "received" : "dropped",
+                             weft_mwop_name(m.op), src, dst, le16_to_cpu(m.queue),
+                             le64_to_cpu(m.match), len,
+                             kind == WEFT_TR_PKT_DROP ? weft_reason_name(reason) : "");
         return;
     }
     switch (kind) {
@@ -1025,6 +1040,12 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
         .verbs_tpt = s->verbs_tpt,
         .verbs_uars = s->verbs_uars,
         .rx_overlap = s->rx_overlap,
+        .match_store = s->match_store,
+        .umb_size = s->umb_size,
+        .umb_frag = s->umb_frag,
+        .matchers = s->matchers,
+        .match_step = s->match_step,
+        .rndv_threshold = s->rndv_threshold,
     };
     char err[256] = "";
     unsigned int v;
@@ -1165,6 +1186,14 @@ static const Property weft_properties[] = {
     DEFINE_PROP_UINT32("verbs-tpt", WeftState, verbs_tpt, WEFT_VERBS_DEF_TPT),
     DEFINE_PROP_UINT32("verbs-uars", WeftState, verbs_uars, WEFT_VERBS_DEF_UAR),
     DEFINE_PROP_UINT32("rx-overlap", WeftState, rx_overlap, 0),
+    /* Header matching (include/weft/match.h, docs/matching.md). */
+    DEFINE_PROP_UINT32("match-store", WeftState, match_store, WEFT_MATCH_DEF_STORE),
+    DEFINE_PROP_UINT32("umb-size", WeftState, umb_size, WEFT_MATCH_DEF_UMB),
+    DEFINE_PROP_UINT32("umb-frag", WeftState, umb_frag, WEFT_MATCH_DEF_FRAG),
+    DEFINE_PROP_UINT32("matchers", WeftState, matchers, WEFT_MATCH_DEF_MATCHERS),
+    DEFINE_PROP_UINT32("match-step", WeftState, match_step, WEFT_MATCH_DEF_STEP),
+    DEFINE_PROP_UINT64("rndv-threshold", WeftState, rndv_threshold,
+                       WEFT_MATCH_DEF_RNDV_THRESHOLD),
     DEFINE_PROP_CHR("chardev", WeftState, chr),
     DEFINE_PROP_STRING("epoch-file", WeftState, epoch_file),
     DEFINE_PROP_STRING("token-secret", WeftState, token_secret),

@@ -236,6 +236,12 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 			.verbs_cqs = cfg->verbs_cqs,
 			.verbs_pds = cfg->verbs_pds,
 			.verbs_tpt = cfg->verbs_tpt,
+			.match_store = cfg->match_store,
+			.umb_size = cfg->umb_size,
+			.umb_frag = cfg->umb_frag,
+			.matchers = cfg->matchers,
+			.match_step = cfg->match_step,
+			.rndv_threshold = cfg->rndv_threshold,
 		};
 		struct weft_core_ops ops = sim_core_ops;
 		char cerr[128] = "";

@@ -82,6 +82,9 @@ struct weft_sim_config {
 	uint32_t rx_queue_len;      /* core receive queue; 0 = core default */
 	uint32_t rx_overlap;        /* core rx_overlap: entries valid out of slot order */
 	uint32_t verbs_qps, verbs_cqs, verbs_pds, verbs_tpt; /* 0 = core defaults */
+	/* Header matching (weft_core_config), 0 = core defaults. */
+	uint32_t match_store, umb_size, umb_frag, matchers, match_step;
+	uint64_t rndv_threshold;
 	size_t max_queued;          /* fabric frames; 0 = WEFT_SIM_DEF_QUEUED */
 	size_t capture_frames;      /* fabric capture ring; 0 = none */
 	uint64_t tick_ns;           /* virtual time of one busy round; 0 = 100 */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "fuzz_engine.h"
+#include "weft/match.h"
 #include "weft_sim.h"
 #include "weft_sim_verbs.h"
 
@@ -90,6 +91,16 @@ static uint64_t below(struct fz_src *src, uint64_t n)
 }
 
 /* An "interesting" 64-bit value for a field. */
+uint64_t fz_src_u64(struct fz_src *src)
+{
+	return src_u64(src);
+}
+
+uint64_t fz_src_below(struct fz_src *src, uint64_t n)
+{
+	return below(src, n);
+}
+
 static uint64_t interesting(struct fz *f, struct fz_src *src)
 {
 	struct fz_node *n = &f->n[0];
@@ -763,6 +774,10 @@ static void act_reg(struct fz *f, struct fz_src *src)
 		off = below(src, WEFT_REGS_SIZE + 64);
 		break;
 	}
+	/* The matching registers and their DMA have their own target and
+	 * oracle (fuzz_match.c). */
+	if (off >= WEFT_MATCH_REG_FIRST && off < WEFT_MATCH_QD_END)
+		off = WEFT_REG_INT_READY;
 	/* RESET and RECOVER wipe the set-up: keep them rare. */
 	if ((off == WEFT_REG_RESET || off == WEFT_REG_RECOVER) && below(src, 8))
 		off = WEFT_REG_INT_READY;

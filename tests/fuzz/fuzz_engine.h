@@ -28,6 +28,10 @@ struct fz_src {
 
 struct fz;
 
+/* The next decision from src: 64 random bits, or a value below n. */
+uint64_t fz_src_u64(struct fz_src *src);
+uint64_t fz_src_below(struct fz_src *src, uint64_t n);
+
 struct fz_stats {
 	uint64_t actions, reg_writes, sram_writes, db_writes, packets, mutated, polls;
 	uint64_t dma_writes, dma_fifo, dma_evq, dma_tce, violations, canary_hits;

@@ -2,6 +2,7 @@
 # Build and briefly run the libFuzzer target of the Weft core.
 #
 #   tests/fuzz/run-libfuzzer.sh [RUNS] [-- extra libFuzzer options]
+#   WEFT_FUZZ_TARGET=match tests/fuzz/run-libfuzzer.sh ...   (matching engine)
 #
 # Needs clang with -fsanitize=fuzzer (Debian: clang + libclang-rt-14-dev).
 # When that is missing it says so and exits 2: nothing is built and
@@ -37,13 +38,23 @@ src=(
 	"$WEFT_ROOT"/qemu-device/sim/*.c
 	"$WEFT_ROOT"/guest-driver/policy/weft_policy.c
 	"$WEFT_ROOT"/tests/fuzz/fuzz_engine.c
-	"$WEFT_ROOT"/tests/fuzz/fuzz_libfuzzer.c
 )
+# WEFT_FUZZ_TARGET=match fuzzes the header-matching engine (fuzz_match.h).
+target=weft-libfuzzer
+corpus=$out/corpus
+if [ "${WEFT_FUZZ_TARGET:-core}" = match ]; then
+	src+=("$WEFT_ROOT"/tests/fuzz/fuzz_match.c "$WEFT_ROOT"/tests/fuzz/fuzz_match_libfuzzer.c)
+	target=weft-libfuzzer-match
+	corpus=$out/corpus-match
+	mkdir -p "$corpus"
+else
+	src+=("$WEFT_ROOT"/tests/fuzz/fuzz_libfuzzer.c)
+fi
 weft_log "building the libFuzzer target"
 "$CC" -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-I"$WEFT_ROOT/include" -I"$WEFT_ROOT/qemu-device/core" \
 	-I"$WEFT_ROOT/qemu-device/switch" -I"$WEFT_ROOT/qemu-device/sim" \
 	-I"$WEFT_ROOT/guest-driver/policy" \
-	"${src[@]}" -o "$out/weft-libfuzzer"
+	"${src[@]}" -o "$out/$target"
 weft_log "running $runs inputs"
-"$out/weft-libfuzzer" -runs="$runs" -max_len=4096 -seed=1 "$@" "$out/corpus"
+"$out/$target" -runs="$runs" -max_len=4096 -seed=1 "$@" "$corpus"

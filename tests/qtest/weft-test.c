@@ -41,6 +41,7 @@
 #include "weft/xlate.h"
 #include "weft/counters.h"
 #include "weft/verbs.h"
+#include "weft/match.h"
 
 /*
  * Hang protection only: every wait below fails the test with a message
@@ -2135,6 +2136,180 @@ static void test_verbs_ud_grh(void)
     node_stop(n);
 }
 
+/* ---- Header matching (docs/matching.md, hw-spec 17) ---------------------- */
+
+static uint64_t mdoorbell(WeftNode *n, uint64_t blk, const struct weft_match_op *op)
+{
+    qtest_memwrite(n->qts, blk, op, sizeof(*op));
+    reg_write(n, WEFT_REG_MATCH_DOORBELL, blk);
+    return reg_read(n, WEFT_REG_MATCH_DB_STATUS);
+}
+
+static void mpoll(WeftNode *n, uint64_t ring, uint64_t idx,
+                  struct weft_match_cqe *e)
+{
+    int64_t end = deadline();
+
+    while (reg_read(n, WEFT_REG_MATCH_CQ_PROD) <= idx) {
+        check_deadline(end, "a matching completion");
+        g_usleep(1000);
+    }
+    qtest_memread(n->qts, ring + (idx % 16) * sizeof(*e), e, sizeof(*e));
+    reg_write(n, WEFT_REG_MATCH_CQ_CONS, idx + 1);
+}
+
+/*
+ * The matching registers and doorbell of the real device: a receive
+ * posted with CR, a loopback send that matches it (one copy, the Match
+ * Compl ID), an unexpected send kept in the UMB and taken by a later
+ * post, a queue dump, an overflow that stops the queue with an event,
+ * and refused hostile operations.
+ */
+static void test_match_loopback(void)
+{
+    WeftNode *n = node_start(6, SW_NONE);
+    struct weft_match_op op;
+    struct weft_match_cqe e;
+    struct weft_match_dump d;
+    uint64_t ring, blk, src, dst, dump, idx = 0;
+    uint8_t data[1000], got[1000];
+    unsigned int i;
+
+    setup_interrupts(n);
+    g_assert_cmpuint(WEFT_MATCH_CAPS_QUEUES(reg_read(n, WEFT_REG_MATCH_CAPS)), ==,
+                     WEFT_MATCH_NR_QUEUES);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_MATCH_UMB), ==,
+                     WEFT_MATCH_DEF_UMB | (uint64_t)WEFT_MATCH_DEF_FRAG << 32);
+    ring = alloc_zeroed(n, 64 * 16 + 64);
+    ring = (ring + 63) & ~63ull;
+    blk = alloc_zeroed(n, 64);
+    src = alloc_zeroed(n, sizeof(data));
+    dst = alloc_zeroed(n, sizeof(data));
+    dump = alloc_zeroed(n, 4 * sizeof(d));
+    for (i = 0; i < sizeof(data); i++) {
+        data[i] = (uint8_t)(i * 13 + 1);
+    }
+    qtest_memwrite(n->qts, src, data, sizeof(data));
+
+    /* Without a ring every operation is refused. */
+    memset(&op, 0, sizeof(op));
+    op.opcode = WEFT_MOP_POST;
+    op.match = WEFT_MW(0, 1, 7, 42);
+    g_assert_cmphex(mdoorbell(n, blk, &op), ==,
+                    WEFT_CMD_ESTATE | (uint64_t)WEFT_R_MATCH_CQ << 32);
+    reg_write(n, WEFT_REG_MATCH_CQ_BASE, ring);
+    reg_write(n, WEFT_REG_MATCH_CQ_SIZE, 4);
+    reg_write(n, WEFT_REG_MATCH_QCFG(3), WEFT_QCFG(WEFT_QCFG_ENABLE, 2, 0));
+    g_assert_cmphex(reg_read(n, WEFT_REG_MATCH_QCFG(3)), ==,
+                    WEFT_QCFG(WEFT_QCFG_ENABLE, 2, 0));
+
+    /* Post with CR, then a loopback send that matches it. */
+    op.queue = 3;
+    op.flags = WEFT_MOPF_CR;
+    op.node = WEFT_MATCH_ANY_SOURCE;
+    op.addr = dst;
+    op.len = sizeof(data);
+    op.match_id = 0x77;
+    op.req_id = 0x55;
+    g_assert_cmpuint(mdoorbell(n, blk, &op), ==, WEFT_CMD_OK);
+    mpoll(n, ring, idx++, &e);
+    g_assert_cmpuint(e.type, ==, WEFT_MCQE_POSTED);
+    g_assert_cmpuint(e.req_id, ==, 0x55);
+    memset(&op, 0, sizeof(op));
+    op.opcode = WEFT_MOP_SEND;
+    op.queue = 3;
+    op.match = WEFT_MW(0, 1, 7, 42);
+    op.node = 6;
+    op.addr = src;
+    op.len = sizeof(data);
+    op.req_id = 9;
+    g_assert_cmpuint(mdoorbell(n, blk, &op), ==, WEFT_CMD_OK);
+    for (i = 0; i < 2; i++) {
+        mpoll(n, ring, idx++, &e);
+        if (e.type == WEFT_MCQE_SEND_DONE) {
+            g_assert_cmpuint(e.req_id, ==, 9);
+            continue;
+        }
+        g_assert_cmpuint(e.type, ==, WEFT_MCQE_MATCH_COPY);
+        g_assert_cmpuint(e.status, ==, 0);
+        g_assert_cmpuint(e.match_id, ==, 0x77);
+        g_assert_cmpuint(e.written, ==, sizeof(data));
+        g_assert_cmpuint(e.flags & WEFT_MCQEF_LOOPBACK, ==, WEFT_MCQEF_LOOPBACK);
+    }
+    qtest_memread(n->qts, dst, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    g_assert_cmpuint(counter(n, WEFT_CNT_M_MATCHES), ==, 1);
+
+    /* Unexpected: kept in the UMB, dumped, taken by the next post. */
+    op.match = WEFT_MW(0, 1, 7, 43);
+    g_assert_cmpuint(mdoorbell(n, blk, &op), ==, WEFT_CMD_OK);
+    mpoll(n, ring, idx++, &e);
+    g_assert_cmpuint(e.type, ==, WEFT_MCQE_SEND_DONE);
+    memset(&op, 0, sizeof(op));
+    op.opcode = WEFT_MOP_DUMP;
+    op.flags = WEFT_MOPF_UEQ;
+    op.queue = 3;
+    op.addr = dump;
+    op.len = 4 * sizeof(d);
+    g_assert_cmpuint(mdoorbell(n, blk, &op), ==, WEFT_CMD_OK);
+    mpoll(n, ring, idx++, &e);
+    g_assert_cmpuint(e.type, ==, WEFT_MCQE_DUMP);
+    g_assert_cmpuint(e.length, ==, 1);
+    qtest_memread(n->qts, dump, &d, sizeof(d));
+    g_assert_cmphex(d.match, ==, WEFT_MW(0, 1, 7, 43));
+    g_assert_cmpuint(d.kind, ==, WEFT_MDUMP_UMB);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_MATCH_UMB_FREE), ==,
+                     WEFT_MATCH_DEF_UMB / WEFT_MATCH_DEF_FRAG - 8);
+    qtest_memset(n->qts, dst, 0, sizeof(data));
+    memset(&op, 0, sizeof(op));
+    op.opcode = WEFT_MOP_POST;
+    op.queue = 3;
+    op.match = WEFT_MW(WEFT_MW_WC_TAG, 1, 7, 0);
+    op.node = WEFT_MATCH_ANY_SOURCE;
+    op.addr = dst;
+    op.len = sizeof(data);
+    op.match_id = 0x78;
+    g_assert_cmpuint(mdoorbell(n, blk, &op), ==, WEFT_CMD_OK);
+    mpoll(n, ring, idx++, &e);
+    g_assert_cmpuint(e.type, ==, WEFT_MCQE_MATCH_COPY);
+    g_assert_cmpuint(e.match_id, ==, 0x78);
+    qtest_memread(n->qts, dst, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+
+    /* Quota 2: the third post stops the queue and raises an event. */
+    op.match = WEFT_MW(0, 1, 7, 100);
+    for (i = 0; i < 3; i++) {
+        g_assert_cmpuint(mdoorbell(n, blk, &op), ==, WEFT_CMD_OK);
+    }
+    mpoll(n, ring, idx++, &e);
+    g_assert_cmpuint(e.type, ==, WEFT_MCQE_OP_ERROR);
+    g_assert_cmpuint(e.status, ==, WEFT_R_MATCH_STORE_FULL);
+    g_assert_cmphex(reg_read(n, WEFT_REG_MATCH_STOPPED0), ==, 1ull << 3);
+    /* Queue events name no window (0xffff); rcxt is the queue. */
+    g_assert_true(find_event(n, WEFT_EV_MATCH_STOPPED, 0xffff));
+    reg_write(n, WEFT_REG_MATCH_QSTAT(3), WEFT_QSTAT_STOPPED);
+    g_assert_cmphex(reg_read(n, WEFT_REG_MATCH_STOPPED0), ==, 0);
+
+    /* Hostile operations: refused with a reason, nothing queued. */
+    op.match = 0;
+    g_assert_cmphex(mdoorbell(n, blk, &op), ==,
+                    WEFT_CMD_EINVAL | (uint64_t)WEFT_R_MATCH_ZERO_WORD << 32);
+    op.match = WEFT_MW(0, 1, 7, 1);
+    op.queue = 999;
+    g_assert_cmphex(mdoorbell(n, blk, &op), ==,
+                    WEFT_CMD_EINVAL | (uint64_t)WEFT_R_MATCH_QUEUE << 32);
+    op.queue = 3;
+    op.opcode = 77;
+    g_assert_cmphex(mdoorbell(n, blk, &op), ==,
+                    WEFT_CMD_EINVAL | (uint64_t)WEFT_R_MATCH_BAD_OP << 32);
+    reg_write(n, WEFT_REG_MATCH_DOORBELL, 0xfec00000ull);   /* not RAM */
+    g_assert_cmphex(reg_read(n, WEFT_REG_MATCH_DB_STATUS), ==,
+                    WEFT_CMD_EFAULT | (uint64_t)WEFT_R_DMA_ERROR << 32);
+    g_assert_cmpuint(counter(n, WEFT_CNT_DROP(WEFT_R_MATCH_ZERO_WORD)), ==, 1);
+    assert_alive(n);
+    node_stop(n);
+}
+
 int main(int argc, char **argv)
 {
     int r;
@@ -2164,6 +2339,7 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/hotplug", test_hotplug);
     qtest_add_func("/weft/properties", test_properties);
     qtest_add_func("/weft/verbs/loopback", test_verbs_loopback);
+    qtest_add_func("/weft/match/loopback", test_match_loopback);
     qtest_add_func("/weft/verbs/ud-grh", test_verbs_ud_grh);
 
     r = g_test_run();
