@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: MIT
 --
--- Wireshark dissector for Weft frames (docs/tools.md, "Reading captures").
+-- Wireshark dissector for Weft frames (docs/debugging.md, "Reading captures").
 --
 -- weft-switch writes pcap files of link type LINKTYPE_USER0 (147): each
 -- record is one packet, a struct weft_wire_hdr and its payload

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Driver developers' tools (docs/tools.md "Reading captures", docs/cluster.md
-# "Debugging a guest", "Traces and timelines"), sourced by tests/cluster/run.sh
+# Driver developers' tools (docs/debugging.md: dissector, gdb, timelines),
+# sourced by tests/cluster/run.sh
 # and run with its helpers (gx, bg, bgwait, tool2, server, fail, checked,
 # say, no_oops; ib_load; ib_dev, pair, perf_gids, perf_bw).  They run on
 # cluster ctd-<pid> (2 nodes, up --trace: doorbell, UAR and register
