@@ -291,14 +291,23 @@ local function malformed(pinfo, item, text)
 	pinfo.cols.info:append(" [Malformed: " .. text .. "]")
 end
 
+-- add_struct: the structure LAYOUT (SIZE bytes, called TITLE) at AT when
+-- the LEN bytes there hold it, else MARK is marked malformed; returns its
+-- subtree and values, or nil.
+local function add_struct(tvb, pinfo, tree, mark, at, len, size, title, layout, fields, flags)
+	if len < size then
+		malformed(pinfo, mark, string.format("%d bytes left for %s, %d needed", len, title, size))
+		return nil
+	end
+	local t = tree:add(weft, tvb:range(at, size), title)
+	return t, add_layout(t, tvb, at, layout, fields, flags, "flags")
+end
+
 -- ---- bodies ----------------------------------------------------------------------
 local function body_net(tvb, pinfo, tree, root, at, len)
-	if len < NET_HDR_SIZE then
-		malformed(pinfo, root, string.format("IP over Weft payload of %d bytes, header is %d", len, NET_HDR_SIZE))
-		return
-	end
-	local nt = tree:add(weft, tvb:range(at, len), "IP over Weft (struct weft_net_hdr)")
-	local v = add_layout(nt, tvb, at, NET_HDR, FN, NET_FLAGS, "flags")
+	local nt, v = add_struct(tvb, pinfo, tree, root, at, len, NET_HDR_SIZE,
+		"IP over Weft (struct weft_net_hdr)", NET_HDR, FN, NET_FLAGS)
+	if not nt then return end
 	local rest = len - NET_HDR_SIZE
 	if v.version ~= NET_VERSION then
 		malformed(pinfo, nt, string.format("weft_net_hdr version %d, expected %d", v.version, NET_VERSION))
@@ -337,12 +346,9 @@ local function syndrome_name(op, s)
 end
 
 local function body_verbs(tvb, pinfo, tree, root, at, len)
-	if len < VHDR_SIZE then
-		malformed(pinfo, root, string.format("verbs packet of %d bytes, struct weft_vhdr is %d", len, VHDR_SIZE))
-		return
-	end
-	local vt = tree:add(weft, tvb:range(at, VHDR_SIZE), "Verbs transport header (struct weft_vhdr)")
-	local v = add_layout(vt, tvb, at, VHDR, FV, VHDR_FLAGS, "flags")
+	local vt, v = add_struct(tvb, pinfo, tree, root, at, len, VHDR_SIZE,
+		"Verbs transport header (struct weft_vhdr)", VHDR, FV, VHDR_FLAGS)
+	if not vt then return end
 	local op = VOPS[v.opcode] or "UNKNOWN"
 	vt:add(f_op_name, op):set_generated()
 	local sn = syndrome_name(v.opcode, v.syndrome)
@@ -357,12 +363,10 @@ local function body_verbs(tvb, pinfo, tree, root, at, len)
 	end
 	local at2, rest = at + VHDR_SIZE, len - VHDR_SIZE
 	if v.opcode == VOP_UD_SEND then
-		if rest < VADDR_SIZE then
-			malformed(pinfo, vt, string.format("UD_SEND with %d bytes after the header, struct weft_vaddr is %d", rest, VADDR_SIZE))
+		if not add_struct(tvb, pinfo, tree, vt, at2, rest, VADDR_SIZE,
+			"RoCE v2 address of UD_SEND (struct weft_vaddr)", VADDR, FA) then
 			return
 		end
-		local at_ = tree:add(weft, tvb:range(at2, VADDR_SIZE), "RoCE v2 address (struct weft_vaddr)")
-		add_layout(at_, tvb, at2, VADDR, FA)
 		at2, rest = at2 + VADDR_SIZE, rest - VADDR_SIZE
 	end
 	if rest > VERBS_MTU then

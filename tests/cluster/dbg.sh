@@ -71,8 +71,8 @@ sc_wireshark() {
 	[ "$rc" = 0 ] || return 1
 	[ -n "$qa" ] && [ -n "$qb" ] || fail "ibv_rc_pingpong printed no QPN/PSN lines: $(head -n 4 <<<"$COUT")" || return 1
 	checked "traffic captured: FIFO, RDMA write/read, verbs send/write/read/atomic, Terminates, ping ($(du -k "$CAP" | cut -f1) KiB)"
-	OUT=$(python3 "$WWS" check "$CAP" 2>&1)
-	[ $? = 0 ] || fail "frames malformed or not decoded as Weft: $(tail -n 6 <<<"$OUT")" || return 1
+	OUT=$(python3 "$WWS" check "$CAP" 2>&1) ||
+		fail "frames malformed or not decoded as Weft: $(tail -n 6 <<<"$OUT")" || return 1
 	checked "tshark with the dissector: $(tail -n 1 <<<"$OUT")"
 	python3 "$WWS" frames "$CAP" >"$TMP/ws.frames" 2>"$TMP/ws.err" ||
 		fail "weft-wireshark frames: $(cat "$TMP/ws.err")" || return 1
@@ -154,20 +154,25 @@ EOF
 # arguments and driver structures print, and the guest runs on.
 GDB_FUNC=weft_ib_query_port
 sc_gdb() {
-	local c=$1 i tpid gpid rc out=$TMP/gdb.out d
+	local c=$1 i tpid gpid rc out=$TMP/gdb.out d no7
 	command -v gdb >/dev/null || fail "gdb is not installed (scripts/weft-test installs it)" || return 1
 	ib_load "$c" 1 || return 1
 	# A node that does not exist or does not run is refused.
-	OUT=$("$WC" --name "$c" gdb 7 --batch 2>&1)
-	[ $? != 0 ] && grep -q 'has nodes 0..1' <<<"$OUT" || fail "gdb on node 7 of a 2-node cluster: $OUT" || return 1
+	if OUT=$("$WC" --name "$c" gdb 7 --batch 2>&1) || ! grep -q 'has nodes 0..1' <<<"$OUT"; then
+		fail "gdb on node 7 of a 2-node cluster: $OUT"
+		return 1
+	fi
+	no7=$OUT
 	d=$(mktemp -d "$TMP/stopped.XXXXXX")
 	printf 'NODES=2\nIMAGE=/nonexistent\n' >"$d/cluster.env"
 	sh -c 'exit 0' & wait $!
 	echo $! >"$d/node1.pid"
-	OUT=$(python3 "$WEFT_ROOT/scripts/weft-gdb" --dir "$d" --name stopped 1 --batch 2>&1)
-	[ $? = 1 ] && grep -q 'node1 of cluster stopped is not running' <<<"$OUT" ||
-		fail "weft-gdb on a stopped node: $OUT" || return 1
-	checked "refused: a node outside the cluster ($(head -n 1 <<<"$("$WC" --name "$c" gdb 7 2>&1)" | cut -c1-60)...), a node that is not running ($OUT)"
+	if OUT=$(python3 "$WEFT_ROOT/scripts/weft-gdb" --dir "$d" --name stopped 1 --batch 2>&1) ||
+		! grep -q 'node1 of cluster stopped is not running' <<<"$OUT"; then
+		fail "weft-gdb on a stopped node: $OUT"
+		return 1
+	fi
+	checked "refused: a node outside the cluster ($no7), a node that is not running ($OUT)"
 	( timeout -s INT 300 "$WC" --name "$c" gdb 1 --batch -ex "break $GDB_FUNC" -ex continue -ex bt \
 		-ex 'info args' -ex 'print ibdev->name' -ex 'ptype struct weft_ibdev' -ex delete -ex detach \
 		>"$out" 2>&1; echo $? >"$TMP/gdb.rc" ) &
