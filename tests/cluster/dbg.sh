@@ -154,7 +154,7 @@ EOF
 # arguments and driver structures print, and the guest runs on.
 GDB_FUNC=weft_ib_query_port
 sc_gdb() {
-	local c=$1 i tpid gpid rc out=$TMP/gdb.out d no7
+	local c=$1 tpid gpid rc out=$TMP/gdb.out d no7
 	command -v gdb >/dev/null || fail "gdb is not installed (scripts/weft-test installs it)" || return 1
 	ib_load "$c" 1 || return 1
 	# A node that does not exist or does not run is refused.
@@ -177,7 +177,7 @@ sc_gdb() {
 		-ex 'info args' -ex 'print ibdev->name' -ex 'ptype struct weft_ibdev' -ex delete -ex detach \
 		>"$out" 2>&1; echo $? >"$TMP/gdb.rc" ) &
 	tpid=$!
-	for i in $(seq 300); do
+	for _ in $(seq 300); do
 		grep -q '^Continuing\.' "$out" 2>/dev/null && break
 		[ -f "$TMP/gdb.rc" ] && break
 		sleep 1
@@ -187,7 +187,7 @@ sc_gdb() {
 	gx "$c" 1 "cat /sys/class/infiniband/weft_ib0/ports/1/state"
 	rc=$RC
 	# The breakpoint hit, gdb prints and detaches; 60 s at most.
-	for i in $(seq 60); do
+	for _ in $(seq 60); do
 		[ -f "$TMP/gdb.rc" ] && break
 		sleep 1
 	done
