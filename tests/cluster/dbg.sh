@@ -23,7 +23,8 @@ cap_stop() {
 }
 
 # verdicts: the "ok|WHAT" and "fail|WHY" lines of a checker on stdin as
-# checks; non-zero if any failed or none came.
+# checks (other lines are said); non-zero if any failed or none came.  Not
+# in a pipeline: the checks must count in this shell.
 verdicts() {
 	local v what n=0 rc=0
 	while IFS='|' read -r v what; do
@@ -76,7 +77,7 @@ sc_wireshark() {
 	checked "tshark with the dissector: $(tail -n 1 <<<"$OUT")"
 	python3 "$WWS" frames "$CAP" >"$TMP/ws.frames" 2>"$TMP/ws.err" ||
 		fail "weft-wireshark frames: $(cat "$TMP/ws.err")" || return 1
-	python3 - "$TMP/ws.frames" "$qa" "$pa" "$qb" "$pb" <<'EOF' | verdicts
+	python3 - "$TMP/ws.frames" "$qa" "$pa" "$qb" "$pb" >"$TMP/ws.verdicts" 2>&1 <<'EOF' || echo 'fail|the checker failed' >>"$TMP/ws.verdicts"
 import json, sys
 frames = [json.loads(l) for l in open(sys.argv[1])]
 qa, pa, qb, pb = (int(x, 16) for x in sys.argv[2:6])
@@ -145,7 +146,7 @@ ok = len(req) >= 3 and len(rep) >= 3 and all(f(x, "weft.key") == 0x4e455449 and 
 report(ok, "IP over Weft: %d ICMP echo requests 10.87.0.1 -> 10.87.0.2 and %d replies, in FIFO packets with key WEFT_NET_KEY, decoded by Wireshark's IP dissector" % (len(req), len(rep)),
        "ICMP: %d requests, %d replies decoded" % (len(req), len(rep)))
 EOF
-	[ "${PIPESTATUS[1]}" = 0 ] || return 1
+	verdicts <"$TMP/ws.verdicts" || return 1
 	no_oops "$c" 0 && no_oops "$c" 1
 }
 
@@ -173,16 +174,17 @@ sc_gdb() {
 		return 1
 	fi
 	checked "refused: a node outside the cluster ($no7), a node that is not running ($OUT)"
-	( timeout -s INT 300 "$WC" --name "$c" gdb 1 --batch -ex "break $GDB_FUNC" -ex continue -ex bt \
+	( timeout -s INT 300 "$WC" --name "$c" gdb 1 --batch -ex "break $GDB_FUNC" \
+		-ex 'echo weft-gdb: continuing\n' -ex continue -ex bt \
 		-ex 'info args' -ex 'print ibdev->name' -ex 'ptype struct weft_ibdev' -ex delete -ex detach \
 		>"$out" 2>&1; echo $? >"$TMP/gdb.rc" ) &
 	tpid=$!
 	for _ in $(seq 300); do
-		grep -q '^Continuing\.' "$out" 2>/dev/null && break
+		grep -q '^weft-gdb: continuing' "$out" 2>/dev/null && break
 		[ -f "$TMP/gdb.rc" ] && break
 		sleep 1
 	done
-	grep -q '^Continuing\.' "$out" || { sed 's/^/  | /' "$out" | tail -n 20; fail "gdb did not attach and continue"; wait "$tpid"; return 1; }
+	grep -q '^weft-gdb: continuing' "$out" || { sed 's/^/  | /' "$out" | tail -n 20; fail "gdb did not attach and continue"; wait "$tpid"; return 1; }
 	checked "gdb attached to node1 over $(weft_run_dir)/$c/node1.gdb.sock, symbols loaded, breakpoint set, guest continued: $(grep -m1 '^Breakpoint 1 at' "$out")"
 	gx "$c" 1 "cat /sys/class/infiniband/weft_ib0/ports/1/state"
 	rc=$RC
@@ -229,7 +231,7 @@ sc_timeline() {
 		fail "weft-timeline: $(cat "$TMP/tl.err")" || return 1
 	python3 "$WEFT_ROOT/scripts/weft-timeline" --merged --capture "$CAP" "$d" >"$TMP/tl.txt" 2>&1 ||
 		fail "weft-timeline --merged: $(tail -n 2 "$TMP/tl.txt")" || return 1
-	python3 - "$TMP/tl.json" "$SW" <<'EOF' | verdicts
+	python3 - "$TMP/tl.json" "$SW" >"$TMP/tl.verdicts" 2>&1 <<'EOF' || echo 'fail|the checker failed' >>"$TMP/tl.verdicts"
 import json, re, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 sw = int(sys.argv[2])
@@ -265,5 +267,5 @@ else:
         if db[-1]["t"] <= e["t"] <= back[0]["t"] and (e["kind"] != "wire" or e in (w, back[0])):
             print("  %+10.6f  node%d  %-5s %s %s" % (e["t"] - db[-1]["t"], e["node"], e["kind"], e["event"], e["text"][:90]))
 EOF
-	[ "${PIPESTATUS[1]}" = 0 ]
+	verdicts <"$TMP/tl.verdicts"
 }
