@@ -158,6 +158,8 @@ sc_gdb() {
 	local c=$1 tpid gpid rc out=$TMP/gdb.out d no7
 	command -v gdb >/dev/null || fail "gdb is not installed (scripts/weft-test installs it)" || return 1
 	ib_load "$c" 1 || return 1
+	hexreg "$c" 1 VERBS_NR_QP || return 1
+	NRQP=$VAL
 	# A node that does not exist or does not run is refused.
 	if OUT=$("$WC" --name "$c" gdb 7 --batch 2>&1) || ! grep -q 'has nodes 0..1' <<<"$OUT"; then
 		fail "gdb on node 7 of a 2-node cluster: $OUT"
@@ -176,7 +178,8 @@ sc_gdb() {
 	checked "refused: a node outside the cluster ($no7), a node that is not running ($OUT)"
 	( timeout -s INT 300 "$WC" --name "$c" gdb 1 --batch -ex "break $GDB_FUNC" \
 		-ex 'echo weft-gdb: continuing\n' -ex continue -ex bt \
-		-ex 'info args' -ex 'print ibdev->name' -ex 'ptype struct weft_ibdev' -ex delete -ex detach \
+		-ex 'info args' -ex 'print ibdev->name' -ex 'print ((struct weft_ibdev *)ibdev)->caps' \
+		-ex 'ptype struct weft_ibdev' -ex delete -ex detach \
 		>"$out" 2>&1; echo $? >"$TMP/gdb.rc" ) &
 	tpid=$!
 	for _ in $(seq 300); do
@@ -206,9 +209,10 @@ sc_gdb() {
 	grep -qE "^#0 +$GDB_FUNC \(" "$out" || fail "backtrace frame #0 is not $GDB_FUNC" || return 1
 	grep -qE '^#1 +0x[0-9a-f]+ in [A-Za-z_][A-Za-z0-9_.]* ' "$out" || fail "backtrace frame #1 names no caller" || return 1
 	checked "backtrace: $(grep -E '^#0 ' "$out" | cut -c1-70) ... called by $(sed -n 's/^#1 *0x[0-9a-f]* in \([^ ]*\) .*/\1/p' "$out")"
-	grep -qE '^port = 1$' "$out" && grep -q '"weft_ib0"' "$out" && grep -q '^type = struct weft_ibdev {' "$out" ||
-		fail "arguments or driver structures not printed" || return 1
-	checked "info args shows port = 1, ibdev->name is \"weft_ib0\", ptype prints struct weft_ibdev"
+	grep -qE '^port = 1$' "$out" && grep -q '"weft_ib0"' "$out" && grep -q '^type = struct weft_ibdev {' "$out" &&
+		grep -qE "^\\\$2 = \\{nr_qp = $NRQP, .* node_id = 1, " "$out" ||
+		fail "arguments or driver structures not printed as expected (nr_qp $NRQP, node_id 1)" || return 1
+	checked "info args shows port = 1, ibdev->name is \"weft_ib0\", the driver's caps $(grep -E '^[$]2 = ' "$out" | cut -c1-90)..., ptype prints struct weft_ibdev"
 	grep -q '^\[Inferior 1 (process 1) detached\]' "$out" || fail "gdb did not detach" || return 1
 	gx "$c" 1 "cat /sys/class/infiniband/weft_ib0/ports/1/state; head -n 1 /sys/kernel/debug/weft/weft0/state"
 	[ "$RC" = 0 ] && grep -q ACTIVE <<<"$OUT" || fail "node1 after gdb detached: $OUT" || return 1
