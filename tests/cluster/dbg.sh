@@ -242,17 +242,19 @@ sw = int(sys.argv[2])
 wire = [e for e in ev if e["kind"] == "wire" and e["node"] == 0 and e["frame"]["type"] == "FIFO"
         and e["frame"]["src"] == 0 and e["frame"]["dst"] == 1 and e["frame"]["dst_window"] == sw
         and e["frame"]["length"] == 64]
+# The warm-up and the measured round trip.
 if len(wire) != 2:
-    print("fail|%d FIFO frames node0 -> node1 window %d of 64 bytes in the capture, expected 2" % (len(wire), sw))
+    print("fail|%d FIFO frames node0 -> node1 window %d of 64 bytes in the capture, expected the warm-up and the round trip" % (len(wire), sw))
     sys.exit(0)
-w = wire[-1]
-print("ok|capture: 2 FIFO frames of 64 bytes node0 -> node1 window %d (warm-up and round trip), the second at %.6f" % (sw, w["t"]))
+w = wire[1]
+print("ok|capture: %d FIFO frames of 64 bytes node0 -> node1 window %d (warm-up and round trip), the second at %.6f" % (len(wire), sw, w["t"]))
 db = [e for e in ev if e["node"] == 0 and e["event"] == "weft_db_write" and "START_TRANSMIT" in e["text"]
       and wire[0]["t"] < e["t"] <= w["t"]]
+# The traces count the whole packet: the 104-byte header and the payload.
 tx = [e for e in ev if e["node"] == 0 and e["event"] == "weft_pkt_tx"
-      and re.search(r"FIFO node 0 -> node 1 window %d, 64 bytes" % sw, e["text"]) and e["t"] > wire[0]["t"]]
+      and re.search(r"FIFO node 0 -> node 1 window %d, 168 bytes" % sw, e["text"]) and e["t"] > wire[0]["t"]]
 rx = [e for e in ev if e["node"] == 1 and e["event"] == "weft_pkt_rx"
-      and re.search(r"FIFO node 0 -> node 1 window %d, 64 bytes" % sw, e["text"]) and e["t"] >= w["t"]]
+      and re.search(r"FIFO node 0 -> node 1 window %d, 168 bytes" % sw, e["text"]) and e["t"] >= w["t"]]
 back = [e for e in ev if e["kind"] == "wire" and e["node"] == 1 and e["frame"]["type"] == "FIFO"
         and e["frame"]["src"] == 1 and e["frame"]["dst"] == 0 and e["frame"]["length"] == 64 and rx and e["t"] >= rx[0]["t"]]
 if not db:
@@ -264,7 +266,7 @@ elif not rx:
 elif not back:
     print("fail|node1: no answer on the wire after its receive")
 else:
-    print("ok|in order: node0 doorbell %s at +%.6f s, tx trace at +%.6f, wire at +%.6f, node1 rx at +%.6f, node1's answer on the wire at +%.6f"
+    print("ok|in order: node0's %s at +%.6f s, tx trace at +%.6f, wire at +%.6f, node1 rx at +%.6f, node1's answer on the wire at +%.6f"
           % (db[-1]["text"].split(" [")[0], 0, tx[0]["t"] - db[-1]["t"], w["t"] - db[-1]["t"], rx[0]["t"] - db[-1]["t"], back[0]["t"] - db[-1]["t"]))
     print("timeline from node0's doorbell write to node1's answer (weft-timeline --merged):")
     for e in ev:
