@@ -203,7 +203,7 @@ sc_gdb() {
 		[ -z "$gpid" ] || kill -INT "$gpid"
 	fi
 	wait "$tpid"
-	sed 's/^/  | gdb: /' "$out" | grep -vE 'warning: |^  \| gdb: *$' | head -n 40
+	grep -vE '^warning: |_addr = |^add symbol table|^Reading symbols|^$' "$out" | head -n 30 | sed 's/^/  | gdb: /'
 	[ "$rc" = 0 ] && grep -q ACTIVE <<<"$OUT" || fail "node1: port state read under gdb: $OUT" || return 1
 	grep -qE "^Breakpoint 1, $GDB_FUNC \(" "$out" || fail "breakpoint in $GDB_FUNC not hit" || return 1
 	grep -qE "^#0 +$GDB_FUNC \(" "$out" || fail "backtrace frame #0 is not $GDB_FUNC" || return 1
