@@ -11,7 +11,8 @@
 #   $WEFT_CACHE/images/<hash of every input>/
 # holding vmlinuz (a link to the kernel), vmlinux (a link to the same
 # kernel uncompressed, which weft-cluster boots), initrd.img,
-# kernel-release and manifest.txt (what went in).  An unchanged input set
+# kernel-release, manifest.txt (what went in) and debug/weft.ko and
+# debug/weft_ib.ko (unstripped, for scripts/weft-gdb).  An unchanged input set
 # is not rebuilt.
 #
 # Usage: build-image.sh [--without-driver] [--print-dir | --print-version]
@@ -480,6 +481,13 @@ else
 	cp "$manifest" "$root/etc/weft/manifest.txt"
 
 	mkdir -p "$work/out"
+	# The modules as built, debug information included, stay next to the
+	# image for gdb on a guest (scripts/weft-gdb loads them at the
+	# addresses where the guest put them).
+	if [ -n "$ko" ]; then
+		mkdir -p "$work/out/debug"
+		install -m 644 "$ko" "$ibko" "$work/out/debug/"
+	fi
 	(cd "$root" && find . -mindepth 1 | LC_ALL=C sort | "$bb" cpio -o -H newc 2>/dev/null) \
 		>"$work/out/initrd.img" || weft_die "cpio of the initramfs failed"
 	ln -s "$kernel" "$work/out/vmlinuz"

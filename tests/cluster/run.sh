@@ -3,7 +3,8 @@
 # switch.  Boots its own clusters (ct2-<pid>: 2 nodes; ctf-<pid>: 2 nodes
 # with small rCxt pools, for the failover campaign; ct4-<pid>: 4 nodes;
 # cts-<pid>: 2 adapters per node; ctt-<pid>: 2 nodes joined to the switch
-# over TCP), one at a time, runs the scenarios, and always takes the clusters down.
+# over TCP; ctd-<pid>: 2 nodes with QEMU traces, for the debugging tools),
+# one at a time, runs the scenarios, and always takes the clusters down.
 #
 #   tests/cluster/run.sh              every scenario
 #   tests/cluster/run.sh NAME...      only these (see --list)
@@ -32,10 +33,11 @@ CF=ctf-$$
 C4=ct4-$$
 CS=cts-$$
 CT=ctt-$$
+CD=ctd-$$
 passed=0 failed=0
 summary=()
 declare -A up_error=()  # cluster -> why it is not usable ("" when up)
-declare -A csize=([$C2]=2 [$CF]=2 [$C4]=4 [$CS]=2 [$CT]=2)
+declare -A csize=([$C2]=2 [$CF]=2 [$C4]=4 [$CS]=2 [$CT]=2 [$CD]=2)
 # The failover campaign (cluster $CF) replays old frames while a new stream
 # runs: its switch keeps 8192 frames, so the old ones outlive the new
 # stream's first frames.  Its adapters have 40 rCxts, a little more than
@@ -56,6 +58,9 @@ declare -A cadapters=([$CS]=2)
 # runs every cluster on one, but cluster $CT, which always reaches the
 # switch over TCP (its TCP listener on 127.0.0.1, as from another host).
 declare -A ctransport=([$C4]=socket [$CT]=tcp)
+# QEMU trace events kept per node (weft-cluster up --trace) for
+# scripts/weft-timeline (tests/cluster/dbg.sh).
+declare -A ctrace=([$CD]="weft_db_write,weft_uar_write,weft_reg_write,weft_cmd,weft_pkt_*,weft_verbs_pkt_*,weft_irq*")
 
 # ---- scenario list: name, cluster, description --------------------------------
 SCENARIOS=(
@@ -105,6 +110,9 @@ SCENARIOS=(
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
 	"seed000-ops|$C4|libweft's further operations between guests (weft-ops): a third-party transfer (node1 makes node2 write into node0; TARGET completion at node0, SOURCE at node1, none at node2); a broadcast write reaching nodes 1-3 with node3's acknowledgement dropped by a switch drop rule, node3 alone re-sent to; a multicast write reaching only the group's members; a conditional RDMA whose signal arrives after its 4 writes; the four half-RDMA modes; all byte-exact"
 	"tcp-transport|$CT|2 nodes whose QEMUs reach the switch over TCP on 127.0.0.1 (up --transport tcp): each node registered over TCP with its token on the socket transport; RDMA write and read 1 byte to 4 MiB byte-exact; IPv4 and IPv6 pings over weft0 lose nothing; after a switch restart on the same port the nodes are back over TCP"
+	"wireshark|$CD|the switch captures FIFO, RDMA write and read, verbs send/write/read/atomic, Terminates and IP between 2 nodes; tshark with scripts/wireshark/weft.lua decodes every frame (none malformed) with the node ids, lengths, keys, QPNs, PSNs and opcodes that were sent"
+	"gdb|$CD|weft-cluster gdb 1 in batch mode: a breakpoint in weft_ib_query_port hit by a sysfs read, the backtrace names it and its caller, arguments and driver structures print, gdb detaches and the guest runs on; a stopped or absent node is refused"
+	"timeline|$CD|weft-timeline merges the nodes' QEMU traces (up --trace) with the capture: node0's doorbell write, its FIFO packet on the wire, node1's receive and its answer, in that order"
 	"stripe-2adapters|$CS|nodes with 2 adapters each (4 switch ports): node0 stripes 16 MiB RDMA writes over both its adapters to both of node1's (weft-bw --stripe), byte-exact, half of the bytes through each adapter; single-adapter and 2-adapter weft-bw figures side by side; a buffer registered once through either adapter is used with the same PVO through both, its deregistration through either drops later writes to it on both ; recovery, unbind and bind of weft1 keep the registrations made through weft0 (weft-test-nodeglobal)"
 )
 
@@ -255,8 +263,10 @@ cluster_up() { # cluster_up NAME N
 	echo "# starting cluster $c ($n nodes)"
 	t=${ctransport[$c]:-auto}
 	[ "$t" = tcp ] || t=${WEFT_TRANSPORT:-$t}
+	local tr=()
+	[ -z "${ctrace[$c]:-}" ] || tr=(--trace "${ctrace[$c]}")
 	if "$WC" --name "$c" up -n "$n" --adapters "${cadapters[$c]:-1}" --switch-args "${cargs[$c]:-}" \
-		--device-props "${cprops[$c]:-}" --transport "$t" \
+		--device-props "${cprops[$c]:-}" --transport "$t" "${tr[@]}" \
 		>"$TMP/$c.up" 2>&1; then
 		sed 's/^/# | /' "$TMP/$c.up" | grep -E 'ready after|NODE|node[0-9] |up:' || true
 		up_error[$c]=
@@ -269,7 +279,7 @@ cluster_up() { # cluster_up NAME N
 # Take the clusters down; their logs are kept only when something failed.
 cleanup() {
 	local c
-	for c in "$C2" "$CF" "$C4" "$CS" "$CT"; do
+	for c in "$C2" "$CF" "$C4" "$CS" "$CT" "$CD"; do
 		[ -z "${up_error[$c]+x}" ] || "$WC" --name "$c" down >/dev/null 2>&1
 		if [ "$failed" = 0 ]; then
 			rm -rf "$(weft_run_dir)/${c:?}"
@@ -1216,6 +1226,10 @@ source "$WEFT_ROOT/tests/cluster/ib.sh"
 # User-space verbs through the rdma-core provider (sc_ibv_devinfo, ...).
 # shellcheck source=tests/cluster/verbs-user.sh
 source "$WEFT_ROOT/tests/cluster/verbs-user.sh"
+
+# Driver developers' tools: dissector, gdb, timeline (sc_wireshark, ...).
+# shellcheck source=tests/cluster/dbg.sh
+source "$WEFT_ROOT/tests/cluster/dbg.sh"
 
 # ---- main ----------------------------------------------------------------------------
 want=()
