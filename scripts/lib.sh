@@ -154,12 +154,3 @@ weft_hash() {
 		fi
 	done | sed "s#$WEFT_ROOT/##" | sha256sum | cut -c1-16
 }
-
-# KVM only where it really works: /dev/kvm plus vmx/svm in /proc/cpuinfo,
-# or WEFT_ACCEL=kvm.  WEFT_ACCEL=tcg forces TCG.
-weft_accel() {
-	case "${WEFT_ACCEL:-auto}" in
-	kvm|tcg) echo "$WEFT_ACCEL"; return ;;
-	esac
-	if [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then echo kvm; else echo tcg; fi
-}

@@ -240,7 +240,7 @@ no_oops() {
 
 console_tails() {
 	local c=$1 n i
-	n=$(sed -n 's/^NODES=//p' "$(weft_run_dir)/$c/cluster.env" 2>/dev/null)
+	n=$(sed -n 's/^ "nodes": \([0-9]*\),$/\1/p' "$(weft_run_dir)/$c/cluster.json" 2>/dev/null)
 	for ((i = 0; i < ${n:-0}; i++)); do
 		echo "  ---- $c node$i console (last 30 lines) ----"
 		"$WC" --name "$c" console "$i" -n 30 2>&1 | sed 's/^/  | /'
