@@ -7,4 +7,5 @@ scenarios).  Standard library only; docs/cluster.md describes it.
   chan     the command channel: the daemon and its client
   cluster  a cluster: its switch, its VMs and their nodes
   cli      the weft-cluster command
+  testing  the cluster scenarios' framework (tests/cluster/run.py)
 """
