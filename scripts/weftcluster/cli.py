@@ -5,13 +5,14 @@
                [--transport auto|shm|socket|tcp] [--listen HOST:PORT] [--fabric-nodes M]
                [--switch HOST:PORT --tokens DIR [--first-node F]]
                [--net A.B.C.D/LEN|none] [--net6 PREFIX::/LEN|none]
-               [--vnet A.B.C.D/LEN]
+               [--vnet A.B.C.D/LEN] [--trace PATTERN[,PATTERN...]]
   weft-cluster [--name NAME] exec [--timeout S] NODE|N,M,...|all -- CMD...
   weft-cluster [--name NAME] console NODE [-f] [-n LINES]
   weft-cluster [--name NAME] status
   weft-cluster [--name NAME] faults ARGS...   (weft-switch ctl ARGS...)
   weft-cluster [--name NAME] switch kill|start|restart
   weft-cluster [--name NAME] reboot NODE [--timeout S]
+  weft-cluster [--name NAME] gdb NODE [GDB ARGS...]   (scripts/weft-gdb)
   weft-cluster [--name NAME] down
   weft-cluster list
 
@@ -46,6 +47,11 @@ tokens made for node ids 0..M-1 (--fabric-nodes M); on the other host,
 --switch HOST:PORT starts no switch and runs nodes F..F+N-1 (their
 node ids, addresses and hostnames; exec and console still take 0..N-1)
 with the tokens DIR/nodeID.token copied from the switch's host.
+Debugging (docs/cluster.md, "Debugging a guest"): every node's QEMU
+gdbstub listens on the UNIX socket nodeN.gdb.sock of the cluster's
+folder (`gdb N` attaches gdb to it with the kernel's and weft.ko's
+symbols); --trace keeps the QEMU trace events matching the patterns in
+nodeN.trace there (scripts/weft-timeline reads them with the capture).
 """
 
 import argparse
@@ -67,6 +73,7 @@ from .state import STATE, Settings
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 HOSTPORT = re.compile(r"^([A-Za-z0-9.-]+|\[([0-9A-Fa-f:.]+)\]):([0-9]{1,5})$")
+TRACE = re.compile(r"^[A-Za-z0-9_*?]+(,[A-Za-z0-9_*?]+)*$")
 DEVPROPS = re.compile(r"^[a-z0-9-]+=[^, ]+(,[a-z0-9-]+=[^, ]+)*$")
 
 
@@ -140,6 +147,9 @@ def up_parser():
     p.add_argument("--net6", default="fd57:6566::/64",
                    type=checked("--net6 needs PREFIX::/LEN (LEN 16..64) or none", net(6, 16, 64)))
     p.add_argument("--vnet", default="", type=checked("--vnet needs A.B.C.D/LEN (LEN 8..30)", net(4, 8, 30)))
+    p.add_argument("--trace", default="", type=checked(
+        "--trace needs QEMU trace event patterns, e.g. 'weft_*' or weft_db_write,weft_pkt_*",
+        lambda t: t if not t or TRACE.match(t) else None))
     return p
 
 
@@ -289,7 +299,7 @@ def cmd_up(c, args):
         nodes=n, mem=a.mem, seed=a.seed, adapter=a.adapter, adapters=a.adapters, accel=accel, qemu=qemu,
         image=image, switch=sw, devprops=a.device_props, swargs=a.switch_args, transport=a.transport,
         listen=a.listen, remote=a.remote, base=a.first_node, net4=a.net, net6=a.net6, vnet4=a.vnet,
-        vnet_mcast=mcast, qemu_args=os.environ.get("WEFT_QEMU_ARGS", ""),
+        vnet_mcast=mcast, trace=a.trace, qemu_args=os.environ.get("WEFT_QEMU_ARGS", ""),
         qemu_args_node=[os.environ.get(f"WEFT_QEMU_ARGS_{i}", "") for i in range(n)])
     s.save(c.dir)
     c.start_chan()
@@ -517,7 +527,7 @@ def cmd_down(c, args):
         kill(pid, signal.SIGTERM)
     for pid in pids:
         stop_pid(pid)
-    gone = [f"node{i}.pid" for i in range(s.nodes)] + [f"node{i}.cmd.sock" for i in range(s.nodes)]
+    gone = [f"node{i}.{f}" for i in range(s.nodes) for f in ("pid", "cmd.sock", "gdb.sock")]
     for what in ("switch", "chan"):
         stop_pid(c.pid(what))
         gone += [f"{what}.pid", f"{what}.sock"]
@@ -529,6 +539,15 @@ def cmd_down(c, args):
         except FileNotFoundError:
             pass
     log(f"cluster '{c.name}' down (logs kept in {c.dir})")
+
+
+def cmd_gdb(c, args):
+    """gdb NODE [GDB ARGS...]: scripts/weft-gdb does the work (it refuses
+    a node that is not running)."""
+    if not args:
+        raise Die("gdb: which node?")
+    c.load()
+    os.execvp(sys.executable, [sys.executable, f"{ROOT}/scripts/weft-gdb", "--dir", c.dir, "--name", c.name, *args])
 
 
 def cmd_list(rdir, args):
@@ -551,7 +570,7 @@ def cmd_list(rdir, args):
 
 
 COMMANDS = {"up": cmd_up, "exec": cmd_exec, "console": cmd_console, "status": cmd_status,
-            "faults": cmd_faults, "switch": cmd_switch, "reboot": cmd_reboot, "down": cmd_down}
+            "faults": cmd_faults, "switch": cmd_switch, "reboot": cmd_reboot, "gdb": cmd_gdb, "down": cmd_down}
 
 
 def main(argv):

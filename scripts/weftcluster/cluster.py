@@ -267,6 +267,22 @@ class Cluster:
             nd = f"socket,id=vnet,mcast={s.vnet_mcast},localaddr=127.0.0.1"
         return ["-netdev", nd, "-device", f"virtio-net-pci,netdev=vnet,mac=52:54:00:57:00:{i + 1:02x},romfile="]
 
+    def debug_args(self, i):
+        """Node I's gdbstub, on a UNIX socket of the cluster's folder (never
+        TCP), and with --trace its QEMU trace events, time-stamped, in
+        nodeI.trace (the file of an earlier boot is kept as
+        nodeI.trace.SECONDS)."""
+        sock, trace = self.path(f"node{i}.gdb.sock"), self.path(f"node{i}.trace")
+        if os.path.lexists(sock):
+            os.unlink(sock)
+        args = ["-chardev", f"socket,id=gdb,path={sock},server=on,wait=off", "-gdb", "chardev:gdb"]
+        if not self.settings.trace:
+            return args
+        if os.path.isfile(trace) and os.path.getsize(trace):
+            os.replace(trace, f"{trace}.{int(time.time())}")
+        args += [x for p in self.settings.trace.split(",") for x in ("-trace", f"enable={p}")]
+        return args + ["-trace", f"file={trace}", "-msg", "timestamp=on"]
+
     def start_node(self, i):
         s = self.settings
         ip4, ip6, vnet = self.addresses(i)
@@ -299,6 +315,7 @@ class Cluster:
                                     f"epoch-file={self.path(f'node{nid}.epoch')},transport={dev}{props}"]
         if s.vnet4:
             args += self.vnet_args(i)
+        args += self.debug_args(i)
         args += s.qemu_args.split()
         args += s.qemu_args_node[i].split() if i < len(s.qemu_args_node) else []
         try:

@@ -32,6 +32,7 @@ class Settings:
     net6: str = ""
     vnet4: str = ""
     vnet_mcast: str = ""    # the multicast group of --vnet with other than 2 nodes
+    trace: str = ""         # --trace: QEMU trace event patterns, comma-separated
     qemu_args: str = ""     # WEFT_QEMU_ARGS
     qemu_args_node: list = dataclasses.field(default_factory=list)  # WEFT_QEMU_ARGS_<N>
 
