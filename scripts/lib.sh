@@ -11,19 +11,6 @@ export WEFT_ROOT WEFT_CACHE
 weft_log()  { printf '[weft %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 weft_die()  { printf 'weft: error: %s\n' "$*" >&2; exit 1; }
 
-# The folder of the cluster run directories: $WEFT_RUN_DIR, else
-# $XDG_RUNTIME_DIR/weft-cluster, else /tmp/weft-cluster-$UID.
-# scripts/weft-cluster creates and checks it (owner, mode 0700).
-weft_run_dir() {
-	if [ -n "${WEFT_RUN_DIR:-}" ]; then
-		echo "$WEFT_RUN_DIR"
-	elif [ -n "${XDG_RUNTIME_DIR:-}" ]; then
-		echo "$XDG_RUNTIME_DIR/weft-cluster"
-	else
-		echo "/tmp/weft-cluster-$(id -u)"
-	fi
-}
-
 weft_need_root() {
 	[ "$(id -u)" = 0 ] || weft_die "$1 needs root (it installs Debian packages); run it as root"
 }
@@ -153,13 +140,4 @@ weft_hash() {
 			echo "missing $p"
 		fi
 	done | sed "s#$WEFT_ROOT/##" | sha256sum | cut -c1-16
-}
-
-# KVM only where it really works: /dev/kvm plus vmx/svm in /proc/cpuinfo,
-# or WEFT_ACCEL=kvm.  WEFT_ACCEL=tcg forces TCG.
-weft_accel() {
-	case "${WEFT_ACCEL:-auto}" in
-	kvm|tcg) echo "$WEFT_ACCEL"; return ;;
-	esac
-	if [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then echo kvm; else echo tcg; fi
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * weft-test-net: traffic helper for the IP-over-Weft cluster scenarios
- * (tests/cluster/run.sh, docs/net.md).  The data is a pseudo-random
+ * (tests/cluster/run.py, docs/net.md).  The data is a pseudo-random
  * stream from a seed, so both ends can produce or check it.
  *
  *   weft-test-net gen BYTES SEED              the stream on stdout

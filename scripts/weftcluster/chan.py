@@ -1,17 +1,13 @@
 #!/usr/bin/env python3
-"""weft-chan: the host end of the Weft guests' command channel.
+"""The host end of the Weft guests' command channel.
 
-One daemon per cluster ("serve") keeps a connection to each VM's second
-serial port (a QEMU UNIX socket chardev, QEMU being the server) and speaks
-the line protocol of images/init/weft-agent.  Clients ("exec", "status",
-"wait", "stop") talk to the daemon over DIR/chan.sock with one JSON line
-each way, so any number of commands can run at once, on one node or many.
-
-  weft-chan.py serve  --dir DIR --nodes N
-  weft-chan.py exec   --dir DIR [--timeout S] NODE[,NODE...]|all -- CMD...
-  weft-chan.py status --dir DIR [--json]
-  weft-chan.py wait   --dir DIR [--not-boot I=ID]... [--timeout S] NODES|all
-  weft-chan.py stop   --dir DIR
+One daemon per cluster (`chan.py serve --dir DIR --nodes N`, started by
+`weft-cluster up`) keeps a connection to each VM's second serial port (a
+QEMU UNIX socket chardev, QEMU being the server) and speaks the line
+protocol of images/init/weft-agent.  Clients (the Channel class here, used
+by weft-cluster and the cluster tests) talk to the daemon over
+DIR/chan.sock with one JSON line each way, so any number of commands can
+run at once, on one node or many.
 
 Node I's serial socket is DIR/nodeI.cmd.sock.  docs/cluster.md describes
 the protocol.  Standard library only.
@@ -26,7 +22,6 @@ import secrets
 import signal
 import socket
 import sys
-import threading
 import time
 
 HELLO_PERIOD = 1.0      # seconds between hellos until a node answers READY
@@ -187,9 +182,6 @@ class Daemon:
                 eof.cancel()
                 rc, out = task.result()
                 resp = {"rc": rc, "out": base64.b64encode(out).decode()}
-            elif op == "stop":
-                resp = {"stopped": True}
-                self.stop.set()
             else:
                 raise ValueError(f"unknown op {op!r}")
         except (ValueError, KeyError, TypeError, ConnectionError) as e:
@@ -217,182 +209,122 @@ class Daemon:
         os.unlink(path)
 
 
-def request(directory, req, timeout=None):
-    path = os.path.join(directory, "chan.sock")
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.connect(path)
-    except OSError as e:
-        sys.exit(f"weft-chan: cannot reach the channel daemon at {path}: {e.strerror} "
-                 "(is the cluster up?)")
-    s.sendall(json.dumps(req).encode() + b"\n")
-    f = s.makefile("rb")
-    line = f.readline()
-    s.close()
-    if not line:
-        sys.exit("weft-chan: the channel daemon closed the connection")
-    return json.loads(line)
+class ChannelError(OSError):
+    """The channel daemon cannot be reached or refused a request."""
 
 
-def parse_nodes(spec, directory):
-    if spec == "all":
-        return [n["node"] for n in request(directory, {"op": "status"})["nodes"]]
-    out = []
-    for part in spec.split(","):
-        p = part[4:] if part.startswith("node") else part
-        if not p.isdigit():
-            sys.exit(f"weft-chan: bad node '{part}' (use N, nodeN, a comma list or all)")
-        out.append(int(p))
-    return out
+class Channel:
+    """A client of one cluster's channel daemon (DIR/chan.sock)."""
 
+    def __init__(self, directory):
+        self.dir = directory
+        self.path = os.path.join(directory, "chan.sock")
 
-def cmd_exec(a):
-    nodes = parse_nodes(a.nodes, a.dir)
-    cmd = " ".join(a.cmd) if len(a.cmd) > 1 else (a.cmd[0] if a.cmd else "")
-    if not cmd:
-        sys.exit("weft-chan: exec needs a command after --")
-    results = {}
-
-    def one(i):
+    def request(self, req):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            results[i] = request(a.dir, {"op": "exec", "node": i, "cmd": cmd, "timeout": a.timeout})
-        except SystemExit as e:
-            results[i] = {"error": str(e)}
+            try:
+                s.connect(self.path)
+            except OSError as e:
+                raise ChannelError(f"cannot reach the channel daemon at {self.path}: {e.strerror} "
+                                   "(is the cluster up?)") from None
+            s.sendall(json.dumps(req).encode() + b"\n")
+            line = s.makefile("rb").readline()
+        finally:
+            s.close()
+        if not line:
+            raise ChannelError("the channel daemon closed the connection")
+        resp = json.loads(line)
+        if "error" in resp:
+            raise ChannelError(resp["error"])
+        return resp
 
-    if len(nodes) == 1:
-        one(nodes[0])
-    else:
-        threads = [threading.Thread(target=one, args=(i,)) for i in nodes]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    status = 0
-    out = sys.stdout.buffer
-    for i in nodes:
-        r = results[i]
-        rc = r.get("rc", 255)
-        if len(nodes) > 1:
-            out.write(f"--- node{i} (exit {rc}) ---\n".encode())
-        if "error" in r:
-            out.flush()
-            print(f"weft-chan: {r['error']}", file=sys.stderr)
-        else:
-            out.write(base64.b64decode(r["out"]))
-        out.flush()
-        if rc != 0 and status == 0:
-            status = rc
-    return status
+    def status(self):
+        """Node index -> the daemon's view of it (connected, ready, boot_id...)."""
+        return {n["node"]: n for n in self.request({"op": "status"})["nodes"]}
+
+    def exec(self, node, cmd, timeout=None):
+        """Run CMD with sh in node NODE: (exit status, output bytes)."""
+        r = self.request({"op": "exec", "node": node, "cmd": cmd, "timeout": timeout})
+        return r["rc"], base64.b64decode(r["out"])
+
+    def wait(self, nodes, timeout, not_boot=None, log=sys.stderr):
+        """Wait until every node of NODES is ready (node I with a boot id
+        other than NOT_BOOT[I]), printing each as it comes.  A node whose
+        QEMU process (DIR/nodeI.pid) is gone fails at once.  True when all
+        came up; the failures are printed."""
+        not_boot = not_boot or {}
+        t0 = time.monotonic()
+        waiting = set(nodes)
+        failed = {}
+        next_note = t0 + PROGRESS_PERIOD
+        while waiting:
+            st = self.status()
+            for i in sorted(waiting):
+                n = st.get(i)
+                if n is None:
+                    failed[i] = "no such node"
+                elif n["ready"] and n["boot_id"] != not_boot.get(i):
+                    print(f"node{i} ready after {time.monotonic() - t0:.1f} s: kernel {n['kernel']}, "
+                          f"driver {n['driver']}, {n['adapters']} adapter(s)", file=log, flush=True)
+                elif not pid_alive(self.dir, i):
+                    failed[i] = "its QEMU process exited"
+                else:
+                    continue
+                waiting.discard(i)
+            if waiting and time.monotonic() - t0 > timeout:
+                for i in waiting:
+                    n = st.get(i, {})
+                    failed[i] = ("booting: connected, no READY yet" if n.get("connected")
+                                 else "QEMU running, command channel not connected") + \
+                        f" after {timeout:.0f} s"
+                break
+            if waiting and time.monotonic() >= next_note:
+                next_note += PROGRESS_PERIOD
+                states = ", ".join(f"node{i} " + ("booting" if st.get(i, {}).get("connected") else "starting")
+                                   for i in sorted(waiting))
+                print(f"still waiting after {time.monotonic() - t0:.0f} s: {states}", file=log, flush=True)
+            if waiting:
+                time.sleep(WAIT_POLL)
+        for i in sorted(failed):
+            print(f"node{i} FAILED: {failed[i]}", file=log)
+        return not failed
 
 
-def cmd_status(a):
-    r = request(a.dir, {"op": "status"})
-    if a.json:
-        print(json.dumps(r))
-        return 0
-    for n in r["nodes"]:
-        state = "ready" if n["ready"] else ("booting" if n["connected"] else "down")
-        extra = ""
-        if n["ready"]:
-            extra = f" {n['hostname']} kernel={n['kernel']} driver={n['driver']} adapters={n['adapters']}"
-        print(f"node{n['node']}: {state} boots={n['boots']}{extra}")
-    return 0
-
-
-def pid_alive(directory, i):
+def alive(pid):
+    """Process PID exists and is not a zombie (a child of ours that ended
+    stays a zombie until it is waited for)."""
+    if not pid:
+        return False
     try:
-        with open(os.path.join(directory, f"node{i}.pid")) as f:
-            pid = int(f.read().split()[0])
-        os.kill(pid, 0)
-        return True
-    except (OSError, ValueError, IndexError):
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
         return False
 
 
-def cmd_wait(a):
-    """Wait until every listed node is ready (with a boot id other than
-    the one given by --not-boot), printing each as it comes.  A node whose
-    QEMU process (DIR/nodeI.pid) is gone fails at once."""
-    nodes = parse_nodes(a.nodes, a.dir)
-    not_boot = {}
-    for spec in a.not_boot or []:
-        i, _, boot = spec.partition("=")
-        not_boot[int(i)] = boot
-    t0 = time.monotonic()
-    waiting = set(nodes)
-    failed = {}
-    next_note = t0 + PROGRESS_PERIOD
-    while waiting:
-        st = {n["node"]: n for n in request(a.dir, {"op": "status"})["nodes"]}
-        for i in sorted(waiting):
-            n = st.get(i)
-            if n is None:
-                failed[i] = "no such node"
-            elif n["ready"] and n["boot_id"] != not_boot.get(i):
-                print(f"node{i} ready after {time.monotonic() - t0:.1f} s: kernel {n['kernel']}, "
-                      f"driver {n['driver']}, {n['adapters']} adapter(s)", file=sys.stderr, flush=True)
-            elif not pid_alive(a.dir, i):
-                failed[i] = "its QEMU process exited"
-            else:
-                continue
-            waiting.discard(i)
-        if waiting and time.monotonic() - t0 > a.timeout:
-            for i in waiting:
-                n = st.get(i, {})
-                failed[i] = ("booting: connected, no READY yet" if n.get("connected")
-                             else "QEMU running, command channel not connected") + \
-                            f" after {a.timeout:.0f} s"
-            break
-        if waiting and time.monotonic() >= next_note:
-            next_note += PROGRESS_PERIOD
-            states = ", ".join(f"node{i} " + ("booting" if st.get(i, {}).get("connected") else "starting")
-                               for i in sorted(waiting))
-            print(f"still waiting after {time.monotonic() - t0:.0f} s: {states}", file=sys.stderr, flush=True)
-        if waiting:
-            time.sleep(WAIT_POLL)
-    for i in sorted(failed):
-        print(f"node{i} FAILED: {failed[i]}", file=sys.stderr)
-    return 1 if failed else 0
+def read_pid(path):
+    """The pid in the file PATH (its first word), or None."""
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def pid_alive(directory, i):
+    return alive(read_pid(os.path.join(directory, f"node{i}.pid")))
 
 
 def main():
-    p = argparse.ArgumentParser(prog="weft-chan", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="chan.py", description="the command channel daemon of one cluster")
     sub = p.add_subparsers(dest="op", required=True)
     s = sub.add_parser("serve")
     s.add_argument("--dir", required=True)
     s.add_argument("--nodes", type=int, required=True)
-    s = sub.add_parser("exec")
-    s.add_argument("--dir", required=True)
-    s.add_argument("--timeout", type=float, default=None)
-    s.add_argument("nodes")
-    s.add_argument("cmd", nargs=argparse.REMAINDER)
-    s = sub.add_parser("status")
-    s.add_argument("--dir", required=True)
-    s.add_argument("--json", action="store_true")
-    s = sub.add_parser("wait")
-    s.add_argument("--dir", required=True)
-    s.add_argument("--timeout", type=float, default=60)
-    s.add_argument("--not-boot", action="append", metavar="I=BOOT_ID",
-                   help="for node I, wait for a boot other than BOOT_ID")
-    s.add_argument("nodes")
-    s = sub.add_parser("stop")
-    s.add_argument("--dir", required=True)
     a = p.parse_args()
-    if a.op == "serve":
-        asyncio.run(Daemon(a.dir, a.nodes).main())
-        return 0
-    if a.op == "exec":
-        if a.cmd and a.cmd[0] == "--":
-            a.cmd = a.cmd[1:]
-        return cmd_exec(a)
-    if a.op == "status":
-        return cmd_status(a)
-    if a.op == "wait":
-        return cmd_wait(a)
-    if a.op == "stop":
-        request(a.dir, {"op": "stop"})
-        return 0
-    return 2
+    asyncio.run(Daemon(a.dir, a.nodes).main())
+    return 0
 
 
 if __name__ == "__main__":
