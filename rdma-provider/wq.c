@@ -98,8 +98,11 @@ static void copy_sges(struct weft_vsge *dst, const struct ibv_sge *src, int n)
 
 /*
  * A BIND_MW WQE (hw-spec 16.5 "Windows"): the window takes new_rkey and
- * the remote rights of access; length 0 unbinds.  Zero-based windows are
- * not supported.
+ * the remote rights of access; length 0 unbinds.  IBV_ACCESS_LOCAL_WRITE
+ * may come with them (IB lets a bind name it, and UCX and rxe users do):
+ * a window grants remote rights only, so it is dropped here, and the
+ * adapter checks that the region has local write when the window grants
+ * remote write or atomic.  Zero-based windows are not supported.
  */
 int weft_bind_wqe(const struct ibv_mw_bind_info *b, uint32_t new_rkey,
 		  struct weft_vwqe *wqe)
@@ -107,7 +110,7 @@ int weft_bind_wqe(const struct ibv_mw_bind_info *b, uint32_t new_rkey,
 	uint8_t acc = 0;
 
 	if (b->mw_access_flags & ~(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC))
+				   IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE))
 		return EINVAL;
 	if (b->length && !b->mr)
 		return EINVAL;
