@@ -73,7 +73,8 @@
 	X(INSTANCE_REUSED, "verbs: registration reuses the previous Tag_Instance") \
 	X(GID_INVALID,     "verbs: GID index out of range or entry not set") \
 	X(GID_TYPE,        "verbs: GID zero or of another type than the entry") \
-	X(DGID_UNKNOWN,    "verbs: destination GID not in the GID table")
+	X(DGID_UNKNOWN,    "verbs: destination GID not in the GID table") \
+	X(SRQ_INVALID,     "verbs: SRQ out of range, not created, or not usable by the QP")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,
