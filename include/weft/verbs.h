@@ -260,7 +260,9 @@ struct weft_vcmd {
 		} mr;
 		struct {                /* CREATE_SRQ, MODIFY_SRQ (limit only) */
 			uint64_t ring_addr;     /* 64-byte aligned */
-			uint64_t ci_addr;       /* u32 consumer index (adapter writes), 4-byte aligned */
+			uint64_t ci_addr;       /* u32 consumer index, 4-byte aligned: the
+						 * adapter writes it at each take (the driver
+						 * starts it at 0) */
 			uint32_t pd;            /* the QPs attached have this PD */
 			uint32_t uar;
 			uint32_t vector;        /* interrupt handler for its async events */

@@ -93,7 +93,6 @@ static unsigned int create(struct weft_core *c, struct vq_srq *s, const struct w
 			   unsigned int *reason)
 {
 	struct weft_verbs *v = c->verbs;
-	uint32_t zero = 0;
 
 	if (s->created)
 		return WEFT_CMD_EBUSY;
@@ -105,7 +104,7 @@ static unsigned int create(struct weft_core *c, struct vq_srq *s, const struct w
 	    k->u.srq.limit > (1u << k->u.srq.log2))
 		return WEFT_CMD_EINVAL;
 	if (!vq_ring_ok(c, k->u.srq.ring_addr, 1ull << (k->u.srq.log2 + k->u.srq.stride_log2)) ||
-	    weft_dma_write(c, k->u.srq.ci_addr, &zero, sizeof(zero)) != 0) {
+	    !vq_ring_ok(c, k->u.srq.ci_addr & ~63ull, 64)) {
 		*reason = WEFT_R_DMA_ERROR;
 		return WEFT_CMD_EFAULT;
 	}
