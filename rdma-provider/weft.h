@@ -65,6 +65,13 @@ struct weft_qp {
 	uint32_t qkey;			/* UD: the QP's own Q_Key */
 };
 
+struct weft_srq {
+	struct ibv_srq ibv_srq;
+	struct weft_wq wq;		/* the ring and its producer index */
+	volatile uint32_t *ci_ptr;	/* consumer index, written by the adapter */
+	uint32_t srqn;
+};
+
 struct weft_ah {
 	struct ibv_ah ibv_ah;
 	uint16_t dest_node;
@@ -88,6 +95,11 @@ static inline struct weft_cq *to_wcq(struct ibv_cq *ibcq)
 static inline struct weft_qp *to_wqp(struct ibv_qp *ibqp)
 {
 	return container_of(ibqp, struct weft_qp, ibv_qp);
+}
+
+static inline struct weft_srq *to_wsrq(struct ibv_srq *ibsrq)
+{
+	return container_of(ibsrq, struct weft_srq, ibv_srq);
 }
 
 static inline struct weft_ah *to_wah(struct ibv_ah *ibah)
@@ -129,6 +141,14 @@ int weft_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		  struct ibv_qp_init_attr *init_attr);
 int weft_destroy_qp(struct ibv_qp *qp);
 struct weft_qp *weft_find_qp(struct weft_context *ctx, uint32_t qpn);
+
+/* srq.c */
+struct ibv_srq *weft_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+int weft_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
+int weft_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int weft_destroy_srq(struct ibv_srq *srq);
+int weft_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad_wr);
 
 /* wq.c: the work queues' data path */
 int weft_wq_map(struct weft_wq *wq, int cmd_fd, uint64_t offset,

@@ -285,8 +285,9 @@ int weft_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	uint32_t start;
 	int err = 0;
 
-	/* No receives in RESET (IBA C10-97.2.1), as rxe. */
-	if (ibqp->state == IBV_QPS_RESET) {
+	/* No receives in RESET (IBA C10-97.2.1), as rxe; none on a QP whose
+	 * receives come from an SRQ. */
+	if (ibqp->state == IBV_QPS_RESET || ibqp->srq) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
