@@ -315,6 +315,8 @@ enum weft_vwqe_op {
 #define WEFT_VWQE_SIGNALED      0x01u
 #define WEFT_VWQE_SOLICITED     0x02u
 #define WEFT_VWQE_FENCE         0x04u
+#define WEFT_VWQE_INLINE        0x08u /* SEND* and WRITE*: the data is in the slot
+				       * (struct weft_vinline), num_sge is 0 */
 
 struct weft_vsge {
 	uint64_t addr;                  /* VA inside the region named by lkey */
@@ -379,6 +381,20 @@ struct weft_vwqe {
 	} u;
 };
 WEFT_STATIC_ASSERT(sizeof(struct weft_vwqe) == 64, "send wqe");
+
+/*
+ * Inline data of a WQE with WEFT_VWQE_INLINE: this 16-byte header right
+ * after struct weft_vwqe, then length bytes, all inside the slot, so at
+ * most (1 << sq_stride_log2) - 80 bytes (48, 176 or 432).  The adapter
+ * reads them when it sends the WQE (again after a go-back), so the slot
+ * holds them until the WQE completes.
+ */
+struct weft_vinline {
+	uint32_t length;
+	uint32_t reserved[3];
+};
+WEFT_STATIC_ASSERT(sizeof(struct weft_vinline) == 16, "inline header");
+#define WEFT_VERBS_MAX_INLINE   (512u - 64u - 16u)
 
 /* RQ WQE: this 16-byte header, then num_sge SGEs; slot 1 << rq_stride_log2. */
 struct weft_vrwqe {

@@ -41,6 +41,8 @@ struct vq_wqe {
 	struct weft_vwqe h;
 	struct weft_vsge sge[VQ_MAX_SGE];
 	uint64_t total;
+	uint32_t inl_len;                       /* WEFT_VWQE_INLINE: bytes in inl */
+	uint8_t inl[WEFT_VERBS_MAX_INLINE];
 };
 
 struct vq_rwqe {

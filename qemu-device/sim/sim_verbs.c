@@ -425,6 +425,27 @@ int wsv_post_send(struct weft_sim *s, struct wsv_qp *q, const struct weft_vwqe *
 	return 0;
 }
 
+int wsv_post_inline(struct weft_sim *s, struct wsv_qp *q, const struct weft_vwqe *w,
+		    const void *data, uint32_t len, bool ring)
+{
+	uint64_t a = q->sq + ((uint64_t)(q->sq_prod & ((1u << q->sq_log2) - 1)) << q->sq_stride);
+	uint8_t *p = weft_sim_ptr(s, q->node, a, 1u << q->sq_stride);
+	struct weft_vinline in = { .length = len };
+	struct weft_vwqe h = *w;
+	uint32_t room = (1u << q->sq_stride) - sizeof(h) - sizeof(in);
+
+	if (!p)
+		return -EINVAL;
+	h.flags |= WEFT_VWQE_INLINE;
+	memcpy(p, &h, sizeof(h));
+	memcpy(p + sizeof(h), &in, sizeof(in));
+	memcpy(p + sizeof(h) + sizeof(in), data, len < room ? len : room);
+	q->sq_prod++;
+	if (ring)
+		wsv_ring_sq(s, q);
+	return 0;
+}
+
 void wsv_ring_sq(struct weft_sim *s, struct wsv_qp *q)
 {
 	uar_write(s, q->node, q->uar, WEFT_UAR_SQ_DB, WEFT_UAR_DB(q->qpn, q->sq_prod));

@@ -112,6 +112,10 @@ int wsv_query_qp(struct weft_sim *s, unsigned int node, uint32_t qpn, struct wef
 int wsv_post_send(struct weft_sim *s, struct wsv_qp *q, const struct weft_vwqe *w,
 		  const struct weft_vsge *sge, unsigned int n, bool ring);
 void wsv_ring_sq(struct weft_sim *s, struct wsv_qp *q);
+/* Post w with WEFT_VWQE_INLINE and len bytes of data in the slot (at most
+ * what the slot holds is copied; the header says len). */
+int wsv_post_inline(struct weft_sim *s, struct wsv_qp *q, const struct weft_vwqe *w,
+		    const void *data, uint32_t len, bool ring);
 int wsv_post_recv(struct weft_sim *s, struct wsv_qp *q, uint64_t wr_id,
 		  const struct weft_vsge *sge, unsigned int n);
 

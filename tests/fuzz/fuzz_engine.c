@@ -1099,7 +1099,7 @@ static void act_vwqe(struct fz *f, struct fz_src *src)
 	w.wr_id = f->st.verbs_wqes;
 	if (below(src, 6))
 		w.opcode = (uint8_t)below(src, WEFT_VWR__COUNT + 1);
-	w.flags = (uint8_t)below(src, 8);
+	w.flags = (uint8_t)below(src, 16);
 	w.imm_inv = below(src, 2) ? fz_stag(src) : (uint32_t)src_u64(src);
 	switch (w.opcode) {
 	case WEFT_VWR_REG_MR:
@@ -1140,6 +1140,16 @@ static void act_vwqe(struct fz *f, struct fz_src *src)
 			w.u.rdma.swap = src_u64(src);
 		}
 		break;
+	}
+	if (below(src, 6) == 0) {       /* inline data (16.6), of any length */
+		uint8_t inl[WEFT_VERBS_MAX_INLINE];
+		uint32_t len = below(src, 4) ? (uint32_t)below(src, 200) : (uint32_t)src_u64(src);
+
+		for (i = 0; i < sizeof(inl); i++)
+			inl[i] = (uint8_t)i;
+		w.num_sge = below(src, 8) ? 0 : (uint8_t)ns;
+		wsv_post_inline(f->s, q, &w, inl, len, below(src, 8) != 0);
+		return;
 	}
 	wsv_post_send(f->s, q, &w, sg, ns, below(src, 8) != 0);
 }
