@@ -86,9 +86,8 @@ struct ibv_qp *weft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	struct weft_qp *qp;
 	int err;
 
-	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) ||
-	    attr->cap.max_inline_data) {
-		errno = attr->cap.max_inline_data ? EINVAL : EOPNOTSUPP;
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	qp = calloc(1, sizeof(*qp));

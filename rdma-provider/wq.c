@@ -129,6 +129,43 @@ int weft_bind_wqe(const struct ibv_mw_bind_info *b, uint32_t new_rkey,
 	return 0;
 }
 
+/*
+ * IBV_SEND_INLINE (hw-spec 16.6): the bytes the SGEs name are copied
+ * into the slot after a struct weft_vinline, so the caller may reuse its
+ * buffers at once; SEND* and RDMA WRITE* only, at most what the slot
+ * holds (the QP's max_inline_data).
+ */
+static int inline_data(struct weft_wq *sq, const struct ibv_send_wr *wr,
+		       struct weft_vwqe *wqe)
+{
+	size_t room = ((size_t)1 << sq->stride_log2) - sizeof(*wqe) - sizeof(struct weft_vinline);
+	uint8_t *p = (uint8_t *)(wqe + 1) + sizeof(struct weft_vinline);
+	struct weft_vinline in = {};
+	int i;
+
+	switch (wqe->opcode) {
+	case WEFT_VWR_SEND:
+	case WEFT_VWR_SEND_IMM:
+	case WEFT_VWR_SEND_INV:
+	case WEFT_VWR_WRITE:
+	case WEFT_VWR_WRITE_IMM:
+		break;
+	default:
+		return EINVAL;
+	}
+	for (i = 0; i < wr->num_sge; i++) {
+		if (wr->sg_list[i].length > room - in.length)
+			return EINVAL;
+		memcpy(p + in.length, (void *)(uintptr_t)wr->sg_list[i].addr,
+		       wr->sg_list[i].length);
+		in.length += wr->sg_list[i].length;
+	}
+	in.length = htole32(in.length);
+	memcpy(wqe + 1, &in, sizeof(in));
+	wqe->flags |= WEFT_VWQE_INLINE;
+	return 0;
+}
+
 static int rc_opcode(const struct ibv_send_wr *wr, struct weft_vwqe *wqe)
 {
 	switch (wr->opcode) {
@@ -243,9 +280,8 @@ int weft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 
 		if (wq_full(sq)) {
 			err = ENOMEM;
-		} else if (wr->num_sge < 0 || (uint32_t)wr->num_sge > sq->max_sge ||
-			   (wr->send_flags & IBV_SEND_INLINE)) {
-			/* max_inline_data is 0: inline sends are refused */
+		} else if (wr->num_sge < 0 || (!(wr->send_flags & IBV_SEND_INLINE) &&
+						(uint32_t)wr->num_sge > sq->max_sge)) {
 			err = EINVAL;
 		}
 		if (err)
@@ -258,15 +294,21 @@ int weft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			err = rc_opcode(wr, wqe);
 		if (err)
 			break;
+		if (wr->send_flags & IBV_SEND_INLINE)
+			err = inline_data(sq, wr, wqe);
+		if (err)
+			break;
 		wqe->wr_id = htole64(wr->wr_id);
-		wqe->num_sge = wr->num_sge;
+		if (!(wr->send_flags & IBV_SEND_INLINE))
+			wqe->num_sge = wr->num_sge;
 		if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
 			wqe->flags |= WEFT_VWQE_SIGNALED;
 		if (wr->send_flags & IBV_SEND_SOLICITED)
 			wqe->flags |= WEFT_VWQE_SOLICITED;
 		if (wr->send_flags & IBV_SEND_FENCE)
 			wqe->flags |= WEFT_VWQE_FENCE;
-		copy_sges((struct weft_vsge *)(wqe + 1), wr->sg_list, wr->num_sge);
+		if (!(wr->send_flags & IBV_SEND_INLINE))
+			copy_sges((struct weft_vsge *)(wqe + 1), wr->sg_list, wr->num_sge);
 		__atomic_store_n(&sq->head, sq->head + 1, __ATOMIC_RELAXED);
 	}
 	if (err)

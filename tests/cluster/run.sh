@@ -101,6 +101,9 @@ SCENARIOS=(
 	"verbs-isolation|$C2|user verbs: node1's RDMA WRITE/READ with rkeys node0's process did not give it (a guessed key byte, another PD's, another process's) complete with IBV_WC_REM_ACCESS_ERR, the QP goes to ERR, node0's memory unchanged; another process on node0 cannot query, modify or destroy the owner's QP, CQ, MR or PD (weft-verbs-isolation)"
 	"verbs-errors|$C2|user verbs: every verbs call with bad arguments fails with the errno of a real HCA's provider or driver (EINVAL, EOPNOTSUPP, EFAULT, EBUSY; bad_wr set); ib_core object counts unchanged, no kernel warning (weft-verbs-errors)"
 	"verbs-mw|$C2|user verbs: type 1 (ibv_bind_mw) and type 2 (IBV_WR_BIND_MW) memory windows: node1's writes and reads inside a window byte-exact, outside it, without the right, through another QP, after LOCAL_INV, send with invalidate or dealloc IBV_WC_REM_ACCESS_ERR (weft-verbs-mw)"
+	"srq-pingpong|$C2|user verbs: Debian's ibv_srq_pingpong -c (16 RC QPs on one SRQ per node, data validated), 500 x 4 KiB between the nodes"
+	"verbs-srq|$C2|user verbs: SRQ limits in ibv_query_device; 11 messages over 2 QPs into one SRQ byte-exact, each WQE once; IBV_EVENT_SRQ_LIMIT_REACHED; post_recv on an SRQ QP EINVAL; a QP of the SRQ in ERR gives IBV_EVENT_QP_LAST_WQE_REACHED and the SRQ's other WQEs serve the other QP; destroy while attached EBUSY; max_inline_data 128 and an IBV_SEND_INLINE send from an unregistered buffer reused at once (weft-verbs-srq)"
+	"nvme-srq|$C2|RDMA core: the nvme-rdma scenario with node0's nvmet-rdma loaded with use_srq=1: the target holds kernel SRQs while connected, 64 MiB written and read back with equal sha256, the same bytes in the target's file, clean disconnect"
 	"ib-device|$C2|RDMA core: weft_ib.ko registers weft_ib0 on both nodes: rdma link ACTIVE on weft0, the IPv4-mapped RoCE v2 GID, pkey, node GUID, device attributes = the adapter's registers, the port follows the carrier"
 	"all-to-all|$C4|4 nodes: every ordered pair runs an RDMA write/read check at the same time, byte-exact"
 	"seed000-ops|$C4|libweft's further operations between guests (weft-ops): a third-party transfer (node1 makes node2 write into node0; TARGET completion at node0, SOURCE at node1, none at node2); a broadcast write reaching nodes 1-3 with node3's acknowledgement dropped by a switch drop rule, node3 alone re-sent to; a multicast write reaching only the group's members; a conditional RDMA whose signal arrives after its 4 writes; the four half-RDMA modes; all byte-exact"
@@ -1216,6 +1219,10 @@ source "$WEFT_ROOT/tests/cluster/ib.sh"
 # User-space verbs through the rdma-core provider (sc_ibv_devinfo, ...).
 # shellcheck source=tests/cluster/verbs-user.sh
 source "$WEFT_ROOT/tests/cluster/verbs-user.sh"
+
+# Shared receive queues and inline data (sc_srq_pingpong, sc_verbs_srq, sc_nvme_srq).
+# shellcheck source=tests/cluster/srq.sh
+source "$WEFT_ROOT/tests/cluster/srq.sh"
 
 # ---- main ----------------------------------------------------------------------------
 want=()

@@ -107,16 +107,17 @@ sc_ibv_devinfo() {
 		grep -qE 'vendor_id:[[:space:]]+0x1234' <<<"$v" && grep -qE 'vendor_part_id:[[:space:]]+30565' <<<"$v" ||
 			fail "node$n: not the Weft PCI function: $(grep -E 'vendor' <<<"$v" | tr '\n' ' ')" || return 1
 		# The limits are the adapter's registers (docs/verbs-linux.md):
-		# QPs less QP0 and the GSI, TPT entries less entry 0; no SRQ.
+		# QPs less QP0 and the GSI, TPT entries less entry 0, SRQs
+		# numbered 1 .. VERBS_NR_QP - 1.
 		for l in "VERBS_NR_QP max_qp -2" "VERBS_NR_CQ max_cq 0" "VERBS_NR_PD max_pd 0" \
-			"VERBS_NR_TPT max_mr -1"; do
+			"VERBS_NR_TPT max_mr -1" "VERBS_NR_QP max_srq -1"; do
 			set -- $l
 			hexreg "$c" "$n" "$1" || return 1
 			got=$(awk -v k="$2:" '$1 == k {print $2; exit}' <<<"$v")
 			[ "$got" = $((VAL + $3)) ] ||
 				fail "node$n: ibv_devinfo $2 = '$got', the adapter's $1 is $VAL" || return 1
 		done
-		grep -qE 'max_srq:[[:space:]]+0$' <<<"$v" || fail "node$n: max_srq is not 0" || return 1
+		grep -qE 'max_srq_wr:[[:space:]]+4096$' <<<"$v" || fail "node$n: max_srq_wr is not 4096" || return 1
 		checked "node$n: $UDEV (0x1234:0x7765), port ACTIVE, Ethernet, GID[$GIDX] ::ffff:$(ip4 "$n") RoCE v2, $(grep -E 'max_(qp|cq|pd):' <<<"$v" | tr -s '\t ' ' ' | tr '\n' ' ')"
 	done
 }
