@@ -79,37 +79,23 @@ int weft_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (ret)
 		goto err_xa;
 	weft_ib_srq_attr(srq, &init->attr);
-	if (uc) {
-		u64 off;
-
-		ret = weft_ib_ring_publish(dev, &uc->ibuc, &srq->ring, &srq->entry, &off);
-		if (ret)
-			goto err_cmd;
+	if (!uc)
+		return 0;
+	/* From here on a failure undoes everything as destroy_srq does. */
+	ret = weft_ib_ring_publish(dev, &uc->ibuc, &srq->ring, &srq->entry,
+				   &resp.ring_mmap_offset);
+	if (!ret) {
 		resp.srqn = srq->srqn;
 		resp.log2 = log2;
 		resp.stride_log2 = stride;
-		resp.ring_mmap_offset = off;
 		resp.ring_mmap_size = srq->ring.size;
 		resp.ci_offset = PAGE_ALIGN(ring_bytes);
 		ret = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
-		if (ret)
-			goto err_entry;
 	}
-	return 0;
-
-err_entry:
-	rdma_user_mmap_entry_remove(srq->entry);
-	srq->entry = NULL;
-	cmd.op = WEFT_VCMD_DESTROY_SRQ;
-	weft_ib_cmd(dev, &cmd);
-	xa_erase_irq(&dev->srqs, srq->srqn);
-	weft_verbs_sync(dev->wdev);
-	ida_free(&dev->srq_ida, srq->srqn);
-	weft_ib_ring_unmap(dev, &srq->ring);	/* the entry frees the pages */
+	if (ret)
+		weft_ib_destroy_srq(ibsrq, udata);
 	return ret;
-err_cmd:
-	cmd.op = WEFT_VCMD_DESTROY_SRQ;
-	weft_ib_cmd(dev, &cmd);
+
 err_xa:
 	xa_erase_irq(&dev->srqs, srq->srqn);
 	weft_verbs_sync(dev->wdev);
