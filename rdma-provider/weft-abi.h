@@ -15,6 +15,8 @@ DECLARE_DRV_CMD(weft_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT,
 		empty, weft_ib_alloc_ucontext_resp);
 DECLARE_DRV_CMD(weft_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
 		empty, weft_ib_create_cq_resp);
+DECLARE_DRV_CMD(weft_create_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ,
+		empty, weft_ib_create_cq_resp);
 DECLARE_DRV_CMD(weft_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		empty, weft_ib_create_qp_resp);
 DECLARE_DRV_CMD(weft_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,

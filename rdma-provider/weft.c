@@ -30,6 +30,7 @@ static const struct verbs_context_ops weft_ctx_ops = {
 	.dealloc_mw = weft_dealloc_mw,
 	.bind_mw = weft_bind_mw,
 	.create_cq = weft_create_cq,
+	.create_cq_ex = weft_create_cq_ex,
 	.poll_cq = weft_poll_cq,
 	.req_notify_cq = weft_req_notify_cq,
 	.destroy_cq = weft_destroy_cq,

@@ -34,7 +34,7 @@ struct weft_context {
 };
 
 struct weft_cq {
-	struct ibv_cq ibv_cq;
+	struct verbs_cq vcq;		/* ibv_cq, and ibv_cq_ex for the extended API */
 	pthread_spinlock_t lock;
 	uint32_t cqn;
 	uint32_t log2_entries;
@@ -43,6 +43,7 @@ struct weft_cq {
 	volatile uint32_t *ci_ptr;	/* read by the adapter when the ring looks full */
 	void *map;
 	size_t map_len;
+	struct ibv_wc cur;		/* extended API: the completion being read */
 };
 
 /* A send or receive queue: a ring of 1 << log2 slots of 1 << stride_log2 bytes. */
@@ -89,7 +90,7 @@ static inline struct weft_context *to_wctx(struct ibv_context *ibctx)
 
 static inline struct weft_cq *to_wcq(struct ibv_cq *ibcq)
 {
-	return container_of(ibcq, struct weft_cq, ibv_cq);
+	return container_of(ibcq, struct weft_cq, vcq.cq);
 }
 
 static inline struct weft_qp *to_wqp(struct ibv_qp *ibqp)
@@ -133,6 +134,8 @@ struct ibv_cq *weft_create_cq(struct ibv_context *context, int cqe,
 int weft_destroy_cq(struct ibv_cq *cq);
 int weft_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int weft_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+struct ibv_cq_ex *weft_create_cq_ex(struct ibv_context *context,
+				    struct ibv_cq_init_attr_ex *attr);
 
 /* qp.c */
 struct ibv_qp *weft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);

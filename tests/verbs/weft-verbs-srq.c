@@ -9,7 +9,9 @@
  * QP, the last-WQE event when a QP on the SRQ goes to ERR while the SRQ's
  * other WQEs stay for the other QP, and the destroy order (EBUSY while a
  * QP is attached).  node1 checks max_inline_data and that an inline
- * buffer may be reused as soon as ibv_post_send returns.
+ * buffer may be reused as soon as ibv_post_send returns, and reads its
+ * completions through the extended CQ API (ibv_create_cq_ex,
+ * ibv_start_poll / ibv_next_poll / ibv_end_poll, ibv_wc_read_*).
  *
  * Usage: weft-verbs-srq -s -g GIDX (node0) | -c NODE0_ADDR -g GIDX (node1)
  */
@@ -222,27 +224,81 @@ static void server(struct vt *v)
 	ibv_close_device(v->ctx);
 }
 
+/*
+ * node1's completions through the extended API: the next one within
+ * 10 s, its status (-1: none); opcode and QP number read back too.
+ */
+static int ex_poll(struct ibv_cq_ex *cq, uint64_t *wr_id, enum ibv_wc_opcode *op, uint32_t *qpn)
+{
+	struct ibv_poll_cq_attr pa = {};
+	uint64_t end = vt_ms() + 10000;
+	int r, st;
+
+	while ((r = ibv_start_poll(cq, &pa)) == ENOENT && vt_ms() < end)
+		;
+	if (r)
+		return -1;
+	*wr_id = cq->wr_id;
+	st = cq->status;
+	*op = ibv_wc_read_opcode(cq);
+	*qpn = ibv_wc_read_qp_num(cq);
+	/* One completion at a time: the next one is not there yet. */
+	r = ibv_next_poll(cq);
+	ibv_end_poll(cq);
+	return r == ENOENT ? st : -1;
+}
+
+/* A send over qp, read through the extended CQ API: its status. */
+static int ex_send(struct ibv_qp *qp, struct ibv_cq_ex *cq, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	enum ibv_wc_opcode op = 0;
+	uint64_t id = 0;
+	uint32_t qpn = 0;
+	int st;
+
+	if (ibv_post_send(qp, wr, &bad))
+		return -2;
+	st = ex_poll(cq, &id, &op, &qpn);
+	CHECK(st < 0 || (id == wr->wr_id && op == IBV_WC_SEND && qpn == qp->qp_num),
+	      "extended CQ: wr_id %llu opcode %d qp %u, want %llu, SEND, %u",
+	      (unsigned long long)id, op, qpn, (unsigned long long)wr->wr_id, qp->qp_num);
+	return st;
+}
+
 static void client(struct vt *v)
 {
 	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
 				       .cap = { .max_send_wr = 16, .max_recv_wr = 1,
 						.max_send_sge = 1, .max_recv_sge = 1,
 						.max_inline_data = INL } };
+	struct ibv_cq_init_attr_ex ca = { .cqe = 64, .wc_flags = IBV_WC_EX_WITH_QP_NUM |
+					  IBV_WC_EX_WITH_BYTE_LEN };
 	struct ibv_qp *qp[2], *huge;
+	struct ibv_cq_ex *cqx, *bad_cq;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
-	struct ibv_wc wc;
 	uint8_t *buf, inl[INL];
 	uint32_t granted;
 	unsigned int i;
 
 	vt_open(v);
 	pd = ibv_alloc_pd(v->ctx);
-	cq = ibv_create_cq(v->ctx, 64, NULL, NULL, 0);
+	t_begin("node1: ibv_create_cq_ex");
+	cqx = ibv_create_cq_ex(v->ctx, &ca);
+	CHECK(cqx != NULL, "ibv_create_cq_ex(QP_NUM | BYTE_LEN): errno %s", vt_en(errno));
+	if (!cqx)
+		t_abort();
+	ca.wc_flags |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+	errno = 0;
+	bad_cq = ibv_create_cq_ex(v->ctx, &ca);
+	CHECK(!bad_cq && errno == EOPNOTSUPP, "completion timestamps: errno %s", vt_en(errno));
+	t_checked("node1: ibv_create_cq_ex with QP_NUM and BYTE_LEN: success; with COMPLETION_TIMESTAMP -> EOPNOTSUPP");
+	cq = ibv_cq_ex_to_cq(cqx);
 	buf = aligned_alloc(4096, NMSG * SLOT);
-	if (!pd || !cq || !buf)
-		t_bail("PD, CQ or buffer");
+	if (!pd || !buf)
+		t_bail("PD or buffer");
 	for (i = 0; i < NMSG; i++)
 		vt_fill(buf + i * SLOT, SLOT, (uint8_t)(0x20 + i));
 	mr = ibv_reg_mr(pd, buf, NMSG * SLOT, IBV_ACCESS_LOCAL_WRITE);
@@ -270,11 +326,9 @@ static void client(struct vt *v)
 	for (i = 0; i < NMSG; i++) {
 		struct ibv_sge sge = { (uintptr_t)buf + i * SLOT, msg_len(i), mr->lkey };
 		struct ibv_send_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
-					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
-				   *bad;
-		int r = ibv_post_send(qp[i & 1], &wr, &bad), st;
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+		int st = ex_send(qp[i & 1], cqx, &wr);
 
-		st = r ? -2 : vt_poll(cq, &wc) ? (int)wc.status : -1;
 		CHECK(st == IBV_WC_SUCCESS, "send %u: %s", i, vt_status(st));
 	}
 	{
@@ -284,28 +338,30 @@ static void client(struct vt *v)
 		struct ibv_send_wr wr = { .wr_id = 50, .sg_list = &sge, .num_sge = 1,
 					  .opcode = IBV_WR_SEND,
 					  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE }, *bad;
+		enum ibv_wc_opcode op;
+		uint32_t qpn;
+		uint64_t id;
 		int r, st;
 
 		vt_fill(inl, INL, 0x77);
 		r = ibv_post_send(qp[1], &wr, &bad);
 		memset(inl, 0xee, INL);
-		st = r ? -2 : vt_poll(cq, &wc) ? (int)wc.status : -1;
-		CHECK(st == IBV_WC_SUCCESS, "inline send: post %s, %s", vt_en(r), vt_status(st));
+		st = r ? -2 : ex_poll(cqx, &id, &op, &qpn);
+		CHECK(st == IBV_WC_SUCCESS && id == 50, "inline send: post %s, %s", vt_en(r),
+		      vt_status(st));
 	}
-	t_checked("node1: %d sends over 2 QPs and an IBV_SEND_INLINE send of %d B from an unregistered buffer overwritten after the post: success",
+	t_checked("node1: %d sends over 2 QPs and an IBV_SEND_INLINE send of %d B from an unregistered buffer overwritten after the post: success; each completion read with ibv_start_poll / ibv_wc_read_opcode / ibv_wc_read_qp_num / ibv_end_poll",
 		  NMSG, INL);
 	vt_sync(v, 2);
 	{
 		struct ibv_sge sge = { (uintptr_t)buf, 512, mr->lkey };
 		struct ibv_send_wr wr = { .wr_id = 60, .sg_list = &sge, .num_sge = 1,
-					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
-				   *bad;
-		int r, st;
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+		int st;
 
 		vt_fill(buf, 512, 0x66);
 		t_begin("node1: a send over the QP whose peer is still up");
-		r = ibv_post_send(qp[1], &wr, &bad);
-		st = r ? -2 : vt_poll(cq, &wc) ? (int)wc.status : -1;
+		st = ex_send(qp[1], cqx, &wr);
 		CHECK(st == IBV_WC_SUCCESS, "send: %s", vt_status(st));
 		t_checked("node1: 512 B send over QP %u: success", qp[1]->qp_num);
 	}
