@@ -406,9 +406,11 @@ static unsigned int cmd_create_qp(struct weft_core *c, const struct weft_vcmd *k
 	    k->u.qp.pd >= v->nr_pd || !v->pd[k->u.qp.pd].created ||
 	    !cq_ok(v, k->u.qp.send_cq) || !cq_ok(v, k->u.qp.recv_cq) ||
 	    k->u.qp.uar >= v->nr_uar ||
-	    k->u.qp.sq_log2 > WEFT_VERBS_WQ_MAX_LOG2 || k->u.qp.rq_log2 > WEFT_VERBS_WQ_MAX_LOG2 ||
+	    k->u.qp.sq_log2 > WEFT_VERBS_WQ_MAX_LOG2 ||
 	    k->u.qp.sq_stride_log2 < 7 || k->u.qp.sq_stride_log2 > 9 ||
-	    k->u.qp.rq_stride_log2 < 5 || k->u.qp.rq_stride_log2 > 9 ||
+	    /* a QP on an SRQ has no RQ: its RQ fields are ignored (16.14) */
+	    (!k->u.qp.srq && (k->u.qp.rq_log2 > WEFT_VERBS_WQ_MAX_LOG2 ||
+			      k->u.qp.rq_stride_log2 < 5 || k->u.qp.rq_stride_log2 > 9)) ||
 	    (k->u.qp.flags & ~(WEFT_VQPF_SQ_REG | WEFT_VQPF_REG_OPT_B | WEFT_VQPF_PRIV)))
 		return WEFT_CMD_EINVAL;
 	if (!vq_ring_ok(c, k->u.qp.sq_addr, 1ull << (k->u.qp.sq_log2 + k->u.qp.sq_stride_log2)) ||

@@ -124,8 +124,10 @@ static int qp_create(struct weft_sim *s, unsigned int node, uint32_t qpn, uint32
 	k.u.qp.recv_cq = rcq;
 	k.u.qp.sq_log2 = (uint8_t)sq_log2;
 	k.u.qp.sq_stride_log2 = (uint8_t)out->sq_stride;
-	k.u.qp.rq_log2 = (uint8_t)rq_log2;
-	k.u.qp.rq_stride_log2 = (uint8_t)out->rq_stride;
+	/* A QP on an SRQ names no RQ (as weft_ib does). */
+	k.u.qp.rq_log2 = srqn ? 0 : (uint8_t)rq_log2;
+	k.u.qp.rq_stride_log2 = srqn ? 0 : (uint8_t)out->rq_stride;
+	k.u.qp.rq_addr = srqn ? 0 : out->rq;
 	k.u.qp.flags = flags;
 	k.u.qp.srq = srqn;
 	return wsv_cmd(s, node, &k, NULL);
