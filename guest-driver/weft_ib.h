@@ -27,6 +27,7 @@
 #define WEFT_IB_MAX_SEND_SGE	28u		/* (512 - 64) / 16 */
 #define WEFT_IB_MAX_RECV_SGE	31u		/* (512 - 16) / 16 */
 #define WEFT_IB_KERNEL_UAR	0u
+#define WEFT_IB_MAX_SRQ_WR	BIT(12)		/* ring of 512-byte slots + index page */
 /* Adapter formats (weft/verbs.h) are little-endian, as is the only CPU
  * weft.ko supports (it refuses big-endian builds): no byte swapping.
  */
@@ -45,8 +46,8 @@ struct weft_ibdev {
 	struct net_device *ndev;
 	struct weft_verbs_caps caps;
 	void __iomem *uar0;		/* the kernel's UAR page */
-	struct ida pd_ida, cq_ida, qp_ida, tpt_ida, uar_ida;
-	struct xarray cqs, qps;		/* by number, for events and poll */
+	struct ida pd_ida, cq_ida, qp_ida, tpt_ida, uar_ida, srq_ida;
+	struct xarray cqs, qps, srqs;	/* by number, for events and poll */
 	u8 *tpt_gen;			/* last Tag_Instance per Tag_Index */
 	spinlock_t gen_lock;
 	struct mutex gsi_lock;		/* gsi_used */
@@ -119,6 +120,19 @@ struct weft_ibqp {
 	struct ib_qp_cap cap;
 };
 
+struct weft_ibsrq {
+	struct ib_srq ibsrq;
+	u32 srqn;
+	u32 log2, stride, max_sge;
+	u32 uar;
+	bool user;
+	spinlock_t lock;		/* kernel post_srq_recv */
+	u32 prod;			/* kernel SRQs: producer index */
+	struct weft_ring ring;		/* ring, then the adapter's consumer index */
+	u32 *ci_ptr;
+	struct rdma_user_mmap_entry *entry;	/* user SRQs */
+};
+
 struct weft_ibmr {
 	struct ib_mr ibmr;
 	u32 index;			/* Tag_Index */
@@ -147,6 +161,7 @@ static inline struct weft_ibdev *to_wdev(struct ib_device *d)
 #define to_wmr(p)	WEFT_IB_TO(weft_ibmr, ibmr, p)
 #define to_wmw(p)	WEFT_IB_TO(weft_ibmw, ibmw, p)
 #define to_wuc(p)	WEFT_IB_TO(weft_ibucontext, ibuc, p)
+#define to_wsrq(p)	WEFT_IB_TO(weft_ibsrq, ibsrq, p)
 
 /* weft_ib_main.c */
 int weft_ib_ring_alloc(struct weft_ibdev *dev, size_t size, struct weft_ring *r);
@@ -195,6 +210,17 @@ int weft_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 void weft_ib_qp_retire(struct weft_ibqp *qp, bool sq, u16 wqe_index);
 void weft_ib_qp_event(struct weft_ibdev *dev, u32 qpn, enum ib_event_type type);
 u8 weft_ib_access(int ib_access);
+
+/* weft_ib_srq.c */
+int weft_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		       struct ib_udata *udata);
+int weft_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		       enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int weft_ib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int weft_ib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int weft_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			  const struct ib_recv_wr **bad);
+void weft_ib_srq_event(struct weft_ibdev *dev, u32 srqn);
 
 /* weft_ib_mr.c */
 struct ib_mr *weft_ib_get_dma_mr(struct ib_pd *ibpd, int access);

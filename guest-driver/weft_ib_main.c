@@ -155,6 +155,9 @@ static int weft_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->max_fast_reg_page_list_len = WEFT_IB_FRMR_PAGES;
+	a->max_srq = c->nr_qp > 1 ? c->nr_qp - 1 : 0;
+	a->max_srq_wr = WEFT_IB_MAX_SRQ_WR;
+	a->max_srq_sge = WEFT_IB_MAX_RECV_SGE;
 	a->max_pi_fast_reg_page_list_len = 0;
 	return 0;
 }
@@ -471,6 +474,12 @@ static void weft_ib_event(void *priv, const struct weft_event *ev)
 	case WEFT_VASYNC_SQ_DRAINED:
 		weft_ib_qp_event(dev, ev->rcxt, IB_EVENT_SQ_DRAINED);
 		break;
+	case WEFT_VASYNC_LAST_WQE:
+		weft_ib_qp_event(dev, ev->rcxt, IB_EVENT_QP_LAST_WQE_REACHED);
+		break;
+	case WEFT_VASYNC_SRQ_LIMIT:
+		weft_ib_srq_event(dev, ev->rcxt);
+		break;
 	case WEFT_VASYNC_CQ_ERR: {
 		struct weft_ibcq *cq = xa_load(&dev->cqs, ev->rcxt);
 		struct ib_event e = { .device = &dev->ibdev, .event = IB_EVENT_CQ_ERR };
@@ -534,6 +543,7 @@ static const struct ib_device_ops weft_ib_ops = {
 	.create_ah = weft_ib_create_ah,
 	.create_cq = weft_ib_create_cq,
 	.create_qp = weft_ib_create_qp,
+	.create_srq = weft_ib_create_srq,
 	.create_user_ah = weft_ib_create_ah,
 	.dealloc_mw = weft_ib_dealloc_mw,
 	.dealloc_pd = weft_ib_dealloc_pd,
@@ -543,6 +553,7 @@ static const struct ib_device_ops weft_ib_ops = {
 	.destroy_ah = weft_ib_destroy_ah,
 	.destroy_cq = weft_ib_destroy_cq,
 	.destroy_qp = weft_ib_destroy_qp,
+	.destroy_srq = weft_ib_destroy_srq,
 	.disassociate_ucontext = weft_ib_disassociate_ucontext,
 	.get_dma_mr = weft_ib_get_dma_mr,
 	.get_link_layer = weft_ib_link_layer,
@@ -551,13 +562,16 @@ static const struct ib_device_ops weft_ib_ops = {
 	.mmap = weft_ib_mmap,
 	.mmap_free = weft_ib_mmap_free,
 	.modify_qp = weft_ib_modify_qp,
+	.modify_srq = weft_ib_modify_srq,
 	.poll_cq = weft_ib_poll_cq,
 	.post_recv = weft_ib_post_recv,
 	.post_send = weft_ib_post_send,
+	.post_srq_recv = weft_ib_post_srq_recv,
 	.query_device = weft_ib_query_device,
 	.query_pkey = weft_ib_query_pkey,
 	.query_port = weft_ib_query_port,
 	.query_qp = weft_ib_query_qp,
+	.query_srq = weft_ib_query_srq,
 	.reg_user_mr = weft_ib_reg_user_mr,
 	.req_notify_cq = weft_ib_req_notify_cq,
 
@@ -566,6 +580,7 @@ static const struct ib_device_ops weft_ib_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_mw, weft_ibmw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, weft_ibpd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, weft_ibqp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, weft_ibsrq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, weft_ibucontext, ibuc),
 };
 
@@ -595,8 +610,10 @@ static int weft_ib_probe(struct auxiliary_device *adev,
 	ida_init(&dev->qp_ida);
 	ida_init(&dev->tpt_ida);
 	ida_init(&dev->uar_ida);
+	ida_init(&dev->srq_ida);
 	xa_init_flags(&dev->cqs, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->qps, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&dev->srqs, XA_FLAGS_LOCK_IRQ);
 	spin_lock_init(&dev->gen_lock);
 	mutex_init(&dev->gsi_lock);
 	ret = -ENOMEM;
@@ -669,6 +686,7 @@ static void weft_ib_remove(struct auxiliary_device *adev)
 	ida_destroy(&dev->qp_ida);
 	ida_destroy(&dev->tpt_ida);
 	ida_destroy(&dev->uar_ida);
+	ida_destroy(&dev->srq_ida);
 	ib_dealloc_device(&dev->ibdev);
 }
 

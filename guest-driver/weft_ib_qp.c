@@ -41,8 +41,9 @@ static int weft_stride(u32 hdr, u32 nsge, u32 lo, u32 hi)
 	return s > hi ? -EINVAL : s;
 }
 
+/* The SQ and, unless the QP receives from an SRQ (srq), the RQ. */
 static int weft_ib_qp_rings(struct weft_ibdev *dev, struct weft_ibqp *qp,
-			    struct ib_qp_cap *cap)
+			    struct ib_qp_cap *cap, bool srq)
 {
 	int ss, rs;
 	u32 sl, rl;
@@ -51,9 +52,14 @@ static int weft_ib_qp_rings(struct weft_ibdev *dev, struct weft_ibqp *qp,
 	if (cap->max_send_wr > (1u << WEFT_VERBS_WQ_MAX_LOG2) ||
 	    cap->max_recv_wr > (1u << WEFT_VERBS_WQ_MAX_LOG2) ||
 	    cap->max_send_sge > WEFT_IB_MAX_SEND_SGE ||
-	    cap->max_recv_sge > WEFT_IB_MAX_RECV_SGE || cap->max_inline_data)
+	    cap->max_recv_sge > WEFT_IB_MAX_RECV_SGE ||
+	    cap->max_inline_data > WEFT_VERBS_MAX_INLINE)
 		return -EINVAL;
-	ss = weft_stride(sizeof(struct weft_vwqe), max(cap->max_send_sge, 1u),
+	/* The slot holds the SGEs, or the inline header and bytes (16.6). */
+	ss = weft_stride(sizeof(struct weft_vwqe),
+			 max3(cap->max_send_sge, 1u,
+			      DIV_ROUND_UP(sizeof(struct weft_vinline) + cap->max_inline_data,
+					   sizeof(struct weft_vsge))),
 			 WEFT_IB_SQ_STRIDE_MIN, WEFT_IB_SQ_STRIDE_MAX);
 	rs = weft_stride(sizeof(struct weft_vrwqe), max(cap->max_recv_sge, 1u),
 			 WEFT_IB_RQ_STRIDE_MIN, WEFT_IB_RQ_STRIDE_MAX);
@@ -65,21 +71,22 @@ static int weft_ib_qp_rings(struct weft_ibdev *dev, struct weft_ibqp *qp,
 		return -EINVAL;
 	qp->sq_log2 = sl;
 	qp->sq_stride = ss;
-	qp->rq_log2 = rl;
-	qp->rq_stride = rs;
+	qp->rq_log2 = srq ? 0 : rl;
+	qp->rq_stride = srq ? 0 : rs;
 	ret = weft_ib_ring_alloc(dev, 1ull << (sl + ss), &qp->sq);
 	if (ret)
 		return ret;
-	ret = weft_ib_ring_alloc(dev, 1ull << (rl + rs), &qp->rq);
+	ret = srq ? 0 : weft_ib_ring_alloc(dev, 1ull << (rl + rs), &qp->rq);
 	if (ret) {
 		weft_ib_ring_free(dev, &qp->sq);
 		return ret;
 	}
 	cap->max_send_wr = 1u << sl;
-	cap->max_recv_wr = 1u << rl;
+	cap->max_recv_wr = srq ? 0 : 1u << rl;
 	cap->max_send_sge = ((1u << ss) - sizeof(struct weft_vwqe)) / sizeof(struct weft_vsge);
-	cap->max_recv_sge = ((1u << rs) - sizeof(struct weft_vrwqe)) / sizeof(struct weft_vsge);
-	cap->max_inline_data = 0;
+	cap->max_recv_sge = srq ? 0 :
+			    ((1u << rs) - sizeof(struct weft_vrwqe)) / sizeof(struct weft_vsge);
+	cap->max_inline_data = (1u << ss) - sizeof(struct weft_vwqe) - sizeof(struct weft_vinline);
 	return 0;
 }
 
@@ -93,7 +100,9 @@ static int weft_ib_qp_publish(struct weft_ibdev *dev, struct weft_ibqp *qp,
 	ret = weft_ib_ring_publish(dev, &uc->ibuc, &qp->sq, &qp->sq_entry, &soff);
 	if (ret)
 		return ret;
-	ret = weft_ib_ring_publish(dev, &uc->ibuc, &qp->rq, &qp->rq_entry, &roff);
+	roff = 0;
+	ret = qp->ibqp.srq ? 0 :
+	      weft_ib_ring_publish(dev, &uc->ibuc, &qp->rq, &qp->rq_entry, &roff);
 	if (ret)
 		return ret;
 	resp.qpn = qp->qpn;
@@ -129,7 +138,10 @@ int weft_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UD && !gsi)
 		return -EOPNOTSUPP;
-	if (init->srq || init->create_flags || init->rwq_ind_tbl)
+	if (init->create_flags || init->rwq_ind_tbl)
+		return -EOPNOTSUPP;
+	/* The adapter takes an SRQ's WQEs with the QP's PD (hw-spec 16.14). */
+	if (init->srq && (gsi || init->srq->pd != ibqp->pd))
 		return -EOPNOTSUPP;
 	if (udata) {
 		if (gsi)
@@ -145,7 +157,7 @@ int weft_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
 	mutex_init(&qp->mod_lock);
-	ret = weft_ib_qp_rings(dev, qp, &init->cap);
+	ret = weft_ib_qp_rings(dev, qp, &init->cap, !!init->srq);
 	if (ret)
 		return ret;
 	qp->cap = init->cap;
@@ -178,6 +190,7 @@ int weft_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	cmd.u.qp.rq_log2 = qp->rq_log2;
 	cmd.u.qp.rq_stride_log2 = qp->rq_stride;
 	cmd.u.qp.flags = WEFT_VQPF_SQ_REG | (uc ? 0 : WEFT_VQPF_PRIV);
+	cmd.u.qp.srq = init->srq ? to_wsrq(init->srq)->srqn : 0;
 	ret = xa_insert_irq(&dev->qps, qp->qpn, qp, GFP_KERNEL);
 	if (ret)
 		goto err_num;
@@ -359,6 +372,7 @@ int weft_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	init->qp_type = ibqp->qp_type;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
 	init->cap = qp->cap;
 	init->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
 	init->port_num = 1;
@@ -372,7 +386,7 @@ void weft_ib_qp_retire(struct weft_ibqp *qp, bool sq, u16 wqe_index)
 	u32 *ci = sq ? &qp->sq_ci : &qp->rq_ci;
 	unsigned long flags;
 
-	if (qp->user)
+	if (qp->user || (!sq && qp->ibqp.srq))
 		return;
 	spin_lock_irqsave(lock, flags);
 	*ci += (u16)(wqe_index - (u16)*ci) + 1;
@@ -404,6 +418,24 @@ static void weft_sges(struct weft_vsge *dst, const struct ib_sge *sg, int n)
 	}
 }
 
+/* IB_SEND_INLINE: the bytes of the SGEs (kernel addresses) into the slot. */
+static int weft_inline(struct weft_ibqp *qp, const struct ib_send_wr *wr, u8 *slot)
+{
+	struct weft_vinline in = {};
+	u8 *p = slot + sizeof(struct weft_vwqe) + sizeof(in);
+	int i;
+
+	for (i = 0; i < wr->num_sge; i++) {
+		if (wr->sg_list[i].length > qp->cap.max_inline_data - in.length)
+			return -EINVAL;
+		memcpy(p + in.length, (void *)(uintptr_t)wr->sg_list[i].addr,
+		       wr->sg_list[i].length);
+		in.length += wr->sg_list[i].length;
+	}
+	memcpy(slot + sizeof(struct weft_vwqe), &in, sizeof(in));
+	return 0;
+}
+
 static int weft_build_wqe(struct weft_ibqp *qp, const struct ib_send_wr *wr,
 			  struct weft_vwqe *w)
 {
@@ -417,11 +449,25 @@ static int weft_build_wqe(struct weft_ibqp *qp, const struct ib_send_wr *wr,
 		w->flags |= WEFT_VWQE_SOLICITED;
 	if (wr->send_flags & IB_SEND_FENCE)
 		w->flags |= WEFT_VWQE_FENCE;
-	if (wr->send_flags & IB_SEND_INLINE)
+	if (wr->num_sge < 0)
 		return -EINVAL;
-	if (wr->num_sge < 0 || wr->num_sge > qp->cap.max_send_sge)
-		return -EINVAL;
-	w->num_sge = wr->num_sge;
+	if (wr->send_flags & IB_SEND_INLINE) {
+		switch (wr->opcode) {
+		case IB_WR_SEND:
+		case IB_WR_SEND_WITH_IMM:
+		case IB_WR_SEND_WITH_INV:
+		case IB_WR_RDMA_WRITE:
+		case IB_WR_RDMA_WRITE_WITH_IMM:
+			break;
+		default:
+			return -EINVAL;
+		}
+		w->flags |= WEFT_VWQE_INLINE;
+	} else {
+		if (wr->num_sge > qp->cap.max_send_sge)
+			return -EINVAL;
+		w->num_sge = wr->num_sge;
+	}
 	switch (wr->opcode) {
 	case IB_WR_SEND:
 		op = WEFT_VWR_SEND;
@@ -531,8 +577,15 @@ int weft_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			*bad = wr;
 			break;
 		}
+		if (w.flags & WEFT_VWQE_INLINE)
+			ret = weft_inline(qp, wr, slot);
+		if (ret) {
+			*bad = wr;
+			break;
+		}
 		memcpy(slot, &w, sizeof(w));
-		weft_sges((struct weft_vsge *)(slot + sizeof(w)), wr->sg_list, w.num_sge);
+		if (!(w.flags & WEFT_VWQE_INLINE))
+			weft_sges((struct weft_vsge *)(slot + sizeof(w)), wr->sg_list, w.num_sge);
 		qp->sq_prod++;
 		rang = true;
 	}
@@ -556,7 +609,7 @@ int weft_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	int ret = 0;
 
 	spin_lock_irqsave(&qp->rq_lock, flags);
-	if (qp->attr.qp_state == IB_QPS_RESET) {
+	if (qp->attr.qp_state == IB_QPS_RESET || ibqp->srq) {
 		ret = -EINVAL;
 		*bad = wr;
 		goto out;

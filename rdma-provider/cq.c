@@ -68,7 +68,7 @@ static struct weft_vcqe *next_cqe(struct weft_cq *cq)
 static void fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe,
 		    struct ibv_wc *wc)
 {
-	struct weft_context *ctx = to_wctx(cq->ibv_cq.context);
+	struct weft_context *ctx = to_wctx(cq->vcq.cq.context);
 	uint32_t qpn = le32toh(cqe->qpn);
 	uint8_t flags = cqe->flags;
 	struct weft_qp *qp;
@@ -95,7 +95,7 @@ static void fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe,
 
 	/* Free the ring slots this completion retires. */
 	qp = weft_find_qp(ctx, qpn);
-	if (qp)
+	if (qp && ((flags & WEFT_VCQE_IS_SQ) || !qp->ibv_qp.srq))
 		weft_wq_retire((flags & WEFT_VCQE_IS_SQ) ? &qp->sq : &qp->rq,
 			       le16toh(cqe->wqe_index));
 }
@@ -139,6 +139,28 @@ int weft_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return 0;
 }
 
+/* Checks the kernel's answer and maps the ring and the consumer index. */
+static int cq_map(struct weft_cq *cq, struct ibv_context *context,
+		  const struct weft_ib_create_cq_resp *resp)
+{
+	/* The ring, then the consumer index word, inside the mapping. */
+	if (resp->log2_entries < 1 || resp->log2_entries > WEFT_VERBS_CQ_MAX_LOG2 ||
+	    resp->ci_offset % sizeof(uint32_t) ||
+	    resp->ci_offset < (sizeof(struct weft_vcqe) << resp->log2_entries) ||
+	    (uint64_t)resp->ci_offset + sizeof(uint32_t) > resp->ring_mmap_size)
+		return EPROTO;
+	cq->map_len = resp->ring_mmap_size;
+	cq->map = mmap(NULL, cq->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       context->cmd_fd, resp->ring_mmap_offset);
+	if (cq->map == MAP_FAILED)
+		return errno;
+	cq->cqn = resp->cqn;
+	cq->log2_entries = resp->log2_entries;
+	cq->ring = cq->map;
+	cq->ci_ptr = (volatile uint32_t *)((uint8_t *)cq->map + resp->ci_offset);
+	return 0;
+}
+
 struct ibv_cq *weft_create_cq(struct ibv_context *context, int cqe,
 			      struct ibv_comp_channel *channel,
 			      int comp_vector)
@@ -146,6 +168,7 @@ struct ibv_cq *weft_create_cq(struct ibv_context *context, int cqe,
 	struct weft_create_cq_resp resp = {};
 	struct ibv_create_cq cmd = {};
 	struct weft_cq *cq;
+	int err;
 
 	if (cqe < 1 || cqe > (1 << WEFT_VERBS_CQ_MAX_LOG2)) {
 		errno = EINVAL;
@@ -156,30 +179,184 @@ struct ibv_cq *weft_create_cq(struct ibv_context *context, int cqe,
 		return NULL;
 	if (pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE))
 		goto err_free;
-	if (ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->ibv_cq,
+	if (ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->vcq.cq,
 			      &cmd, sizeof(cmd), &resp.ibv_resp, sizeof(resp)))
 		goto err_lock;
-	/* The ring, then the consumer index word, inside the mapping. */
-	if (resp.log2_entries < 1 || resp.log2_entries > WEFT_VERBS_CQ_MAX_LOG2 ||
-	    resp.ci_offset % sizeof(uint32_t) ||
-	    resp.ci_offset < (sizeof(struct weft_vcqe) << resp.log2_entries) ||
-	    (uint64_t)resp.ci_offset + sizeof(uint32_t) > resp.ring_mmap_size) {
-		errno = EPROTO;
-		goto err_destroy;
+	err = cq_map(cq, context, &resp.drv_payload);
+	if (err) {
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
+		errno = err;
+		goto err_lock;
 	}
-	cq->map_len = resp.ring_mmap_size;
-	cq->map = mmap(NULL, cq->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       context->cmd_fd, resp.ring_mmap_offset);
-	if (cq->map == MAP_FAILED)
-		goto err_destroy;
-	cq->cqn = resp.cqn;
-	cq->log2_entries = resp.log2_entries;
-	cq->ring = cq->map;
-	cq->ci_ptr = (volatile uint32_t *)((uint8_t *)cq->map + resp.ci_offset);
-	return &cq->ibv_cq;
+	return &cq->vcq.cq;
 
-err_destroy:
-	ibv_cmd_destroy_cq(&cq->ibv_cq);
+err_lock:
+	pthread_spin_destroy(&cq->lock);
+err_free:
+	free(cq);
+	return NULL;
+}
+
+/* ---- The extended CQ API (ibv_create_cq_ex, ibv_start_poll, ...) --------- */
+
+static struct weft_cq *ex_cq(struct ibv_cq_ex *ibcq)
+{
+	return container_of(ibcq, struct weft_cq, vcq.cq_ex);
+}
+
+/* The next CQE into cq->cur, or ENOENT. */
+static int ex_take(struct weft_cq *cq)
+{
+	struct weft_vcqe *cqe = next_cqe(cq);
+
+	if (!cqe)
+		return ENOENT;
+	fill_wc(cq, cqe, &cq->cur);
+	cq->ci++;
+	cq->vcq.cq_ex.wr_id = cq->cur.wr_id;
+	cq->vcq.cq_ex.status = cq->cur.status;
+	return 0;
+}
+
+static int ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
+{
+	struct weft_cq *cq = ex_cq(ibcq);
+	int err;
+
+	if (attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	err = ex_take(cq);
+	if (err)
+		pthread_spin_unlock(&cq->lock);
+	return err;
+}
+
+/* ENOENT keeps the lock: ibv_end_poll follows every successful start. */
+static int ex_next_poll(struct ibv_cq_ex *ibcq)
+{
+	return ex_take(ex_cq(ibcq));
+}
+
+static void ex_end_poll(struct ibv_cq_ex *ibcq)
+{
+	struct weft_cq *cq = ex_cq(ibcq);
+
+	/* The CQEs are read before the adapter may reuse their slots. */
+	udma_to_device_barrier();
+	*cq->ci_ptr = htole32(cq->ci);
+	pthread_spin_unlock(&cq->lock);
+}
+
+static enum ibv_wc_opcode ex_opcode(struct ibv_cq_ex *ibcq)
+{
+	return ex_cq(ibcq)->cur.opcode;
+}
+
+static uint32_t ex_vendor_err(struct ibv_cq_ex *ibcq)
+{
+	return ex_cq(ibcq)->cur.vendor_err;
+}
+
+static uint32_t ex_byte_len(struct ibv_cq_ex *ibcq)
+{
+	return ex_cq(ibcq)->cur.byte_len;
+}
+
+static __be32 ex_imm_data(struct ibv_cq_ex *ibcq)
+{
+	return ex_cq(ibcq)->cur.imm_data;
+}
+
+static uint32_t ex_qp_num(struct ibv_cq_ex *ibcq)
+{
+	return ex_cq(ibcq)->cur.qp_num;
+}
+
+static uint32_t ex_src_qp(struct ibv_cq_ex *ibcq)
+{
+	return ex_cq(ibcq)->cur.src_qp;
+}
+
+static unsigned int ex_wc_flags(struct ibv_cq_ex *ibcq)
+{
+	return ex_cq(ibcq)->cur.wc_flags;
+}
+
+/* RoCE: no LIDs or service levels; they read 0, as on rxe. */
+static uint32_t ex_slid(struct ibv_cq_ex *ibcq)
+{
+	return ex_cq(ibcq)->cur.slid;
+}
+
+static uint8_t ex_sl(struct ibv_cq_ex *ibcq)
+{
+	return ex_cq(ibcq)->cur.sl;
+}
+
+static uint8_t ex_dlid_path_bits(struct ibv_cq_ex *ibcq)
+{
+	return ex_cq(ibcq)->cur.dlid_path_bits;
+}
+
+#define WEFT_CQ_EX_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
+			     IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
+			     IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
+			     IBV_WC_EX_WITH_DLID_PATH_BITS)
+
+/*
+ * ibv_create_cq_ex: the same CQ as ibv_create_cq, read through the
+ * extended API.  Completion timestamps, CVLAN, flow tags and tag-matching
+ * information are not supported (EOPNOTSUPP), nor are CQ flags.
+ */
+struct ibv_cq_ex *weft_create_cq_ex(struct ibv_context *context,
+				    struct ibv_cq_init_attr_ex *attr)
+{
+	struct weft_create_cq_ex_resp resp = {};
+	struct ibv_create_cq_ex cmd = {};
+	struct ibv_cq_ex *ex;
+	struct weft_cq *cq;
+	int err;
+
+	if (attr->wc_flags & ~(uint64_t)WEFT_CQ_EX_WC_FLAGS ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->cqe < 1 || attr->cqe > (1u << WEFT_VERBS_CQ_MAX_LOG2)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	if (pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE))
+		goto err_free;
+	if (ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd, sizeof(cmd),
+				 &resp.ibv_resp, sizeof(resp), 0))
+		goto err_lock;
+	err = cq_map(cq, context, &resp.drv_payload);
+	if (err) {
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
+		errno = err;
+		goto err_lock;
+	}
+	ex = &cq->vcq.cq_ex;
+	ex->start_poll = ex_start_poll;
+	ex->next_poll = ex_next_poll;
+	ex->end_poll = ex_end_poll;
+	ex->read_opcode = ex_opcode;
+	ex->read_vendor_err = ex_vendor_err;
+	ex->read_wc_flags = ex_wc_flags;
+	ex->read_byte_len = ex_byte_len;
+	ex->read_imm_data = ex_imm_data;
+	ex->read_qp_num = ex_qp_num;
+	ex->read_src_qp = ex_src_qp;
+	ex->read_slid = ex_slid;
+	ex->read_sl = ex_sl;
+	ex->read_dlid_path_bits = ex_dlid_path_bits;
+	return ex;
+
 err_lock:
 	pthread_spin_destroy(&cq->lock);
 err_free:

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Weft provider: queue pairs.  The kernel creates the QP (RC or UD) with
- * its SQ and RQ rings and maps them; the provider keeps the producer and
+ * its SQ and RQ rings (no RQ when the QP receives from an SRQ) and maps them; the provider keeps the producer and
  * consumer indexes (wq.c) and a qpn table for completions (cq.c).
  */
 #include <errno.h>
@@ -51,7 +51,7 @@ static int store_qp(struct weft_context *ctx, uint32_t qpn, struct weft_qp *qp)
 
 /* Maps the SQ and RQ rings the kernel made; the SGEs follow each header. */
 static int map_rings(struct weft_qp *qp, int cmd_fd,
-		     const struct weft_create_qp_resp *resp)
+		     const struct weft_create_qp_resp *resp, bool srq)
 {
 	int err;
 
@@ -64,6 +64,8 @@ static int map_rings(struct weft_qp *qp, int cmd_fd,
 		return err;
 	qp->sq.max_sge = ((1u << resp->sq_stride_log2) -
 			  sizeof(struct weft_vwqe)) / sizeof(struct weft_vsge);
+	if (srq)
+		return 0;
 	err = weft_wq_map(&qp->rq, cmd_fd, resp->rq_mmap_offset,
 			  resp->rq_mmap_size, resp->rq_log2,
 			  resp->rq_stride_log2);
@@ -84,10 +86,8 @@ struct ibv_qp *weft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	struct weft_qp *qp;
 	int err;
 
-	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) ||
-	    attr->srq || attr->cap.max_inline_data) {
-		errno = attr->srq || attr->cap.max_inline_data ? EINVAL :
-			EOPNOTSUPP;
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	qp = calloc(1, sizeof(*qp));
@@ -103,7 +103,7 @@ struct ibv_qp *weft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	err = resp.qpn == qp->ibv_qp.qp_num &&
 		resp.uar_index == ctx->uar_index ? 0 : EPROTO;
 	if (!err)
-		err = map_rings(qp, pd->context->cmd_fd, &resp);
+		err = map_rings(qp, pd->context->cmd_fd, &resp, attr->srq != NULL);
 	if (!err) {
 		err = store_qp(ctx, qp->ibv_qp.qp_num, qp);
 		if (err) {

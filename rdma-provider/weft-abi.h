@@ -15,8 +15,12 @@ DECLARE_DRV_CMD(weft_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT,
 		empty, weft_ib_alloc_ucontext_resp);
 DECLARE_DRV_CMD(weft_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
 		empty, weft_ib_create_cq_resp);
+DECLARE_DRV_CMD(weft_create_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ,
+		empty, weft_ib_create_cq_resp);
 DECLARE_DRV_CMD(weft_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		empty, weft_ib_create_qp_resp);
+DECLARE_DRV_CMD(weft_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
+		empty, weft_ib_create_srq_resp);
 DECLARE_DRV_CMD(weft_create_ah, IB_USER_VERBS_CMD_CREATE_AH,
 		empty, weft_ib_create_ah_resp);
 

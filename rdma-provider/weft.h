@@ -34,7 +34,7 @@ struct weft_context {
 };
 
 struct weft_cq {
-	struct ibv_cq ibv_cq;
+	struct verbs_cq vcq;		/* ibv_cq, and ibv_cq_ex for the extended API */
 	pthread_spinlock_t lock;
 	uint32_t cqn;
 	uint32_t log2_entries;
@@ -43,6 +43,7 @@ struct weft_cq {
 	volatile uint32_t *ci_ptr;	/* read by the adapter when the ring looks full */
 	void *map;
 	size_t map_len;
+	struct ibv_wc cur;		/* extended API: the completion being read */
 };
 
 /* A send or receive queue: a ring of 1 << log2 slots of 1 << stride_log2 bytes. */
@@ -65,6 +66,13 @@ struct weft_qp {
 	uint32_t qkey;			/* UD: the QP's own Q_Key */
 };
 
+struct weft_srq {
+	struct ibv_srq ibv_srq;
+	struct weft_wq wq;		/* the ring and its producer index */
+	volatile uint32_t *ci_ptr;	/* consumer index, written by the adapter */
+	uint32_t srqn;
+};
+
 struct weft_ah {
 	struct ibv_ah ibv_ah;
 	uint16_t dest_node;
@@ -82,12 +90,17 @@ static inline struct weft_context *to_wctx(struct ibv_context *ibctx)
 
 static inline struct weft_cq *to_wcq(struct ibv_cq *ibcq)
 {
-	return container_of(ibcq, struct weft_cq, ibv_cq);
+	return container_of(ibcq, struct weft_cq, vcq.cq);
 }
 
 static inline struct weft_qp *to_wqp(struct ibv_qp *ibqp)
 {
 	return container_of(ibqp, struct weft_qp, ibv_qp);
+}
+
+static inline struct weft_srq *to_wsrq(struct ibv_srq *ibsrq)
+{
+	return container_of(ibsrq, struct weft_srq, ibv_srq);
 }
 
 static inline struct weft_ah *to_wah(struct ibv_ah *ibah)
@@ -121,6 +134,8 @@ struct ibv_cq *weft_create_cq(struct ibv_context *context, int cqe,
 int weft_destroy_cq(struct ibv_cq *cq);
 int weft_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int weft_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+struct ibv_cq_ex *weft_create_cq_ex(struct ibv_context *context,
+				    struct ibv_cq_init_attr_ex *attr);
 
 /* qp.c */
 struct ibv_qp *weft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
@@ -129,6 +144,14 @@ int weft_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		  struct ibv_qp_init_attr *init_attr);
 int weft_destroy_qp(struct ibv_qp *qp);
 struct weft_qp *weft_find_qp(struct weft_context *ctx, uint32_t qpn);
+
+/* srq.c */
+struct ibv_srq *weft_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+int weft_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
+int weft_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int weft_destroy_srq(struct ibv_srq *srq);
+int weft_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad_wr);
 
 /* wq.c: the work queues' data path */
 int weft_wq_map(struct weft_wq *wq, int cmd_fd, uint64_t offset,

@@ -98,8 +98,11 @@ static void copy_sges(struct weft_vsge *dst, const struct ibv_sge *src, int n)
 
 /*
  * A BIND_MW WQE (hw-spec 16.5 "Windows"): the window takes new_rkey and
- * the remote rights of access; length 0 unbinds.  Zero-based windows are
- * not supported.
+ * the remote rights of access; length 0 unbinds.  IBV_ACCESS_LOCAL_WRITE
+ * may come with them (IB lets a bind name it, and UCX and rxe users do):
+ * a window grants remote rights only, so it is dropped here, and the
+ * adapter checks that the region has local write when the window grants
+ * remote write or atomic.  Zero-based windows are not supported.
  */
 int weft_bind_wqe(const struct ibv_mw_bind_info *b, uint32_t new_rkey,
 		  struct weft_vwqe *wqe)
@@ -107,7 +110,7 @@ int weft_bind_wqe(const struct ibv_mw_bind_info *b, uint32_t new_rkey,
 	uint8_t acc = 0;
 
 	if (b->mw_access_flags & ~(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC))
+				   IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE))
 		return EINVAL;
 	if (b->length && !b->mr)
 		return EINVAL;
@@ -123,6 +126,43 @@ int weft_bind_wqe(const struct ibv_mw_bind_info *b, uint32_t new_rkey,
 	wqe->u.bind.mw_stag = htole32(new_rkey);
 	wqe->u.bind.mr_stag = htole32(b->mr ? b->mr->lkey : 0);
 	wqe->u.bind.access = acc;
+	return 0;
+}
+
+/*
+ * IBV_SEND_INLINE (hw-spec 16.6): the bytes the SGEs name are copied
+ * into the slot after a struct weft_vinline, so the caller may reuse its
+ * buffers at once; SEND* and RDMA WRITE* only, at most what the slot
+ * holds (the QP's max_inline_data).
+ */
+static int inline_data(struct weft_wq *sq, const struct ibv_send_wr *wr,
+		       struct weft_vwqe *wqe)
+{
+	size_t room = ((size_t)1 << sq->stride_log2) - sizeof(*wqe) - sizeof(struct weft_vinline);
+	uint8_t *p = (uint8_t *)(wqe + 1) + sizeof(struct weft_vinline);
+	struct weft_vinline in = {};
+	int i;
+
+	switch (wqe->opcode) {
+	case WEFT_VWR_SEND:
+	case WEFT_VWR_SEND_IMM:
+	case WEFT_VWR_SEND_INV:
+	case WEFT_VWR_WRITE:
+	case WEFT_VWR_WRITE_IMM:
+		break;
+	default:
+		return EINVAL;
+	}
+	for (i = 0; i < wr->num_sge; i++) {
+		if (wr->sg_list[i].length > room - in.length)
+			return EINVAL;
+		memcpy(p + in.length, (void *)(uintptr_t)wr->sg_list[i].addr,
+		       wr->sg_list[i].length);
+		in.length += wr->sg_list[i].length;
+	}
+	in.length = htole32(in.length);
+	memcpy(wqe + 1, &in, sizeof(in));
+	wqe->flags |= WEFT_VWQE_INLINE;
 	return 0;
 }
 
@@ -240,9 +280,8 @@ int weft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 
 		if (wq_full(sq)) {
 			err = ENOMEM;
-		} else if (wr->num_sge < 0 || (uint32_t)wr->num_sge > sq->max_sge ||
-			   (wr->send_flags & IBV_SEND_INLINE)) {
-			/* max_inline_data is 0: inline sends are refused */
+		} else if (wr->num_sge < 0 || (!(wr->send_flags & IBV_SEND_INLINE) &&
+						(uint32_t)wr->num_sge > sq->max_sge)) {
 			err = EINVAL;
 		}
 		if (err)
@@ -255,15 +294,21 @@ int weft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			err = rc_opcode(wr, wqe);
 		if (err)
 			break;
+		if (wr->send_flags & IBV_SEND_INLINE)
+			err = inline_data(sq, wr, wqe);
+		if (err)
+			break;
 		wqe->wr_id = htole64(wr->wr_id);
-		wqe->num_sge = wr->num_sge;
+		if (!(wr->send_flags & IBV_SEND_INLINE))
+			wqe->num_sge = wr->num_sge;
 		if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
 			wqe->flags |= WEFT_VWQE_SIGNALED;
 		if (wr->send_flags & IBV_SEND_SOLICITED)
 			wqe->flags |= WEFT_VWQE_SOLICITED;
 		if (wr->send_flags & IBV_SEND_FENCE)
 			wqe->flags |= WEFT_VWQE_FENCE;
-		copy_sges((struct weft_vsge *)(wqe + 1), wr->sg_list, wr->num_sge);
+		if (!(wr->send_flags & IBV_SEND_INLINE))
+			copy_sges((struct weft_vsge *)(wqe + 1), wr->sg_list, wr->num_sge);
 		__atomic_store_n(&sq->head, sq->head + 1, __ATOMIC_RELAXED);
 	}
 	if (err)
@@ -282,8 +327,9 @@ int weft_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	uint32_t start;
 	int err = 0;
 
-	/* No receives in RESET (IBA C10-97.2.1), as rxe. */
-	if (ibqp->state == IBV_QPS_RESET) {
+	/* No receives in RESET (IBA C10-97.2.1), as rxe; none on a QP whose
+	 * receives come from an SRQ. */
+	if (ibqp->state == IBV_QPS_RESET || ibqp->srq) {
 		*bad_wr = wr;
 		return EINVAL;
 	}

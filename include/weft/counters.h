@@ -74,6 +74,7 @@
 	X(GID_INVALID,     "verbs: GID index out of range or entry not set") \
 	X(GID_TYPE,        "verbs: GID zero or of another type than the entry") \
 	X(DGID_UNKNOWN,    "verbs: destination GID not in the GID table") \
+	X(SRQ_INVALID,     "verbs: SRQ out of range, not created, or not usable by the QP") \
 	/* header matching (weft/match.h, docs/matching.md) */                 \
 	X(MATCH_QUEUE,     "match: header queue out of range or matching off") \
 	X(MATCH_STOPPED,   "match: header queue stopped after an overflow (RNR NAK)") \

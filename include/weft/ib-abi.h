@@ -80,6 +80,22 @@ struct weft_ib_create_qp_resp {
 	__u32 rq_mmap_size;
 };
 
+/* ---- ibv_create_srq ------------------------------------------------------ */
+/* No request data: the kernel sizes the ring from max_wr and max_sge
+ * (powers of two) and returns the resulting attributes in the core's
+ * response.  The mapping holds the ring, then at ci_offset the u32
+ * consumer index the adapter writes (free-running): the provider may
+ * reuse every slot before it.
+ */
+struct weft_ib_create_srq_resp {
+	__u32 srqn;
+	__u8  log2, stride_log2;	/* 1 << log2 slots of 1 << stride_log2 bytes */
+	__u16 reserved;
+	__aligned_u64 ring_mmap_offset;
+	__u32 ring_mmap_size;	/* page-rounded mapping length */
+	__u32 ci_offset;
+};
+
 /* ---- ibv_create_ah (user UD address handles) ---------------------------- */
 /* The provider writes dest_node into weft_vwqe.u.ud.dest_node of each
  * UD send; the kernel derived it from the AH's destination MAC (the Weft
@@ -92,7 +108,7 @@ struct weft_ib_create_ah_resp {
 };
 
 /* Doorbell offsets within the UAR page (weft/verbs.h WEFT_UAR_LIST):
- * SQ_DB 0x000, RQ_DB 0x008, CQ_ARM 0x010; 8-byte little-endian writes
+ * SQ_DB 0x000, RQ_DB 0x008, CQ_ARM 0x010, SRQ_DB 0x018; 8-byte little-endian writes
  * built with WEFT_UAR_DB() and WEFT_UAR_ARM().
  */
 

@@ -162,6 +162,10 @@ static inline const char *weft_vcmd_name(unsigned int op)
 	case WEFT_VCMD_SET_GID: return "SET_GID";
 	case WEFT_VCMD_CLEAR_GID: return "CLEAR_GID";
 	case WEFT_VCMD_QUERY_GID: return "QUERY_GID";
+	case WEFT_VCMD_CREATE_SRQ: return "CREATE_SRQ";
+	case WEFT_VCMD_MODIFY_SRQ: return "MODIFY_SRQ";
+	case WEFT_VCMD_QUERY_SRQ: return "QUERY_SRQ";
+	case WEFT_VCMD_DESTROY_SRQ: return "DESTROY_SRQ";
 	default: return "UNKNOWN";
 	}
 }

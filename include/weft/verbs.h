@@ -65,7 +65,8 @@
 #define WEFT_UAR_LIST(X) \
 	X(SQ_DB,   0x000, WO) /* qpn 23:0, SQ producer index 63:32 */     \
 	X(RQ_DB,   0x008, WO) /* qpn 23:0, RQ producer index 63:32 */     \
-	X(CQ_ARM,  0x010, WO) /* cqn 23:0, WEFT_CQ_ARM_* 31:24, ci 63:32 */
+	X(CQ_ARM,  0x010, WO) /* cqn 23:0, WEFT_CQ_ARM_* 31:24, ci 63:32 */  \
+	X(SRQ_DB,  0x018, WO) /* srqn 23:0, SRQ producer index 63:32 */
 
 enum weft_uar_reg {
 #define WEFT_UAR_ENUM(name, off, acc) WEFT_UAR_##name = (off),
@@ -111,7 +112,20 @@ enum weft_vcmd_op {
 	WEFT_VCMD_SET_GID = 15,     /* handle = GID index, u.gid */
 	WEFT_VCMD_CLEAR_GID = 16,   /* handle = GID index, u.gid.port */
 	WEFT_VCMD_QUERY_GID = 17,   /* handle = GID index: struct weft_vgid_entry at u.query.addr */
+	WEFT_VCMD_CREATE_SRQ = 18,  /* handle = srqn (1 .. VERBS_NR_QP - 1), u.srq */
+	WEFT_VCMD_MODIFY_SRQ = 19,  /* handle = srqn, u.srq.limit: arms the limit event */
+	WEFT_VCMD_QUERY_SRQ = 20,   /* handle = srqn: struct weft_vsrqc at u.query.addr */
+	WEFT_VCMD_DESTROY_SRQ = 21, /* handle = srqn */
 };
+
+/*
+ * Shared receive queues: a ring of receive WQEs (struct weft_vrwqe, as an
+ * RQ) in guest memory, taken in ring order by every QP created with its
+ * number.  The adapter copies a WQE when a message starts and then
+ * writes its consumer index (u32, free-running) at ci_addr, so the
+ * driver reuses slots up to it.  SRQs are numbered 1 .. VERBS_NR_QP - 1.
+ */
+#define WEFT_VSRQF_PRIV         0x01u /* kernel SRQ: only WEFT_VQPF_PRIV QPs attach */
 
 /* GID entry types (RoCE v2): the network header a UD packet from or to
  * the GID carries. */
@@ -215,7 +229,8 @@ struct weft_vcmd {
 			uint8_t  sq_log2, sq_stride_log2; /* stride 7..9 */
 			uint8_t  rq_log2, rq_stride_log2; /* stride 5..9 */
 			uint32_t flags;         /* WEFT_VQPF_* */
-			uint32_t reserved[3];
+			uint32_t srq;           /* 0, or the SRQ receives come from (no RQ) */
+			uint32_t reserved[2];
 		} qp;
 		struct {                /* MODIFY_QP */
 			uint32_t mask;          /* WEFT_VQPA_* */
@@ -243,6 +258,21 @@ struct weft_vcmd {
 			uint8_t  flags;         /* WEFT_TPTF_FAST_REG */
 			uint8_t  reserved[15];
 		} mr;
+		struct {                /* CREATE_SRQ, MODIFY_SRQ (limit only) */
+			uint64_t ring_addr;     /* 64-byte aligned */
+			uint64_t ci_addr;       /* u32 consumer index, 4-byte aligned: the
+						 * adapter writes it at each take (the driver
+						 * starts it at 0) */
+			uint32_t pd;            /* the QPs attached have this PD */
+			uint32_t uar;
+			uint32_t vector;        /* interrupt handler for its async events */
+			uint32_t limit;         /* 0 = disarmed; else event when fewer WQEs */
+			uint8_t  log2;          /* 0 .. WEFT_VERBS_WQ_MAX_LOG2 */
+			uint8_t  stride_log2;   /* 5 .. 9, as an RQ */
+			uint8_t  flags;         /* WEFT_VSRQF_* */
+			uint8_t  reserved0;
+			uint32_t reserved[5];
+		} srq;
 		struct {                /* SET_GID, CLEAR_GID */
 			uint8_t  gid[16];       /* network byte order, as in union ib_gid */
 			uint8_t  type;          /* enum weft_vgid_type (SET_GID) */
@@ -285,6 +315,8 @@ enum weft_vwqe_op {
 #define WEFT_VWQE_SIGNALED      0x01u
 #define WEFT_VWQE_SOLICITED     0x02u
 #define WEFT_VWQE_FENCE         0x04u
+#define WEFT_VWQE_INLINE        0x08u /* SEND* and WRITE*: the data is in the slot
+				       * (struct weft_vinline), num_sge is 0 */
 
 struct weft_vsge {
 	uint64_t addr;                  /* VA inside the region named by lkey */
@@ -349,6 +381,20 @@ struct weft_vwqe {
 	} u;
 };
 WEFT_STATIC_ASSERT(sizeof(struct weft_vwqe) == 64, "send wqe");
+
+/*
+ * Inline data of a WQE with WEFT_VWQE_INLINE: this 16-byte header right
+ * after struct weft_vwqe, then length bytes, all inside the slot, so at
+ * most (1 << sq_stride_log2) - 80 bytes (48, 176 or 432).  The adapter
+ * reads them when it sends the WQE (again after a go-back), so the slot
+ * holds them until the WQE completes.
+ */
+struct weft_vinline {
+	uint32_t length;
+	uint32_t reserved[3];
+};
+WEFT_STATIC_ASSERT(sizeof(struct weft_vinline) == 16, "inline header");
+#define WEFT_VERBS_MAX_INLINE   (512u - 64u - 16u)
 
 /* RQ WQE: this 16-byte header, then num_sge SGEs; slot 1 << rq_stride_log2. */
 struct weft_vrwqe {
@@ -425,6 +471,8 @@ enum weft_vasync {
 	WEFT_VASYNC_QP_FATAL = 1,       /* QP went to ERR (reason says why) */
 	WEFT_VASYNC_CQ_ERR = 2,         /* CQ overflow or ring DMA error */
 	WEFT_VASYNC_SQ_DRAINED = 3,     /* QP went to SQE (option A) */
+	WEFT_VASYNC_SRQ_LIMIT = 4,      /* rcxt = srqn: fewer WQEs than the armed limit */
+	WEFT_VASYNC_LAST_WQE = 5,       /* QP on an SRQ in ERR: its last WQE completed */
 };
 
 /* ---- Dumps (QUERY_* commands) ------------------------------------------------ */
@@ -466,7 +514,8 @@ struct weft_vqpc {
 	uint32_t last_reason;           /* enum weft_reason that moved it to ERR/SQE */
 	uint64_t sq_addr, rq_addr;
 	uint8_t  sq_log2, sq_stride_log2, rq_log2, rq_stride_log2;
-	uint32_t reserved[3];
+	uint32_t srq;                   /* 0 or the SRQ it receives from */
+	uint32_t reserved[2];
 };
 WEFT_STATIC_ASSERT(sizeof(struct weft_vqpc) == 128, "qp context");
 
@@ -479,6 +528,20 @@ struct weft_vgid_entry {
 	uint8_t  reserved[13];
 };
 WEFT_STATIC_ASSERT(sizeof(struct weft_vgid_entry) == 32, "gid entry");
+
+/* SRQ context dump (64 bytes). */
+struct weft_vsrqc {
+	uint32_t srqn;
+	uint8_t  created, log2, stride_log2, flags;
+	uint64_t ring_addr, ci_addr;
+	uint32_t prod;                  /* producer index of the last SRQ_DB */
+	uint32_t ci;                    /* WQEs taken, free-running */
+	uint32_t pd, uar, vector;
+	uint32_t limit;                 /* armed limit, 0 after the event */
+	uint32_t refs;                  /* QPs attached */
+	uint32_t reserved[3];
+};
+WEFT_STATIC_ASSERT(sizeof(struct weft_vsrqc) == 64, "srq context");
 
 /* CQ context dump (64 bytes). */
 struct weft_vcqc {

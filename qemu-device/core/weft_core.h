@@ -185,7 +185,9 @@ uint64_t weft_core_counter(const struct weft_core *c, unsigned int counter);
  * Return false when the index is out of range. */
 struct weft_tpt_entry;
 struct weft_vcqc;
+struct weft_vsrqc;
 bool weft_core_verbs_tpt(const struct weft_core *c, uint32_t index, struct weft_tpt_entry *e);
 bool weft_core_verbs_cq(const struct weft_core *c, uint32_t cqn, struct weft_vcqc *q);
+bool weft_core_verbs_srq(const struct weft_core *c, uint32_t srqn, struct weft_vsrqc *q);
 
 #endif /* WEFT_CORE_H */

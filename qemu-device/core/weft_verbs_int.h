@@ -41,6 +41,8 @@ struct vq_wqe {
 	struct weft_vwqe h;
 	struct weft_vsge sge[VQ_MAX_SGE];
 	uint64_t total;
+	uint32_t inl_len;                       /* WEFT_VWQE_INLINE: bytes in inl */
+	uint8_t inl[WEFT_VERBS_MAX_INLINE];
 };
 
 struct vq_rwqe {
@@ -63,6 +65,7 @@ struct vq_qp {
 	bool created;
 	uint8_t type, state, access, flags;
 	uint32_t pd, scq, rcq, uar;
+	uint32_t srq;           /* 0, or the SRQ its receives come from */
 	uint64_t sq_addr, rq_addr;
 	uint8_t sq_log2, sq_stride, rq_log2, rq_stride;
 	/* attributes */
@@ -92,6 +95,7 @@ struct vq_qp {
 	uint32_t rq_prod, rq_ci;
 	struct vq_rwqe rcv;     /* receive WQE being filled */
 	bool rcv_active;
+	bool last_wqe;          /* on an SRQ: LAST_WQE event sent since ERR */
 	uint64_t rcv_off;
 	/* responder */
 	uint32_t epsn, msn, rd_emsn;
@@ -118,6 +122,15 @@ struct vq_cq {
 	uint32_t vector, uar, refs;
 };
 
+struct vq_srq {
+	bool created;
+	uint8_t log2, stride, flags;
+	uint32_t pd, uar, vector, refs;
+	uint32_t limit;         /* armed limit, 0 = none */
+	uint64_t ring, ci_addr;
+	uint32_t prod, ci;
+};
+
 struct vq_pd {
 	bool created;
 	uint32_t refs;
@@ -137,11 +150,13 @@ struct vq_gid {
 
 struct weft_verbs {
 	uint32_t nr_qp, nr_cq, nr_pd, nr_tpt, nr_uar;
+	uint32_t nr_srq;        /* = nr_qp */
 	struct vq_gid gid[WEFT_VERBS_GID_TBL];
 	struct vq_qp *qp;
 	struct vq_cq *cq;
 	struct vq_pd *pd;
 	struct vq_tpt *tpt;
+	struct vq_srq *srq;
 	uint64_t sw_bytes;
 	bool used;              /* a command ran since the tables were allocated */
 	uint64_t cmd_status;
@@ -193,6 +208,8 @@ void vq_qp_sq_error(struct weft_core *c, struct vq_qp *qp, unsigned int reason);
 void vq_work(struct weft_core *c, struct vq_qp *qp);
 void vq_async(struct weft_core *c, uint32_t obj, unsigned int what, unsigned int reason,
 	      unsigned int vector);
+/* A ring of bytes at addr is 64-byte aligned guest RAM. */
+bool vq_ring_ok(struct weft_core *c, uint64_t addr, uint64_t bytes);
 
 /* ---- weft_verbs_tpt.c: STags, checks and translation -------------------- */
 enum vq_dir { VQ_TO_MEM, VQ_FROM_MEM };
@@ -273,6 +290,25 @@ void vq_rx_ud(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr 
 void vq_rq_flush(struct weft_core *c, struct vq_qp *qp, unsigned int max);
 /* Serve one read response packet; 1 done, 0 nothing, -EAGAIN. */
 int vq_rrq_step(struct weft_core *c, struct vq_qp *qp);
+
+/* Copy and check the receive WQE at addr (slot 1 << stride) into r, with
+ * index idx for its CQE.  Returns a reason. */
+unsigned int vq_rwqe_read(struct weft_core *c, struct vq_qp *qp, uint64_t addr,
+			  unsigned int stride, uint32_t idx, struct vq_rwqe *r);
+
+/* ---- weft_verbs_srq.c: shared receive queues ------------------------------ */
+struct vq_srq *vq_srq(struct weft_core *c, uint32_t srqn);
+bool vq_srq_empty(struct weft_core *c, uint32_t srqn);
+/* Take the next WQE of qp's SRQ into r (the slot is consumed even when
+ * the WQE is bad).  Returns a reason; WEFT_R_RNR when empty. */
+unsigned int vq_srq_take(struct weft_core *c, struct vq_qp *qp, struct vq_rwqe *r);
+/* A QP of PD pd and flags qpflags attaches to / detaches from srqn. */
+unsigned int vq_srq_attach(struct weft_core *c, uint32_t srqn, uint32_t pd, unsigned int qpflags);
+void vq_srq_detach(struct weft_core *c, uint32_t srqn);
+/* CREATE/MODIFY/QUERY/DESTROY_SRQ. */
+unsigned int vq_cmd_srq(struct weft_core *c, const struct weft_vcmd *k, unsigned int *reason);
+/* SRQ_DB from UAR page uar; returns a reason. */
+unsigned int vq_srq_doorbell(struct weft_core *c, uint32_t uar, uint64_t val);
 
 /* ---- weft_verbs_rc.c: reliable transport ---------------------------------- */
 void vq_rx_response(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,

@@ -24,6 +24,8 @@ static void tables_free(struct weft_verbs *v)
 	free(v->cq);
 	free(v->pd);
 	free(v->tpt);
+	free(v->srq);
+	v->srq = NULL;
 	free(v->tq);
 	v->tq = NULL;
 	v->ntq = 0;
@@ -39,13 +41,14 @@ static bool tables_alloc(struct weft_verbs *v)
 	v->cq = calloc(v->nr_cq, sizeof(*v->cq));
 	v->pd = calloc(v->nr_pd, sizeof(*v->pd));
 	v->tpt = calloc(v->nr_tpt, sizeof(*v->tpt));
+	v->srq = calloc(v->nr_srq, sizeof(*v->srq));
 	v->tq = calloc(v->nr_qp, sizeof(*v->tq));
 	v->ntq = 0;
 	v->sw_bytes = 0;
 	v->work_head = v->work_tail = VQ_NONE;
 	v->pend = false;
 	v->timer_armed = 0;
-	return v->qp && v->cq && v->pd && v->tpt && v->tq;
+	return v->qp && v->cq && v->pd && v->tpt && v->srq && v->tq;
 }
 
 const char *weft_verbs_config(const struct weft_core_config *cfg, uint32_t out[5])
@@ -78,6 +81,7 @@ struct weft_verbs *weft_verbs_new(const struct weft_core_config *cfg)
 		return NULL;
 	}
 	v->nr_qp = n[0];
+	v->nr_srq = n[0];
 	v->nr_cq = n[1];
 	v->nr_pd = n[2];
 	v->nr_tpt = n[3];
@@ -109,7 +113,7 @@ void weft_verbs_reset(struct weft_core *c)
 		if (!tables_alloc(v)) {
 			/* Out of host memory: leave an engine with no objects. */
 			tables_free(v);
-			v->nr_qp = v->nr_cq = v->nr_pd = v->nr_tpt = 0;
+			v->nr_qp = v->nr_cq = v->nr_pd = v->nr_tpt = v->nr_srq = 0;
 		}
 		v->used = false;
 	}
@@ -298,7 +302,7 @@ void vq_qp_sq_error(struct weft_core *c, struct vq_qp *qp, unsigned int reason)
 
 /* ---- commands ---------------------------------------------------------------- */
 
-static bool ring_ok(struct weft_core *c, uint64_t addr, uint64_t bytes)
+bool vq_ring_ok(struct weft_core *c, uint64_t addr, uint64_t bytes)
 {
 	uint8_t b;
 
@@ -334,9 +338,9 @@ static unsigned int cmd_cq(struct weft_core *c, const struct weft_vcmd *k, bool 
 	    k->u.cq.vector >= c->cfg.nr_handlers || k->u.cq.uar >= v->nr_uar ||
 	    (k->u.cq.ci_addr & 3))
 		return WEFT_CMD_EINVAL;
-	if (!ring_ok(c, k->u.cq.ring_addr,
+	if (!vq_ring_ok(c, k->u.cq.ring_addr,
 		     (uint64_t)sizeof(struct weft_vcqe) << k->u.cq.log2_entries) ||
-	    !ring_ok(c, k->u.cq.ci_addr & ~63ull, 64)) {
+	    !vq_ring_ok(c, k->u.cq.ci_addr & ~63ull, 64)) {
 		*reason = WEFT_R_DMA_ERROR;
 		return WEFT_CMD_EFAULT;
 	}
@@ -370,6 +374,7 @@ static void qp_release(struct weft_core *c, struct vq_qp *qp)
 		v->cq[qp->scq].refs--;
 	if (qp->rcq < v->nr_cq && v->cq[qp->rcq].refs)
 		v->cq[qp->rcq].refs--;
+	vq_srq_detach(c, qp->srq);
 	vq_tpt_release_qp(c, vq_qpn(c, qp));
 	/* Left in the work list: qp_step skips it (created is false). */
 	{
@@ -401,13 +406,16 @@ static unsigned int cmd_create_qp(struct weft_core *c, const struct weft_vcmd *k
 	    k->u.qp.pd >= v->nr_pd || !v->pd[k->u.qp.pd].created ||
 	    !cq_ok(v, k->u.qp.send_cq) || !cq_ok(v, k->u.qp.recv_cq) ||
 	    k->u.qp.uar >= v->nr_uar ||
-	    k->u.qp.sq_log2 > WEFT_VERBS_WQ_MAX_LOG2 || k->u.qp.rq_log2 > WEFT_VERBS_WQ_MAX_LOG2 ||
+	    k->u.qp.sq_log2 > WEFT_VERBS_WQ_MAX_LOG2 ||
 	    k->u.qp.sq_stride_log2 < 7 || k->u.qp.sq_stride_log2 > 9 ||
-	    k->u.qp.rq_stride_log2 < 5 || k->u.qp.rq_stride_log2 > 9 ||
+	    /* a QP on an SRQ has no RQ: its RQ fields are ignored (16.14) */
+	    (!k->u.qp.srq && (k->u.qp.rq_log2 > WEFT_VERBS_WQ_MAX_LOG2 ||
+			      k->u.qp.rq_stride_log2 < 5 || k->u.qp.rq_stride_log2 > 9)) ||
 	    (k->u.qp.flags & ~(WEFT_VQPF_SQ_REG | WEFT_VQPF_REG_OPT_B | WEFT_VQPF_PRIV)))
 		return WEFT_CMD_EINVAL;
-	if (!ring_ok(c, k->u.qp.sq_addr, 1ull << (k->u.qp.sq_log2 + k->u.qp.sq_stride_log2)) ||
-	    !ring_ok(c, k->u.qp.rq_addr, 1ull << (k->u.qp.rq_log2 + k->u.qp.rq_stride_log2))) {
+	if (!vq_ring_ok(c, k->u.qp.sq_addr, 1ull << (k->u.qp.sq_log2 + k->u.qp.sq_stride_log2)) ||
+	    (!k->u.qp.srq &&
+	     !vq_ring_ok(c, k->u.qp.rq_addr, 1ull << (k->u.qp.rq_log2 + k->u.qp.rq_stride_log2)))) {
 		*reason = WEFT_R_DMA_ERROR;
 		return WEFT_CMD_EFAULT;
 	}
@@ -416,12 +424,19 @@ static unsigned int cmd_create_qp(struct weft_core *c, const struct weft_vcmd *k
 		*reason = WEFT_R_LENGTH;
 		return WEFT_CMD_ENOMEM;
 	}
+	if (k->u.qp.srq) {
+		*reason = vq_srq_attach(c, k->u.qp.srq, k->u.qp.pd, k->u.qp.flags);
+		if (*reason)
+			return WEFT_CMD_EINVAL;
+	}
 	memset(qp, 0, sizeof(*qp));
 	qp->sw = calloc(1u << k->u.qp.sq_log2, sizeof(*qp->sw));
 	if (!qp->sw) {
+		vq_srq_detach(c, k->u.qp.srq);
 		*reason = WEFT_R_LENGTH;
 		return WEFT_CMD_ENOMEM;
 	}
+	qp->srq = k->u.qp.srq;
 	v->sw_bytes += swb;
 	qp->created = true;
 	qp->type = (uint8_t)k->u.qp.type;
@@ -603,6 +618,7 @@ static void dump_qp(struct weft_core *c, const struct vq_qp *qp, uint32_t qpn,
 	d->sq_stride_log2 = qp->sq_stride;
 	d->rq_log2 = qp->rq_log2;
 	d->rq_stride_log2 = qp->rq_stride;
+	d->srq = qp->srq;
 }
 
 static void dump_cq(const struct vq_cq *cq, uint32_t cqn, struct weft_vcqc *d)
@@ -758,6 +774,11 @@ static unsigned int run_cmd(struct weft_core *c, const struct weft_vcmd *k,
 	case WEFT_VCMD_CLEAR_GID:
 	case WEFT_VCMD_QUERY_GID:
 		return vq_cmd_gid(c, k, reason);
+	case WEFT_VCMD_CREATE_SRQ:
+	case WEFT_VCMD_MODIFY_SRQ:
+	case WEFT_VCMD_QUERY_SRQ:
+	case WEFT_VCMD_DESTROY_SRQ:
+		return vq_cmd_srq(c, k, reason);
 	default:
 		*reason = WEFT_R_BAD_TYPE;
 		return WEFT_CMD_EINVAL;
@@ -839,6 +860,10 @@ static void wq_doorbell(struct weft_core *c, uint32_t uar, uint64_t reg, const c
 		db_refuse(c, name, val, WEFT_R_QP_STATE);
 		return;
 	}
+	if (reg == WEFT_UAR_RQ_DB && qp->srq) {
+		db_refuse(c, name, val, WEFT_R_SRQ_INVALID);  /* its receives are the SRQ's */
+		return;
+	}
 	if (reg == WEFT_UAR_SQ_DB) {
 		prod = &qp->sq_prod;
 		ci = qp->sq_ci;
@@ -885,6 +910,13 @@ void weft_verbs_uar_write(struct weft_core *c, uint64_t off, uint64_t val)
 			return;
 		}
 		vq_cq_arm(c, cqn, WEFT_UAR_FLAGS(val), WEFT_UAR_IDX(val));
+		return;
+	}
+	if (reg == WEFT_UAR_SRQ_DB) {
+		unsigned int why = v->srq ? vq_srq_doorbell(c, uar, val) : WEFT_R_SRQ_INVALID;
+
+		if (why)
+			db_refuse(c, name, val, why);
 		return;
 	}
 	wq_doorbell(c, uar, reg, name, val);

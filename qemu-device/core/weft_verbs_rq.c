@@ -4,7 +4,9 @@
  * writes (placed ahead of order inside the receive window), read requests
  * into the bounded read-request queue with MSN checks, atomics with a
  * replay cache, UD receives with Q_Key, remote protection violations
- * (Terminate) and RQ flushes (docs/hw-spec.md 16.5-16.9).
+ * (Terminate) and RQ flushes (docs/hw-spec.md 16.5-16.9).  A QP attached
+ * to a shared receive queue takes its receive WQEs from it instead
+ * (weft_verbs_srq.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -16,14 +18,13 @@ static uint64_t rq_slot(const struct vq_qp *qp, uint32_t idx)
 	return qp->rq_addr + ((uint64_t)(idx & ((1u << qp->rq_log2) - 1)) << qp->rq_stride);
 }
 
-/* Copy and check receive WQE rq_ci.  Returns a reason. */
-static unsigned int rwqe_load(struct weft_core *c, struct vq_qp *qp, struct vq_rwqe *r)
+unsigned int vq_rwqe_read(struct weft_core *c, struct vq_qp *qp, uint64_t a,
+			  unsigned int stride, uint32_t idx, struct vq_rwqe *r)
 {
-	uint64_t a = rq_slot(qp, qp->rq_ci);
-	unsigned int max = ((1u << qp->rq_stride) - sizeof(r->h)) / sizeof(struct weft_vsge);
+	unsigned int max = ((1u << stride) - sizeof(r->h)) / sizeof(struct weft_vsge);
 
 	memset(&r->h, 0, sizeof(r->h));
-	r->index = qp->rq_ci;
+	r->index = idx;
 	if (weft_dma_read(c, a, &r->h, sizeof(r->h)) != 0)
 		return WEFT_R_DMA_ERROR;
 	if (r->h.num_sge > max || r->h.num_sge > VQ_MAX_SGE)
@@ -31,6 +32,21 @@ static unsigned int rwqe_load(struct weft_core *c, struct vq_qp *qp, struct vq_r
 	if (weft_dma_read(c, a + sizeof(r->h), r->sge, r->h.num_sge * sizeof(r->sge[0])) != 0)
 		return WEFT_R_DMA_ERROR;
 	return vq_sge_check(c, qp, r->sge, r->h.num_sge, WEFT_VACC_LOCAL_WRITE, &r->total);
+}
+
+/* No receive WQE for qp's next message. */
+static bool rq_empty(struct weft_core *c, const struct vq_qp *qp)
+{
+	return qp->srq ? vq_srq_empty(c, qp->srq) : qp->rq_ci == qp->rq_prod;
+}
+
+/* Copy and check the next receive WQE: RQ slot rq_ci (consumed at its
+ * completion) or the SRQ's next one (consumed now).  Returns a reason. */
+static unsigned int rwqe_load(struct weft_core *c, struct vq_qp *qp, struct vq_rwqe *r)
+{
+	if (qp->srq)
+		return vq_srq_take(c, qp, r);
+	return vq_rwqe_read(c, qp, rq_slot(qp, qp->rq_ci), qp->rq_stride, qp->rq_ci, r);
 }
 
 static void rq_cqe(struct weft_core *c, struct vq_qp *qp, const struct vq_rwqe *r,
@@ -49,7 +65,8 @@ static void rq_cqe(struct weft_core *c, struct vq_qp *qp, const struct vq_rwqe *
 	e.status = status;
 	e.flags = flags;
 	vq_cqe(c, qp->rcq, &e, se);
-	qp->rq_ci++;
+	if (!qp->srq)
+		qp->rq_ci++;
 }
 
 void vq_rq_flush(struct weft_core *c, struct vq_qp *qp, unsigned int max)
@@ -58,6 +75,20 @@ void vq_rq_flush(struct weft_core *c, struct vq_qp *qp, unsigned int max)
 
 	if (qp->state != WEFT_VQPS_ERR)
 		return;
+	if (qp->srq) {
+		/* The WQE it took completes; the SRQ's others stay for the
+		 * other QPs.  Then IB's last-WQE-reached event. */
+		if (qp->rcv_active)
+			rq_cqe(c, qp, &qp->rcv, WEFT_VWC_RECV, WEFT_VWC_WR_FLUSH_ERR, WEFT_R_FLUSHED,
+			       0, 0, false);
+		qp->rcv_active = false;
+		if (!qp->last_wqe) {
+			qp->last_wqe = true;
+			vq_async(c, vq_qpn(c, qp), WEFT_VASYNC_LAST_WQE, WEFT_R_OK,
+				 qp->rcq < c->verbs->nr_cq ? c->verbs->cq[qp->rcq].vector : 0);
+		}
+		return;
+	}
 	while (n++ < max && qp->rq_ci != qp->rq_prod) {
 		struct vq_rwqe r;
 
@@ -87,7 +118,7 @@ static bool rq_take(struct weft_core *c, struct vq_qp *qp, const struct weft_vhd
 {
 	unsigned int why;
 
-	if (qp->rq_ci == qp->rq_prod) {
+	if (rq_empty(c, qp)) {
 		weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_RNR);
 		weft_count(c, WEFT_CNT_V_RNR_NAKS_TX, 1);
 		vq_send_ack(c, qp, WEFT_VACK_NAK_RNR, h->psn, qp->min_rnr_timer);
@@ -451,7 +482,7 @@ void vq_rx_ud(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr 
 		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_QKEY);
 		return;
 	}
-	if (qp->rq_ci == qp->rq_prod) {
+	if (rq_empty(c, qp)) {
 		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_RNR);
 		return;
 	}
@@ -485,6 +516,7 @@ void vq_rx_ud(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr 
 			  (net == WEFT_VGID_IPV4 ? WEFT_VCQE_NET_IPV4 : WEFT_VCQE_NET_IPV6) |
 			  ((h->flags & WEFT_VF_SE) ? WEFT_VCQE_SOLICITED : 0);
 		vq_cqe(c, qp->rcq, &e, (h->flags & WEFT_VF_SE) != 0);
-		qp->rq_ci++;
+		if (!qp->srq)
+			qp->rq_ci++;
 	}
 }

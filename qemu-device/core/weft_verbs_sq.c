@@ -30,9 +30,38 @@ unsigned int vq_wqe_load(struct weft_core *c, struct vq_qp *qp, uint32_t idx,
 		return WEFT_R_DMA_ERROR;
 	if (w->h.opcode >= WEFT_VWR__COUNT || w->h.num_sge > max || w->h.num_sge > VQ_MAX_SGE)
 		return WEFT_R_BAD_WQE;
+	if (w->h.flags & WEFT_VWQE_INLINE) {
+		struct weft_vinline in;
+		unsigned int op = w->h.opcode;
+
+		if (w->h.num_sge || (op != WEFT_VWR_SEND && op != WEFT_VWR_SEND_IMM &&
+				     op != WEFT_VWR_SEND_INV && op != WEFT_VWR_WRITE &&
+				     op != WEFT_VWR_WRITE_IMM))
+			return WEFT_R_BAD_WQE;
+		if (weft_dma_read(c, a + sizeof(w->h), &in, sizeof(in)) != 0)
+			return WEFT_R_DMA_ERROR;
+		if (in.length > (1u << qp->sq_stride) - sizeof(w->h) - sizeof(in))
+			return WEFT_R_LENGTH;
+		w->inl_len = in.length;
+		if (weft_dma_read(c, a + sizeof(w->h) + sizeof(in), w->inl, in.length) != 0)
+			return WEFT_R_DMA_ERROR;
+		return WEFT_R_OK;
+	}
 	if (weft_dma_read(c, a + sizeof(w->h), w->sge, w->h.num_sge * sizeof(w->sge[0])) != 0)
 		return WEFT_R_DMA_ERROR;
 	return WEFT_R_OK;
+}
+
+/* The local data of a loaded WQE: its SGEs checked for need, or its
+ * inline bytes.  Sets w->total; returns a reason. */
+static unsigned int wqe_check(struct weft_core *c, struct vq_qp *qp, struct vq_wqe *w,
+			      unsigned int need)
+{
+	if (w->h.flags & WEFT_VWQE_INLINE) {
+		w->total = w->inl_len;
+		return WEFT_R_OK;
+	}
+	return vq_sge_check(c, qp, w->sge, w->h.num_sge, need, &w->total);
 }
 
 static bool is_rd(unsigned int op)
@@ -159,7 +188,7 @@ static uint8_t wqe_start(struct weft_core *c, struct vq_qp *qp, uint32_t idx,
 		return WEFT_VWC_SUCCESS;
 	need = op == WEFT_VWR_READ || op == WEFT_VWR_CAS || op == WEFT_VWR_FAA ?
 	       WEFT_VACC_LOCAL_WRITE : WEFT_VACC_LOCAL_READ;
-	*reason = vq_sge_check(c, qp, w->sge, w->h.num_sge, need, &w->total);
+	*reason = wqe_check(c, qp, w, need);
 	if (*reason)
 		return *reason == WEFT_R_LENGTH ? WEFT_VWC_LOC_LEN_ERR : WEFT_VWC_LOC_PROT_ERR;
 	if ((op == WEFT_VWR_CAS || op == WEFT_VWR_FAA) &&
@@ -293,8 +322,13 @@ static int wqe_packet(struct weft_core *c, struct vq_qp *qp, uint32_t idx)
 	case WEFT_VWR_WRITE:
 	case WEFT_VWR_WRITE_IMM:
 		dlen = (uint32_t)(w->total - off < WEFT_VERBS_MTU ? w->total - off : WEFT_VERBS_MTU);
-		why = vq_sge_copy(c, qp, w->sge, w->h.num_sge, off, data + pre, dlen,
-				  WEFT_VACC_LOCAL_READ, VQ_FROM_MEM);
+		if (w->h.flags & WEFT_VWQE_INLINE) {
+			memcpy(data + pre, w->inl + off, dlen);     /* total <= inl_len */
+			why = WEFT_R_OK;
+		} else {
+			why = vq_sge_copy(c, qp, w->sge, w->h.num_sge, off, data + pre, dlen,
+					  WEFT_VACC_LOCAL_READ, VQ_FROM_MEM);
+		}
 		if (!why && pre) {
 			struct weft_vaddr addr;
 
@@ -421,9 +455,8 @@ int vq_sq_step(struct weft_core *c, struct vq_qp *qp)
 		qp->cur_valid = true;
 		if (sw->state == SW_STARTED) {
 			/* Resent after a go-back: the SGEs are checked again. */
-			why = vq_sge_check(c, qp, qp->cur.sge, qp->cur.h.num_sge,
-					   is_rd(sw->op) ? WEFT_VACC_LOCAL_WRITE :
-					   WEFT_VACC_LOCAL_READ, &qp->cur.total);
+			why = wqe_check(c, qp, &qp->cur, is_rd(sw->op) ? WEFT_VACC_LOCAL_WRITE :
+					WEFT_VACC_LOCAL_READ);
 			if (why || qp->cur.h.opcode != sw->op || qp->cur.total != sw->byte_len) {
 				vq_sq_fail(c, qp, idx, WEFT_VWC_LOC_PROT_ERR,
 					   why ? why : WEFT_R_BAD_WQE);

@@ -72,6 +72,7 @@ static void op_irq(void *opaque, unsigned int vector)
 
 	if (vector < 32)
 		n->irq_pending |= 1u << vector;
+	n->kicked = true;       /* serviced at the next round, also when raised by a command */
 }
 
 /* The core builds its packets in a fabric frame, which the fabric then

@@ -218,6 +218,10 @@ void sim_drv_service(struct weft_sim *s, struct sim_node *n)
 			break;
 		if (ev.type < SIM_NR_EVENT_TYPES)
 			n->ev_count[ev.type]++;
+		if (ev.type == WEFT_EV_VERBS_ASYNC) {
+			n->async_obj = ev.rcxt;
+			n->async_what = (uint32_t)ev.info;
+		}
 		if (ev.type == WEFT_EV_WINDOW_FATAL && ev.window < WEFT_MAX_WINDOWS)
 			n->win[ev.window].fatals++;
 		n->evq_cons++;
@@ -235,6 +239,13 @@ uint64_t weft_sim_event_count(const struct weft_sim *s, unsigned int node, unsig
 	if (node >= s->nr_nodes || type >= SIM_NR_EVENT_TYPES)
 		return 0;
 	return s->node[node].ev_count[type];
+}
+
+void weft_sim_last_async(const struct weft_sim *s, unsigned int node, uint32_t *obj,
+			 uint32_t *what)
+{
+	*obj = node < s->nr_nodes ? s->node[node].async_obj : 0;
+	*what = node < s->nr_nodes ? s->node[node].async_what : 0;
 }
 
 uint64_t weft_sim_window_fatals(const struct weft_sim *s, unsigned int node, unsigned int w)

@@ -72,6 +72,7 @@ struct sim_node {
 	struct weft_rcxt_ring ring;     /* free rCxts (driver policy) */
 	uint16_t *rcxt_owner;   /* window + 1 of a held rCxt, 0 = free */
 	uint64_t ev_count[SIM_NR_EVENT_TYPES];
+	uint32_t async_obj, async_what;  /* last WEFT_EV_VERBS_ASYNC */
 	bool rereg_on_fatal;    /* driver option (weft_sim_config) */
 };
 

@@ -50,6 +50,12 @@ int wsv_pd(struct weft_sim *s, unsigned int node, uint32_t pdn)
 	return wsv_cmd(s, node, &k, NULL);
 }
 
+void wsv_uar_write(struct weft_sim *s, unsigned int node, uint32_t uar, uint64_t reg,
+		   uint64_t val)
+{
+	uar_write(s, node, uar, reg, val);
+}
+
 int wsv_cq_create(struct weft_sim *s, unsigned int node, uint32_t cqn, uint32_t log2,
 		  uint32_t vector, struct wsv_cq *out)
 {
@@ -92,9 +98,9 @@ void wsv_arm(struct weft_sim *s, struct wsv_cq *cq, unsigned int flags)
 	uar_write(s, cq->node, 0, WEFT_UAR_CQ_ARM, WEFT_UAR_ARM(cq->cqn, flags, cq->ci));
 }
 
-int wsv_qp_create(struct weft_sim *s, unsigned int node, uint32_t qpn, uint32_t type,
-		  uint32_t pd, uint32_t scq, uint32_t rcq, uint32_t sq_log2, uint32_t rq_log2,
-		  uint32_t flags, struct wsv_qp *out)
+static int qp_create(struct weft_sim *s, unsigned int node, uint32_t qpn, uint32_t type,
+		     uint32_t pd, uint32_t scq, uint32_t rcq, uint32_t sq_log2, uint32_t rq_log2,
+		     uint32_t srqn, uint32_t flags, struct wsv_qp *out)
 {
 	struct weft_vcmd k = { .op = WEFT_VCMD_CREATE_QP, .handle = qpn };
 
@@ -118,10 +124,75 @@ int wsv_qp_create(struct weft_sim *s, unsigned int node, uint32_t qpn, uint32_t 
 	k.u.qp.recv_cq = rcq;
 	k.u.qp.sq_log2 = (uint8_t)sq_log2;
 	k.u.qp.sq_stride_log2 = (uint8_t)out->sq_stride;
-	k.u.qp.rq_log2 = (uint8_t)rq_log2;
-	k.u.qp.rq_stride_log2 = (uint8_t)out->rq_stride;
+	/* A QP on an SRQ names no RQ (as weft_ib does). */
+	k.u.qp.rq_log2 = srqn ? 0 : (uint8_t)rq_log2;
+	k.u.qp.rq_stride_log2 = srqn ? 0 : (uint8_t)out->rq_stride;
+	k.u.qp.rq_addr = srqn ? 0 : out->rq;
 	k.u.qp.flags = flags;
+	k.u.qp.srq = srqn;
 	return wsv_cmd(s, node, &k, NULL);
+}
+
+int wsv_qp_create(struct weft_sim *s, unsigned int node, uint32_t qpn, uint32_t type,
+		  uint32_t pd, uint32_t scq, uint32_t rcq, uint32_t sq_log2, uint32_t rq_log2,
+		  uint32_t flags, struct wsv_qp *out)
+{
+	return qp_create(s, node, qpn, type, pd, scq, rcq, sq_log2, rq_log2, 0, flags, out);
+}
+
+int wsv_qp_create_srq(struct weft_sim *s, unsigned int node, uint32_t qpn, uint32_t type,
+		      uint32_t pd, uint32_t scq, uint32_t rcq, uint32_t sq_log2, uint32_t srqn,
+		      uint32_t flags, struct wsv_qp *out)
+{
+	return qp_create(s, node, qpn, type, pd, scq, rcq, sq_log2, 0, srqn, flags, out);
+}
+
+int wsv_srq_create(struct weft_sim *s, unsigned int node, uint32_t srqn, uint32_t pd,
+		   uint32_t log2, uint32_t limit, struct wsv_srq *out)
+{
+	struct weft_vcmd k = { .op = WEFT_VCMD_CREATE_SRQ, .handle = srqn };
+
+	memset(out, 0, sizeof(*out));
+	out->node = node;
+	out->srqn = srqn;
+	out->log2 = log2;
+	out->stride = 8;
+	out->ring = weft_sim_alloc(s, node, 1ull << (log2 + out->stride), 4096);
+	out->ci_addr = weft_sim_alloc(s, node, 64, 64);
+	if (!out->ring || !out->ci_addr)
+		return -ENOMEM;
+	k.u.srq.ring_addr = out->ring;
+	k.u.srq.ci_addr = out->ci_addr;
+	k.u.srq.pd = pd;
+	k.u.srq.log2 = (uint8_t)log2;
+	k.u.srq.stride_log2 = (uint8_t)out->stride;
+	k.u.srq.limit = limit;
+	return wsv_cmd(s, node, &k, NULL);
+}
+
+int wsv_post_srq_recv(struct weft_sim *s, struct wsv_srq *q, uint64_t wr_id,
+		      const struct weft_vsge *sge, unsigned int n)
+{
+	uint64_t a = q->ring + ((uint64_t)(q->prod & ((1u << q->log2) - 1)) << q->stride);
+	uint8_t *p = weft_sim_ptr(s, q->node, a, 1u << q->stride);
+	struct weft_vrwqe h = { .wr_id = wr_id, .num_sge = (uint8_t)n };
+
+	if (!p || sizeof(h) + n * sizeof(*sge) > (1u << q->stride) ||
+	    q->prod - wsv_srq_ci(s, q) >= (1u << q->log2))
+		return -EINVAL;
+	memcpy(p, &h, sizeof(h));
+	if (n)
+		memcpy(p + sizeof(h), sge, n * sizeof(*sge));
+	q->prod++;
+	uar_write(s, q->node, q->uar, WEFT_UAR_SRQ_DB, WEFT_UAR_DB(q->srqn, q->prod));
+	return 0;
+}
+
+uint32_t wsv_srq_ci(struct weft_sim *s, const struct wsv_srq *q)
+{
+	const uint32_t *ci = weft_sim_ptr(s, q->node, q->ci_addr, 4);
+
+	return ci ? *ci : 0;
 }
 
 int wsv_modify(struct weft_sim *s, unsigned int node, uint32_t qpn, uint32_t mask,
@@ -350,6 +421,27 @@ int wsv_post_send(struct weft_sim *s, struct wsv_qp *q, const struct weft_vwqe *
 	memcpy(p, &h, sizeof(h));
 	if (n)
 		memcpy(p + sizeof(h), sge, n * sizeof(*sge));
+	q->sq_prod++;
+	if (ring)
+		wsv_ring_sq(s, q);
+	return 0;
+}
+
+int wsv_post_inline(struct weft_sim *s, struct wsv_qp *q, const struct weft_vwqe *w,
+		    const void *data, uint32_t len, bool ring)
+{
+	uint64_t a = q->sq + ((uint64_t)(q->sq_prod & ((1u << q->sq_log2) - 1)) << q->sq_stride);
+	uint8_t *p = weft_sim_ptr(s, q->node, a, 1u << q->sq_stride);
+	struct weft_vinline in = { .length = len };
+	struct weft_vwqe h = *w;
+	uint32_t room = (1u << q->sq_stride) - sizeof(h) - sizeof(in);
+
+	if (!p)
+		return -EINVAL;
+	h.flags |= WEFT_VWQE_INLINE;
+	memcpy(p, &h, sizeof(h));
+	memcpy(p + sizeof(h), &in, sizeof(in));
+	memcpy(p + sizeof(h) + sizeof(in), data, len < room ? len : room);
 	q->sq_prod++;
 	if (ring)
 		wsv_ring_sq(s, q);

@@ -256,6 +256,9 @@ int weft_sim_node_recover(struct weft_sim *s, unsigned int node);
 
 /* Events the driver took from the node's event queue, by type. */
 uint64_t weft_sim_event_count(const struct weft_sim *s, unsigned int node, unsigned int type);
+/* Object (rcxt) and enum weft_vasync (info) of the last verbs async event. */
+void weft_sim_last_async(const struct weft_sim *s, unsigned int node, uint32_t *obj,
+			 uint32_t *what);
 /* Window fatal errors seen by the driver for window w since it opened. */
 uint64_t weft_sim_window_fatals(const struct weft_sim *s, unsigned int node, unsigned int w);
 

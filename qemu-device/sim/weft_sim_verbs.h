@@ -21,6 +21,14 @@ struct wsv_cq {
 	uint32_t log2, ci;
 };
 
+struct wsv_srq {
+	unsigned int node;
+	uint32_t srqn;
+	uint32_t uar;
+	uint64_t ring, ci_addr;
+	uint32_t log2, stride, prod;
+};
+
 struct wsv_qp {
 	unsigned int node;
 	uint32_t qpn;
@@ -46,6 +54,9 @@ struct wsv_rc_params {
 int wsv_cmd(struct weft_sim *s, unsigned int node, const struct weft_vcmd *k,
 	    struct weft_vcmd_resp *resp);
 int wsv_pd(struct weft_sim *s, unsigned int node, uint32_t pdn);
+/* Write a UAR doorbell register (WEFT_UAR_*) of UAR page uar. */
+void wsv_uar_write(struct weft_sim *s, unsigned int node, uint32_t uar, uint64_t reg,
+		   uint64_t val);
 int wsv_cq_create(struct weft_sim *s, unsigned int node, uint32_t cqn, uint32_t log2,
 		  uint32_t vector, struct wsv_cq *out);
 /* Next CQE (returns 1 and copies it, 0 when none). */
@@ -54,6 +65,18 @@ void wsv_arm(struct weft_sim *s, struct wsv_cq *cq, unsigned int flags);
 int wsv_qp_create(struct weft_sim *s, unsigned int node, uint32_t qpn, uint32_t type,
 		  uint32_t pd, uint32_t scq, uint32_t rcq, uint32_t sq_log2, uint32_t rq_log2,
 		  uint32_t flags, struct wsv_qp *out);
+/* The same, receiving from SRQ srqn (no RQ ring). */
+int wsv_qp_create_srq(struct weft_sim *s, unsigned int node, uint32_t qpn, uint32_t type,
+		      uint32_t pd, uint32_t scq, uint32_t rcq, uint32_t sq_log2, uint32_t srqn,
+		      uint32_t flags, struct wsv_qp *out);
+/* SRQ srqn of 2^log2 WQEs (stride 256 bytes) on PD pd, limit armed. */
+int wsv_srq_create(struct weft_sim *s, unsigned int node, uint32_t srqn, uint32_t pd,
+		   uint32_t log2, uint32_t limit, struct wsv_srq *out);
+/* Post one WQE to the SRQ and ring SRQ_DB. */
+int wsv_post_srq_recv(struct weft_sim *s, struct wsv_srq *q, uint64_t wr_id,
+		      const struct weft_vsge *sge, unsigned int n);
+/* The consumer index the adapter published. */
+uint32_t wsv_srq_ci(struct weft_sim *s, const struct wsv_srq *q);
 int wsv_modify(struct weft_sim *s, unsigned int node, uint32_t qpn, uint32_t mask,
 	       const struct weft_vcmd *mod);
 /* RESET -> INIT -> RTR -> RTS on both sides. */
@@ -89,6 +112,10 @@ int wsv_query_qp(struct weft_sim *s, unsigned int node, uint32_t qpn, struct wef
 int wsv_post_send(struct weft_sim *s, struct wsv_qp *q, const struct weft_vwqe *w,
 		  const struct weft_vsge *sge, unsigned int n, bool ring);
 void wsv_ring_sq(struct weft_sim *s, struct wsv_qp *q);
+/* Post w with WEFT_VWQE_INLINE and len bytes of data in the slot (at most
+ * what the slot holds is copied; the header says len). */
+int wsv_post_inline(struct weft_sim *s, struct wsv_qp *q, const struct weft_vwqe *w,
+		    const void *data, uint32_t len, bool ring);
 int wsv_post_recv(struct weft_sim *s, struct wsv_qp *q, uint64_t wr_id,
 		  const struct weft_vsge *sge, unsigned int n);
 

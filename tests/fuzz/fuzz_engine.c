@@ -36,7 +36,8 @@ struct fz_node {
 	uint8_t *canary;        /* bit per byte: holds a canary */
 	uint8_t *approved;      /* byte per 4 KiB page: an allowed DMA wrote it */
 	/* verbs */
-	struct wsv_qp rc, ud;
+	struct wsv_qp rc, ud, uds;      /* uds: UD QP on the SRQ */
+	struct wsv_srq srq;
 	uint64_t cq_ring, cq_ci, vbuf, vatt, cmdblk, fatt;
 	uint64_t cmd_at, dump_at;       /* last VERBS_CMD block and its dump target */
 	bool cmd_set;
@@ -223,7 +224,8 @@ static bool mr_changed(struct fz *f, unsigned int node)
 	return false;
 }
 
-/* 4: CQ ring, 5: command response or dump, 6: region page; 0: none. */
+/* 4: CQ ring, 5: command response or dump, 6: region page, 7: SRQ
+ * consumer index; 0: none. */
 static int verbs_allowed(struct fz *f, unsigned int node, uint64_t addr, size_t len)
 {
 	struct fz_node *n = &f->n[node];
@@ -237,6 +239,12 @@ static int verbs_allowed(struct fz *f, unsigned int node, uint64_t addr, size_t 
 		if (weft_core_verbs_cq(c, i, &q) && q.created &&
 		    inside(q.ring_addr, (uint64_t)sizeof(struct weft_vcqe) << q.log2_entries, addr, len))
 			return 4;
+	}
+	for (i = 1; i < FZ_VQPS; i++) {
+		struct weft_vsrqc q;
+
+		if (weft_core_verbs_srq(c, i, &q) && q.created && inside(q.ci_addr, 4, addr, len))
+			return 7;
 	}
 	if (n->cmd_set && (inside(n->cmd_at + 64, 64, addr, len) ||
 			   inside(n->dump_at, 128, addr, len)))
@@ -334,6 +342,8 @@ static void dma_hook(void *opaque, unsigned int node, uint64_t addr, size_t len,
 		f->st.dma_verbs_cq++;
 	else if (why == 5)
 		f->st.dma_verbs_cmd++;
+	else if (why == 7)
+		f->st.dma_verbs_srq++;
 	else
 		f->st.dma_verbs_mr++;
 	/* A write may change a page list: rebuild the region map. */
@@ -388,6 +398,9 @@ static void lay_canaries(struct fz *f, unsigned int node)
 	mark(n->canary, n->rc.rq, 4096, false);
 	mark(n->canary, n->ud.sq, 4096, false);
 	mark(n->canary, n->ud.rq, 4096, false);
+	mark(n->canary, n->uds.sq, 4096, false);
+	mark(n->canary, n->srq.ring, 4096, false);
+	mark(n->canary, n->srq.ci_addr, 4096, false);
 	for (w = 0; w < FZ_WINDOWS; w++) {
 		mark(n->canary, n->win[w].send_addr, (uint64_t)n->win[w].send_frames * WEFT_FRAME_SIZE,
 		     false);
@@ -512,7 +525,9 @@ static int verbs_setup(struct fz *f, unsigned int node)
 	    !once(f, node, &n->cq_ci, 4096) || !once(f, node, &n->vbuf, FZ_VBUF) ||
 	    !once(f, node, &n->vatt, 4096) || !once(f, node, &n->fatt, 4096) ||
 	    !once(f, node, &n->rc.sq, 4096) || !once(f, node, &n->rc.rq, 4096) ||
-	    !once(f, node, &n->ud.sq, 4096) || !once(f, node, &n->ud.rq, 4096))
+	    !once(f, node, &n->ud.sq, 4096) || !once(f, node, &n->ud.rq, 4096) ||
+	    !once(f, node, &n->uds.sq, 4096) || !once(f, node, &n->srq.ring, 4096) ||
+	    !once(f, node, &n->srq.ci_addr, 4096))
 		return -1;
 	memset(weft_sim_ptr(f->s, node, n->cq_ring, 4096), 0, 4096);
 	memset(weft_sim_ptr(f->s, node, n->cq_ci, 8), 0, 8);
@@ -574,6 +589,36 @@ static int verbs_setup(struct fz *f, unsigned int node)
 		st |= wsv_gid(f->s, node, (uint32_t)i, g, i ? WEFT_VGID_IPV4 : WEFT_VGID_IPV6);
 	}
 	st |= wsv_ud_ready(f->s, &n->ud, WEFT_VERBS_GSI_QKEY);
+	/* SRQ 3 (16 WQEs, limit 4) and UD QP 4 on it (16.14). */
+	memset(weft_sim_ptr(f->s, node, n->srq.ci_addr, 4), 0, 4);
+	n->srq = (struct wsv_srq){ .node = node, .srqn = 3, .ring = n->srq.ring,
+				   .ci_addr = n->srq.ci_addr, .log2 = 4, .stride = 8 };
+	memset(&k, 0, sizeof(k));
+	k.op = WEFT_VCMD_CREATE_SRQ;
+	k.handle = 3;
+	k.u.srq.ring_addr = n->srq.ring;
+	k.u.srq.ci_addr = n->srq.ci_addr;
+	k.u.srq.pd = 1;
+	k.u.srq.log2 = 4;
+	k.u.srq.stride_log2 = 8;
+	k.u.srq.limit = 4;
+	st |= wsv_cmd(f->s, node, &k, NULL);
+	n->uds = (struct wsv_qp){ .node = node, .qpn = 4, .type = WEFT_VQPT_UD, .sq = n->uds.sq,
+				  .sq_log2 = 4, .sq_stride = 8 };
+	memset(&k, 0, sizeof(k));
+	k.op = WEFT_VCMD_CREATE_QP;
+	k.handle = 4;
+	k.u.qp.sq_addr = n->uds.sq;
+	k.u.qp.type = WEFT_VQPT_UD;
+	k.u.qp.pd = 1;
+	k.u.qp.send_cq = 1;
+	k.u.qp.recv_cq = 1;
+	k.u.qp.sq_log2 = 4;
+	k.u.qp.sq_stride_log2 = 8;
+	k.u.qp.rq_stride_log2 = 8;
+	k.u.qp.srq = 3;
+	st |= wsv_cmd(f->s, node, &k, NULL);
+	st |= wsv_ud_ready(f->s, &n->uds, WEFT_VERBS_GSI_QKEY);
 	n->mr_stale = true;
 	return st ? -1 : 0;
 }
@@ -1053,7 +1098,10 @@ static void act_vwqe(struct fz *f, struct fz_src *src)
 		struct weft_vsge rs[4];
 
 		memcpy(rs, sg, sizeof(rs));
-		wsv_post_recv(f->s, q, src_u64(src), rs, ns);
+		if (below(src, 2) == 0)
+			wsv_post_srq_recv(f->s, &n->srq, src_u64(src), rs, ns);
+		else
+			wsv_post_recv(f->s, q, src_u64(src), rs, ns);
 		return;
 	}
 	memset(&w, 0, sizeof(w));
@@ -1066,7 +1114,7 @@ static void act_vwqe(struct fz *f, struct fz_src *src)
 	w.wr_id = f->st.verbs_wqes;
 	if (below(src, 6))
 		w.opcode = (uint8_t)below(src, WEFT_VWR__COUNT + 1);
-	w.flags = (uint8_t)below(src, 8);
+	w.flags = (uint8_t)below(src, 16);
 	w.imm_inv = below(src, 2) ? fz_stag(src) : (uint32_t)src_u64(src);
 	switch (w.opcode) {
 	case WEFT_VWR_REG_MR:
@@ -1108,6 +1156,16 @@ static void act_vwqe(struct fz *f, struct fz_src *src)
 		}
 		break;
 	}
+	if (below(src, 6) == 0) {       /* inline data (16.6), of any length */
+		uint8_t inl[WEFT_VERBS_MAX_INLINE];
+		uint32_t len = below(src, 4) ? (uint32_t)below(src, 200) : (uint32_t)src_u64(src);
+
+		for (i = 0; i < sizeof(inl); i++)
+			inl[i] = (uint8_t)i;
+		w.num_sge = below(src, 8) ? 0 : (uint8_t)ns;
+		wsv_post_inline(f->s, q, &w, inl, len, below(src, 8) != 0);
+		return;
+	}
 	wsv_post_send(f->s, q, &w, sg, ns, below(src, 8) != 0);
 }
 
@@ -1121,6 +1179,8 @@ static void act_vcmd(struct fz *f, struct fz_src *src)
 		WEFT_VCMD_ALLOC_STAG, WEFT_VCMD_REG_MR, WEFT_VCMD_REG_MR, WEFT_VCMD_DEREG_STAG,
 		WEFT_VCMD_QUERY_QP, WEFT_VCMD_QUERY_CQ, WEFT_VCMD_QUERY_TPT, WEFT_VCMD_QUERY_PD, 0, 99,
 		WEFT_VCMD_SET_GID, WEFT_VCMD_CLEAR_GID, WEFT_VCMD_QUERY_GID,
+		WEFT_VCMD_CREATE_SRQ, WEFT_VCMD_MODIFY_SRQ, WEFT_VCMD_MODIFY_SRQ,
+		WEFT_VCMD_QUERY_SRQ, WEFT_VCMD_DESTROY_SRQ, WEFT_VCMD_CREATE_QP,
 	};
 	struct fz_node *n = &f->n[0];
 	struct weft_vcmd k;
@@ -1157,6 +1217,37 @@ static void act_vcmd(struct fz *f, struct fz_src *src)
 		k.u.mod.dest_qpn = (uint32_t)below(src, FZ_VQPS);
 		k.u.mod.timeout = (uint8_t)below(src, 20);
 		break;
+	case WEFT_VCMD_CREATE_SRQ:
+	case WEFT_VCMD_MODIFY_SRQ:
+	case WEFT_VCMD_DESTROY_SRQ:
+		k.handle = below(src, 4) ? (uint32_t)below(src, FZ_VQPS + 1) : k.handle;
+		if (below(src, 2)) {
+			k.u.srq.ring_addr = below(src, 2) ? n->srq.ring : interesting(f, src);
+			k.u.srq.ci_addr = below(src, 2) ? n->srq.ci_addr : interesting(f, src);
+			k.u.srq.pd = (uint32_t)below(src, 3);
+			k.u.srq.uar = (uint32_t)below(src, 3);
+			k.u.srq.log2 = (uint8_t)below(src, 18);
+			k.u.srq.stride_log2 = (uint8_t)below(src, 11);
+			k.u.srq.flags = (uint8_t)below(src, 3);
+		}
+		k.u.srq.limit = below(src, 2) ? (uint32_t)below(src, 20) : (uint32_t)src_u64(src);
+		break;
+	case WEFT_VCMD_CREATE_QP:
+		/* A QP on a fuzzed SRQ, with a fuzzed PD and flags. */
+		k.handle = (uint32_t)(5 + below(src, FZ_VQPS - 5));
+		k.u.qp.sq_addr = n->uds.sq;
+		k.u.qp.rq_addr = below(src, 4) ? 0 : interesting(f, src);
+		k.u.qp.type = (uint32_t)below(src, 4);
+		k.u.qp.pd = (uint32_t)below(src, 3);
+		k.u.qp.send_cq = 1;
+		k.u.qp.recv_cq = (uint32_t)below(src, 3);
+		k.u.qp.sq_log2 = 4;
+		k.u.qp.sq_stride_log2 = 8;
+		k.u.qp.rq_stride_log2 = (uint8_t)below(src, 11);
+		k.u.qp.flags = (uint32_t)below(src, 8);
+		k.u.qp.srq = below(src, 4) ? (uint32_t)below(src, FZ_VQPS + 1) :
+			     (uint32_t)src_u64(src);
+		break;
 	case WEFT_VCMD_SET_GID:
 	case WEFT_VCMD_CLEAR_GID:
 		if (below(src, 2)) {
@@ -1170,6 +1261,7 @@ static void act_vcmd(struct fz *f, struct fz_src *src)
 	case WEFT_VCMD_QUERY_CQ:
 	case WEFT_VCMD_QUERY_TPT:
 	case WEFT_VCMD_QUERY_GID:
+	case WEFT_VCMD_QUERY_SRQ:
 		k.u.query.addr = below(src, 2) ? n->vbuf + below(src, FZ_VBUF) : interesting(f, src);
 		break;
 	default:
@@ -1237,8 +1329,8 @@ static void act_vmisc(struct fz *f, struct fz_src *src)
 
 			fz_gid(a.sgid, 1, t);
 			fz_gid(a.dgid, below(src, 8) ? 0 : 2, below(src, 8) ? t : 1 - t);
-			if (below(src, 2)) {    /* to the GSI, with its Q_Key */
-				h.dst_qpn = WEFT_VERBS_GSI_QPN;
+			if (below(src, 2)) {    /* to the GSI or the SRQ's QP, with its Q_Key */
+				h.dst_qpn = below(src, 2) ? WEFT_VERBS_GSI_QPN : n->uds.qpn;
 				h.qkey = WEFT_VERBS_GSI_QKEY;
 			}
 			memmove(data + sizeof(a), data, dlen);

@@ -36,6 +36,7 @@ struct fz_stats {
 	uint64_t actions, reg_writes, sram_writes, db_writes, packets, mutated, polls;
 	uint64_t dma_writes, dma_fifo, dma_evq, dma_tce, violations, canary_hits;
 	uint64_t dma_verbs_cq, dma_verbs_mr, dma_verbs_cmd, verbs_cmds, verbs_wqes, verbs_dbs;
+	uint64_t dma_verbs_srq;         /* SRQ consumer-index writes (WQEs taken) */
 	uint64_t resets;
 };
 

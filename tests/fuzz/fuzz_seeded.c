@@ -41,7 +41,7 @@ int main(int argc, char **argv)
 	CHECK(bad == 0, "%" PRIu64 " violations, %" PRIu64 " canary bytes hit", st->violations,
 	      st->canary_hits);
 	t_point("fuzz: every adapter DMA write inside a FIFO, the event queue, a TCE-mapped "
-		"page, a verbs CQ ring, a named command block or a writable region's page, "
+		"page, a verbs CQ ring, an SRQ consumer index, a named command block or a writable region's page, "
 		"canaries intact: %" PRIu64 " writes (FIFO %" PRIu64 ", event queue %" PRIu64
 		", TCE pages %" PRIu64 ")", st->dma_writes, st->dma_fifo, st->dma_evq, st->dma_tce);
 	CHECK(st->dma_tce > 0, "the run never reached RDMA placement");
@@ -49,10 +49,12 @@ int main(int argc, char **argv)
 	t_point("fuzz: the run reached RDMA placement and FIFO delivery");
 	t_diag("fuzz: verbs: %" PRIu64 " WQEs, %" PRIu64 " commands, %" PRIu64
 		" UAR doorbells; writes to CQ rings %" PRIu64 ", command responses/dumps %" PRIu64
-		", writable-region pages %" PRIu64, st->verbs_wqes, st->verbs_cmds, st->verbs_dbs,
-		st->dma_verbs_cq, st->dma_verbs_cmd, st->dma_verbs_mr);
+		", writable-region pages %" PRIu64 ", SRQ consumer indexes %" PRIu64,
+		st->verbs_wqes, st->verbs_cmds, st->verbs_dbs, st->dma_verbs_cq, st->dma_verbs_cmd,
+		st->dma_verbs_mr, st->dma_verbs_srq);
 	CHECK(st->dma_verbs_cq > 0, "the run never wrote a verbs CQE");
 	CHECK(st->dma_verbs_mr > 0, "the run never placed verbs data in a region");
-	t_point("fuzz: the run reached verbs CQEs and verbs placement");
+	CHECK(st->dma_verbs_srq > 0, "the run never took a WQE from an SRQ");
+	t_point("fuzz: the run reached verbs CQEs, verbs placement and SRQ takes");
 	return t_done();
 }

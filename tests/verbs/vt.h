@@ -313,10 +313,17 @@ static inline int vt_qp_wait(struct ibv_qp *qp, int state)
  * A new RC queue pair of PD on CQ, connected to a new one of the peer
  * (both sides call it at the same step), in RTS, with remote ACCESS.
  */
+static inline struct ibv_qp *vt_connect_qp(struct vt *v, struct ibv_qp *qp, int access);
+
 static inline struct ibv_qp *vt_connect(struct vt *v, struct ibv_pd *pd, struct ibv_cq *cq,
 					int access)
 {
-	struct ibv_qp *qp = vt_rc_qp(pd, cq);
+	return vt_connect_qp(v, vt_rc_qp(pd, cq), access);
+}
+
+/* The same for an RC queue pair the caller created (in RESET). */
+static inline struct ibv_qp *vt_connect_qp(struct vt *v, struct ibv_qp *qp, int access)
+{
 	struct vt_msg mine = { .qpn = qp->qp_num }, peer;
 
 	mine.psn = v->next_psn;

@@ -112,6 +112,69 @@ static int s_holds(struct srv *s, size_t off, size_t len, uint8_t seed, size_t f
 	return vt_diff(s->buf + off, len, seed, from) < 0;
 }
 
+/*
+ * 9: an MR registered with local write and window binding only; a type 1
+ * and a type 2 window over it grant remote write, with
+ * IBV_ACCESS_LOCAL_WRITE in their flags as IB allows: both binds succeed
+ * and node1's writes through them land (the window gives the remote
+ * right, the region needs only local write).
+ */
+static void s_local_write(struct srv *s)
+{
+	const unsigned int acc = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+	struct ibv_mw *m1, *m2;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+	uint8_t *buf = aligned_alloc(4096, 2 * WLEN);
+	struct ibv_mw_bind b1 = { .wr_id = 15, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr wr = { .wr_id = 16, .opcode = IBV_WR_BIND_MW,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad = NULL;
+	enum ibv_wc_opcode op = 0;
+	int r, st, st2;
+
+	if (!buf)
+		t_bail("buffer");
+	vt_fill(buf, 2 * WLEN, SEED_S);
+	mr = ibv_reg_mr(s->pd, buf, 2 * WLEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	m1 = ibv_alloc_mw(s->pd, IBV_MW_TYPE_1);
+	m2 = ibv_alloc_mw(s->pd, IBV_MW_TYPE_2);
+	if (!mr || !m1 || !m2)
+		t_bail("session 9 MR or windows: errno %d", errno);
+	qp = vt_connect(s->v, s->pd, s->cq, QP_ACC);
+	b1.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)buf,
+						  .length = WLEN, .mw_access_flags = acc };
+	t_begin("node0: type 1 bind of remote and local write over a local-write MR");
+	r = ibv_bind_mw(qp, m1, &b1);
+	st = r ? -1 : s_wc(s, &op);
+	CHECK(!r && st == IBV_WC_SUCCESS && op == IBV_WC_BIND_MW, "ibv_bind_mw %s, completion %s",
+	      vt_en(r), vt_status(st));
+	t_checked("node0: ibv_bind_mw type 1, REMOTE_WRITE|LOCAL_WRITE over an MR registered LOCAL_WRITE|MW_BIND: success");
+	wr.bind_mw.mw = m2;
+	wr.bind_mw.rkey = ibv_inc_rkey(m2->rkey);
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)buf + WLEN,
+							  .length = WLEN, .mw_access_flags = acc };
+	t_begin("node0: type 2 bind of remote and local write over a local-write MR");
+	r = ibv_post_send(qp, &wr, &bad);
+	st2 = r ? -1 : s_wc(s, &op);
+	CHECK(!r && st2 == IBV_WC_SUCCESS && op == IBV_WC_BIND_MW, "post %s, completion %s",
+	      vt_en(r), vt_status(st2));
+	t_checked("node0: IBV_WR_BIND_MW type 2, REMOTE_WRITE|LOCAL_WRITE over the same MR: success");
+	if (st != IBV_WC_SUCCESS || st2 != IBV_WC_SUCCESS)
+		t_abort();
+	vt_send(s->v, &(struct win){ (uintptr_t)buf, m1->rkey }, sizeof(struct win));
+	vt_send(s->v, &(struct win){ (uintptr_t)buf + WLEN, wr.bind_mw.rkey }, sizeof(struct win));
+	vt_sync(s->v, 26);	/* node1 wrote through both */
+	t_begin("node0: memory after session 9");
+	CHECK(vt_diff(buf, WLEN, SEED_1, 0) < 0 && vt_diff(buf + WLEN, WLEN, SEED_2, 0) < 0,
+	      "the windows do not hold node1's writes");
+	t_checked("node0: both windows over the local-write MR hold node1's %d B byte-exact", WLEN);
+	ibv_destroy_qp(qp);
+	t_begin("node0: session 9 teardown");
+	CHECK(!ibv_dealloc_mw(m1) && !ibv_dealloc_mw(m2) && !ibv_dereg_mr(mr), "errno %d", errno);
+	t_checked("node0: ibv_dealloc_mw (both) and ibv_dereg_mr of the local-write MR: success");
+	free(buf);
+}
+
 static void server(struct vt *v)
 {
 	struct srv s = { .v = v };
@@ -274,8 +337,10 @@ static void server(struct vt *v)
 	vt_sync(v, 24);
 	ibv_destroy_qp(qp);
 
+	s_local_write(&s);
+
 	/*
-	 * 9: the process ends with a window bound to an MR registered after
+	 * 10: the process ends with a window bound to an MR registered after
 	 * the window: at close, ib_uverbs destroys the newer MR first, which
 	 * the driver refuses while the window is bound, and again after the
 	 * window is gone (the scenario checks the counts and kernel log).
@@ -287,7 +352,7 @@ static void server(struct vt *v)
 	mr9 = pd9 && buf9 ? ibv_reg_mr(pd9, buf9, 4096, IBV_ACCESS_LOCAL_WRITE |
 					 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND) : NULL;
 	if (!cq9 || !mw9 || !mr9)
-		t_bail("session 9 objects: errno %d", errno);
+		t_bail("session 10 objects: errno %d", errno);
 	qp = vt_connect(v, pd9, cq9, QP_ACC);
 	b9 = (struct ibv_mw_bind){ .wr_id = 19, .send_flags = IBV_SEND_SIGNALED,
 				   .bind_info = { .mr = mr9, .addr = (uintptr_t)buf9, .length = 4096,
@@ -480,6 +545,16 @@ static void client(struct vt *v)
 	c_refused(&c, qp, IBV_WR_RDMA_READ, w.addr, w.rkey, 256,
 		  "RDMA READ with the type 2 window's rkey after ibv_dealloc_mw");
 	vt_sync(v, 24);
+	ibv_destroy_qp(qp);
+
+	qp = vt_connect(v, pd, c.cq, 0);
+	vt_recv(v, &w, sizeof(w));
+	c_ok(&c, qp, IBV_WR_RDMA_WRITE, w.addr, w.rkey, WLEN, SEED_1,
+	     "RDMA WRITE through the type 1 window over the local-write MR");
+	vt_recv(v, &w, sizeof(w));
+	c_ok(&c, qp, IBV_WR_RDMA_WRITE, w.addr, w.rkey, WLEN, SEED_2,
+	     "RDMA WRITE through the type 2 window over the local-write MR");
+	vt_sync(v, 26);
 	ibv_destroy_qp(qp);
 
 	qp = vt_connect(v, pd, c.cq, 0);
