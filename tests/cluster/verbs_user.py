@@ -105,14 +105,16 @@ def ibv_devinfo(t):
         t.require(grep(r"vendor_id:\s+0x1234") and grep(r"vendor_part_id:\s+30565"),
                   f"node{n}: not the Weft PCI function: {' '.join(grep('vendor'))}")
         # The limits are the adapter's registers (docs/verbs-linux.md): QPs
-        # less QP0 and the GSI, TPT entries less entry 0; no SRQ.
+        # less QP0 and the GSI, TPT entries less entry 0, SRQs numbered
+        # 1 .. VERBS_NR_QP - 1.
         for reg, key, delta in (("VERBS_NR_QP", "max_qp", -2), ("VERBS_NR_CQ", "max_cq", 0),
-                                ("VERBS_NR_PD", "max_pd", 0), ("VERBS_NR_TPT", "max_mr", -1)):
+                                ("VERBS_NR_PD", "max_pd", 0), ("VERBS_NR_TPT", "max_mr", -1),
+                                ("VERBS_NR_QP", "max_srq", -1)):
             val = hexreg(t, n, reg)
             got = next((x.split()[1] for x in v.splitlines() if x.split()[:1] == [key + ":"] and len(x.split()) > 1),
                        "")
             t.require(got == str(val + delta), f"node{n}: ibv_devinfo {key} = '{got}', the adapter's {reg} is {val}")
-        t.require(grep(r"max_srq:\s+0$"), f"node{n}: max_srq is not 0")
+        t.require(grep(r"max_srq_wr:\s+4096$"), f"node{n}: max_srq_wr is not 4096")
         limits = " ".join(re.sub(r"[\t ]+", " ", x) for x in grep(r"max_(qp|cq|pd):"))
         t.checked(f"node{n}: {dev} (0x1234:0x7765), port ACTIVE, Ethernet, GID[{gid}] ::ffff:{ip4(n)} RoCE v2, {limits} ")
 
