@@ -73,7 +73,15 @@
 	X(INSTANCE_REUSED, "verbs: registration reuses the previous Tag_Instance") \
 	X(GID_INVALID,     "verbs: GID index out of range or entry not set") \
 	X(GID_TYPE,        "verbs: GID zero or of another type than the entry") \
-	X(DGID_UNKNOWN,    "verbs: destination GID not in the GID table")
+	X(DGID_UNKNOWN,    "verbs: destination GID not in the GID table") \
+	X(CNT_OBJ_INVALID, "counter: object id out of range or not live")   \
+	X(CNT_OBJ_STALE,   "counter: object generation differs (destroyed or reused)") \
+	X(CNT_OP_MISMATCH, "counter: no posted operation of this node, slot, sequence and addresses") \
+	X(CNT_OUTSIDE,     "counter: chunk outside the operation or the object's pages") \
+	X(CNT_NOT_EXPOSED, "counter: remote VA range not inside an exposed range") \
+	X(CNT_RIGHTS,      "counter: exposed range lacks the right or excludes the peer") \
+	X(CNT_DUP,         "counter: chunk already applied")                \
+	X(CNT_TIMEOUT,     "counter: no progress after every resend")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,
@@ -96,7 +104,9 @@ enum weft_reason {
 	X(V_NAKS_TX)       X(V_NAKS_RX)       X(V_RNR_NAKS_TX)   X(V_RNR_NAKS_RX) \
 	X(V_RETRANSMITS)   X(V_TIMEOUTS)      X(V_TERMINATES_TX) X(V_TERMINATES_RX) \
 	X(V_CQES)          X(V_CQE_ERRORS)    X(V_CQ_EVENTS)     X(V_OOO_PLACED) \
-	X(V_DUP_READS)     X(V_WQES)
+	X(V_DUP_READS)     X(V_WQES) \
+	X(C_REQ_TX)        X(C_REQ_RX)        X(C_DATA_TX)       X(C_DATA_RX) \
+	X(C_ERR_TX)        X(C_ERR_RX)        X(C_NOTIFY)        X(C_RESEND)
 
 enum weft_counter {
 #define WEFT_CNT_ENUM(name) WEFT_CNT_##name,

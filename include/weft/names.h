@@ -10,6 +10,7 @@
 #include "weft/counters.h"
 #include "weft/wire.h"
 #include "weft/verbs.h"
+#include "weft/cnt.h"
 
 /* Name of the fixed register at offset off in BAR 0, or NULL.  TCE table
  * and counter registers are named by weft_reg_array_name(). */
@@ -107,6 +108,11 @@ static inline const char *weft_pkt_type_name(unsigned int t)
 	case WEFT_PKT_FIFO_DATA: return "FIFO_DATA";
 	case WEFT_PKT_RDMAR_FIFO_REQ: return "RDMAR_FIFO_REQ";
 	case WEFT_PKT_RDMAR_PUT_REQ: return "RDMAR_PUT_REQ";
+	case WEFT_PKT_CNT_WRITE_OP: return "CNT_WRITE_OP";
+	case WEFT_PKT_CNT_READ_OP: return "CNT_READ_OP";
+	case WEFT_PKT_CNT_DATA: return "CNT_DATA";
+	case WEFT_PKT_CNT_ACK: return "CNT_ACK";
+	case WEFT_PKT_CNT_ERROR: return "CNT_ERROR";
 	case WEFT_PKT_HELLO: return "HELLO";
 	case WEFT_PKT_HELLO_ACK: return "HELLO_ACK";
 	default: return "UNKNOWN";
@@ -160,6 +166,20 @@ static inline const char *weft_vcmd_name(unsigned int op)
 	case WEFT_VCMD_SET_GID: return "SET_GID";
 	case WEFT_VCMD_CLEAR_GID: return "CLEAR_GID";
 	case WEFT_VCMD_QUERY_GID: return "QUERY_GID";
+	default: return "UNKNOWN";
+	}
+}
+
+static inline const char *weft_cnt_cmd_name(unsigned int op)
+{
+	switch (op) {
+	case WEFT_CNT_CMD_CREATE: return "CNT_CREATE";
+	case WEFT_CNT_CMD_DESTROY: return "CNT_DESTROY";
+	case WEFT_CNT_CMD_POST: return "CNT_POST";
+	case WEFT_CNT_CMD_EXPOSE: return "CNT_EXPOSE";
+	case WEFT_CNT_CMD_UNEXPOSE: return "CNT_UNEXPOSE";
+	case WEFT_CNT_CMD_QUERY: return "CNT_QUERY";
+	case WEFT_CNT_CMD_QUERY_EXP: return "CNT_QUERY_EXP";
 	default: return "UNKNOWN";
 	}
 }

@@ -182,4 +182,9 @@ struct weft_vcqc;
 bool weft_core_verbs_tpt(const struct weft_core *c, uint32_t index, struct weft_tpt_entry *e);
 bool weft_core_verbs_cq(const struct weft_core *c, uint32_t cqn, struct weft_vcqc *q);
 
+/* A counter object's state in its dump format (weft/cnt.h), for test
+ * oracles; the driver uses CNT_CMD QUERY.  False when id is out of range. */
+struct weft_cnt_obj_dump;
+bool weft_core_cnt_obj(const struct weft_core *c, uint32_t id, struct weft_cnt_obj_dump *d);
+
 #endif /* WEFT_CORE_H */

@@ -576,6 +576,10 @@ void weft_rx_process(struct weft_core *c, const uint8_t *pkt, size_t len)
 		weft_verbs_rx(c, h, payload, h->length);
 		return;
 	}
+	if (h->type >= WEFT_PKT_CNT_WRITE_OP && h->type <= WEFT_PKT_CNT_ERROR) {
+		weft_cnt_rx(c, h, payload, h->length);
+		return;
+	}
 	w = h->dst_window;
 	if (w >= c->cfg.nr_windows || !weft_window_valid(c, w) ||
 	    weft_lmt_check(weft_lmt(c, w), w) != WEFT_R_OK) {
