@@ -513,10 +513,6 @@ static unsigned int cmd_post(struct weft_core *c, uint32_t id, const struct weft
 	op = &o->op[m->u.post.slot];
 	if (op->state == WEFT_CNT_OP_REQ || op->state == WEFT_CNT_OP_RUN)
 		return WEFT_CMD_EBUSY;
-	base = off / WEFT_CNT_CHUNK;
-	for (i = 0; i < chunks_of(len); i++)
-		if (bit_get(o->posted, base + i))
-			return WEFT_CMD_EBUSY;
 	if (o->mode == WEFT_CNT_MODE_OPS) {
 		for (s = 0; s < WEFT_CNT_MAX_OPS; s++)
 			running += o->op[s].state == WEFT_CNT_OP_REQ ||
@@ -524,6 +520,10 @@ static unsigned int cmd_post(struct weft_core *c, uint32_t id, const struct weft
 		if (o->ops_done + running >= o->ops_total)
 			return WEFT_CMD_ESTATE;
 	}
+	base = off / WEFT_CNT_CHUNK;
+	for (i = 0; i < chunks_of(len); i++)
+		if (bit_get(o->posted, base + i))
+			return WEFT_CMD_EBUSY;
 	for (i = 0; i < chunks_of(len); i++)
 		bit_set(o->posted, base + i);
 	memset(op, 0, sizeof(*op));
@@ -955,12 +955,12 @@ static struct cnt_op *op_match(struct weft_core *c, uint16_t node, const struct 
 		return NULL;
 	}
 	o = &c->ctr->obj[h->obj];
-	if (h->gen != o->gen) {
-		*reason = WEFT_R_CNT_OBJ_STALE;
-		return NULL;
-	}
 	if (!o->live) {
 		*reason = WEFT_R_CNT_OBJ_INVALID;
+		return NULL;
+	}
+	if (h->gen != o->gen) {
+		*reason = WEFT_R_CNT_OBJ_STALE;
 		return NULL;
 	}
 	*reason = WEFT_R_CNT_OP_MISMATCH;

@@ -6,7 +6,7 @@
 #include "weft_policy.h"
 #include "weft_sim.h"
 
-#define SIM_NR_EVENT_TYPES      (WEFT_EV_VERBS_ASYNC + 1u)
+#define SIM_NR_EVENT_TYPES      (WEFT_EV_CNT_ERROR + 1u)
 #define SIM_NR_TABLES           (WEFT_NR_JOB_SLOTS * WEFT_SLOT_TABLES) /* 30 */
 
 struct sim_ext {
