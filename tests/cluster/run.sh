@@ -106,6 +106,10 @@ SCENARIOS=(
 	"seed000-ops|$C4|libweft's further operations between guests (weft-ops): a third-party transfer (node1 makes node2 write into node0; TARGET completion at node0, SOURCE at node1, none at node2); a broadcast write reaching nodes 1-3 with node3's acknowledgement dropped by a switch drop rule, node3 alone re-sent to; a multicast write reaching only the group's members; a conditional RDMA whose signal arrives after its 4 writes; the four half-RDMA modes; all byte-exact"
 	"tcp-transport|$CT|2 nodes whose QEMUs reach the switch over TCP on 127.0.0.1 (up --transport tcp): each node registered over TCP with its token on the socket transport; RDMA write and read 1 byte to 4 MiB byte-exact; IPv4 and IPv6 pings over weft0 lose nothing; after a switch restart on the same port the nodes are back over TCP"
 	"stripe-2adapters|$CS|nodes with 2 adapters each (4 switch ports): node0 stripes 16 MiB RDMA writes over both its adapters to both of node1's (weft-bw --stripe), byte-exact, half of the bytes through each adapter; single-adapter and 2-adapter weft-bw figures side by side; a buffer registered once through either adapter is used with the same PVO through both, its deregistration through either drops later writes to it on both ; recovery, unbind and bind of weft1 keep the registrations made through weft0 (weft-test-nodeglobal)"
+	"counters|$C2|counter-bearing RDMA objects (weft-cnt): reads and writes from 1 B to 64 MiB between node0 and node1, byte-exact, each with an interrupt wait and with a poll of the mapped counter word; no object left"
+	"counters-retry|$C2|counter RDMA read of a range node1 exposes only later: CNT_ERROR with cause CNT_NOT_EXPOSED first, a retry after the exposure succeeds"
+	"counters-kill|$C2|a process killed in the middle of a 64 MiB counter read leaves no live object, no pinned page, late chunks dropped by the adapter; a new client works"
+	"counters-bench|$C2|benchmark: counter RDMA read and write bandwidth and latency next to libweft RDMA read and write, one run (figures)"
 )
 
 usage() {
@@ -1216,6 +1220,10 @@ source "$WEFT_ROOT/tests/cluster/ib.sh"
 # User-space verbs through the rdma-core provider (sc_ibv_devinfo, ...).
 # shellcheck source=tests/cluster/verbs-user.sh
 source "$WEFT_ROOT/tests/cluster/verbs-user.sh"
+
+# Counter-bearing RDMA objects (sc_counters, ...).
+# shellcheck source=tests/cluster/counters.sh
+source "$WEFT_ROOT/tests/cluster/counters.sh"
 
 # ---- main ----------------------------------------------------------------------------
 want=()
