@@ -15,6 +15,7 @@
 #include <linux/uaccess.h>
 
 #include "weft_drv.h"
+#include "weft_verbs.h"
 #include "weft/cnt.h"
 #include "weft/names.h"
 #include "weft/verbs.h"
@@ -162,20 +163,7 @@ err:
 
 static int weft_cnt_status(u64 st)
 {
-	switch (st) {
-	case WEFT_CMD_OK:
-		return 0;
-	case WEFT_CMD_EBUSY:
-		return -EBUSY;
-	case WEFT_CMD_ENOMEM:
-		return -ENOMEM;
-	case WEFT_CMD_EFAULT:
-		return -EFAULT;
-	case WEFT_CMD_ESTATE:
-		return -EALREADY;
-	default:
-		return -EINVAL;
-	}
+	return st == WEFT_CMD_ESTATE ? -EALREADY : weft_vcmd_errno(st);
 }
 
 /* Run one command; wdev->lock held.  out0 gets resp.out[0]. */

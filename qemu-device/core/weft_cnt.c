@@ -889,6 +889,22 @@ static void rx_write_data(struct weft_core *c, const struct weft_wire_hdr *wh,
 	cnt_answer(c, WEFT_PKT_CNT_ACK, wh->src_node, &a);
 }
 
+/* A read job cannot go on: its request's drop is counted with reason,
+ * and the initiator gets CNT_ERROR with it. */
+static int job_abort(struct weft_core *c, struct cnt_job *j, unsigned int reason)
+{
+	struct weft_wire_hdr wh = {
+		.version = WEFT_WIRE_VERSION, .type = WEFT_PKT_CNT_WRITE_OP,
+		.dst_node = c->cfg.node_id, .src_node = j->node,
+	};
+
+	cnt_drop(c, &wh, reason);
+	cnt_error(c, j->node, &j->h, reason);
+	j->live = false;
+	c->ctr->njobs--;
+	return 1;
+}
+
 /* One data packet of a read job. 1 sent, 0 nothing, -EAGAIN. */
 static int job_step(struct weft_core *c, struct cnt_job *j)
 {
@@ -903,30 +919,10 @@ static int job_step(struct weft_core *c, struct cnt_job *j)
 		n = WEFT_CNT_CHUNK;
 	/* The exposure may have gone since the request: check again. */
 	if (e->gen != j->exp_gen || !exp_covers(e, j->h.remote_va + j->pos, n) ||
-	    !exp_allows(e, j->node, WEFT_CNT_R_READ)) {
-		struct weft_wire_hdr wh = {
-			.version = WEFT_WIRE_VERSION, .type = WEFT_PKT_CNT_WRITE_OP,
-			.dst_node = c->cfg.node_id, .src_node = j->node,
-		};
-
-		cnt_drop(c, &wh, WEFT_R_CNT_NOT_EXPOSED);
-		cnt_error(c, j->node, &j->h, WEFT_R_CNT_NOT_EXPOSED);
-		j->live = false;
-		k->njobs--;
-		return 1;
-	}
-	if (pages_io(c, e->pages, e->first_off, j->h.remote_va + j->pos - e->va, buf, n, false)) {
-		struct weft_wire_hdr wh = {
-			.version = WEFT_WIRE_VERSION, .type = WEFT_PKT_CNT_WRITE_OP,
-			.dst_node = c->cfg.node_id, .src_node = j->node,
-		};
-
-		cnt_drop(c, &wh, WEFT_R_DMA_ERROR);
-		cnt_error(c, j->node, &j->h, WEFT_R_DMA_ERROR);
-		j->live = false;
-		k->njobs--;
-		return 1;
-	}
+	    !exp_allows(e, j->node, WEFT_CNT_R_READ))
+		return job_abort(c, j, WEFT_R_CNT_NOT_EXPOSED);
+	if (pages_io(c, e->pages, e->first_off, j->h.remote_va + j->pos - e->va, buf, n, false))
+		return job_abort(c, j, WEFT_R_DMA_ERROR);
 	h.offset = j->pos;
 	h.span = n;
 	rc = cnt_xmit(c, WEFT_PKT_CNT_DATA, j->node, &h, buf, n);

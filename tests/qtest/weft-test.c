@@ -1754,22 +1754,32 @@ static void test_misuse(void)
 
 #define V_STAG          WEFT_STAG(1, 1)
 
+/*
+ * Runs a 64-byte command block k (verbs or counter engine) through the
+ * command register reg; returns the status register's value, fills resp.
+ */
+static uint64_t cmd_block(WeftNode *n, uint64_t reg, uint64_t status_reg,
+                          const void *k, struct weft_vcmd_resp *resp)
+{
+    uint64_t a = alloc_zeroed(n, 128 + 64);
+    uint64_t st;
+
+    a = (a + 63) & ~63ull;
+    qtest_memwrite(n->qts, a, k, 64);
+    reg_write(n, reg, a);
+    st = reg_read(n, status_reg);
+    if (resp) {
+        qtest_memread(n->qts, a + 64, resp, sizeof(*resp));
+        g_assert_cmpuint(resp->status, ==, st);
+    }
+    return st;
+}
+
 /* Runs a verbs command block; returns VERBS_CMD_STATUS, fills resp. */
 static uint64_t vcmd(WeftNode *n, const struct weft_vcmd *k,
                      struct weft_vcmd_resp *resp)
 {
-    uint64_t a = alloc_zeroed(n, WEFT_VCMD_BLOCK_SIZE + 64);
-    uint64_t st;
-
-    a = (a + 63) & ~63ull;
-    qtest_memwrite(n->qts, a, k, sizeof(*k));
-    reg_write(n, WEFT_REG_VERBS_CMD, a);
-    st = reg_read(n, WEFT_REG_VERBS_CMD_STATUS);
-    if (resp) {
-        qtest_memread(n->qts, a + sizeof(*k), resp, sizeof(*resp));
-        g_assert_cmpuint(resp->status, ==, st);
-    }
-    return st;
+    return cmd_block(n, WEFT_REG_VERBS_CMD, WEFT_REG_VERBS_CMD_STATUS, k, resp);
 }
 
 static void uar_write(WeftNode *n, uint32_t uar, uint64_t reg, uint64_t val)
@@ -2031,18 +2041,7 @@ static void vud_create(WeftNode *n, VQp *q, uint32_t qpn, uint32_t qkey)
 static uint64_t ccmd(WeftNode *n, const struct weft_cnt_cmd *k,
                      struct weft_vcmd_resp *resp)
 {
-    uint64_t a = alloc_zeroed(n, WEFT_CNT_CMD_BLOCK_SIZE + 64);
-    uint64_t st;
-
-    a = (a + 63) & ~63ull;
-    qtest_memwrite(n->qts, a, k, sizeof(*k));
-    reg_write(n, WEFT_REG_CNT_CMD, a);
-    st = reg_read(n, WEFT_REG_CNT_CMD_STATUS);
-    if (resp) {
-        qtest_memread(n->qts, a + sizeof(*k), resp, sizeof(*resp));
-        g_assert_cmpuint(resp->status, ==, st);
-    }
-    return st;
+    return cmd_block(n, WEFT_REG_CNT_CMD, WEFT_REG_CNT_CMD_STATUS, k, resp);
 }
 
 /*
