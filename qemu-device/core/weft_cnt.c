@@ -1077,8 +1077,9 @@ void weft_cnt_rx(struct weft_core *c, const struct weft_wire_hdr *wh, const uint
 {
 	struct weft_cnt_hdr h;
 
+	/* Counter packets are unicast: a broadcast or multicast one is bad. */
 	if (plen < sizeof(h) || (wh->type != WEFT_PKT_CNT_DATA && plen != sizeof(h)) ||
-	    wh->src_node > WEFT_NODE_MAX_UNICAST) {
+	    wh->src_node > WEFT_NODE_MAX_UNICAST || wh->dst_node != c->cfg.node_id) {
 		cnt_drop(c, wh, WEFT_R_BAD_HEADER);
 		return;
 	}
