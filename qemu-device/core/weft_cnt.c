@@ -36,6 +36,7 @@ struct cnt_op {
 	uint32_t nchunks;
 	uint32_t una;                   /* first chunk of the op not applied */
 	uint32_t next;                  /* write: next chunk to send */
+	uint32_t inflight;              /* write: chunks sent, not acknowledged */
 	bool need_req;
 	bool granted;                   /* write: the peer said go */
 	bool in_tx;                     /* counted in cnt->ntx */
@@ -318,7 +319,7 @@ static void op_tx_update(struct weft_cnt *k, struct cnt_op *op)
 	if (op->state == WEFT_CNT_OP_REQ || op->state == WEFT_CNT_OP_RUN) {
 		want = op->need_req;
 		if (op->dir == WEFT_CNT_WRITE && op->granted && op->next < op->nchunks &&
-		    op->next < op->una + WEFT_CNT_WINDOW)
+		    op->inflight < WEFT_CNT_WINDOW)
 			want = true;
 	}
 	if (want != op->in_tx) {
@@ -1050,6 +1051,8 @@ static void rx_ack(struct weft_core *c, const struct weft_wire_hdr *wh,
 		return;
 	}
 	bit_set(o->done, ch);
+	if (op->inflight)
+		op->inflight--;
 	weft_rx_accept(c, wh, WEFT_NO_WINDOW, sizeof(*wh) + wh->length);
 	chunk_applied(c, h->obj, o, op, n);
 }
@@ -1175,6 +1178,7 @@ static int op_step(struct weft_core *c, unsigned int id, unsigned int slot)
 	if (rc)
 		return rc;
 	op->next++;
+	op->inflight++;
 	op_tx_update(k, op);
 	return 1;
 }
@@ -1270,10 +1274,12 @@ void weft_cnt_timer(struct weft_core *c)
 				}
 				op->retries++;
 				weft_count(c, WEFT_CNT_C_RESEND, 1);
-				if (op->dir == WEFT_CNT_READ || !op->granted)
+				if (op->dir == WEFT_CNT_READ || !op->granted) {
 					op->need_req = true;
-				else
+				} else {
 					op->next = op->una;
+					op->inflight = 0;
+				}
 				op->deadline = now + WEFT_CNT_RTO_NS;
 				op_tx_update(k, op);
 			}

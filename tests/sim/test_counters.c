@@ -198,6 +198,7 @@ static void run_xfer(struct weft_sim *s, const struct xfer *x, uint32_t id)
 	uint64_t rva = RVA_BASE + x->b_off, resend0 = vt_cnt(s, A, WEFT_CNT_C_RESEND);
 	struct zero_arg z = { s, A, blk };
 	struct weft_cnt_obj_dump d;
+	uint64_t t0, t1;
 	uint16_t gen, egen;
 	uint32_t seq;
 	int st;
@@ -240,9 +241,11 @@ static void run_xfer(struct weft_sim *s, const struct xfer *x, uint32_t id)
 	st = wsc_post(s, A, id, gen, 0, x->dir, B, 0, x->n, rva, &seq);
 	VCHECK(st == 0, "post: %d", st);
 	W.on = true;    /* after the command block's response was written */
+	t0 = weft_sim_now(s);
 	VCHECK(weft_sim_run_until(s, block_zero, &z, weft_sim_now(s) + 120 * SEC),
 	       "size %llu dir %u: counter reached 0 (left %llu)", (unsigned long long)x->n,
 	       x->dir, (unsigned long long)wsc_block(s, A, blk).count);
+	t1 = weft_sim_now(s);
 	weft_sim_run_idle(s, 0);
 	W.on = false;
 	VCHECK(W.nlanded == x->n, "size %llu: %llu of %llu bytes landed",
@@ -274,9 +277,10 @@ static void run_xfer(struct weft_sim *s, const struct xfer *x, uint32_t id)
 	       d.op[0].state == WEFT_CNT_OP_DONE && d.op[0].applied == x->n && d.op[0].seq == seq,
 	       "size %llu: dump says done, %llu applied, notified %u", (unsigned long long)x->n,
 	       (unsigned long long)d.op[0].applied, d.notified);
-	t_diag("size %llu dir %s: %llu resends", (unsigned long long)x->n,
+	t_diag("size %llu dir %s: %llu resends, %.3f ms of virtual time", (unsigned long long)x->n,
 	       x->dir == WEFT_CNT_READ ? "read" : "write",
-	       (unsigned long long)(vt_cnt(s, A, WEFT_CNT_C_RESEND) - resend0));
+	       (unsigned long long)(vt_cnt(s, A, WEFT_CNT_C_RESEND) - resend0),
+	       (double)(t1 - t0) / 1e6);
 	VCHECK(wsc_destroy(s, A, id, gen) == 0, "destroy");
 	VCHECK(wsc_unexpose(s, B, 0, egen) == 0, "unexpose");
 	free(W.landed);
