@@ -431,10 +431,11 @@ static void exp_free(struct weft_core *c, struct cnt_exp *e)
 
 /* ---- commands ------------------------------------------------------------ */
 
-static unsigned int cmd_create(struct weft_core *c, uint32_t id, const struct weft_cnt_cmd *m,
+static unsigned int cmd_create(struct weft_core *c, const struct weft_cnt_cmd *m,
 			       struct weft_vcmd_resp *r)
 {
 	struct weft_cnt *k = c->ctr;
+	uint32_t id = m->handle;
 	struct cnt_obj *o;
 	uint64_t len = m->u.create.length, nch, words, bytes;
 	unsigned int st = WEFT_CMD_OK;
@@ -492,10 +493,11 @@ static unsigned int cmd_create(struct weft_core *c, uint32_t id, const struct we
 	return WEFT_CMD_OK;
 }
 
-static unsigned int cmd_post(struct weft_core *c, uint32_t id, const struct weft_cnt_cmd *m,
+static unsigned int cmd_post(struct weft_core *c, const struct weft_cnt_cmd *m,
 			     struct weft_vcmd_resp *r)
 {
 	struct weft_cnt *k = c->ctr;
+	uint32_t id = m->handle;
 	struct cnt_obj *o;
 	struct cnt_op *op;
 	uint64_t off = m->u.post.offset, len = m->u.post.length, i, base;
@@ -563,10 +565,11 @@ static unsigned int cmd_post(struct weft_core *c, uint32_t id, const struct weft
 	return WEFT_CMD_OK;
 }
 
-static unsigned int cmd_expose(struct weft_core *c, uint32_t idx, const struct weft_cnt_cmd *m,
+static unsigned int cmd_expose(struct weft_core *c, const struct weft_cnt_cmd *m,
 			       struct weft_vcmd_resp *r)
 {
 	struct weft_cnt *k = c->ctr;
+	uint32_t idx = m->handle;
 	struct cnt_exp *e;
 	uint64_t len = m->u.expose.length;
 	unsigned int st = WEFT_CMD_OK;
@@ -629,24 +632,28 @@ static void obj_dump(const struct cnt_obj *o, struct weft_cnt_obj_dump *d)
 	}
 }
 
-static unsigned int cmd_query(struct weft_core *c, uint32_t id, uint64_t addr)
+static unsigned int cmd_query(struct weft_core *c, const struct weft_cnt_cmd *m,
+			      struct weft_vcmd_resp *r)
 {
 	struct weft_cnt_obj_dump d;
 
-	if (id >= WEFT_CNT_NR_OBJ)
+	(void)r;
+	if (m->handle >= WEFT_CNT_NR_OBJ)
 		return WEFT_CMD_EINVAL;
-	obj_dump(&c->ctr->obj[id], &d);
-	return weft_dma_write(c, addr, &d, sizeof(d)) ? WEFT_CMD_EFAULT : WEFT_CMD_OK;
+	obj_dump(&c->ctr->obj[m->handle], &d);
+	return weft_dma_write(c, m->u.query.addr, &d, sizeof(d)) ? WEFT_CMD_EFAULT : WEFT_CMD_OK;
 }
 
-static unsigned int cmd_query_exp(struct weft_core *c, uint32_t idx, uint64_t addr)
+static unsigned int cmd_query_exp(struct weft_core *c, const struct weft_cnt_cmd *m,
+				  struct weft_vcmd_resp *r)
 {
 	struct weft_cnt_exp_dump d;
 	const struct cnt_exp *e;
 
-	if (idx >= WEFT_CNT_NR_EXP)
+	(void)r;
+	if (m->handle >= WEFT_CNT_NR_EXP)
 		return WEFT_CMD_EINVAL;
-	e = &c->ctr->exp[idx];
+	e = &c->ctr->exp[m->handle];
 	memset(&d, 0, sizeof(d));
 	d.live = e->live;
 	d.rights = e->rights;
@@ -655,8 +662,46 @@ static unsigned int cmd_query_exp(struct weft_core *c, uint32_t idx, uint64_t ad
 	d.va = e->va;
 	d.length = e->length;
 	d.served = e->served;
-	return weft_dma_write(c, addr, &d, sizeof(d)) ? WEFT_CMD_EFAULT : WEFT_CMD_OK;
+	return weft_dma_write(c, m->u.query.addr, &d, sizeof(d)) ? WEFT_CMD_EFAULT : WEFT_CMD_OK;
 }
+
+static unsigned int cmd_destroy(struct weft_core *c, const struct weft_cnt_cmd *m,
+				struct weft_vcmd_resp *r)
+{
+	struct weft_cnt *k = c->ctr;
+
+	(void)r;
+	if (m->handle >= WEFT_CNT_NR_OBJ || !k->obj[m->handle].live ||
+	    k->obj[m->handle].gen != m->u.obj.gen)
+		return WEFT_CMD_EINVAL;
+	obj_free(c, &k->obj[m->handle]);
+	return WEFT_CMD_OK;
+}
+
+static unsigned int cmd_unexpose(struct weft_core *c, const struct weft_cnt_cmd *m,
+				 struct weft_vcmd_resp *r)
+{
+	struct weft_cnt *k = c->ctr;
+
+	(void)r;
+	if (m->handle >= WEFT_CNT_NR_EXP || !k->exp[m->handle].live ||
+	    k->exp[m->handle].gen != m->u.obj.gen)
+		return WEFT_CMD_EINVAL;
+	exp_free(c, &k->exp[m->handle]);
+	return WEFT_CMD_OK;
+}
+
+/* The commands, by enum weft_cnt_cmd_op. */
+static unsigned int (*const cmd_fn[])(struct weft_core *c, const struct weft_cnt_cmd *m,
+				      struct weft_vcmd_resp *r) = {
+	[WEFT_CNT_CMD_CREATE] = cmd_create,
+	[WEFT_CNT_CMD_DESTROY] = cmd_destroy,
+	[WEFT_CNT_CMD_POST] = cmd_post,
+	[WEFT_CNT_CMD_EXPOSE] = cmd_expose,
+	[WEFT_CNT_CMD_UNEXPOSE] = cmd_unexpose,
+	[WEFT_CNT_CMD_QUERY] = cmd_query,
+	[WEFT_CNT_CMD_QUERY_EXP] = cmd_query_exp,
+};
 
 void weft_cnt_cmd(struct weft_core *c, uint64_t addr)
 {
@@ -677,44 +722,10 @@ void weft_cnt_cmd(struct weft_core *c, uint64_t addr)
 		weft_trace(c, &t);
 		return;
 	}
-	switch (m.op) {
-	case WEFT_CNT_CMD_CREATE:
-		st = cmd_create(c, m.handle, &m, &r);
-		break;
-	case WEFT_CNT_CMD_DESTROY:
-		if (m.handle >= WEFT_CNT_NR_OBJ || !k->obj[m.handle].live ||
-		    k->obj[m.handle].gen != m.u.obj.gen) {
-			st = WEFT_CMD_EINVAL;
-			break;
-		}
-		obj_free(c, &k->obj[m.handle]);
-		st = WEFT_CMD_OK;
-		break;
-	case WEFT_CNT_CMD_POST:
-		st = cmd_post(c, m.handle, &m, &r);
-		break;
-	case WEFT_CNT_CMD_EXPOSE:
-		st = cmd_expose(c, m.handle, &m, &r);
-		break;
-	case WEFT_CNT_CMD_UNEXPOSE:
-		if (m.handle >= WEFT_CNT_NR_EXP || !k->exp[m.handle].live ||
-		    k->exp[m.handle].gen != m.u.obj.gen) {
-			st = WEFT_CMD_EINVAL;
-			break;
-		}
-		exp_free(c, &k->exp[m.handle]);
-		st = WEFT_CMD_OK;
-		break;
-	case WEFT_CNT_CMD_QUERY:
-		st = cmd_query(c, m.handle, m.u.query.addr);
-		break;
-	case WEFT_CNT_CMD_QUERY_EXP:
-		st = cmd_query_exp(c, m.handle, m.u.query.addr);
-		break;
-	default:
+	if (m.op < sizeof(cmd_fn) / sizeof(cmd_fn[0]) && cmd_fn[m.op])
+		st = cmd_fn[m.op](c, &m, &r);
+	else
 		st = WEFT_CMD_EINVAL;
-		break;
-	}
 	r.status = st;
 	k->cmd_status = st;
 	t.name = weft_cnt_cmd_name(m.op);
