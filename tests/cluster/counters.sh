@@ -59,9 +59,9 @@ sc_counters_retry() {
 	counter "$c" 0 C_ERR_RX || return 1
 	[ "$VAL" -gt "$errs" ] || fail "node0's adapter received no CNT_ERROR" || return 1
 	checked "node1 had not exposed the range: node0's read got CNT_ERROR with cause CNT_NOT_EXPOSED (C_ERR_RX $errs -> $VAL), counter untouched"
-	grep -q '^verified: retry .* after the exposure succeeded' <<<"$OUT" ||
-		fail "no successful retry: $(tail -n 2 <<<"$OUT")" || return 1
-	checked "$(grep '^verified: retry' <<<"$OUT" | sed 's/^verified: //')"
+	grep -q '^verified: retry .* after the exposure succeeded' <<<"$cout" ||
+		fail "no successful retry: $(tail -n 2 <<<"$cout")" || return 1
+	checked "$(grep '^verified: retry' <<<"$cout" | sed 's/^verified: //')"
 }
 
 # A process killed with SIGKILL in the middle of a 64 MiB counter read:
