@@ -329,6 +329,7 @@ void weft_ctx_teardown(struct weft_ctx *ctx)
 		atomic_inc(&weft_res.windows_zombie);
 	}
 	weft_mr_release_all(ctx, false);
+	weft_cnt_teardown(ctx);
 	weft_job_detach_all(ctx);
 }
 
@@ -428,6 +429,17 @@ static long weft_ioctl_locked(struct weft_ctx *ctx, unsigned int cmd, void *arg)
 			return -EINVAL;
 		return weft_dereg_mr(ctx, a->handle);
 	}
+	case WEFT_IOC_CNT_POST:
+		return weft_cnt_post(ctx, arg);
+	case WEFT_IOC_CNT_DESTROY:
+	case WEFT_IOC_CNT_UNEXPOSE: {
+		struct weft_ioc_cnt_id *a = arg;
+
+		if (a->reserved)
+			return -EINVAL;
+		return cmd == WEFT_IOC_CNT_DESTROY ? weft_cnt_destroy(ctx, a->id) :
+						     weft_cnt_unexpose(ctx, a->id);
+	}
 	default:
 		return -ENOTTY;
 	}
@@ -446,6 +458,11 @@ static long weft_ioctl(struct file *filp, unsigned int cmd, unsigned long uarg)
 		struct weft_ioc_rcxt r;
 		struct weft_ioc_reg_mr m;
 		struct weft_ioc_dereg_mr d;
+		struct weft_ioc_cnt_create cc;
+		struct weft_ioc_cnt_post cp;
+		struct weft_ioc_cnt_wait cw;
+		struct weft_ioc_cnt_expose ce;
+		struct weft_ioc_cnt_id ci;
 	} a;
 	unsigned int size = _IOC_SIZE(cmd);
 	long ret;
@@ -460,6 +477,12 @@ static long weft_ioctl(struct file *filp, unsigned int cmd, unsigned long uarg)
 	case WEFT_IOC_FREE_RCXT:
 	case WEFT_IOC_REG_MR:
 	case WEFT_IOC_DEREG_MR:
+	case WEFT_IOC_CNT_CREATE:
+	case WEFT_IOC_CNT_POST:
+	case WEFT_IOC_CNT_WAIT:
+	case WEFT_IOC_CNT_DESTROY:
+	case WEFT_IOC_CNT_EXPOSE:
+	case WEFT_IOC_CNT_UNEXPOSE:
 		break;
 	default:
 		return -ENOTTY;
@@ -475,6 +498,12 @@ static long weft_ioctl(struct file *filp, unsigned int cmd, unsigned long uarg)
 	if (cmd == WEFT_IOC_REG_MR) {
 		/* Pins user pages: must not hold wdev->lock (mmap_lock order). */
 		ret = weft_reg_mr(ctx, &a.m);
+	} else if (cmd == WEFT_IOC_CNT_CREATE) {
+		ret = weft_cnt_create(ctx, &a.cc);	/* pins, locks itself */
+	} else if (cmd == WEFT_IOC_CNT_EXPOSE) {
+		ret = weft_cnt_expose(ctx, &a.ce);	/* pins, locks itself */
+	} else if (cmd == WEFT_IOC_CNT_WAIT) {
+		ret = weft_cnt_wait(ctx, &a.cw);	/* sleeps, locks itself */
 	} else {
 		mutex_lock(&wdev->lock);
 		ret = wdev->dead ? -ENODEV : weft_ioctl_locked(ctx, cmd, &a);
@@ -497,6 +526,10 @@ static long weft_ioctl(struct file *filp, unsigned int cmd, unsigned long uarg)
 				weft_free_rcxt(ctx, &a.r);
 			} else if (cmd == WEFT_IOC_REG_MR) {
 				weft_dereg_mr(ctx, a.m.handle);
+			} else if (cmd == WEFT_IOC_CNT_CREATE) {
+				weft_cnt_destroy(ctx, a.cc.id);
+			} else if (cmd == WEFT_IOC_CNT_EXPOSE) {
+				weft_cnt_unexpose(ctx, a.ce.index);
 			}
 		}
 		mutex_unlock(&wdev->lock);
@@ -533,6 +566,8 @@ static int weft_mmap(struct file *filp, struct vm_area_struct *vma)
 
 	if (!(vma->vm_flags & VM_SHARED) || (vma->vm_flags & VM_EXEC))
 		return -EINVAL;
+	if (off >= WEFT_MMAP_CNT)
+		return weft_cnt_mmap(ctx, vma, off - WEFT_MMAP_CNT);
 	if (w >= WEFT_MAX_WINDOWS)
 		return -EINVAL;
 	mutex_lock(&wdev->lock);

@@ -10,6 +10,7 @@
  *   weftN/counters    adapter counters by name
  *   weftN/state       driver state of this adapter (windows, rCxt pool, irqs)
  *   weftN/recover     write 1: adapter recovery
+ *   weftN/cnt         counter objects and exposures, driver and adapter view
  */
 #include <linux/debugfs.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
@@ -257,6 +258,12 @@ static const struct file_operations weft_inject_fatal_fops = {
 	.write = weft_inject_fatal_write,
 };
 
+static int weft_cnt_dbg_show(struct seq_file *m, void *v)
+{
+	return weft_cnt_show(m, m->private);
+}
+DEFINE_SHOW_ATTRIBUTE(weft_cnt_dbg);
+
 void weft_debugfs_add(struct weft_dev *wdev)
 {
 	char name[16];
@@ -277,6 +284,7 @@ void weft_debugfs_add(struct weft_dev *wdev)
 	debugfs_create_file("state", 0400, wdev->dbg, wdev, &weft_state_fops);
 	debugfs_create_file("recover", 0200, wdev->dbg, wdev, &weft_recover_fops);
 	debugfs_create_file("inject_fatal", 0200, wdev->dbg, wdev, &weft_inject_fatal_fops);
+	debugfs_create_file("cnt", 0400, wdev->dbg, wdev, &weft_cnt_dbg_fops);
 }
 
 void weft_debugfs_del(struct weft_dev *wdev)

@@ -47,6 +47,8 @@
 #define WEFT_MMAP_SEND		0x4000000ull
 #define WEFT_MMAP_RECV		0x8000000ull
 #define WEFT_MMAP_WIN(w)	((u64)(w) << WEFT_MMAP_WIN_SHIFT)
+/* Counter objects' status pages (weft_cnt.c): one page per object id. */
+#define WEFT_MMAP_CNT		WEFT_MMAP_WIN(WEFT_MAX_WINDOWS)
 
 /* Module parameters (weft_main.c). */
 extern unsigned int weft_max_fifo_log2;
@@ -91,6 +93,7 @@ struct weft_ctx;
 struct weft_net;
 struct weft_adev;
 struct weft_verbs_ops;
+struct weft_cnt_drv;
 
 struct weft_window {
 	struct weft_dev *wdev;
@@ -205,6 +208,9 @@ struct weft_dev {
 	const struct weft_verbs_ops *vops;	/* under lock and evlock */
 	void *vpriv;
 
+	/* counter engine (weft_cnt.c) */
+	struct weft_cnt_drv *cnt;
+
 	/* debugfs */
 	struct dentry *dbg;
 	u32 dbg_rcxt_first, dbg_rcxt_count;
@@ -266,6 +272,22 @@ void weft_net_del(struct weft_dev *wdev);
 bool weft_net_event(struct weft_dev *wdev, const struct weft_event *ev);
 void weft_net_recover_begin(struct weft_dev *wdev);
 void weft_net_recover_end(struct weft_dev *wdev);
+
+/* weft_cnt.c (counter-bearing RDMA objects, docs/counters.md) */
+int weft_cnt_add(struct weft_dev *wdev);
+void weft_cnt_del(struct weft_dev *wdev);
+void weft_cnt_free(struct weft_dev *wdev);
+int weft_cnt_create(struct weft_ctx *ctx, struct weft_ioc_cnt_create *a);
+int weft_cnt_post(struct weft_ctx *ctx, struct weft_ioc_cnt_post *a);
+int weft_cnt_wait(struct weft_ctx *ctx, struct weft_ioc_cnt_wait *a);
+int weft_cnt_destroy(struct weft_ctx *ctx, u32 id);
+int weft_cnt_expose(struct weft_ctx *ctx, struct weft_ioc_cnt_expose *a);
+int weft_cnt_unexpose(struct weft_ctx *ctx, u32 idx);
+int weft_cnt_mmap(struct weft_ctx *ctx, struct vm_area_struct *vma, u64 off);
+bool weft_cnt_event(struct weft_dev *wdev, const struct weft_event *ev);
+void weft_cnt_teardown(struct weft_ctx *ctx);
+void weft_cnt_recover(struct weft_dev *wdev);
+int weft_cnt_show(struct seq_file *m, struct weft_dev *wdev);
 
 /* weft_debugfs.c */
 void weft_debugfs_init(void);

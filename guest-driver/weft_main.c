@@ -145,7 +145,7 @@ static void weft_dispatch(struct weft_dev *wdev, const struct weft_event *ev)
 
 	dev_dbg(&wdev->pdev->dev, "event seq %u type %u win %u rcxt %u reason %u info 0x%llx\n",
 		ev->seq, ev->type, ev->window, ev->rcxt, ev->reason, ev->info);
-	if (weft_net_event(wdev, ev) || weft_verbs_event(wdev, ev))
+	if (weft_net_event(wdev, ev) || weft_verbs_event(wdev, ev) || weft_cnt_event(wdev, ev))
 		return;
 	switch (ev->type) {
 	case WEFT_EV_RECV_THRESHOLD:
@@ -346,6 +346,7 @@ int weft_recover(struct weft_dev *wdev, const char *why)
 		}
 		weft_mr_release_all(ctx, true);
 	}
+	weft_cnt_recover(wdev);
 	list_for_each_entry_safe(win, tmp, &wdev->zombies, node)
 		weft_window_free(win);
 	weft_hw_setup(wdev);
@@ -411,6 +412,7 @@ static void weft_dev_release(struct kref *kref)
 {
 	struct weft_dev *wdev = container_of(kref, struct weft_dev, kref);
 
+	weft_cnt_free(wdev);
 	kvfree(wdev->rcxt_win);
 	kvfree(wdev->rcxt_ids);
 	pci_dev_put(wdev->pdev);
@@ -599,9 +601,12 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = weft_chr_add(wdev);
 	if (ret)
 		goto err_net;
-	ret = weft_verbs_add(wdev);
+	ret = weft_cnt_add(wdev);
 	if (ret)
 		goto err_chr;
+	ret = weft_verbs_add(wdev);
+	if (ret)
+		goto err_cnt;
 	weft_debugfs_add(wdev);
 	atomic_inc(&weft_res.devices);
 	dev_info(&pdev->dev, "weft%d: node %u, %u windows, %u rCxts, %u handlers, recovery count %u\n",
@@ -609,6 +614,8 @@ static int weft_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 wdev->nr_handlers, wdev->recovery_count);
 	return 0;
 
+err_cnt:
+	weft_cnt_del(wdev);
 err_chr:
 	weft_chr_del(wdev);
 err_net:
@@ -660,6 +667,7 @@ static void weft_remove(struct pci_dev *pdev)
 	/* Stop all DMA, then free what the adapter could still touch. */
 	weft_wr(wdev, WEFT_REG_RESET, WEFT_RESET_MAGIC);
 	weft_free_irqs(wdev);
+	weft_cnt_del(wdev);
 	list_for_each_entry_safe(win, tmp, &wdev->zombies, node)
 		weft_window_free(win);
 	weft_node_del(wdev);

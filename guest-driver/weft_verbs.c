@@ -132,7 +132,7 @@ void weft_verbs_sync(struct weft_dev *wdev)
 }
 EXPORT_SYMBOL_GPL(weft_verbs_sync);
 
-static int weft_vcmd_errno(u32 st)
+int weft_vcmd_errno(u32 st)
 {
 	switch (st) {
 	case WEFT_CMD_OK:

@@ -43,6 +43,8 @@ int weft_verbs_add(struct weft_dev *wdev);
 void weft_verbs_del(struct weft_dev *wdev);
 bool weft_verbs_event(struct weft_dev *wdev, const struct weft_event *ev);
 void weft_verbs_recover(struct weft_dev *wdev, bool begin);
+/* A WEFT_CMD_* status as an errno (the counter engine's commands too). */
+int weft_vcmd_errno(u32 st);
 
 /* Exported to weft_ib.ko. */
 void weft_verbs_set_ops(struct weft_dev *wdev, const struct weft_verbs_ops *ops,

@@ -23,12 +23,12 @@ read -r -a extra <<<"${CFLAGS:--O2}"
 cflags=(-std=gnu11 -Wall -Wextra -Werror "${extra[@]}" -I"$root/include" -I"$here/include"
 	-I"$here/src" -I"$here/tools")
 
-for s in dev win ops mrc rel rdv stripe be_kernel sim_none; do
+for s in dev win ops mrc rel rdv stripe cnt be_kernel sim_none; do
 	"$CC" "${cflags[@]}" -c "$here/src/$s.c" -o "$tmp/$s.o"
 done
 ar rcs "$tmp/libweft.a" "$tmp"/*.o
 "$CC" "${cflags[@]}" -c "$here/tools/common.c" -o "$tmp/common.o"
-for t in weft-info weft-pingpong weft-bw weft-rdma-check weft-ops; do
+for t in weft-info weft-pingpong weft-bw weft-rdma-check weft-ops weft-cnt; do
 	"$CC" "${cflags[@]}" -static "$here/tools/$t.c" "$tmp/common.o" "$tmp/libweft.a" \
 		-lpthread -o "$out/$t"
 	echo "$out/$t"

@@ -657,6 +657,56 @@ int weft_rdv_bye(struct weft_win *win, uint32_t tag, uint16_t node, uint16_t win
 /* 1 if e is a BYE for tag (it is acknowledged). */
 int weft_rdv_is_bye(struct weft_win *win, uint32_t tag, const struct weft_entry *e);
 
+/* ---- Counter objects (docs/counters.md) ----------------------------------- */
+/*
+ * A counter object is a buffer of this process and a counter that the
+ * adapter moves as data lands: counter RDMA reads fill parts of the
+ * buffer from a peer's exposed memory, counter RDMA writes copy parts of
+ * it there.  The counter starts at the buffer length (or at ops with
+ * WEFT_CNT_F_OPS) and reaches 0 exactly when the last byte (or the last
+ * operation) is done.  The buffer comes from weft_dev_alloc() or any
+ * memory of the process (the kernel pins it).  offset is a multiple of
+ * WEFT_CNT_CHUNK_BYTES; len too unless the part ends the buffer.  Up to
+ * WEFT_CNT_SLOTS operations run at once on one object, each on its own
+ * slot; a failed operation may be posted again on its slot.
+ */
+struct weft_cnt;
+
+#define WEFT_CNT_F_IRQ          0x1u    /* weft_cnt_wait sleeps on an interrupt */
+#define WEFT_CNT_F_OPS          0x2u    /* count operations, not bytes */
+#define WEFT_CNT_CHUNK_BYTES    1024u
+#define WEFT_CNT_SLOTS          8u
+#define WEFT_CNT_EXPOSE_READ    0x1u    /* peers may read the range */
+#define WEFT_CNT_EXPOSE_WRITE   0x2u    /* peers may write it */
+#define WEFT_CNT_ANY_NODE       (-1)
+
+int weft_cnt_create(struct weft_dev *dev, void *buf, size_t len, unsigned int flags,
+		    unsigned int ops, struct weft_cnt **out);
+/* Read [offset, offset + len) of the buffer from remote_va on node. */
+int weft_cnt_read(struct weft_cnt *c, unsigned int slot, uint16_t node, uint64_t offset,
+		  uint64_t len, uint64_t remote_va);
+/* Write [offset, offset + len) of the buffer to remote_va on node. */
+int weft_cnt_write(struct weft_cnt *c, unsigned int slot, uint16_t node, uint64_t offset,
+		   uint64_t len, uint64_t remote_va);
+/* The counter, read from the mapped status block (no system call). */
+uint64_t weft_cnt_value(const struct weft_cnt *c);
+/* Operations failed so far; *reason (may be NULL) gets the adapter's
+ * reason of the last one (0 = none), e.g. the peer's cause. */
+unsigned int weft_cnt_failures(const struct weft_cnt *c, unsigned int *reason);
+/* Wait up to timeout_ms for the counter to reach 0 (returns 0) or for
+ * more than `failed` operations to have failed (-EIO); -ETIMEDOUT.
+ * With WEFT_CNT_F_IRQ the kernel sleeps until the adapter's interrupt;
+ * without, the call polls the status block. */
+int weft_cnt_wait(struct weft_cnt *c, unsigned int failed, int timeout_ms);
+int weft_cnt_destroy(struct weft_cnt *c);
+/* Let peers reach [buf, buf + len) of this process by its virtual
+ * address: rights WEFT_CNT_EXPOSE_*, node a peer or WEFT_CNT_ANY_NODE. */
+int weft_cnt_expose(struct weft_dev *dev, void *buf, size_t len, unsigned int rights,
+		    int node, uint32_t *index);
+int weft_cnt_unexpose(struct weft_dev *dev, uint32_t index);
+/* The reason name of weft_cnt_failures (e.g. "CNT_NOT_EXPOSED"). */
+const char *weft_cnt_reason_name(unsigned int reason);
+
 #ifdef __cplusplus
 }
 #endif

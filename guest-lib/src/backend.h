@@ -71,6 +71,15 @@ struct weft_be_ops {
 	void (*free)(struct weft_be *be, void *p, size_t len);
 	int (*map_lookup)(struct weft_be *be, uint64_t addr, struct weft_be_map *m);
 	void (*close)(struct weft_be *be);
+	/* Counter objects (docs/counters.md), as the WEFT_IOC_CNT_* ioctls;
+	 * cnt_create maps the status block read-only at *block. */
+	int (*cnt_create)(struct weft_be *be, struct weft_ioc_cnt_create *req,
+			  const volatile void **block);
+	int (*cnt_post)(struct weft_be *be, struct weft_ioc_cnt_post *req);
+	int (*cnt_wait)(struct weft_be *be, struct weft_ioc_cnt_wait *req);
+	int (*cnt_destroy)(struct weft_be *be, uint32_t id, const volatile void *block);
+	int (*cnt_expose)(struct weft_be *be, struct weft_ioc_cnt_expose *req);
+	int (*cnt_unexpose)(struct weft_be *be, uint32_t index);
 };
 
 struct weft_be {

@@ -423,6 +423,65 @@ static void k_close(struct weft_be *be)
 	free(k);
 }
 
+/* ---- counter objects ---------------------------------------------------- */
+
+static int k_cnt_create(struct weft_be *be, struct weft_ioc_cnt_create *req,
+			const volatile void **block)
+{
+	struct kbe *k = K(be);
+	struct weft_ioc_cnt_id d;
+	void *p;
+	int r = k_ioctl(k, WEFT_IOC_CNT_CREATE, req);
+
+	if (r)
+		return r;
+	p = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, k->fd,
+		 (off_t)req->block_offset);
+	if (p == MAP_FAILED) {
+		r = -errno;
+		memset(&d, 0, sizeof(d));
+		d.id = req->id;
+		k_ioctl(k, WEFT_IOC_CNT_DESTROY, &d);
+		return r;
+	}
+	*block = p;
+	return 0;
+}
+
+static int k_cnt_post(struct weft_be *be, struct weft_ioc_cnt_post *req)
+{
+	return k_ioctl(K(be), WEFT_IOC_CNT_POST, req);
+}
+
+static int k_cnt_wait(struct weft_be *be, struct weft_ioc_cnt_wait *req)
+{
+	return k_ioctl(K(be), WEFT_IOC_CNT_WAIT, req);
+}
+
+static int k_cnt_destroy(struct weft_be *be, uint32_t id, const volatile void *block)
+{
+	struct weft_ioc_cnt_id d;
+
+	munmap((void *)(uintptr_t)block, (size_t)sysconf(_SC_PAGESIZE));
+	memset(&d, 0, sizeof(d));
+	d.id = id;
+	return k_ioctl(K(be), WEFT_IOC_CNT_DESTROY, &d);
+}
+
+static int k_cnt_expose(struct weft_be *be, struct weft_ioc_cnt_expose *req)
+{
+	return k_ioctl(K(be), WEFT_IOC_CNT_EXPOSE, req);
+}
+
+static int k_cnt_unexpose(struct weft_be *be, uint32_t index)
+{
+	struct weft_ioc_cnt_id d;
+
+	memset(&d, 0, sizeof(d));
+	d.id = index;
+	return k_ioctl(K(be), WEFT_IOC_CNT_UNEXPOSE, &d);
+}
+
 static const struct weft_be_ops kernel_ops = {
 	.name = "kernel",
 	.query = k_query,
@@ -443,6 +502,12 @@ static const struct weft_be_ops kernel_ops = {
 	.free = k_free,
 	.map_lookup = k_map_lookup,
 	.close = k_close,
+	.cnt_create = k_cnt_create,
+	.cnt_post = k_cnt_post,
+	.cnt_wait = k_cnt_wait,
+	.cnt_destroy = k_cnt_destroy,
+	.cnt_expose = k_cnt_expose,
+	.cnt_unexpose = k_cnt_unexpose,
 };
 
 struct weft_be *weft_be_kernel_open(const char *path, char *err, size_t errlen)

@@ -26,6 +26,7 @@
 
 #include "priv.h"
 #include "weft_sim.h"
+#include "weft_sim_cnt.h"
 
 struct simnet_waiter {
 	int active;                     /* a weft_dev is open on this slot */
@@ -58,6 +59,18 @@ struct sbe {
 	struct sim_alloc *allocs;
 	struct weft_sim_window *wins[WEFT_MAX_WINDOWS];
 	uint64_t fatal_seen[WEFT_MAX_WINDOWS];
+	/* Counter objects and exposures: the sim driver's page lists. */
+	struct sim_cobj {
+		bool used;
+		uint16_t gen;
+		uint64_t block;
+		struct wsc_buf buf;
+	} cobj[WEFT_CNT_NR_OBJ];
+	struct sim_cexp {
+		bool used;
+		uint16_t gen;
+		struct wsc_buf buf;
+	} cexp[WEFT_CNT_NR_EXP];
 };
 
 static struct sbe *S(struct weft_be *be) { return (struct sbe *)be; }
@@ -453,10 +466,13 @@ static int s_map_lookup(struct weft_be *be, uint64_t addr, struct weft_be_map *m
 	return r;
 }
 
+static void s_cnt_release_all(struct sbe *b);
+
 static void s_close(struct weft_be *be)
 {
 	struct sbe *b = S(be);
 	net_lock(b->net);
+	s_cnt_release_all(b);
 	while (b->allocs) {
 		struct sim_alloc *a = b->allocs;
 		b->allocs = a->next;
@@ -467,6 +483,228 @@ static void s_close(struct weft_be *be)
 	b->net->wt[b->slot].waiting = 0;
 	net_unlock(b->net);
 	free(b);
+}
+
+/* ---- counter objects: the sim driver's pinning is a page list of the
+ * guest pages under the user's range ---------------------------------------- */
+
+static int s_cnt_pin(struct sbe *b, uint64_t addr, uint64_t len, struct wsc_buf *w)
+{
+	uint64_t g, *list;
+	uint32_t i;
+	int r = to_guest(b, addr, len, &g);
+
+	if (r)
+		return r;
+	if (!len || len > WEFT_CNT_MAX_LEN)
+		return -EINVAL;
+	memset(w, 0, sizeof(*w));
+	w->node = b->node;
+	w->len = len;
+	w->first_off = (uint32_t)(g % WEFT_CNT_PAGE);
+	w->npages = (uint32_t)((w->first_off + len + WEFT_CNT_PAGE - 1) / WEFT_CNT_PAGE);
+	w->pages = calloc(w->npages, sizeof(uint64_t));
+	w->list = weft_sim_alloc(b->net->sim, b->node, (uint64_t)w->npages * 8, 8);
+	if (!w->pages || !w->list) {
+		free(w->pages);
+		if (w->list)
+			weft_sim_free_mem(b->net->sim, b->node, w->list);
+		return -ENOMEM;
+	}
+	list = weft_sim_ptr(b->net->sim, b->node, w->list, (uint64_t)w->npages * 8);
+	for (i = 0; i < w->npages; i++)
+		list[i] = w->pages[i] = (g - w->first_off) + (uint64_t)i * WEFT_CNT_PAGE;
+	return 0;
+}
+
+static void s_cnt_unpin(struct sbe *b, struct wsc_buf *w)
+{
+	if (w->list)
+		weft_sim_free_mem(b->net->sim, b->node, w->list);
+	free(w->pages);
+	memset(w, 0, sizeof(*w));
+}
+
+static int s_cnt_create(struct weft_be *be, struct weft_ioc_cnt_create *req,
+			const volatile void **block)
+{
+	struct sbe *b = S(be);
+	struct sim_cobj *o = NULL;
+	uint16_t gen;
+	uint32_t id;
+	int r;
+
+	net_lock(b->net);
+	for (id = 0; id < WEFT_CNT_NR_OBJ && !o; id++)
+		if (!b->cobj[id].used)
+			o = &b->cobj[id];
+	r = o ? s_cnt_pin(b, req->addr, req->length, &o->buf) : -ENOSPC;
+	if (!r) {
+		o->block = weft_sim_alloc(b->net->sim, b->node, 16, 16);
+		r = o->block ? wsc_create(b->net->sim, b->node, id - 1, o->block, &o->buf,
+					  (uint8_t)req->mode, (uint8_t)req->flags, 0, req->ops,
+					  &gen) : -ENOMEM;
+		if (r > 0)
+			r = -EINVAL;
+		if (r) {
+			if (o->block)
+				weft_sim_free_mem(b->net->sim, b->node, o->block);
+			s_cnt_unpin(b, &o->buf);
+		} else {
+			o->used = true;
+			o->gen = gen;
+			req->id = id - 1;
+			req->gen = gen;
+			*block = weft_sim_ptr(b->net->sim, b->node, o->block, 16);
+		}
+	}
+	net_unlock(b->net);
+	return r;
+}
+
+static int s_cnt_post(struct weft_be *be, struct weft_ioc_cnt_post *req)
+{
+	struct sbe *b = S(be);
+	uint32_t seq = 0;
+	int r = -ENOENT;
+
+	net_lock(b->net);
+	if (req->id < WEFT_CNT_NR_OBJ && b->cobj[req->id].used) {
+		r = wsc_post(b->net->sim, b->node, req->id, b->cobj[req->id].gen,
+			     (uint8_t)req->slot, (uint8_t)req->dir, (uint16_t)req->node,
+			     req->offset, req->length, req->remote_va, &seq);
+		r = r == WEFT_CMD_EBUSY ? -EBUSY : r == WEFT_CMD_ESTATE ? -EALREADY :
+		    r > 0 ? -EINVAL : r;
+		req->seq = seq;
+	}
+	net_unlock(b->net);
+	return r;
+}
+
+struct s_cnt_arg {
+	struct weft_sim *s;
+	unsigned int node;
+	uint64_t block;
+	uint32_t failed;
+};
+
+static bool s_cnt_settled(void *arg)
+{
+	struct s_cnt_arg *a = arg;
+	struct weft_cnt_block k = wsc_block(a->s, a->node, a->block);
+
+	return k.count == 0 || k.failed != a->failed;
+}
+
+static int s_cnt_wait(struct weft_be *be, struct weft_ioc_cnt_wait *req)
+{
+	struct sbe *b = S(be);
+	struct weft_cnt_block k;
+	struct s_cnt_arg a;
+	int r = 0;
+
+	net_lock(b->net);
+	if (req->id >= WEFT_CNT_NR_OBJ || !b->cobj[req->id].used) {
+		net_unlock(b->net);
+		return -ENOENT;
+	}
+	a = (struct s_cnt_arg){ b->net->sim, b->node, b->cobj[req->id].block, req->failed };
+	if (req->timeout_ms)
+		weft_sim_run_until(a.s, s_cnt_settled, &a,
+				   weft_sim_now(a.s) + (uint64_t)req->timeout_ms * 1000000ull);
+	k = wsc_block(a.s, a.node, a.block);
+	net_unlock(b->net);
+	req->count = k.count;
+	req->error = k.error;
+	if (k.count && k.failed == req->failed && req->timeout_ms)
+		r = -ETIMEDOUT;
+	req->failed = k.failed;
+	return r;
+}
+
+static int s_cnt_destroy(struct weft_be *be, uint32_t id, const volatile void *block)
+{
+	struct sbe *b = S(be);
+	int r = -ENOENT;
+
+	(void)block;
+	net_lock(b->net);
+	if (id < WEFT_CNT_NR_OBJ && b->cobj[id].used) {
+		struct sim_cobj *o = &b->cobj[id];
+
+		r = wsc_destroy(b->net->sim, b->node, id, o->gen) ? -EIO : 0;
+		weft_sim_free_mem(b->net->sim, b->node, o->block);
+		s_cnt_unpin(b, &o->buf);
+		o->used = false;
+	}
+	net_unlock(b->net);
+	return r;
+}
+
+static int s_cnt_expose(struct weft_be *be, struct weft_ioc_cnt_expose *req)
+{
+	struct sbe *b = S(be);
+	struct sim_cexp *e = NULL;
+	uint32_t i;
+	int r;
+
+	net_lock(b->net);
+	for (i = 0; i < WEFT_CNT_NR_EXP && !e; i++)
+		if (!b->cexp[i].used)
+			e = &b->cexp[i];
+	r = e ? s_cnt_pin(b, req->addr, req->length, &e->buf) : -ENOSPC;
+	if (!r) {
+		r = wsc_expose(b->net->sim, b->node, i - 1, req->addr, &e->buf,
+			       (uint8_t)req->rights, (uint16_t)req->peer, &e->gen);
+		if (r) {
+			s_cnt_unpin(b, &e->buf);
+			r = r > 0 ? -EINVAL : r;
+		} else {
+			e->used = true;
+			req->index = i - 1;
+		}
+	}
+	net_unlock(b->net);
+	return r;
+}
+
+static int s_cnt_unexpose(struct weft_be *be, uint32_t index)
+{
+	struct sbe *b = S(be);
+	int r = -ENOENT;
+
+	net_lock(b->net);
+	if (index < WEFT_CNT_NR_EXP && b->cexp[index].used) {
+		r = wsc_unexpose(b->net->sim, b->node, index, b->cexp[index].gen) ? -EIO : 0;
+		s_cnt_unpin(b, &b->cexp[index].buf);
+		b->cexp[index].used = false;
+	}
+	net_unlock(b->net);
+	return r;
+}
+
+/* The process closes its device: what it still holds goes (lock held). */
+static void s_cnt_release_all(struct sbe *b)
+{
+	uint32_t i;
+
+	for (i = 0; i < WEFT_CNT_NR_OBJ; i++) {
+		struct sim_cobj *o = &b->cobj[i];
+
+		if (!o->used)
+			continue;
+		wsc_destroy(b->net->sim, b->node, i, o->gen);
+		weft_sim_free_mem(b->net->sim, b->node, o->block);
+		s_cnt_unpin(b, &o->buf);
+		o->used = false;
+	}
+	for (i = 0; i < WEFT_CNT_NR_EXP; i++) {
+		if (!b->cexp[i].used)
+			continue;
+		wsc_unexpose(b->net->sim, b->node, i, b->cexp[i].gen);
+		s_cnt_unpin(b, &b->cexp[i].buf);
+		b->cexp[i].used = false;
+	}
 }
 
 static const struct weft_be_ops sim_ops = {
@@ -493,6 +731,12 @@ static const struct weft_be_ops sim_ops = {
 	.free = s_free,
 	.map_lookup = s_map_lookup,
 	.close = s_close,
+	.cnt_create = s_cnt_create,
+	.cnt_post = s_cnt_post,
+	.cnt_wait = s_cnt_wait,
+	.cnt_destroy = s_cnt_destroy,
+	.cnt_expose = s_cnt_expose,
+	.cnt_unexpose = s_cnt_unexpose,
 };
 
 int weft_simnet_available(void)

@@ -377,13 +377,9 @@ static int parse_int(const char *s, long lo, long hi, long *out)
 
 int tool_main(const struct tool_desc *d, int argc, char **argv)
 {
-	struct tool_opts o = {
-		.dev = "weft0", .job = 0x7765, .peer_node = -1, .peer_window = 0,
-		.timeout_ms = 30000, .routes = 1,
-		.min_size = d->def_min_size, .max_size = d->def_max_size,
-		.iters = d->def_iters, .depth = d->def_depth, .mode = d->def_mode,
-		.rel_timeout_ns = 5000000,
-	};
+	struct tool_opts o;
+
+	tool_opts_init(d, &o);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -450,6 +446,25 @@ int tool_main(const struct tool_desc *d, int argc, char **argv)
 			i += t == 2;
 		}
 	}
+	return tool_run(d, &o);
+}
+
+/* The defaults of every option (tools with their own parser start here). */
+void tool_opts_init(const struct tool_desc *d, struct tool_opts *o)
+{
+	*o = (struct tool_opts){
+		.dev = "weft0", .job = 0x7765, .peer_node = -1, .peer_window = 0,
+		.timeout_ms = 30000, .routes = 1,
+		.min_size = d->def_min_size, .max_size = d->def_max_size,
+		.iters = d->def_iters, .depth = d->def_depth, .mode = d->def_mode,
+		.rel_timeout_ns = 5000000,
+	};
+}
+
+int tool_run(const struct tool_desc *d, const struct tool_opts *opts)
+{
+	struct tool_opts o = *opts;
+
 	if (o.job == 0) {
 		tool_err(d->name, "--job must be nonzero");
 		return 2;

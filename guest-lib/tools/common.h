@@ -28,6 +28,8 @@ struct tool_peer {
 	uint32_t nr_rcxt2;
 	uint32_t rcxt2[TOOL_MAX_RCXT];
 	uint16_t key2[TOOL_MAX_RCXT];
+	/* weft-cnt: the buffer's virtual address, exposed for counter RDMA */
+	uint64_t buf_va;
 };
 
 struct tool_opts {
@@ -88,6 +90,9 @@ struct tool_desc {
 };
 
 int tool_main(const struct tool_desc *d, int argc, char **argv);
+/* For tools with their own option parser: the defaults, then the run. */
+void tool_opts_init(const struct tool_desc *d, struct tool_opts *o);
+int tool_run(const struct tool_desc *d, const struct tool_opts *o);
 
 /* Wait for and acknowledge the client's BYE, answering repeated hellos
  * and echoing nothing else. */

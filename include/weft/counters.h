@@ -89,7 +89,15 @@
 	X(MATCH_CLAIMED,   "match: posted receive taken by another adapter") \
 	X(MATCH_ZERO_WORD, "match: all-zero match word (invalid header)")     \
 	X(MATCH_CQ,        "match: completion ring off or not in guest memory") \
-	X(MATCH_MODE,      "match: operation not valid in the queue's mode")
+	X(MATCH_MODE,      "match: operation not valid in the queue's mode") \
+	X(CNT_OBJ_INVALID, "counter: object id out of range or not live")   \
+	X(CNT_OBJ_STALE,   "counter: object generation differs (destroyed or reused)") \
+	X(CNT_OP_MISMATCH, "counter: no posted operation of this node, slot, sequence and addresses") \
+	X(CNT_OUTSIDE,     "counter: chunk outside the operation or the object's pages") \
+	X(CNT_NOT_EXPOSED, "counter: remote VA range not inside an exposed range") \
+	X(CNT_RIGHTS,      "counter: exposed range lacks the right or excludes the peer") \
+	X(CNT_DUP,         "counter: chunk already applied")                \
+	X(CNT_TIMEOUT,     "counter: no progress after every resend")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,
@@ -118,7 +126,10 @@ enum weft_reason {
 	X(M_UNEXPECTED)    X(M_UMB_STORES)    X(M_HOST_STORES)   X(M_OVERFLOWS) \
 	X(M_RNR_NAKS)      X(M_NAKS)          X(M_CQES)          X(M_COMPARES) \
 	X(M_RNDV)          X(M_LOOPBACK)      X(M_DUMPS)         X(M_SYNCS)  \
-	X(M_CLAIMS_LOST)   X(M_REMOVES)
+	X(M_CLAIMS_LOST)   X(M_REMOVES)                                      \
+	/* counter engine (weft/cnt.h) */                                     \
+	X(C_REQ_TX)        X(C_REQ_RX)        X(C_DATA_TX)       X(C_DATA_RX) \
+	X(C_ERR_TX)        X(C_ERR_RX)        X(C_NOTIFY)        X(C_RESEND)
 
 enum weft_counter {
 #define WEFT_CNT_ENUM(name) WEFT_CNT_##name,

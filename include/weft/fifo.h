@@ -202,6 +202,8 @@ enum weft_event_type {
 	WEFT_EV_ADAPTER_FATAL = 7,  /* STATUS.FATAL: the driver must recover the adapter */
 	WEFT_EV_VERBS_CQ = 8,       /* verbs: armed CQ rcxt = cqn has a matching CQE */
 	WEFT_EV_VERBS_ASYNC = 9,    /* verbs: rcxt = qpn/cqn, info = enum weft_vasync */
+	WEFT_EV_CNT_ZERO = 10,      /* counter object rcxt reached 0 (weft/cnt.h) */
+	WEFT_EV_CNT_ERROR = 11,     /* counter op failed: rcxt = object, reason = cause */
 	WEFT_EV_MATCH_STOPPED = 0x20, /* matching: header queue rcxt stopped on overflow */
 };
 

@@ -111,7 +111,11 @@
 	X(VERBS_UAR_OFF,   0x168, RO) /* BAR 4 offset of UAR page 0 */       \
 	X(VERBS_CMD,       0x170, WO) /* guest address of a command block */ \
 	X(VERBS_CMD_STATUS,0x178, RO) /* WEFT_CMD_* of the last VERBS_CMD */ \
-	X(DEBUG_INJECT,    0x180, WO) /* WEFT_INJECT_*: adapter error injection */
+	X(DEBUG_INJECT,    0x180, WO) /* WEFT_INJECT_*: adapter error injection */ \
+	X(CNT_NR_OBJ,      0x1c0, RO) /* counter engine (weft/cnt.h): objects */ \
+	X(CNT_NR_EXP,      0x1c8, RO) /* exposure entries */                \
+	X(CNT_CMD,         0x1d0, WO) /* guest address of a command block */ \
+	X(CNT_CMD_STATUS,  0x1d8, RO) /* WEFT_CMD_* of the last CNT_CMD */
 
 enum weft_reg {
 #define WEFT_REG_ENUM(name, off, acc) WEFT_REG_##name = (off),

@@ -11,6 +11,7 @@
 #include "weft/wire.h"
 #include "weft/verbs.h"
 #include "weft/match.h"
+#include "weft/cnt.h"
 
 /* Name of the fixed register at offset off in BAR 0, or NULL.  TCE table
  * and counter registers are named by weft_reg_array_name(). */
@@ -109,6 +110,11 @@ static inline const char *weft_pkt_type_name(unsigned int t)
 	case WEFT_PKT_RDMAR_FIFO_REQ: return "RDMAR_FIFO_REQ";
 	case WEFT_PKT_RDMAR_PUT_REQ: return "RDMAR_PUT_REQ";
 	case WEFT_PKT_MATCH: return "MATCH";
+	case WEFT_PKT_CNT_WRITE_OP: return "CNT_WRITE_OP";
+	case WEFT_PKT_CNT_READ_OP: return "CNT_READ_OP";
+	case WEFT_PKT_CNT_DATA: return "CNT_DATA";
+	case WEFT_PKT_CNT_ACK: return "CNT_ACK";
+	case WEFT_PKT_CNT_ERROR: return "CNT_ERROR";
 	case WEFT_PKT_HELLO: return "HELLO";
 	case WEFT_PKT_HELLO_ACK: return "HELLO_ACK";
 	default: return "UNKNOWN";
@@ -226,6 +232,20 @@ static inline const char *weft_mwop_name(unsigned int op)
 	case WEFT_MWOP_FIN: return "FIN";
 	case WEFT_MWOP_CTS: return "CTS";
 	case WEFT_MWOP_NAK: return "NAK";
+	default: return "UNKNOWN";
+	}
+}
+
+static inline const char *weft_cnt_cmd_name(unsigned int op)
+{
+	switch (op) {
+	case WEFT_CNT_CMD_CREATE: return "CNT_CREATE";
+	case WEFT_CNT_CMD_DESTROY: return "CNT_DESTROY";
+	case WEFT_CNT_CMD_POST: return "CNT_POST";
+	case WEFT_CNT_CMD_EXPOSE: return "CNT_EXPOSE";
+	case WEFT_CNT_CMD_UNEXPOSE: return "CNT_UNEXPOSE";
+	case WEFT_CNT_CMD_QUERY: return "CNT_QUERY";
+	case WEFT_CNT_CMD_QUERY_EXP: return "CNT_QUERY_EXP";
 	default: return "UNKNOWN";
 	}
 }

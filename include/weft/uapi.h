@@ -107,4 +107,67 @@ struct weft_uevent {
 	uint64_t info;
 };
 
+/*
+ * ---- Counter-bearing RDMA objects (docs/counters.md) ----------------------
+ * Kernel uapi types, self-contained: this block needs only <linux/types.h>.
+ * The driver pins and translates the caller's range itself; the caller
+ * never names a physical address.  The status block of an object
+ * (struct weft_cnt_block of weft/cnt.h) is mapped read-only, one page
+ * at cnt_offset, so polling the counter needs no system call.
+ */
+#include <linux/types.h>
+
+struct weft_ioc_cnt_create {
+	__aligned_u64 addr;	/* in: region, user virtual address */
+	__aligned_u64 length;	/* in: 1 .. WEFT_CNT_MAX_LEN bytes */
+	__u32 mode;		/* in: enum weft_cnt_mode */
+	__u32 ops;		/* in: WEFT_CNT_MODE_OPS: operations counted */
+	__u32 flags;		/* in: WEFT_CNTF_IRQ: wake WEFT_IOC_CNT_WAIT at zero */
+	__u32 id;		/* out: object id */
+	__u32 gen;		/* out: generation */
+	__u32 reserved;
+	__aligned_u64 block_offset;	/* out: mmap offset of the status page */
+};
+
+struct weft_ioc_cnt_post {
+	__u32 id;		/* in: object id */
+	__u32 slot;		/* in: 0 .. WEFT_CNT_MAX_OPS - 1 */
+	__u32 dir;		/* in: enum weft_cnt_dir */
+	__u32 node;		/* in: the peer */
+	__aligned_u64 offset;	/* in: in the region, multiple of WEFT_CNT_CHUNK */
+	__aligned_u64 length;	/* in */
+	__aligned_u64 remote_va;	/* in: exposed by the peer */
+	__u32 seq;		/* out */
+	__u32 reserved;
+};
+
+struct weft_ioc_cnt_wait {
+	__u32 id;		/* in */
+	__u32 timeout_ms;	/* in: 0 = do not sleep */
+	__u32 failed;		/* in: return once more operations than this failed */
+	__u32 error;		/* out: enum weft_reason of the last failure */
+	__aligned_u64 count;	/* out: the counter */
+};
+
+struct weft_ioc_cnt_expose {
+	__aligned_u64 addr;	/* in: range of the caller, exposed at this VA */
+	__aligned_u64 length;	/* in */
+	__u32 rights;		/* in: WEFT_CNT_R_* */
+	__u32 peer;		/* in: node allowed, or WEFT_CNT_ANY_PEER */
+	__u32 index;		/* out: exposure index */
+	__u32 reserved;
+};
+
+struct weft_ioc_cnt_id {
+	__u32 id;		/* object id or exposure index */
+	__u32 reserved;
+};
+
+#define WEFT_IOC_CNT_CREATE	_IOWR(WEFT_IOC_MAGIC, 0x40, struct weft_ioc_cnt_create)
+#define WEFT_IOC_CNT_POST	_IOWR(WEFT_IOC_MAGIC, 0x41, struct weft_ioc_cnt_post)
+#define WEFT_IOC_CNT_WAIT	_IOWR(WEFT_IOC_MAGIC, 0x42, struct weft_ioc_cnt_wait)
+#define WEFT_IOC_CNT_DESTROY	_IOW(WEFT_IOC_MAGIC, 0x43, struct weft_ioc_cnt_id)
+#define WEFT_IOC_CNT_EXPOSE	_IOWR(WEFT_IOC_MAGIC, 0x44, struct weft_ioc_cnt_expose)
+#define WEFT_IOC_CNT_UNEXPOSE	_IOW(WEFT_IOC_MAGIC, 0x45, struct weft_ioc_cnt_id)
+
 #endif /* WEFT_UAPI_H */

@@ -40,6 +40,12 @@ enum weft_pkt_type {
 	WEFT_PKT_FIFO_DATA = 7,  /* half-RDMA payload for the receive FIFO */
 	WEFT_PKT_RDMAR_FIFO_REQ = 8, /* half-RDMA read request, data into the FIFO */
 	WEFT_PKT_RDMAR_PUT_REQ = 9,  /* half-RDMA read request for the source's program */
+	/* Counter engine (weft/cnt.h): struct weft_cnt_hdr + data. */
+	WEFT_PKT_CNT_WRITE_OP = 0x11, /* "DMA write op" request: an RDMA read */
+	WEFT_PKT_CNT_READ_OP = 0x12,  /* "DMA read op" request: an RDMA write */
+	WEFT_PKT_CNT_DATA = 0x13,     /* one chunk of data */
+	WEFT_PKT_CNT_ACK = 0x14,      /* write: chunk placed, or go (span 0) */
+	WEFT_PKT_CNT_ERROR = 0x15,    /* request cannot be serviced: cause */
 	WEFT_PKT_MATCH = 0x20,   /* header matching: struct weft_match_whdr + data (weft/match.h) */
 	/* Switch control, never delivered to an adapter's FIFO. */
 	WEFT_PKT_HELLO = 0x80,

@@ -370,9 +370,10 @@ struct weft_core *weft_core_new(const struct weft_core_config *cfg,
 	c->cmpl_tid = calloc(cf.nr_rcxt ? cf.nr_rcxt : 1, sizeof(*c->cmpl_tid));
 	c->verbs = weft_verbs_new(&cf);
 	c->match = weft_match_new(&cf);
+	c->ctr = weft_cnt_new();
 	c->cond_tag = calloc(cf.nr_rcxt ? cf.nr_rcxt : 1, sizeof(*c->cond_tag));
 	if (!c->sram || !c->rxq || !c->ctlq || !c->track || !c->cmpl_tid || !c->verbs ||
-	    !c->cond_tag || !c->match) {
+	    !c->cond_tag || !c->match || !c->ctr) {
 		weft_core_free(c);
 		goto nomem;
 	}
@@ -441,6 +442,7 @@ void weft_core_free(struct weft_core *c)
 	free(c->cmpl_tid);
 	weft_verbs_free(c->verbs);
 	weft_match_free(c->match);
+	weft_cnt_free(c->ctr);
 	free(c->cond_tag);
 	free(c->ctlq);
 	free(c->rxq);
@@ -519,6 +521,7 @@ void weft_core_reset(struct weft_core *c)
 	c->evq_base = c->evq_size = c->evq_prod = c->evq_cons = 0;
 	weft_verbs_reset(c);
 	weft_match_reset(c);
+	weft_cnt_reset(c);
 }
 
 static void core_recover(struct weft_core *c)
@@ -546,6 +549,7 @@ static void core_recover(struct weft_core *c)
 		x->next = WEFT_RCXT_NONE;
 	}
 	weft_verbs_reset(c);
+	weft_cnt_reset(c);
 	weft_count(c, WEFT_CNT_RECOVERIES, 1);
 }
 
@@ -823,6 +827,10 @@ static uint64_t fixed_reg_value(struct weft_core *c, uint64_t reg)
 		return c->evq_prod;
 	case WEFT_REG_EVQ_CONS:
 		return c->evq_cons;
+	case WEFT_REG_CNT_NR_OBJ:
+	case WEFT_REG_CNT_NR_EXP:
+	case WEFT_REG_CNT_CMD_STATUS:
+		return weft_cnt_reg_read(c, reg);
 	default:
 		return weft_verbs_reg_read(c, reg);
 	}
@@ -981,6 +989,9 @@ static void fixed_reg_write(struct weft_core *c, uint64_t reg, const char *name,
 		return;
 	case WEFT_REG_VERBS_CMD:
 		weft_verbs_cmd(c, val);
+		return;
+	case WEFT_REG_CNT_CMD:
+		weft_cnt_cmd(c, val);
 		return;
 	default:
 		run_command(c, reg, name, val);
@@ -1343,8 +1354,10 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 	bool blocked = false;
 
 	weft_tx_reap(c);
-	if (!c->ops.timer_arm)
+	if (!c->ops.timer_arm) {
 		weft_verbs_poll_timer(c);
+		weft_cnt_poll_timer(c);
+	}
 	if (c->fatal)
 		rxq_discard(c, WEFT_R_ADAPTER_FATAL);
 	c->rx_batch = true;
@@ -1386,6 +1399,16 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 				blocked = true;
 			}
 		}
+		if (budget > 0 && !blocked && weft_cnt_has_work(c)) {
+			int r = weft_cnt_poll(c);
+
+			if (r > 0) {
+				did = true;
+				budget--;
+			} else if (r == -EAGAIN) {
+				blocked = true;
+			}
+		}
 		if (!did)
 			break;
 	}
@@ -1395,12 +1418,23 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 	weft_tx_reap(c);
 	return (c->rxq_count > 0 && c->ctlq_count < WEFT_CTLQ_LEN) ||
 	       weft_tx_has_work(c) || weft_verbs_has_work(c) || weft_match_has_work(c) ||
-	       blocked;
+	       weft_cnt_has_work(c) || blocked;
+}
+
+void weft_timer_sync(struct weft_core *c)
+{
+	uint64_t d = weft_verbs_deadline(c), k = weft_cnt_deadline(c);
+
+	if (k && (!d || k < d))
+		d = k;
+	if (c->ops.timer_arm)
+		c->ops.timer_arm(c->opaque, d);
 }
 
 void weft_core_timer(struct weft_core *c)
 {
 	weft_verbs_timer(c);
+	weft_cnt_timer(c);
 }
 
 void weft_core_set_link(struct weft_core *c, bool up)

@@ -190,4 +190,9 @@ bool weft_core_verbs_tpt(const struct weft_core *c, uint32_t index, struct weft_
 bool weft_core_verbs_cq(const struct weft_core *c, uint32_t cqn, struct weft_vcqc *q);
 bool weft_core_verbs_srq(const struct weft_core *c, uint32_t srqn, struct weft_vsrqc *q);
 
+/* A counter object's state in its dump format (weft/cnt.h), for test
+ * oracles; the driver uses CNT_CMD QUERY.  False when id is out of range. */
+struct weft_cnt_obj_dump;
+bool weft_core_cnt_obj(const struct weft_core *c, uint32_t id, struct weft_cnt_obj_dump *d);
+
 #endif /* WEFT_CORE_H */

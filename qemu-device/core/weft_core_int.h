@@ -91,11 +91,13 @@ struct weft_xtab {
 
 struct weft_verbs;
 struct weft_match;
+struct weft_cnt;
 
 struct weft_core {
 	struct weft_core_config cfg;
 	struct weft_verbs *verbs;       /* second personality (weft_verbs_*.c) */
 	struct weft_match *match;       /* header matching (weft_match.c) */
+	struct weft_cnt *ctr;           /* counter engine (weft_cnt.c) */
 	struct weft_core_ops ops;
 	void *opaque;
 
@@ -361,5 +363,30 @@ bool weft_verbs_has_work(const struct weft_core *c);
 void weft_verbs_timer(struct weft_core *c);
 /* Without ops->timer_arm: run the timers whose deadline has passed. */
 void weft_verbs_poll_timer(struct weft_core *c);
+
+/* Deadline of the verbs timers (0 = none), for weft_timer_sync(). */
+uint64_t weft_verbs_deadline(const struct weft_core *c);
+
+/* ---- weft_core.c: the one embedder timer, shared by the engines ---------- */
+/* Arm ops->timer_arm for the earliest deadline of the verbs and counter
+ * engines (0 cancels); called whenever one of them changes its own. */
+void weft_timer_sync(struct weft_core *c);
+
+/* ---- weft_cnt.c: counter engine (weft/cnt.h, docs/counters.md) ---------- */
+struct weft_cnt *weft_cnt_new(void);
+void weft_cnt_free(struct weft_cnt *k);
+/* Destroy every object and exposure (reset, adapter recovery). */
+void weft_cnt_reset(struct weft_core *c);
+uint64_t weft_cnt_reg_read(struct weft_core *c, uint64_t reg);
+void weft_cnt_cmd(struct weft_core *c, uint64_t addr);
+void weft_cnt_rx(struct weft_core *c, const struct weft_wire_hdr *h, const uint8_t *payload,
+		 size_t plen);
+/* One transmit step: 1 done, 0 nothing, -EAGAIN link busy. */
+int weft_cnt_poll(struct weft_core *c);
+bool weft_cnt_has_work(const struct weft_core *c);
+uint64_t weft_cnt_deadline(const struct weft_core *c);
+void weft_cnt_timer(struct weft_core *c);
+/* Without ops->timer_arm: run the timer when its deadline has passed. */
+void weft_cnt_poll_timer(struct weft_core *c);
 
 #endif /* WEFT_CORE_INT_H */

@@ -584,6 +584,13 @@ void weft_rx_process(struct weft_core *c, const uint8_t *pkt, size_t len)
 			weft_match_rx(c, h, payload, h->length);
 		return;
 	}
+	if (h->type >= WEFT_PKT_CNT_WRITE_OP && h->type <= WEFT_PKT_CNT_ERROR) {
+		if (d != c->cfg.node_id)
+			weft_drop(c, h, WEFT_NO_WINDOW, WEFT_R_NOT_FOR_US);
+		else
+			weft_cnt_rx(c, h, payload, h->length);
+		return;
+	}
 	w = h->dst_window;
 	if (w >= c->cfg.nr_windows || !weft_window_valid(c, w) ||
 	    weft_lmt_check(weft_lmt(c, w), w) != WEFT_R_OK) {

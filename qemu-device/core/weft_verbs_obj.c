@@ -119,8 +119,13 @@ void weft_verbs_reset(struct weft_core *c)
 	}
 	memset(v->gid, 0, sizeof(v->gid));
 	v->cmd_status = WEFT_CMD_OK;
-	if (c->ops.timer_arm)
-		c->ops.timer_arm(c->opaque, 0);
+	v->timer_armed = 0;
+	weft_timer_sync(c);
+}
+
+uint64_t weft_verbs_deadline(const struct weft_core *c)
+{
+	return c->verbs ? c->verbs->timer_armed : 0;
 }
 
 uint64_t weft_verbs_uar_off(void)

@@ -130,8 +130,7 @@ void vq_timer_set(struct weft_core *c, struct vq_qp *qp, uint64_t deadline)
 	}
 	if (!v->timer_armed || deadline < v->timer_armed) {
 		v->timer_armed = deadline;
-		if (c->ops.timer_arm)
-			c->ops.timer_arm(c->opaque, deadline);
+		weft_timer_sync(c);
 	}
 }
 
@@ -203,8 +202,7 @@ void vq_timers(struct weft_core *c, uint64_t now)
 	}
 	v->ntq = j;
 	v->timer_armed = next;
-	if (c->ops.timer_arm)
-		c->ops.timer_arm(c->opaque, next);
+	weft_timer_sync(c);
 }
 
 /* ---- go-back-N ------------------------------------------------------------- */

@@ -8,6 +8,7 @@
 #include "weft/match.h"
 #include "weft_sim.h"
 #include "weft_sim_verbs.h"
+#include "weft_sim_cnt.h"
 
 #define FZ_NODES        2u
 #define FZ_MEM          (4u << 20)
@@ -27,6 +28,21 @@
 #define FZ_VFAST        2u
 #define FZ_VMW          3u
 #define FZ_VREG_MAX     (64u << 10)     /* lengths the fuzzer registers */
+/* Counter engine set-up of each node (docs/counters.md): exposure 0 over
+ * the first half of cbuf at virtual address FZ_CVA, object 1 over the
+ * second half, both through a page list that scatters cbuf's pages. */
+#define FZ_CBUF         (64u << 10)
+#define FZ_CVA          0x7f0000000000ull
+#define FZ_COBJ         1u
+
+/* A counter object or exposure the fuzzer's driver created, with the
+ * pages its list named at that time (the adapter copied the same). */
+struct fz_crec {
+	bool live;
+	uint64_t block;
+	uint32_t np;
+	uint64_t *pages;
+};
 
 struct fz_node {
 	struct weft_sim_window win[FZ_WINDOWS];
@@ -44,6 +60,14 @@ struct fz_node {
 	uint8_t *mrpage;        /* byte per 4 KiB page: named by a writable region */
 	uint8_t tpt_sum[FZ_VTPT][64];   /* TPT entries the map was built from */
 	bool mr_stale;
+	/* counter engine */
+	uint64_t cbuf, clist, cblk, ccmd;
+	uint64_t ccmd_at, cdump_at;
+	uint64_t cpend;         /* CREATE running: its status block (written at once) */
+	bool ccmd_set;
+	struct fz_crec cobj[WEFT_CNT_NR_OBJ], cexp[WEFT_CNT_NR_EXP];
+	uint8_t *cpage;         /* byte per 4 KiB page: named by a live object or exposure */
+	bool cpage_stale;
 };
 
 struct fz {
@@ -257,6 +281,68 @@ static int verbs_allowed(struct fz *f, unsigned int node, uint64_t addr, size_t 
 	return 6;
 }
 
+/* ---- counter-engine part of the oracle -------------------------------------------- */
+
+static void crec_clear(struct fz_crec *r)
+{
+	free(r->pages);
+	memset(r, 0, sizeof(*r));
+}
+
+static void cnt_forget(struct fz *f, unsigned int node)
+{
+	struct fz_node *n = &f->n[node];
+	unsigned int i;
+
+	for (i = 0; i < WEFT_CNT_NR_OBJ; i++)
+		crec_clear(&n->cobj[i]);
+	for (i = 0; i < WEFT_CNT_NR_EXP; i++)
+		crec_clear(&n->cexp[i]);
+	n->ccmd_set = false;
+	n->cpage_stale = true;
+}
+
+static void cpage_map(struct fz_node *n)
+{
+	unsigned int i, k;
+	uint32_t p;
+
+	memset(n->cpage, 0, FZ_MEM >> FZ_PAGE_SHIFT);
+	for (k = 0; k < 2; k++) {
+		struct fz_crec *rec = k ? n->cexp : n->cobj;
+		unsigned int nr = k ? WEFT_CNT_NR_EXP : WEFT_CNT_NR_OBJ;
+
+		for (i = 0; i < nr; i++)
+			for (p = 0; rec[i].live && p < rec[i].np; p++)
+				if (rec[i].pages[p] < FZ_MEM)
+					n->cpage[rec[i].pages[p] >> FZ_PAGE_SHIFT] = 1;
+	}
+	n->cpage_stale = false;
+}
+
+/* 7: counter command response, dump or status block; 8: a page of a live
+ * object or exposure; 0: none. */
+static int cnt_allowed(struct fz *f, unsigned int node, uint64_t addr, size_t len)
+{
+	struct fz_node *n = &f->n[node];
+	uint64_t p;
+	unsigned int i;
+
+	if (n->ccmd_set && (inside(n->ccmd_at + 64, 64, addr, len) ||
+			    inside(n->cdump_at, sizeof(struct weft_cnt_obj_dump), addr, len) ||
+			    inside(n->cpend, 16, addr, len)))
+		return 8;
+	for (i = 0; i < WEFT_CNT_NR_OBJ; i++)
+		if (n->cobj[i].live && inside(n->cobj[i].block, 16, addr, len))
+			return 8;
+	if (n->cpage_stale)
+		cpage_map(n);
+	for (p = addr >> FZ_PAGE_SHIFT; p <= (addr + len - 1) >> FZ_PAGE_SHIFT; p++)
+		if (p >= FZ_MEM >> FZ_PAGE_SHIFT || !n->cpage[p])
+			return 0;
+	return 9;
+}
+
 static int allowed(struct fz *f, unsigned int node, uint64_t addr, size_t len)
 {
 	struct weft_core *c = weft_sim_core(f->s, node);
@@ -311,6 +397,9 @@ static int allowed(struct fz *f, unsigned int node, uint64_t addr, size_t len)
 				return 3;
 		}
 	}
+	t = (unsigned int)cnt_allowed(f, node, addr, len);
+	if (t)
+		return (int)t;
 	return verbs_allowed(f, node, addr, len);
 }
 
@@ -344,6 +433,8 @@ static void dma_hook(void *opaque, unsigned int node, uint64_t addr, size_t len,
 		f->st.dma_verbs_cmd++;
 	else if (why == 7)
 		f->st.dma_verbs_srq++;
+	else if (why >= 8)
+		f->st.dma_cnt++;
 	else
 		f->st.dma_verbs_mr++;
 	/* A write may change a page list: rebuild the region map. */
@@ -401,6 +492,10 @@ static void lay_canaries(struct fz *f, unsigned int node)
 	mark(n->canary, n->uds.sq, 4096, false);
 	mark(n->canary, n->srq.ring, 4096, false);
 	mark(n->canary, n->srq.ci_addr, 4096, false);
+	mark(n->canary, n->cbuf, FZ_CBUF, false);
+	mark(n->canary, n->cblk, 4096, false);
+	mark(n->canary, n->ccmd, 4096, false);
+	mark(n->canary, n->clist, 4096, false);
 	for (w = 0; w < FZ_WINDOWS; w++) {
 		mark(n->canary, n->win[w].send_addr, (uint64_t)n->win[w].send_frames * WEFT_FRAME_SIZE,
 		     false);
@@ -623,6 +718,132 @@ static int verbs_setup(struct fz *f, unsigned int node)
 	return st ? -1 : 0;
 }
 
+/* A counter command block at addr is about to run on node: what it may
+ * write (its response, a dump, a new status block). */
+static void cnt_pre(struct fz *f, unsigned int node, uint64_t addr, const struct weft_cnt_cmd *m)
+{
+	struct fz_node *n = &f->n[node];
+
+	n->ccmd_at = addr;
+	n->cdump_at = m->op == WEFT_CNT_CMD_QUERY || m->op == WEFT_CNT_CMD_QUERY_EXP ?
+		      m->u.query.addr : 0;
+	n->ccmd_set = true;
+	n->cpend = m->op == WEFT_CNT_CMD_CREATE ? m->u.create.block_addr : ~0ull;
+	f->st.cnt_cmds++;
+}
+
+/* The command ran with status st: keep the oracle's record of what it
+ * created or destroyed.  A destroy is believed only when the adapter's
+ * object is gone (the status register may be an older command's). */
+static void cnt_post(struct fz *f, unsigned int node, const struct weft_cnt_cmd *m,
+		     unsigned int st, bool sure)
+{
+	struct fz_node *n = &f->n[node];
+	struct weft_cnt_obj_dump d;
+	struct fz_crec *r = NULL;
+	uint64_t list = 0, len = 0;
+	uint32_t off = 0, p;
+
+	n->cpend = ~0ull;
+	if (st != WEFT_CMD_OK)
+		return;
+	switch (m->op) {
+	case WEFT_CNT_CMD_CREATE:
+		if (m->handle >= WEFT_CNT_NR_OBJ)
+			return;
+		r = &n->cobj[m->handle];
+		list = m->u.create.pages_addr;
+		len = m->u.create.length;
+		off = m->u.create.first_off;
+		break;
+	case WEFT_CNT_CMD_EXPOSE:
+		if (m->handle >= WEFT_CNT_NR_EXP)
+			return;
+		r = &n->cexp[m->handle];
+		list = m->u.expose.pages_addr;
+		len = m->u.expose.length;
+		off = m->u.expose.first_off;
+		break;
+	case WEFT_CNT_CMD_DESTROY:
+		if (m->handle < WEFT_CNT_NR_OBJ &&
+		    weft_core_cnt_obj(weft_sim_core(f->s, node), m->handle, &d) && !d.live) {
+			crec_clear(&n->cobj[m->handle]);
+			n->cpage_stale = true;
+		}
+		return;
+	case WEFT_CNT_CMD_UNEXPOSE:
+		if (sure && m->handle < WEFT_CNT_NR_EXP) {
+			crec_clear(&n->cexp[m->handle]);
+			n->cpage_stale = true;
+		}
+		return;
+	default:
+		return;
+	}
+	if (len > WEFT_CNT_MAX_LEN || off >= WEFT_CNT_PAGE || list >= FZ_MEM)
+		return;
+	crec_clear(r);
+	r->live = true;
+	r->block = m->op == WEFT_CNT_CMD_CREATE ? m->u.create.block_addr : ~0ull;
+	r->np = (uint32_t)((off + len + WEFT_CNT_PAGE - 1) / WEFT_CNT_PAGE);
+	r->pages = calloc(r->np, sizeof(uint64_t));
+	if (!r->pages)
+		r->np = 0;
+	/* The adapter read the list, so it is guest memory. */
+	for (p = 0; p < r->np && list + 8ull * p + 8 <= FZ_MEM; p++)
+		memcpy(&r->pages[p], weft_sim_mem(f->s, node) + list + 8ull * p, 8);
+	n->cpage_stale = true;
+}
+
+/* Run a counter command on node as the driver does.  Returns CMD_STATUS. */
+static unsigned int cnt_run(struct fz *f, unsigned int node, const struct weft_cnt_cmd *m)
+{
+	struct fz_node *n = &f->n[node];
+	struct weft_core *c = weft_sim_core(f->s, node);
+	unsigned int st;
+
+	memcpy(weft_sim_ptr(f->s, node, n->ccmd, sizeof(*m)), m, sizeof(*m));
+	cnt_pre(f, node, n->ccmd, m);
+	weft_core_reg_write(c, WEFT_REG_CNT_CMD, n->ccmd, 8);
+	st = (unsigned int)weft_core_reg_read(c, WEFT_REG_CNT_CMD_STATUS, 8);
+	cnt_post(f, node, m, st, true);
+	return st;
+}
+
+/* Exposure 0 and object 1 over cbuf (docs/counters.md). */
+static int cnt_setup(struct fz *f, unsigned int node)
+{
+	struct fz_node *n = &f->n[node];
+	struct weft_cnt_cmd m;
+	uint64_t *list, i, np = FZ_CBUF / 4096;
+	unsigned int st = 0;
+
+	if (!once(f, node, &n->cbuf, FZ_CBUF) || !once(f, node, &n->clist, 4096) ||
+	    !once(f, node, &n->cblk, 4096) || !once(f, node, &n->ccmd, 4096))
+		return -1;
+	cnt_forget(f, node);
+	list = weft_sim_ptr(f->s, node, n->clist, 4096);
+	for (i = 0; i < np; i++)
+		list[i] = n->cbuf + (np - 1 - i) * 4096;
+	memset(&m, 0, sizeof(m));
+	m.op = WEFT_CNT_CMD_EXPOSE;
+	m.u.expose.va = FZ_CVA;
+	m.u.expose.length = FZ_CBUF / 2;
+	m.u.expose.pages_addr = n->clist;
+	m.u.expose.rights = WEFT_CNT_R_READ | WEFT_CNT_R_WRITE;
+	m.u.expose.peer = WEFT_CNT_ANY_PEER;
+	st |= cnt_run(f, node, &m);
+	memset(&m, 0, sizeof(m));
+	m.op = WEFT_CNT_CMD_CREATE;
+	m.handle = FZ_COBJ;
+	m.u.create.block_addr = n->cblk;
+	m.u.create.pages_addr = n->clist + 8 * (np / 2);
+	m.u.create.length = FZ_CBUF / 2;
+	m.u.create.flags = WEFT_CNTF_IRQ;
+	st |= cnt_run(f, node, &m);
+	return st ? -1 : 0;
+}
+
 /* Connect node 0's and node 1's RC QPs (node 1's back to RESET first). */
 static int verbs_connect(struct fz *f)
 {
@@ -692,6 +913,30 @@ static void valid_traffic(struct fz *f)
 			wsv_post_send(f->s, &na->ud, &w, &sg, 1, true);
 			weft_sim_run_idle(f->s, 100000);
 		}
+		{
+			/* Counter engine: a read and a write on object 1. */
+			struct weft_cnt_obj_dump d;
+			struct weft_cnt_cmd m;
+
+			weft_core_cnt_obj(weft_sim_core(f->s, a), FZ_COBJ, &d);
+			memset(&m, 0, sizeof(m));
+			m.op = WEFT_CNT_CMD_POST;
+			m.handle = FZ_COBJ;
+			m.u.post.gen = d.gen;
+			m.u.post.dir = WEFT_CNT_READ;
+			m.u.post.node = (uint16_t)b;
+			m.u.post.length = 5000;
+			m.u.post.offset = 0;
+			m.u.post.remote_va = FZ_CVA;
+			cnt_run(f, a, &m);
+			m.u.post.slot = 1;
+			m.u.post.dir = WEFT_CNT_WRITE;
+			m.u.post.offset = 8192;
+			m.u.post.length = 3072;
+			m.u.post.remote_va = FZ_CVA + 8192;
+			cnt_run(f, a, &m);
+			weft_sim_run_idle(f->s, 100000);
+		}
 	}
 	f->capturing = false;
 }
@@ -721,8 +966,9 @@ struct fz *fz_new(uint64_t seed, bool quiet)
 		f->n[i].canary = calloc(FZ_MEM / 8, 1);
 		f->n[i].approved = calloc(FZ_MEM >> FZ_PAGE_SHIFT, 1);
 		f->n[i].mrpage = calloc(FZ_MEM >> FZ_PAGE_SHIFT, 1);
-		if (!f->n[i].canary || !f->n[i].approved || !f->n[i].mrpage ||
-		    setup_node(f, i) != 0 || verbs_setup(f, i) != 0) {
+		f->n[i].cpage = calloc(FZ_MEM >> FZ_PAGE_SHIFT, 1);
+		if (!f->n[i].canary || !f->n[i].approved || !f->n[i].mrpage || !f->n[i].cpage ||
+		    setup_node(f, i) != 0 || verbs_setup(f, i) != 0 || cnt_setup(f, i) != 0) {
 			fprintf(stderr, "fuzz: set-up of node %u failed\n", i);
 			fz_free(f);
 			return NULL;
@@ -761,6 +1007,8 @@ void fz_free(struct fz *f)
 		free(f->n[i].canary);
 		free(f->n[i].approved);
 		free(f->n[i].mrpage);
+		cnt_forget(f, i);
+		free(f->n[i].cpage);
 	}
 	weft_sim_free(f->s);
 	free(f);
@@ -773,8 +1021,9 @@ void fz_reset(struct fz *f)
 	check_canaries(f, 0);
 	check_canaries(f, 1);
 	f->driver = true;
+	cnt_forget(f, 0);
 	if (weft_sim_node_reboot(f->s, 0) == 0 && setup_node(f, 0) == 0 &&
-	    verbs_setup(f, 0) == 0)
+	    verbs_setup(f, 0) == 0 && cnt_setup(f, 0) == 0)
 		verbs_connect(f);
 	f->driver = false;
 	f->n[0].cmd_set = false;
@@ -845,6 +1094,20 @@ static void act_reg(struct fz *f, struct fz_src *src)
 		f->n[0].cmd_set = true;
 		q = mem_u64(f, 0, a + 8, &ok);
 		f->n[0].dump_at = ok ? q : 0;
+	}
+	if ((off & ~7ull) == WEFT_REG_CNT_CMD && !(off & 4)) {
+		/* A raw counter command: whatever block it names runs. */
+		uint64_t a = sz == 4 ? (uint32_t)val : val;
+		struct weft_cnt_cmd m;
+
+		if (!(a & 63) && a < FZ_MEM && FZ_MEM - a >= WEFT_CNT_CMD_BLOCK_SIZE) {
+			memcpy(&m, weft_sim_mem(f->s, 0) + a, sizeof(m));
+			cnt_pre(f, 0, a, &m);
+			weft_core_reg_write(c, off, val, sz);
+			cnt_post(f, 0, &m, (unsigned int)weft_core_reg_read(c, WEFT_REG_CNT_CMD_STATUS,
+									  8), false);
+			return;
+		}
 	}
 	weft_core_reg_write(c, off, val, sz);
 }
@@ -1344,9 +1607,117 @@ static void act_vmisc(struct fz *f, struct fz_src *src)
 	}
 }
 
+/* A random counter command on node 0, mostly near-valid. */
+static void act_ccmd(struct fz *f, struct fz_src *src)
+{
+	static const uint8_t ops[] = {
+		WEFT_CNT_CMD_CREATE, WEFT_CNT_CMD_DESTROY, WEFT_CNT_CMD_POST, WEFT_CNT_CMD_POST,
+		WEFT_CNT_CMD_POST, WEFT_CNT_CMD_EXPOSE, WEFT_CNT_CMD_UNEXPOSE, WEFT_CNT_CMD_QUERY,
+		WEFT_CNT_CMD_QUERY_EXP, 0, 99,
+	};
+	struct fz_node *n = &f->n[0];
+	struct weft_cnt_obj_dump d;
+	struct weft_cnt_cmd m;
+	unsigned int i;
+
+	memset(&m, 0, sizeof(m));
+	for (i = 0; i < sizeof(m.u.raw); i++)
+		m.u.raw[i] = below(src, 3) ? 0 : (uint8_t)src_u64(src);
+	m.op = ops[below(src, sizeof(ops))];
+	m.handle = below(src, 4) ? (uint32_t)below(src, 4) : (uint32_t)interesting(f, src);
+	weft_core_cnt_obj(weft_sim_core(f->s, 0), m.handle < WEFT_CNT_NR_OBJ ? m.handle : 0, &d);
+	switch (m.op) {
+	case WEFT_CNT_CMD_CREATE:
+		m.u.create.block_addr = below(src, 4) ? n->cblk + 16 * below(src, 256) :
+				       interesting(f, src);
+		m.u.create.pages_addr = below(src, 4) ? n->clist + 8 * below(src, 16) :
+				       interesting(f, src);
+		m.u.create.length = below(src, 4) ? 1 + below(src, FZ_CBUF / 2) : interesting(f, src);
+		m.u.create.first_off = below(src, 2) ? 0 : (uint32_t)below(src, 5000);
+		m.u.create.mode = (uint8_t)below(src, 3);
+		m.u.create.flags = (uint8_t)below(src, 4);
+		m.u.create.vector = (uint8_t)below(src, 3);
+		m.u.create.ops = (uint32_t)below(src, 6);
+		break;
+	case WEFT_CNT_CMD_DESTROY:
+	case WEFT_CNT_CMD_UNEXPOSE:
+		m.u.obj.gen = below(src, 4) ? d.gen : (uint16_t)src_u64(src);
+		break;
+	case WEFT_CNT_CMD_POST:
+		m.u.post.gen = below(src, 8) ? d.gen : (uint16_t)below(src, 4);
+		m.u.post.slot = (uint8_t)below(src, WEFT_CNT_MAX_OPS + 2);
+		m.u.post.dir = (uint8_t)below(src, 4);
+		m.u.post.node = (uint16_t)below(src, 3);
+		m.u.post.offset = below(src, 4) ? WEFT_CNT_CHUNK * below(src, 40) : interesting(f, src);
+		m.u.post.length = below(src, 4) ? 1 + below(src, 20000) : interesting(f, src);
+		m.u.post.remote_va = below(src, 4) ? FZ_CVA + below(src, FZ_CBUF) : interesting(f, src);
+		break;
+	case WEFT_CNT_CMD_EXPOSE:
+		m.u.expose.va = below(src, 2) ? FZ_CVA + below(src, FZ_CBUF) : interesting(f, src);
+		m.u.expose.length = below(src, 4) ? 1 + below(src, FZ_CBUF / 2) : interesting(f, src);
+		m.u.expose.pages_addr = below(src, 4) ? n->clist + 8 * below(src, 16) :
+				       interesting(f, src);
+		m.u.expose.first_off = below(src, 2) ? 0 : (uint32_t)below(src, 5000);
+		m.u.expose.rights = (uint8_t)below(src, 5);
+		m.u.expose.peer = below(src, 2) ? WEFT_CNT_ANY_PEER : (uint16_t)below(src, 3);
+		break;
+	case WEFT_CNT_CMD_QUERY:
+	case WEFT_CNT_CMD_QUERY_EXP:
+		m.u.query.addr = below(src, 2) ? n->cbuf + below(src, FZ_CBUF) : interesting(f, src);
+		break;
+	default:
+		break;
+	}
+	cnt_run(f, 0, &m);
+}
+
+/* A forged counter packet for node 0, its fields close to node 0's live
+ * object and exposure, from any node. */
+static void act_cpkt(struct fz *f, struct fz_src *src)
+{
+	uint8_t pkt[WEFT_WIRE_MAX_FRAME];
+	struct fz_node *n = &f->n[0];
+	struct weft_cnt_obj_dump d;
+	struct weft_wire_hdr wh;
+	struct weft_cnt_hdr h;
+	unsigned int slot = (unsigned int)below(src, 2);
+	size_t dlen = below(src, 2) ? WEFT_CNT_CHUNK : below(src, WEFT_CNT_CHUNK + 64), i;
+
+	weft_core_cnt_obj(weft_sim_core(f->s, 0), FZ_COBJ, &d);
+	memset(&wh, 0, sizeof(wh));
+	wh.version = WEFT_WIRE_VERSION;
+	wh.type = below(src, 8) ? (uint8_t)(WEFT_PKT_CNT_WRITE_OP + below(src, 5)) :
+		  (uint8_t)below(src, 256);
+	wh.src_node = (uint16_t)below(src, 3);
+	memset(&h, 0, sizeof(h));
+	h.obj = below(src, 4) ? FZ_COBJ : (uint16_t)below(src, 300);
+	h.gen = below(src, 4) ? d.gen : (uint16_t)below(src, 5);
+	h.slot = (uint8_t)(below(src, 4) ? slot : below(src, 12));
+	h.dir = (uint8_t)(below(src, 4) ? d.op[slot].dir : below(src, 4));
+	h.seq = below(src, 4) ? d.op[slot].seq : (uint32_t)below(src, 50);
+	h.cause = (uint16_t)below(src, 80);
+	h.region_pa = below(src, 4) ? n->cbuf + 4096 * below(src, FZ_CBUF / 4096) :
+		      interesting(f, src);
+	h.block_pa = below(src, 4) ? n->cblk : interesting(f, src);
+	h.remote_va = below(src, 4) ? (below(src, 2) ? d.op[slot].remote_va : FZ_CVA) :
+		      interesting(f, src);
+	h.length = below(src, 4) ? d.op[slot].length : interesting(f, src);
+	h.offset = below(src, 4) ? WEFT_CNT_CHUNK * below(src, 12) : interesting(f, src);
+	h.span = below(src, 4) ? dlen : interesting(f, src);
+	if (wh.type != WEFT_PKT_CNT_DATA && below(src, 4))
+		dlen = 0;
+	wh.length = (uint32_t)(sizeof(h) + dlen);
+	memcpy(pkt, &wh, sizeof(wh));
+	memcpy(pkt + sizeof(wh), &h, sizeof(h));
+	for (i = 0; i < dlen; i++)
+		pkt[sizeof(wh) + sizeof(h) + i] = (uint8_t)src_u64(src);
+	f->st.cnt_pkts++;
+	deliver(f, 0, pkt, sizeof(wh) + sizeof(h) + dlen);
+}
+
 void fz_action(struct fz *f, struct fz_src *src)
 {
-	unsigned int k = (unsigned int)below(src, 100);
+	unsigned int k = (unsigned int)below(src, 106);
 	unsigned int i, rounds;
 
 	f->st.actions++;
@@ -1372,7 +1743,11 @@ void fz_action(struct fz *f, struct fz_src *src)
 		act_vcmd(f, src);
 	else if (k < 95)
 		act_vmisc(f, src);
-	rounds = k >= 95 ? 1 + (unsigned int)below(src, 40) : 1;
+	else if (k >= 100 && k < 103)
+		act_ccmd(f, src);
+	else if (k >= 103)
+		act_cpkt(f, src);
+	rounds = k >= 95 && k < 100 ? 1 + (unsigned int)below(src, 40) : 1;
 	for (i = 0; i < rounds; i++) {
 		f->st.polls++;
 		if (!weft_sim_progress(f->s))

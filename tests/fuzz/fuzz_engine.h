@@ -7,7 +7,8 @@
  * against an oracle built from the adapter's current state (LMT FIFOs, the
  * event queue, pages mapped by valid TCEs, verbs CQ rings of created
  * CQs, command responses and dumps, pages named by the ATT of a valid
- * region with a write right); memory outside the set-up's
+ * region with a write right, status blocks and pages of live counter
+ * objects and exposures); memory outside the set-up's
  * areas holds canaries, checked at the end.  See docs/sim.md.
  */
 #ifndef WEFT_FUZZ_ENGINE_H
@@ -38,6 +39,7 @@ struct fz_stats {
 	uint64_t dma_verbs_cq, dma_verbs_mr, dma_verbs_cmd, verbs_cmds, verbs_wqes, verbs_dbs;
 	uint64_t dma_verbs_srq;         /* SRQ consumer-index writes (WQEs taken) */
 	uint64_t resets;
+	uint64_t dma_cnt, cnt_cmds, cnt_pkts;   /* counter engine */
 };
 
 /* A two-node sim; node 0 is set up (job, windows, buffers, rCxts), a pool

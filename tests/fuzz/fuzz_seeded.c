@@ -56,5 +56,10 @@ int main(int argc, char **argv)
 	CHECK(st->dma_verbs_mr > 0, "the run never placed verbs data in a region");
 	CHECK(st->dma_verbs_srq > 0, "the run never took a WQE from an SRQ");
 	t_point("fuzz: the run reached verbs CQEs, verbs placement and SRQ takes");
+	t_diag("fuzz: counters: %" PRIu64 " commands, %" PRIu64 " forged packets; writes to "
+	       "status blocks, responses and object or exposure pages %" PRIu64, st->cnt_cmds,
+	       st->cnt_pkts, st->dma_cnt);
+	CHECK(st->dma_cnt > 0, "the run never wrote a counter block or placed counter data");
+	t_point("fuzz: the run reached counter blocks and counter placement");
 	return t_done();
 }

@@ -41,6 +41,7 @@
 #include "weft/xlate.h"
 #include "weft/counters.h"
 #include "weft/verbs.h"
+#include "weft/cnt.h"
 #include "weft/match.h"
 
 /*
@@ -1754,22 +1755,32 @@ static void test_misuse(void)
 
 #define V_STAG          WEFT_STAG(1, 1)
 
+/*
+ * Runs a 64-byte command block k (verbs or counter engine) through the
+ * command register reg; returns the status register's value, fills resp.
+ */
+static uint64_t cmd_block(WeftNode *n, uint64_t reg, uint64_t status_reg,
+                          const void *k, struct weft_vcmd_resp *resp)
+{
+    uint64_t a = alloc_zeroed(n, 128 + 64);
+    uint64_t st;
+
+    a = (a + 63) & ~63ull;
+    qtest_memwrite(n->qts, a, k, 64);
+    reg_write(n, reg, a);
+    st = reg_read(n, status_reg);
+    if (resp) {
+        qtest_memread(n->qts, a + 64, resp, sizeof(*resp));
+        g_assert_cmpuint(resp->status, ==, st);
+    }
+    return st;
+}
+
 /* Runs a verbs command block; returns VERBS_CMD_STATUS, fills resp. */
 static uint64_t vcmd(WeftNode *n, const struct weft_vcmd *k,
                      struct weft_vcmd_resp *resp)
 {
-    uint64_t a = alloc_zeroed(n, WEFT_VCMD_BLOCK_SIZE + 64);
-    uint64_t st;
-
-    a = (a + 63) & ~63ull;
-    qtest_memwrite(n->qts, a, k, sizeof(*k));
-    reg_write(n, WEFT_REG_VERBS_CMD, a);
-    st = reg_read(n, WEFT_REG_VERBS_CMD_STATUS);
-    if (resp) {
-        qtest_memread(n->qts, a + sizeof(*k), resp, sizeof(*resp));
-        g_assert_cmpuint(resp->status, ==, st);
-    }
-    return st;
+    return cmd_block(n, WEFT_REG_VERBS_CMD, WEFT_REG_VERBS_CMD_STATUS, k, resp);
 }
 
 static void uar_write(WeftNode *n, uint32_t uar, uint64_t reg, uint64_t val)
@@ -2023,6 +2034,96 @@ static void vud_create(WeftNode *n, VQp *q, uint32_t qpn, uint32_t qkey)
         k.u.mod.qkey = qkey;
         g_assert_cmpuint(vcmd(n, &k, NULL), ==, WEFT_CMD_OK);
     }
+}
+
+/* ---- counter engine (docs/hw-spec.md section 18) --------------------------- */
+
+/* Runs a counter command block; returns CNT_CMD_STATUS, fills resp. */
+static uint64_t ccmd(WeftNode *n, const struct weft_cnt_cmd *k,
+                     struct weft_vcmd_resp *resp)
+{
+    return cmd_block(n, WEFT_REG_CNT_CMD, WEFT_REG_CNT_CMD_STATUS, k, resp);
+}
+
+/*
+ * The counter engine's registers and commands through the PCI device:
+ * object and exposure counts, CREATE writing the status block through
+ * DMA, QUERY dumping the object, refusals, DESTROY, EXPOSE/UNEXPOSE.
+ */
+static void test_counters_regs(void)
+{
+    WeftNode *n = node_start(5, SW_NONE);
+    struct weft_cnt_cmd k;
+    struct weft_vcmd_resp resp;
+    struct weft_cnt_block blk;
+    struct weft_cnt_obj_dump d;
+    uint64_t pages[2], list, block, dump;
+
+    g_assert_cmpuint(reg_read(n, WEFT_REG_CNT_NR_OBJ), ==, WEFT_CNT_NR_OBJ);
+    g_assert_cmpuint(reg_read(n, WEFT_REG_CNT_NR_EXP), ==, WEFT_CNT_NR_EXP);
+
+    pages[0] = (alloc_zeroed(n, 3 * 4096) + 4095) & ~4095ull;
+    pages[1] = pages[0] + 4096;
+    list = alloc_zeroed(n, sizeof(pages));
+    qtest_memwrite(n->qts, list, pages, sizeof(pages));
+    block = alloc_zeroed(n, 16);
+    dump = alloc_zeroed(n, sizeof(d));
+
+    k = (struct weft_cnt_cmd){ .op = WEFT_CNT_CMD_CREATE, .handle = 3 };
+    k.u.create.block_addr = block;
+    k.u.create.pages_addr = list;
+    k.u.create.length = 5000;
+    k.u.create.first_off = 100;
+    k.u.create.flags = WEFT_CNTF_IRQ;
+    g_assert_cmpuint(ccmd(n, &k, &resp), ==, WEFT_CMD_OK);
+    g_assert_cmpuint(resp.out[0], ==, 1);
+    qtest_memread(n->qts, block, &blk, sizeof(blk));
+    g_assert_cmpuint(blk.count, ==, 5000);
+    g_assert_cmpuint(blk.gen, ==, 1);
+    /* The same id again is busy; a block that is not 8-byte aligned and
+     * a page list outside RAM are refused. */
+    g_assert_cmpuint(ccmd(n, &k, NULL), ==, WEFT_CMD_EBUSY);
+    k.handle = 4;
+    k.u.create.block_addr = block + 4;
+    g_assert_cmpuint(ccmd(n, &k, NULL), ==, WEFT_CMD_EINVAL);
+    k.u.create.block_addr = block;
+    k.u.create.pages_addr = 0xfec00000ull;
+    g_assert_cmpuint(ccmd(n, &k, NULL), ==, WEFT_CMD_EFAULT);
+
+    k = (struct weft_cnt_cmd){ .op = WEFT_CNT_CMD_QUERY, .handle = 3 };
+    k.u.query.addr = dump;
+    g_assert_cmpuint(ccmd(n, &k, NULL), ==, WEFT_CMD_OK);
+    qtest_memread(n->qts, dump, &d, sizeof(d));
+    g_assert_cmpuint(d.live, ==, 1);
+    g_assert_cmpuint(d.length, ==, 5000);
+    g_assert_cmpuint(d.first_off, ==, 100);
+    g_assert_cmpuint(d.block_addr, ==, block);
+
+    /* A post with the wrong generation is refused; DESTROY frees the id. */
+    k = (struct weft_cnt_cmd){ .op = WEFT_CNT_CMD_POST, .handle = 3 };
+    k.u.post.gen = 2;
+    k.u.post.dir = WEFT_CNT_READ;
+    k.u.post.length = 5000;
+    g_assert_cmpuint(ccmd(n, &k, NULL), ==, WEFT_CMD_EINVAL);
+    k = (struct weft_cnt_cmd){ .op = WEFT_CNT_CMD_DESTROY, .handle = 3 };
+    k.u.obj.gen = 1;
+    g_assert_cmpuint(ccmd(n, &k, NULL), ==, WEFT_CMD_OK);
+    g_assert_cmpuint(ccmd(n, &k, NULL), ==, WEFT_CMD_EINVAL);
+
+    k = (struct weft_cnt_cmd){ .op = WEFT_CNT_CMD_EXPOSE, .handle = 0 };
+    k.u.expose.va = 0x7f0000000000ull;
+    k.u.expose.length = 8192;
+    k.u.expose.pages_addr = list;
+    k.u.expose.rights = WEFT_CNT_R_READ;
+    k.u.expose.peer = WEFT_CNT_ANY_PEER;
+    g_assert_cmpuint(ccmd(n, &k, &resp), ==, WEFT_CMD_OK);
+    k = (struct weft_cnt_cmd){ .op = WEFT_CNT_CMD_UNEXPOSE, .handle = 0 };
+    k.u.obj.gen = (uint16_t)resp.out[0];
+    g_assert_cmpuint(ccmd(n, &k, NULL), ==, WEFT_CMD_OK);
+
+    reg_write(n, WEFT_REG_CNT_CMD, 0xfec00000ull);  /* not RAM */
+    g_assert_cmpuint(reg_read(n, WEFT_REG_CNT_CMD_STATUS), ==, WEFT_CMD_EFAULT);
+    node_stop(n);
 }
 
 /*
@@ -2341,6 +2442,7 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/verbs/loopback", test_verbs_loopback);
     qtest_add_func("/weft/match/loopback", test_match_loopback);
     qtest_add_func("/weft/verbs/ud-grh", test_verbs_ud_grh);
+    qtest_add_func("/weft/counters/regs", test_counters_regs);
 
     r = g_test_run();
     rmdir(tmpdir);
