@@ -13,7 +13,7 @@
  * status 0.  The chardev's reconnect-ms option brings the link back after
  * the switch restarts; while it is down the core counts what it drops.
  *
- * Shared memory (include/weft/shm.h, the "transport" property): the
+ * Shared memory (weft-host/shm.h, the "transport" property): the
  * HELLO asks for it, and when the HELLO_ACK grants it (a memfd and two
  * eventfds come with it) data frames go through two rings in the memfd
  * instead of the socket; an fd handler on the device's eventfd drains
@@ -48,7 +48,7 @@
 
 #include "weft_core.h"
 #include "weft/names.h"
-#include "weft/shm.h"
+#include "weft-host/shm.h"
 
 #define TYPE_WEFT "weft"
 OBJECT_DECLARE_SIMPLE_TYPE(WeftState, WEFT)
@@ -120,7 +120,7 @@ struct WeftState {
     uint8_t *rxbuf;
     size_t rx_len;
 
-    /* Shared-memory transport (weft/shm.h) */
+    /* Shared-memory transport (weft-host/shm.h) */
     bool shm_want;          /* ask for it in the HELLO */
     bool shm_required;      /* transport=shm: no link without it */
     bool shm_failed;        /* the last grant was unusable: ask no more */
