@@ -389,6 +389,7 @@ int weft_job_attach(struct weft_ctx *ctx, struct weft_ioc_job *job)
 {
 	int s, free = -1, ret = 0;
 
+	lockdep_assert_held(&ctx->wdev->lock);
 	if (!job->job_id)
 		return -EINVAL;
 	mutex_lock(&weft_node.lock);

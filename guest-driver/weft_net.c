@@ -240,6 +240,7 @@ static u32 weft_net_slots(u32 mtu)
 /* Frames the adapter has processed (DONE), with their status.  tx_lock. */
 static void weft_net_tx_clean(struct weft_net *net)
 {
+	lockdep_assert_held(&net->tx_lock);
 	while (net->tx_clean != net->tx_head) {
 		struct weft_send_line *l = weft_net_sline(net, net->tx_clean);
 		u16 status;
@@ -284,6 +285,7 @@ static void weft_net_post(struct weft_net *net, u16 dest, struct weft_net_hdr *h
 		.type = WEFT_SF_FIFO,
 	};
 
+	lockdep_assert_held(&net->tx_lock);
 	h->version = WEFT_NET_VERSION;
 	h->src_epoch = net->epoch;
 	memcpy(p, h, sizeof(*h));
@@ -309,6 +311,7 @@ static void weft_net_announce_locked(struct weft_net *net, u16 dest, u32 dst_epo
 	};
 	__le64 born = cpu_to_le64(net->born);
 
+	lockdep_assert_held(&net->tx_lock);
 	if (!net->up)
 		return;
 	h.seq = net->seq++;
@@ -358,6 +361,7 @@ static bool weft_net_xmit_ip_split(struct weft_net *net, struct sk_buff *skb)
 	u32 data, off0, o, n;
 	u16 frag;
 
+	lockdep_assert_held(&net->tx_lock);
 	if (skb->len < sizeof(hd) || skb_copy_bits(skb, 0, &hd, sizeof(hd)) ||
 	    hd.eth.h_proto != htons(ETH_P_IP) || hd.ip.version != 4 ||
 	    hd.ip.ihl != 5 || ntohs(hd.ip.tot_len) != skb->len - ETH_HLEN)
@@ -429,6 +433,7 @@ static void weft_net_tx_maybe_stop(struct weft_net *net)
 {
 	u32 size = net->win->send_size / WEFT_FRAME_SIZE, thr;
 
+	lockdep_assert_held(&net->tx_lock);
 	if (weft_net_tx_free(net) >= net->tx_max_slots + WEFT_NET_TX_RESERVE)
 		return;
 	netif_stop_queue(net->ndev);
@@ -1144,6 +1149,7 @@ bool weft_net_event(struct weft_dev *wdev, const struct weft_event *ev)
 {
 	struct weft_net *net = wdev->net;
 
+	lockdep_assert_held(&wdev->evlock);
 	if (!net)
 		return false;
 	if (ev->type == WEFT_EV_LINK) {
