@@ -20,6 +20,7 @@
 #define WEFT_VERBS_H
 
 #include "weft/types.h"
+#include "weft/field.h"
 
 /* ---- Object counts (device properties) ----------------------------------- */
 #define WEFT_VERBS_DEF_QP       4096u
@@ -49,9 +50,13 @@
 
 /* ---- STag -------------------------------------------------------------------- */
 /* STag = Tag_Index (24 bits, entry number) << 8 | Tag_Instance (8 bits). */
-#define WEFT_STAG(index, inst)  (((uint32_t)(index) << 8) | ((uint32_t)(inst) & 0xffu))
-#define WEFT_STAG_INDEX(s)      ((uint32_t)(s) >> 8)
-#define WEFT_STAG_INSTANCE(s)   ((uint32_t)(s) & 0xffu)
+WEFT_FIELD(WEFT_STAG, TAG_INSTANCE, 0, 8);
+WEFT_FIELD(WEFT_STAG, TAG_INDEX, 8, 24);
+#define WEFT_STAG(index, inst) \
+	((uint32_t)(WEFT_FIELD_PREP(WEFT_STAG, TAG_INDEX, index) | \
+		    WEFT_FIELD_PREP(WEFT_STAG, TAG_INSTANCE, inst)))
+#define WEFT_STAG_INDEX(s)      ((uint32_t)WEFT_FIELD_GET(WEFT_STAG, TAG_INDEX, (uint32_t)(s)))
+#define WEFT_STAG_INSTANCE(s)   ((uint32_t)WEFT_FIELD_GET(WEFT_STAG, TAG_INSTANCE, s))
 
 /* ---- BAR 0 registers (in WEFT_REG_LIST of weft/hw.h) ------------------------- */
 /*   VERBS_NR_QP .. VERBS_NR_UAR  RO  object counts of this adapter
@@ -73,13 +78,18 @@ enum weft_uar_reg {
 #undef WEFT_UAR_ENUM
 };
 
-#define WEFT_UAR_DB(obj, idx)   ((uint64_t)((obj) & 0xffffffu) | ((uint64_t)(uint32_t)(idx) << 32))
+/* A UAR doorbell word: object 23:0, arm flags 31:24, index 63:32. */
+WEFT_FIELD(WEFT_UAR, OBJ_NR, 0, 24);
+WEFT_FIELD(WEFT_UAR, ARM_FLAGS, 24, 8);
+WEFT_FIELD(WEFT_UAR, PROD_IDX, 32, 32);
+#define WEFT_UAR_DB(obj, idx) \
+	(WEFT_FIELD_PREP(WEFT_UAR, OBJ_NR, obj) | WEFT_FIELD_PREP(WEFT_UAR, PROD_IDX, idx))
 #define WEFT_UAR_ARM(cqn, flags, ci) \
-	((uint64_t)((cqn) & 0xffffffu) | ((uint64_t)((flags) & 0xffu) << 24) | \
-	 ((uint64_t)(uint32_t)(ci) << 32))
-#define WEFT_UAR_OBJ(v)         ((uint32_t)(v) & 0xffffffu)
-#define WEFT_UAR_FLAGS(v)       ((uint32_t)((v) >> 24) & 0xffu)
-#define WEFT_UAR_IDX(v)         ((uint32_t)((v) >> 32))
+	(WEFT_FIELD_PREP(WEFT_UAR, OBJ_NR, cqn) | WEFT_FIELD_PREP(WEFT_UAR, ARM_FLAGS, flags) | \
+	 WEFT_FIELD_PREP(WEFT_UAR, PROD_IDX, ci))
+#define WEFT_UAR_OBJ(v)         ((uint32_t)WEFT_FIELD_GET(WEFT_UAR, OBJ_NR, v))
+#define WEFT_UAR_FLAGS(v)       ((uint32_t)WEFT_FIELD_GET(WEFT_UAR, ARM_FLAGS, v))
+#define WEFT_UAR_IDX(v)         ((uint32_t)WEFT_FIELD_GET(WEFT_UAR, PROD_IDX, v))
 
 enum weft_cq_arm {
 	WEFT_CQ_ARM_NEXT = 1,       /* event on the next CQE */

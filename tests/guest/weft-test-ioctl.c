@@ -254,7 +254,7 @@ int main(void)
 		char want[64];
 
 		snprintf(want, sizeof(want), "key 0x%06x",
-			 (weft_pvo_key(m.pvo) << WEFT_PVO_TABLE_BITS) | weft_pvo_table(m.pvo));
+			 (weft_pvo_key(m.pvo) << WEFT_PVO_TABLE_LEN) | weft_pvo_table(m.pvo));
 		WT_CHECK(t && strstr(t, want), "debugfs tce shows TCEs with %s", want);
 	}
 	{

@@ -136,7 +136,7 @@ static int tce_has(const struct ad *a, uint64_t pvo)
 
 	snprintf(path, sizeof(path), "/sys/kernel/debug/weft/%s/tce", a->name);
 	snprintf(want, sizeof(want), "key 0x%06x",
-		 (weft_pvo_key(pvo) << WEFT_PVO_TABLE_BITS) | weft_pvo_table(pvo));
+		 (weft_pvo_key(pvo) << WEFT_PVO_TABLE_LEN) | weft_pvo_table(pvo));
 	t = wt_read_file(path);
 	return t && strstr(t, want);
 }

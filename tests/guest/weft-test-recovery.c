@@ -99,7 +99,7 @@ int main(void)
 		WT_CHECK(t && strstr(t, want), "adapter rCxt %u is unassigned", r.rcxt);
 		t = wt_read_file(wt_dbg_path(path, sizeof(path), "tce"));
 		snprintf(want, sizeof(want), "key 0x%06x",
-			 (weft_pvo_key(m.pvo) << WEFT_PVO_TABLE_BITS) | weft_pvo_table(m.pvo));
+			 (weft_pvo_key(m.pvo) << WEFT_PVO_TABLE_LEN) | weft_pvo_table(m.pvo));
 		WT_CHECK(t && !strstr(t, want), "no TCE carries the old key (%s)", want);
 		now = wt_res();
 		WT_CHECK(now.windows_open == base.windows_open && now.rcxts_held == base.rcxts_held &&
