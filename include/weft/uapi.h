@@ -48,8 +48,10 @@ struct weft_ioc_open_window {
 	__aligned_u64 send_size;	/* out: bytes */
 	__aligned_u64 recv_size;	/* out: bytes */
 };
-#define WEFT_OPEN_F_BCAST	(1U << 0)	/* allow broadcast/multicast sends */
-#define WEFT_OPEN_F_EARLY_INT	(1U << 1)
+
+/* weft_ioc_open_window.flags */
+#define WEFT_OPEN_F_BCAST	0x1	/* allow broadcast/multicast sends */
+#define WEFT_OPEN_F_EARLY_INT	0x2
 
 struct weft_ioc_window {
 	__u32 window;

@@ -103,24 +103,30 @@ enum weft_cq_arm {
  * 64 bytes), which the adapter writes before VERBS_CMD returns.  The
  * object number (handle) is chosen by the driver.
  */
+/* Commands, X(NAME, value); new ones go at the end. */
+#define WEFT_VCMD_LIST(X) \
+	X(CREATE_PD, 1)   /* handle = pdn */ \
+	X(DESTROY_PD, 2) \
+	X(CREATE_CQ, 3)   /* handle = cqn, u.cq */ \
+	X(DESTROY_CQ, 4) \
+	X(CREATE_QP, 5)   /* handle = qpn, u.qp */ \
+	X(MODIFY_QP, 6)   /* handle = qpn, u.mod */ \
+	X(DESTROY_QP, 7) \
+	X(ALLOC_STAG, 8)  /* handle = STag, u.mr (type, pd, flags) */ \
+	X(REG_MR, 9)      /* handle = STag, u.mr */ \
+	X(DEREG_STAG, 10) /* handle = STag: frees the entry */ \
+	X(QUERY_QP, 11)   /* handle = qpn: struct weft_vqpc at u.query.addr */ \
+	X(QUERY_CQ, 12)   /* handle = cqn: struct weft_vcqc */ \
+	X(QUERY_TPT, 13)  /* handle = Tag_Index: struct weft_tpt_entry */ \
+	X(QUERY_PD, 14)   /* handle = pdn: resp.out[0] = 1 if created, out[1] = refs */ \
+	X(SET_GID, 15)    /* handle = GID index, u.gid */ \
+	X(CLEAR_GID, 16)  /* handle = GID index, u.gid.port */ \
+	X(QUERY_GID, 17)  /* handle = GID index: struct weft_vgid_entry at u.query.addr */
+
 enum weft_vcmd_op {
-	WEFT_VCMD_CREATE_PD = 1,    /* handle = pdn */
-	WEFT_VCMD_DESTROY_PD = 2,
-	WEFT_VCMD_CREATE_CQ = 3,    /* handle = cqn, u.cq */
-	WEFT_VCMD_DESTROY_CQ = 4,
-	WEFT_VCMD_CREATE_QP = 5,    /* handle = qpn, u.qp */
-	WEFT_VCMD_MODIFY_QP = 6,    /* handle = qpn, u.mod */
-	WEFT_VCMD_DESTROY_QP = 7,
-	WEFT_VCMD_ALLOC_STAG = 8,   /* handle = STag, u.mr (type, pd, flags) */
-	WEFT_VCMD_REG_MR = 9,       /* handle = STag, u.mr */
-	WEFT_VCMD_DEREG_STAG = 10,  /* handle = STag: frees the entry */
-	WEFT_VCMD_QUERY_QP = 11,    /* handle = qpn: struct weft_vqpc at u.query.addr */
-	WEFT_VCMD_QUERY_CQ = 12,    /* handle = cqn: struct weft_vcqc */
-	WEFT_VCMD_QUERY_TPT = 13,   /* handle = Tag_Index: struct weft_tpt_entry */
-	WEFT_VCMD_QUERY_PD = 14,    /* handle = pdn: resp.out[0] = 1 if created, out[1] = refs */
-	WEFT_VCMD_SET_GID = 15,     /* handle = GID index, u.gid */
-	WEFT_VCMD_CLEAR_GID = 16,   /* handle = GID index, u.gid.port */
-	WEFT_VCMD_QUERY_GID = 17,   /* handle = GID index: struct weft_vgid_entry at u.query.addr */
+#define WEFT_VCMD_ENUM(name, val) WEFT_VCMD_##name = (val),
+	WEFT_VCMD_LIST(WEFT_VCMD_ENUM)
+#undef WEFT_VCMD_ENUM
 };
 
 /* GID entry types (RoCE v2): the network header a UD packet from or to
@@ -508,17 +514,23 @@ WEFT_STATIC_ASSERT(sizeof(struct weft_vcqc) == 64, "cq context");
  * seed 000 fields dst_window .. reserved1 are 0), then this 64-byte
  * transport header, then up to WEFT_VERBS_MTU data bytes.
  */
+/* Transport opcodes, X(NAME, value); new ones go at the end. */
+#define WEFT_VOP_LIST(X) \
+	X(SEND, 1)        /* RC send (FIRST/LAST segments, IMM, INV, SE) */ \
+	X(WRITE, 2)       /* RC RDMA write; every packet carries va/rkey */ \
+	X(READ_REQ, 3)    /* va/rkey/dma_len; msn = read MSN; spans n PSNs */ \
+	X(READ_RESP, 4)   /* psn = request psn + i; va = offset in the read */ \
+	X(CAS, 5)         /* va/rkey, compare, swap_add; msn = read MSN */ \
+	X(FAA, 6) \
+	X(ATOMIC_RESP, 7) /* swap_add = original value */ \
+	X(ACK, 8)         /* syndrome = enum weft_vack; psn = last acked/nakked */ \
+	X(TERMINATE, 9)   /* syndrome = enum weft_reason cause; psn = offending */ \
+	X(UD_SEND, 10)    /* qkey; struct weft_vaddr then data; one packet */
+
 enum weft_vop {
-	WEFT_VOP_SEND = 1,          /* RC send (FIRST/LAST segments, IMM, INV, SE) */
-	WEFT_VOP_WRITE = 2,         /* RC RDMA write; every packet carries va/rkey */
-	WEFT_VOP_READ_REQ = 3,      /* va/rkey/dma_len; msn = read MSN; spans n PSNs */
-	WEFT_VOP_READ_RESP = 4,     /* psn = request psn + i; va = offset in the read */
-	WEFT_VOP_CAS = 5,           /* va/rkey, compare, swap_add; msn = read MSN */
-	WEFT_VOP_FAA = 6,
-	WEFT_VOP_ATOMIC_RESP = 7,   /* swap_add = original value */
-	WEFT_VOP_ACK = 8,           /* syndrome = enum weft_vack; psn = last acked/nakked */
-	WEFT_VOP_TERMINATE = 9,     /* syndrome = enum weft_reason cause; psn = offending */
-	WEFT_VOP_UD_SEND = 10,      /* qkey; struct weft_vaddr then data; one packet */
+#define WEFT_VOP_ENUM(name, val) WEFT_VOP_##name = (val),
+	WEFT_VOP_LIST(WEFT_VOP_ENUM)
+#undef WEFT_VOP_ENUM
 };
 
 #define WEFT_VF_FIRST   0x01u
