@@ -315,6 +315,7 @@ void weft_ctx_teardown(struct weft_ctx *ctx)
 	struct weft_window *win, *tmp;
 	unsigned long flags;
 
+	lockdep_assert_held(&wdev->lock);
 	list_for_each_entry_safe(win, tmp, &ctx->windows, node) {
 		if (!weft_window_close(win, WEFT_CLOSE_DEF_MS))
 			continue;

@@ -261,7 +261,7 @@ static int weft_mr_fill(struct weft_dev *wdev, struct weft_mr *mr, u32 key22,
 
 static u32 weft_mr_key22(const struct weft_mr *mr)
 {
-	return (mr->key << WEFT_PVO_TABLE_BITS) | weft_hw_table(mr->slot, mr->table);
+	return (mr->key << WEFT_PVO_TABLE_LEN) | weft_hw_table(mr->slot, mr->table);
 }
 
 /* ---- adapters joining and leaving the node ------------------------------ */
@@ -389,6 +389,7 @@ int weft_job_attach(struct weft_ctx *ctx, struct weft_ioc_job *job)
 {
 	int s, free = -1, ret = 0;
 
+	lockdep_assert_held(&ctx->wdev->lock);
 	if (!job->job_id)
 		return -EINVAL;
 	mutex_lock(&weft_node.lock);

@@ -47,45 +47,15 @@ MODULE_PARM_DESC(net_mtu, "initial MTU of the weftN interfaces, 68..65535 (defau
 enum weft_net_class { WEFT_NSC_CNT, WEFT_NSC_RXERR, WEFT_NSC_RXDROP, WEFT_NSC_TXDROP };
 
 enum weft_net_stat {
-	WEFT_NS_TX_FRAMES,
-	WEFT_NS_TX_FRAG_FRAMES,
-	WEFT_NS_TX_FRAGS,
-	WEFT_NS_TX_IP_SPLIT,
-	WEFT_NS_TX_IP_PIECES,
-	WEFT_NS_TX_ANNOUNCES,
-	WEFT_NS_TX_QUEUE_STOPS,
-	WEFT_NS_TX_QUEUE_WAKES,
-	WEFT_NS_TX_DOORBELLS,
-	WEFT_NS_TX_DROP_BAD,
-	WEFT_NS_TX_DROP_NO_ROUTE,
-	WEFT_NS_TX_DROP_TOO_LONG,
-	WEFT_NS_TX_DROP_DOWN,
-	WEFT_NS_TX_DROP_FIFO_FULL,
-	WEFT_NS_TX_FRAME_ERRORS,
-	WEFT_NS_TX_NO_LINK,
-	WEFT_NS_RX_ENTRIES,
-	WEFT_NS_RX_FRAMES,
-	WEFT_NS_RX_FRAGS,
-	WEFT_NS_RX_REASSEMBLED,
-	WEFT_NS_RX_ANNOUNCES,
-	WEFT_NS_RX_SYNCS,
-	WEFT_NS_RX_INTERRUPTS,
-	WEFT_NS_RX_BAD_SEQ,
-	WEFT_NS_RX_DROP_BAD_HEADER,
-	WEFT_NS_RX_DROP_BAD_LENGTH,
-	WEFT_NS_RX_DROP_BAD_FRAG,
-	WEFT_NS_RX_DROP_BAD_WINDOW,
-	WEFT_NS_RX_DROP_SPOOFED_SRC,
-	WEFT_NS_RX_DROP_TOO_LONG,
-	WEFT_NS_RX_DROP_DUP_FRAG,
-	WEFT_NS_RX_DROP_NOT_FOR_US,
-	WEFT_NS_RX_DROP_STALE_EPOCH,
-	WEFT_NS_RX_DROP_STALE_PEER,
-	WEFT_NS_RX_DROP_UNSYNCED,
-	WEFT_NS_RX_DROP_NOMEM,
-	WEFT_NS_RX_DROP_REASM_EVICTED,
-	WEFT_NS_RX_DROP_REASM_TIMEOUT,
-	WEFT_NS_RESTARTS,
+#define WEFT_NS_CNT(name)	WEFT_NS_##name,
+#define WEFT_NS_RXERR(name)	WEFT_NS_##name,
+#define WEFT_NS_RXDROP(name)	WEFT_NS_##name,
+#define WEFT_NS_TXDROP(name)	WEFT_NS_##name,
+#include "weft_net_stats.h"
+#undef WEFT_NS_CNT
+#undef WEFT_NS_RXERR
+#undef WEFT_NS_RXDROP
+#undef WEFT_NS_TXDROP
 	WEFT_NS__COUNT
 };
 
@@ -93,45 +63,15 @@ static const struct {
 	char name[ETH_GSTRING_LEN];
 	u8 class;
 } weft_net_stat_info[WEFT_NS__COUNT] = {
-	[WEFT_NS_TX_FRAMES] = { "tx_frames", WEFT_NSC_CNT },
-	[WEFT_NS_TX_FRAG_FRAMES] = { "tx_frag_frames", WEFT_NSC_CNT },
-	[WEFT_NS_TX_FRAGS] = { "tx_frags", WEFT_NSC_CNT },
-	[WEFT_NS_TX_IP_SPLIT] = { "tx_ip_split", WEFT_NSC_CNT },
-	[WEFT_NS_TX_IP_PIECES] = { "tx_ip_pieces", WEFT_NSC_CNT },
-	[WEFT_NS_TX_ANNOUNCES] = { "tx_announces", WEFT_NSC_CNT },
-	[WEFT_NS_TX_QUEUE_STOPS] = { "tx_queue_stops", WEFT_NSC_CNT },
-	[WEFT_NS_TX_QUEUE_WAKES] = { "tx_queue_wakes", WEFT_NSC_CNT },
-	[WEFT_NS_TX_DOORBELLS] = { "tx_doorbells", WEFT_NSC_CNT },
-	[WEFT_NS_TX_DROP_BAD] = { "tx_drop_bad", WEFT_NSC_TXDROP },
-	[WEFT_NS_TX_DROP_NO_ROUTE] = { "tx_drop_no_route", WEFT_NSC_TXDROP },
-	[WEFT_NS_TX_DROP_TOO_LONG] = { "tx_drop_too_long", WEFT_NSC_TXDROP },
-	[WEFT_NS_TX_DROP_DOWN] = { "tx_drop_down", WEFT_NSC_TXDROP },
-	[WEFT_NS_TX_DROP_FIFO_FULL] = { "tx_drop_fifo_full", WEFT_NSC_TXDROP },
-	[WEFT_NS_TX_FRAME_ERRORS] = { "tx_frame_errors", WEFT_NSC_CNT },
-	[WEFT_NS_TX_NO_LINK] = { "tx_no_link", WEFT_NSC_CNT },
-	[WEFT_NS_RX_ENTRIES] = { "rx_entries", WEFT_NSC_CNT },
-	[WEFT_NS_RX_FRAMES] = { "rx_frames", WEFT_NSC_CNT },
-	[WEFT_NS_RX_FRAGS] = { "rx_frags", WEFT_NSC_CNT },
-	[WEFT_NS_RX_REASSEMBLED] = { "rx_reassembled", WEFT_NSC_CNT },
-	[WEFT_NS_RX_ANNOUNCES] = { "rx_announces", WEFT_NSC_CNT },
-	[WEFT_NS_RX_SYNCS] = { "rx_syncs", WEFT_NSC_CNT },
-	[WEFT_NS_RX_INTERRUPTS] = { "rx_interrupts", WEFT_NSC_CNT },
-	[WEFT_NS_RX_BAD_SEQ] = { "rx_bad_seq", WEFT_NSC_CNT },
-	[WEFT_NS_RX_DROP_BAD_HEADER] = { "rx_drop_bad_header", WEFT_NSC_RXERR },
-	[WEFT_NS_RX_DROP_BAD_LENGTH] = { "rx_drop_bad_length", WEFT_NSC_RXERR },
-	[WEFT_NS_RX_DROP_BAD_FRAG] = { "rx_drop_bad_frag", WEFT_NSC_RXERR },
-	[WEFT_NS_RX_DROP_BAD_WINDOW] = { "rx_drop_bad_window", WEFT_NSC_RXERR },
-	[WEFT_NS_RX_DROP_SPOOFED_SRC] = { "rx_drop_spoofed_src", WEFT_NSC_RXERR },
-	[WEFT_NS_RX_DROP_TOO_LONG] = { "rx_drop_too_long", WEFT_NSC_RXERR },
-	[WEFT_NS_RX_DROP_DUP_FRAG] = { "rx_drop_dup_frag", WEFT_NSC_RXDROP },
-	[WEFT_NS_RX_DROP_NOT_FOR_US] = { "rx_drop_not_for_us", WEFT_NSC_RXDROP },
-	[WEFT_NS_RX_DROP_STALE_EPOCH] = { "rx_drop_stale_epoch", WEFT_NSC_RXDROP },
-	[WEFT_NS_RX_DROP_STALE_PEER] = { "rx_drop_stale_peer", WEFT_NSC_RXDROP },
-	[WEFT_NS_RX_DROP_UNSYNCED] = { "rx_drop_unsynced", WEFT_NSC_RXDROP },
-	[WEFT_NS_RX_DROP_NOMEM] = { "rx_drop_nomem", WEFT_NSC_RXDROP },
-	[WEFT_NS_RX_DROP_REASM_EVICTED] = { "rx_drop_reasm_evicted", WEFT_NSC_RXDROP },
-	[WEFT_NS_RX_DROP_REASM_TIMEOUT] = { "rx_drop_reasm_timeout", WEFT_NSC_RXDROP },
-	[WEFT_NS_RESTARTS] = { "restarts", WEFT_NSC_CNT },
+#define WEFT_NS_CNT(name)	{ #name, WEFT_NSC_CNT },
+#define WEFT_NS_RXERR(name)	{ #name, WEFT_NSC_RXERR },
+#define WEFT_NS_RXDROP(name)	{ #name, WEFT_NSC_RXDROP },
+#define WEFT_NS_TXDROP(name)	{ #name, WEFT_NSC_TXDROP },
+#include "weft_net_stats.h"
+#undef WEFT_NS_CNT
+#undef WEFT_NS_RXERR
+#undef WEFT_NS_RXDROP
+#undef WEFT_NS_TXDROP
 };
 
 /* Extra ethtool -S lines after the interface counters. */
@@ -240,6 +180,7 @@ static u32 weft_net_slots(u32 mtu)
 /* Frames the adapter has processed (DONE), with their status.  tx_lock. */
 static void weft_net_tx_clean(struct weft_net *net)
 {
+	lockdep_assert_held(&net->tx_lock);
 	while (net->tx_clean != net->tx_head) {
 		struct weft_send_line *l = weft_net_sline(net, net->tx_clean);
 		u16 status;
@@ -249,9 +190,9 @@ static void weft_net_tx_clean(struct weft_net *net)
 		dma_rmb();
 		status = READ_ONCE(l->hdr.status);
 		if (status == WEFT_R_NO_LINK)
-			weft_net_count(net, WEFT_NS_TX_NO_LINK);
+			weft_net_count(net, WEFT_NS_tx_no_link);
 		else if (status != WEFT_R_OK)
-			weft_net_count(net, WEFT_NS_TX_FRAME_ERRORS);
+			weft_net_count(net, WEFT_NS_tx_frame_errors);
 		net->tx_clean++;
 	}
 }
@@ -263,7 +204,7 @@ static void weft_net_ring(struct weft_net *net)
 	/* writeq orders the frame stores before the doorbell. */
 	writeq(net->tx_pending, net->db + WEFT_DB_START_TRANSMIT);
 	net->tx_pending = 0;
-	weft_net_count(net, WEFT_NS_TX_DOORBELLS);
+	weft_net_count(net, WEFT_NS_tx_doorbells);
 }
 
 /*
@@ -284,6 +225,7 @@ static void weft_net_post(struct weft_net *net, u16 dest, struct weft_net_hdr *h
 		.type = WEFT_SF_FIFO,
 	};
 
+	lockdep_assert_held(&net->tx_lock);
 	h->version = WEFT_NET_VERSION;
 	h->src_epoch = net->epoch;
 	memcpy(p, h, sizeof(*h));
@@ -309,16 +251,17 @@ static void weft_net_announce_locked(struct weft_net *net, u16 dest, u32 dst_epo
 	};
 	__le64 born = cpu_to_le64(net->born);
 
+	lockdep_assert_held(&net->tx_lock);
 	if (!net->up)
 		return;
 	h.seq = net->seq++;
 	weft_net_tx_clean(net);
 	if (!weft_net_tx_free(net)) {
-		weft_net_count(net, WEFT_NS_TX_DROP_FIFO_FULL);
+		weft_net_count(net, WEFT_NS_tx_drop_fifo_full);
 		return;
 	}
 	weft_net_post(net, dest, &h, &born, sizeof(born), NULL, 0, 0);
-	weft_net_count(net, WEFT_NS_TX_ANNOUNCES);
+	weft_net_count(net, WEFT_NS_tx_announces);
 	weft_net_ring(net);
 }
 
@@ -358,6 +301,7 @@ static bool weft_net_xmit_ip_split(struct weft_net *net, struct sk_buff *skb)
 	u32 data, off0, o, n;
 	u16 frag;
 
+	lockdep_assert_held(&net->tx_lock);
 	if (skb->len < sizeof(hd) || skb_copy_bits(skb, 0, &hd, sizeof(hd)) ||
 	    hd.eth.h_proto != htons(ETH_P_IP) || hd.ip.version != 4 ||
 	    hd.ip.ihl != 5 || ntohs(hd.ip.tot_len) != skb->len - ETH_HLEN)
@@ -365,7 +309,7 @@ static bool weft_net_xmit_ip_split(struct weft_net *net, struct sk_buff *skb)
 	frag = ntohs(hd.ip.frag_off);
 	off0 = (frag & IP_OFFSET) << 3;
 	data = skb->len - sizeof(hd);
-	weft_net_count(net, WEFT_NS_TX_IP_SPLIT);
+	weft_net_count(net, WEFT_NS_tx_ip_split);
 	for (o = 0; o < data; o += n) {
 		struct weft_net_hdr h = {
 			.type = WEFT_NET_FRAME,
@@ -384,7 +328,7 @@ static bool weft_net_xmit_ip_split(struct weft_net *net, struct sk_buff *skb)
 		h.total_len = sizeof(piece) + n;
 		weft_net_post(net, WEFT_NODE_BROADCAST, &h, &piece, sizeof(piece), skb,
 			      sizeof(hd) + o, n);
-		weft_net_count(net, WEFT_NS_TX_IP_PIECES);
+		weft_net_count(net, WEFT_NS_tx_ip_pieces);
 	}
 	return true;
 }
@@ -419,9 +363,9 @@ static void weft_net_xmit_frags(struct weft_net *net, struct sk_buff *skb, u16 d
 		weft_net_csum(skb, &h);
 		weft_net_post(net, dest, &h, NULL, 0, skb, off,
 			      min_t(u32, WEFT_NET_CHUNK, skb->len - off));
-		weft_net_count(net, WEFT_NS_TX_FRAGS);
+		weft_net_count(net, WEFT_NS_tx_frags);
 	}
-	weft_net_count(net, WEFT_NS_TX_FRAG_FRAMES);
+	weft_net_count(net, WEFT_NS_tx_frag_frames);
 }
 
 /* The queue stops when a frame of the MTU might not fit; tx_lock held. */
@@ -429,10 +373,11 @@ static void weft_net_tx_maybe_stop(struct weft_net *net)
 {
 	u32 size = net->win->send_size / WEFT_FRAME_SIZE, thr;
 
+	lockdep_assert_held(&net->tx_lock);
 	if (weft_net_tx_free(net) >= net->tx_max_slots + WEFT_NET_TX_RESERVE)
 		return;
 	netif_stop_queue(net->ndev);
-	weft_net_count(net, WEFT_NS_TX_QUEUE_STOPS);
+	weft_net_count(net, WEFT_NS_tx_queue_stops);
 	weft_net_ring(net);
 	/* Interrupt when at most half the FIFO is still pending. */
 	thr = net->tx_head - size / 2;
@@ -443,7 +388,7 @@ static void weft_net_tx_maybe_stop(struct weft_net *net)
 	weft_net_tx_clean(net);
 	if (weft_net_tx_free(net) >= net->tx_max_slots + WEFT_NET_TX_RESERVE) {
 		netif_wake_queue(net->ndev);
-		weft_net_count(net, WEFT_NS_TX_QUEUE_WAKES);
+		weft_net_count(net, WEFT_NS_tx_queue_wakes);
 	}
 }
 
@@ -456,7 +401,7 @@ static netdev_tx_t weft_net_xmit(struct sk_buff *skb, struct net_device *ndev)
 	u16 dest;
 
 	if (len < ETH_HLEN || skb_headlen(skb) < ETH_HLEN) {
-		weft_net_count(net, WEFT_NS_TX_DROP_BAD);
+		weft_net_count(net, WEFT_NS_tx_drop_bad);
 		goto drop;
 	}
 	bcast = is_multicast_ether_addr(eth->h_dest);
@@ -464,12 +409,12 @@ static netdev_tx_t weft_net_xmit(struct sk_buff *skb, struct net_device *ndev)
 		/* No adapter command joins a group: multicast goes as broadcast. */
 		dest = WEFT_NODE_BROADCAST;
 	} else if (!weft_net_mac_node(eth->h_dest, &dest)) {
-		weft_net_count(net, WEFT_NS_TX_DROP_NO_ROUTE);
+		weft_net_count(net, WEFT_NS_tx_drop_no_route);
 		goto drop;
 	}
 	if (len > ndev->mtu + VLAN_ETH_HLEN ||
 	    len > WEFT_NET_MAX_FRAGS * WEFT_NET_CHUNK) {
-		weft_net_count(net, WEFT_NS_TX_DROP_TOO_LONG);
+		weft_net_count(net, WEFT_NS_tx_drop_too_long);
 		goto drop;
 	}
 	if (!bcast)
@@ -478,14 +423,14 @@ static netdev_tx_t weft_net_xmit(struct sk_buff *skb, struct net_device *ndev)
 	spin_lock(&net->tx_lock);
 	if (!net->up) {
 		spin_unlock(&net->tx_lock);
-		weft_net_count(net, WEFT_NS_TX_DROP_DOWN);
+		weft_net_count(net, WEFT_NS_tx_drop_down);
 		goto drop;
 	}
 	weft_net_tx_clean(net);
 	if (weft_net_tx_free(net) < weft_net_slots(len) + 1) {
 		weft_net_ring(net);
 		spin_unlock(&net->tx_lock);
-		weft_net_count(net, WEFT_NS_TX_DROP_FIFO_FULL);
+		weft_net_count(net, WEFT_NS_tx_drop_fifo_full);
 		goto drop;
 	}
 	if (len <= WEFT_NET_CHUNK) {
@@ -499,7 +444,7 @@ static netdev_tx_t weft_net_xmit(struct sk_buff *skb, struct net_device *ndev)
 
 		weft_net_csum(skb, &h);
 		weft_net_post(net, dest, &h, NULL, 0, skb, 0, len);
-		weft_net_count(net, WEFT_NS_TX_FRAMES);
+		weft_net_count(net, WEFT_NS_tx_frames);
 	} else if (!bcast || (skb->ip_summed == CHECKSUM_PARTIAL && skb_checksum_help(skb)) ||
 		   !weft_net_xmit_ip_split(net, skb)) {
 		weft_net_xmit_frags(net, skb, dest, dst_epoch);
@@ -527,7 +472,7 @@ static void weft_net_tx_reap(struct weft_net *net)
 	if (net->up && netif_queue_stopped(net->ndev) &&
 	    weft_net_tx_free(net) >= net->tx_max_slots + WEFT_NET_TX_RESERVE) {
 		netif_wake_queue(net->ndev);
-		weft_net_count(net, WEFT_NS_TX_QUEUE_WAKES);
+		weft_net_count(net, WEFT_NS_tx_queue_wakes);
 	}
 	spin_unlock(&net->tx_lock);
 }
@@ -564,22 +509,22 @@ static void weft_net_deliver(struct weft_net *net, struct sk_buff *skb, u16 src,
 	if (eth->h_proto == htons(ETH_P_8021Q))
 		max += VLAN_HLEN;
 	if (skb->len > max) {
-		weft_net_count(net, WEFT_NS_RX_DROP_TOO_LONG);
+		weft_net_count(net, WEFT_NS_rx_drop_too_long);
 		goto drop;
 	}
 	if (!weft_net_mac_node(eth->h_source, &node) || node != src) {
-		weft_net_count(net, WEFT_NS_RX_DROP_SPOOFED_SRC);
+		weft_net_count(net, WEFT_NS_rx_drop_spoofed_src);
 		goto drop;
 	}
 	if (!is_multicast_ether_addr(eth->h_dest) &&
 	    !ether_addr_equal(eth->h_dest, ndev->dev_addr) &&
 	    !(ndev->flags & IFF_PROMISC)) {
-		weft_net_count(net, WEFT_NS_RX_DROP_NOT_FOR_US);
+		weft_net_count(net, WEFT_NS_rx_drop_not_for_us);
 		goto drop;
 	}
 	if ((flags & WEFT_NET_F_CSUM) &&
 	    (csum_start < ETH_HLEN || !skb_partial_csum_set(skb, csum_start, csum_offset))) {
-		weft_net_count(net, WEFT_NS_RX_DROP_BAD_HEADER);
+		weft_net_count(net, WEFT_NS_rx_drop_bad_header);
 		goto drop;
 	}
 	skb->protocol = eth_type_trans(skb, ndev);
@@ -598,18 +543,18 @@ static void weft_net_rx_frag(struct weft_net *net, const struct weft_net_hdr *h,
 	struct weft_net_reasm *r = NULL, *unused = NULL, *oldest = NULL;
 	struct sk_buff *skb;
 
-	weft_net_count(net, WEFT_NS_RX_FRAGS);
+	weft_net_count(net, WEFT_NS_rx_frags);
 	if (h->frag_count < 2 || h->frag_count > WEFT_NET_MAX_FRAGS ||
 	    h->frag_index >= h->frag_count || h->total_len > max ||
 	    h->total_len <= (u32)(h->frag_count - 1) * WEFT_NET_CHUNK ||
 	    h->total_len > (u32)h->frag_count * WEFT_NET_CHUNK) {
-		weft_net_count(net, WEFT_NS_RX_DROP_BAD_FRAG);
+		weft_net_count(net, WEFT_NS_rx_drop_bad_frag);
 		return;
 	}
 	want = h->frag_index + 1 < h->frag_count ? WEFT_NET_CHUNK :
 	       h->total_len - (h->frag_count - 1) * WEFT_NET_CHUNK;
 	if (len != want) {
-		weft_net_count(net, WEFT_NS_RX_DROP_BAD_FRAG);
+		weft_net_count(net, WEFT_NS_rx_drop_bad_frag);
 		return;
 	}
 	for (i = 0; i < WEFT_NET_REASM; i++) {
@@ -617,7 +562,7 @@ static void weft_net_rx_frag(struct weft_net *net, const struct weft_net_hdr *h,
 
 		if (c->skb && time_after(jiffies, c->start +
 					 msecs_to_jiffies(WEFT_NET_REASM_MS))) {
-			weft_net_count(net, WEFT_NS_RX_DROP_REASM_TIMEOUT);
+			weft_net_count(net, WEFT_NS_rx_drop_reasm_timeout);
 			weft_net_reasm_free(c);
 		}
 		if (!c->skb) {
@@ -634,19 +579,19 @@ static void weft_net_rx_frag(struct weft_net *net, const struct weft_net_hdr *h,
 		  r->flags != h->flags || r->csum_start != h->csum_start ||
 		  r->csum_offset != h->csum_offset)) {
 		/* The pieces of one frame disagree: none of it is trusted. */
-		weft_net_count(net, WEFT_NS_RX_DROP_BAD_FRAG);
+		weft_net_count(net, WEFT_NS_rx_drop_bad_frag);
 		weft_net_reasm_free(r);
 		return;
 	}
 	if (!r) {
 		r = unused ? unused : oldest;
 		if (r->skb) {
-			weft_net_count(net, WEFT_NS_RX_DROP_REASM_EVICTED);
+			weft_net_count(net, WEFT_NS_rx_drop_reasm_evicted);
 			weft_net_reasm_free(r);
 		}
 		skb = napi_alloc_skb(&net->napi, h->total_len);
 		if (!skb) {
-			weft_net_count(net, WEFT_NS_RX_DROP_NOMEM);
+			weft_net_count(net, WEFT_NS_rx_drop_nomem);
 			return;
 		}
 		skb_put(skb, h->total_len);
@@ -664,7 +609,7 @@ static void weft_net_rx_frag(struct weft_net *net, const struct weft_net_hdr *h,
 		r->csum_offset = h->csum_offset;
 	}
 	if (r->got & BIT_ULL(h->frag_index)) {
-		weft_net_count(net, WEFT_NS_RX_DROP_DUP_FRAG);
+		weft_net_count(net, WEFT_NS_rx_drop_dup_frag);
 		return;
 	}
 	memcpy(r->skb->data + h->frag_index * WEFT_NET_CHUNK, data, len);
@@ -673,7 +618,7 @@ static void weft_net_rx_frag(struct weft_net *net, const struct weft_net_hdr *h,
 		return;
 	skb = r->skb;
 	r->skb = NULL;
-	weft_net_count(net, WEFT_NS_RX_REASSEMBLED);
+	weft_net_count(net, WEFT_NS_rx_reassembled);
 	weft_net_deliver(net, skb, src, r->flags, r->csum_start, r->csum_offset);
 }
 
@@ -686,16 +631,16 @@ static void weft_net_rx_announce(struct weft_net *net, const struct weft_net_hdr
 
 	memcpy(&le, data, sizeof(le));
 	born = le64_to_cpu(le);
-	weft_net_count(net, WEFT_NS_RX_ANNOUNCES);
+	weft_net_count(net, WEFT_NS_rx_announces);
 	if (h->dst_epoch && h->dst_epoch != net->epoch) {
 		/* Meant for an earlier incarnation of this interface. */
-		weft_net_count(net, WEFT_NS_RX_DROP_STALE_EPOCH);
+		weft_net_count(net, WEFT_NS_rx_drop_stale_epoch);
 		return;
 	}
 	if (p->epoch != h->src_epoch) {
 		if (p->epoch && born < p->born) {
 			/* From an earlier incarnation of the peer. */
-			weft_net_count(net, WEFT_NS_RX_DROP_STALE_PEER);
+			weft_net_count(net, WEFT_NS_rx_drop_stale_peer);
 			return;
 		}
 		WRITE_ONCE(p->epoch, h->src_epoch);
@@ -705,7 +650,7 @@ static void weft_net_rx_announce(struct weft_net *net, const struct weft_net_hdr
 	if (h->dst_epoch == net->epoch && !p->synced) {
 		p->synced = true;
 		p->sync_seq = h->seq;
-		weft_net_count(net, WEFT_NS_RX_SYNCS);
+		weft_net_count(net, WEFT_NS_rx_syncs);
 	}
 	if (!h->dst_epoch || (h->flags & WEFT_NET_F_REPLY)) {
 		/* Answer at once: a handshake is not rate limited. */
@@ -728,7 +673,7 @@ static bool weft_net_rx_epoch(struct weft_net *net, const struct weft_net_hdr *h
 
 	if (!bcast) {
 		if (h->dst_epoch != net->epoch) {
-			weft_net_count(net, WEFT_NS_RX_DROP_STALE_EPOCH);
+			weft_net_count(net, WEFT_NS_rx_drop_stale_epoch);
 			weft_net_announce_to(net, src, h->src_epoch, WEFT_NET_F_REPLY);
 			return false;
 		}
@@ -736,20 +681,20 @@ static bool weft_net_rx_epoch(struct weft_net *net, const struct weft_net_hdr *h
 			/* It knows our epoch: it has heard our announce. */
 			WRITE_ONCE(p->epoch, h->src_epoch);
 		} else if (p->epoch != h->src_epoch) {
-			weft_net_count(net, WEFT_NS_RX_DROP_STALE_PEER);
+			weft_net_count(net, WEFT_NS_rx_drop_stale_peer);
 			weft_net_announce_to(net, src, h->src_epoch, WEFT_NET_F_REPLY);
 			return false;
 		}
 		if (!p->synced) {
 			p->synced = true;
 			p->sync_seq = h->seq;
-			weft_net_count(net, WEFT_NS_RX_SYNCS);
+			weft_net_count(net, WEFT_NS_rx_syncs);
 		}
 		return true;
 	}
 	if (!p->synced || p->epoch != h->src_epoch ||
 	    (s32)(h->seq - p->sync_seq) <= 0) {
-		weft_net_count(net, WEFT_NS_RX_DROP_UNSYNCED);
+		weft_net_count(net, WEFT_NS_rx_drop_unsynced);
 		weft_net_announce_to(net, src, h->src_epoch, WEFT_NET_F_REPLY);
 		return false;
 	}
@@ -765,14 +710,14 @@ static void weft_net_rx_entry(struct weft_net *net, const struct weft_recv_hdr *
 	bool bcast;
 	u32 len;
 
-	weft_net_count(net, WEFT_NS_RX_ENTRIES);
+	weft_net_count(net, WEFT_NS_rx_entries);
 	if (rh->type != WEFT_RF_FIFO || rh->length < WEFT_NET_HDR_SIZE ||
 	    rh->length > WEFT_MAX_PAYLOAD || rh->src_node > WEFT_NODE_MAX_UNICAST) {
-		weft_net_count(net, WEFT_NS_RX_DROP_BAD_HEADER);
+		weft_net_count(net, WEFT_NS_rx_drop_bad_header);
 		return;
 	}
 	if (rh->src_window != net->win->idx) {
-		weft_net_count(net, WEFT_NS_RX_DROP_BAD_WINDOW);
+		weft_net_count(net, WEFT_NS_rx_drop_bad_window);
 		return;
 	}
 	memcpy(&h, data, sizeof(h));
@@ -783,33 +728,33 @@ static void weft_net_rx_entry(struct weft_net *net, const struct weft_recv_hdr *
 	    (bcast && h.dst_epoch) ||
 	    (h.flags & ~(WEFT_NET_F_REPLY | WEFT_NET_F_CSUM)) ||
 	    (!(h.flags & WEFT_NET_F_CSUM) && (h.csum_start || h.csum_offset))) {
-		weft_net_count(net, WEFT_NS_RX_DROP_BAD_HEADER);
+		weft_net_count(net, WEFT_NS_rx_drop_bad_header);
 		return;
 	}
 	switch (h.type) {
 	case WEFT_NET_ANNOUNCE:
 		if (len != WEFT_NET_ANNOUNCE_LEN || h.total_len != len ||
 		    h.frag_index || h.frag_count != 1) {
-			weft_net_count(net, WEFT_NS_RX_DROP_BAD_HEADER);
+			weft_net_count(net, WEFT_NS_rx_drop_bad_header);
 			return;
 		}
 		weft_net_rx_announce(net, &h, rh->src_node, data);
 		return;
 	case WEFT_NET_FRAME:
 		if (h.frag_index || h.frag_count != 1) {
-			weft_net_count(net, WEFT_NS_RX_DROP_BAD_FRAG);
+			weft_net_count(net, WEFT_NS_rx_drop_bad_frag);
 			return;
 		}
 		if (h.total_len != len || len < ETH_HLEN) {
-			weft_net_count(net, WEFT_NS_RX_DROP_BAD_LENGTH);
+			weft_net_count(net, WEFT_NS_rx_drop_bad_length);
 			return;
 		}
 		if (!weft_net_rx_epoch(net, &h, rh->src_node, bcast))
 			return;
-		weft_net_count(net, WEFT_NS_RX_FRAMES);
+		weft_net_count(net, WEFT_NS_rx_frames);
 		skb = napi_alloc_skb(&net->napi, len);
 		if (!skb) {
-			weft_net_count(net, WEFT_NS_RX_DROP_NOMEM);
+			weft_net_count(net, WEFT_NS_rx_drop_nomem);
 			return;
 		}
 		skb_put_data(skb, data, len);
@@ -821,7 +766,7 @@ static void weft_net_rx_entry(struct weft_net *net, const struct weft_recv_hdr *
 		weft_net_rx_frag(net, &h, rh->src_node, data, len);
 		return;
 	default:
-		weft_net_count(net, WEFT_NS_RX_DROP_BAD_HEADER);
+		weft_net_count(net, WEFT_NS_rx_drop_bad_header);
 	}
 }
 
@@ -850,7 +795,7 @@ static int weft_net_poll(struct napi_struct *napi, int budget)
 		dma_rmb();
 		memcpy(&rh, rl, sizeof(rh));
 		if (rh.seq != net->rx_next)
-			weft_net_count(net, WEFT_NS_RX_BAD_SEQ);
+			weft_net_count(net, WEFT_NS_rx_bad_seq);
 		weft_net_rx_entry(net, &rh, (const u8 *)rl + WEFT_FRAME_HDR_SIZE);
 		/* Consumed: zero the header line, the slot goes back below. */
 		memset(rl, 0, sizeof(*rl));
@@ -1019,7 +964,7 @@ static void weft_net_restart_work(struct work_struct *work)
 	if (net->opened && !net->wdev->dead && !net->wdev->recovering) {
 		weft_net_halt(net);
 		if (!weft_net_start(net))
-			weft_net_count(net, WEFT_NS_RESTARTS);
+			weft_net_count(net, WEFT_NS_restarts);
 	}
 	mutex_unlock(&net->wdev->lock);
 }
@@ -1144,6 +1089,7 @@ bool weft_net_event(struct weft_dev *wdev, const struct weft_event *ev)
 {
 	struct weft_net *net = wdev->net;
 
+	lockdep_assert_held(&wdev->evlock);
 	if (!net)
 		return false;
 	if (ev->type == WEFT_EV_LINK) {
@@ -1162,7 +1108,7 @@ bool weft_net_event(struct weft_dev *wdev, const struct weft_event *ev)
 		return false;
 	switch (ev->type) {
 	case WEFT_EV_RECV_THRESHOLD:
-		weft_net_count(net, WEFT_NS_RX_INTERRUPTS);
+		weft_net_count(net, WEFT_NS_rx_interrupts);
 		napi_schedule(&net->napi);
 		break;
 	case WEFT_EV_SEND_THRESHOLD:
@@ -1197,7 +1143,7 @@ void weft_net_recover_end(struct weft_dev *wdev)
 	struct weft_net *net = wdev->net;
 
 	if (net && net->opened && !weft_net_start(net))
-		weft_net_count(net, WEFT_NS_RESTARTS);
+		weft_net_count(net, WEFT_NS_restarts);
 }
 
 static void weft_net_free_mem(struct weft_net *net)

@@ -90,6 +90,7 @@ void weft_verbs_del(struct weft_dev *wdev)
 /* From weft_dispatch, evlock held: true if the event was a verbs one. */
 bool weft_verbs_event(struct weft_dev *wdev, const struct weft_event *ev)
 {
+	lockdep_assert_held(&wdev->evlock);
 	if (ev->type != WEFT_EV_VERBS_CQ && ev->type != WEFT_EV_VERBS_ASYNC)
 		return false;
 	if (wdev->vops && wdev->vops->event)
@@ -100,6 +101,7 @@ bool weft_verbs_event(struct weft_dev *wdev, const struct weft_event *ev)
 /* From weft_recover, wdev->lock held. */
 void weft_verbs_recover(struct weft_dev *wdev, bool begin)
 {
+	lockdep_assert_held(&wdev->lock);
 	if (!wdev->vops)
 		return;
 	if (wdev->vops->recover)

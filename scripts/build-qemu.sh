@@ -139,6 +139,7 @@ integrate() {
 	done
 	[ -f "$WEFT_ROOT/tests/qtest/weft-test.c" ] || weft_die "tests/qtest/weft-test.c is missing"
 	sync_tree "$WEFT_ROOT/include" "$hw/include" -name '*.h'
+	sync_tree "$WEFT_ROOT/qemu-device/include" "$hw/host-include" -name '*.h'
 	sync_tree "$WEFT_ROOT/qemu-device/core" "$hw/core" \( -name '*.c' -o -name '*.h' \)
 	sync_tree "$WEFT_ROOT/qemu-device/qemu" "$hw/qemu" \
 		\( -name '*.c' -o -name '*.h' -o -name trace-events -o -name meson.build \)

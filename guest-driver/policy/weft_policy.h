@@ -9,7 +9,7 @@
 #ifndef WEFT_POLICY_H
 #define WEFT_POLICY_H
 
-#include "weft/ktypes.h"
+#include "weft/types.h"
 #include "weft/sram.h"
 
 /* ---- rCxt pool: round robin (seed 1.5.17 solution 1) ------------------- */

@@ -215,12 +215,6 @@ struct weft_rop {
 	unsigned int status;    /* completion / send status (enum weft_reason) */
 	unsigned int tries;
 	uint32_t first_tid;
-	/* private */
-	uint64_t deadline;
-	uint64_t cur_timeout;
-	int frame_pending;
-	int done_pending;       /* completed while a retry's frame was queued */
-	uint64_t start_ns;      /* first post: the retry budget counts from here */
 };
 
 int weft_win_rop_post(struct weft_win *win, struct weft_rop *rop);
@@ -328,9 +322,8 @@ struct weft_stripe_path {
 	uint16_t remote_rcxt_key;
 	uint64_t local_pvo;         /* the buffers as this path's adapters see them */
 	uint64_t remote_pvo;        /* (the same PVOs on every path with node-global tables) */
-	/* private */
-	struct weft_rop rop;
-	uint64_t next;              /* offset of this path's next chunk */
+	/* outputs */
+	struct weft_rop rop;        /* this path's current chunk (WEFT_ENT_ROP entries carry &rop) */
 	uint64_t bytes;             /* bytes done on this path */
 };
 
@@ -469,10 +462,9 @@ struct weft_bcast {
 	unsigned int acked;
 	unsigned int retries;   /* unicast re-sends */
 	unsigned int tries[WEFT_BCAST_MAX_TARGETS];
-	/* private */
-	uint64_t ack_bits;
-	uint32_t first_tid, last_tid;
-	uint64_t deadline;
+	uint64_t acked_mask;    /* bit i: targets[i] acknowledged */
+	uint32_t first_tid, last_tid;   /* tids used; acknowledgements outside are stale */
+	uint64_t resend_ns;     /* device time of the next unicast re-send */
 };
 int weft_bcast_post(struct weft_win *win, struct weft_bcast *b);
 /* Source: 1 if e was an acknowledgement of b (consumed), 0 otherwise;

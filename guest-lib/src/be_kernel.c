@@ -536,7 +536,10 @@ struct weft_be *weft_be_kernel_open(const char *path, char *err, size_t errlen)
 	struct weft_ioc_query q;
 	int r = k_query(&k->be, &q);
 	if (r || q.abi_version != WEFT_UAPI_VERSION) {
-		if (r)
+		if (r == -ENOTTY)       /* QUERY has another number before version 2 */
+			snprintf(err, errlen, "%s: driver ABI older than %u", path,
+				 WEFT_UAPI_VERSION);
+		else if (r)
 			snprintf(err, errlen, "%s: query failed: %s", path, strerror(-r));
 		else
 			snprintf(err, errlen, "%s: driver ABI %u, libweft needs %u", path,

@@ -311,13 +311,13 @@ int weft_bcast_post(struct weft_win *w, struct weft_bcast *b)
 	if (r)
 		return r;
 	b->first_tid = b->last_tid = b->rdma.tid;
-	b->ack_bits = 0;
+	b->acked_mask = 0;
 	b->acked = 0;
 	b->retries = 0;
 	memset(b->tries, 0, sizeof(b->tries));
 	for (unsigned int i = 0; i < b->nr_targets; i++)
 		b->tries[i] = 1;
-	b->deadline = weft_dev_now_ns(w->dev) + (b->timeout_ns ? b->timeout_ns : BCAST_DEF_TIMEOUT);
+	b->resend_ns = weft_dev_now_ns(w->dev) + (b->timeout_ns ? b->timeout_ns : BCAST_DEF_TIMEOUT);
 	b->state = WEFT_BCAST_POSTED;
 	return 0;
 }
@@ -331,7 +331,7 @@ static void bcast_retry(struct weft_win *w, struct weft_bcast *b)
 	for (i = 0; i < b->nr_targets; i++) {
 		struct weft_rdma op = b->rdma;
 
-		if (b->ack_bits & (1ull << i))
+		if (b->acked_mask & (1ull << i))
 			continue;
 		if (b->tries[i] >= max)
 			continue;
@@ -346,12 +346,12 @@ static void bcast_retry(struct weft_win *w, struct weft_bcast *b)
 	}
 	if (!left) {
 		for (i = 0; i < b->nr_targets; i++)
-			if (!(b->ack_bits & (1ull << i)) && b->tries[i] < max)
+			if (!(b->acked_mask & (1ull << i)) && b->tries[i] < max)
 				return;
 		b->state = WEFT_BCAST_FAILED;
 		return;
 	}
-	b->deadline = weft_dev_now_ns(w->dev) + (b->timeout_ns ? b->timeout_ns : BCAST_DEF_TIMEOUT);
+	b->resend_ns = weft_dev_now_ns(w->dev) + (b->timeout_ns ? b->timeout_ns : BCAST_DEF_TIMEOUT);
 }
 
 int weft_bcast_progress(struct weft_win *w, struct weft_bcast *b, const struct weft_entry *e)
@@ -368,9 +368,9 @@ int weft_bcast_progress(struct weft_win *w, struct weft_bcast *b, const struct w
 		    a.tid >= b->first_tid && a.tid <= b->last_tid) {
 			taken = 1;
 			for (unsigned int i = 0; i < b->nr_targets; i++) {
-				if (b->targets[i] != e->src_node || (b->ack_bits & (1ull << i)))
+				if (b->targets[i] != e->src_node || (b->acked_mask & (1ull << i)))
 					continue;
-				b->ack_bits |= 1ull << i;
+				b->acked_mask |= 1ull << i;
 				b->acked++;
 			}
 			if (b->acked == b->nr_targets) {
@@ -379,7 +379,7 @@ int weft_bcast_progress(struct weft_win *w, struct weft_bcast *b, const struct w
 			}
 		}
 	}
-	if (weft_dev_now_ns(w->dev) >= b->deadline)
+	if (weft_dev_now_ns(w->dev) >= b->resend_ns)
 		bcast_retry(w, b);
 	return taken;
 }

@@ -26,7 +26,14 @@ struct weft_rcxt_ent {
 	uint16_t key;
 	uint32_t last_tid;
 	uint32_t rop_tid_hi;            /* highest tid a reliable op used */
-	struct weft_rop *rop;           /* reliable op in flight on it */
+	/* The reliable op in flight on it (one per rCxt) and its retry
+	 * state, which the caller's struct weft_rop does not carry. */
+	struct weft_rop *rop;
+	uint64_t rop_deadline;          /* device time of the next re-issue */
+	uint64_t rop_timeout;           /* current timeout, doubled per retry */
+	uint64_t rop_start;             /* first post: the retry budget counts from here */
+	bool rop_frame_pending;         /* the frame of the current tid is still queued */
+	bool rop_done_pending;          /* completed while a retry's frame was queued */
 };
 
 /* What each posted send frame was, so that its completion marking can

@@ -17,14 +17,14 @@ static uint64_t chunk_of(const struct weft_stripe *st)
 	return st->chunk ? st->chunk : STRIPE_DEF_CHUNK;
 }
 
-/* Post path p's chunk at offset p->next, if any is left. */
-static int path_post(struct weft_stripe *st, struct weft_stripe_path *p)
+/* Post path p's chunk at offset off, if any is left. */
+static int path_post(struct weft_stripe *st, struct weft_stripe_path *p, uint64_t off)
 {
 	uint64_t c = chunk_of(st), len;
 
-	if (p->next >= st->length)
+	if (off >= st->length)
 		return 0;
-	len = st->length - p->next < c ? st->length - p->next : c;
+	len = st->length - off < c ? st->length - off : c;
 	memset(&p->rop, 0, sizeof(p->rop));
 	p->rop.rdma.node = p->node;
 	p->rop.rdma.window = p->window;
@@ -32,8 +32,8 @@ static int path_post(struct weft_stripe *st, struct weft_stripe_path *p)
 	p->rop.rdma.remote_rcxt = p->remote_rcxt;
 	p->rop.rdma.remote_rcxt_key = p->remote_rcxt_key;
 	p->rop.rdma.notify = st->notify & WEFT_COMP_TARGET;
-	p->rop.rdma.local_pvo = p->local_pvo + p->next;
-	p->rop.rdma.remote_pvo = p->remote_pvo + p->next;
+	p->rop.rdma.local_pvo = p->local_pvo + off;
+	p->rop.rdma.remote_pvo = p->remote_pvo + off;
 	p->rop.rdma.length = len;
 	p->rop.timeout_ns = st->timeout_ns;
 	return weft_win_rop_post(p->win, &p->rop);
@@ -63,9 +63,8 @@ int weft_stripe_write(struct weft_stripe *st)
 		struct weft_stripe_path *p = &st->path[i];
 
 		memset(&p->rop, 0, sizeof(p->rop));
-		p->next = (uint64_t)i * c;
 		p->bytes = 0;
-		int r = path_post(st, p);
+		int r = path_post(st, p, (uint64_t)i * c);
 		if (r) {
 			st->state = stripe_busy(st) ? WEFT_ROP_POSTED : WEFT_ROP_FAILED;
 			st->error = r;
@@ -88,9 +87,12 @@ int weft_stripe_entry(struct weft_stripe *st, const struct weft_entry *e)
 		return -ENOENT;
 	if (p->rop.state == WEFT_ROP_DONE && !st->error) {
 		st->chunks++;
+		/* The next chunk of this path is nr_paths chunks further on. */
+		uint64_t off = p->rop.rdma.local_pvo - p->local_pvo +
+			       (uint64_t)st->nr_paths * chunk_of(st);
+
 		p->bytes += p->rop.rdma.length;
-		p->next += (uint64_t)st->nr_paths * chunk_of(st);
-		int r = path_post(st, p);
+		int r = path_post(st, p, off);
 		if (r)
 			st->error = r;
 	} else if (!st->error) {

@@ -366,12 +366,21 @@ static void rops_remove(struct weft_win *w, struct weft_rop *rop)
 		}
 }
 
+/* The rCxt entry that runs rop (its retry state), or NULL once rop is not
+ * in flight on this window. */
+static struct weft_rcxt_ent *rop_ent(struct weft_win *w, const struct weft_rop *rop)
+{
+	struct weft_rcxt_ent *re = weft_rcxt_find(w, rop->rdma.local_rcxt);
+
+	return re && re->rop == rop ? re : NULL;
+}
+
 /* Drop every reference the window holds to rop: its rCxt's, the list of
  * rops and its send frame's back pointer (the frame may still be queued). */
 static void rop_unlink(struct weft_win *w, struct weft_rop *rop)
 {
-	struct weft_rcxt_ent *re = weft_rcxt_find(w, rop->rdma.local_rcxt);
-	if (re && re->rop == rop)
+	struct weft_rcxt_ent *re = rop_ent(w, rop);
+	if (re)
 		re->rop = NULL;
 	rops_remove(w, rop);
 	for (uint64_t i = w->tx_tail; i != w->tx_head; i++)
@@ -452,16 +461,17 @@ static void tx_reclaim(struct weft_win *w)
 		if (ts->rop) {
 			struct weft_rop *rop = ts->rop;
 			ts->rop = NULL;
+			struct weft_rcxt_ent *re = rop_ent(w, rop);
 			/* Only the frame of the op's current tid counts. */
-			if (rop->state == WEFT_ROP_POSTED && rop->rdma.tid == ts->tid) {
-				rop->frame_pending = 0;
-				if (rop->done_pending) {
+			if (re && rop->rdma.tid == ts->tid) {
+				re->rop_frame_pending = false;
+				if (re->rop_done_pending) {
 					rop_finish(w, rop, WEFT_ROP_DONE, 0, WEFT_R_OK);
 					continue;
 				}
 				if (!now)
 					now = w->dev->be->ops->now_ns(w->dev->be);
-				rop->deadline = now + rop->cur_timeout;
+				re->rop_deadline = now + re->rop_timeout;
 				if (status != WEFT_R_OK && !status_retryable(status)) {
 					w->st.tx_errors++;
 					rop_finish(w, rop, WEFT_ROP_FAILED, -EIO, status);
@@ -644,16 +654,16 @@ int weft_win_rop_post(struct weft_win *w, struct weft_rop *rop)
 		return -EBUSY;          /* one transaction per rCxt */
 	rop->rdma.notify |= WEFT_COMP_SOURCE;
 	rop->rdma.tid = 0;
-	rop->cur_timeout = rop->timeout_ns ? rop->timeout_ns : w->rop_timeout;
 	if (!rop->max_tries)
 		rop->max_tries = w->rop_max_tries;
 	rop->tries = 1;
 	rop->error = 0;
 	rop->status = 0;
-	rop->frame_pending = 1;
-	rop->done_pending = 0;
-	rop->deadline = UINT64_MAX;
-	rop->start_ns = w->dev->be->ops->now_ns(w->dev->be);
+	re->rop_timeout = rop->timeout_ns ? rop->timeout_ns : w->rop_timeout;
+	re->rop_frame_pending = true;
+	re->rop_done_pending = false;
+	re->rop_deadline = UINT64_MAX;
+	re->rop_start = w->dev->be->ops->now_ns(w->dev->be);
 	weft_be_lock(w->dev);
 	int r = post_rdma_locked(w, &rop->rdma, rop->is_read, rop);
 	if (r == 0) {
@@ -677,10 +687,11 @@ static void rops_check(struct weft_win *w)
 	uint64_t now = w->dev->be->ops->now_ns(w->dev->be);
 	for (unsigned int i = 0; i < w->nr_rops; i++) {
 		struct weft_rop *rop = w->rops[i];
-		if (rop->frame_pending || now < rop->deadline)
+		struct weft_rcxt_ent *re = rop_ent(w, rop);
+		if (!re || re->rop_frame_pending || now < re->rop_deadline)
 			continue;
 		if (rop->tries >= rop->max_tries ||
-		    (w->rop_budget && now - rop->start_ns >= w->rop_budget)) {
+		    (w->rop_budget && now - re->rop_start >= w->rop_budget)) {
 			rop_finish(w, rop, WEFT_ROP_FAILED, -ETIMEDOUT, WEFT_R_CANCELLED);
 			i--;
 			continue;
@@ -692,13 +703,13 @@ static void rops_check(struct weft_win *w)
 			continue;
 		}
 		rop->tries++;
-		rop->frame_pending = 1;
-		rop->cur_timeout *= 2;
+		re->rop_frame_pending = true;
+		re->rop_timeout *= 2;
 		uint64_t cap = w->rop_max_timeout;
 		if (rop->timeout_ns && cap < rop->timeout_ns)
 			cap = rop->timeout_ns;
-		if (rop->cur_timeout > cap)
-			rop->cur_timeout = cap;
+		if (re->rop_timeout > cap)
+			re->rop_timeout = cap;
 		w->st.rop_retries++;
 	}
 }
@@ -734,8 +745,8 @@ static int rx_match_rop(struct weft_win *w, const struct weft_recv_hdr *h)
 		if (h->status == WEFT_R_OK) {
 			/* A retry still queued will read the op's memory:
 			 * the op is done when its frame is (tx_reclaim). */
-			if (rop->frame_pending)
-				rop->done_pending = 1;
+			if (re->rop_frame_pending)
+				re->rop_done_pending = true;
 			else
 				rop_finish(w, rop, WEFT_ROP_DONE, 0, WEFT_R_OK);
 		} else if (!status_retryable(h->status) && h->tid == rop->rdma.tid) {
@@ -902,9 +913,10 @@ int weft_win_wait(struct weft_win *w, int timeout_ms)
 		int64_t slice = -1;
 		uint64_t now = ops->now_ns(d->be);
 		for (unsigned int i = 0; i < w->nr_rops; i++) {
-			struct weft_rop *rop = w->rops[i];
-			int64_t left = rop->frame_pending ? 1000000 :
-				       (rop->deadline > now ? (int64_t)(rop->deadline - now) : 0);
+			const struct weft_rcxt_ent *re = rop_ent(w, w->rops[i]);
+			int64_t left = !re || re->rop_frame_pending ? 1000000 :
+				       (re->rop_deadline > now ?
+					(int64_t)(re->rop_deadline - now) : 0);
 			if (slice < 0 || left < slice)
 				slice = left;
 		}

@@ -317,7 +317,7 @@ int tool_mode_option(struct tool_opts *o, const char *tool, const char *v, const
 		return -1;
 	}
 	o->mode = v;
-	return 2;
+	return 0;
 }
 
 int tool_poll_wait(struct tool_ctx *c, struct weft_entry *e, int wait_ms)
@@ -364,89 +364,147 @@ static void *server_thread(void *arg)
 	return NULL;
 }
 
-static int parse_int(const char *s, long lo, long hi, long *out)
+int tool_int_option(const char *tool, const struct option *opt, const char *v, long hi,
+		    long *out)
 {
 	char *end;
+
 	errno = 0;
-	long v = strtol(s, &end, 0);
-	if (errno || end == s || *end || v < lo || v > hi)
+	*out = strtol(v, &end, 0);
+	if (errno || end == v || *end || *out < 0 || *out > hi) {
+		tool_err(tool, "--%s: bad value '%s' (0..%ld)", opt->name, v, hi);
 		return -1;
-	*out = v;
+	}
 	return 0;
 }
 
-int tool_main(const struct tool_desc *d, int argc, char **argv)
+int tool_getopt(const char *tool, int argc, char **argv, const struct option *opts,
+		int (*fn)(void *arg, const struct option *opt, const char *val), void *arg)
 {
-	struct tool_opts o;
+	int code, idx, r;
 
-	tool_opts_init(d, &o);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		long n;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(d, stdout);
-			return 0;
-		} else if (!strcmp(a, "--json")) {
-			o.json = true;
-		} else if (!strcmp(a, "--server")) {
-			o.server = true;
-		} else if (!strcmp(a, "--client")) {
-			o.client = true;
-		} else if (!v) {
-			int t = d->option ? d->option(&o, a, NULL) : 0;
-			if (t == 1)
-				continue;
-			tool_err(d->name, "unknown option or missing value: %s (see --help)", a);
+	opterr = 0;
+	optind = 1;
+	while ((code = getopt_long(argc, argv, ":h", opts, &idx)) != -1) {
+		const struct option *opt = NULL;
+
+		if (code == '?' || code == ':') {
+			tool_err(tool, "%s %s (see --help)",
+				 code == '?' ? "unknown option" : "missing value for",
+				 argv[optind - 1]);
 			return 2;
-		} else if (!strcmp(a, "--backend")) {
-			if (!strcmp(v, "sim"))
-				o.sim = true;
-			else if (strcmp(v, "kernel")) {
-				tool_err(d->name, "--backend must be kernel or sim, not '%s'", v);
-				return 2;
-			}
-			i++;
-		} else if (!strcmp(a, "--dev")) {
-			o.dev = v;
-			i++;
-		} else if (d->stripe && !strcmp(a, "--stripe")) {
-			o.stripe_dev = v;
-			i++;
-		} else if (!strcmp(a, "--job") || !strcmp(a, "--peer") || !strcmp(a, "--peer-window") ||
-			   !strcmp(a, "--timeout") || !strcmp(a, "--loss") || !strcmp(a, "--routes")) {
-			long hi = !strcmp(a, "--peer") ? 0xEFFF : !strcmp(a, "--peer-window") ? 127 :
-				  !strcmp(a, "--loss") ? 1000000 : !strcmp(a, "--routes") ? 16 :
-				  0x7fffffffL;
-			if (parse_int(v, 0, hi, &n)) {
-				tool_err(d->name, "%s: bad value '%s' (0..%ld)", a, v, hi);
-				return 2;
-			}
-			if (!strcmp(a, "--job"))
-				o.job = (uint32_t)n;
-			else if (!strcmp(a, "--peer"))
-				o.peer_node = (int)n;
-			else if (!strcmp(a, "--peer-window"))
-				o.peer_window = (int)n;
-			else if (!strcmp(a, "--timeout"))
-				o.timeout_ms = (int)n;
-			else if (!strcmp(a, "--loss"))
-				o.loss_ppm = (uint32_t)n;
-			else
-				o.routes = (uint32_t)n;
-			i++;
-		} else {
-			int t = d->option ? d->option(&o, a, v) : 0;
-			if (t < 0)
-				return 2;
-			if (t == 0) {
-				tool_err(d->name, "unknown option: %s (see --help)", a);
-				return 2;
-			}
-			i += t == 2;
 		}
+		/* -h has no long index: find it by its code. */
+		for (const struct option *o = opts; o->name && !opt; o++)
+			if (o->val == code && (code != 'h' || !strcmp(o->name, "help")))
+				opt = o;
+		r = fn(arg, opt, optarg);
+		if (r)
+			return r;
 	}
-	return tool_run(d, &o);
+	if (optind < argc) {
+		tool_err(tool, "unexpected argument '%s' (see --help)", argv[optind]);
+		return 2;
+	}
+	return 0;
+}
+
+/* ---- tool_main ------------------------------------------------------------ */
+
+enum {
+	OPT_HELP = 'h',
+	OPT_JSON = 0x100, OPT_SERVER, OPT_CLIENT, OPT_BACKEND, OPT_DEV, OPT_STRIPE,
+	OPT_JOB, OPT_PEER, OPT_PEER_WINDOW, OPT_TIMEOUT, OPT_LOSS, OPT_ROUTES,
+};
+
+static const struct option common_options[] = {
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "server", no_argument, NULL, OPT_SERVER },
+	{ "client", no_argument, NULL, OPT_CLIENT },
+	{ "backend", required_argument, NULL, OPT_BACKEND },
+	{ "dev", required_argument, NULL, OPT_DEV },
+	{ "stripe", required_argument, NULL, OPT_STRIPE },
+	{ "job", required_argument, NULL, OPT_JOB },
+	{ "peer", required_argument, NULL, OPT_PEER },
+	{ "peer-window", required_argument, NULL, OPT_PEER_WINDOW },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "loss", required_argument, NULL, OPT_LOSS },
+	{ "routes", required_argument, NULL, OPT_ROUTES },
+};
+#define NR_COMMON (sizeof(common_options) / sizeof(common_options[0]))
+#define TOOL_MAX_OPTIONS 32u
+
+struct parse_state {
+	const struct tool_desc *d;
+	struct tool_opts *o;
+};
+
+/* One option of tool_main's table: 0, 1 (--help printed) or 2. */
+static int common_option(void *arg, const struct option *opt, const char *v)
+{
+	struct parse_state *ps = arg;
+	const struct tool_desc *d = ps->d;
+	struct tool_opts *o = ps->o;
+	/* The numeric options and their upper bounds. */
+	static const long hi[] = {
+		[OPT_JOB - OPT_JOB] = 0x7fffffffL, [OPT_PEER - OPT_JOB] = 0xEFFF,
+		[OPT_PEER_WINDOW - OPT_JOB] = 127, [OPT_TIMEOUT - OPT_JOB] = 0x7fffffffL,
+		[OPT_LOSS - OPT_JOB] = 1000000, [OPT_ROUTES - OPT_JOB] = 16,
+	};
+	long n = 0;
+
+	if (opt->val >= OPT_JOB && opt->val <= OPT_ROUTES &&
+	    tool_int_option(d->name, opt, v, hi[opt->val - OPT_JOB], &n))
+		return 2;
+	switch (opt->val) {
+	case OPT_HELP:
+		usage(d, stdout);
+		return 1;
+	case OPT_JSON:
+		o->json = true;
+		break;
+	case OPT_SERVER:
+		o->server = true;
+		break;
+	case OPT_CLIENT:
+		o->client = true;
+		break;
+	case OPT_BACKEND:
+		if (strcmp(v, "sim") && strcmp(v, "kernel")) {
+			tool_err(d->name, "--backend must be kernel or sim, not '%s'", v);
+			return 2;
+		}
+		o->sim = !strcmp(v, "sim");
+		break;
+	case OPT_DEV:
+		o->dev = v;
+		break;
+	case OPT_STRIPE:
+		o->stripe_dev = v;
+		break;
+	case OPT_JOB:
+		o->job = (uint32_t)n;
+		break;
+	case OPT_PEER:
+		o->peer_node = (int)n;
+		break;
+	case OPT_PEER_WINDOW:
+		o->peer_window = (int)n;
+		break;
+	case OPT_TIMEOUT:
+		o->timeout_ms = (int)n;
+		break;
+	case OPT_LOSS:
+		o->loss_ppm = (uint32_t)n;
+		break;
+	case OPT_ROUTES:
+		o->routes = (uint32_t)n;
+		break;
+	default:
+		return d->option(o, opt, v) ? 2 : 0;
+	}
+	return 0;
 }
 
 /* The defaults of every option (tools with their own parser start here). */
@@ -461,118 +519,166 @@ void tool_opts_init(const struct tool_desc *d, struct tool_opts *o)
 	};
 }
 
-int tool_run(const struct tool_desc *d, const struct tool_opts *opts)
+/* The options of d into *o: 0, 1 (--help printed: exit 0) or 2 (usage). */
+static int parse_options(const struct tool_desc *d, int argc, char **argv,
+			 struct tool_opts *o)
 {
-	struct tool_opts o = *opts;
+	struct option all[NR_COMMON + TOOL_MAX_OPTIONS + 1];
+	struct parse_state ps = { .d = d, .o = o };
+	unsigned int n = 0;
 
-	if (o.job == 0) {
-		tool_err(d->name, "--job must be nonzero");
-		return 2;
-	}
+	tool_opts_init(d, o);
+	for (unsigned int i = 0; i < NR_COMMON; i++)
+		if (d->stripe || common_options[i].val != OPT_STRIPE)
+			all[n++] = common_options[i];
+	for (const struct option *t = d->options; t && t->name && n < NR_COMMON + TOOL_MAX_OPTIONS;
+	     t++)
+		all[n++] = *t;
+	memset(&all[n], 0, sizeof(all[n]));
+	return tool_getopt(d->name, argc, argv, all, common_option, &ps);
+}
+
+/* One-node tools: d->single on the adapter (or a one-node sim). */
+static int run_single(const struct tool_desc *d, const struct tool_opts *o)
+{
+	struct weft_simnet *net = NULL;
+	struct tool_ctx c = { .o = *o, .out = stdout };
 	char err[256];
-	struct tool_ctx c;
-	memset(&c, 0, sizeof(c));
-	c.o = o;
-	c.out = stdout;
-	if (!d->two_node) {
-		struct weft_simnet *net = NULL;
-		if (o.sim) {
-			struct weft_simnet_attr na = { .nodes = 1, .seed = 1 };
-			net = weft_simnet_new(&na, err, sizeof(err));
-			if (!net) {
-				tool_err(d->name, "sim backend: %s", err);
-				return 1;
-			}
-			c.dev = weft_simnet_open(net, 0, err, sizeof(err));
-		} else {
-			c.dev = weft_dev_open(o.dev, err, sizeof(err));
-		}
-		if (!c.dev) {
-			tool_err(d->name, "%s", err);
-			weft_simnet_free(net);
-			return 1;
-		}
-		int rc = d->single(&c) ? 1 : 0;
-		teardown(&c);
-		weft_dev_close(c.dev);
-		weft_simnet_free(net);
-		return rc;
-	}
-	if (o.sim) {
-		/* --stripe: two nodes of two adapters each, indexes 0, 1 (server)
-		 * and 2, 3 (client). */
-		unsigned int per = o.stripe_dev ? 2 : 1;
-		struct weft_simnet_attr na = { .nodes = 2 * per, .adapters = per, .seed = 42,
-					       .drop_ppm = o.loss_ppm,
-					       .routes = o.routes, .delay_ns = 1000,
-					       .jitter_ns = o.routes > 1 ? 20000 : 0,
-					       .mem_size = 2 * (d->buf_size ? d->buf_size(&o) : 0) +
-							   (64ull << 20) };
-		struct weft_simnet *net = weft_simnet_new(&na, err, sizeof(err));
+	int rc;
+
+	if (o->sim) {
+		struct weft_simnet_attr na = { .nodes = 1, .seed = 1 };
+
+		net = weft_simnet_new(&na, err, sizeof(err));
 		if (!net) {
 			tool_err(d->name, "sim backend: %s", err);
 			return 1;
 		}
-		struct sim_thread st;
-		memset(&st, 0, sizeof(st));
-		st.d = d;
-		st.c.o = o;
-		st.c.server = true;
-		st.c.out = stdout;
-		st.c.dev = weft_simnet_open(net, 0, err, sizeof(err));
-		c.dev = weft_simnet_open(net, per, err, sizeof(err));
-		if (per == 2) {
-			st.c.dev2 = weft_simnet_open(net, 1, err, sizeof(err));
-			c.dev2 = weft_simnet_open(net, 3, err, sizeof(err));
-		}
-		if (!st.c.dev || !c.dev || (per == 2 && (!st.c.dev2 || !c.dev2))) {
-			tool_err(d->name, "sim backend: %s", err);
-			weft_dev_close(st.c.dev2);
-			weft_dev_close(c.dev2);
-			weft_dev_close(st.c.dev);
-			weft_dev_close(c.dev);
-			weft_simnet_free(net);
-			return 1;
-		}
-		pthread_t th;
-		if (pthread_create(&th, NULL, server_thread, &st)) {
-			tool_err(d->name, "cannot start the server thread");
-			return 1;
-		}
-		c.o.peer_node = 0;
-		int rc = run_client(&c, d);
-		teardown(&c);
-		weft_dev_close(c.dev2);
-		weft_dev_close(c.dev);
-		pthread_join(th, NULL);
-		weft_simnet_free(net);
-		return rc ? rc : st.rc;
+		c.dev = weft_simnet_open(net, 0, err, sizeof(err));
+	} else {
+		c.dev = weft_dev_open(o->dev, err, sizeof(err));
 	}
-	if (o.server == o.client) {
+	if (!c.dev) {
+		tool_err(d->name, "%s", err);
+		weft_simnet_free(net);
+		return 1;
+	}
+	rc = d->single(&c) ? 1 : 0;
+	teardown(&c);
+	weft_dev_close(c.dev);
+	weft_simnet_free(net);
+	return rc;
+}
+
+/* Two-node tools on the sim backend: the server in a thread on node 0, the
+ * client here on node 1.  With --stripe, two nodes of two adapters each,
+ * indexes 0, 1 (server) and 2, 3 (client). */
+static int run_sim_pair(const struct tool_desc *d, const struct tool_opts *o)
+{
+	unsigned int per = o->stripe_dev ? 2 : 1;
+	struct weft_simnet_attr na = { .nodes = 2 * per, .adapters = per, .seed = 42,
+				       .drop_ppm = o->loss_ppm,
+				       .routes = o->routes, .delay_ns = 1000,
+				       .jitter_ns = o->routes > 1 ? 20000 : 0,
+				       .mem_size = 2 * (d->buf_size ? d->buf_size(o) : 0) +
+						   (64ull << 20) };
+	struct tool_ctx c = { .o = *o, .out = stdout };
+	struct sim_thread st;
+	char err[256];
+	pthread_t th;
+	int rc;
+
+	struct weft_simnet *net = weft_simnet_new(&na, err, sizeof(err));
+	if (!net) {
+		tool_err(d->name, "sim backend: %s", err);
+		return 1;
+	}
+	memset(&st, 0, sizeof(st));
+	st.d = d;
+	st.c.o = *o;
+	st.c.server = true;
+	st.c.out = stdout;
+	st.c.dev = weft_simnet_open(net, 0, err, sizeof(err));
+	c.dev = weft_simnet_open(net, per, err, sizeof(err));
+	if (per == 2) {
+		st.c.dev2 = weft_simnet_open(net, 1, err, sizeof(err));
+		c.dev2 = weft_simnet_open(net, 3, err, sizeof(err));
+	}
+	if (!st.c.dev || !c.dev || (per == 2 && (!st.c.dev2 || !c.dev2))) {
+		tool_err(d->name, "sim backend: %s", err);
+		weft_dev_close(st.c.dev2);
+		weft_dev_close(c.dev2);
+		weft_dev_close(st.c.dev);
+		weft_dev_close(c.dev);
+		weft_simnet_free(net);
+		return 1;
+	}
+	if (pthread_create(&th, NULL, server_thread, &st)) {
+		tool_err(d->name, "cannot start the server thread");
+		return 1;
+	}
+	c.o.peer_node = 0;
+	rc = run_client(&c, d);
+	teardown(&c);
+	weft_dev_close(c.dev2);
+	weft_dev_close(c.dev);
+	pthread_join(th, NULL);
+	weft_simnet_free(net);
+	return rc ? rc : st.rc;
+}
+
+/* Two-node tools on the kernel backend: this side's role. */
+static int run_node(const struct tool_desc *d, const struct tool_opts *o)
+{
+	struct tool_ctx c = { .o = *o, .out = stdout, .server = o->server };
+	char err[256];
+	int rc;
+
+	if (o->server == o->client) {
 		tool_err(d->name, "give exactly one of --server or --client --peer NODE");
 		return 2;
 	}
-	if (o.client && o.peer_node < 0) {
+	if (o->client && o->peer_node < 0) {
 		tool_err(d->name, "--client needs --peer NODE");
 		return 2;
 	}
-	c.server = o.server;
-	c.dev = weft_dev_open(o.dev, err, sizeof(err));
+	c.dev = weft_dev_open(o->dev, err, sizeof(err));
 	if (!c.dev) {
 		tool_err(d->name, "%s", err);
 		return 1;
 	}
-	if (o.stripe_dev) {
-		c.dev2 = weft_dev_open(o.stripe_dev, err, sizeof(err));
+	if (o->stripe_dev) {
+		c.dev2 = weft_dev_open(o->stripe_dev, err, sizeof(err));
 		if (!c.dev2) {
 			tool_err(d->name, "--stripe: %s", err);
 			weft_dev_close(c.dev);
 			return 1;
 		}
 	}
-	int rc = o.server ? run_server(&c, d) : run_client(&c, d);
+	rc = o->server ? run_server(&c, d) : run_client(&c, d);
 	teardown(&c);
 	weft_dev_close(c.dev2);
 	weft_dev_close(c.dev);
 	return rc;
+}
+
+int tool_run(const struct tool_desc *d, const struct tool_opts *o)
+{
+	if (o->job == 0) {
+		tool_err(d->name, "--job must be nonzero");
+		return 2;
+	}
+	if (!d->two_node)
+		return run_single(d, o);
+	return o->sim ? run_sim_pair(d, o) : run_node(d, o);
+}
+
+int tool_main(const struct tool_desc *d, int argc, char **argv)
+{
+	struct tool_opts o;
+	int r = parse_options(d, argc, argv, &o);
+
+	if (r)
+		return r == 1 ? 0 : 2;
+	return tool_run(d, &o);
 }

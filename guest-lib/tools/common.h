@@ -3,6 +3,7 @@
 #ifndef WEFT_TOOLS_COMMON_H
 #define WEFT_TOOLS_COMMON_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,6 +11,9 @@
 #include "libweft.h"
 
 #define TOOL_MAX_RCXT   16u
+/* getopt_long codes of a tool's own options start here (the common
+ * options of tool_main use 'h' and 0x100 on). */
+#define TOOL_OPT_BASE   0x200
 
 /* What each side tells the other at rendezvous. */
 struct tool_peer {
@@ -77,8 +81,11 @@ struct tool_desc {
 	const char *def_mode;
 	/* buffer bytes each side registers, from the options */
 	size_t (*buf_size)(const struct tool_opts *o);
-	/* tool-specific option (returns 1 if consumed arg, -1 on error) */
-	int (*option)(struct tool_opts *o, const char *arg, const char *val);
+	/* tool-specific options: a getopt_long table ending in a zero entry,
+	 * codes from TOOL_OPT_BASE, and what to do with one given (val is its
+	 * argument or NULL): 0, or -1 after a message */
+	const struct option *options;
+	int (*option)(struct tool_opts *o, const struct option *opt, const char *val);
 	/* server: runs after set-up (window, buffer, rCxts) and before the
 	 * rendezvous.  The reply hands the client the buffer's PVO and the
 	 * client may read the buffer at once, so whatever it expects to find
@@ -99,8 +106,7 @@ int tool_run(const struct tool_desc *d, const struct tool_opts *o);
 int tool_serve_until_bye(struct tool_ctx *c, const struct tool_desc *d);
 /* Say BYE to the peer; a message if it does not acknowledge. */
 void tool_bye(struct tool_ctx *c, const struct tool_desc *d);
-/* A --mode value: one of a, b or "both".  2 (option and value used), or
- * -1 with a message. */
+/* A --mode value: one of a, b or "both".  0, or -1 with a message. */
 int tool_mode_option(struct tool_opts *o, const char *tool, const char *v, const char *a,
 		     const char *b);
 /* Poll the window; if nothing is there, wait up to wait_ms.  >0 with an
@@ -120,6 +126,15 @@ void tool_err(const char *tool, const char *fmt, ...) __attribute__((format(prin
 /* strerror, with the adapter's own meanings: -ESTALE recovered, -EPIPE fatal. */
 const char *tool_strerror(int r);
 int tool_parse_size(const char *s, uint64_t *out);
+/* The value of option opt, 0..hi: 0, or -1 with a message. */
+int tool_int_option(const char *tool, const struct option *opt, const char *v, long hi,
+		    long *out);
+/* getopt_long over argv[1..] with opts (ending in a zero entry): fn(arg,
+ * option, its value or NULL) for each one given, in order.  Returns 0, what
+ * fn returned when not 0, or 2 after a message for an unknown option, a
+ * missing value or an argument that is not an option. */
+int tool_getopt(const char *tool, int argc, char **argv, const struct option *opts,
+		int (*fn)(void *arg, const struct option *opt, const char *val), void *arg);
 /* Run a reliable op to completion: 0, or a negative errno. */
 int tool_rop_run(struct tool_ctx *c, struct weft_rop *rop, const struct tool_desc *d);
 

@@ -329,38 +329,50 @@ static int client(struct tool_ctx *c)
 	return r;
 }
 
-static int option(struct tool_opts *o, const char *a, const char *v)
+enum {
+	OPT_MODE = TOOL_OPT_BASE, OPT_SECONDS, OPT_MIN_SIZE, OPT_MAX_SIZE, OPT_ITERS, OPT_DEPTH,
+	OPT_MEMCPY, OPT_JSON,
+};
+
+static const struct option options[] = {
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "seconds", required_argument, NULL, OPT_SECONDS },
+	{ "min-size", required_argument, NULL, OPT_MIN_SIZE },
+	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
+	{ "iters", required_argument, NULL, OPT_ITERS },
+	{ "depth", required_argument, NULL, OPT_DEPTH },
+	{ NULL, 0, NULL, 0 },
+};
+#define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+static int option(struct tool_opts *o, const struct option *opt, const char *v)
 {
-	if (!v)
-		return 0;
-	if (!strcmp(a, "--mode"))
-		return tool_mode_option(o, desc.name, v, "write", "read");
 	uint64_t n;
-	if (!strcmp(a, "--seconds")) {
+
+	if (opt->val == OPT_MODE)
+		return tool_mode_option(o, desc.name, v, "write", "read");
+	if (opt->val == OPT_SECONDS) {
 		if (tool_parse_size(v, &n) || n == 0 || n > 3600) {
-			tool_err(desc.name, "%s: bad value '%s' (1..3600)", a, v);
+			tool_err(desc.name, "--%s: bad value '%s' (1..3600)", opt->name, v);
 			return -1;
 		}
 		min_seconds = (unsigned int)n;
-		return 2;
-	}
-	if (strcmp(a, "--min-size") && strcmp(a, "--max-size") && strcmp(a, "--iters") &&
-	    strcmp(a, "--depth"))
 		return 0;
+	}
 	if (tool_parse_size(v, &n) || n == 0 || n > (1ull << 30) ||
-	    (!strcmp(a, "--depth") && n > TOOL_MAX_RCXT)) {
-		tool_err(desc.name, "%s: bad value '%s'", a, v);
+	    (opt->val == OPT_DEPTH && n > TOOL_MAX_RCXT)) {
+		tool_err(desc.name, "--%s: bad value '%s'", opt->name, v);
 		return -1;
 	}
-	if (!strcmp(a, "--min-size"))
+	if (opt->val == OPT_MIN_SIZE)
 		o->min_size = n;
-	else if (!strcmp(a, "--max-size"))
+	else if (opt->val == OPT_MAX_SIZE)
 		o->max_size = n;
-	else if (!strcmp(a, "--iters"))
+	else if (opt->val == OPT_ITERS)
 		o->iters = (unsigned int)n;
 	else
 		o->depth = (unsigned int)n;
-	return 2;
+	return 0;
 }
 
 static const struct tool_desc desc = {
@@ -384,32 +396,44 @@ static const struct tool_desc desc = {
 	.def_depth = 8,
 	.def_mode = "both",
 	.buf_size = buf_size,
+	.options = options,
 	.option = option,
 	.server = server,
 	.client = client,
 };
 
+/* --memcpy takes the sizes, --iters and --json only. */
+static int memcpy_option(void *arg, const struct option *opt, const char *v)
+{
+	struct tool_opts *o = arg;
+
+	if (opt->val == OPT_JSON) {
+		o->json = true;
+	} else if (opt->val == OPT_MODE || opt->val == OPT_SECONDS || opt->val == OPT_DEPTH) {
+		tool_err(desc.name, "--memcpy takes --min-size, --max-size, --iters, --json only");
+		return 2;
+	} else if (opt->val != OPT_MEMCPY && option(o, opt, v)) {
+		return 2;
+	}
+	return 0;
+}
+
 /* Host baseline: memcpy between two buffers at the same sizes. */
 static int memcpy_baseline(int argc, char **argv)
 {
 	struct tool_opts o = { .min_size = desc.def_min_size, .max_size = desc.def_max_size };
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--memcpy"))
-			continue;
-		if (!strcmp(argv[i], "--json")) {
-			o.json = true;
-			continue;
-		}
-		int t = i + 1 < argc ? option(&o, argv[i], argv[i + 1]) : 0;
-		if (t < 0)
-			return 2;
-		if (t != 2 || !strcmp(argv[i], "--mode") || !strcmp(argv[i], "--depth") ||
-		    !strcmp(argv[i], "--seconds")) {
-			tool_err(desc.name, "--memcpy takes --min-size, --max-size, --iters, --json only");
-			return 2;
-		}
-		i++;
-	}
+	struct option opts[NR_OPTIONS + 2];
+	int r;
+
+	/* The tool's table (its zero entry replaced), --memcpy and --json. */
+	memcpy(opts, options, sizeof(options));
+	opts[NR_OPTIONS - 1] = (struct option){ "memcpy", no_argument, NULL, OPT_MEMCPY };
+	opts[NR_OPTIONS] = (struct option){ "json", no_argument, NULL, OPT_JSON };
+	memset(&opts[NR_OPTIONS + 1], 0, sizeof(opts[0]));
+	r = tool_getopt(desc.name, argc, argv, opts, memcpy_option, &o);
+
+	if (r)
+		return r;
 	if (o.min_size > o.max_size) {
 		tool_err(desc.name, "--min-size is larger than --max-size");
 		return 2;

@@ -97,13 +97,13 @@ static int size_option(struct tool_opts *o, const char *tool, const char *v, uin
 {
 	uint64_t s;
 
-	if (!v || tool_parse_size(v, &s) || s == 0 || s > max) {
+	if (tool_parse_size(v, &s) || s == 0 || s > max) {
 		tool_err(tool, "--size needs 1..%" PRIu64 " bytes", max);
 		return -1;
 	}
 	o->max_size = s;
 	o->count = (uint32_t)s;
-	return 2;
+	return 0;
 }
 
 /* The client's --size (0: it gave none, the default) against ours. */
@@ -142,35 +142,48 @@ static size_t tp_buf(const struct tool_opts *o)
 	return (size_t)o->max_size;
 }
 
-static int tp_option(struct tool_opts *o, const char *a, const char *v)
+/* Codes of the operations' own options (one table each). */
+enum {
+	OPT_TARGET = TOOL_OPT_BASE, OPT_SOURCE, OPT_MANAGER, OPT_SIZE, OPT_SOURCE_NODE,
+	OPT_SOURCE_WINDOW, OPT_MEMBERS,
+};
+
+static const struct option tp_options[] = {
+	{ "target", no_argument, NULL, OPT_TARGET },
+	{ "source", no_argument, NULL, OPT_SOURCE },
+	{ "manager", no_argument, NULL, OPT_MANAGER },
+	{ "size", required_argument, NULL, OPT_SIZE },
+	{ "source-node", required_argument, NULL, OPT_SOURCE_NODE },
+	{ "source-window", required_argument, NULL, OPT_SOURCE_WINDOW },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int tp_option(struct tool_opts *o, const struct option *opt, const char *v)
 {
 	long n;
-	char *end;
 
-	if (!strcmp(a, "--target") || !strcmp(a, "--source")) {
+	switch (opt->val) {
+	case OPT_TARGET:
+	case OPT_SOURCE:
 		o->server = true;
-		tp_role = a[2] == 't' ? TP_TARGET : TP_SOURCE;
-		return 1;
-	}
-	if (!strcmp(a, "--manager")) {
+		tp_role = opt->val == OPT_TARGET ? TP_TARGET : TP_SOURCE;
+		return 0;
+	case OPT_MANAGER:
 		o->client = true;
-		return 1;
-	}
-	if (!strcmp(a, "--size"))
+		return 0;
+	case OPT_SIZE:
 		return size_option(o, tp_desc.name, v, 1u << 24);
-	if (!strcmp(a, "--source-node") || !strcmp(a, "--source-window")) {
-		n = v ? strtol(v, &end, 0) : -1;
-		if (!v || *end || n < 0 || n > (a[9] == 'n' ? 0xEFFF : 127)) {
-			tool_err(tp_desc.name, "%s: bad value '%s'", a, v ? v : "");
+	case OPT_SOURCE_NODE:
+		if (tool_int_option(tp_desc.name, opt, v, 0xEFFF, &n))
 			return -1;
-		}
-		if (a[9] == 'n')
-			tp_src_node = (int)n;
-		else
-			tp_src_window = (int)n;
-		return 2;
+		tp_src_node = (int)n;
+		return 0;
+	default:
+		if (tool_int_option(tp_desc.name, opt, v, 127, &n))
+			return -1;
+		tp_src_window = (int)n;
+		return 0;
 	}
-	return 0;
 }
 
 static int tp_prepare(struct tool_ctx *c)
@@ -336,6 +349,7 @@ static const struct tool_desc tp_desc = {
 	.nr_rcxt = 1,
 	.buf_size = tp_buf,
 	.def_max_size = 50000,
+	.options = tp_options,
 	.option = tp_option,
 	.server_prepare = tp_prepare,
 	.server = tp_server,
@@ -352,12 +366,16 @@ static size_t half_buf(const struct tool_opts *o)
 	return 2 * (size_t)REGION(o->max_size);
 }
 
-static int half_option(struct tool_opts *o, const char *a, const char *v)
+static const struct option half_options[] = {
+	{ "size", required_argument, NULL, OPT_SIZE },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int half_option(struct tool_opts *o, const struct option *opt, const char *v)
 {
+	(void)opt;
 	/* put and put_reply carry at most one send FIFO (64 frames). */
-	if (!strcmp(a, "--size"))
-		return size_option(o, half_desc.name, v, 64u * WEFT_LIB_MAX_PAYLOAD);
-	return 0;
+	return size_option(o, half_desc.name, v, 64u * WEFT_LIB_MAX_PAYLOAD);
 }
 
 static int half_prepare(struct tool_ctx *c)
@@ -593,6 +611,7 @@ static const struct tool_desc half_desc = {
 	.nr_rcxt = 1,
 	.buf_size = half_buf,
 	.def_max_size = 20000,
+	.options = half_options,
 	.option = half_option,
 	.server_prepare = half_prepare,
 	.server = half_server,
@@ -607,22 +626,25 @@ static size_t cond_buf(const struct tool_opts *o)
 	return (size_t)(COND_MAX * REGION(o->max_size) + 4096);
 }
 
-static int cond_option(struct tool_opts *o, const char *a, const char *v)
+static const struct option cond_options[] = {
+	{ "size", required_argument, NULL, OPT_SIZE },
+	{ "members", required_argument, NULL, OPT_MEMBERS },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int cond_option(struct tool_opts *o, const struct option *opt, const char *v)
 {
 	char *end;
 	long n;
 
-	if (!strcmp(a, "--size"))
+	if (opt->val == OPT_SIZE)
 		return size_option(o, cond_desc.name, v, 1u << 20);
-	if (!strcmp(a, "--members")) {
-		n = v ? strtol(v, &end, 0) : 0;
-		if (!v || *end || n < 1 || n > (long)COND_MAX) {
-			tool_err(cond_desc.name, "--members needs 1..%u", COND_MAX);
-			return -1;
-		}
-		o->peer_mode = (uint32_t)n;
-		return 2;
+	n = strtol(v, &end, 0);
+	if (*end || n < 1 || n > (long)COND_MAX) {
+		tool_err(cond_desc.name, "--members needs 1..%u", COND_MAX);
+		return -1;
 	}
+	o->peer_mode = (uint32_t)n;
 	return 0;
 }
 
@@ -792,6 +814,7 @@ static const struct tool_desc cond_desc = {
 	.nr_rcxt = COND_MAX + 1,
 	.buf_size = cond_buf,
 	.def_max_size = 30000,
+	.options = cond_options,
 	.option = cond_option,
 	.server_prepare = cond_prepare,
 	.server = cond_server,
@@ -1003,88 +1026,138 @@ static int bc_source(struct tool_ctx *c, const struct bc_opts *b)
 	return verdict(c, b->op, "source", bc.state == WEFT_BCAST_DONE && r == 0, text, fields);
 }
 
+enum {
+	BC_HELP = 'h', BC_JSON = TOOL_OPT_BASE + 0x40, BC_TARGET, BC_SOURCE, BC_DEV, BC_TARGETS,
+	BC_SIZE, BC_JOB, BC_TIMEOUT, BC_PEER_WINDOW, BC_ACK_TIMEOUT, BC_TRIES,
+	/* mcast only, from here on */
+	BC_NON_MEMBER, BC_OTHERS, BC_GROUP,
+};
+
+static const struct option bc_options[] = {
+	{ "help", no_argument, NULL, BC_HELP },
+	{ "json", no_argument, NULL, BC_JSON },
+	{ "target", no_argument, NULL, BC_TARGET },
+	{ "source", no_argument, NULL, BC_SOURCE },
+	{ "dev", required_argument, NULL, BC_DEV },
+	{ "targets", required_argument, NULL, BC_TARGETS },
+	{ "size", required_argument, NULL, BC_SIZE },
+	{ "job", required_argument, NULL, BC_JOB },
+	{ "timeout", required_argument, NULL, BC_TIMEOUT },
+	{ "peer-window", required_argument, NULL, BC_PEER_WINDOW },
+	{ "ack-timeout", required_argument, NULL, BC_ACK_TIMEOUT },
+	{ "tries", required_argument, NULL, BC_TRIES },
+	{ "non-member", no_argument, NULL, BC_NON_MEMBER },
+	{ "others", required_argument, NULL, BC_OTHERS },
+	{ "group", required_argument, NULL, BC_GROUP },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct bc_parse {
+	struct bc_opts *b;
+	struct tool_opts *o;
+	bool group_set;
+};
+
+/* One option of bcast or mcast: 0, 1 (--help printed) or 2. */
+static int bc_option(void *arg, const struct option *opt, const char *v)
+{
+	struct bc_parse *p = arg;
+	struct bc_opts *b = p->b;
+	/* The numeric options and their upper bounds. */
+	static const long hi[] = {
+		[BC_JOB - BC_JOB] = 0x7fffffffL, [BC_TIMEOUT - BC_JOB] = 0x7fffffffL,
+		[BC_PEER_WINDOW - BC_JOB] = 127, [BC_ACK_TIMEOUT - BC_JOB] = 0x7fffffffL,
+		[BC_TRIES - BC_JOB] = 64,
+	};
+	uint64_t sz;
+	long n = 0;
+
+	if (opt->val >= BC_JOB && opt->val <= BC_TRIES &&
+	    tool_int_option(b->name, opt, v, hi[opt->val - BC_JOB], &n))
+		return 2;
+	if (opt->val == BC_GROUP && tool_int_option(b->name, opt, v, 255, &n))
+		return 2;
+	switch (opt->val) {
+	case BC_HELP:
+		bc_usage(b, stdout);
+		return 1;
+	case BC_JSON:
+		p->o->json = true;
+		break;
+	case BC_TARGET:
+		b->target = true;
+		break;
+	case BC_SOURCE:
+		b->source = true;
+		break;
+	case BC_NON_MEMBER:
+		b->non_member = true;
+		break;
+	case BC_DEV:
+		p->o->dev = v;
+		break;
+	case BC_TARGETS:
+		return node_list(b->name, "--targets", v, b->targets, &b->nr_targets) ? 2 : 0;
+	case BC_OTHERS:
+		return node_list(b->name, "--others", v, b->others, &b->nr_others) ? 2 : 0;
+	case BC_SIZE:
+		if (tool_parse_size(v, &sz) || sz == 0 || sz > 65536) {
+			tool_err(b->name, "--size needs 1..65536 bytes");
+			return 2;
+		}
+		p->o->max_size = sz;
+		break;
+	case BC_JOB:
+		p->o->job = (uint32_t)n;
+		break;
+	case BC_TIMEOUT:
+		p->o->timeout_ms = (int)n;
+		break;
+	case BC_PEER_WINDOW:
+		p->o->peer_window = (int)n;
+		break;
+	case BC_ACK_TIMEOUT:
+		b->ack_timeout_ms = (unsigned int)n;
+		break;
+	case BC_TRIES:
+		b->tries = (unsigned int)n;
+		break;
+	case BC_GROUP:
+		b->group = (int)n;
+		p->group_set = true;
+		break;
+	}
+	return 0;
+}
+
 static int bc_main(int argc, char **argv, bool mcast)
 {
 	struct bc_opts b = { .name = mcast ? "weft-ops mcast" : "weft-ops bcast",
 			     .op = mcast ? "mcast" : "bcast", .group = mcast ? 0 : -1,
 			     .ack_timeout_ms = 3000, .tries = 4 };
+	struct option opts[sizeof(bc_options) / sizeof(bc_options[0])];
 	struct tool_ctx c;
-	bool group_set = false;
+	struct bc_parse p = { .b = &b, .o = &c.o };
 	char err[256];
 	int rc = 1;
 
 	memset(&c, 0, sizeof(c));
 	c.o = (struct tool_opts){ .dev = "weft0", .job = 0x7765, .peer_window = -1,
 				  .timeout_ms = 30000, .max_size = 10000 };
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		char *end = NULL;
-		long n = v ? strtol(v, &end, 0) : -1;
-		bool num = v && *v && end && !*end && n >= 0;
-
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			bc_usage(&b, stdout);
-			return 0;
-		} else if (!strcmp(a, "--json")) {
-			c.o.json = true;
-		} else if (!strcmp(a, "--target")) {
-			b.target = true;
-		} else if (!strcmp(a, "--source")) {
-			b.source = true;
-		} else if (mcast && !strcmp(a, "--non-member")) {
-			b.non_member = true;
-		} else if (!v) {
-			tool_err(b.name, "unknown option or missing value: %s (see --help)", a);
-			return 2;
-		} else if (!strcmp(a, "--dev")) {
-			c.o.dev = argv[++i];
-		} else if (!strcmp(a, "--targets") || (mcast && !strcmp(a, "--others"))) {
-			if (a[2] == 't' ? node_list(b.name, a, v, b.targets, &b.nr_targets) :
-			    node_list(b.name, a, v, b.others, &b.nr_others))
-				return 2;
-			i++;
-		} else if (!strcmp(a, "--size")) {
-			uint64_t sz;
-
-			if (tool_parse_size(v, &sz) || sz == 0 || sz > 65536) {
-				tool_err(b.name, "--size needs 1..65536 bytes");
-				return 2;
-			}
-			c.o.max_size = sz;
-			i++;
-		} else if (!strcmp(a, "--job") || !strcmp(a, "--timeout") ||
-			   !strcmp(a, "--peer-window") || !strcmp(a, "--ack-timeout") ||
-			   !strcmp(a, "--tries") || (mcast && !strcmp(a, "--group"))) {
-			long hi = !strcmp(a, "--peer-window") ? 127 : !strcmp(a, "--group") ? 255 :
-				  !strcmp(a, "--tries") ? 64 : 0x7fffffffL;
-
-			if (!num || n > hi) {
-				tool_err(b.name, "%s: bad value '%s' (0..%ld)", a, v, hi);
-				return 2;
-			}
-			if (!strcmp(a, "--job"))
-				c.o.job = (uint32_t)n;
-			else if (!strcmp(a, "--timeout"))
-				c.o.timeout_ms = (int)n;
-			else if (!strcmp(a, "--peer-window"))
-				c.o.peer_window = (int)n;
-			else if (!strcmp(a, "--ack-timeout"))
-				b.ack_timeout_ms = (unsigned int)n;
-			else if (!strcmp(a, "--tries"))
-				b.tries = (unsigned int)n;
-			else
-				b.group = (int)n, group_set = true;
-			i++;
-		} else {
-			tool_err(b.name, "unknown option: %s (see --help)", a);
-			return 2;
-		}
-	}
+	/* bcast takes the table up to the mcast-only options. */
+	memcpy(opts, bc_options, sizeof(opts));
+	for (unsigned int k = 0; !mcast && opts[k].name; k++)
+		if (opts[k].val == BC_NON_MEMBER)
+			memset(&opts[k], 0, sizeof(opts[k]));
+	rc = tool_getopt(b.name, argc, argv, opts, bc_option, &p);
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	rc = 1;
 	if (b.target == b.source) {
 		tool_err(b.name, "give exactly one of --target or --source");
 		return 2;
 	}
-	if (b.source && (b.nr_targets == 0 || c.o.peer_window < 0 || (mcast && !group_set))) {
+	if (b.source && (b.nr_targets == 0 || c.o.peer_window < 0 || (mcast && !p.group_set))) {
 		tool_err(b.name, "--source needs --targets LIST%s and --peer-window W",
 			 mcast ? ", --group G" : "");
 		return 2;

@@ -280,38 +280,46 @@ static int client(struct tool_ctx *c)
 	return r;
 }
 
-static int option(struct tool_opts *o, const char *a, const char *v)
+enum { OPT_MODE = TOOL_OPT_BASE, OPT_WAIT, OPT_SIZE, OPT_ITERS };
+
+static const struct option options[] = {
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "wait", required_argument, NULL, OPT_WAIT },
+	{ "size", required_argument, NULL, OPT_SIZE },
+	{ "iters", required_argument, NULL, OPT_ITERS },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int option(struct tool_opts *o, const struct option *opt, const char *v)
 {
-	if (!v)
-		return 0;
-	if (!strcmp(a, "--mode"))
+	uint64_t n;
+
+	switch (opt->val) {
+	case OPT_MODE:
 		return tool_mode_option(o, desc.name, v, "fifo", "rdma");
-	if (!strcmp(a, "--wait")) {
-		if (!strcmp(v, "busy"))
+	case OPT_WAIT:
+		if (!strcmp(v, "busy")) {
 			wait_mode = WAIT_BUSY;
-		else if (!strcmp(v, "irq"))
+		} else if (!strcmp(v, "irq")) {
 			wait_mode = WAIT_IRQ;
-		else if (!strcmp(v, "hybrid"))
+		} else if (!strcmp(v, "hybrid")) {
 			wait_mode = WAIT_HYBRID;
-		else {
+		} else {
 			tool_err(desc.name, "--wait: busy, irq or hybrid, not '%s'", v);
 			return -1;
 		}
-		return 2;
-	}
-	if (!strcmp(a, "--size") || !strcmp(a, "--iters")) {
-		uint64_t n;
+		return 0;
+	default:
 		if (tool_parse_size(v, &n) || n == 0 || n > (1u << 24)) {
-			tool_err(desc.name, "%s: bad value '%s'", a, v);
+			tool_err(desc.name, "--%s: bad value '%s'", opt->name, v);
 			return -1;
 		}
-		if (!strcmp(a, "--size"))
+		if (opt->val == OPT_SIZE)
 			o->min_size = n;
 		else
 			o->iters = (unsigned int)n;
-		return 2;
+		return 0;
 	}
-	return 0;
 }
 
 static const struct tool_desc desc = {
@@ -330,6 +338,7 @@ static const struct tool_desc desc = {
 	.def_iters = 1000,
 	.def_mode = "both",
 	.buf_size = buf_size,
+	.options = options,
 	.option = option,
 	.server = server,
 	.client = client,

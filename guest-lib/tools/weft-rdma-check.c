@@ -410,35 +410,45 @@ static int rel_client(struct tool_ctx *c)
 	return ok ? 0 : -1;
 }
 
-static int option(struct tool_opts *o, const char *a, const char *v)
+enum { OPT_MESSAGES = TOOL_OPT_BASE, OPT_REL_TIMEOUT, OPT_MIN_SIZE, OPT_MAX_SIZE };
+
+static const struct option options[] = {
+	{ "messages", required_argument, NULL, OPT_MESSAGES },
+	{ "rel-timeout-us", required_argument, NULL, OPT_REL_TIMEOUT },
+	{ "min-size", required_argument, NULL, OPT_MIN_SIZE },
+	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int option(struct tool_opts *o, const struct option *opt, const char *v)
 {
-	if (v && (!strcmp(a, "--messages") || !strcmp(a, "--rel-timeout-us"))) {
+	uint64_t n;
+
+	if (opt->val == OPT_MESSAGES || opt->val == OPT_REL_TIMEOUT) {
 		char *end;
-		unsigned long long n = strtoull(v, &end, 0);
-		if (*end || n == 0 || n > 100000000ull) {
-			tool_err(desc.name, "%s: bad value '%s'", a, v);
+		unsigned long long m = strtoull(v, &end, 0);
+
+		if (*end || m == 0 || m > 100000000ull) {
+			tool_err(desc.name, "--%s: bad value '%s'", opt->name, v);
 			return -1;
 		}
-		if (!strcmp(a, "--messages")) {
+		if (opt->val == OPT_MESSAGES) {
 			o->peer_mode = MODE_REL;
-			o->count = (uint32_t)n;
+			o->count = (uint32_t)m;
 		} else {
-			o->rel_timeout_ns = n * 1000;
+			o->rel_timeout_ns = m * 1000;
 		}
-		return 2;
-	}
-	if (!v || (strcmp(a, "--min-size") && strcmp(a, "--max-size")))
 		return 0;
-	uint64_t n;
+	}
 	if (tool_parse_size(v, &n) || n == 0 || n > (1ull << 30)) {
-		tool_err(desc.name, "%s: bad size '%s' (1..1G, suffix k/M/G)", a, v);
+		tool_err(desc.name, "--%s: bad size '%s' (1..1G, suffix k/M/G)", opt->name, v);
 		return -1;
 	}
-	if (!strcmp(a, "--min-size"))
+	if (opt->val == OPT_MIN_SIZE)
 		o->min_size = n;
 	else
 		o->max_size = n;
-	return 2;
+	return 0;
 }
 
 static int client_entry(struct tool_ctx *c)
@@ -467,6 +477,7 @@ static const struct tool_desc desc = {
 	.buf_size = buf_size,
 	.def_min_size = 1,
 	.def_max_size = 16u << 20,
+	.options = options,
 	.option = option,
 	.server_prepare = server_prepare,
 	.server = server,

@@ -15,6 +15,7 @@
 #define WEFT_HW_H
 
 #include "weft/types.h"
+#include "weft/field.h"
 
 /* ---- PCI identity ---------------------------------------------------- */
 #define WEFT_PCI_VENDOR_ID      0x1234  /* QEMU's experimental vendor id */
@@ -132,9 +133,12 @@ enum weft_reg {
 #define WEFT_REG_TCE_END        (WEFT_REG_TCE_BASE_OFF + WEFT_NR_TCE_TABLES * WEFT_REG_TCE_STRIDE)
 
 /* TCE_CFG: number of TCEs and the table's page shift (12, 16 or 24). */
-#define WEFT_TCE_CFG(nr, shift) ((uint64_t)(uint32_t)(nr) | ((uint64_t)(shift) << 32))
-#define WEFT_TCE_CFG_NR(v)      ((uint32_t)(v))
-#define WEFT_TCE_CFG_SHIFT(v)   ((uint32_t)((v) >> 32) & 0xff)
+WEFT_FIELD(WEFT_TCE_CFG, NR, 0, 32);
+WEFT_FIELD(WEFT_TCE_CFG, PAGE_SHIFT, 32, 8);
+#define WEFT_TCE_CFG(nr, shift) \
+	(WEFT_FIELD_PREP(WEFT_TCE_CFG, NR, nr) | WEFT_FIELD_PREP(WEFT_TCE_CFG, PAGE_SHIFT, shift))
+#define WEFT_TCE_CFG_NR(v)      ((uint32_t)WEFT_FIELD_GET(WEFT_TCE_CFG, NR, v))
+#define WEFT_TCE_CFG_SHIFT(v)   ((uint32_t)WEFT_FIELD_GET(WEFT_TCE_CFG, PAGE_SHIFT, v))
 #define WEFT_TCE_MAX_ENTRIES    (1u << 20)
 /* TCE_OWNER: job id in bits 31:0, bit 63 = ownership valid. */
 #define WEFT_TCE_OWNER_VALID    (1ull << 63)
@@ -143,13 +147,17 @@ enum weft_reg {
 #define WEFT_REG_CNT_BASE       0x800u
 
 /* CAPS */
-#define WEFT_CAPS_WINDOWS(v)    ((uint32_t)(v) & 0xff)      /* 1..128 (0 = 256 never) */
-#define WEFT_CAPS_TASKS(v)      (((uint32_t)(v) >> 8) & 0xff)
-#define WEFT_CAPS_TCE_TABLES(v) (((uint32_t)(v) >> 16) & 0xff)
-#define WEFT_CAPS_HANDLERS(v)   (((uint32_t)(v) >> 24) & 0xff)
+WEFT_FIELD(WEFT_CAPS, WINDOWS, 0, 8);           /* 1..128 (0 = 256 never) */
+WEFT_FIELD(WEFT_CAPS, TASKS, 8, 8);
+WEFT_FIELD(WEFT_CAPS, TCE_TABLES, 16, 8);
+WEFT_FIELD(WEFT_CAPS, HANDLERS, 24, 8);
+#define WEFT_CAPS_WINDOWS(v)    ((uint32_t)WEFT_FIELD_GET(WEFT_CAPS, WINDOWS, v))
+#define WEFT_CAPS_TASKS(v)      ((uint32_t)WEFT_FIELD_GET(WEFT_CAPS, TASKS, v))
+#define WEFT_CAPS_TCE_TABLES(v) ((uint32_t)WEFT_FIELD_GET(WEFT_CAPS, TCE_TABLES, v))
+#define WEFT_CAPS_HANDLERS(v)   ((uint32_t)WEFT_FIELD_GET(WEFT_CAPS, HANDLERS, v))
 #define WEFT_CAPS_MAKE(w, t, tt, h) \
-	((uint64_t)((w) & 0xff) | ((uint64_t)((t) & 0xff) << 8) | \
-	 ((uint64_t)((tt) & 0xff) << 16) | ((uint64_t)((h) & 0xff) << 24))
+	(WEFT_FIELD_PREP(WEFT_CAPS, WINDOWS, w) | WEFT_FIELD_PREP(WEFT_CAPS, TASKS, t) | \
+	 WEFT_FIELD_PREP(WEFT_CAPS, TCE_TABLES, tt) | WEFT_FIELD_PREP(WEFT_CAPS, HANDLERS, h))
 
 /* STATUS */
 #define WEFT_STATUS_READY       (1ull << 0)
@@ -165,16 +173,21 @@ enum weft_reg {
 
 /* INT_CONFIG: number of handlers in bits 7:0 (1..WEFT_MAX_HANDLERS,
  * limited by the MSI-X vectors), bit 8 = early interrupt mode. */
-#define WEFT_INT_CONFIG_HANDLERS(v) ((uint32_t)(v) & 0xff)
-#define WEFT_INT_CONFIG_EARLY       (1ull << 8)
+WEFT_FIELD(WEFT_INT_CONFIG, NR_HANDLERS, 0, 8);
+WEFT_FIELD(WEFT_INT_CONFIG, EARLY_MODE, 8, 1);
+#define WEFT_INT_CONFIG_HANDLERS(v) ((uint32_t)WEFT_FIELD_GET(WEFT_INT_CONFIG, NR_HANDLERS, v))
+#define WEFT_INT_CONFIG_EARLY       WEFT_FIELD_PREP(WEFT_INT_CONFIG, EARLY_MODE, 1)
 
 /* CMD_ACQUIRE_RCXT data: rCxt id 31:0, window 47:32, key 63:48. */
+WEFT_FIELD(WEFT_ACQ, RCXT_ID, 0, 32);
+WEFT_FIELD(WEFT_ACQ, WINDOW_NR, 32, 16);
+WEFT_FIELD(WEFT_ACQ, RCXT_KEY, 48, 16);
 #define WEFT_ACQ(rcxt, win, key) \
-	((uint64_t)(uint32_t)(rcxt) | ((uint64_t)((win) & 0xffff) << 32) | \
-	 ((uint64_t)((key) & 0xffff) << 48))
-#define WEFT_ACQ_RCXT(v)        ((uint32_t)(v))
-#define WEFT_ACQ_WINDOW(v)      ((uint32_t)((v) >> 32) & 0xffff)
-#define WEFT_ACQ_KEY(v)         ((uint16_t)((v) >> 48))
+	(WEFT_FIELD_PREP(WEFT_ACQ, RCXT_ID, rcxt) | WEFT_FIELD_PREP(WEFT_ACQ, WINDOW_NR, win) | \
+	 WEFT_FIELD_PREP(WEFT_ACQ, RCXT_KEY, key))
+#define WEFT_ACQ_RCXT(v)        ((uint32_t)WEFT_FIELD_GET(WEFT_ACQ, RCXT_ID, v))
+#define WEFT_ACQ_WINDOW(v)      ((uint32_t)WEFT_FIELD_GET(WEFT_ACQ, WINDOW_NR, v))
+#define WEFT_ACQ_KEY(v)         ((uint16_t)WEFT_FIELD_GET(WEFT_ACQ, RCXT_KEY, v))
 
 /* CMD_STATUS values */
 enum weft_cmd_status {

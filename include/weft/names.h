@@ -99,24 +99,10 @@ static inline const char *weft_counter_name(unsigned int c)
 static inline const char *weft_pkt_type_name(unsigned int t)
 {
 	switch (t) {
-	case WEFT_PKT_FIFO: return "FIFO";
-	case WEFT_PKT_RDMAW: return "RDMAW";
-	case WEFT_PKT_RDMAR_REQ: return "RDMAR_REQ";
-	case WEFT_PKT_COMPLETION: return "COMPLETION";
-	case WEFT_PKT_TP_RDMAR_REQ: return "TP_RDMAR_REQ";
-	case WEFT_PKT_TP_RDMAW: return "TP_RDMAW";
-	case WEFT_PKT_VERBS: return "VERBS";
-	case WEFT_PKT_FIFO_DATA: return "FIFO_DATA";
-	case WEFT_PKT_RDMAR_FIFO_REQ: return "RDMAR_FIFO_REQ";
-	case WEFT_PKT_RDMAR_PUT_REQ: return "RDMAR_PUT_REQ";
-	case WEFT_PKT_MATCH: return "MATCH";
-	case WEFT_PKT_CNT_WRITE_OP: return "CNT_WRITE_OP";
-	case WEFT_PKT_CNT_READ_OP: return "CNT_READ_OP";
-	case WEFT_PKT_CNT_DATA: return "CNT_DATA";
-	case WEFT_PKT_CNT_ACK: return "CNT_ACK";
-	case WEFT_PKT_CNT_ERROR: return "CNT_ERROR";
-	case WEFT_PKT_HELLO: return "HELLO";
-	case WEFT_PKT_HELLO_ACK: return "HELLO_ACK";
+#define WEFT_PKT_CASE(name, val, rule) case WEFT_PKT_##name: return #name;
+	WEFT_PKT_LIST(WEFT_PKT_CASE)
+	WEFT_PKT_CTL_LIST(WEFT_PKT_CASE)
+#undef WEFT_PKT_CASE
 	default: return "UNKNOWN";
 	}
 }
@@ -134,16 +120,9 @@ static inline const char *weft_uar_name(uint64_t off_in_page)
 static inline const char *weft_vop_name(unsigned int op)
 {
 	switch (op) {
-	case WEFT_VOP_SEND: return "SEND";
-	case WEFT_VOP_WRITE: return "WRITE";
-	case WEFT_VOP_READ_REQ: return "READ_REQ";
-	case WEFT_VOP_READ_RESP: return "READ_RESP";
-	case WEFT_VOP_CAS: return "CAS";
-	case WEFT_VOP_FAA: return "FAA";
-	case WEFT_VOP_ATOMIC_RESP: return "ATOMIC_RESP";
-	case WEFT_VOP_ACK: return "ACK";
-	case WEFT_VOP_TERMINATE: return "TERMINATE";
-	case WEFT_VOP_UD_SEND: return "UD_SEND";
+#define WEFT_VOP_CASE(name, val) case WEFT_VOP_##name: return #name;
+	WEFT_VOP_LIST(WEFT_VOP_CASE)
+#undef WEFT_VOP_CASE
 	default: return "UNKNOWN";
 	}
 }
@@ -151,27 +130,9 @@ static inline const char *weft_vop_name(unsigned int op)
 static inline const char *weft_vcmd_name(unsigned int op)
 {
 	switch (op) {
-	case WEFT_VCMD_CREATE_PD: return "CREATE_PD";
-	case WEFT_VCMD_DESTROY_PD: return "DESTROY_PD";
-	case WEFT_VCMD_CREATE_CQ: return "CREATE_CQ";
-	case WEFT_VCMD_DESTROY_CQ: return "DESTROY_CQ";
-	case WEFT_VCMD_CREATE_QP: return "CREATE_QP";
-	case WEFT_VCMD_MODIFY_QP: return "MODIFY_QP";
-	case WEFT_VCMD_DESTROY_QP: return "DESTROY_QP";
-	case WEFT_VCMD_ALLOC_STAG: return "ALLOC_STAG";
-	case WEFT_VCMD_REG_MR: return "REG_MR";
-	case WEFT_VCMD_DEREG_STAG: return "DEREG_STAG";
-	case WEFT_VCMD_QUERY_QP: return "QUERY_QP";
-	case WEFT_VCMD_QUERY_CQ: return "QUERY_CQ";
-	case WEFT_VCMD_QUERY_TPT: return "QUERY_TPT";
-	case WEFT_VCMD_QUERY_PD: return "QUERY_PD";
-	case WEFT_VCMD_SET_GID: return "SET_GID";
-	case WEFT_VCMD_CLEAR_GID: return "CLEAR_GID";
-	case WEFT_VCMD_QUERY_GID: return "QUERY_GID";
-	case WEFT_VCMD_CREATE_SRQ: return "CREATE_SRQ";
-	case WEFT_VCMD_MODIFY_SRQ: return "MODIFY_SRQ";
-	case WEFT_VCMD_QUERY_SRQ: return "QUERY_SRQ";
-	case WEFT_VCMD_DESTROY_SRQ: return "DESTROY_SRQ";
+#define WEFT_VCMD_CASE(name, val) case WEFT_VCMD_##name: return #name;
+	WEFT_VCMD_LIST(WEFT_VCMD_CASE)
+#undef WEFT_VCMD_CASE
 	default: return "UNKNOWN";
 	}
 }

@@ -1,110 +1,117 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR MIT) */
 /*
  * weft.ko user ABI: /dev/weftN ioctls, mmap layout and events.
  * Used by the driver (guest-driver/) and libweft (guest-lib/).
  * docs/driver.md describes each call and its errors.
+ *
+ * Every structure is a multiple of 8 bytes; reserved fields are 0 on
+ * input (the driver refuses anything else with EINVAL) and on output.
  */
 #ifndef WEFT_UAPI_H
 #define WEFT_UAPI_H
 
-#include "weft/types.h"
-#ifdef __KERNEL__
+#include <linux/types.h>
 #include <linux/ioctl.h>
-#else
-#include <sys/ioctl.h>
-#endif
 
-#define WEFT_UAPI_VERSION       1u
-#define WEFT_IOC_MAGIC          'W'
+/* QUERY's abi_version; libweft refuses a driver of another version. */
+#define WEFT_UAPI_VERSION	2
+/* ioctl type code, free in the kernel's ioctl number registry; this ABI
+ * uses numbers 0x00-0x3f of it (docs/driver.md, "User ABI").
+ */
+#define WEFT_IOC_MAGIC		0xE6
 
 struct weft_ioc_query {
-	uint32_t abi_version;   /* out: WEFT_UAPI_VERSION */
-	uint16_t node_id;       /* out */
-	uint16_t nr_windows;    /* out */
-	uint32_t nr_rcxt;       /* out */
-	uint32_t recovery_count;/* out */
-	uint32_t nr_handlers;   /* out */
-	uint32_t max_payload;   /* out: WEFT_MAX_PAYLOAD */
-	uint64_t hw_id;         /* out: ID register */
+	__u32 abi_version;	/* out: WEFT_UAPI_VERSION */
+	__u16 node_id;		/* out */
+	__u16 nr_windows;	/* out */
+	__u32 nr_rcxt;		/* out */
+	__u32 recovery_count;	/* out */
+	__u32 nr_handlers;	/* out */
+	__u32 max_payload;	/* out: WEFT_MAX_PAYLOAD */
+	__aligned_u64 hw_id;	/* out: ID register */
 };
 
 /* Open a window: the driver allocates contiguous FIFOs, writes the LMT
  * and opens the window.  The mmap offsets map, for this fd only:
- * the doorbell page, the send FIFO and the receive FIFO. */
+ * the doorbell page, the send FIFO and the receive FIFO.
+ */
 struct weft_ioc_open_window {
-	uint32_t job_id;        /* in: job (window key); must be attached */
-	uint32_t send_log2;     /* in: log2(send frames), 1..WEFT_FIFO_MAX_LOG2 */
-	uint32_t recv_log2;     /* in: log2(receive frames) */
-	uint32_t flags;         /* in: WEFT_OPEN_F_* */
-	uint32_t quantum;       /* in: send quantum k (0 = default) */
-	uint32_t window;        /* out: window number */
-	uint64_t db_offset;     /* out: mmap offset of the doorbell page */
-	uint64_t send_offset;   /* out: mmap offset of the send FIFO */
-	uint64_t recv_offset;   /* out: mmap offset of the receive FIFO */
-	uint64_t send_size;     /* out: bytes */
-	uint64_t recv_size;     /* out: bytes */
+	__u32 job_id;		/* in: job (window key); must be attached */
+	__u32 send_log2;	/* in: log2(send frames), 1..WEFT_FIFO_MAX_LOG2 */
+	__u32 recv_log2;	/* in: log2(receive frames) */
+	__u32 flags;		/* in: WEFT_OPEN_F_* */
+	__u32 quantum;		/* in: send quantum k (0 = default) */
+	__u32 window;		/* out: window number */
+	__aligned_u64 db_offset;	/* out: mmap offset of the doorbell page */
+	__aligned_u64 send_offset;	/* out: mmap offset of the send FIFO */
+	__aligned_u64 recv_offset;	/* out: mmap offset of the receive FIFO */
+	__aligned_u64 send_size;	/* out: bytes */
+	__aligned_u64 recv_size;	/* out: bytes */
 };
-#define WEFT_OPEN_F_BCAST       (1u << 0) /* allow broadcast/multicast sends */
-#define WEFT_OPEN_F_EARLY_INT   (1u << 1)
+
+/* weft_ioc_open_window.flags */
+#define WEFT_OPEN_F_BCAST	0x1	/* allow broadcast/multicast sends */
+#define WEFT_OPEN_F_EARLY_INT	0x2
 
 struct weft_ioc_window {
-	uint32_t window;
-	uint32_t timeout_ms;    /* close: snapshot wait (0 = default 1000) */
+	__u32 window;
+	__u32 timeout_ms;	/* close: snapshot wait (0 = default 1000) */
 };
 
 struct weft_ioc_rcxt {
-	uint32_t window;        /* in: owning window of this fd */
-	uint32_t rcxt;          /* out (alloc) / in (free) */
-	uint16_t key;           /* out: recovery count used as key */
-	uint16_t reserved[3];
+	__u32 window;		/* in: owning window of this fd */
+	__u32 rcxt;		/* out (alloc) / in (free) */
+	__u16 key;		/* out: recovery count used as key */
+	__u16 reserved[3];
 };
 
 struct weft_ioc_job {
-	uint32_t job_id;        /* in: nonzero job id */
-	uint32_t slot;          /* out: job slot 0..WEFT_NR_JOB_SLOTS-1 */
+	__u32 job_id;		/* in: nonzero job id */
+	__u32 slot;		/* out: job slot 0..WEFT_NR_JOB_SLOTS-1 */
 };
 
 struct weft_ioc_reg_mr {
-	uint64_t addr;          /* in: user virtual address */
-	uint64_t length;        /* in: bytes, > 0 */
-	uint32_t job_id;        /* in: attached job owning the tables */
-	uint32_t page_shift;    /* in: 12, 16 or 24 (0 = 12) */
-	uint64_t pvo;           /* out: PVO of addr */
-	uint32_t handle;        /* out */
-	uint32_t reserved;
+	__aligned_u64 addr;	/* in: user virtual address */
+	__aligned_u64 length;	/* in: bytes, > 0 */
+	__u32 job_id;		/* in: attached job owning the tables */
+	__u32 page_shift;	/* in: 12, 16 or 24 (0 = 12) */
+	__aligned_u64 pvo;	/* out: PVO of addr */
+	__u32 handle;		/* out */
+	__u32 reserved;
 };
 
 struct weft_ioc_dereg_mr {
-	uint32_t handle;
-	uint32_t reserved;
+	__u32 handle;
+	__u32 reserved;
 };
 
-#define WEFT_IOC_QUERY          _IOR(WEFT_IOC_MAGIC, 0x00, struct weft_ioc_query)
-#define WEFT_IOC_JOB_ATTACH     _IOWR(WEFT_IOC_MAGIC, 0x01, struct weft_ioc_job)
-#define WEFT_IOC_JOB_DETACH     _IOW(WEFT_IOC_MAGIC, 0x02, struct weft_ioc_job)
-#define WEFT_IOC_OPEN_WINDOW    _IOWR(WEFT_IOC_MAGIC, 0x03, struct weft_ioc_open_window)
-#define WEFT_IOC_CLOSE_WINDOW   _IOW(WEFT_IOC_MAGIC, 0x04, struct weft_ioc_window)
-#define WEFT_IOC_ALLOC_RCXT     _IOWR(WEFT_IOC_MAGIC, 0x05, struct weft_ioc_rcxt)
-#define WEFT_IOC_FREE_RCXT      _IOW(WEFT_IOC_MAGIC, 0x06, struct weft_ioc_rcxt)
-#define WEFT_IOC_REG_MR         _IOWR(WEFT_IOC_MAGIC, 0x07, struct weft_ioc_reg_mr)
-#define WEFT_IOC_DEREG_MR       _IOW(WEFT_IOC_MAGIC, 0x08, struct weft_ioc_dereg_mr)
+#define WEFT_IOC_QUERY		_IOR(WEFT_IOC_MAGIC, 0x00, struct weft_ioc_query)
+#define WEFT_IOC_JOB_ATTACH	_IOWR(WEFT_IOC_MAGIC, 0x01, struct weft_ioc_job)
+#define WEFT_IOC_JOB_DETACH	_IOW(WEFT_IOC_MAGIC, 0x02, struct weft_ioc_job)
+#define WEFT_IOC_OPEN_WINDOW	_IOWR(WEFT_IOC_MAGIC, 0x03, struct weft_ioc_open_window)
+#define WEFT_IOC_CLOSE_WINDOW	_IOW(WEFT_IOC_MAGIC, 0x04, struct weft_ioc_window)
+#define WEFT_IOC_ALLOC_RCXT	_IOWR(WEFT_IOC_MAGIC, 0x05, struct weft_ioc_rcxt)
+#define WEFT_IOC_FREE_RCXT	_IOW(WEFT_IOC_MAGIC, 0x06, struct weft_ioc_rcxt)
+#define WEFT_IOC_REG_MR		_IOWR(WEFT_IOC_MAGIC, 0x07, struct weft_ioc_reg_mr)
+#define WEFT_IOC_DEREG_MR	_IOW(WEFT_IOC_MAGIC, 0x08, struct weft_ioc_dereg_mr)
 
 /* read() on the fd returns whole struct weft_uevent records for the
- * fd's windows; poll() reports POLLIN when one is queued. */
+ * fd's windows; poll() reports POLLIN when one is queued.
+ */
 enum weft_uevent_type {
-	WEFT_UEV_RECV = 1,      /* receive threshold reached */
-	WEFT_UEV_SEND = 2,      /* send threshold reached */
-	WEFT_UEV_FATAL = 3,     /* window fatal error: window is unusable */
-	WEFT_UEV_PROTECTION = 4,/* an incoming packet failed a protection check */
-	WEFT_UEV_RECOVERY = 5,  /* adapter recovered: windows, rCxts, MRs invalid (ESTALE) */
+	WEFT_UEV_RECV = 1,		/* receive threshold reached */
+	WEFT_UEV_SEND = 2,		/* send threshold reached */
+	WEFT_UEV_FATAL = 3,		/* window fatal error: window is unusable */
+	WEFT_UEV_PROTECTION = 4,	/* an incoming packet failed a protection check */
+	WEFT_UEV_RECOVERY = 5,		/* adapter recovered: windows, rCxts, MRs invalid */
 };
 
 struct weft_uevent {
-	uint32_t type;
-	uint32_t window;
-	uint32_t rcxt;
-	uint32_t reason;        /* enum weft_reason */
-	uint64_t info;
+	__u32 type;
+	__u32 window;
+	__u32 rcxt;
+	__u32 reason;		/* enum weft_reason */
+	__aligned_u64 info;
 };
 
 /*

@@ -20,6 +20,7 @@
 #define WEFT_VERBS_H
 
 #include "weft/types.h"
+#include "weft/field.h"
 
 /* ---- Object counts (device properties) ----------------------------------- */
 #define WEFT_VERBS_DEF_QP       4096u
@@ -49,9 +50,13 @@
 
 /* ---- STag -------------------------------------------------------------------- */
 /* STag = Tag_Index (24 bits, entry number) << 8 | Tag_Instance (8 bits). */
-#define WEFT_STAG(index, inst)  (((uint32_t)(index) << 8) | ((uint32_t)(inst) & 0xffu))
-#define WEFT_STAG_INDEX(s)      ((uint32_t)(s) >> 8)
-#define WEFT_STAG_INSTANCE(s)   ((uint32_t)(s) & 0xffu)
+WEFT_FIELD(WEFT_STAG, TAG_INSTANCE, 0, 8);
+WEFT_FIELD(WEFT_STAG, TAG_INDEX, 8, 24);
+#define WEFT_STAG(index, inst) \
+	((uint32_t)(WEFT_FIELD_PREP(WEFT_STAG, TAG_INDEX, index) | \
+		    WEFT_FIELD_PREP(WEFT_STAG, TAG_INSTANCE, inst)))
+#define WEFT_STAG_INDEX(s)      ((uint32_t)WEFT_FIELD_GET(WEFT_STAG, TAG_INDEX, (uint32_t)(s)))
+#define WEFT_STAG_INSTANCE(s)   ((uint32_t)WEFT_FIELD_GET(WEFT_STAG, TAG_INSTANCE, s))
 
 /* ---- BAR 0 registers (in WEFT_REG_LIST of weft/hw.h) ------------------------- */
 /*   VERBS_NR_QP .. VERBS_NR_UAR  RO  object counts of this adapter
@@ -74,13 +79,18 @@ enum weft_uar_reg {
 #undef WEFT_UAR_ENUM
 };
 
-#define WEFT_UAR_DB(obj, idx)   ((uint64_t)((obj) & 0xffffffu) | ((uint64_t)(uint32_t)(idx) << 32))
+/* A UAR doorbell word: object 23:0, arm flags 31:24, index 63:32. */
+WEFT_FIELD(WEFT_UAR, OBJ_NR, 0, 24);
+WEFT_FIELD(WEFT_UAR, ARM_FLAGS, 24, 8);
+WEFT_FIELD(WEFT_UAR, PROD_IDX, 32, 32);
+#define WEFT_UAR_DB(obj, idx) \
+	(WEFT_FIELD_PREP(WEFT_UAR, OBJ_NR, obj) | WEFT_FIELD_PREP(WEFT_UAR, PROD_IDX, idx))
 #define WEFT_UAR_ARM(cqn, flags, ci) \
-	((uint64_t)((cqn) & 0xffffffu) | ((uint64_t)((flags) & 0xffu) << 24) | \
-	 ((uint64_t)(uint32_t)(ci) << 32))
-#define WEFT_UAR_OBJ(v)         ((uint32_t)(v) & 0xffffffu)
-#define WEFT_UAR_FLAGS(v)       ((uint32_t)((v) >> 24) & 0xffu)
-#define WEFT_UAR_IDX(v)         ((uint32_t)((v) >> 32))
+	(WEFT_FIELD_PREP(WEFT_UAR, OBJ_NR, cqn) | WEFT_FIELD_PREP(WEFT_UAR, ARM_FLAGS, flags) | \
+	 WEFT_FIELD_PREP(WEFT_UAR, PROD_IDX, ci))
+#define WEFT_UAR_OBJ(v)         ((uint32_t)WEFT_FIELD_GET(WEFT_UAR, OBJ_NR, v))
+#define WEFT_UAR_FLAGS(v)       ((uint32_t)WEFT_FIELD_GET(WEFT_UAR, ARM_FLAGS, v))
+#define WEFT_UAR_IDX(v)         ((uint32_t)WEFT_FIELD_GET(WEFT_UAR, PROD_IDX, v))
 
 enum weft_cq_arm {
 	WEFT_CQ_ARM_NEXT = 1,       /* event on the next CQE */
@@ -94,28 +104,34 @@ enum weft_cq_arm {
  * 64 bytes), which the adapter writes before VERBS_CMD returns.  The
  * object number (handle) is chosen by the driver.
  */
+/* Commands, X(NAME, value); new ones go at the end. */
+#define WEFT_VCMD_LIST(X) \
+	X(CREATE_PD, 1)   /* handle = pdn */ \
+	X(DESTROY_PD, 2) \
+	X(CREATE_CQ, 3)   /* handle = cqn, u.cq */ \
+	X(DESTROY_CQ, 4) \
+	X(CREATE_QP, 5)   /* handle = qpn, u.qp */ \
+	X(MODIFY_QP, 6)   /* handle = qpn, u.mod */ \
+	X(DESTROY_QP, 7) \
+	X(ALLOC_STAG, 8)  /* handle = STag, u.mr (type, pd, flags) */ \
+	X(REG_MR, 9)      /* handle = STag, u.mr */ \
+	X(DEREG_STAG, 10) /* handle = STag: frees the entry */ \
+	X(QUERY_QP, 11)   /* handle = qpn: struct weft_vqpc at u.query.addr */ \
+	X(QUERY_CQ, 12)   /* handle = cqn: struct weft_vcqc */ \
+	X(QUERY_TPT, 13)  /* handle = Tag_Index: struct weft_tpt_entry */ \
+	X(QUERY_PD, 14)   /* handle = pdn: resp.out[0] = 1 if created, out[1] = refs */ \
+	X(SET_GID, 15)    /* handle = GID index, u.gid */ \
+	X(CLEAR_GID, 16)  /* handle = GID index, u.gid.port */ \
+	X(QUERY_GID, 17)  /* handle = GID index: struct weft_vgid_entry at u.query.addr */ \
+	X(CREATE_SRQ, 18) /* handle = srqn (1 .. VERBS_NR_QP - 1), u.srq */ \
+	X(MODIFY_SRQ, 19) /* handle = srqn, u.srq.limit: arms the limit event */ \
+	X(QUERY_SRQ, 20)  /* handle = srqn: struct weft_vsrqc at u.query.addr */ \
+	X(DESTROY_SRQ, 21) /* handle = srqn */
+
 enum weft_vcmd_op {
-	WEFT_VCMD_CREATE_PD = 1,    /* handle = pdn */
-	WEFT_VCMD_DESTROY_PD = 2,
-	WEFT_VCMD_CREATE_CQ = 3,    /* handle = cqn, u.cq */
-	WEFT_VCMD_DESTROY_CQ = 4,
-	WEFT_VCMD_CREATE_QP = 5,    /* handle = qpn, u.qp */
-	WEFT_VCMD_MODIFY_QP = 6,    /* handle = qpn, u.mod */
-	WEFT_VCMD_DESTROY_QP = 7,
-	WEFT_VCMD_ALLOC_STAG = 8,   /* handle = STag, u.mr (type, pd, flags) */
-	WEFT_VCMD_REG_MR = 9,       /* handle = STag, u.mr */
-	WEFT_VCMD_DEREG_STAG = 10,  /* handle = STag: frees the entry */
-	WEFT_VCMD_QUERY_QP = 11,    /* handle = qpn: struct weft_vqpc at u.query.addr */
-	WEFT_VCMD_QUERY_CQ = 12,    /* handle = cqn: struct weft_vcqc */
-	WEFT_VCMD_QUERY_TPT = 13,   /* handle = Tag_Index: struct weft_tpt_entry */
-	WEFT_VCMD_QUERY_PD = 14,    /* handle = pdn: resp.out[0] = 1 if created, out[1] = refs */
-	WEFT_VCMD_SET_GID = 15,     /* handle = GID index, u.gid */
-	WEFT_VCMD_CLEAR_GID = 16,   /* handle = GID index, u.gid.port */
-	WEFT_VCMD_QUERY_GID = 17,   /* handle = GID index: struct weft_vgid_entry at u.query.addr */
-	WEFT_VCMD_CREATE_SRQ = 18,  /* handle = srqn (1 .. VERBS_NR_QP - 1), u.srq */
-	WEFT_VCMD_MODIFY_SRQ = 19,  /* handle = srqn, u.srq.limit: arms the limit event */
-	WEFT_VCMD_QUERY_SRQ = 20,   /* handle = srqn: struct weft_vsrqc at u.query.addr */
-	WEFT_VCMD_DESTROY_SRQ = 21, /* handle = srqn */
+#define WEFT_VCMD_ENUM(name, val) WEFT_VCMD_##name = (val),
+	WEFT_VCMD_LIST(WEFT_VCMD_ENUM)
+#undef WEFT_VCMD_ENUM
 };
 
 /*
@@ -561,17 +577,23 @@ WEFT_STATIC_ASSERT(sizeof(struct weft_vcqc) == 64, "cq context");
  * seed 000 fields dst_window .. reserved1 are 0), then this 64-byte
  * transport header, then up to WEFT_VERBS_MTU data bytes.
  */
+/* Transport opcodes, X(NAME, value); new ones go at the end. */
+#define WEFT_VOP_LIST(X) \
+	X(SEND, 1)        /* RC send (FIRST/LAST segments, IMM, INV, SE) */ \
+	X(WRITE, 2)       /* RC RDMA write; every packet carries va/rkey */ \
+	X(READ_REQ, 3)    /* va/rkey/dma_len; msn = read MSN; spans n PSNs */ \
+	X(READ_RESP, 4)   /* psn = request psn + i; va = offset in the read */ \
+	X(CAS, 5)         /* va/rkey, compare, swap_add; msn = read MSN */ \
+	X(FAA, 6) \
+	X(ATOMIC_RESP, 7) /* swap_add = original value */ \
+	X(ACK, 8)         /* syndrome = enum weft_vack; psn = last acked/nakked */ \
+	X(TERMINATE, 9)   /* syndrome = enum weft_reason cause; psn = offending */ \
+	X(UD_SEND, 10)    /* qkey; struct weft_vaddr then data; one packet */
+
 enum weft_vop {
-	WEFT_VOP_SEND = 1,          /* RC send (FIRST/LAST segments, IMM, INV, SE) */
-	WEFT_VOP_WRITE = 2,         /* RC RDMA write; every packet carries va/rkey */
-	WEFT_VOP_READ_REQ = 3,      /* va/rkey/dma_len; msn = read MSN; spans n PSNs */
-	WEFT_VOP_READ_RESP = 4,     /* psn = request psn + i; va = offset in the read */
-	WEFT_VOP_CAS = 5,           /* va/rkey, compare, swap_add; msn = read MSN */
-	WEFT_VOP_FAA = 6,
-	WEFT_VOP_ATOMIC_RESP = 7,   /* swap_add = original value */
-	WEFT_VOP_ACK = 8,           /* syndrome = enum weft_vack; psn = last acked/nakked */
-	WEFT_VOP_TERMINATE = 9,     /* syndrome = enum weft_reason cause; psn = offending */
-	WEFT_VOP_UD_SEND = 10,      /* qkey; struct weft_vaddr then data; one packet */
+#define WEFT_VOP_ENUM(name, val) WEFT_VOP_##name = (val),
+	WEFT_VOP_LIST(WEFT_VOP_ENUM)
+#undef WEFT_VOP_ENUM
 };
 
 #define WEFT_VF_FIRST   0x01u

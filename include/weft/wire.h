@@ -29,27 +29,39 @@
 #define WEFT_WIRE_HELLO_MAGIC   0x57465357u /* "WSFW" */
 #define WEFT_WIRE_TOKEN_SIZE    32u         /* HELLO payload: the node's token */
 
+/*
+ * Packet types, X(NAME, value, rule): WEFT_PKT_<NAME>, its name in traces
+ * (weft/names.h) and its name in weft-switch drop rules (docs/switch.md).
+ * New types go at the end of the list.
+ */
+#define WEFT_PKT_LIST(X) \
+	X(FIFO,           1,    "fifo")           /* packet mode: payload to the FIFO */ \
+	X(RDMAW,          2,    "rdmaw")          /* RDMA write payload, read response */ \
+	X(RDMAR_REQ,      3,    "rdmar-req")      /* RDMA read request, to the source */ \
+	X(COMPLETION,     4,    "completion")     /* RDMA completion, header only */ \
+	X(TP_RDMAR_REQ,   5,    "tp-rdmar-req")   /* third-party read, manager -> source */ \
+	X(TP_RDMAW,       6,    "tp-rdmaw")       /* third-party payload, source -> target */ \
+	X(FIFO_DATA,      7,    "fifo-data")      /* half-RDMA payload for the FIFO */ \
+	X(RDMAR_FIFO_REQ, 8,    "rdmar-fifo-req") /* half-RDMA read, data into the FIFO */ \
+	X(RDMAR_PUT_REQ,  9,    "rdmar-put-req")  /* half-RDMA read for the source's program */ \
+	X(VERBS,          0x10, "verbs")          /* verbs engine: weft_vhdr + data (verbs.h) */ \
+	X(CNT_WRITE_OP,   0x11, "cnt-write-op")   /* counters (cnt.h): "DMA write op", a read */ \
+	X(CNT_READ_OP,    0x12, "cnt-read-op")    /* "DMA read op" request: an RDMA write */ \
+	X(CNT_DATA,       0x13, "cnt-data")       /* one chunk of data */ \
+	X(CNT_ACK,        0x14, "cnt-ack")        /* write: chunk placed, or go (span 0) */ \
+	X(CNT_ERROR,      0x15, "cnt-error")      /* request cannot be serviced: cause */ \
+	X(MATCH,          0x20, "match")          /* header matching: weft_match_whdr (match.h) */
+
+/* Switch control, never delivered to an adapter's FIFO (nor named in rules). */
+#define WEFT_PKT_CTL_LIST(X) \
+	X(HELLO,          0x80, "hello") \
+	X(HELLO_ACK,      0x81, "hello-ack")
+
 enum weft_pkt_type {
-	WEFT_PKT_FIFO = 1,       /* packet mode: payload goes to the receive FIFO */
-	WEFT_PKT_RDMAW = 2,      /* RDMA write payload (also RDMA read response) */
-	WEFT_PKT_RDMAR_REQ = 3,  /* RDMA read request, to the data source */
-	WEFT_PKT_COMPLETION = 4, /* RDMA completion, header only */
-	WEFT_PKT_TP_RDMAR_REQ = 5, /* third-party read request, manager -> source */
-	WEFT_PKT_TP_RDMAW = 6,   /* third-party write payload, source -> target */
-	WEFT_PKT_VERBS = 0x10,   /* verbs engine: struct weft_vhdr + data (weft/verbs.h) */
-	WEFT_PKT_FIFO_DATA = 7,  /* half-RDMA payload for the receive FIFO */
-	WEFT_PKT_RDMAR_FIFO_REQ = 8, /* half-RDMA read request, data into the FIFO */
-	WEFT_PKT_RDMAR_PUT_REQ = 9,  /* half-RDMA read request for the source's program */
-	/* Counter engine (weft/cnt.h): struct weft_cnt_hdr + data. */
-	WEFT_PKT_CNT_WRITE_OP = 0x11, /* "DMA write op" request: an RDMA read */
-	WEFT_PKT_CNT_READ_OP = 0x12,  /* "DMA read op" request: an RDMA write */
-	WEFT_PKT_CNT_DATA = 0x13,     /* one chunk of data */
-	WEFT_PKT_CNT_ACK = 0x14,      /* write: chunk placed, or go (span 0) */
-	WEFT_PKT_CNT_ERROR = 0x15,    /* request cannot be serviced: cause */
-	WEFT_PKT_MATCH = 0x20,   /* header matching: struct weft_match_whdr + data (weft/match.h) */
-	/* Switch control, never delivered to an adapter's FIFO. */
-	WEFT_PKT_HELLO = 0x80,
-	WEFT_PKT_HELLO_ACK = 0x81,
+#define WEFT_PKT_ENUM(name, val, rule) WEFT_PKT_##name = (val),
+	WEFT_PKT_LIST(WEFT_PKT_ENUM)
+	WEFT_PKT_CTL_LIST(WEFT_PKT_ENUM)
+#undef WEFT_PKT_ENUM
 };
 
 /* weft_wire_hdr.flags */

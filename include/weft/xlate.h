@@ -18,20 +18,14 @@
 #define WEFT_XLATE_H
 
 #include "weft/types.h"
+#include "weft/field.h"
 
-#define WEFT_PVO_KEY_BITS       17
-#define WEFT_PVO_TABLE_BITS     5
-#define WEFT_PVO_OFFSET_BITS    42
-#define WEFT_PVO_KEY_SHIFT      47
-#define WEFT_PVO_TABLE_SHIFT    42
-#define WEFT_PVO_OFFSET_MASK    ((1ull << WEFT_PVO_OFFSET_BITS) - 1)
-#define WEFT_PVO_KEY_MASK       ((1u << WEFT_PVO_KEY_BITS) - 1)
-#define WEFT_PVO_TABLE_MASK     ((1u << WEFT_PVO_TABLE_BITS) - 1)
-
-#define WEFT_TCE_KEY_BITS       22
-#define WEFT_TCE_KEY_SHIFT      42
-#define WEFT_TCE_RPN_MASK       ((1ull << 42) - 1)
-#define WEFT_TCE_KEY_MASK       ((1u << WEFT_TCE_KEY_BITS) - 1)
+/* PVO: key 63:47, table 46:42, offset 41:0.  TCE: key 63:42, RPN 41:0. */
+WEFT_FIELD(WEFT_PVO, OFFSET, 0, 42);
+WEFT_FIELD(WEFT_PVO, TABLE, 42, 5);
+WEFT_FIELD(WEFT_PVO, KEY, 47, 17);
+WEFT_FIELD(WEFT_TCE, RPN, 0, 42);
+WEFT_FIELD(WEFT_TCE, KEY, 42, 22);
 
 #define WEFT_PAGE_SHIFT_4K      12
 #define WEFT_PAGE_SHIFT_64K     16
@@ -46,46 +40,44 @@
 
 static inline uint64_t weft_pvo_make(uint32_t key, uint32_t table, uint64_t off)
 {
-	return ((uint64_t)(key & WEFT_PVO_KEY_MASK) << WEFT_PVO_KEY_SHIFT) |
-	       ((uint64_t)(table & WEFT_PVO_TABLE_MASK) << WEFT_PVO_TABLE_SHIFT) |
-	       (off & WEFT_PVO_OFFSET_MASK);
+	return WEFT_FIELD_PREP(WEFT_PVO, KEY, key) | WEFT_FIELD_PREP(WEFT_PVO, TABLE, table) |
+	       WEFT_FIELD_PREP(WEFT_PVO, OFFSET, off);
 }
 
 static inline uint32_t weft_pvo_key(uint64_t pvo)
 {
-	return (uint32_t)(pvo >> WEFT_PVO_KEY_SHIFT) & WEFT_PVO_KEY_MASK;
+	return (uint32_t)WEFT_FIELD_GET(WEFT_PVO, KEY, pvo);
 }
 
 static inline uint32_t weft_pvo_table(uint64_t pvo)
 {
-	return (uint32_t)(pvo >> WEFT_PVO_TABLE_SHIFT) & WEFT_PVO_TABLE_MASK;
+	return (uint32_t)WEFT_FIELD_GET(WEFT_PVO, TABLE, pvo);
 }
 
 static inline uint64_t weft_pvo_offset(uint64_t pvo)
 {
-	return pvo & WEFT_PVO_OFFSET_MASK;
+	return WEFT_FIELD_GET(WEFT_PVO, OFFSET, pvo);
 }
 
 /* The 22-bit TCE key a PVO must match: PVO.key || PVO.table. */
 static inline uint32_t weft_pvo_tce_key(uint64_t pvo)
 {
-	return (weft_pvo_key(pvo) << WEFT_PVO_TABLE_BITS) | weft_pvo_table(pvo);
+	return (weft_pvo_key(pvo) << WEFT_PVO_TABLE_LEN) | weft_pvo_table(pvo);
 }
 
 static inline uint64_t weft_tce_make(uint32_t key22, uint64_t rpn)
 {
-	return ((uint64_t)(key22 & WEFT_TCE_KEY_MASK) << WEFT_TCE_KEY_SHIFT) |
-	       (rpn & WEFT_TCE_RPN_MASK);
+	return WEFT_FIELD_PREP(WEFT_TCE, KEY, key22) | WEFT_FIELD_PREP(WEFT_TCE, RPN, rpn);
 }
 
 static inline uint32_t weft_tce_key(uint64_t tce)
 {
-	return (uint32_t)(tce >> WEFT_TCE_KEY_SHIFT) & WEFT_TCE_KEY_MASK;
+	return (uint32_t)WEFT_FIELD_GET(WEFT_TCE, KEY, tce);
 }
 
 static inline uint64_t weft_tce_rpn(uint64_t tce)
 {
-	return tce & WEFT_TCE_RPN_MASK;
+	return WEFT_FIELD_GET(WEFT_TCE, RPN, tce);
 }
 
 #endif /* WEFT_XLATE_H */

@@ -831,8 +831,19 @@ static uint64_t fixed_reg_value(struct weft_core *c, uint64_t reg)
 	case WEFT_REG_CNT_NR_EXP:
 	case WEFT_REG_CNT_CMD_STATUS:
 		return weft_cnt_reg_read(c, reg);
-	default:
+	case WEFT_REG_VERBS_NR_QP:
+	case WEFT_REG_VERBS_NR_CQ:
+	case WEFT_REG_VERBS_NR_PD:
+	case WEFT_REG_VERBS_NR_TPT:
+	case WEFT_REG_VERBS_NR_UAR:
+	case WEFT_REG_VERBS_UAR_OFF:
+	case WEFT_REG_VERBS_CMD_STATUS:
 		return weft_verbs_reg_read(c, reg);
+	default:
+		/* A readable register in WEFT_REG_LIST without a case here. */
+		weft_guest_error(c, "regs: read of %s, which has no read handler",
+				 weft_reg_name(reg));
+		return 0;
 	}
 }
 
@@ -993,8 +1004,16 @@ static void fixed_reg_write(struct weft_core *c, uint64_t reg, const char *name,
 	case WEFT_REG_CNT_CMD:
 		weft_cnt_cmd(c, val);
 		return;
-	default:
+	case WEFT_REG_CMD_OPEN_WINDOW:
+	case WEFT_REG_CMD_CLOSE_WINDOW:
+	case WEFT_REG_CMD_ACQUIRE_RCXT:
+	case WEFT_REG_CMD_RELEASE_RCXT:
+	case WEFT_REG_CMD_CANCEL_RCXT:
 		run_command(c, reg, name, val);
+		return;
+	default:
+		/* A writable register in WEFT_REG_LIST without a case here. */
+		weft_guest_error(c, "regs: write to %s, which has no write handler", name);
 		return;
 	}
 }

@@ -153,7 +153,10 @@ uint64_t weft_verbs_reg_read(struct weft_core *c, uint64_t reg)
 	case WEFT_REG_VERBS_NR_UAR: return v->nr_uar;
 	case WEFT_REG_VERBS_UAR_OFF: return weft_verbs_uar_off();
 	case WEFT_REG_VERBS_CMD_STATUS: return v->cmd_status;
-	default: return 0;
+	default:
+		weft_guest_error(c, "regs: 0x%llx is no verbs register",
+				 (unsigned long long)reg);
+		return 0;
 	}
 }
 

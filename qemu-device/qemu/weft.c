@@ -5,19 +5,9 @@
  * core/ (as hw/net/e1000e.c wraps e1000e_core.c): it maps the BARs onto
  * the core's MMIO entry points, gives the core guest memory, MSI-X and a
  * main-loop bottom half that runs its tasks, and carries the core's
- * packets to weft-switch over a character device.
- *
- * Link protocol (include/weft/wire.h): every frame is a 4-byte
- * little-endian length and a packet.  On connect the device sends HELLO
- * and reports the link up only when the switch answers HELLO_ACK with
- * status 0.  The chardev's reconnect-ms option brings the link back after
- * the switch restarts; while it is down the core counts what it drops.
- *
- * Shared memory (include/weft/shm.h, the "transport" property): the
- * HELLO asks for it, and when the HELLO_ACK grants it (a memfd and two
- * eventfds come with it) data frames go through two rings in the memfd
- * instead of the socket; an fd handler on the device's eventfd drains
- * the ring into the core, many frames per wake-up.
+ * packets to weft-switch over the link of weft_link.c (framing, HELLO,
+ * shared-memory rings).  While the link is down the core counts what it
+ * drops.
  *
  * SPDX-License-Identifier: MIT
  */
@@ -43,12 +33,9 @@
 #include "migration/blocker.h"
 #include "trace.h"
 
-#include <glib-unix.h>
-#include <sys/mman.h>
-
 #include "weft_core.h"
+#include "weft_link.h"
 #include "weft/names.h"
-#include "weft/shm.h"
 
 #define TYPE_WEFT "weft"
 OBJECT_DECLARE_SIMPLE_TYPE(WeftState, WEFT)
@@ -58,14 +45,6 @@ OBJECT_DECLARE_SIMPLE_TYPE(WeftState, WEFT)
  * iteration spends in the adapter.
  */
 #define WEFT_POLL_BUDGET        64
-/* Bytes of frames waiting for the socket before xmit answers -EAGAIN. */
-#define WEFT_TXBUF_SIZE         (64 * 1024)
-/* Reassembly buffer for frames from the switch. */
-#define WEFT_RXBUF_SIZE         (16 * 1024)
-#define WEFT_WIRE_FRAME_MAX     (WEFT_WIRE_LEN_PREFIX + WEFT_WIRE_MAX_FRAME)
-
-QEMU_BUILD_BUG_ON(WEFT_RXBUF_SIZE < 2 * WEFT_WIRE_FRAME_MAX);
-QEMU_BUILD_BUG_ON(WEFT_TXBUF_SIZE < 2 * WEFT_WIRE_FRAME_MAX);
 
 struct WeftState {
     PCIDevice parent_obj;
@@ -78,18 +57,12 @@ struct WeftState {
     QEMUBH *poll_bh;
     /*
      * poll_bh is scheduled, or the adapter is being run inline
-     * (weft_chr_read): a kick needs no new schedule.  Every
+     * (weft_link_input): a kick needs no new schedule.  Every
      * qemu_bh_schedule() notifies the AioContext, an eventfd write,
      * which was the largest single cost per received frame.
      */
     bool poll_pending;
     bool kicked;            /* the core asked for a poll since the last one */
-    /*
-     * weft_chr_can_read refused input: the chardev must be told when room
-     * is back.  qemu_chr_fe_accept_input() notifies the main loop (an
-     * eventfd write), so it is called only then.
-     */
-    bool rx_throttled;
     QEMUTimer *timer;       /* the core's one timer (verbs transport) */
     Error *migration_blocker;
 
@@ -107,32 +80,7 @@ struct WeftState {
     char *epoch_file;       /* the adapter's non-volatile key epoch */
     char *transport;        /* auto, shm or socket */
 
-    /* The node's token for the switch (HELLO payload), if any. */
-    bool has_token;
-    uint8_t token[WEFT_WIRE_TOKEN_SIZE];
-
-    /* Link to weft-switch */
-    bool connected;         /* the chardev is open */
-    bool link_up;           /* HELLO_ACK received */
-    bool tx_blocked;        /* xmit answered -EAGAIN: poll on writability */
-    guint tx_watch;
-    uint8_t *txbuf;
-    size_t tx_head;         /* first unsent byte */
-    size_t tx_tail;         /* end of queued bytes */
-    uint8_t *rxbuf;
-    size_t rx_len;
-
-    /* Shared-memory transport (weft/shm.h) */
-    bool shm_want;          /* ask for it in the HELLO */
-    bool shm_required;      /* transport=shm: no link without it */
-    bool shm_failed;        /* the last grant was unusable: ask no more */
-    void *shm;              /* the mapped memfd, NULL: the socket is used */
-    struct weft_shm_view shm_rx;    /* switch -> adapter, consumed here */
-    struct weft_shm_view shm_tx;    /* adapter -> switch, produced here */
-    int shm_efd;            /* wakes the device */
-    int shm_efd_switch;     /* wakes the switch */
-    bool shm_kick;          /* published since the switch was last woken */
-    uint8_t *shm_pkt;       /* a frame copied out of the ring */
+    WeftLink link;          /* to weft-switch over chr */
 };
 
 /* ---- Guest memory -------------------------------------------------------- */
@@ -367,472 +315,6 @@ static void weft_op_trace(void *opaque, const struct weft_trace *ev)
     }
 }
 
-/* ---- Link to weft-switch ------------------------------------------------- */
-
-static void weft_tx_flush(WeftState *s);
-
-static gboolean weft_tx_writable(void *do_not_use, GIOCondition cond,
-                                 void *opaque)
-{
-    WeftState *s = opaque;
-
-    s->tx_watch = 0;
-    weft_tx_flush(s);
-    if (s->tx_blocked && s->tx_tail - s->tx_head < WEFT_TXBUF_SIZE / 2) {
-        s->tx_blocked = false;
-        weft_schedule_poll(s);
-    }
-    return G_SOURCE_REMOVE;
-}
-
-/* Writes what the socket takes; waits for writability for the rest. */
-static void weft_tx_flush(WeftState *s)
-{
-    while (s->tx_head < s->tx_tail) {
-        int n = qemu_chr_fe_write(&s->chr, s->txbuf + s->tx_head,
-                                  s->tx_tail - s->tx_head);
-        if (n <= 0) {
-            break;
-        }
-        s->tx_head += n;
-    }
-    if (s->tx_head == s->tx_tail) {
-        s->tx_head = s->tx_tail = 0;
-        return;
-    }
-    if (!s->tx_watch && s->connected) {
-        s->tx_watch = qemu_chr_fe_add_watch(&s->chr, G_IO_OUT | G_IO_HUP,
-                                            weft_tx_writable, s);
-    }
-}
-
-/* Queues one frame (length prefix + packet); false when it does not fit. */
-static bool weft_tx_queue(WeftState *s, const void *pkt, size_t len)
-{
-    size_t need = WEFT_WIRE_LEN_PREFIX + len;
-
-    if (s->tx_tail + need > WEFT_TXBUF_SIZE && s->tx_head) {
-        memmove(s->txbuf, s->txbuf + s->tx_head, s->tx_tail - s->tx_head);
-        s->tx_tail -= s->tx_head;
-        s->tx_head = 0;
-    }
-    if (s->tx_tail + need > WEFT_TXBUF_SIZE) {
-        return false;
-    }
-    stl_le_p(s->txbuf + s->tx_tail, len);
-    memcpy(s->txbuf + s->tx_tail + WEFT_WIRE_LEN_PREFIX, pkt, len);
-    s->tx_tail += need;
-    return true;
-}
-
-static void weft_link_abort(WeftState *s, const char *why, uint64_t val);
-
-static void weft_shm_signal(int fd)
-{
-    uint64_t one = 1;
-
-    if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
-        trace_weft_link_error("eventfd write", errno);
-    }
-}
-
-static int weft_shm_xmit(WeftState *s, const void *pkt, size_t len)
-{
-    for (;;) {
-        int r = weft_shm_push(&s->shm_tx, pkt, len);
-
-        if (r == 0) {
-            s->shm_kick = true;
-            return 0;
-        }
-        if (r != -EAGAIN) {
-            weft_link_abort(s, "impossible shared-memory ring index", r);
-            return -ENOTCONN;
-        }
-        if (weft_shm_producer_wait(&s->shm_tx, len)) {
-            /* The switch writes our eventfd once it has taken frames. */
-            s->tx_blocked = true;
-            trace_weft_link_tx_busy(WEFT_SHM_RING_SIZE);
-            return -EAGAIN;
-        }
-    }
-}
-
-/* Wakes the switch if it sleeps and frames were published since. */
-static void weft_shm_flush(WeftState *s)
-{
-    if (s->shm && s->shm_kick) {
-        s->shm_kick = false;
-        if (weft_shm_wake_consumer(&s->shm_tx)) {
-            weft_shm_signal(s->shm_efd_switch);
-        }
-    }
-}
-
-static int weft_op_xmit(void *opaque, const void *pkt, size_t len)
-{
-    WeftState *s = opaque;
-
-    if (!s->link_up) {
-        return -ENOTCONN;
-    }
-    if (len < WEFT_WIRE_HDR_SIZE || len > WEFT_WIRE_MAX_FRAME) {
-        /* The core never builds such a packet; refuse rather than send it. */
-        return -ENOTCONN;
-    }
-    if (s->shm) {
-        return weft_shm_xmit(s, pkt, len);
-    }
-    if (!weft_tx_queue(s, pkt, len)) {
-        weft_tx_flush(s);
-        if (!weft_tx_queue(s, pkt, len)) {
-            s->tx_blocked = true;
-            trace_weft_link_tx_busy(s->tx_tail - s->tx_head);
-            return -EAGAIN;
-        }
-    }
-    return 0;
-}
-
-static void weft_shm_close(WeftState *s)
-{
-    if (s->shm_efd >= 0) {
-        qemu_set_fd_handler(s->shm_efd, NULL, NULL, NULL);
-        close(s->shm_efd);
-        s->shm_efd = -1;
-    }
-    if (s->shm_efd_switch >= 0) {
-        close(s->shm_efd_switch);
-        s->shm_efd_switch = -1;
-    }
-    if (s->shm) {
-        munmap(s->shm, WEFT_SHM_SIZE);
-        s->shm = NULL;
-    }
-    s->shm_kick = false;
-}
-
-static void weft_link_reset(WeftState *s)
-{
-    /* Packets the core holds back for the link are dropped from now on. */
-    weft_schedule_poll(s);
-    weft_shm_close(s);
-    if (s->tx_watch) {
-        g_source_remove(s->tx_watch);
-        s->tx_watch = 0;
-    }
-    s->tx_head = s->tx_tail = 0;
-    s->tx_blocked = false;
-    s->rx_len = 0;
-    s->rx_throttled = false;
-    if (s->link_up) {
-        s->link_up = false;
-        weft_core_set_link(s->core, false);
-        trace_weft_link_down(s->node_id);
-    }
-}
-
-static void weft_send_hello(WeftState *s)
-{
-    struct weft_wire_hdr h;
-
-    memset(&h, 0, sizeof(h));
-    h.version = WEFT_WIRE_VERSION;
-    h.type = WEFT_PKT_HELLO;
-    h.src_node = cpu_to_le16(s->node_id);
-    h.key = cpu_to_le32(WEFT_WIRE_HELLO_MAGIC);
-    if (s->shm_want && !s->shm_failed &&
-        qemu_chr_has_feature(qemu_chr_fe_get_driver(&s->chr),
-                             QEMU_CHAR_FEATURE_FD_PASS)) {
-        h.flags = WEFT_WF_SHM_REQ;
-    }
-    if (s->has_token) {
-        uint8_t pkt[WEFT_WIRE_HDR_SIZE + WEFT_WIRE_TOKEN_SIZE];
-
-        h.length = cpu_to_le32(WEFT_WIRE_TOKEN_SIZE);
-        memcpy(pkt, &h, sizeof(h));
-        memcpy(pkt + sizeof(h), s->token, WEFT_WIRE_TOKEN_SIZE);
-        weft_tx_queue(s, pkt, sizeof(pkt));
-    } else {
-        weft_tx_queue(s, &h, sizeof(h));
-    }
-    weft_tx_flush(s);
-    trace_weft_link_hello(s->node_id);
-}
-
-/*
- * A protocol violation by the peer: drop the connection (the chardev
- * reconnects by itself when it has reconnect-ms).
- */
-static void weft_link_abort(WeftState *s, const char *why, uint64_t val)
-{
-    trace_weft_link_error(why, val);
-    warn_report("weft: node %u: protocol error from the switch: %s (0x%"
-                PRIx64 "); disconnecting", s->node_id, why, val);
-    weft_link_reset(s);
-    qemu_chr_fe_disconnect(&s->chr);
-}
-
-static void weft_shm_doorbell(void *opaque);
-
-/*
- * Takes the descriptors that came with a HELLO_ACK granting shared memory
- * and maps the rings.  False (and the link is dropped) when the grant is
- * unusable, or missing with transport=shm.
- */
-static bool weft_shm_open(WeftState *s, bool granted)
-{
-    int fds[WEFT_SHM_NFDS];
-    int n = qemu_chr_fe_get_msgfds(&s->chr, fds, WEFT_SHM_NFDS);
-    const char *why = NULL;
-    struct stat st;
-    int i;
-
-    if (!granted) {
-        for (i = 0; i < n; i++) {
-            close(fds[i]);
-        }
-        if (s->shm_required) {
-            warn_report("weft: node %u: transport=shm but the switch did not "
-                        "grant shared memory", s->node_id);
-            weft_link_abort(s, "no shared memory", 0);
-            return false;
-        }
-        trace_weft_link_transport(s->node_id, "socket");
-        return true;
-    }
-    if (n != WEFT_SHM_NFDS) {
-        why = "descriptors missing";
-    } else if (fstat(fds[0], &st) != 0 || st.st_size < WEFT_SHM_SIZE ||
-               !(fcntl(fds[0], F_GET_SEALS) & F_SEAL_SHRINK)) {
-        why = "memfd too small or not sealed against shrinking";
-    } else {
-        s->shm = mmap(NULL, WEFT_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-                      fds[0], 0);
-        if (s->shm == MAP_FAILED) {
-            s->shm = NULL;
-            why = "mmap failed";
-        } else if (!weft_shm_hdr_ok(s->shm)) {
-            why = "unknown ring header";
-        }
-    }
-    for (i = 0; i < n; i++) {
-        if (i == 0 || why) {
-            close(fds[i]);
-        }
-    }
-    if (why) {
-        s->shm_failed = true;
-        warn_report("weft: node %u: shared memory from the switch unusable "
-                    "(%s); reconnecting over the socket alone",
-                    s->node_id, why);
-        weft_link_abort(s, why, n);
-        return false;
-    }
-    s->shm_efd = fds[1];
-    s->shm_efd_switch = fds[2];
-    g_unix_set_fd_nonblocking(s->shm_efd, TRUE, NULL);
-    g_unix_set_fd_nonblocking(s->shm_efd_switch, TRUE, NULL);
-    weft_shm_view_init(&s->shm_rx, s->shm, WEFT_SHM_S2A_OFF, false);
-    weft_shm_view_init(&s->shm_tx, s->shm, WEFT_SHM_A2S_OFF, true);
-    qemu_set_fd_handler(s->shm_efd, weft_shm_doorbell, NULL, s);
-    trace_weft_link_transport(s->node_id, "shm");
-    /* Frames the switch put in the ring before we mapped it. */
-    weft_schedule_poll(s);
-    return true;
-}
-
-/*
- * Handles one complete packet; false when the core's queue is full and
- * the packet has to be offered again later.
- */
-static bool weft_rx_packet(WeftState *s, const uint8_t *pkt, size_t len)
-{
-    const struct weft_wire_hdr *h = (const void *)pkt;
-
-    if (h->type == WEFT_PKT_HELLO_ACK) {
-        uint16_t status = le16_to_cpu(h->status);
-
-        if (s->link_up) {
-            trace_weft_link_error("duplicate HELLO_ACK", status);
-        } else if (status != WEFT_SW_OK) {
-            trace_weft_link_refused(s->node_id, status);
-            warn_report("weft: node %u: the switch refused the HELLO "
-                        "(status %u)", s->node_id, status);
-        } else if (weft_shm_open(s, h->flags & WEFT_WF_SHM)) {
-            s->link_up = true;
-            trace_weft_link_up(s->node_id);
-            weft_core_set_link(s->core, true);
-        }
-        return true;
-    }
-    if (!s->link_up || h->type == WEFT_PKT_HELLO) {
-        trace_weft_link_error(s->link_up ? "HELLO from the switch"
-                                         : "packet before HELLO_ACK",
-                              h->type);
-        return true;
-    }
-    return weft_core_receive(s->core, pkt, len) != -EAGAIN;
-}
-
-/* Parses the complete frames in rxbuf. */
-static void weft_rx_drain(WeftState *s)
-{
-    size_t off = 0;
-
-    while (s->rx_len - off >= WEFT_WIRE_LEN_PREFIX) {
-        uint32_t len = ldl_le_p(s->rxbuf + off);
-
-        if (len < WEFT_WIRE_HDR_SIZE || len > WEFT_WIRE_MAX_FRAME) {
-            weft_link_abort(s, "bad frame length", len);
-            return;
-        }
-        if (s->rx_len - off < WEFT_WIRE_LEN_PREFIX + len) {
-            break;
-        }
-        if (!weft_rx_packet(s, s->rxbuf + off + WEFT_WIRE_LEN_PREFIX, len)) {
-            break;
-        }
-        if (!s->rx_len) {
-            /* The packet made the link go down: rxbuf was emptied. */
-            return;
-        }
-        off += WEFT_WIRE_LEN_PREFIX + len;
-    }
-    if (off) {
-        memmove(s->rxbuf, s->rxbuf + off, s->rx_len - off);
-        s->rx_len -= off;
-    }
-}
-
-/*
- * Hands the frames in the switch's ring to the core until the ring is
- * empty (then the consumer sleeps: the switch writes the eventfd for the
- * next frame) or the core is full (the next run of the adapter goes on).
- */
-static void weft_shm_rx_drain(WeftState *s)
-{
-    bool took = false;
-    uint32_t rec;
-    int len;
-
-    while (s->shm) {
-        len = weft_shm_peek(&s->shm_rx, s->shm_pkt, &rec);
-        if (len < 0) {
-            weft_link_abort(s, "impossible shared-memory ring index", len);
-            return;
-        }
-        if (len == 0) {
-            if (weft_shm_consumer_sleep(&s->shm_rx)) {
-                break;
-            }
-            continue;
-        }
-        if (!weft_rx_packet(s, s->shm_pkt, len)) {
-            break;
-        }
-        weft_shm_consume(&s->shm_rx, rec);
-        took = true;
-    }
-    if (s->shm && took && weft_shm_wake_producer(&s->shm_rx)) {
-        weft_shm_signal(s->shm_efd_switch);
-    }
-}
-
-/*
- * Room for more bytes only while the core accepts packets and no
- * complete frame is waiting for it.
- */
-static int weft_chr_can_read(void *opaque)
-{
-    WeftState *s = opaque;
-
-    if (!weft_core_can_receive(s->core)) {
-        s->rx_throttled = true;
-        return 0;
-    }
-    if (s->rx_len >= WEFT_WIRE_LEN_PREFIX) {
-        uint32_t len = ldl_le_p(s->rxbuf);
-
-        if (len <= WEFT_WIRE_MAX_FRAME &&
-            s->rx_len >= WEFT_WIRE_LEN_PREFIX + len) {
-            s->rx_throttled = true;
-            return 0;
-        }
-    }
-    return WEFT_RXBUF_SIZE - s->rx_len;
-}
-
-static void weft_run_adapter(WeftState *s);
-
-/*
- * Queues the frames of one chardev read and runs the adapter on them at
- * once, in this callback, instead of in a bottom half scheduled for it.
- */
-static void weft_chr_read(void *opaque, const uint8_t *buf, int size)
-{
-    WeftState *s = opaque;
-    size_t n = MIN((size_t)size, WEFT_RXBUF_SIZE - s->rx_len);
-    bool pending = s->poll_pending;
-
-    if (n < (size_t)size) {
-        weft_link_abort(s, "receive buffer overrun", size);
-        return;
-    }
-    memcpy(s->rxbuf + s->rx_len, buf, n);
-    s->rx_len += n;
-    s->poll_pending = true;
-    weft_rx_drain(s);
-    if (pending) {
-        /* poll_bh is scheduled already and runs the adapter. */
-        return;
-    }
-    weft_run_adapter(s);
-}
-
-/* The switch published frames, or took some while we waited for room. */
-static void weft_shm_doorbell(void *opaque)
-{
-    WeftState *s = opaque;
-    uint64_t cnt;
-    bool pending = s->poll_pending;
-
-    if (read(s->shm_efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN) {
-        trace_weft_link_error("eventfd read", errno);
-    }
-    if (s->tx_blocked) {
-        s->tx_blocked = false;
-        s->kicked = true;
-    }
-    s->poll_pending = true;
-    weft_shm_rx_drain(s);
-    if (pending) {
-        return;
-    }
-    weft_run_adapter(s);
-}
-
-static void weft_chr_event(void *opaque, QEMUChrEvent event)
-{
-    WeftState *s = opaque;
-
-    switch (event) {
-    case CHR_EVENT_OPENED:
-        weft_link_reset(s);
-        s->connected = true;
-        trace_weft_link_connected(s->node_id);
-        weft_send_hello(s);
-        break;
-    case CHR_EVENT_CLOSED:
-        s->connected = false;
-        weft_link_reset(s);
-        trace_weft_link_closed(s->node_id);
-        break;
-    default:
-        break;
-    }
-}
-
 /* ---- Adapter tasks ------------------------------------------------------- */
 
 /*
@@ -846,19 +328,10 @@ static void weft_run_adapter(WeftState *s)
 
     s->kicked = false;
     more = weft_core_poll(s->core, WEFT_POLL_BUDGET);
-    weft_tx_flush(s);
-    weft_shm_flush(s);
-    if (s->rx_len) {
-        weft_rx_drain(s);
-    }
-    weft_shm_rx_drain(s);
-    if (s->rx_throttled && s->connected && weft_core_can_receive(s->core)) {
-        s->rx_throttled = false;
-        qemu_chr_fe_accept_input(&s->chr);
-    }
+    weft_link_flush(&s->link);
     s->poll_pending = false;
-    /* With the socket full, the writability watch restarts the polling. */
-    if ((more && !s->tx_blocked) || s->kicked) {
+    /* With the link full, its kick when room is back restarts the polling. */
+    if ((more && !weft_link_tx_blocked(&s->link)) || s->kicked) {
         weft_schedule_poll(s);
     }
 }
@@ -870,6 +343,60 @@ static void weft_poll_bh(void *opaque)
     s->poll_pending = true;
     weft_run_adapter(s);
 }
+
+/* ---- Link callbacks -------------------------------------------------------- */
+
+static bool weft_link_can_receive(void *opaque)
+{
+    WeftState *s = opaque;
+
+    return weft_core_can_receive(s->core);
+}
+
+static bool weft_link_receive(void *opaque, const uint8_t *pkt, size_t len)
+{
+    WeftState *s = opaque;
+
+    return weft_core_receive(s->core, pkt, len) != -EAGAIN;
+}
+
+/*
+ * Frames arrived: hands them to the core and runs the adapter on them at
+ * once, instead of in a bottom half scheduled for it.
+ */
+static void weft_link_input(void *opaque)
+{
+    WeftState *s = opaque;
+    bool pending = s->poll_pending;
+
+    s->poll_pending = true;
+    weft_link_deliver(&s->link);
+    if (pending) {
+        /* poll_bh is scheduled already and runs the adapter. */
+        return;
+    }
+    weft_run_adapter(s);
+}
+
+static void weft_link_kick(void *opaque)
+{
+    weft_schedule_poll(opaque);
+}
+
+static void weft_link_set_up(void *opaque, bool up)
+{
+    WeftState *s = opaque;
+
+    weft_core_set_link(s->core, up);
+}
+
+static const WeftLinkOps weft_link_ops = {
+    .can_receive = weft_link_can_receive,
+    .receive = weft_link_receive,
+    .input = weft_link_input,
+    .kick = weft_link_kick,
+    .set_up = weft_link_set_up,
+};
 
 /* ---- MMIO ---------------------------------------------------------------- */
 
@@ -975,6 +502,13 @@ static void weft_timer_cb(void *opaque)
     weft_schedule_poll(s);
 }
 
+static int weft_op_xmit(void *opaque, const void *pkt, size_t len)
+{
+    WeftState *s = opaque;
+
+    return weft_link_xmit(&s->link, pkt, len);
+}
+
 static const struct weft_core_ops weft_core_ops = {
     .dma_read = weft_op_dma_read,
     .dma_write = weft_op_dma_write,
@@ -990,8 +524,10 @@ static const struct weft_core_ops weft_core_ops = {
 /*
  * The node token from the secret object named by token-secret: exactly
  * 2 * WEFT_WIRE_TOKEN_SIZE hex digits (a trailing newline is allowed).
+ * *has_token stays false without token-secret.
  */
-static bool weft_load_token(WeftState *s, Error **errp)
+static bool weft_load_token(WeftState *s, uint8_t *token, bool *has_token,
+                            Error **errp)
 {
     g_autofree char *hex = NULL;
     size_t len, i;
@@ -1021,16 +557,42 @@ static bool weft_load_token(WeftState *s, Error **errp)
                        s->token_secret);
             return false;
         }
-        s->token[i] = (uint8_t)(hi << 4 | lo);
+        token[i] = (uint8_t)(hi << 4 | lo);
     }
-    s->has_token = true;
+    *has_token = true;
     return true;
 }
 
-static void weft_realize(PCIDevice *pdev, Error **errp)
+/*
+ * Checks the properties and derives from them what realize needs: the
+ * core's configuration (the core checks its own ranges), the node token
+ * and the link's transport.
+ */
+static bool weft_check_properties(WeftState *s, struct weft_core_config *cfg,
+                                  uint8_t *token, bool *has_token,
+                                  WeftLinkTransport *transport, Error **errp)
 {
-    WeftState *s = WEFT(pdev);
-    struct weft_core_config cfg = {
+    if (s->node_id > WEFT_NODE_MAX_UNICAST) {
+        error_setg(errp, "weft: node-id %u is out of range 0..%u",
+                   s->node_id, WEFT_NODE_MAX_UNICAST);
+        return false;
+    }
+    if (!weft_load_token(s, token, has_token, errp)) {
+        return false;
+    }
+    if (!s->transport || !strcmp(s->transport, "auto")) {
+        *transport = WEFT_LINK_AUTO;
+    } else if (!strcmp(s->transport, "shm")) {
+        *transport = WEFT_LINK_SHM;
+    } else if (!strcmp(s->transport, "socket")) {
+        *transport = WEFT_LINK_SOCKET;
+    } else {
+        error_setg(errp, "weft: transport is auto, shm or socket, not '%s'",
+                   s->transport);
+        return false;
+    }
+    *cfg = (struct weft_core_config) {
+        .node_id = s->node_id,
         .nr_windows = s->nr_windows,
         .nr_rcxt = s->nr_rcxt,
         .nr_handlers = s->nr_handlers,
@@ -1047,50 +609,17 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
         .match_step = s->match_step,
         .rndv_threshold = s->rndv_threshold,
     };
-    char err[256] = "";
+    return weft_epoch_load(s, &cfg->key_epoch, errp);
+}
+
+/*
+ * Config space and the BARs: registers (0), SRAM (2) and doorbells (4) on
+ * the core, MSI-X with every vector in use in its own BAR.
+ */
+static bool weft_init_bars(WeftState *s, Error **errp)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
     unsigned int v;
-
-    if (s->node_id > WEFT_NODE_MAX_UNICAST) {
-        error_setg(errp, "weft: node-id %u is out of range 0..%u",
-                   s->node_id, WEFT_NODE_MAX_UNICAST);
-        return;
-    }
-    if (!weft_load_token(s, errp)) {
-        return;
-    }
-    if (!s->transport || !strcmp(s->transport, "auto")) {
-        s->shm_want = true;
-    } else if (!strcmp(s->transport, "shm")) {
-        s->shm_want = s->shm_required = true;
-    } else if (strcmp(s->transport, "socket")) {
-        error_setg(errp, "weft: transport is auto, shm or socket, not '%s'",
-                   s->transport);
-        return;
-    }
-    s->shm_efd = s->shm_efd_switch = -1;
-    cfg.node_id = s->node_id;
-    if (!weft_epoch_load(s, &cfg.key_epoch, errp)) {
-        return;
-    }
-    s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, weft_timer_cb, s);
-    s->core = weft_core_new(&cfg, &weft_core_ops, s, err, sizeof(err));
-    if (!s->core) {
-        error_setg(errp, "weft: %s", err[0] ? err : "bad configuration");
-        timer_free(s->timer);
-        s->timer = NULL;
-        return;
-    }
-
-    error_setg(&s->migration_blocker,
-               "weft: migration is not supported (the adapter's SRAM, "
-               "tasks and switch link are not migrated)");
-    if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
-        weft_core_free(s->core);
-        s->core = NULL;
-        timer_free(s->timer);
-        s->timer = NULL;
-        return;
-    }
 
     pci_config_set_revision(pdev->config, WEFT_PCI_REVISION);
     pci_config_set_interrupt_pin(pdev->config, 1);
@@ -1102,12 +631,7 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
 
     if (msix_init_exclusive_bar(pdev, s->nr_handlers, WEFT_BAR_MSIX,
                                 errp)) {
-        migrate_del_blocker(&s->migration_blocker);
-        weft_core_free(s->core);
-        s->core = NULL;
-        timer_free(s->timer);
-        s->timer = NULL;
-        return;
+        return false;
     }
     for (v = 0; v < s->nr_handlers; v++) {
         msix_vector_use(pdev, v);
@@ -1123,31 +647,58 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
     pci_register_bar(pdev, WEFT_BAR_DOORBELL,
                      PCI_BASE_ADDRESS_SPACE_MEMORY |
                      PCI_BASE_ADDRESS_MEM_TYPE_64, &s->db);
+    return true;
+}
 
-    s->txbuf = g_malloc(WEFT_TXBUF_SIZE);
-    s->rxbuf = g_malloc(WEFT_RXBUF_SIZE);
-    s->shm_pkt = g_malloc(WEFT_WIRE_MAX_FRAME);
+static void weft_realize(PCIDevice *pdev, Error **errp)
+{
+    WeftState *s = WEFT(pdev);
+    struct weft_core_config cfg;
+    WeftLinkTransport transport;
+    uint8_t token[WEFT_WIRE_TOKEN_SIZE];
+    bool has_token = false;
+    char err[256] = "";
+
+    if (!weft_check_properties(s, &cfg, token, &has_token, &transport,
+                               errp)) {
+        goto out;
+    }
+    s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, weft_timer_cb, s);
+    s->core = weft_core_new(&cfg, &weft_core_ops, s, err, sizeof(err));
+    if (!s->core) {
+        error_setg(errp, "weft: %s", err[0] ? err : "bad configuration");
+        goto fail;
+    }
+    error_setg(&s->migration_blocker,
+               "weft: migration is not supported (the adapter's SRAM, "
+               "tasks and switch link are not migrated)");
+    if (migrate_add_blocker(&s->migration_blocker, errp) < 0 ||
+        !weft_init_bars(s, errp)) {
+        goto fail;
+    }
+    /* The link may report the chardev open at once: it kicks poll_bh. */
     s->poll_bh = qemu_bh_new_guarded(weft_poll_bh, s,
                                      &DEVICE(pdev)->mem_reentrancy_guard);
+    weft_link_init(&s->link, &s->chr, s->node_id, has_token ? token : NULL,
+                   transport, &weft_link_ops, s);
+    goto out;
 
-    if (qemu_chr_fe_backend_connected(&s->chr)) {
-        qemu_chr_fe_set_handlers(&s->chr, weft_chr_can_read, weft_chr_read,
-                                 weft_chr_event, NULL, s, NULL, true);
-    }
+fail:
+    /* An unset blocker and a NULL core are no-ops here. */
+    migrate_del_blocker(&s->migration_blocker);
+    weft_core_free(s->core);
+    s->core = NULL;
+    timer_free(s->timer);
+    s->timer = NULL;
+out:
+    memset(token, 0, sizeof(token));
 }
 
 static void weft_exit(PCIDevice *pdev)
 {
     WeftState *s = WEFT(pdev);
 
-    qemu_chr_fe_deinit(&s->chr, false);
-    weft_shm_close(s);
-    memset(s->token, 0, sizeof(s->token));
-    s->has_token = false;
-    if (s->tx_watch) {
-        g_source_remove(s->tx_watch);
-        s->tx_watch = 0;
-    }
+    weft_link_fini(&s->link);
     qemu_bh_delete(s->poll_bh);
     s->poll_bh = NULL;
     timer_free(s->timer);
@@ -1156,10 +707,6 @@ static void weft_exit(PCIDevice *pdev)
     migrate_del_blocker(&s->migration_blocker);
     weft_core_free(s->core);
     s->core = NULL;
-    g_free(s->txbuf);
-    g_free(s->rxbuf);
-    g_free(s->shm_pkt);
-    s->txbuf = s->rxbuf = s->shm_pkt = NULL;
 }
 
 static void weft_reset_hold(Object *obj, ResetType type)
@@ -1172,7 +719,7 @@ static void weft_reset_hold(Object *obj, ResetType type)
      * The connection to the switch is not adapter state and survives a
      * reset; keep the core's view of it in line with the wrapper's.
      */
-    weft_core_set_link(s->core, s->link_up);
+    weft_core_set_link(s->core, weft_link_is_up(&s->link));
 }
 
 static const Property weft_properties[] = {

@@ -416,7 +416,7 @@ int weft_sim_reg_mr(struct weft_sim *s, unsigned int node, uint32_t job, uint64_
 		m->first = (uint32_t)first;
 		m->npages = (uint32_t)npages;
 		for (uint32_t p = 0; p < npages; p++)
-			tce[p] = weft_tce_make((key << WEFT_PVO_TABLE_BITS) | t, first_page + p);
+			tce[p] = weft_tce_make((key << WEFT_PVO_TABLE_LEN) | t, first_page + p);
 		tce_write(s, n, t, (uint32_t)first, (uint32_t)npages, tce);
 		free(tce);
 		weft_tce_mark(n->tce_used[t], (uint32_t)first, (uint32_t)npages, true);

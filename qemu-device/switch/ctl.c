@@ -334,11 +334,9 @@ static const struct {
 	const char *name;
 	uint8_t type;
 } pkt_types[] = {
-	{ "fifo", WEFT_PKT_FIFO }, { "rdmaw", WEFT_PKT_RDMAW },
-	{ "rdmar-req", WEFT_PKT_RDMAR_REQ }, { "completion", WEFT_PKT_COMPLETION },
-	{ "tp-rdmar-req", WEFT_PKT_TP_RDMAR_REQ }, { "tp-rdmaw", WEFT_PKT_TP_RDMAW },
-	{ "fifo-data", WEFT_PKT_FIFO_DATA }, { "rdmar-fifo-req", WEFT_PKT_RDMAR_FIFO_REQ },
-	{ "rdmar-put-req", WEFT_PKT_RDMAR_PUT_REQ }, { "verbs", WEFT_PKT_VERBS },
+#define PKT_RULE(name, val, rule) { rule, WEFT_PKT_##name },
+	WEFT_PKT_LIST(PKT_RULE)
+#undef PKT_RULE
 };
 
 #define NTYPES (sizeof(pkt_types) / sizeof(pkt_types[0]))

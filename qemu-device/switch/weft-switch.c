@@ -36,7 +36,7 @@
 
 #include "sw.h"
 #include "weft/names.h"
-#include "weft/shm.h"
+#include "weft-host/shm.h"
 #include "wire_io.h"
 
 #define RBUF_SIZE       (256u * 1024u)  /* at most, per client */
@@ -74,7 +74,7 @@ struct node {
 	struct node *prev, *next;
 };
 
-/* The shared-memory transport of one client (weft/shm.h). */
+/* The shared-memory transport of one client (weft-host/shm.h). */
 struct shm_link {
 	struct evsrc ev;        /* EV_SHM: the switch's eventfd */
 	struct client *c;
@@ -403,7 +403,7 @@ static int deliver(void *opaque, uint16_t dst, const void *frame, size_t len)
 	return outq_append(&n->q, frame, len);
 }
 
-/* ---- shared-memory transport (weft/shm.h, docs/switch.md) ------------------------ */
+/* ---- shared-memory transport (weft-host/shm.h, docs/switch.md) ------------------- */
 
 static void shm_free(struct sw *s, struct shm_link *l)
 {
@@ -806,7 +806,7 @@ static void client_read(struct sw *s, struct client *c)
 }
 
 /* The HELLO_ACK granting shared memory, with the memfd and the eventfds
- * (weft/shm.h); once sent, the memfd is the adapter's business. */
+ * (weft-host/shm.h); once sent, the memfd is the adapter's business. */
 static ssize_t send_ack_fds(struct client *c)
 {
 	struct shm_link *l = c->shm;
@@ -1213,7 +1213,7 @@ static void usage(FILE *fp)
 		"  --expire-ms N      frames held for, and ports of, absent nodes expire\n"
 		"                     after N ms (default %u, 0 never)\n"
 		"  --transport T      auto (default): shared memory for adapters that ask for\n"
-		"                     it (weft/shm.h); socket: frames only over the socket\n"
+		"                     it (docs/switch.md); socket: frames only over the socket\n"
 		"  --verbose          log more (frames before HELLO, unregistered clients)\n"
 		"  -h, --help         this help\n"
 		"\n%s\n", SW_MAX_TCP, DEF_CAPTURE, DEF_PORT_QUEUE, DEF_STALL_MS, DEF_EXPIRE_MS, fault_help);

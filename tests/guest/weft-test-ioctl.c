@@ -55,7 +55,8 @@ int main(void)
 	WT_CHECK(q.nr_windows >= 1 && q.nr_windows <= WEFT_MAX_WINDOWS, "QUERY nr_windows %u",
 		 q.nr_windows);
 	WT_CHECK(q.nr_rcxt >= WEFT_MIN_RCXT, "QUERY nr_rcxt %u", q.nr_rcxt);
-	WT_CHECK((uint32_t)q.hw_id == WEFT_ID_MAGIC, "QUERY hw_id 0x%" PRIx64, q.hw_id);
+	WT_CHECK((uint32_t)q.hw_id == WEFT_ID_MAGIC, "QUERY hw_id 0x%llx",
+		 (unsigned long long)q.hw_id);
 	WT_CHECK(q.nr_handlers >= 1, "QUERY nr_handlers %u", q.nr_handlers);
 	WT_BAD(fd, WEFT_IOC_QUERY, (void *)8, EFAULT, "QUERY to a bad pointer");
 	WT_BAD(fd, _IOR(WEFT_IOC_MAGIC, 0x7f, struct weft_ioc_query), &q, ENOTTY,
@@ -110,7 +111,8 @@ int main(void)
 		 win.o.window);
 	WT_CHECK(win.o.send_size == (uint64_t)WEFT_FRAME_SIZE << 4 &&
 		 win.o.recv_size == (uint64_t)WEFT_FRAME_SIZE << 4,
-		 "FIFO sizes %" PRIu64 "/%" PRIu64, win.o.send_size, win.o.recv_size);
+		 "FIFO sizes %llu/%llu", (unsigned long long)win.o.send_size,
+		 (unsigned long long)win.o.recv_size);
 	now = wt_res();
 	WT_CHECK(now.windows_open == base.windows_open + 1, "windows_open %lld -> %lld",
 		 base.windows_open, now.windows_open);
@@ -239,7 +241,8 @@ int main(void)
 	WT_EXPECT_OK(fd, WEFT_IOC_REG_MR, &m, "REG_MR 64 KiB at offset 100");
 	WT_CHECK(weft_pvo_table(m.pvo) / WEFT_SLOT_TABLES == j.slot &&
 		 weft_pvo_table(m.pvo) % WEFT_SLOT_TABLES >= WEFT_SLOT_TABLES_16M,
-		 "PVO 0x%" PRIx64 " is in a 4 KiB table of slot %u", m.pvo, j.slot);
+		 "PVO 0x%llx is in a 4 KiB table of slot %u", (unsigned long long)m.pvo,
+		 j.slot);
 	WT_CHECK((weft_pvo_offset(m.pvo) & 4095) == 100, "PVO keeps the offset in the page");
 	WT_CHECK(weft_pvo_key(m.pvo) != 0, "PVO key nonzero (%u)", weft_pvo_key(m.pvo));
 	now = wt_res();
@@ -251,7 +254,7 @@ int main(void)
 		char want[64];
 
 		snprintf(want, sizeof(want), "key 0x%06x",
-			 (weft_pvo_key(m.pvo) << WEFT_PVO_TABLE_BITS) | weft_pvo_table(m.pvo));
+			 (weft_pvo_key(m.pvo) << WEFT_PVO_TABLE_LEN) | weft_pvo_table(m.pvo));
 		WT_CHECK(t && strstr(t, want), "debugfs tce shows TCEs with %s", want);
 	}
 	{

@@ -136,7 +136,7 @@ static int tce_has(const struct ad *a, uint64_t pvo)
 
 	snprintf(path, sizeof(path), "/sys/kernel/debug/weft/%s/tce", a->name);
 	snprintf(want, sizeof(want), "key 0x%06x",
-		 (weft_pvo_key(pvo) << WEFT_PVO_TABLE_BITS) | weft_pvo_table(pvo));
+		 (weft_pvo_key(pvo) << WEFT_PVO_TABLE_LEN) | weft_pvo_table(pvo));
 	t = wt_read_file(path);
 	return t && strstr(t, want);
 }
@@ -252,8 +252,8 @@ int main(void)
 	OK(reg(&a[0], src, &ms) == 0 && reg(&a[0], dst, &md) == 0,
 	   "source and target registered once, through %s", a[0].name);
 	OK(tce_has(&a[0], md.pvo) && tce_has(&a[1], md.pvo),
-	   "the target's TCEs (key of PVO 0x%" PRIx64 ") are in the tables of both adapters",
-	   md.pvo);
+	   "the target's TCEs (key of PVO 0x%llx) are in the tables of both adapters",
+	   (unsigned long long)md.pvo);
 	memset(src, 0xa1, LEN);
 	memset(dst, 0, LEN);
 	st = rdma_write(&a[1], &a[0], ms.pvo, md.pvo);

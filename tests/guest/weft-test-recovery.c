@@ -70,8 +70,8 @@ int main(void)
 		n = read(fd, ev, sizeof(ev));
 		WT_CHECK(n >= (ssize_t)sizeof(ev[0]) && ev[0].type == WEFT_UEV_RECOVERY &&
 			 ev[0].info == q1.recovery_count,
-			 "owner reads WEFT_UEV_RECOVERY with the new count (n %zd type %u info %" PRIu64 ")",
-			 n, n > 0 ? ev[0].type : 0, n > 0 ? ev[0].info : 0);
+			 "owner reads WEFT_UEV_RECOVERY with the new count (n %zd type %u info %llu)",
+			 n, n > 0 ? ev[0].type : 0, n > 0 ? (unsigned long long)ev[0].info : 0);
 		WT_CHECK(poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN),
 			 "an idle second fd is told too (poll POLLIN)");
 		n = read(fd2, ev, sizeof(ev));
@@ -99,7 +99,7 @@ int main(void)
 		WT_CHECK(t && strstr(t, want), "adapter rCxt %u is unassigned", r.rcxt);
 		t = wt_read_file(wt_dbg_path(path, sizeof(path), "tce"));
 		snprintf(want, sizeof(want), "key 0x%06x",
-			 (weft_pvo_key(m.pvo) << WEFT_PVO_TABLE_BITS) | weft_pvo_table(m.pvo));
+			 (weft_pvo_key(m.pvo) << WEFT_PVO_TABLE_LEN) | weft_pvo_table(m.pvo));
 		WT_CHECK(t && !strstr(t, want), "no TCE carries the old key (%s)", want);
 		now = wt_res();
 		WT_CHECK(now.windows_open == base.windows_open && now.rcxts_held == base.rcxts_held &&

@@ -28,11 +28,6 @@
 #include "backend.h"    /* the kernel backend's mapping lookup and memfd memory */
 #include "weft_test.h"
 
-/* A failed check ends the program (weft_test.h's REQUIRE): the tests
- * build on their set-up. */
-#undef CHECK
-#define CHECK REQUIRE
-
 #define JOB 0x1234u
 
 struct pair {
@@ -49,14 +44,14 @@ static int pair_open(struct pair *p, uint32_t drop_ppm, uint32_t routes, uint64_
 				      .routes = routes, .delay_ns = 1000, .jitter_ns = jitter,
 				      .flags = WEFT_SIMNET_F_SOLO };
 	p->net = weft_simnet_new(&a, err, sizeof(err));
-	CHECK(p->net, "sim backend not available: %s", err);
+	REQUIRE(p->net, "sim backend not available: %s", err);
 	for (int i = 0; i < 2; i++) {
 		p->d[i] = weft_simnet_open(p->net, i, err, sizeof(err));
-		CHECK(p->d[i], "open sim adapter %d: %s", i, err);
+		REQUIRE(p->d[i], "open sim adapter %d: %s", i, err);
 		struct weft_win_attr wa = { .job_id = JOB, .recv_log2 = 8 };
 		int r;
 		p->w[i] = weft_win_open(p->d[i], &wa, &r);
-		CHECK(p->w[i], "open window on node %d: %s", i, strerror(-r));
+		REQUIRE(p->w[i], "open window on node %d: %s", i, strerror(-r));
 	}
 	return 0;
 }
@@ -94,15 +89,15 @@ static int test_fifo(void)
 	for (unsigned int len = 0; len <= WEFT_LIB_MAX_PAYLOAD; len += (len < 130 ? 1 : 61)) {
 		for (unsigned int i = 0; i < len; i++)
 			buf[i] = (uint8_t)(i * 7 + len);
-		CHECK(weft_win_send(p.w[0], n1, weft_win_id(p.w[1]), buf, len) == 0, "send %u", len);
-		CHECK(get_entry(p.w[1], &e, 100) == 1, "no packet of %u bytes at node 1", len);
+		REQUIRE(weft_win_send(p.w[0], n1, weft_win_id(p.w[1]), buf, len) == 0, "send %u", len);
+		REQUIRE(get_entry(p.w[1], &e, 100) == 1, "no packet of %u bytes at node 1", len);
 		CHECK(e.type == WEFT_ENT_PACKET && e.length == len && e.src_node == n0 &&
 		      e.src_window == weft_win_id(p.w[0]), "packet header (type %d len %" PRIu64 ")",
 		      e.type, e.length);
 		CHECK(memcmp(e.data, buf, len) == 0, "payload of %u bytes differs", len);
 		/* echo it back */
-		CHECK(weft_win_send(p.w[1], e.src_node, e.src_window, e.data, len) == 0, "echo");
-		CHECK(get_entry(p.w[0], &e, 100) == 1, "no echo of %u bytes", len);
+		REQUIRE(weft_win_send(p.w[1], e.src_node, e.src_window, e.data, len) == 0, "echo");
+		REQUIRE(get_entry(p.w[0], &e, 100) == 1, "no echo of %u bytes", len);
 		CHECK(e.length == len && memcmp(e.data, buf, len) == 0, "echo payload differs");
 		trips++;
 	}
@@ -117,11 +112,11 @@ static int test_fifo(void)
 			int r = weft_win_send(p.w[0], n1, weft_win_id(p.w[1]), &v, sizeof(v));
 			if (r == -EAGAIN)
 				break;
-			CHECK(r == 0, "burst send: %s", strerror(-r));
+			REQUIRE(r == 0, "burst send: %s", strerror(-r));
 			sent++;
 		}
 		int r = get_entry(p.w[1], &e, 100);
-		CHECK(r == 1, "burst: packet %u missing", got);
+		REQUIRE(r == 1, "burst: packet %u missing", got);
 		uint32_t v;
 		memcpy(&v, e.data, sizeof(v));
 		CHECK(e.length == 4 && v == got, "burst: got %u, want %u (no loss configured)", v, got);
@@ -146,15 +141,15 @@ static int test_rdma(void)
 		return -1;
 	const size_t len = 256 * 1024;
 	uint8_t *b0 = weft_dev_alloc(p.d[0], len), *b1 = weft_dev_alloc(p.d[1], len);
-	CHECK(b0 && b1, "weft_dev_alloc");
+	REQUIRE(b0 && b1, "weft_dev_alloc");
 	uint64_t pvo0, pvo1;
 	uint32_t h0, h1;
-	CHECK(weft_mr_reg(p.d[0], JOB, b0, len, &pvo0, &h0) == 0, "reg 0");
-	CHECK(weft_mr_reg(p.d[1], JOB, b1, len, &pvo1, &h1) == 0, "reg 1");
+	REQUIRE(weft_mr_reg(p.d[0], JOB, b0, len, &pvo0, &h0) == 0, "reg 0");
+	REQUIRE(weft_mr_reg(p.d[1], JOB, b1, len, &pvo1, &h1) == 0, "reg 1");
 	uint32_t r0, r1;
 	uint16_t k0, k1;
-	CHECK(weft_rcxt_alloc(p.w[0], &r0, &k0) == 0, "rcxt 0");
-	CHECK(weft_rcxt_alloc(p.w[1], &r1, &k1) == 0, "rcxt 1");
+	REQUIRE(weft_rcxt_alloc(p.w[0], &r0, &k0) == 0, "rcxt 0");
+	REQUIRE(weft_rcxt_alloc(p.w[1], &r1, &k1) == 0, "rcxt 1");
 	static struct weft_entry e;
 	unsigned int checks = 0;
 	for (unsigned int notify = 0; notify <= WEFT_COMP_BOTH; notify++) {
@@ -172,7 +167,7 @@ static int test_rdma(void)
 				.user_cookie = 0x1000 + notify * 2 + (uint64_t)is_read,
 			};
 			int r = is_read ? weft_win_rdma_read(p.w[0], &op) : weft_win_rdma_write(p.w[0], &op);
-			CHECK(r == 0 && op.tid != 0, "post: %s", strerror(-r));
+			REQUIRE(r == 0 && op.tid != 0, "post: %s", strerror(-r));
 			int want_src = notify & WEFT_COMP_SOURCE, want_tgt = notify & WEFT_COMP_TARGET;
 			int got_src = 0, got_tgt = 0;
 			/* Run until both sides are quiet: a completion that should
@@ -197,7 +192,7 @@ static int test_rdma(void)
 							got_tgt++;
 						}
 					}
-					CHECK(r == 0, "poll error %d", r);
+					REQUIRE(r == 0, "poll error %d", r);
 				}
 				if (any)
 					quiet = 0;
@@ -233,14 +228,14 @@ static int test_budget(void)
 		return -1;
 	const size_t len = 4096;
 	uint8_t *b0 = weft_dev_alloc(p.d[0], len), *b1 = weft_dev_alloc(p.d[1], len);
-	CHECK(b0 && b1, "weft_dev_alloc");
+	REQUIRE(b0 && b1, "weft_dev_alloc");
 	uint64_t pvo0, pvo1;
 	uint32_t h0, h1, r0, r1;
 	uint16_t k0, k1;
-	CHECK(weft_mr_reg(p.d[0], JOB, b0, len, &pvo0, &h0) == 0, "reg 0");
-	CHECK(weft_mr_reg(p.d[1], JOB, b1, len, &pvo1, &h1) == 0, "reg 1");
-	CHECK(weft_rcxt_alloc(p.w[0], &r0, &k0) == 0, "rcxt 0");
-	CHECK(weft_rcxt_alloc(p.w[1], &r1, &k1) == 0, "rcxt 1");
+	REQUIRE(weft_mr_reg(p.d[0], JOB, b0, len, &pvo0, &h0) == 0, "reg 0");
+	REQUIRE(weft_mr_reg(p.d[1], JOB, b1, len, &pvo1, &h1) == 0, "reg 1");
+	REQUIRE(weft_rcxt_alloc(p.w[0], &r0, &k0) == 0, "rcxt 0");
+	REQUIRE(weft_rcxt_alloc(p.w[1], &r1, &k1) == 0, "rcxt 1");
 	const uint64_t budget = 50ull * 1000 * 1000;
 	weft_win_set_retry(p.w[0], 1000000, 8000000, 0);
 	weft_win_set_retry_budget(p.w[0], budget);
@@ -252,7 +247,7 @@ static int test_budget(void)
 		.local_pvo = pvo0, .remote_pvo = pvo1, .length = len,
 	};
 	uint64_t t0 = weft_dev_now_ns(p.d[0]);
-	CHECK(weft_win_rop_post(p.w[0], &rop) == 0, "post");
+	REQUIRE(weft_win_rop_post(p.w[0], &rop) == 0, "post");
 	static struct weft_entry e;
 	int r = 0;
 	do
@@ -281,7 +276,7 @@ static int test_tids(void)
 	uint32_t rc[4];
 	uint16_t k;
 	for (int i = 0; i < 4; i++)
-		CHECK(weft_rcxt_alloc(p.w[0], &rc[i], &k) == 0, "alloc");
+		REQUIRE(weft_rcxt_alloc(p.w[0], &rc[i], &k) == 0, "alloc");
 	uint32_t prev = 0;
 	for (int i = 0; i < 100; i++) {
 		uint32_t t = weft_rcxt_next_tid(p.w[0], rc[i % 4]);
@@ -305,13 +300,13 @@ static int test_rel(void)
 	struct weft_rel_attr ra = { .slots = 16, .slot_size = 4096, .timeout_ns = 200000 };
 	int r;
 	struct weft_rel *a = weft_rel_new(p.w[0], &ra, &r);
-	CHECK(a, "rel a: %s", strerror(-r));
+	REQUIRE(a, "rel a: %s", strerror(-r));
 	struct weft_rel *b = weft_rel_new(p.w[1], &ra, &r);
-	CHECK(b, "rel b: %s", strerror(-r));
+	REQUIRE(b, "rel b: %s", strerror(-r));
 	struct weft_rel_info ia, ib;
 	weft_rel_local_info(a, &ia);
 	weft_rel_local_info(b, &ib);
-	CHECK(weft_rel_connect(a, &ib) == 0 && weft_rel_connect(b, &ia) == 0, "connect");
+	REQUIRE(weft_rel_connect(a, &ib) == 0 && weft_rel_connect(b, &ia) == 0, "connect");
 	const uint64_t N = 10000;
 	uint64_t sent = 0, got = 0;
 	static uint8_t msg[4096], in[4096];
@@ -326,12 +321,12 @@ static int test_rel(void)
 			r = weft_rel_send(a, msg, len);
 			if (r == -EAGAIN)
 				break;
-			CHECK(r == 0, "send %" PRIu64 ": %s", sent, strerror(-r));
+			REQUIRE(r == 0, "send %" PRIu64 ": %s", sent, strerror(-r));
 			sent++;
 			progress = 1;
 		}
-		CHECK(weft_rel_progress(a) == 0, "progress a");
-		CHECK(weft_rel_progress(b) == 0, "progress b");
+		REQUIRE(weft_rel_progress(a) == 0, "progress a");
+		REQUIRE(weft_rel_progress(b) == 0, "progress b");
 		size_t len;
 		while ((r = weft_rel_recv(b, in, sizeof(in), &len)) == 1) {
 			uint64_t seq;
@@ -343,25 +338,25 @@ static int test_rel(void)
 			got++;
 			progress = 1;
 		}
-		CHECK(r == 0, "recv: %s", strerror(-r));
+		REQUIRE(r == 0, "recv: %s", strerror(-r));
 		if (!progress) {
-			CHECK(++idle < 2000000, "no progress: sent %" PRIu64 " got %" PRIu64, sent, got);
+			REQUIRE(++idle < 2000000, "no progress: sent %" PRIu64 " got %" PRIu64, sent, got);
 			weft_rel_wait(weft_rel_unacked(a) ? a : b, 1);
 		}
 	}
 	/* Drain: every message acknowledged, and nothing delivered twice. */
 	for (int i = 0; i < 100000 && weft_rel_unacked(a); i++) {
-		CHECK(weft_rel_progress(a) == 0 && weft_rel_progress(b) == 0, "drain");
+		REQUIRE(weft_rel_progress(a) == 0 && weft_rel_progress(b) == 0, "drain");
 		size_t len;
-		CHECK(weft_rel_recv(b, in, sizeof(in), &len) == 0, "extra message delivered");
+		REQUIRE(weft_rel_recv(b, in, sizeof(in), &len) == 0, "extra message delivered");
 		weft_rel_wait(a, 1);
 	}
-	CHECK(weft_rel_unacked(a) == 0, "%u messages never acknowledged", weft_rel_unacked(a));
+	REQUIRE(weft_rel_unacked(a) == 0, "%u messages never acknowledged", weft_rel_unacked(a));
 	struct weft_rel_stats sa, sb;
 	weft_rel_get_stats(a, &sa);
 	weft_rel_get_stats(b, &sb);
 	CHECK(sb.delivered == N && sa.sent == N, "delivered %" PRIu64, sb.delivered);
-	CHECK(sa.retries > 0, "5%% loss but no retry: the loss was not exercised");
+	REQUIRE(sa.retries > 0, "5%% loss but no retry: the loss was not exercised");
 	t_point("rel: %" PRIu64 " messages exactly once in order with 5%% loss and reordering; "
 	       "%" PRIu64 " retries, %" PRIu64 " duplicates dropped, %" PRIu64 " stale completions "
 	       "ignored, %" PRIu64 " acks",
@@ -378,7 +373,7 @@ static int mrc_xfer(struct pair *pp, struct weft_mrc *c, uint8_t *p, size_t n, u
 {
 	struct weft_mr_seg segs[4];
 	int ns = weft_mrc_get(c, p, n, segs, 4);
-	CHECK(ns > 0, "weft_mrc_get: %s", strerror(-ns));
+	REQUIRE(ns > 0, "weft_mrc_get: %s", strerror(-ns));
 	for (int i = 0; i < ns; i++) {
 		struct weft_rop rop;
 		memset(&rop, 0, sizeof(rop));
@@ -390,11 +385,11 @@ static int mrc_xfer(struct pair *pp, struct weft_mrc *c, uint8_t *p, size_t n, u
 		rop.rdma.local_pvo = segs[i].pvo;
 		rop.rdma.remote_pvo = rpvo + segs[i].offset;
 		rop.rdma.length = segs[i].len;
-		CHECK(weft_win_rop_post(pp->w[0], &rop) == 0, "post");
+		REQUIRE(weft_win_rop_post(pp->w[0], &rop) == 0, "post");
 		static struct weft_entry e;
 		while (rop.state == WEFT_ROP_POSTED) {
 			int r = weft_win_poll(pp->w[0], &e);
-			CHECK(r >= 0, "poll");
+			REQUIRE(r >= 0, "poll");
 			if (!r)
 				weft_win_wait(pp->w[0], 10);
 			weft_win_poll(pp->w[1], &e);
@@ -422,13 +417,13 @@ static int test_mrc(void)
 	uint64_t dpvo;
 	uint32_t dh, lr, rr;
 	uint16_t lk, rk;
-	CHECK(dst && weft_mr_reg(p.d[1], JOB, dst, n, &dpvo, &dh) == 0, "remote buffer");
-	CHECK(weft_rcxt_alloc(p.w[0], &lr, &lk) == 0 && weft_rcxt_alloc(p.w[1], &rr, &rk) == 0, "rcxt");
+	REQUIRE(dst && weft_mr_reg(p.d[1], JOB, dst, n, &dpvo, &dh) == 0, "remote buffer");
+	REQUIRE(weft_rcxt_alloc(p.w[0], &lr, &lk) == 0 && weft_rcxt_alloc(p.w[1], &rr, &rk) == 0, "rcxt");
 	struct weft_mrc_attr ma = { .job_id = JOB, .idle_limit = 5 };
 	struct weft_mrc *c = weft_mrc_new(p.d[0], &ma);
-	CHECK(c, "weft_mrc_new");
+	REQUIRE(c, "weft_mrc_new");
 	uint8_t *buf = weft_dev_alloc(p.d[0], n);
-	CHECK(buf, "alloc");
+	REQUIRE(buf, "alloc");
 	memset(buf, 0x11, n);
 	/* A buffer may straddle a 16 MiB fragment boundary (it lies wherever
 	 * the simulated memory was mapped): one registration per fragment. */
@@ -464,16 +459,16 @@ static int test_mrc(void)
 	      s3.registrations);
 	CHECK(dst[0] == 0x33 && dst[n - 1] == 0x33, "data after remap");
 	/* Idle aging: 4 ticks keep it, the 5th unmaps it. */
-	CHECK(weft_mrc_age(c, 4) == 0, "aged out too early");
+	REQUIRE(weft_mrc_age(c, 4) == 0, "aged out too early");
 	CHECK(weft_mrc_age(c, 1) == f1, "not aged out");
 	weft_mrc_get_stats(c, &s4);
 	CHECK(s4.mapped == 0 && s4.evictions == f1, "mapped %" PRIu64, s4.mapped);
 	/* A fragment in use is never aged out. */
 	struct weft_mr_seg seg;
-	CHECK(weft_mrc_get(c, buf2, 4096, &seg, 1) == 1, "get");
-	CHECK(weft_mrc_age(c, 100) == 0, "a fragment in use was unmapped");
+	REQUIRE(weft_mrc_get(c, buf2, 4096, &seg, 1) == 1, "get");
+	REQUIRE(weft_mrc_age(c, 100) == 0, "a fragment in use was unmapped");
 	weft_mrc_put(c, buf2, 4096);
-	CHECK(weft_mrc_age(c, 100) == 1, "released fragment not aged out");
+	REQUIRE(weft_mrc_age(c, 100) == 1, "released fragment not aged out");
 	t_point("mrc: second transfer hit the cache (registrations %" PRIu64 ", hits %" PRIu64
 	       "), changed mapping remapped (remaps %" PRIu64 "), idle fragments aged out",
 	       s2.registrations, s2.hits, s3.remaps);
@@ -486,19 +481,19 @@ static int test_maps(void)
 {
 	const size_t n = 1 << 20;
 	uint8_t *a = weft_be_memfd_alloc(n);
-	CHECK(a, "memfd allocation");
+	REQUIRE(a, "memfd allocation");
 	struct weft_be_map m1, m2, m3;
-	CHECK(weft_be_proc_map_lookup((uint64_t)(uintptr_t)(a + 4096), &m1) == 0, "lookup");
+	REQUIRE(weft_be_proc_map_lookup((uint64_t)(uintptr_t)(a + 4096), &m1) == 0, "lookup");
 	CHECK(m1.start == (uint64_t)(uintptr_t)a && m1.end == m1.start + n && m1.ino != 0,
 	      "extent %" PRIx64 "-%" PRIx64 " ino %" PRIu64, m1.start, m1.end, m1.ino);
 	CHECK(weft_be_proc_map_lookup((uint64_t)(uintptr_t)(a + n - 1), &m2) == 0 &&
 	      m2.ino == m1.ino && m2.start == m1.start, "same mapping, same identity");
 	/* Replace the mapping at the same address by another memfd. */
 	uint8_t *b = weft_be_memfd_alloc(n);
-	CHECK(b, "second memfd");
+	REQUIRE(b, "second memfd");
 	void *r = mremap(b, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, a);
 	CHECK(r == a, "mremap onto the old address: %s", strerror(errno));
-	CHECK(weft_be_proc_map_lookup((uint64_t)(uintptr_t)(a + 4096), &m3) == 0, "lookup again");
+	REQUIRE(weft_be_proc_map_lookup((uint64_t)(uintptr_t)(a + 4096), &m3) == 0, "lookup again");
 	CHECK(m3.start == m1.start && m3.ino != m1.ino, "the new mapping has the old identity "
 	      "(ino %" PRIu64 ")", m3.ino);
 	weft_be_memfd_free(a, n);
@@ -528,16 +523,16 @@ static int test_rop_drain(void)
 	const size_t len = 4096, big = 4u << 20;
 	uint8_t *b0 = weft_dev_alloc(p.d[0], len), *b1 = weft_dev_alloc(p.d[1], len);
 	uint8_t *g0 = weft_dev_alloc(p.d[0], big), *g1 = weft_dev_alloc(p.d[1], big);
-	CHECK(b0 && b1 && g0 && g1, "weft_dev_alloc");
+	REQUIRE(b0 && b1 && g0 && g1, "weft_dev_alloc");
 	uint64_t pvo1, gpvo0, gpvo1;
 	uint32_t h1, gh0, gh1, r0, r1, rg0, rg1;
 	uint16_t k, k1, kg1;
-	CHECK(weft_mr_reg(p.d[1], JOB, b1, len, &pvo1, &h1) == 0, "reg 1");
-	CHECK(weft_mr_reg(p.d[0], JOB, g0, big, &gpvo0, &gh0) == 0, "reg big 0");
-	CHECK(weft_mr_reg(p.d[1], JOB, g1, big, &gpvo1, &gh1) == 0, "reg big 1");
-	CHECK(weft_rcxt_alloc(p.w[0], &r0, &k) == 0 && weft_rcxt_alloc(p.w[0], &rg0, &k) == 0,
+	REQUIRE(weft_mr_reg(p.d[1], JOB, b1, len, &pvo1, &h1) == 0, "reg 1");
+	REQUIRE(weft_mr_reg(p.d[0], JOB, g0, big, &gpvo0, &gh0) == 0, "reg big 0");
+	REQUIRE(weft_mr_reg(p.d[1], JOB, g1, big, &gpvo1, &gh1) == 0, "reg big 1");
+	REQUIRE(weft_rcxt_alloc(p.w[0], &r0, &k) == 0 && weft_rcxt_alloc(p.w[0], &rg0, &k) == 0,
 	      "rcxts 0");
-	CHECK(weft_rcxt_alloc(p.w[1], &r1, &k1) == 0 && weft_rcxt_alloc(p.w[1], &rg1, &kg1) == 0,
+	REQUIRE(weft_rcxt_alloc(p.w[1], &r1, &k1) == 0 && weft_rcxt_alloc(p.w[1], &rg1, &kg1) == 0,
 	      "rcxts 1");
 	static struct weft_rop rop;
 	static struct weft_entry e;
@@ -546,7 +541,7 @@ static int test_rop_drain(void)
 		uint64_t pvo0;
 		uint32_t h0;
 		memset(b0, (int)(t / 500), len);
-		CHECK(weft_mr_reg(p.d[0], JOB, b0, len, &pvo0, &h0) == 0, "reg 0");
+		REQUIRE(weft_mr_reg(p.d[0], JOB, b0, len, &pvo0, &h0) == 0, "reg 0");
 		weft_win_set_retry(p.w[0], t, t, 64);
 		memset(&rop, 0, sizeof(rop));
 		rop.rdma = (struct weft_rdma){
@@ -555,14 +550,14 @@ static int test_rop_drain(void)
 			.local_pvo = pvo0, .remote_pvo = pvo1, .length = len,
 		};
 		rop.timeout_ns = t;
-		CHECK(weft_win_rop_post(p.w[0], &rop) == 0, "post (timeout %" PRIu64 " ns)", t);
+		REQUIRE(weft_win_rop_post(p.w[0], &rop) == 0, "post (timeout %" PRIu64 " ns)", t);
 		struct weft_rdma long_op = {
 			.node = weft_win_node(p.w[1]), .window = (uint16_t)weft_win_id(p.w[1]),
 			.local_rcxt = rg0, .remote_rcxt = rg1, .remote_rcxt_key = kg1,
 			.notify = WEFT_COMP_SOURCE, .local_pvo = gpvo0, .remote_pvo = gpvo1,
 			.length = big,
 		};
-		CHECK(weft_win_rdma_write(p.w[0], &long_op) == 0, "post the long write");
+		REQUIRE(weft_win_rdma_write(p.w[0], &long_op) == 0, "post the long write");
 		int r, long_done = 0;
 		do {
 			r = get_entry(p.w[0], &e, 1000);
@@ -571,18 +566,18 @@ static int test_rop_drain(void)
 		CHECK(r > 0 && rop.state == WEFT_ROP_DONE, "timeout %" PRIu64 " ns: op state %d "
 		      "status %s (poll %d)", t, rop.state, weft_status_name(rop.status), r);
 		/* What a caller may do once its op is done. */
-		CHECK(weft_mr_dereg(p.d[0], h0) == 0, "dereg 0");
+		REQUIRE(weft_mr_dereg(p.d[0], h0) == 0, "dereg 0");
 		ops++;
 		retried += rop.tries > 1;
 		while (!long_done) {
 			r = get_entry(p.w[0], &e, 1000);
-			CHECK(r > 0, "timeout %" PRIu64 " ns, %u tries: window error %s after the op "
+			REQUIRE(r > 0, "timeout %" PRIu64 " ns, %u tries: window error %s after the op "
 			      "was done and its memory deregistered", t, rop.tries, strerror(-r));
 			long_done = e.type == WEFT_ENT_COMPLETION && e.tid == long_op.tid;
 		}
 		CHECK(e.status == 0, "long write: %s", weft_status_name(e.status));
 		uint64_t st, rc, sc;
-		CHECK(weft_win_state(p.w[0], &st, &rc, &sc) == 0 && st == 1,
+		REQUIRE(weft_win_state(p.w[0], &st, &rc, &sc) == 0 && st == 1,
 		      "timeout %" PRIu64 " ns, %u tries: window state %" PRIu64 " after the op was "
 		      "done and its memory deregistered", t, rop.tries, st);
 		CHECK(memcmp(b1, b0, len) == 0, "timeout %" PRIu64 " ns: data differs", t);

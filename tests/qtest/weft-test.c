@@ -37,7 +37,7 @@
 #include "weft/sram.h"
 #include "weft/fifo.h"
 #include "weft/wire.h"
-#include "weft/shm.h"
+#include "weft-host/shm.h"
 #include "weft/xlate.h"
 #include "weft/counters.h"
 #include "weft/verbs.h"

@@ -149,14 +149,14 @@ static void submit(struct fo *f, unsigned int c)
 		uint64_t nc = f->capmsg ? f->capmsg * 2 : 4096;
 		struct fo_msg *nm = realloc(f->msg, nc * sizeof(*nm));
 
-		CHECK(nm, "out of memory");
+		REQUIRE(nm, "out of memory");
 		f->msg = nm;
 		f->capmsg = nc;
 	}
 	op = f->nmsg + 1;
 	stage = weft_sim_ptr(f->s, src, f->n[src].buf + stage_off(f, dst, k, slot), len);
 	st_fill(stage, len, op);
-	CHECK(rel_submit(f->rel, f->ch[c], REL_WRITE, stage_off(f, dst, k, slot),
+	REQUIRE(rel_submit(f->rel, f->ch[c], REL_WRITE, stage_off(f, dst, k, slot),
 			 recv_off(src, k, slot), len) == op, "op ids out of step");
 	f->msg[f->nmsg++] = (struct fo_msg){ .ch = c, .slot = slot, .len = len };
 	f->submitted[c]++;
@@ -199,18 +199,18 @@ static void event(struct fo *f, unsigned int replay)
 	if (reboot) {
 		int rc = weft_sim_node_reboot(f->s, node);
 
-		CHECK(rc == 0, "reboot node %u: %d", node, rc);
+		REQUIRE(rc == 0, "reboot node %u: %d", node, rc);
 		st_node_reattach(f->s, node, &f->n[node], 6);
 		rel_set_region(f->rel, node, f->n[node].buf, f->n[node].len, f->n[node].pvo);
 		f->rep->reboots++;
 	} else {
 		int rc = weft_sim_node_recover(f->s, node);
 
-		CHECK(rc == 0, "recover node %u: %d", node, rc);
-		CHECK(weft_sim_window_refresh(&f->n[node].win) == 1, "window not re-opened");
+		REQUIRE(rc == 0, "recover node %u: %d", node, rc);
+		REQUIRE(weft_sim_window_refresh(&f->n[node].win) == 1, "window not re-opened");
 		f->rep->recoveries++;
 	}
-	CHECK(rel_node_reset(f->rel, node) == 0, "re-acquiring rCxts on node %u", node);
+	REQUIRE(rel_node_reset(f->rel, node) == 0, "re-acquiring rCxts on node %u", node);
 	f->rep->events++;
 
 	/* Replay the frames captured just before the event. */
@@ -301,9 +301,9 @@ int failover_run(const struct failover_cfg *cfg, struct failover_report *rep)
 	int bad;
 
 	memset(rep, 0, sizeof(*rep));
-	CHECK(cfg->nodes >= 2 && cfg->nodes <= FO_MAX_NODES, "nodes must be 2..%u", FO_MAX_NODES);
+	REQUIRE(cfg->nodes >= 2 && cfg->nodes <= FO_MAX_NODES, "nodes must be 2..%u", FO_MAX_NODES);
 	f = calloc(1, sizeof(*f));
-	CHECK(f, "out of memory");
+	REQUIRE(f, "out of memory");
 	f->nodes = cfg->nodes;
 	/* Each node holds 2 * ch_per * (nodes - 1) rCxts: more than half of
 	 * the pool, so ids are re-acquired soon after they were given up. */
@@ -318,7 +318,7 @@ int failover_run(const struct failover_cfg *cfg, struct failover_report *rep)
 	f->s = st_sim(&sc);
 	weft_sim_set_dma_hook(f->s, dma_cb, f);
 	f->rel = rel_new(f->s, FO_TIMEOUT_NS, on_deliver, f);
-	CHECK(f->rel, "rel_new");
+	REQUIRE(f->rel, "rel_new");
 	for (a = 0; a < f->nodes; a++) {
 		st_node_setup(f->s, a, FO_JOB, 2ull * f->nodes * FO_MAX_CH * FO_SLOTS * FO_SLOT, 6,
 			      false, &f->n[a]);
@@ -332,7 +332,7 @@ int failover_run(const struct failover_cfg *cfg, struct failover_report *rep)
 				unsigned int c = f->nch++;
 
 				f->ch[c] = rel_channel(f->rel, &f->n[a].win, &f->n[b].win);
-				CHECK(f->ch[c] >= 0, "channel: %d", f->ch[c]);
+				REQUIRE(f->ch[c] >= 0, "channel: %d", f->ch[c]);
 				f->ch_src[c] = a;
 				f->ch_dst[c] = b;
 				f->ch_k[c] = k;

@@ -8,7 +8,7 @@ struct weft_sim *st_sim(const struct weft_sim_config *cfg)
 	char err[160] = "";
 	struct weft_sim *s = weft_sim_new(cfg, err, sizeof(err));
 
-	CHECK(s != NULL, "weft_sim_new: %s", err);
+	REQUIRE(s != NULL, "weft_sim_new: %s", err);
 	return s;
 }
 
@@ -21,7 +21,7 @@ static void open_win(struct weft_sim *s, unsigned int node, struct st_node *out,
 	};
 	int rc = weft_sim_open_window(s, node, &wc, &out->win);
 
-	CHECK(rc == 0, "node %u: open window: %d", node, rc);
+	REQUIRE(rc == 0, "node %u: open window: %d", node, rc);
 }
 
 void st_node_setup(struct weft_sim *s, unsigned int node, uint32_t job, uint64_t len,
@@ -32,16 +32,16 @@ void st_node_setup(struct weft_sim *s, unsigned int node, uint32_t job, uint64_t
 	memset(out, 0, sizeof(*out));
 	out->job = job;
 	rc = weft_sim_job_attach(s, node, job);
-	CHECK(rc >= 0, "node %u: job attach: %d", node, rc);
+	REQUIRE(rc >= 0, "node %u: job attach: %d", node, rc);
 	open_win(s, node, out, fifo_log2, bcast);
 	out->len = len;
 	if (!len)
 		return;
 	out->buf = weft_sim_alloc(s, node, len, 4096);
-	CHECK(out->buf != 0, "node %u: cannot allocate %llu bytes", node,
+	REQUIRE(out->buf != 0, "node %u: cannot allocate %llu bytes", node,
 	      (unsigned long long)len);
 	out->mr = weft_sim_reg_mr(s, node, job, out->buf, len, 0, &out->pvo);
-	CHECK(out->mr > 0, "node %u: reg_mr: %d", node, out->mr);
+	REQUIRE(out->mr > 0, "node %u: reg_mr: %d", node, out->mr);
 }
 
 void st_node_reattach(struct weft_sim *s, unsigned int node, struct st_node *n,
@@ -49,12 +49,12 @@ void st_node_reattach(struct weft_sim *s, unsigned int node, struct st_node *n,
 {
 	int rc = weft_sim_job_attach(s, node, n->job);
 
-	CHECK(rc >= 0, "node %u: job attach after reboot: %d", node, rc);
+	REQUIRE(rc >= 0, "node %u: job attach after reboot: %d", node, rc);
 	open_win(s, node, n, fifo_log2, false);
 	if (!n->len)
 		return;
 	n->mr = weft_sim_reg_mr(s, node, n->job, n->buf, n->len, 0, &n->pvo);
-	CHECK(n->mr > 0, "node %u: reg_mr after reboot: %d", node, n->mr);
+	REQUIRE(n->mr > 0, "node %u: reg_mr after reboot: %d", node, n->mr);
 }
 
 void st_fill(uint8_t *p, size_t n, uint64_t seed)

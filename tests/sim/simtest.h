@@ -10,11 +10,6 @@
 #include "weft_test.h"
 #include "rel.h"
 
-/* The sim tests build chains of set-up steps: their checks stop the
- * program at the first failure (weft_test.h's REQUIRE). */
-#undef CHECK
-#define CHECK REQUIRE
-
 /* One node's test set-up: a job slot, an open window and one registered
  * buffer of len bytes at buf. */
 struct st_node {

@@ -30,7 +30,7 @@ int main(void)
 		st_fill(weft_sim_ptr(s, a, n[a].buf, CHUNK), CHUNK, 1000 + a);
 	}
 	r = rel_new(s, 2000000, NULL, NULL);
-	CHECK(r, "rel_new");
+	REQUIRE(r, "rel_new");
 	for (a = 0; a < NODES; a++)
 		rel_set_region(r, a, n[a].buf, n[a].len, n[a].pvo);
 	for (a = 0; a < NODES; a++) {
@@ -40,12 +40,12 @@ int main(void)
 			if (a == b)
 				continue;
 			ch = rel_channel(r, &n[a].win, &n[b].win);
-			CHECK(ch >= 0, "channel %u->%u: %d", a, b, ch);
+			REQUIRE(ch >= 0, "channel %u->%u: %d", a, b, ch);
 			rel_submit(r, ch, REL_WRITE, 0, CHUNK * (1 + a), CHUNK);
 			nch++;
 		}
 	}
-	CHECK(rel_run(r, weft_sim_now(s) + 60000000000ull), "%llu writes pending",
+	REQUIRE(rel_run(r, weft_sim_now(s) + 60000000000ull), "%llu writes pending",
 	      (unsigned long long)rel_pending(r));
 	st = rel_stats(r);
 	for (b = 0; b < NODES; b++) {

@@ -48,18 +48,18 @@ int main(void)
 	for (i = 0; i < NODES; i++)
 		st_node_setup(s, i, 21, 0, 4, i != 2, &n[i]);
 
-	CHECK(weft_sim_post_fifo(&n[0].win, WEFT_NODE_BROADCAST, 0, b1, strlen(b1)) == 0, "post");
+	REQUIRE(weft_sim_post_fifo(&n[0].win, WEFT_NODE_BROADCAST, 0, b1, strlen(b1)) == 0, "post");
 	weft_sim_run_idle(s, 0);
-	CHECK(drain(s, n, 0, b1, WEFT_RF_BROADCAST) == 0, "sender got its own broadcast");
+	REQUIRE(drain(s, n, 0, b1, WEFT_RF_BROADCAST) == 0, "sender got its own broadcast");
 	for (i = 1; i < NODES; i++) {
 		got = drain(s, n, i, b1, WEFT_RF_BROADCAST);
-		CHECK(got == 1, "node %u got the broadcast %u times", i, got);
+		REQUIRE(got == 1, "node %u got the broadcast %u times", i, got);
 	}
 	t_point("bcast: broadcast from node 0 delivered once to each of nodes 1..%u", NODES - 1);
 
-	CHECK(weft_fabric_mcast_join(weft_sim_fabric(s), 5, 1) == 0, "join 1");
-	CHECK(weft_fabric_mcast_join(weft_sim_fabric(s), 5, 3) == 0, "join 3");
-	CHECK(weft_sim_post_fifo(&n[0].win, WEFT_NODE_MCAST_BASE + 5, 0, m1, strlen(m1)) == 0,
+	REQUIRE(weft_fabric_mcast_join(weft_sim_fabric(s), 5, 1) == 0, "join 1");
+	REQUIRE(weft_fabric_mcast_join(weft_sim_fabric(s), 5, 3) == 0, "join 3");
+	REQUIRE(weft_sim_post_fifo(&n[0].win, WEFT_NODE_MCAST_BASE + 5, 0, m1, strlen(m1)) == 0,
 	      "post mcast");
 	weft_sim_run_idle(s, 0);
 	for (i = 0; i < NODES; i++) {
@@ -68,15 +68,15 @@ int main(void)
 	}
 	t_point("bcast: multicast to group 5 = {1, 3} reached exactly nodes 1 and 3");
 
-	CHECK(weft_sim_post_fifo(&n[2].win, WEFT_NODE_BROADCAST, 0, b2, strlen(b2)) == 0, "post 2");
+	REQUIRE(weft_sim_post_fifo(&n[2].win, WEFT_NODE_BROADCAST, 0, b2, strlen(b2)) == 0, "post 2");
 	weft_sim_run_idle(s, 0);
 	for (i = 0; i < NODES; i++)
-		CHECK(drain(s, n, i, b2, WEFT_RF_BROADCAST) == 0, "node %u got a broadcast from a "
+		REQUIRE(drain(s, n, i, b2, WEFT_RF_BROADCAST) == 0, "node %u got a broadcast from a "
 		      "window without Config_parm_bcast", i);
 	memcpy(&sh, n[2].win.send_fifo, sizeof(sh));
 	CHECK((sh.flags & WEFT_SF_DONE) && sh.status == WEFT_R_BCAST_DISABLED,
 	      "send frame flags 0x%x status %u", sh.flags, sh.status);
-	CHECK(weft_sim_counter(s, 2, WEFT_CNT_DROP(WEFT_R_BCAST_DISABLED)) == 1,
+	REQUIRE(weft_sim_counter(s, 2, WEFT_CNT_DROP(WEFT_R_BCAST_DISABLED)) == 1,
 	      "BCAST_DISABLED counter %llu",
 	      (unsigned long long)weft_sim_counter(s, 2, WEFT_CNT_DROP(WEFT_R_BCAST_DISABLED)));
 	t_point("bcast: broadcast from a window without Config_parm_bcast not transmitted, "

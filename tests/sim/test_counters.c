@@ -154,7 +154,7 @@ static struct weft_sim *case_sim(unsigned int nodes, uint32_t drop_ppm)
 
 	memset(&W, 0, sizeof(W));
 	S = weft_sim_new(&cfg, err, sizeof(err));
-	VCHECK(S != NULL, "weft_sim_new: %s", err);
+	REQUIRE(S != NULL, "weft_sim_new: %s", err);
 	weft_sim_set_dma_hook(S, hook, S);
 	return S;
 }
@@ -203,9 +203,9 @@ static void run_xfer(struct weft_sim *s, const struct xfer *x, uint32_t id)
 	uint32_t seq;
 	int st;
 
-	VCHECK(src && zero && blk, "host memory");
-	VCHECK(wsc_buf_new(s, A, x->n, x->a_off, true, &a) == 0, "A buffer");
-	VCHECK(wsc_buf_new(s, B, x->n, x->b_off, true, &b) == 0, "B buffer");
+	REQUIRE(src && zero && blk, "host memory");
+	REQUIRE(wsc_buf_new(s, A, x->n, x->a_off, true, &a) == 0, "A buffer");
+	REQUIRE(wsc_buf_new(s, B, x->n, x->b_off, true, &b) == 0, "B buffer");
 	vt_fill(src, x->n, x->n + x->dir);
 	if (x->dir == WEFT_CNT_READ) {
 		wsc_buf_write(s, &b, 0, src, x->n);
@@ -215,13 +215,13 @@ static void run_xfer(struct weft_sim *s, const struct xfer *x, uint32_t id)
 		wsc_buf_write(s, &b, 0, zero, x->n);
 	}
 	st = wsc_expose(s, B, 0, rva, &b, x->rights, x->peer, &egen);
-	VCHECK(st == 0, "expose: %d", st);
+	REQUIRE(st == 0, "expose: %d", st);
 	st = wsc_create(s, A, id, blk, &a, x->mode, x->flags, x->vector, 1, &gen);
-	VCHECK(st == 0, "create: %d", st);
-	VCHECK(wsc_block(s, A, blk).count == (x->mode == WEFT_CNT_MODE_BYTES ? x->n : 1),
+	REQUIRE(st == 0, "create: %d", st);
+	REQUIRE(wsc_block(s, A, blk).count == (x->mode == WEFT_CNT_MODE_BYTES ? x->n : 1),
 	       "size %llu: counter starts at %llu", (unsigned long long)x->n,
 	       (unsigned long long)wsc_block(s, A, blk).count);
-	VCHECK(wsc_block(s, A, blk).gen == gen, "block carries the generation");
+	REQUIRE(wsc_block(s, A, blk).gen == gen, "block carries the generation");
 
 	memset(&W, 0, sizeof(W));
 	W.block_node = A;
@@ -237,43 +237,43 @@ static void run_xfer(struct weft_sim *s, const struct xfer *x, uint32_t id)
 	W.evq[A] = weft_sim_reg_read(s, A, WEFT_REG_EVQ_BASE);
 	W.evq[B] = weft_sim_reg_read(s, B, WEFT_REG_EVQ_BASE);
 	W.evq_len = sizeof(struct weft_event) << weft_sim_reg_read(s, A, WEFT_REG_EVQ_SIZE);
-	VCHECK(W.landed, "host memory");
+	REQUIRE(W.landed, "host memory");
 	st = wsc_post(s, A, id, gen, 0, x->dir, B, 0, x->n, rva, &seq);
-	VCHECK(st == 0, "post: %d", st);
+	REQUIRE(st == 0, "post: %d", st);
 	W.on = true;    /* after the command block's response was written */
 	t0 = weft_sim_now(s);
-	VCHECK(weft_sim_run_until(s, block_zero, &z, weft_sim_now(s) + 120 * SEC),
+	REQUIRE(weft_sim_run_until(s, block_zero, &z, weft_sim_now(s) + 120 * SEC),
 	       "size %llu dir %u: counter reached 0 (left %llu)", (unsigned long long)x->n,
 	       x->dir, (unsigned long long)wsc_block(s, A, blk).count);
 	t1 = weft_sim_now(s);
 	weft_sim_run_idle(s, 0);
 	W.on = false;
-	VCHECK(W.nlanded == x->n, "size %llu: %llu of %llu bytes landed",
+	REQUIRE(W.nlanded == x->n, "size %llu: %llu of %llu bytes landed",
 	       (unsigned long long)x->n, (unsigned long long)W.nlanded, (unsigned long long)x->n);
 	{
 		uint8_t *got = malloc(x->n);
 
 		wsc_buf_read(s, W.data, 0, got, x->n);
-		VCHECK(memcmp(got, src, x->n) == 0, "size %llu: data byte-exact",
+		REQUIRE(memcmp(got, src, x->n) == 0, "size %llu: data byte-exact",
 		       (unsigned long long)x->n);
 		free(got);
 	}
-	VCHECK(W.early == 0, "size %llu: counter ahead of the data %llu times",
+	REQUIRE(W.early == 0, "size %llu: counter ahead of the data %llu times",
 	       (unsigned long long)x->n, (unsigned long long)W.early);
-	VCHECK(W.stray == 0, "size %llu: %llu stray writes", (unsigned long long)x->n,
+	REQUIRE(W.stray == 0, "size %llu: %llu stray writes", (unsigned long long)x->n,
 	       (unsigned long long)W.stray);
 	if (x->flags & WEFT_CNTF_IRQ) {
-		VCHECK(W.zero_events == 1, "size %llu: %llu zero events, want 1",
+		REQUIRE(W.zero_events == 1, "size %llu: %llu zero events, want 1",
 		       (unsigned long long)x->n, (unsigned long long)W.zero_events);
-		VCHECK(W.zero_bad == 0, "size %llu: zero event before the last byte",
+		REQUIRE(W.zero_bad == 0, "size %llu: zero event before the last byte",
 		       (unsigned long long)x->n);
-		VCHECK(W.zero_vector == x->vector, "size %llu: interrupt on vector %u, want %u",
+		REQUIRE(W.zero_vector == x->vector, "size %llu: interrupt on vector %u, want %u",
 		       (unsigned long long)x->n, W.zero_vector, x->vector);
 	} else {
-		VCHECK(W.zero_events == 0, "poll mode: %llu zero events",
+		REQUIRE(W.zero_events == 0, "poll mode: %llu zero events",
 		       (unsigned long long)W.zero_events);
 	}
-	VCHECK(wsc_query(s, A, id, &d) == 0 && d.notified == 1 &&
+	REQUIRE(wsc_query(s, A, id, &d) == 0 && d.notified == 1 &&
 	       d.op[0].state == WEFT_CNT_OP_DONE && d.op[0].applied == x->n && d.op[0].seq == seq,
 	       "size %llu: dump says done, %llu applied, notified %u", (unsigned long long)x->n,
 	       (unsigned long long)d.op[0].applied, d.notified);
@@ -281,8 +281,8 @@ static void run_xfer(struct weft_sim *s, const struct xfer *x, uint32_t id)
 	       x->dir == WEFT_CNT_READ ? "read" : "write",
 	       (unsigned long long)(vt_cnt(s, A, WEFT_CNT_C_RESEND) - resend0),
 	       (double)(t1 - t0) / 1e6);
-	VCHECK(wsc_destroy(s, A, id, gen) == 0, "destroy");
-	VCHECK(wsc_unexpose(s, B, 0, egen) == 0, "unexpose");
+	REQUIRE(wsc_destroy(s, A, id, gen) == 0, "destroy");
+	REQUIRE(wsc_unexpose(s, B, 0, egen) == 0, "unexpose");
 	free(W.landed);
 	W.landed = NULL;
 	wsc_buf_free(s, &a);
@@ -312,8 +312,8 @@ static void sizes_case(uint8_t dir)
 
 		run_xfer(s, &x, i);
 	}
-	VCHECK(vt_cnt(s, A, WEFT_CNT_C_RESEND) > 0, "loss made the initiator resend");
-	VCHECK(vt_cnt(s, A, WEFT_CNT_C_NOTIFY) == NSIZES, "one notification per object: %llu",
+	REQUIRE(vt_cnt(s, A, WEFT_CNT_C_RESEND) > 0, "loss made the initiator resend");
+	REQUIRE(vt_cnt(s, A, WEFT_CNT_C_NOTIFY) == NSIZES, "one notification per object: %llu",
 	       (unsigned long long)vt_cnt(s, A, WEFT_CNT_C_NOTIFY));
 	t_checked("%s 1 B .. 16 MiB over 5%% loss: byte-exact, counter never ahead, one "
 		  "interrupt per object at the last byte, %llu resends",
@@ -345,40 +345,40 @@ static void item59(void)
 	struct zero_arg z = { s, A, blk };
 	uint16_t gen, g1, g2;
 
-	VCHECK(p1 && p2 && got && blk, "host memory");
-	VCHECK(wsc_buf_new(s, A, n2 + n, 0x40, true, &a) == 0, "A buffer");
-	VCHECK(wsc_buf_new(s, B, n, 0x10, true, &b1) == 0, "B buffer 1");
-	VCHECK(wsc_buf_new(s, B, n, 0x777, false, &b2) == 0, "B buffer 2");
+	REQUIRE(p1 && p2 && got && blk, "host memory");
+	REQUIRE(wsc_buf_new(s, A, n2 + n, 0x40, true, &a) == 0, "A buffer");
+	REQUIRE(wsc_buf_new(s, B, n, 0x10, true, &b1) == 0, "B buffer 1");
+	REQUIRE(wsc_buf_new(s, B, n, 0x777, false, &b2) == 0, "B buffer 2");
 	vt_fill(p1, n, 591);
 	vt_fill(p2, n, 592);
 	wsc_buf_write(s, &b1, 0, p1, n);
 	wsc_buf_write(s, &b2, 0, p2, n);
-	VCHECK(wsc_expose(s, B, 3, va1, &b1, WEFT_CNT_R_READ, WEFT_CNT_ANY_PEER, &g1) == 0,
+	REQUIRE(wsc_expose(s, B, 3, va1, &b1, WEFT_CNT_R_READ, WEFT_CNT_ANY_PEER, &g1) == 0,
 	       "expose 1");
-	VCHECK(wsc_expose(s, B, 9, va2, &b2, WEFT_CNT_R_READ, A, &g2) == 0, "expose 2");
-	VCHECK(wsc_create(s, A, 7, blk, &a, WEFT_CNT_MODE_BYTES, 0, 0, 0, &gen) == 0, "create");
-	VCHECK(wsc_post(s, A, 7, gen, 1, WEFT_CNT_READ, B, 0, n2, va2, NULL) == 0,
+	REQUIRE(wsc_expose(s, B, 9, va2, &b2, WEFT_CNT_R_READ, A, &g2) == 0, "expose 2");
+	REQUIRE(wsc_create(s, A, 7, blk, &a, WEFT_CNT_MODE_BYTES, 0, 0, 0, &gen) == 0, "create");
+	REQUIRE(wsc_post(s, A, 7, gen, 1, WEFT_CNT_READ, B, 0, n2, va2, NULL) == 0,
 	       "post from exposure 2");
 	weft_sim_run_until(s, NULL, NULL, weft_sim_now(s) + 1000);
-	VCHECK(W.reqs >= 1 && W.req_type == WEFT_PKT_CNT_WRITE_OP,
+	REQUIRE(W.reqs >= 1 && W.req_type == WEFT_PKT_CNT_WRITE_OP,
 	       "a DMA write op request went out");
-	VCHECK(W.req.region_pa == wsc_buf_pa(&a, 0) && W.req.block_pa == blk &&
+	REQUIRE(W.req.region_pa == wsc_buf_pa(&a, 0) && W.req.block_pa == blk &&
 	       W.req.remote_va == va2 && W.req.length == n2 && W.req.obj == 7 &&
 	       W.req.gen == gen,
 	       "request carries A's region PA 0x%llx (want 0x%llx), block PA, remote VA",
 	       (unsigned long long)W.req.region_pa, (unsigned long long)wsc_buf_pa(&a, 0));
-	VCHECK(wsc_post(s, A, 7, gen, 2, WEFT_CNT_READ, B, n2, n, va1, NULL) == 0,
+	REQUIRE(wsc_post(s, A, 7, gen, 2, WEFT_CNT_READ, B, n2, n, va1, NULL) == 0,
 	       "post from exposure 1");
 	weft_sim_run_until(s, NULL, NULL, weft_sim_now(s) + 1000);
-	VCHECK(W.req.region_pa == wsc_buf_pa(&a, n2), "second request: PA of its first byte");
-	VCHECK(weft_sim_run_until(s, block_zero, &z, weft_sim_now(s) + 60 * SEC), "counter 0");
+	REQUIRE(W.req.region_pa == wsc_buf_pa(&a, n2), "second request: PA of its first byte");
+	REQUIRE(weft_sim_run_until(s, block_zero, &z, weft_sim_now(s) + 60 * SEC), "counter 0");
 	weft_sim_run_idle(s, 0);
 	wsc_buf_read(s, &a, 0, got, n2);
-	VCHECK(memcmp(got, p2, n2) == 0, "range from exposure 2 byte-exact");
+	REQUIRE(memcmp(got, p2, n2) == 0, "range from exposure 2 byte-exact");
 	wsc_buf_read(s, &a, n2, got, n);
-	VCHECK(memcmp(got, p1, n) == 0,
+	REQUIRE(memcmp(got, p1, n) == 0,
 	       "range from exposure 1 byte-exact (scattered pages, unaligned VA)");
-	VCHECK(vt_cnt(s, B, WEFT_CNT_C_REQ_RX) >= 2, "B served the requests");
+	REQUIRE(vt_cnt(s, B, WEFT_CNT_C_REQ_RX) >= 2, "B served the requests");
 	t_checked("the wire carries A's physical addresses; B translated two VAs through two "
 		  "exposures (scattered and identity pages)");
 	wsc_buf_free(s, &a);
@@ -396,7 +396,7 @@ static struct weft_cnt_block wait_failed(struct weft_sim *s, uint64_t blk)
 	struct zero_arg z = { s, A, blk };
 	struct weft_cnt_block k;
 
-	VCHECK(weft_sim_run_until(s, block_failed, &z, weft_sim_now(s) + 60 * SEC),
+	REQUIRE(weft_sim_run_until(s, block_failed, &z, weft_sim_now(s) + 60 * SEC),
 	       "the operation failed");
 	k = wsc_block(s, A, blk);
 	return k;
@@ -417,64 +417,64 @@ static void item60(void)
 	uint16_t gen, eg;
 	uint32_t s1, s2;
 
-	VCHECK(src && got && blk, "host memory");
-	VCHECK(wsc_buf_new(s, A, n, 0, true, &a) == 0, "A buffer");
-	VCHECK(wsc_buf_new(s, B, n, 0x123, true, &b) == 0, "B buffer");
+	REQUIRE(src && got && blk, "host memory");
+	REQUIRE(wsc_buf_new(s, A, n, 0, true, &a) == 0, "A buffer");
+	REQUIRE(wsc_buf_new(s, B, n, 0x123, true, &b) == 0, "B buffer");
 	vt_fill(src, n, 60);
 	wsc_buf_write(s, &b, 0, src, n);
-	VCHECK(wsc_create(s, A, 1, blk, &a, WEFT_CNT_MODE_BYTES, WEFT_CNTF_IRQ, 0, 0, &gen) == 0,
+	REQUIRE(wsc_create(s, A, 1, blk, &a, WEFT_CNT_MODE_BYTES, WEFT_CNTF_IRQ, 0, 0, &gen) == 0,
 	       "create");
 	memset(&W, 0, sizeof(W));
 	W.block_node = A;
 
 	/* 1. Nothing exposed at B. */
-	VCHECK(wsc_post(s, A, 1, gen, 0, WEFT_CNT_READ, B, 0, n, rva, &s1) == 0, "post");
+	REQUIRE(wsc_post(s, A, 1, gen, 0, WEFT_CNT_READ, B, 0, n, rva, &s1) == 0, "post");
 	k = wait_failed(s, blk);
-	VCHECK(k.error == WEFT_R_CNT_NOT_EXPOSED && k.count == n && k.failed == 1,
+	REQUIRE(k.error == WEFT_R_CNT_NOT_EXPOSED && k.count == n && k.failed == 1,
 	       "error %s, counter %llu of %llu, failed %u", weft_reason_name(k.error),
 	       (unsigned long long)k.count, (unsigned long long)n, k.failed);
-	VCHECK(vt_drops(s, B, WEFT_R_CNT_NOT_EXPOSED) >= 1 &&
+	REQUIRE(vt_drops(s, B, WEFT_R_CNT_NOT_EXPOSED) >= 1 &&
 	       vt_cnt(s, B, WEFT_CNT_C_ERR_TX) >= 1 && vt_cnt(s, A, WEFT_CNT_C_ERR_RX) == 1,
 	       "B refused with a named reason and sent the error message; A took it once");
-	VCHECK(W.err_events == 1, "one error event at A: %llu", (unsigned long long)W.err_events);
-	VCHECK(wsc_query(s, A, 1, &d) == 0 && d.op[0].state == WEFT_CNT_OP_FAILED &&
+	REQUIRE(W.err_events == 1, "one error event at A: %llu", (unsigned long long)W.err_events);
+	REQUIRE(wsc_query(s, A, 1, &d) == 0 && d.op[0].state == WEFT_CNT_OP_FAILED &&
 	       d.op[0].reason == WEFT_R_CNT_NOT_EXPOSED, "op dump: failed, cause kept");
 
 	/* 2. Exposed for writing only, or for another peer: rights. */
-	VCHECK(wsc_expose(s, B, 5, rva, &b, WEFT_CNT_R_WRITE, A, &eg) == 0, "expose write-only");
-	VCHECK(wsc_post(s, A, 1, gen, 0, WEFT_CNT_READ, B, 0, n, rva, &s2) == 0 && s2 != s1,
+	REQUIRE(wsc_expose(s, B, 5, rva, &b, WEFT_CNT_R_WRITE, A, &eg) == 0, "expose write-only");
+	REQUIRE(wsc_post(s, A, 1, gen, 0, WEFT_CNT_READ, B, 0, n, rva, &s2) == 0 && s2 != s1,
 	       "post again on the slot, new sequence");
 	weft_sim_run_until(s, NULL, NULL, weft_sim_now(s) + 10 * SEC);
 	k = wsc_block(s, A, blk);
-	VCHECK(k.error == WEFT_R_CNT_RIGHTS && k.failed == 2 && k.count == n,
+	REQUIRE(k.error == WEFT_R_CNT_RIGHTS && k.failed == 2 && k.count == n,
 	       "write-only exposure: %s, failed %u", weft_reason_name(k.error), k.failed);
-	VCHECK(wsc_unexpose(s, B, 5, eg) == 0, "unexpose");
-	VCHECK(wsc_expose(s, B, 5, rva, &b, WEFT_CNT_R_READ, C, &eg) == 0, "expose to node 2");
-	VCHECK(wsc_post(s, A, 1, gen, 0, WEFT_CNT_READ, B, 0, n, rva, NULL) == 0, "post");
+	REQUIRE(wsc_unexpose(s, B, 5, eg) == 0, "unexpose");
+	REQUIRE(wsc_expose(s, B, 5, rva, &b, WEFT_CNT_R_READ, C, &eg) == 0, "expose to node 2");
+	REQUIRE(wsc_post(s, A, 1, gen, 0, WEFT_CNT_READ, B, 0, n, rva, NULL) == 0, "post");
 	weft_sim_run_until(s, NULL, NULL, weft_sim_now(s) + 20 * SEC);
 	k = wsc_block(s, A, blk);
-	VCHECK(k.error == WEFT_R_CNT_RIGHTS && k.failed == 3 && k.count == n,
+	REQUIRE(k.error == WEFT_R_CNT_RIGHTS && k.failed == 3 && k.count == n,
 	       "exposure for another peer: %s, failed %u", weft_reason_name(k.error), k.failed);
-	VCHECK(wsc_unexpose(s, B, 5, eg) == 0, "unexpose");
+	REQUIRE(wsc_unexpose(s, B, 5, eg) == 0, "unexpose");
 
 	/* 3. The range runs past the exposure's end. */
-	VCHECK(wsc_expose(s, B, 5, rva + 1, &b, WEFT_CNT_R_READ, A, &eg) == 0, "expose shifted");
-	VCHECK(wsc_post(s, A, 1, gen, 0, WEFT_CNT_READ, B, 0, n, rva, NULL) == 0, "post");
+	REQUIRE(wsc_expose(s, B, 5, rva + 1, &b, WEFT_CNT_R_READ, A, &eg) == 0, "expose shifted");
+	REQUIRE(wsc_post(s, A, 1, gen, 0, WEFT_CNT_READ, B, 0, n, rva, NULL) == 0, "post");
 	weft_sim_run_until(s, NULL, NULL, weft_sim_now(s) + 20 * SEC);
 	k = wsc_block(s, A, blk);
-	VCHECK(k.error == WEFT_R_CNT_NOT_EXPOSED && k.failed == 4 && k.count == n,
+	REQUIRE(k.error == WEFT_R_CNT_NOT_EXPOSED && k.failed == 4 && k.count == n,
 	       "range starting before the exposure: %s", weft_reason_name(k.error));
-	VCHECK(wsc_unexpose(s, B, 5, eg) == 0, "unexpose");
-	VCHECK(wsc_block(s, A, blk).count == n, "the counter never moved");
+	REQUIRE(wsc_unexpose(s, B, 5, eg) == 0, "unexpose");
+	REQUIRE(wsc_block(s, A, blk).count == n, "the counter never moved");
 
 	/* 4. Exposed: the retry succeeds. */
-	VCHECK(wsc_expose(s, B, 5, rva, &b, WEFT_CNT_R_READ, A, &eg) == 0, "expose");
-	VCHECK(wsc_post(s, A, 1, gen, 0, WEFT_CNT_READ, B, 0, n, rva, NULL) == 0, "retry");
-	VCHECK(weft_sim_run_until(s, block_zero, &z, weft_sim_now(s) + 60 * SEC),
+	REQUIRE(wsc_expose(s, B, 5, rva, &b, WEFT_CNT_R_READ, A, &eg) == 0, "expose");
+	REQUIRE(wsc_post(s, A, 1, gen, 0, WEFT_CNT_READ, B, 0, n, rva, NULL) == 0, "retry");
+	REQUIRE(weft_sim_run_until(s, block_zero, &z, weft_sim_now(s) + 60 * SEC),
 	       "retry reached 0");
 	wsc_buf_read(s, &a, 0, got, n);
-	VCHECK(memcmp(got, src, n) == 0, "retried read byte-exact");
-	VCHECK(wsc_post(s, A, 1, gen, 1, WEFT_CNT_READ, B, 0, 1024, rva, NULL) == WEFT_CMD_EBUSY,
+	REQUIRE(memcmp(got, src, n) == 0, "retried read byte-exact");
+	REQUIRE(wsc_post(s, A, 1, gen, 1, WEFT_CNT_READ, B, 0, 1024, rva, NULL) == WEFT_CMD_EBUSY,
 	       "a post over chunks of another operation is refused");
 	t_checked("not exposed, missing right, other peer and out-of-range requests answered "
 		  "with CNT_ERROR and their cause; counter unchanged; retry after exposure "
@@ -506,36 +506,36 @@ static void item71(void)
 
 	/* Poll: the zero is seen in the word, and no event comes. */
 	run_xfer(s, &poll, 10);
-	VCHECK(weft_sim_event_count(s, A, WEFT_EV_CNT_ZERO) == 0, "poll mode: no zero event");
+	REQUIRE(weft_sim_event_count(s, A, WEFT_EV_CNT_ZERO) == 0, "poll mode: no zero event");
 	/* Interrupt on vector 3 of 4. */
 	irq.flags = WEFT_CNTF_IRQ;
 	irq.vector = 3;
 	irq.dir = WEFT_CNT_WRITE;
 	irq.rights = WEFT_CNT_R_WRITE;
 	run_xfer(s, &irq, 11);
-	VCHECK(weft_sim_event_count(s, A, WEFT_EV_CNT_ZERO) == 1,
+	REQUIRE(weft_sim_event_count(s, A, WEFT_EV_CNT_ZERO) == 1,
 	       "interrupt mode: the driver took one zero event");
 
 	/* Completion count: 3 operations, counter 3 -> 0, one per op. */
-	VCHECK(src && got, "host memory");
+	REQUIRE(src && got, "host memory");
 	blk = weft_sim_alloc(s, A, 16, 16);
 	z = (struct zero_arg){ s, A, blk };
-	VCHECK(wsc_buf_new(s, A, n, 0, false, &a) == 0, "A buffer");
-	VCHECK(wsc_buf_new(s, B, n, 0, true, &b) == 0, "B buffer");
+	REQUIRE(wsc_buf_new(s, A, n, 0, false, &a) == 0, "A buffer");
+	REQUIRE(wsc_buf_new(s, B, n, 0, true, &b) == 0, "B buffer");
 	vt_fill(src, n, 71);
 	wsc_buf_write(s, &b, 0, src, 8192);
 	wsc_buf_write(s, &a, 8192, src + 8192, n - 8192);
-	VCHECK(wsc_expose(s, B, 1, rva, &b, WEFT_CNT_R_READ | WEFT_CNT_R_WRITE, A, &eg) == 0,
+	REQUIRE(wsc_expose(s, B, 1, rva, &b, WEFT_CNT_R_READ | WEFT_CNT_R_WRITE, A, &eg) == 0,
 	       "expose");
-	VCHECK(wsc_create(s, A, 12, blk, &a, WEFT_CNT_MODE_OPS, WEFT_CNTF_IRQ, 1, 3, &gen) == 0,
+	REQUIRE(wsc_create(s, A, 12, blk, &a, WEFT_CNT_MODE_OPS, WEFT_CNTF_IRQ, 1, 3, &gen) == 0,
 	       "create, 3 operations");
-	VCHECK(wsc_block(s, A, blk).count == 3, "counter starts at 3");
-	VCHECK(wsc_post(s, A, 12, gen, 0, WEFT_CNT_READ, B, 0, 8192, rva, NULL) == 0, "op 1");
-	VCHECK(wsc_post(s, A, 12, gen, 1, WEFT_CNT_WRITE, B, 8192, 8192, rva + 8192, NULL) == 0,
+	REQUIRE(wsc_block(s, A, blk).count == 3, "counter starts at 3");
+	REQUIRE(wsc_post(s, A, 12, gen, 0, WEFT_CNT_READ, B, 0, 8192, rva, NULL) == 0, "op 1");
+	REQUIRE(wsc_post(s, A, 12, gen, 1, WEFT_CNT_WRITE, B, 8192, 8192, rva + 8192, NULL) == 0,
 	       "op 2");
-	VCHECK(wsc_post(s, A, 12, gen, 2, WEFT_CNT_WRITE, B, 16384, 8192, rva + 16384, NULL) == 0,
+	REQUIRE(wsc_post(s, A, 12, gen, 2, WEFT_CNT_WRITE, B, 16384, 8192, rva + 16384, NULL) == 0,
 	       "op 3");
-	VCHECK(wsc_post(s, A, 12, gen, 3, WEFT_CNT_WRITE, B, 16384, 8192, rva, NULL) ==
+	REQUIRE(wsc_post(s, A, 12, gen, 3, WEFT_CNT_WRITE, B, 16384, 8192, rva, NULL) ==
 	       WEFT_CMD_ESTATE, "a fourth operation while three run is refused");
 	last = 3;
 	while (wsc_block(s, A, blk).count != 0 && weft_sim_progress(s)) {
@@ -543,22 +543,22 @@ static void item71(void)
 
 		if (c != last && nseen < 8)
 			seen[nseen++] = c;
-		VCHECK(c <= last, "counter went up: %llu after %llu", (unsigned long long)c,
+		REQUIRE(c <= last, "counter went up: %llu after %llu", (unsigned long long)c,
 		       (unsigned long long)last);
 		last = c;
 	}
-	VCHECK(wsc_block(s, A, blk).count == 0 || weft_sim_run_until(s, block_zero, &z,
+	REQUIRE(wsc_block(s, A, blk).count == 0 || weft_sim_run_until(s, block_zero, &z,
 	       weft_sim_now(s) + 60 * SEC), "ops counter reached 0");
 	weft_sim_run_idle(s, 0);
-	VCHECK(nseen >= 1, "the counter was seen between 3 and 0");
+	REQUIRE(nseen >= 1, "the counter was seen between 3 and 0");
 	for (i = 0; i < nseen; i++)
-		VCHECK(seen[i] == 2 - i, "count %u seen as %llu", i, (unsigned long long)seen[i]);
+		REQUIRE(seen[i] == 2 - i, "count %u seen as %llu", i, (unsigned long long)seen[i]);
 	wsc_buf_read(s, &a, 0, got, 8192);
-	VCHECK(memcmp(got, src, 8192) == 0, "op 1 data");
+	REQUIRE(memcmp(got, src, 8192) == 0, "op 1 data");
 	wsc_buf_read(s, &b, 8192, got + 8192, n - 8192);
-	VCHECK(memcmp(got + 8192, src + 8192, n - 8192) == 0, "ops 2 and 3 data");
-	VCHECK(weft_sim_event_count(s, A, WEFT_EV_CNT_ZERO) == 2, "one more zero event");
-	VCHECK(wsc_post(s, A, 12, gen, 3, WEFT_CNT_READ, B, 0, 8192, rva, NULL) == WEFT_CMD_ESTATE,
+	REQUIRE(memcmp(got + 8192, src + 8192, n - 8192) == 0, "ops 2 and 3 data");
+	REQUIRE(weft_sim_event_count(s, A, WEFT_EV_CNT_ZERO) == 2, "one more zero event");
+	REQUIRE(wsc_post(s, A, 12, gen, 3, WEFT_CNT_READ, B, 0, 8192, rva, NULL) == WEFT_CMD_ESTATE,
 	       "a fourth operation is refused");
 	t_checked("poll mode: zero in the word, no event; interrupt mode: one event on vector 3; "
 		  "completion count 3 -> 2 -> 1 -> 0 with one event");
@@ -586,7 +586,7 @@ static void inject(struct weft_sim *s, unsigned int node, uint16_t src, uint8_t 
 	memcpy(pkt + sizeof(wh), h, sizeof(*h));
 	if (dlen)
 		memcpy(pkt + sizeof(wh) + sizeof(*h), data, dlen);
-	VCHECK(weft_core_receive(weft_sim_core(s, node), pkt, sizeof(wh) + sizeof(*h) + dlen) == 0,
+	REQUIRE(weft_core_receive(weft_sim_core(s, node), pkt, sizeof(wh) + sizeof(*h) + dlen) == 0,
 	       "inject");
 	weft_core_poll(weft_sim_core(s, node), 4);
 }
@@ -606,21 +606,21 @@ static void hostile(void)
 	uint64_t w0, stale0;
 	unsigned int i;
 
-	VCHECK(src && got && blk, "host memory");
+	REQUIRE(src && got && blk, "host memory");
 	memset(junk, 0xEE, sizeof(junk));
-	VCHECK(wsc_buf_new(s, A, n, 0, true, &a) == 0, "A buffer");
-	VCHECK(wsc_buf_new(s, B, n, 0, true, &b) == 0, "B buffer");
+	REQUIRE(wsc_buf_new(s, A, n, 0, true, &a) == 0, "A buffer");
+	REQUIRE(wsc_buf_new(s, B, n, 0, true, &b) == 0, "B buffer");
 	vt_fill(src, n, 99);
 	wsc_buf_write(s, &b, 0, src, n);
-	VCHECK(wsc_expose(s, B, 0, rva, &b, WEFT_CNT_R_READ | WEFT_CNT_R_WRITE, A, &eg) == 0,
+	REQUIRE(wsc_expose(s, B, 0, rva, &b, WEFT_CNT_R_READ | WEFT_CNT_R_WRITE, A, &eg) == 0,
 	       "expose to A only");
-	VCHECK(wsc_create(s, A, 4, blk, &a, WEFT_CNT_MODE_BYTES, WEFT_CNTF_IRQ, 0, 0, &gen) == 0,
+	REQUIRE(wsc_create(s, A, 4, blk, &a, WEFT_CNT_MODE_BYTES, WEFT_CNTF_IRQ, 0, 0, &gen) == 0,
 	       "create");
-	VCHECK(wsc_post(s, A, 4, gen, 0, WEFT_CNT_READ, B, 0, n, rva, NULL) == 0, "post");
+	REQUIRE(wsc_post(s, A, 4, gen, 0, WEFT_CNT_READ, B, 0, n, rva, NULL) == 0, "post");
 	weft_sim_run_until(s, NULL, NULL, weft_sim_now(s) + 20000);
-	VCHECK(W.reqs >= 1, "request seen");
+	REQUIRE(W.reqs >= 1, "request seen");
 	real = W.req;
-	VCHECK(wsc_block(s, A, blk).count > 0, "transfer under way");
+	REQUIRE(wsc_block(s, A, blk).count > 0, "transfer under way");
 
 	/* Forged data chunks at A, each with valid-looking ids and PAs. */
 	w0 = W.writes;
@@ -628,41 +628,41 @@ static void hostile(void)
 	h.offset = n - WEFT_CNT_CHUNK;
 	h.span = WEFT_CNT_CHUNK;
 	inject(s, A, C, WEFT_PKT_CNT_DATA, &h, junk, sizeof(junk));
-	VCHECK(vt_drops(s, A, WEFT_R_CNT_OP_MISMATCH) == 1, "data from node 2: OP_MISMATCH");
+	REQUIRE(vt_drops(s, A, WEFT_R_CNT_OP_MISMATCH) == 1, "data from node 2: OP_MISMATCH");
 	h.seq++;
 	inject(s, A, B, WEFT_PKT_CNT_DATA, &h, junk, sizeof(junk));
-	VCHECK(vt_drops(s, A, WEFT_R_CNT_OP_MISMATCH) == 2, "wrong sequence: OP_MISMATCH");
+	REQUIRE(vt_drops(s, A, WEFT_R_CNT_OP_MISMATCH) == 2, "wrong sequence: OP_MISMATCH");
 	h = real;
 	h.offset = n - WEFT_CNT_CHUNK;
 	h.span = WEFT_CNT_CHUNK;
 	h.region_pa = b.base;
 	inject(s, A, B, WEFT_PKT_CNT_DATA, &h, junk, sizeof(junk));
-	VCHECK(vt_drops(s, A, WEFT_R_CNT_OP_MISMATCH) == 3, "another PA: OP_MISMATCH");
+	REQUIRE(vt_drops(s, A, WEFT_R_CNT_OP_MISMATCH) == 3, "another PA: OP_MISMATCH");
 	h = real;
 	h.offset = n;
 	h.span = WEFT_CNT_CHUNK;
 	inject(s, A, B, WEFT_PKT_CNT_DATA, &h, junk, sizeof(junk));
-	VCHECK(vt_drops(s, A, WEFT_R_CNT_OUTSIDE) == 1, "offset past the op: OUTSIDE");
+	REQUIRE(vt_drops(s, A, WEFT_R_CNT_OUTSIDE) == 1, "offset past the op: OUTSIDE");
 	h.offset = 100;
 	inject(s, A, B, WEFT_PKT_CNT_DATA, &h, junk, sizeof(junk));
-	VCHECK(vt_drops(s, A, WEFT_R_CNT_OUTSIDE) == 2, "unaligned offset: OUTSIDE");
+	REQUIRE(vt_drops(s, A, WEFT_R_CNT_OUTSIDE) == 2, "unaligned offset: OUTSIDE");
 	h = real;
 	h.obj = 5;
 	inject(s, A, B, WEFT_PKT_CNT_DATA, &h, junk, sizeof(junk));
-	VCHECK(vt_drops(s, A, WEFT_R_CNT_OBJ_INVALID) == 1, "object not live: OBJ_INVALID");
+	REQUIRE(vt_drops(s, A, WEFT_R_CNT_OBJ_INVALID) == 1, "object not live: OBJ_INVALID");
 	h.obj = 9999;
 	inject(s, A, B, WEFT_PKT_CNT_DATA, &h, junk, sizeof(junk));
-	VCHECK(vt_drops(s, A, WEFT_R_CNT_OBJ_INVALID) == 2, "object out of range: OBJ_INVALID");
+	REQUIRE(vt_drops(s, A, WEFT_R_CNT_OBJ_INVALID) == 2, "object out of range: OBJ_INVALID");
 	h = real;
 	h.gen++;
 	inject(s, A, B, WEFT_PKT_CNT_DATA, &h, junk, sizeof(junk));
-	VCHECK(vt_drops(s, A, WEFT_R_CNT_OBJ_STALE) == 1, "other generation: OBJ_STALE");
+	REQUIRE(vt_drops(s, A, WEFT_R_CNT_OBJ_STALE) == 1, "other generation: OBJ_STALE");
 	h = real;
 	inject(s, A, C, WEFT_PKT_CNT_ERROR, &h, NULL, 0);
 	inject(s, A, C, WEFT_PKT_CNT_ACK, &h, NULL, 0);
-	VCHECK(vt_drops(s, A, WEFT_R_CNT_OP_MISMATCH) == 5, "error and ack from node 2 dropped");
-	VCHECK(wsc_block(s, A, blk).failed == 0, "the forged error failed nothing");
-	VCHECK(W.writes == w0, "no guest write at A from forged packets (%llu)",
+	REQUIRE(vt_drops(s, A, WEFT_R_CNT_OP_MISMATCH) == 5, "error and ack from node 2 dropped");
+	REQUIRE(wsc_block(s, A, blk).failed == 0, "the forged error failed nothing");
+	REQUIRE(W.writes == w0, "no guest write at A from forged packets (%llu)",
 	       (unsigned long long)(W.writes - w0));
 
 	/* Forged write data at B from node 2 and outside the exposure. */
@@ -671,41 +671,41 @@ static void hostile(void)
 	h.offset = 0;
 	h.span = WEFT_CNT_CHUNK;
 	inject(s, B, C, WEFT_PKT_CNT_DATA, &h, junk, sizeof(junk));
-	VCHECK(vt_drops(s, B, WEFT_R_CNT_RIGHTS) == 1, "write data from node 2: RIGHTS");
+	REQUIRE(vt_drops(s, B, WEFT_R_CNT_RIGHTS) == 1, "write data from node 2: RIGHTS");
 	h.remote_va = rva + n;
 	h.length = WEFT_CNT_CHUNK;
 	inject(s, B, A, WEFT_PKT_CNT_DATA, &h, junk, sizeof(junk));
-	VCHECK(vt_drops(s, B, WEFT_R_CNT_NOT_EXPOSED) == 1, "write past the exposure: NOT_EXPOSED");
+	REQUIRE(vt_drops(s, B, WEFT_R_CNT_NOT_EXPOSED) == 1, "write past the exposure: NOT_EXPOSED");
 	h = real;
 	inject(s, B, C, WEFT_PKT_CNT_WRITE_OP, &h, NULL, 0);
-	VCHECK(vt_drops(s, B, WEFT_R_CNT_RIGHTS) == 2, "read request from node 2: RIGHTS");
-	VCHECK(W.writes == w0, "no guest write at B from forged packets");
+	REQUIRE(vt_drops(s, B, WEFT_R_CNT_RIGHTS) == 2, "read request from node 2: RIGHTS");
+	REQUIRE(W.writes == w0, "no guest write at B from forged packets");
 
-	VCHECK(weft_sim_run_until(s, block_zero, &z, weft_sim_now(s) + 60 * SEC), "counter 0");
+	REQUIRE(weft_sim_run_until(s, block_zero, &z, weft_sim_now(s) + 60 * SEC), "counter 0");
 	wsc_buf_read(s, &a, 0, got, n);
-	VCHECK(memcmp(got, src, n) == 0, "the real transfer is byte-exact");
+	REQUIRE(memcmp(got, src, n) == 0, "the real transfer is byte-exact");
 
 	/* A process dies mid-transfer: its object is destroyed; late chunks
 	 * are stale and never land. */
-	VCHECK(wsc_destroy(s, A, 4, gen) == 0, "destroy");
+	REQUIRE(wsc_destroy(s, A, 4, gen) == 0, "destroy");
 	memset(got, 0, n);
 	wsc_buf_write(s, &a, 0, got, n);
-	VCHECK(wsc_create(s, A, 4, blk, &a, WEFT_CNT_MODE_BYTES, WEFT_CNTF_IRQ, 0, 0, &gen) == 0,
+	REQUIRE(wsc_create(s, A, 4, blk, &a, WEFT_CNT_MODE_BYTES, WEFT_CNTF_IRQ, 0, 0, &gen) == 0,
 	       "create again");
-	VCHECK(wsc_post(s, A, 4, gen, 0, WEFT_CNT_READ, B, 0, n, rva, NULL) == 0, "post");
+	REQUIRE(wsc_post(s, A, 4, gen, 0, WEFT_CNT_READ, B, 0, n, rva, NULL) == 0, "post");
 	for (i = 0; i < 2000 && wsc_block(s, A, blk).count > n / 2; i++)
 		weft_sim_progress(s);
-	VCHECK(wsc_block(s, A, blk).count > 0 && wsc_block(s, A, blk).count < n, "mid-transfer");
-	VCHECK(wsc_destroy(s, A, 4, gen) == 0, "destroy mid-transfer");
+	REQUIRE(wsc_block(s, A, blk).count > 0 && wsc_block(s, A, blk).count < n, "mid-transfer");
+	REQUIRE(wsc_destroy(s, A, 4, gen) == 0, "destroy mid-transfer");
 	stale0 = vt_drops(s, A, WEFT_R_CNT_OBJ_STALE) + vt_drops(s, A, WEFT_R_CNT_OBJ_INVALID);
 	w0 = W.writes;
 	weft_sim_run_idle(s, 0);
-	VCHECK(W.writes == w0, "no write at A after the destroy (%llu)",
+	REQUIRE(W.writes == w0, "no write at A after the destroy (%llu)",
 	       (unsigned long long)(W.writes - w0));
 	stale0 = vt_drops(s, A, WEFT_R_CNT_OBJ_STALE) + vt_drops(s, A, WEFT_R_CNT_OBJ_INVALID) -
 		 stale0;
-	VCHECK(stale0 > 0, "late chunks dropped (object gone): %llu", (unsigned long long)stale0);
-	VCHECK(wsc_query(s, A, 4, &d) == 0 && !d.live, "no live object left");
+	REQUIRE(stale0 > 0, "late chunks dropped (object gone): %llu", (unsigned long long)stale0);
+	REQUIRE(wsc_query(s, A, 4, &d) == 0 && !d.live, "no live object left");
 	t_checked("forged chunks, acks, errors and requests with valid-looking ids and PAs "
 		  "from node 2 and stale ones are dropped with named reasons and never write "
 		  "guest memory; a destroyed object gets no late write");

@@ -21,11 +21,11 @@ static void one(unsigned int nodes, uint64_t events, uint64_t seed)
 
 	snprintf(prefix, sizeof(prefix), "# [%u nodes] ", nodes);
 	failover_print(prefix, &rep);
-	CHECK(rc == 0, "campaign failed (see the figures above)");
+	REQUIRE(rc == 0, "campaign failed (see the figures above)");
 	CHECK(rep.events == events, "only %llu events", (unsigned long long)rep.events);
-	CHECK(rep.reboots > 0 && rep.recoveries > 0, "both event kinds must occur");
-	CHECK(rep.drop_tce_key > 0, "no replayed frame was stopped by the TCE key check");
-	CHECK(rep.drop_rcxt_key > 0, "no replayed frame was stopped by the rCxt key check");
+	REQUIRE(rep.reboots > 0 && rep.recoveries > 0, "both event kinds must occur");
+	REQUIRE(rep.drop_tce_key > 0, "no replayed frame was stopped by the TCE key check");
+	REQUIRE(rep.drop_rcxt_key > 0, "no replayed frame was stopped by the rCxt key check");
 	CHECK(rep.messages > 0 && rep.delivered == rep.messages, "delivered %llu of %llu",
 		(unsigned long long)rep.delivered, (unsigned long long)rep.messages);
 	t_point("failover, %u nodes: %llu events, no stale frame accepted, all %llu messages "
@@ -40,10 +40,10 @@ static void determinism(void)
 	struct failover_cfg cfg = { .nodes = 2, .events = 300, .seed = 77, .replay = 24 };
 	struct failover_report a, b, c;
 
-	CHECK(failover_run(&cfg, &a) == 0, "run a");
-	CHECK(failover_run(&cfg, &b) == 0, "run b");
+	REQUIRE(failover_run(&cfg, &a) == 0, "run a");
+	REQUIRE(failover_run(&cfg, &b) == 0, "run b");
 	cfg.seed = 78;
-	CHECK(failover_run(&cfg, &c) == 0, "run c");
+	REQUIRE(failover_run(&cfg, &c) == 0, "run c");
 	CHECK(!memcmp(&a, &b, sizeof(a)), "two runs with seed 77 differ");
 	CHECK(memcmp(&a, &c, sizeof(a)), "seeds 77 and 78 gave the same run");
 	t_point("failover: seed 77 twice gives identical reports (%llu messages, %.6f s virtual); "

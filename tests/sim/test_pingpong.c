@@ -48,9 +48,9 @@ int main(void)
 			struct st_node *from = &n[side], *to = &n[!side];
 
 			st_fill(out, len, i * 2 + side);
-			CHECK(weft_sim_post_fifo(&from->win, (uint16_t)!side, 0, out, len) == 0,
+			REQUIRE(weft_sim_post_fifo(&from->win, (uint16_t)!side, 0, out, len) == 0,
 			      "round %u: post", i);
-			CHECK(wait_recv(s, &to->win, &h, in), "round %u side %u: nothing arrived", i,
+			REQUIRE(wait_recv(s, &to->win, &h, in), "round %u side %u: nothing arrived", i,
 			      side);
 			CHECK(h.type == WEFT_RF_FIFO, "round %u: type %u", i, h.type);
 			CHECK(h.length == len, "round %u: length %u, sent %zu", i, h.length, len);

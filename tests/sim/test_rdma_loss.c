@@ -45,14 +45,14 @@ static uint64_t run(struct weft_sim *s, struct st_node *n, enum rel_kind kind)
 	/* write: node 0 [0, 1 MiB) -> node 1 [1 MiB, 2 MiB)
 	 * read:  node 0 reads node 1 [0, 1 MiB) into node 0 [1 MiB, 2 MiB) */
 	deliveries = calloc(nops, sizeof(*deliveries));
-	CHECK(deliveries, "oom");
+	REQUIRE(deliveries, "oom");
 	r = rel_new(s, 15000, on_deliver, NULL);
-	CHECK(r, "rel_new");
+	REQUIRE(r, "rel_new");
 	rel_set_region(r, 0, n[0].buf, n[0].len, n[0].pvo);
 	rel_set_region(r, 1, n[1].buf, n[1].len, n[1].pvo);
 	for (i = 0; i < CHANNELS; i++) {
 		ch[i] = rel_channel(r, &n[0].win, &n[1].win);
-		CHECK(ch[i] >= 0, "channel: %d", ch[i]);
+		REQUIRE(ch[i] >= 0, "channel: %d", ch[i]);
 	}
 	if (kind == REL_WRITE) {
 		src = weft_sim_ptr(s, 0, n[0].buf, MIB);
@@ -73,7 +73,7 @@ static uint64_t run(struct weft_sim *s, struct st_node *n, enum rel_kind kind)
 	}
 	ok = rel_run(r, weft_sim_now(s) + 10000000000ull);
 	st = rel_stats(r);
-	CHECK(ok, "%s: %llu ops still pending", name, (unsigned long long)rel_pending(r));
+	REQUIRE(ok, "%s: %llu ops still pending", name, (unsigned long long)rel_pending(r));
 	d = st_diff(src, dst, MIB);
 	CHECK(d < 0, "%s: first wrong byte at %lld", name, d);
 	for (i = 0; i < nops; i++)
@@ -83,7 +83,7 @@ static uint64_t run(struct weft_sim *s, struct st_node *n, enum rel_kind kind)
 	      (unsigned long long)st->cpl_src, (unsigned long long)nops);
 	CHECK(st->cpl_error == 0, "%s: %llu error completions", name,
 	      (unsigned long long)st->cpl_error);
-	CHECK(st->retries > 0, "%s: no retry was needed: the loss did not bite", name);
+	REQUIRE(st->retries > 0, "%s: no retry was needed: the loss did not bite", name);
 	t_point("rdma %s 1 MiB (%llu ops of %u KiB, %d rCxt pairs): byte-exact, "
 	       "each op delivered once, %llu initiator completions, %llu target, "
 	       "%llu duplicate target completions ignored, %llu stale, %llu retries with a "
@@ -118,7 +118,7 @@ int main(void)
 	late += run(s, n, REL_READ);
 	/* The timeout is short enough that completions and packets of old
 	 * tids arrive after the retry: they must have had no effect. */
-	CHECK(late > 0, "no late traffic of an old tid: the retry path is not exercised");
+	REQUIRE(late > 0, "no late traffic of an old tid: the retry path is not exercised");
 	weft_sim_free(s);
 	return t_done();
 }

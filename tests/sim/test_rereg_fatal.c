@@ -32,7 +32,7 @@ static void write_wait(struct weft_sim *s, struct st_node *a, struct st_node *b,
 		.notify = WEFT_NOTIFY_BOTH, .tid = tid,
 	};
 
-	CHECK(weft_sim_post_rdma(&a->win, WEFT_SF_RDMAW, (uint16_t)b->win.node,
+	REQUIRE(weft_sim_post_rdma(&a->win, WEFT_SF_RDMAW, (uint16_t)b->win.node,
 				 (uint16_t)b->win.window, &q) == 0, "post");
 	weft_sim_run_idle(s, 0);
 }
@@ -65,25 +65,25 @@ static uint64_t scenario(struct weft_sim *s, struct st_node *n, uint32_t *ra, ui
 	st_node_setup(s, 0, JOB, 1u << 16, 6, false, &n[0]);
 	st_node_setup(s, 1, JOB, 1u << 16, 6, false, &n[1]);
 	st_fill(weft_sim_ptr(s, 0, n[0].buf, LEN), LEN, 89);
-	CHECK(weft_sim_rcxt_alloc(s, 0, 0, ra, &ka) == 0, "rcxt");
-	CHECK(weft_sim_rcxt_alloc(s, 1, 0, rb, kb) == 0, "rcxt");
+	REQUIRE(weft_sim_rcxt_alloc(s, 0, 0, ra, &ka) == 0, "rcxt");
+	REQUIRE(weft_sim_rcxt_alloc(s, 1, 0, rb, kb) == 0, "rcxt");
 	CHECK(mode ? *kb == 0 : *kb == (uint16_t)weft_sim_recovery_count(s, 1),
 	      "rCxt key %u before recovery", *kb);
 	write_wait(s, &n[0], &n[1], n[1].pvo, *ra, *rb, *kb, 1);
-	CHECK(st_completions(&n[1]) == 1 && st_completions(&n[0]) == 1, "write before recovery");
+	REQUIRE(st_completions(&n[1]) == 1 && st_completions(&n[0]) == 1, "write before recovery");
 	old_pvo = n[1].pvo;
 
 	if (mode) {
 		/* MP_FATAL: the adapter recovers, the protocol re-acquires its
 		 * rCxts and re-registers its memory with new keys. */
-		CHECK(weft_sim_node_recover(s, 1) == 0, "recover");
-		CHECK(weft_sim_window_refresh(&n[1].win) == 1, "window not re-opened");
-		CHECK(weft_sim_rcxt_alloc(s, 1, 0, rb, kb) == 0, "rcxt after recovery");
+		REQUIRE(weft_sim_node_recover(s, 1) == 0, "recover");
+		REQUIRE(weft_sim_window_refresh(&n[1].win) == 1, "window not re-opened");
+		REQUIRE(weft_sim_rcxt_alloc(s, 1, 0, rb, kb) == 0, "rcxt after recovery");
 		CHECK(*kb == 0, "rCxt key %u after recovery in the mode", *kb);
 	}
-	CHECK(weft_sim_dereg_mr(s, 1, n[1].mr) == 0, "dereg");
+	REQUIRE(weft_sim_dereg_mr(s, 1, n[1].mr) == 0, "dereg");
 	n[1].mr = weft_sim_reg_mr(s, 1, JOB, n[1].buf, n[1].len, 0, &n[1].pvo);
-	CHECK(n[1].mr > 0, "re-register");
+	REQUIRE(n[1].mr > 0, "re-register");
 	CHECK(weft_pvo_key(n[1].pvo) != weft_pvo_key(old_pvo), "same PVO key after re-registration");
 	return old_pvo;
 }
@@ -105,7 +105,7 @@ static void mode_on(void)
 	memset(dst, 0, LEN);
 	write_wait(s, &n[0], &n[1], n[1].pvo, ra, rb, kb, 2);
 	CHECK(!memcmp(dst, weft_sim_ptr(s, 0, n[0].buf, LEN), LEN), "new PVO: data differs");
-	CHECK(st_completions(&n[1]) == 1, "new PVO: no completion");
+	REQUIRE(st_completions(&n[1]) == 1, "new PVO: no completion");
 	t_point("item 89: in the mode rCxt keys stay 0 across a recovery; the re-registered "
 		"buffer (new PVO key) is written byte-exact");
 
@@ -116,12 +116,12 @@ static void mode_on(void)
 	      "TCE_KEY drops %llu",
 	      (unsigned long long)(weft_sim_counter(s, 1, WEFT_CNT_DROP(WEFT_R_TCE_KEY)) - drops));
 	CHECK(dst[0] == 0xa5 && !memcmp(dst, dst + 1, LEN - 1), "stale PVO wrote memory");
-	CHECK(st_completions(&n[1]) == 0, "stale PVO completed");
+	REQUIRE(st_completions(&n[1]) == 0, "stale PVO completed");
 	CHECK(win_state(s, 1, n[1].win.window) == WEFT_WIN_FATAL, "window state %llu",
 	      (unsigned long long)win_state(s, 1, n[1].win.window));
 	CHECK(fatal_reason(s, 1, n[1].win.window) == WEFT_R_TCE_KEY, "fatal reason %u",
 	      fatal_reason(s, 1, n[1].win.window));
-	CHECK(weft_sim_window_fatals(s, 1, n[1].win.window) == 1, "driver saw %llu fatals",
+	REQUIRE(weft_sim_window_fatals(s, 1, n[1].win.window) == 1, "driver saw %llu fatals",
 	      (unsigned long long)weft_sim_window_fatals(s, 1, n[1].win.window));
 	t_point("item 89: a stale-PVO packet after re-registration is discarded (TCE_KEY, memory "
 		"untouched, no completion) and raises a window fatal error (reason TCE_KEY)");
@@ -145,9 +145,9 @@ static void mode_off(void)
 	CHECK(weft_sim_event_count(s, 1, WEFT_EV_PROTECTION) > prot, "no protection event");
 	CHECK(win_state(s, 1, n[1].win.window) == WEFT_WIN_VALID, "window state %llu",
 	      (unsigned long long)win_state(s, 1, n[1].win.window));
-	CHECK(weft_sim_window_fatals(s, 1, n[1].win.window) == 0, "window fatal without the mode");
+	REQUIRE(weft_sim_window_fatals(s, 1, n[1].win.window) == 0, "window fatal without the mode");
 	write_wait(s, &n[0], &n[1], n[1].pvo, ra, rb, kb, 3);
-	CHECK(st_completions(&n[1]) == 1, "window unusable after the stale packet");
+	REQUIRE(st_completions(&n[1]) == 1, "window unusable after the stale packet");
 	t_point("item 89: without the mode the same stale PVO is discarded with a protection "
 		"event and the window stays valid");
 	weft_sim_free(s);

@@ -29,17 +29,17 @@ int main(void)
 		st_fill(weft_sim_ptr(s, i, n[i].buf, 4096), 4096, 640 + i);
 	}
 	r = rel_new(s, 1000000, NULL, NULL);
-	CHECK(r, "rel_new");
+	REQUIRE(r, "rel_new");
 	for (i = 0; i < NODES; i++) {
 		rel_set_region(r, i, n[i].buf, n[i].len, n[i].pvo);
 		snprintf(msg, sizeof(msg), "hello %u", i);
-		CHECK(weft_sim_post_fifo(&n[i].win, (uint16_t)((i + 1) % NODES), 0, msg,
+		REQUIRE(weft_sim_post_fifo(&n[i].win, (uint16_t)((i + 1) % NODES), 0, msg,
 					 strlen(msg) + 1) == 0, "post %u", i);
 	}
 	for (i = 0; i < NODES; i++) {
 		int ch = rel_channel(r, &n[i].win, &n[(i + 2) % NODES].win);
 
-		CHECK(ch >= 0, "channel %u: %d", i, ch);
+		REQUIRE(ch >= 0, "channel %u: %d", i, ch);
 		rel_submit(r, ch, REL_WRITE, 0, 8192, 4096);
 	}
 	/* The FIFO packets are consumed by rel_run's polling: take them first. */
@@ -50,7 +50,7 @@ int main(void)
 
 		snprintf(msg, sizeof(msg), "hello %u", from);
 		for (k = 0; k < 4; k++) {
-			CHECK(weft_sim_poll_recv(&n[i].win, &h, got, sizeof(got)) == 1,
+			REQUIRE(weft_sim_poll_recv(&n[i].win, &h, got, sizeof(got)) == 1,
 			      "node %u: FIFO packet missing", i);
 			if (h.type == WEFT_RF_FIFO)
 				break;
@@ -58,7 +58,7 @@ int main(void)
 		CHECK(h.type == WEFT_RF_FIFO && h.src_node == from && !strcmp(got, msg),
 		      "node %u: got '%s' from %u", i, got, h.src_node);
 	}
-	CHECK(rel_run(r, weft_sim_now(s) + 1000000000ull), "%llu writes pending",
+	REQUIRE(rel_run(r, weft_sim_now(s) + 1000000000ull), "%llu writes pending",
 	      (unsigned long long)rel_pending(r));
 	for (i = 0; i < NODES; i++) {
 		unsigned int from = (i + NODES - 2) % NODES;

@@ -44,8 +44,8 @@ static void post_write(struct weft_sim *s, struct st_node *n, unsigned int from,
 	uint32_t rl, rr;
 	uint16_t kl, kr;
 
-	CHECK(weft_sim_rcxt_alloc(s, from, 0, &rl, &kl) == 0, "rcxt node %u", from);
-	CHECK(weft_sim_rcxt_alloc(s, to, 0, &rr, &kr) == 0, "rcxt node %u", to);
+	REQUIRE(weft_sim_rcxt_alloc(s, from, 0, &rl, &kl) == 0, "rcxt node %u", from);
+	REQUIRE(weft_sim_rcxt_alloc(s, to, 0, &rr, &kr) == 0, "rcxt node %u", to);
 	memset(&q, 0, sizeof(q));
 	q.local_pvo = n[from].pvo;
 	q.remote_pvo = n[to].pvo;
@@ -55,7 +55,7 @@ static void post_write(struct weft_sim *s, struct st_node *n, unsigned int from,
 	q.remote_rcxt_key = kr;
 	q.notify = WEFT_NOTIFY_BOTH;
 	q.tid = 1;
-	CHECK(weft_sim_post_rdma(&n[from].win, WEFT_SF_RDMAW, (uint16_t)to, 0, &q) == 0,
+	REQUIRE(weft_sim_post_rdma(&n[from].win, WEFT_SF_RDMAW, (uint16_t)to, 0, &q) == 0,
 	      "post from node %u", from);
 }
 
@@ -83,12 +83,12 @@ int main(void)
 	      "no adapter task busy on node 0 after 20 rounds of a 4 MiB write");
 	weft_sim_reg_write(s, 0, WEFT_REG_CMD_CLOSE_WINDOW, 0);
 	snap = weft_sim_reg_read(s, 0, WEFT_REG_SNAPSHOT_VIEW);
-	CHECK(snap != 0, "Snapshot View is 0 right after Close Window with a busy transmit task");
+	REQUIRE(snap != 0, "Snapshot View is 0 right after Close Window with a busy transmit task");
 	watch = (struct watch){ .node = 0, .lo = n[0].win.send_addr,
 				.hi = n[0].win.send_addr + (uint64_t)n[0].win.send_frames * WEFT_FRAME_SIZE };
 	rc = weft_sim_close_window(&n[0].win);
-	CHECK(rc == 0, "close window 0 on node 0: %d", rc);
-	CHECK(weft_sim_reg_read(s, 0, WEFT_REG_SNAPSHOT_VIEW) == 0, "snapshot not clear");
+	REQUIRE(rc == 0, "close window 0 on node 0: %d", rc);
+	REQUIRE(weft_sim_reg_read(s, 0, WEFT_REG_SNAPSHOT_VIEW) == 0, "snapshot not clear");
 	watch.armed = true;
 	weft_sim_run_idle(s, 0);
 	CHECK(watch.hits == 0, "%llu adapter writes into the freed send FIFO of node 0",
@@ -105,9 +105,9 @@ int main(void)
 	for (i = 0; i < 100000 && weft_sim_counter(s, 1, WEFT_CNT_RX_PACKETS) <= rx0; i++)
 		weft_sim_progress(s);
 	CHECK(weft_sim_counter(s, 1, WEFT_CNT_RX_PACKETS) > rx0, "node 1 received nothing");
-	CHECK(weft_fabric_queued(weft_sim_fabric(s)) > 0, "nothing in flight any more");
+	REQUIRE(weft_fabric_queued(weft_sim_fabric(s)) > 0, "nothing in flight any more");
 	rc = weft_sim_close_window(&n[1].win);
-	CHECK(rc == 0, "close window 0 on node 1: %d", rc);
+	REQUIRE(rc == 0, "close window 0 on node 1: %d", rc);
 	watch = (struct watch){ .node = 1, .any = true, .armed = true };
 	weft_sim_run_idle(s, 0);
 	drops1 = weft_sim_counter(s, 1, WEFT_CNT_DROP(WEFT_R_WINDOW_INVALID)) +

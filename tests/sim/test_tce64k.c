@@ -38,7 +38,7 @@ static void rdma(struct weft_sim *s, struct st_node *a, struct st_node *b, enum 
 		.notify = WEFT_NOTIFY_BOTH, .tid = tid,
 	};
 
-	CHECK(weft_sim_post_rdma(&a->win, type, (uint16_t)b->win.node, (uint16_t)b->win.window,
+	REQUIRE(weft_sim_post_rdma(&a->win, type, (uint16_t)b->win.node, (uint16_t)b->win.window,
 				 &q) == 0, "post");
 	weft_sim_run_idle(s, 0);
 }
@@ -72,7 +72,7 @@ static void transfers(void)
 	tgt = weft_sim_alloc(s, 1, TGT_LEN, P64K);
 	CHECK(tgt && !(tgt & (P64K - 1)), "64 KiB-aligned buffer");
 	h = weft_sim_reg_mr(s, 1, JOB, tgt, TGT_LEN, WEFT_PAGE_SHIFT_64K, &pvo);
-	CHECK(h > 0, "reg 64 KiB pages: %d", h);
+	REQUIRE(h > 0, "reg 64 KiB pages: %d", h);
 	t = slot_table(pvo);
 	CHECK(weft_slot_table_shift(t, WEFT_SLOT_TABLES_64K_DEF) == WEFT_PAGE_SHIFT_64K,
 	      "PVO 0x%llx in slot table %u, not the 64 KiB table", (unsigned long long)pvo, t);
@@ -93,12 +93,12 @@ static void transfers(void)
 		"one TCE per 64 KiB page with the PVO's key", t);
 
 	/* RDMA write into the middle of a 64 KiB page, across three pages. */
-	CHECK(weft_sim_rcxt_alloc(s, 0, 0, &ra, &ka) == 0, "rcxt");
-	CHECK(weft_sim_rcxt_alloc(s, 1, 0, &rb, &kb) == 0, "rcxt");
+	REQUIRE(weft_sim_rcxt_alloc(s, 0, 0, &ra, &ka) == 0, "rcxt");
+	REQUIRE(weft_sim_rcxt_alloc(s, 1, 0, &rb, &kb) == 0, "rcxt");
 	src = weft_sim_ptr(s, 0, n[0].buf, XFER);
 	dst = weft_sim_ptr(s, 1, tgt, TGT_LEN);
 	shadow = malloc(TGT_LEN);
-	CHECK(src && dst && shadow, "pointers");
+	REQUIRE(src && dst && shadow, "pointers");
 	st_fill(src, XFER, 0x21);
 	st_fill(dst, TGT_LEN, 0x64);
 	memcpy(shadow, dst, TGT_LEN);
@@ -106,8 +106,8 @@ static void transfers(void)
 	rdma(s, &n[0], &n[1], WEFT_SF_RDMAW, n[0].pvo, pvo + OFF_W, XFER, ra, rb, kb, 1);
 	d = st_diff(dst, shadow, TGT_LEN);
 	CHECK(d < 0, "target differs at byte %lld", d);
-	CHECK(st_completions(&n[1]) == 1, "no target completion");
-	CHECK(st_completions(&n[0]) == 1, "no source completion");
+	REQUIRE(st_completions(&n[1]) == 1, "no target completion");
+	REQUIRE(st_completions(&n[0]) == 1, "no source completion");
 	t_point("item 21: RDMA write of %llu bytes to in-page offset %llu of a 64 KiB page is "
 		"byte-exact, nothing else changed", (unsigned long long)XFER,
 		(unsigned long long)OFF_W);
@@ -117,21 +117,21 @@ static void transfers(void)
 	rdma(s, &n[0], &n[1], WEFT_SF_RDMAR, n[0].pvo, pvo + OFF_R, XFER, ra, rb, kb, 2);
 	d = st_diff(src, dst + OFF_R, XFER);
 	CHECK(d < 0, "read data differs at byte %lld", d);
-	CHECK(st_completions(&n[0]) == 1, "no read completion");
+	REQUIRE(st_completions(&n[0]) == 1, "no read completion");
 	t_point("item 21: RDMA read from in-page offset %d of a 64 KiB-page buffer is byte-exact",
 		OFF_R);
 
 	/* Misaligned address or length: EINVAL; the table is unchanged. */
 	rc = weft_sim_reg_mr(s, 1, JOB, tgt + 4096, P64K, WEFT_PAGE_SHIFT_64K, NULL);
-	CHECK(rc == -EINVAL, "misaligned address: %d", rc);
+	REQUIRE(rc == -EINVAL, "misaligned address: %d", rc);
 	rc = weft_sim_reg_mr(s, 1, JOB, tgt, P64K + 4096, WEFT_PAGE_SHIFT_64K, NULL);
-	CHECK(rc == -EINVAL, "misaligned length: %d", rc);
+	REQUIRE(rc == -EINVAL, "misaligned length: %d", rc);
 	rc = weft_sim_reg_mr(s, 1, JOB, tgt, P64K, 20, NULL);
-	CHECK(rc == -EINVAL, "page_shift 20: %d", rc);
+	REQUIRE(rc == -EINVAL, "page_shift 20: %d", rc);
 	t_point("item 21: 64 KiB pages with a misaligned address or length, and page_shift 20, "
 		"fail with EINVAL");
 
-	CHECK(weft_sim_dereg_mr(s, 1, h) == 0, "dereg");
+	REQUIRE(weft_sim_dereg_mr(s, 1, h) == 0, "dereg");
 	memcpy(&tce, weft_sim_ptr(s, 1, tce_base + (weft_pvo_offset(pvo) >> 16) * 8, 8), 8);
 	CHECK(tce == 0, "TCE not cleared at deregistration");
 	free(shadow);
@@ -149,14 +149,14 @@ static void layouts(void)
 	uint32_t t0, t1;
 	int rc;
 
-	CHECK(weft_sim_job_attach(s, 0, JOB) >= 0, "attach");
+	REQUIRE(weft_sim_job_attach(s, 0, JOB) >= 0, "attach");
 	buf = weft_sim_alloc(s, 0, P64K, P64K);
 	big = weft_sim_alloc(s, 0, 16u << 20, 16u << 20);
-	CHECK(buf && big, "alloc");
+	REQUIRE(buf && big, "alloc");
 	rc = weft_sim_reg_mr(s, 0, JOB, buf, P64K, WEFT_PAGE_SHIFT_64K, &pvo);
-	CHECK(rc == -EINVAL, "64 KiB pages with no 64 KiB table: %d", rc);
-	CHECK(weft_sim_reg_mr(s, 0, JOB, buf, P64K, WEFT_PAGE_SHIFT_4K, &pvo) > 0, "4 KiB");
-	CHECK(weft_sim_reg_mr(s, 0, JOB, big, 16u << 20, WEFT_PAGE_SHIFT_16M, &pvo) > 0, "16 MiB");
+	REQUIRE(rc == -EINVAL, "64 KiB pages with no 64 KiB table: %d", rc);
+	REQUIRE(weft_sim_reg_mr(s, 0, JOB, buf, P64K, WEFT_PAGE_SHIFT_4K, &pvo) > 0, "4 KiB");
+	REQUIRE(weft_sim_reg_mr(s, 0, JOB, big, 16u << 20, WEFT_PAGE_SHIFT_16M, &pvo) > 0, "16 MiB");
 	CHECK(slot_table(pvo) < WEFT_SLOT_TABLES_16M, "16 MiB table %u", slot_table(pvo));
 	weft_sim_free(s);
 

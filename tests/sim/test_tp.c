@@ -39,9 +39,9 @@ int main(void)
 
 	for (unsigned int i = 0; i < 3; i++)
 		st_node_setup(s, i, 8, 1u << 20, 6, false, &n[i]);
-	CHECK(weft_sim_rcxt_alloc(s, 0, 0, &ra, &ka) == 0, "rcxt A");
-	CHECK(weft_sim_rcxt_alloc(s, 1, 0, &rb, &kb) == 0, "rcxt B");
-	CHECK(weft_sim_rcxt_alloc(s, 2, 0, &rc, &kc) == 0, "rcxt C");
+	REQUIRE(weft_sim_rcxt_alloc(s, 0, 0, &ra, &ka) == 0, "rcxt A");
+	REQUIRE(weft_sim_rcxt_alloc(s, 1, 0, &rb, &kb) == 0, "rcxt B");
+	REQUIRE(weft_sim_rcxt_alloc(s, 2, 0, &rc, &kc) == 0, "rcxt C");
 	st_fill(weft_sim_ptr(s, 2, n[2].buf + 4096, LEN), LEN, 2024);
 	dst = weft_sim_ptr(s, 0, n[0].buf + 65536, LEN);
 	memset(dst, 0, LEN);
@@ -59,7 +59,7 @@ int main(void)
 	q.tp_window = 0;
 	q.tp_rcxt = ra;
 	q.tp_rcxt_key = ka;
-	CHECK(weft_sim_post_rdma(&n[1].win, WEFT_SF_TP_RDMAR, 2, 0, &q) == 0, "post TP");
+	REQUIRE(weft_sim_post_rdma(&n[1].win, WEFT_SF_TP_RDMAR, 2, 0, &q) == 0, "post TP");
 	weft_sim_run_idle(s, 0);
 	CHECK(!memcmp(dst, weft_sim_ptr(s, 2, n[2].buf + 4096, LEN), LEN),
 	      "data at A differs from C's");
@@ -75,11 +75,11 @@ int main(void)
 	memset(dst, 0, LEN);
 	q.tid = 2;
 	q.remote_rcxt_key = (uint16_t)(kc + 1);
-	CHECK(weft_sim_post_rdma(&n[1].win, WEFT_SF_TP_RDMAR, 2, 0, &q) == 0, "post TP 2");
+	REQUIRE(weft_sim_post_rdma(&n[1].win, WEFT_SF_TP_RDMAR, 2, 0, &q) == 0, "post TP 2");
 	weft_sim_run_idle(s, 0);
 	for (unsigned int i = 0; i < LEN; i++)
 		CHECK(dst[i] == 0, "byte %u moved on a stale key", i);
-	CHECK(completions(&n[1], 2) == 0, "completion for a stale-key TP request");
+	REQUIRE(completions(&n[1], 2) == 0, "completion for a stale-key TP request");
 	CHECK(weft_sim_counter(s, 2, WEFT_CNT_DROP(WEFT_R_RCXT_KEY)) >= 1, "no RCXT_KEY drop at C");
 	t_point("tp: a TP request with a stale rCxt key at C moves nothing (RCXT_KEY)");
 	weft_sim_free(s);

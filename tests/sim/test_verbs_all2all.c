@@ -40,17 +40,17 @@ int main(void)
 		uint32_t seen = 0;
 
 		got = wsv_wait(s, &n[i].cq, e, NODES - 1, 5000 * MS);
-		VCHECK(got == NODES - 1, "node %u: %u CQEs of %u", i, got, NODES - 1);
+		REQUIRE(got == NODES - 1, "node %u: %u CQEs of %u", i, got, NODES - 1);
 		for (j = 0; j < got; j++) {
-			VCHECK(e[j].status == 0, "node %u: status %u", i, e[j].status);
-			VCHECK(!(seen & (1u << e[j].wr_id)), "node %u: two CQEs for one write", i);
+			REQUIRE(e[j].status == 0, "node %u: status %u", i, e[j].status);
+			REQUIRE(!(seen & (1u << e[j].wr_id)), "node %u: two CQEs for one write", i);
 			seen |= 1u << e[j].wr_id;
 		}
 	}
 	for (j = 0; j < NODES; j++)
 		for (i = 0; i < NODES; i++)
 			if (i != j)
-				VCHECK(!memcmp(n[j].mem + i * SLOT, n[i].mem + (NODES + j) * SLOT, SLOT),
+				REQUIRE(!memcmp(n[j].mem + i * SLOT, n[i].mem + (NODES + j) * SLOT, SLOT),
 				       "slot of %u at %u differs", i, j);
 	t_checked("16 nodes, 240 RC writes of 96 KiB, byte-exact, one CQE each "
 	       "(%llu retransmissions)", (unsigned long long)vt_cnt(s, 0, WEFT_CNT_V_RETRANSMITS));

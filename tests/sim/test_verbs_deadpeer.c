@@ -23,26 +23,26 @@ int main(void)
 	vt_node(s, 1, 1u << 20, 8, &b);
 	vt_rc(&a, 2, &b, 3, 6, &p, &qa, &qb);
 	vt_post(&a, &qa, 1, WEFT_VWR_WRITE, 0, 4096, b.buf, VT_MR, 0, 0);
-	VCHECK(wsv_wait(s, &a.cq, e, 1, 50 * MS) == 1 && e[0].status == 0, "write while alive");
-	VCHECK(weft_fabric_set_port_up(weft_sim_fabric(s), 1, false) == 0, "port down");
+	REQUIRE(wsv_wait(s, &a.cq, e, 1, 50 * MS) == 1 && e[0].status == 0, "write while alive");
+	REQUIRE(weft_fabric_set_port_up(weft_sim_fabric(s), 1, false) == 0, "port down");
 	vt_recv(&a, &qa, 9, 0, 64);
 	vt_post(&a, &qa, 2, WEFT_VWR_WRITE, 0, 100000, b.buf, VT_MR, 0, 0);
 	vt_post(&a, &qa, 3, WEFT_VWR_READ, 0, 4096, b.buf, VT_MR, 0, 0);
 	vt_post(&a, &qa, 4, WEFT_VWR_SEND, 0, 64, 0, 0, 0, 0);
 	n = wsv_wait(s, &a.cq, e, 4, 2000 * MS);
-	VCHECK(n == 4, "%u CQEs of 4", n);
+	REQUIRE(n == 4, "%u CQEs of 4", n);
 	for (i = 0; i < 4; i++) {
 		if (e[i].wr_id == 2)
-			VCHECK(e[i].status == WEFT_VWC_RETRY_EXC_ERR &&
+			REQUIRE(e[i].status == WEFT_VWC_RETRY_EXC_ERR &&
 			       e[i].byte_len == WEFT_R_RETRY_EXCEEDED, "oldest: status %u", e[i].status);
 		else
-			VCHECK(e[i].status == WEFT_VWC_WR_FLUSH_ERR, "wr %llu: status %u",
+			REQUIRE(e[i].status == WEFT_VWC_WR_FLUSH_ERR, "wr %llu: status %u",
 			       (unsigned long long)e[i].wr_id, e[i].status);
 	}
-	VCHECK(vt_qp_state(&a, 2) == WEFT_VQPS_ERR, "QP not in ERR");
-	VCHECK(vt_cnt(s, 0, WEFT_CNT_V_TIMEOUTS) == 4, "timeouts %llu, want retry_cnt + 1",
+	REQUIRE(vt_qp_state(&a, 2) == WEFT_VQPS_ERR, "QP not in ERR");
+	REQUIRE(vt_cnt(s, 0, WEFT_CNT_V_TIMEOUTS) == 4, "timeouts %llu, want retry_cnt + 1",
 	       (unsigned long long)vt_cnt(s, 0, WEFT_CNT_V_TIMEOUTS));
-	VCHECK(weft_sim_run_idle(s, 1000000), "the sim did not go idle");
+	REQUIRE(weft_sim_run_idle(s, 1000000), "the sim did not go idle");
 	t_checked("silent peer: %llu timeouts, RETRY_EXC_ERR, 3 flushes, QP in ERR, idle at "
 	       "%.3f ms", (unsigned long long)vt_cnt(s, 0, WEFT_CNT_V_TIMEOUTS),
 	       weft_sim_now(s) / 1e6);

@@ -29,7 +29,7 @@ static void expect(struct vt_node *n, uint64_t wr_id, uint8_t status, uint32_t l
 	struct weft_vcqe e;
 
 	vt_cqe(n, &e, 50 * MS);
-	VCHECK(e.wr_id == wr_id && e.status == status && e.byte_len == len_or_reason,
+	REQUIRE(e.wr_id == wr_id && e.status == status && e.byte_len == len_or_reason,
 	       "%s: CQE wr_id %llu status %u len/reason %u, want %llu %u %u", what,
 	       (unsigned long long)e.wr_id, e.status, e.byte_len, (unsigned long long)wr_id,
 	       status, len_or_reason);
@@ -53,17 +53,17 @@ static void case_rc(void)
 	w.wr_id = 1;
 	w.opcode = WEFT_VWR_SEND;
 	w.flags = WEFT_VWQE_SIGNALED;
-	VCHECK(wsv_post_inline(s, &qa, &w, msg, sizeof(msg), true) == 0, "post inline send");
+	REQUIRE(wsv_post_inline(s, &qa, &w, msg, sizeof(msg), true) == 0, "post inline send");
 	w.wr_id = 2;
 	w.opcode = WEFT_VWR_WRITE;
 	w.u.rdma.remote_addr = b.buf + 8192;
 	w.u.rdma.rkey = VT_MR;
-	VCHECK(wsv_post_inline(s, &qa, &w, wr, sizeof(wr), true) == 0, "post inline write");
+	REQUIRE(wsv_post_inline(s, &qa, &w, wr, sizeof(wr), true) == 0, "post inline write");
 	expect(&b, 7, WEFT_VWC_SUCCESS, sizeof(msg), "receive");
 	expect(&a, 1, WEFT_VWC_SUCCESS, sizeof(msg), "inline send");
 	expect(&a, 2, WEFT_VWC_SUCCESS, sizeof(wr), "inline write");
-	VCHECK(memcmp(b.mem, msg, sizeof(msg)) == 0, "inline send data differs");
-	VCHECK(memcmp(b.mem + 8192, wr, sizeof(wr)) == 0, "inline write data differs");
+	REQUIRE(memcmp(b.mem, msg, sizeof(msg)) == 0, "inline send data differs");
+	REQUIRE(memcmp(b.mem + 8192, wr, sizeof(wr)) == 0, "inline write data differs");
 	t_checked("RC inline SEND of %zu B (the 256-byte slot's room) and inline WRITE of 100 B: byte-exact, no region behind the data",
 		  sizeof(msg));
 	weft_sim_free(s);
@@ -81,11 +81,11 @@ static void case_ud(void)
 
 	vt_node(s, 0, 1u << 20, 6, &a);
 	vt_node(s, 1, 1u << 20, 6, &b);
-	VCHECK(wsv_gid(s, 0, 0, g1, WEFT_VGID_IPV6) == 0 && wsv_gid(s, 1, 0, g2, WEFT_VGID_IPV6) == 0,
+	REQUIRE(wsv_gid(s, 0, 0, g1, WEFT_VGID_IPV6) == 0 && wsv_gid(s, 1, 0, g2, WEFT_VGID_IPV6) == 0,
 	       "GIDs");
-	VCHECK(wsv_qp_create(s, 0, 5, WEFT_VQPT_UD, VT_PD, VT_CQ, VT_CQ, 4, 4, 0, &ua) == 0 &&
+	REQUIRE(wsv_qp_create(s, 0, 5, WEFT_VQPT_UD, VT_PD, VT_CQ, VT_CQ, 4, 4, 0, &ua) == 0 &&
 	       wsv_qp_create(s, 1, 5, WEFT_VQPT_UD, VT_PD, VT_CQ, VT_CQ, 4, 4, 0, &ub) == 0, "UD QPs");
-	VCHECK(wsv_ud_ready(s, &ua, 9) == 0 && wsv_ud_ready(s, &ub, 9) == 0, "RTS");
+	REQUIRE(wsv_ud_ready(s, &ua, 9) == 0 && wsv_ud_ready(s, &ub, 9) == 0, "RTS");
 	vt_recv(&b, &ub, 3, 0, 4096);
 	vt_fill(msg, sizeof(msg), 23);
 	memset(&w, 0, sizeof(w));
@@ -97,9 +97,9 @@ static void case_ud(void)
 	w.u.ud.dest_node = 1;
 	w.u.ud.hop_limit = 64;
 	memcpy(w.u.ud.dgid, g2, 16);
-	VCHECK(wsv_post_inline(s, &ua, &w, msg, sizeof(msg), true) == 0, "post");
+	REQUIRE(wsv_post_inline(s, &ua, &w, msg, sizeof(msg), true) == 0, "post");
 	expect(&b, 3, WEFT_VWC_SUCCESS, WEFT_VERBS_GRH_SIZE + sizeof(msg), "UD receive");
-	VCHECK(memcmp(b.mem + WEFT_VERBS_GRH_SIZE, msg, sizeof(msg)) == 0, "UD inline data differs");
+	REQUIRE(memcmp(b.mem + WEFT_VERBS_GRH_SIZE, msg, sizeof(msg)) == 0, "UD inline data differs");
 	t_checked("UD inline send of 150 B: received after the 40-byte header, byte-exact");
 	weft_sim_free(s);
 }
@@ -134,12 +134,12 @@ static void case_bad(void)
 		w.opcode = bad[i].op;
 		w.num_sge = bad[i].nsge;
 		w.flags = WEFT_VWQE_SIGNALED;
-		VCHECK(wsv_post_inline(s, &qa, &w, msg, bad[i].len, true) == 0, "post");
+		REQUIRE(wsv_post_inline(s, &qa, &w, msg, bad[i].len, true) == 0, "post");
 		expect(&a, 10 + i, WEFT_VWC_LOC_QP_OP_ERR, bad[i].reason, bad[i].what);
-		VCHECK(vt_qp_state(&a, qa.qpn) == WEFT_VQPS_ERR, "%s: QP not in ERR", bad[i].what);
+		REQUIRE(vt_qp_state(&a, qa.qpn) == WEFT_VQPS_ERR, "%s: QP not in ERR", bad[i].what);
 		vt_rc(&a, 20 + 2 * i, &b, 21 + 2 * i, 5, NULL, &qa, &qb);
 	}
-	VCHECK(b.mem[0] == 0, "a refused inline WQE delivered data");
+	REQUIRE(b.mem[0] == 0, "a refused inline WQE delivered data");
 	t_checked("inline WQEs longer than the slot (LENGTH), READ or with SGEs (BAD_WQE): LOC_QP_OP_ERR, QP in ERR, nothing sent");
 	weft_sim_free(s);
 }

@@ -61,50 +61,50 @@ int main(void)
 			w.u.rdma.rkey = VT_MR;
 			w.u.rdma.compare_add = old;
 			w.u.rdma.swap = old + 5;
-			VCHECK(wsv_post_send(s, &qa, &w, &sg, 1, true) == 0, "post CAS");
+			REQUIRE(wsv_post_send(s, &qa, &w, &sg, 1, true) == 0, "post CAS");
 			w.wr_id = wr++;
 			w.opcode = WEFT_VWR_FAA;
 			w.u.rdma.compare_add = 3;
 			sg.addr += 8;
-			VCHECK(wsv_post_send(s, &qa, &w, &sg, 1, true) == 0, "post FAA");
+			REQUIRE(wsv_post_send(s, &qa, &w, &sg, 1, true) == 0, "post FAA");
 		}
 		k = wsv_wait(s, &a.cq, e, 6, 60ull * 1000000000ull);
-		VCHECK(k == 6, "size %llu: %u of 6 requester CQEs", (unsigned long long)n, k);
+		REQUIRE(k == 6, "size %llu: %u of 6 requester CQEs", (unsigned long long)n, k);
 		for (k = 0; k < 6; k++) {
-			VCHECK(e[k].wr_id == first + k, "size %llu: CQE %u has wr_id %llu, want %llu",
+			REQUIRE(e[k].wr_id == first + k, "size %llu: CQE %u has wr_id %llu, want %llu",
 			       (unsigned long long)n, k, (unsigned long long)e[k].wr_id,
 			       (unsigned long long)(first + k));
-			VCHECK(e[k].status == WEFT_VWC_SUCCESS && e[k].qpn == 2,
+			REQUIRE(e[k].status == WEFT_VWC_SUCCESS && e[k].qpn == 2,
 			       "size %llu: CQE %u status %u reason %u", (unsigned long long)n, k,
 			       e[k].status, e[k].byte_len);
 		}
-		VCHECK(wsv_wait(s, &b.cq, e, 2, 1000000000ull) == 2, "responder CQEs");
-		VCHECK(e[0].wr_id == first + 1000 - 0 && e[0].opcode == WEFT_VWC_RECV &&
+		REQUIRE(wsv_wait(s, &b.cq, e, 2, 1000000000ull) == 2, "responder CQEs");
+		REQUIRE(e[0].wr_id == first + 1000 - 0 && e[0].opcode == WEFT_VWC_RECV &&
 		       e[0].byte_len == n && e[0].status == 0, "receive CQE of the send");
-		VCHECK(e[1].wr_id == 2000 + first && e[1].opcode == WEFT_VWC_RECV_RDMA_IMM &&
+		REQUIRE(e[1].wr_id == 2000 + first && e[1].opcode == WEFT_VWC_RECV_RDMA_IMM &&
 		       (e[1].flags & WEFT_VCQE_WITH_IMM) && e[1].imm_inv == 0xabc0 + i &&
 		       e[1].byte_len == n, "receive CQE of the write with immediate");
-		VCHECK(!memcmp(a.mem, b.mem, n), "size %llu: send data", (unsigned long long)n);
-		VCHECK(!memcmp(a.mem + REGION, b.mem + REGION, n), "size %llu: write data",
+		REQUIRE(!memcmp(a.mem, b.mem, n), "size %llu: send data", (unsigned long long)n);
+		REQUIRE(!memcmp(a.mem + REGION, b.mem + REGION, n), "size %llu: write data",
 		       (unsigned long long)n);
-		VCHECK(!memcmp(a.mem + 2 * REGION, b.mem + 2 * REGION, n), "size %llu: read data",
+		REQUIRE(!memcmp(a.mem + 2 * REGION, b.mem + 2 * REGION, n), "size %llu: read data",
 		       (unsigned long long)n);
 		memcpy(&v, a.mem + atom_a, 8);
-		VCHECK(v == old, "CAS returned %llu, want %llu", (unsigned long long)v,
+		REQUIRE(v == old, "CAS returned %llu, want %llu", (unsigned long long)v,
 		       (unsigned long long)old);
 		memcpy(&v, a.mem + atom_a + 8, 8);
-		VCHECK(v == old + 5, "FAA returned %llu, want %llu", (unsigned long long)v,
+		REQUIRE(v == old + 5, "FAA returned %llu, want %llu", (unsigned long long)v,
 		       (unsigned long long)(old + 5));
 		old += 8;
 		memcpy(&v, b.mem + atom_b, 8);
-		VCHECK(v == old, "remote word %llu, want %llu", (unsigned long long)v,
+		REQUIRE(v == old, "remote word %llu, want %llu", (unsigned long long)v,
 		       (unsigned long long)old);
 		t_checked("size %llu: send, write, write+imm, read, CAS, FAA byte-exact, "
 		       "8 CQEs in order", (unsigned long long)n);
 	}
-	VCHECK(vt_cnt(s, 0, WEFT_CNT_V_RETRANSMITS) + vt_cnt(s, 1, WEFT_CNT_V_RETRANSMITS) > 0,
+	REQUIRE(vt_cnt(s, 0, WEFT_CNT_V_RETRANSMITS) + vt_cnt(s, 1, WEFT_CNT_V_RETRANSMITS) > 0,
 	       "no retransmission counted");
-	VCHECK(vt_cnt(s, 1, WEFT_CNT_V_NAKS_TX) > 0 && vt_cnt(s, 0, WEFT_CNT_V_TIMEOUTS) > 0,
+	REQUIRE(vt_cnt(s, 1, WEFT_CNT_V_NAKS_TX) > 0 && vt_cnt(s, 0, WEFT_CNT_V_TIMEOUTS) > 0,
 	       "no NAK or timeout counted");
 	t_checked("retransmitted %llu packets, %llu NAKs, %llu timeouts, %llu placed ahead,"
 	       " %llu duplicate reads served",

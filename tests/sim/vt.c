@@ -13,7 +13,7 @@ struct weft_sim *vt_sim(unsigned int nodes, uint64_t mem, uint64_t seed,
 	char err[160] = "";
 	struct weft_sim *s = weft_sim_new(&cfg, err, sizeof(err));
 
-	VCHECK(s != NULL, "weft_sim_new: %s", err);
+	REQUIRE(s != NULL, "weft_sim_new: %s", err);
 	return s;
 }
 
@@ -25,16 +25,16 @@ void vt_node(struct weft_sim *s, unsigned int id, uint64_t len, uint32_t cq_log2
 	memset(out, 0, sizeof(*out));
 	out->s = s;
 	out->id = id;
-	VCHECK(wsv_pd(s, id, VT_PD) == 0, "node %u: create PD", id);
+	REQUIRE(wsv_pd(s, id, VT_PD) == 0, "node %u: create PD", id);
 	st = wsv_cq_create(s, id, VT_CQ, cq_log2, 0, &out->cq);
-	VCHECK(st == 0, "node %u: create CQ: %d", id, st);
+	REQUIRE(st == 0, "node %u: create CQ: %d", id, st);
 	out->len = len;
 	out->buf = weft_sim_alloc(s, id, len, 4096);
-	VCHECK(out->buf, "node %u: buffer of %llu bytes", id, (unsigned long long)len);
+	REQUIRE(out->buf, "node %u: buffer of %llu bytes", id, (unsigned long long)len);
 	out->mem = weft_sim_ptr(s, id, out->buf, len);
 	st = wsv_reg_mr(s, id, VT_MR, VT_PD, out->buf, out->buf, len,
 			WEFT_VACC_ALL, WEFT_ATT_DIRECT, 12);
-	VCHECK(st == 0, "node %u: register the buffer: %d", id, st);
+	REQUIRE(st == 0, "node %u: register the buffer: %d", id, st);
 }
 
 void vt_rc(struct vt_node *a, uint32_t qa, struct vt_node *b, uint32_t qb, uint32_t log2,
@@ -44,12 +44,12 @@ void vt_rc(struct vt_node *a, uint32_t qa, struct vt_node *b, uint32_t qb, uint3
 
 	st = wsv_qp_create(a->s, a->id, qa, WEFT_VQPT_RC, VT_PD, VT_CQ, VT_CQ, log2, log2,
 			   WEFT_VQPF_SQ_REG, oa);
-	VCHECK(st == 0, "create QP %u on node %u: %d", qa, a->id, st);
+	REQUIRE(st == 0, "create QP %u on node %u: %d", qa, a->id, st);
 	st = wsv_qp_create(b->s, b->id, qb, WEFT_VQPT_RC, VT_PD, VT_CQ, VT_CQ, log2, log2,
 			   WEFT_VQPF_SQ_REG, ob);
-	VCHECK(st == 0, "create QP %u on node %u: %d", qb, b->id, st);
+	REQUIRE(st == 0, "create QP %u on node %u: %d", qb, b->id, st);
 	st = wsv_connect(a->s, oa, ob, p);
-	VCHECK(st == 0, "connect: %d", st);
+	REQUIRE(st == 0, "connect: %d", st);
 }
 
 void vt_post(struct vt_node *n, struct wsv_qp *q, uint64_t wr_id, unsigned int op,
@@ -66,7 +66,7 @@ void vt_post(struct vt_node *n, struct wsv_qp *q, uint64_t wr_id, unsigned int o
 	w.imm_inv = imm_inv;
 	w.u.rdma.remote_addr = raddr;
 	w.u.rdma.rkey = rkey;
-	VCHECK(wsv_post_send(n->s, q, &w, &sg, len || op == WEFT_VWR_CAS ||
+	REQUIRE(wsv_post_send(n->s, q, &w, &sg, len || op == WEFT_VWR_CAS ||
 			     op == WEFT_VWR_FAA ? 1 : 0, true) == 0, "post");
 }
 
@@ -74,19 +74,19 @@ void vt_recv(struct vt_node *n, struct wsv_qp *q, uint64_t wr_id, uint64_t off, 
 {
 	struct weft_vsge sg = { .addr = n->buf + off, .length = (uint32_t)len, .lkey = VT_MR };
 
-	VCHECK(wsv_post_recv(n->s, q, wr_id, &sg, 1) == 0, "post recv");
+	REQUIRE(wsv_post_recv(n->s, q, wr_id, &sg, 1) == 0, "post recv");
 }
 
 void vt_cqe(struct vt_node *n, struct weft_vcqe *e, uint64_t deadline_ns)
 {
-	VCHECK(wsv_wait(n->s, &n->cq, e, 1, deadline_ns) == 1, "node %u: no CQE in time", n->id);
+	REQUIRE(wsv_wait(n->s, &n->cq, e, 1, deadline_ns) == 1, "node %u: no CQE in time", n->id);
 }
 
 void vt_no_cqe(struct vt_node *n, uint64_t ns)
 {
 	struct weft_vcqe e = { 0 };
 
-	VCHECK(wsv_wait(n->s, &n->cq, &e, 1, ns) == 0,
+	REQUIRE(wsv_wait(n->s, &n->cq, &e, 1, ns) == 0,
 	       "node %u: unexpected CQE wr_id %llu status %u", n->id,
 	       (unsigned long long)e.wr_id, e.status);
 }
@@ -118,7 +118,7 @@ unsigned int vt_qp_state(struct vt_node *n, uint32_t qpn)
 {
 	struct weft_vqpc q;
 
-	VCHECK(wsv_query_qp(n->s, n->id, qpn, &q) == 0, "query QP %u", qpn);
+	REQUIRE(wsv_query_qp(n->s, n->id, qpn, &q) == 0, "query QP %u", qpn);
 	return q.state;
 }
 

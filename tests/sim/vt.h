@@ -11,10 +11,6 @@
 #include "weft_test.h"
 #include "weft_sim_verbs.h"
 
-/* A check that ends the test (weft_test.h REQUIRE): the verbs tests stop
- * at the first broken rule. */
-#define VCHECK(cond, ...) REQUIRE(cond, __VA_ARGS__)
-
 #define VT_PD           1u
 #define VT_CQ           1u
 #define VT_MR_INDEX     1u

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of the shared-memory rings of include/weft/shm.h: order and
+ * Unit test of the shared-memory rings of weft-host/shm.h: order and
  * contents across many wrap-arounds, a full ring, the wake-up flags, and
  * a hostile peer's impossible indexes and lengths rejected (-EPROTO)
  * without reading or writing outside the ring.
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "weft/shm.h"
+#include "weft-host/shm.h"
 #include "weft_test.h"
 
 static void *shm_new(void)

@@ -6,7 +6,7 @@
  * versions and lengths), well-formed and broken frames of random
  * lengths and destinations, garbage, frames cut in two, oversize length
  * prefixes, disconnects, clients that never read, a few control
- * commands, and clients on the shared-memory transport (weft/shm.h)
+ * commands, and clients on the shared-memory transport (weft-host/shm.h)
  * that publish good and broken frames and scribble on the ring indexes,
  * record lengths, data and header.  Every 5,000 actions the switch must still answer its
  * control socket in time (no stall); at the end two good clients must
@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "weft/shm.h"
+#include "weft-host/shm.h"
 #include "weft/wire.h"
 #include "weft_test.h"
 #include "wire_io.h"

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "weft/shm.h"
+#include "weft-host/shm.h"
 #include "weft/wire.h"
 #include "weft_test.h"
 #include "wire_io.h"
@@ -1878,7 +1878,7 @@ static void test_held_broadcast(void)
 	sw_stop(&s);
 }
 
-/* ---- shared-memory transport (weft/shm.h) ----------------------------------- */
+/* ---- shared-memory transport (weft-host/shm.h) ------------------------------ */
 
 /* An adapter on the shared-memory transport: the socket, the mapping and
  * both eventfds, and its views of the two rings. */

@@ -449,7 +449,7 @@ uint64_t h_map(struct h_node *n, unsigned int t, uint32_t first, uint32_t key17,
 	uint64_t page = 1ull << shift, start = addr & ~(page - 1);
 	uint64_t end = addr + len, a;
 	uint32_t idx = first;
-	uint32_t key22 = (key17 << WEFT_PVO_TABLE_BITS) | t;
+	uint32_t key22 = (key17 << WEFT_PVO_TABLE_LEN) | t;
 
 	for (a = start; a < end; a += page)
 		h_set_tce(n, t, idx++, weft_tce_make(key22, a >> shift));

@@ -1079,7 +1079,7 @@ static void test_rdmar_bounded(void)
 		.length = (uint64_t)BIG_PAGES << 12,
 		.local_rcxt = R_A, .remote_rcxt = R_B, .notify = WEFT_NOTIFY_SOURCE,
 	};
-	uint32_t key22 = (PKEY_A << WEFT_PVO_TABLE_BITS) | BIG_TABLE, i, k;
+	uint32_t key22 = (PKEY_A << WEFT_PVO_TABLE_LEN) | BIG_TABLE, i, k;
 	uint64_t worst = 0, worst_all = 0, max_reads = 0;
 	unsigned int polls = 0, preempted = 0;
 	struct poll_stats st;

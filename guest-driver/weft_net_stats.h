@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The netdev's interface counters (ethtool -S), in order, one line each:
+ * WEFT_NS_<class>(name) with the class of weft_net.c (CNT, RXERR, RXDROP,
+ * TXDROP).  weft_net.c includes this list twice, for enum weft_net_stat
+ * (WEFT_NS_<name>) and for the table of names and classes.  New counters
+ * go at the end.
+ */
+WEFT_NS_CNT(tx_frames)
+WEFT_NS_CNT(tx_frag_frames)
+WEFT_NS_CNT(tx_frags)
+WEFT_NS_CNT(tx_ip_split)
+WEFT_NS_CNT(tx_ip_pieces)
+WEFT_NS_CNT(tx_announces)
+WEFT_NS_CNT(tx_queue_stops)
+WEFT_NS_CNT(tx_queue_wakes)
+WEFT_NS_CNT(tx_doorbells)
+WEFT_NS_TXDROP(tx_drop_bad)
+WEFT_NS_TXDROP(tx_drop_no_route)
+WEFT_NS_TXDROP(tx_drop_too_long)
+WEFT_NS_TXDROP(tx_drop_down)
+WEFT_NS_TXDROP(tx_drop_fifo_full)
+WEFT_NS_CNT(tx_frame_errors)
+WEFT_NS_CNT(tx_no_link)
+WEFT_NS_CNT(rx_entries)
+WEFT_NS_CNT(rx_frames)
+WEFT_NS_CNT(rx_frags)
+WEFT_NS_CNT(rx_reassembled)
+WEFT_NS_CNT(rx_announces)
+WEFT_NS_CNT(rx_syncs)
+WEFT_NS_CNT(rx_interrupts)
+WEFT_NS_CNT(rx_bad_seq)
+WEFT_NS_RXERR(rx_drop_bad_header)
+WEFT_NS_RXERR(rx_drop_bad_length)
+WEFT_NS_RXERR(rx_drop_bad_frag)
+WEFT_NS_RXERR(rx_drop_bad_window)
+WEFT_NS_RXERR(rx_drop_spoofed_src)
+WEFT_NS_RXERR(rx_drop_too_long)
+WEFT_NS_RXDROP(rx_drop_dup_frag)
+WEFT_NS_RXDROP(rx_drop_not_for_us)
+WEFT_NS_RXDROP(rx_drop_stale_epoch)
+WEFT_NS_RXDROP(rx_drop_stale_peer)
+WEFT_NS_RXDROP(rx_drop_unsynced)
+WEFT_NS_RXDROP(rx_drop_nomem)
+WEFT_NS_RXDROP(rx_drop_reasm_evicted)
+WEFT_NS_RXDROP(rx_drop_reasm_timeout)
+WEFT_NS_CNT(restarts)

@@ -1,0 +1,551 @@
+/*
+ * Weft RDMA switch adapter: the link to weft-switch (weft_link.h).
+ *
+ * Link protocol (include/weft/wire.h): every frame is a 4-byte
+ * little-endian length and a packet.  On connect the link sends HELLO
+ * and reports itself up only when the switch answers HELLO_ACK with
+ * status 0.  The chardev's reconnect-ms option brings the link back after
+ * the switch restarts; while it is down the device drops what it sends.
+ *
+ * Shared memory (weft-host/shm.h, the device's "transport" property):
+ * the HELLO asks for it, and when the HELLO_ACK grants it (a memfd and
+ * two eventfds come with it) data frames go through two rings in the
+ * memfd instead of the socket; an fd handler on the device's eventfd
+ * hands the ring's frames over, many per wake-up.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/error-report.h"
+#include "qemu/main-loop.h"
+#include "trace.h"
+
+#include <glib-unix.h>
+#include <sys/mman.h>
+
+#include "weft_link.h"
+
+/* Bytes of frames waiting for the socket before xmit answers -EAGAIN. */
+#define WEFT_TXBUF_SIZE         (64 * 1024)
+/* Reassembly buffer for frames from the switch. */
+#define WEFT_RXBUF_SIZE         (16 * 1024)
+#define WEFT_WIRE_FRAME_MAX     (WEFT_WIRE_LEN_PREFIX + WEFT_WIRE_MAX_FRAME)
+
+QEMU_BUILD_BUG_ON(WEFT_RXBUF_SIZE < 2 * WEFT_WIRE_FRAME_MAX);
+QEMU_BUILD_BUG_ON(WEFT_TXBUF_SIZE < 2 * WEFT_WIRE_FRAME_MAX);
+
+static void weft_tx_flush(WeftLink *l);
+
+static gboolean weft_tx_writable(void *do_not_use, GIOCondition cond,
+                                 void *opaque)
+{
+    WeftLink *l = opaque;
+
+    l->tx_watch = 0;
+    weft_tx_flush(l);
+    if (l->tx_blocked && l->tx_tail - l->tx_head < WEFT_TXBUF_SIZE / 2) {
+        l->tx_blocked = false;
+        l->ops->kick(l->opaque);
+    }
+    return G_SOURCE_REMOVE;
+}
+
+/* Writes what the socket takes; waits for writability for the rest. */
+static void weft_tx_flush(WeftLink *l)
+{
+    while (l->tx_head < l->tx_tail) {
+        int n = qemu_chr_fe_write(l->chr, l->txbuf + l->tx_head,
+                                  l->tx_tail - l->tx_head);
+        if (n <= 0) {
+            break;
+        }
+        l->tx_head += n;
+    }
+    if (l->tx_head == l->tx_tail) {
+        l->tx_head = l->tx_tail = 0;
+        return;
+    }
+    if (!l->tx_watch && l->connected) {
+        l->tx_watch = qemu_chr_fe_add_watch(l->chr, G_IO_OUT | G_IO_HUP,
+                                            weft_tx_writable, l);
+    }
+}
+
+/* Queues one frame (length prefix + packet); false when it does not fit. */
+static bool weft_tx_queue(WeftLink *l, const void *pkt, size_t len)
+{
+    size_t need = WEFT_WIRE_LEN_PREFIX + len;
+
+    if (l->tx_tail + need > WEFT_TXBUF_SIZE && l->tx_head) {
+        memmove(l->txbuf, l->txbuf + l->tx_head, l->tx_tail - l->tx_head);
+        l->tx_tail -= l->tx_head;
+        l->tx_head = 0;
+    }
+    if (l->tx_tail + need > WEFT_TXBUF_SIZE) {
+        return false;
+    }
+    stl_le_p(l->txbuf + l->tx_tail, len);
+    memcpy(l->txbuf + l->tx_tail + WEFT_WIRE_LEN_PREFIX, pkt, len);
+    l->tx_tail += need;
+    return true;
+}
+
+static void weft_link_abort(WeftLink *l, const char *why, uint64_t val);
+
+static void weft_shm_signal(int fd)
+{
+    uint64_t one = 1;
+
+    if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+        trace_weft_link_error("eventfd write", errno);
+    }
+}
+
+static int weft_shm_xmit(WeftLink *l, const void *pkt, size_t len)
+{
+    for (;;) {
+        int r = weft_shm_push(&l->shm_tx, pkt, len);
+
+        if (r == 0) {
+            l->shm_kick = true;
+            return 0;
+        }
+        if (r != -EAGAIN) {
+            weft_link_abort(l, "impossible shared-memory ring index", r);
+            return -ENOTCONN;
+        }
+        if (weft_shm_producer_wait(&l->shm_tx, len)) {
+            /* The switch writes our eventfd once it has taken frames. */
+            l->tx_blocked = true;
+            trace_weft_link_tx_busy(WEFT_SHM_RING_SIZE);
+            return -EAGAIN;
+        }
+    }
+}
+
+/* Wakes the switch if it sleeps and frames were published since. */
+static void weft_shm_flush(WeftLink *l)
+{
+    if (l->shm && l->shm_kick) {
+        l->shm_kick = false;
+        if (weft_shm_wake_consumer(&l->shm_tx)) {
+            weft_shm_signal(l->shm_efd_switch);
+        }
+    }
+}
+
+int weft_link_xmit(WeftLink *l, const void *pkt, size_t len)
+{
+    if (!l->up) {
+        return -ENOTCONN;
+    }
+    if (len < WEFT_WIRE_HDR_SIZE || len > WEFT_WIRE_MAX_FRAME) {
+        /* The core never builds such a packet; refuse rather than send it. */
+        return -ENOTCONN;
+    }
+    if (l->shm) {
+        return weft_shm_xmit(l, pkt, len);
+    }
+    if (!weft_tx_queue(l, pkt, len)) {
+        weft_tx_flush(l);
+        if (!weft_tx_queue(l, pkt, len)) {
+            l->tx_blocked = true;
+            trace_weft_link_tx_busy(l->tx_tail - l->tx_head);
+            return -EAGAIN;
+        }
+    }
+    return 0;
+}
+
+static void weft_shm_close(WeftLink *l)
+{
+    if (l->shm_efd >= 0) {
+        qemu_set_fd_handler(l->shm_efd, NULL, NULL, NULL);
+        close(l->shm_efd);
+        l->shm_efd = -1;
+    }
+    if (l->shm_efd_switch >= 0) {
+        close(l->shm_efd_switch);
+        l->shm_efd_switch = -1;
+    }
+    if (l->shm) {
+        munmap(l->shm, WEFT_SHM_SIZE);
+        l->shm = NULL;
+    }
+    l->shm_kick = false;
+}
+
+static void weft_link_reset(WeftLink *l)
+{
+    /* Packets the core holds back for the link are dropped from now on. */
+    l->ops->kick(l->opaque);
+    weft_shm_close(l);
+    if (l->tx_watch) {
+        g_source_remove(l->tx_watch);
+        l->tx_watch = 0;
+    }
+    l->tx_head = l->tx_tail = 0;
+    l->tx_blocked = false;
+    l->rx_len = 0;
+    l->rx_throttled = false;
+    if (l->up) {
+        l->up = false;
+        l->ops->set_up(l->opaque, false);
+        trace_weft_link_down(l->node_id);
+    }
+}
+
+static void weft_send_hello(WeftLink *l)
+{
+    struct weft_wire_hdr h;
+
+    memset(&h, 0, sizeof(h));
+    h.version = WEFT_WIRE_VERSION;
+    h.type = WEFT_PKT_HELLO;
+    h.src_node = cpu_to_le16(l->node_id);
+    h.key = cpu_to_le32(WEFT_WIRE_HELLO_MAGIC);
+    if (l->shm_want && !l->shm_failed &&
+        qemu_chr_has_feature(qemu_chr_fe_get_driver(l->chr),
+                             QEMU_CHAR_FEATURE_FD_PASS)) {
+        h.flags = WEFT_WF_SHM_REQ;
+    }
+    if (l->has_token) {
+        uint8_t pkt[WEFT_WIRE_HDR_SIZE + WEFT_WIRE_TOKEN_SIZE];
+
+        h.length = cpu_to_le32(WEFT_WIRE_TOKEN_SIZE);
+        memcpy(pkt, &h, sizeof(h));
+        memcpy(pkt + sizeof(h), l->token, WEFT_WIRE_TOKEN_SIZE);
+        weft_tx_queue(l, pkt, sizeof(pkt));
+    } else {
+        weft_tx_queue(l, &h, sizeof(h));
+    }
+    weft_tx_flush(l);
+    trace_weft_link_hello(l->node_id);
+}
+
+/*
+ * A protocol violation by the peer: drop the connection (the chardev
+ * reconnects by itself when it has reconnect-ms).
+ */
+static void weft_link_abort(WeftLink *l, const char *why, uint64_t val)
+{
+    trace_weft_link_error(why, val);
+    warn_report("weft: node %u: protocol error from the switch: %s (0x%"
+                PRIx64 "); disconnecting", l->node_id, why, val);
+    weft_link_reset(l);
+    qemu_chr_fe_disconnect(l->chr);
+}
+
+static void weft_shm_doorbell(void *opaque);
+
+/*
+ * Takes the descriptors that came with a HELLO_ACK granting shared memory
+ * and maps the rings.  False (and the link is dropped) when the grant is
+ * unusable, or missing with transport=shm.
+ */
+static bool weft_shm_open(WeftLink *l, bool granted)
+{
+    int fds[WEFT_SHM_NFDS];
+    int n = qemu_chr_fe_get_msgfds(l->chr, fds, WEFT_SHM_NFDS);
+    const char *why = NULL;
+    struct stat st;
+    int i;
+
+    if (!granted) {
+        for (i = 0; i < n; i++) {
+            close(fds[i]);
+        }
+        if (l->shm_required) {
+            warn_report("weft: node %u: transport=shm but the switch did not "
+                        "grant shared memory", l->node_id);
+            weft_link_abort(l, "no shared memory", 0);
+            return false;
+        }
+        trace_weft_link_transport(l->node_id, "socket");
+        return true;
+    }
+    if (n != WEFT_SHM_NFDS) {
+        why = "descriptors missing";
+    } else if (fstat(fds[0], &st) != 0 || st.st_size < WEFT_SHM_SIZE ||
+               !(fcntl(fds[0], F_GET_SEALS) & F_SEAL_SHRINK)) {
+        why = "memfd too small or not sealed against shrinking";
+    } else {
+        l->shm = mmap(NULL, WEFT_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+                      fds[0], 0);
+        if (l->shm == MAP_FAILED) {
+            l->shm = NULL;
+            why = "mmap failed";
+        } else if (!weft_shm_hdr_ok(l->shm)) {
+            why = "unknown ring header";
+        }
+    }
+    for (i = 0; i < n; i++) {
+        if (i == 0 || why) {
+            close(fds[i]);
+        }
+    }
+    if (why) {
+        l->shm_failed = true;
+        warn_report("weft: node %u: shared memory from the switch unusable "
+                    "(%s); reconnecting over the socket alone",
+                    l->node_id, why);
+        weft_link_abort(l, why, n);
+        return false;
+    }
+    l->shm_efd = fds[1];
+    l->shm_efd_switch = fds[2];
+    g_unix_set_fd_nonblocking(l->shm_efd, TRUE, NULL);
+    g_unix_set_fd_nonblocking(l->shm_efd_switch, TRUE, NULL);
+    weft_shm_view_init(&l->shm_rx, l->shm, WEFT_SHM_S2A_OFF, false);
+    weft_shm_view_init(&l->shm_tx, l->shm, WEFT_SHM_A2S_OFF, true);
+    qemu_set_fd_handler(l->shm_efd, weft_shm_doorbell, NULL, l);
+    trace_weft_link_transport(l->node_id, "shm");
+    /* Frames the switch put in the ring before we mapped it. */
+    l->ops->kick(l->opaque);
+    return true;
+}
+
+/*
+ * Handles one complete packet; false when the core's queue is full and
+ * the packet has to be offered again later.
+ */
+static bool weft_rx_packet(WeftLink *l, const uint8_t *pkt, size_t len)
+{
+    const struct weft_wire_hdr *h = (const void *)pkt;
+
+    if (h->type == WEFT_PKT_HELLO_ACK) {
+        uint16_t status = le16_to_cpu(h->status);
+
+        if (l->up) {
+            trace_weft_link_error("duplicate HELLO_ACK", status);
+        } else if (status != WEFT_SW_OK) {
+            trace_weft_link_refused(l->node_id, status);
+            warn_report("weft: node %u: the switch refused the HELLO "
+                        "(status %u)", l->node_id, status);
+        } else if (weft_shm_open(l, h->flags & WEFT_WF_SHM)) {
+            l->up = true;
+            trace_weft_link_up(l->node_id);
+            l->ops->set_up(l->opaque, true);
+        }
+        return true;
+    }
+    if (!l->up || h->type == WEFT_PKT_HELLO) {
+        trace_weft_link_error(l->up ? "HELLO from the switch"
+                                         : "packet before HELLO_ACK",
+                              h->type);
+        return true;
+    }
+    return l->ops->receive(l->opaque, pkt, len);
+}
+
+/* Parses the complete frames in rxbuf. */
+static void weft_rx_drain(WeftLink *l)
+{
+    size_t off = 0;
+
+    while (l->rx_len - off >= WEFT_WIRE_LEN_PREFIX) {
+        uint32_t len = ldl_le_p(l->rxbuf + off);
+
+        if (len < WEFT_WIRE_HDR_SIZE || len > WEFT_WIRE_MAX_FRAME) {
+            weft_link_abort(l, "bad frame length", len);
+            return;
+        }
+        if (l->rx_len - off < WEFT_WIRE_LEN_PREFIX + len) {
+            break;
+        }
+        if (!weft_rx_packet(l, l->rxbuf + off + WEFT_WIRE_LEN_PREFIX, len)) {
+            break;
+        }
+        if (!l->rx_len) {
+            /* The packet made the link go down: rxbuf was emptied. */
+            return;
+        }
+        off += WEFT_WIRE_LEN_PREFIX + len;
+    }
+    if (off) {
+        memmove(l->rxbuf, l->rxbuf + off, l->rx_len - off);
+        l->rx_len -= off;
+    }
+}
+
+/*
+ * Hands the frames in the switch's ring to the core until the ring is
+ * empty (then the consumer sleeps: the switch writes the eventfd for the
+ * next frame) or the core is full (the next run of the adapter goes on).
+ */
+static void weft_shm_rx_drain(WeftLink *l)
+{
+    bool took = false;
+    uint32_t rec;
+    int len;
+
+    while (l->shm) {
+        len = weft_shm_peek(&l->shm_rx, l->shm_pkt, &rec);
+        if (len < 0) {
+            weft_link_abort(l, "impossible shared-memory ring index", len);
+            return;
+        }
+        if (len == 0) {
+            if (weft_shm_consumer_sleep(&l->shm_rx)) {
+                break;
+            }
+            continue;
+        }
+        if (!weft_rx_packet(l, l->shm_pkt, len)) {
+            break;
+        }
+        weft_shm_consume(&l->shm_rx, rec);
+        took = true;
+    }
+    if (l->shm && took && weft_shm_wake_producer(&l->shm_rx)) {
+        weft_shm_signal(l->shm_efd_switch);
+    }
+}
+
+/*
+ * Room for more bytes only while the core accepts packets and no
+ * complete frame is waiting for it.
+ */
+static int weft_chr_can_read(void *opaque)
+{
+    WeftLink *l = opaque;
+
+    if (!l->ops->can_receive(l->opaque)) {
+        l->rx_throttled = true;
+        return 0;
+    }
+    if (l->rx_len >= WEFT_WIRE_LEN_PREFIX) {
+        uint32_t len = ldl_le_p(l->rxbuf);
+
+        if (len <= WEFT_WIRE_MAX_FRAME &&
+            l->rx_len >= WEFT_WIRE_LEN_PREFIX + len) {
+            l->rx_throttled = true;
+            return 0;
+        }
+    }
+    return WEFT_RXBUF_SIZE - l->rx_len;
+}
+
+/*
+ * Queues the frames of one chardev read; the device runs the adapter on
+ * them at once, in this callback, instead of in a bottom half.
+ */
+static void weft_chr_read(void *opaque, const uint8_t *buf, int size)
+{
+    WeftLink *l = opaque;
+
+    if ((size_t)size > WEFT_RXBUF_SIZE - l->rx_len) {
+        weft_link_abort(l, "receive buffer overrun", size);
+        return;
+    }
+    memcpy(l->rxbuf + l->rx_len, buf, size);
+    l->rx_len += size;
+    l->ops->input(l->opaque);
+}
+
+/* The switch published frames, or took some while we waited for room. */
+static void weft_shm_doorbell(void *opaque)
+{
+    WeftLink *l = opaque;
+    uint64_t cnt;
+
+    if (read(l->shm_efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN) {
+        trace_weft_link_error("eventfd read", errno);
+    }
+    l->tx_blocked = false;
+    l->ops->input(l->opaque);
+}
+
+static void weft_chr_event(void *opaque, QEMUChrEvent event)
+{
+    WeftLink *l = opaque;
+
+    switch (event) {
+    case CHR_EVENT_OPENED:
+        weft_link_reset(l);
+        l->connected = true;
+        trace_weft_link_connected(l->node_id);
+        weft_send_hello(l);
+        break;
+    case CHR_EVENT_CLOSED:
+        l->connected = false;
+        weft_link_reset(l);
+        trace_weft_link_closed(l->node_id);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- Calls from the device ------------------------------------------------ */
+
+void weft_link_deliver(WeftLink *l)
+{
+    if (l->rx_len) {
+        weft_rx_drain(l);
+    }
+    weft_shm_rx_drain(l);
+}
+
+void weft_link_flush(WeftLink *l)
+{
+    weft_tx_flush(l);
+    weft_shm_flush(l);
+    weft_link_deliver(l);
+    if (l->rx_throttled && l->connected && l->ops->can_receive(l->opaque)) {
+        l->rx_throttled = false;
+        qemu_chr_fe_accept_input(l->chr);
+    }
+}
+
+bool weft_link_tx_blocked(const WeftLink *l)
+{
+    return l->tx_blocked;
+}
+
+bool weft_link_is_up(const WeftLink *l)
+{
+    return l->up;
+}
+
+void weft_link_init(WeftLink *l, CharBackend *chr, uint16_t node_id,
+                    const uint8_t *token, WeftLinkTransport transport,
+                    const WeftLinkOps *ops, void *opaque)
+{
+    l->chr = chr;
+    l->node_id = node_id;
+    l->ops = ops;
+    l->opaque = opaque;
+    if (token) {
+        memcpy(l->token, token, WEFT_WIRE_TOKEN_SIZE);
+        l->has_token = true;
+    }
+    l->shm_want = transport != WEFT_LINK_SOCKET;
+    l->shm_required = transport == WEFT_LINK_SHM;
+    l->shm_efd = l->shm_efd_switch = -1;
+    l->txbuf = g_malloc(WEFT_TXBUF_SIZE);
+    l->rxbuf = g_malloc(WEFT_RXBUF_SIZE);
+    l->shm_pkt = g_malloc(WEFT_WIRE_MAX_FRAME);
+    if (qemu_chr_fe_backend_connected(chr)) {
+        qemu_chr_fe_set_handlers(chr, weft_chr_can_read, weft_chr_read,
+                                 weft_chr_event, NULL, l, NULL, true);
+    }
+}
+
+void weft_link_fini(WeftLink *l)
+{
+    qemu_chr_fe_deinit(l->chr, false);
+    weft_shm_close(l);
+    memset(l->token, 0, sizeof(l->token));
+    l->has_token = false;
+    if (l->tx_watch) {
+        g_source_remove(l->tx_watch);
+        l->tx_watch = 0;
+    }
+    g_free(l->txbuf);
+    g_free(l->rxbuf);
+    g_free(l->shm_pkt);
+    l->txbuf = l->rxbuf = l->shm_pkt = NULL;
+}

@@ -1,0 +1,116 @@
+/*
+ * Weft RDMA switch adapter: the link to weft-switch.
+ *
+ * The transport between the device and the switch, behind a few calls:
+ * framing over the chardev (include/weft/wire.h: a 4-byte little-endian
+ * length and a packet), the transmit queue and its writability watch, the
+ * HELLO / HELLO_ACK handshake with the node token, and the shared-memory
+ * rings and eventfds (weft-host/shm.h) that a switch on this host may
+ * grant.  The device (weft.c) owns the adapter; the link calls it back
+ * through WeftLinkOps and never runs the adapter itself.
+ *
+ * SPDX-License-Identifier: MIT
+ */
+
+#ifndef HW_WEFT_LINK_H
+#define HW_WEFT_LINK_H
+
+#include "chardev/char-fe.h"
+#include "weft/wire.h"
+#include "weft-host/shm.h"
+
+typedef enum WeftLinkTransport {
+    WEFT_LINK_AUTO,         /* shared memory when granted, else the socket */
+    WEFT_LINK_SHM,          /* no link without shared memory */
+    WEFT_LINK_SOCKET,       /* frames only over the socket */
+} WeftLinkTransport;
+
+typedef struct WeftLinkOps {
+    /* Whether the device takes packets now (else input is held back). */
+    bool (*can_receive)(void *opaque);
+    /*
+     * One packet from the switch, len WEFT_WIRE_HDR_SIZE ..
+     * WEFT_WIRE_MAX_FRAME, not yet validated beyond its length.  False:
+     * not taken (the device is full); it is offered again later.
+     */
+    bool (*receive)(void *opaque, const uint8_t *pkt, size_t len);
+    /*
+     * Frames arrived: the device calls weft_link_deliver() and runs the
+     * adapter, now, from this callback.
+     */
+    void (*input)(void *opaque);
+    /* Run the adapter soon: transmit room is back or the link changed. */
+    void (*kick)(void *opaque);
+    /* The switch accepted the HELLO (true), or the link went down. */
+    void (*set_up)(void *opaque, bool up);
+} WeftLinkOps;
+
+typedef struct WeftLink {
+    CharBackend *chr;       /* the device's chardev property */
+    uint16_t node_id;
+    const WeftLinkOps *ops;
+    void *opaque;
+
+    /* The node's token for the switch (HELLO payload), if any. */
+    bool has_token;
+    uint8_t token[WEFT_WIRE_TOKEN_SIZE];
+
+    bool connected;         /* the chardev is open */
+    bool up;                /* HELLO_ACK received */
+    bool tx_blocked;        /* xmit answered -EAGAIN: wait for room */
+    /*
+     * can_read refused input: the chardev must be told when room is
+     * back.  qemu_chr_fe_accept_input() notifies the main loop (an
+     * eventfd write), so it is called only then.
+     */
+    bool rx_throttled;
+    guint tx_watch;
+    uint8_t *txbuf;
+    size_t tx_head;         /* first unsent byte */
+    size_t tx_tail;         /* end of queued bytes */
+    uint8_t *rxbuf;
+    size_t rx_len;
+
+    /* Shared-memory transport */
+    bool shm_want;          /* ask for it in the HELLO */
+    bool shm_required;      /* transport=shm: no link without it */
+    bool shm_failed;        /* the last grant was unusable: ask no more */
+    void *shm;              /* the mapped memfd, NULL: the socket is used */
+    struct weft_shm_view shm_rx;    /* switch -> adapter, consumed here */
+    struct weft_shm_view shm_tx;    /* adapter -> switch, produced here */
+    int shm_efd;            /* wakes the device */
+    int shm_efd_switch;     /* wakes the switch */
+    bool shm_kick;          /* published since the switch was last woken */
+    uint8_t *shm_pkt;       /* a frame copied out of the ring */
+} WeftLink;
+
+/*
+ * Sets up the link on chr (which may have no backend: the link then stays
+ * down) and installs the chardev handlers.  token is NULL or
+ * WEFT_WIRE_TOKEN_SIZE bytes, copied.
+ */
+void weft_link_init(WeftLink *l, CharBackend *chr, uint16_t node_id,
+                    const uint8_t *token, WeftLinkTransport transport,
+                    const WeftLinkOps *ops, void *opaque);
+/* Closes the chardev and the rings, wipes the token, frees the buffers. */
+void weft_link_fini(WeftLink *l);
+/*
+ * Queues one packet for the switch.  0, -EAGAIN when the transmit queue
+ * or ring is full (kick comes when room is back), -ENOTCONN while the
+ * link is down or for a packet of an impossible length.
+ */
+int weft_link_xmit(WeftLink *l, const void *pkt, size_t len);
+/*
+ * Sends what is queued, wakes the switch for what was published, hands
+ * the frames that wait to the device's receive callback, and re-opens
+ * input once the device can take packets again.
+ */
+void weft_link_flush(WeftLink *l);
+/* Hands the frames that wait (socket buffer, ring) to receive. */
+void weft_link_deliver(WeftLink *l);
+/* Whether the last xmit found no room and none has come back yet. */
+bool weft_link_tx_blocked(const WeftLink *l);
+/* Whether the switch accepted the HELLO. */
+bool weft_link_is_up(const WeftLink *l);
+
+#endif /* HW_WEFT_LINK_H */
