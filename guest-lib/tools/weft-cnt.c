@@ -9,8 +9,8 @@
  *   --mode retry   read a range the server exposes only after
  *                  --expose-delay: the first try must fail with
  *                  CNT_NOT_EXPOSED, a retry after the exposure succeeds
- *   --mode kill    start a read of --max-size bytes and sleep (for a test
- *                  that kills the process mid-transfer)
+ *   --mode kill    start a read of --max-size bytes and die by SIGKILL
+ *                  at once, mid-transfer
  *   --mode bench   bandwidth and latency of counter reads and writes next
  *                  to libweft's RDMA reads and writes, in one run
  *
@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,7 +263,7 @@ static int retry(struct tool_ctx *c)
 	return 0;
 }
 
-/* Start a big read and sleep until killed. */
+/* Start a big read and die at once by SIGKILL, mid-transfer. */
 static int kill_me(struct tool_ctx *c)
 {
 	struct weft_cnt *k;
@@ -274,11 +275,11 @@ static int kill_me(struct tool_ctx *c)
 		tool_err("weft-cnt", "posting the read: %s", tool_strerror(r));
 		return 1;
 	}
-	printf("posted: counter read of %" PRIu64 " B, counter %" PRIu64 "\n", c->o.max_size,
-	       weft_cnt_value(k));
+	printf("posted: counter read of %" PRIu64 " B, counter %" PRIu64 ", killing myself\n",
+	       c->o.max_size, weft_cnt_value(k));
 	fflush(stdout);
-	for (;;)
-		pause();
+	raise(SIGKILL);
+	return 1;
 }
 
 static int rop_op(struct tool_ctx *c, int is_read, uint64_t n)
