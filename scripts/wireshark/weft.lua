@@ -549,7 +549,8 @@ local function dissect(tvb, pinfo, tree)
 	local sn = status_name(h.type, h.status)
 	if sn then root:add(f_status_name, sn):set_generated() end
 	local info = string.format("%s %s->%s", tname, node_text(h.src_node), node_text(h.dst_node))
-	if h.type ~= 0x10 then
+	-- verbs, matching and counter packets leave the window fields at 0
+	if not pt or (pt[2] ~= "verbs" and pt[2] ~= "match" and pt[2] ~= "cnt") then
 		info = info .. string.format(" w%d->w%d key 0x%x len %d", h.src_window, h.dst_window, h.key, h.length)
 	end
 	local fl = flag_text(h.flags, WIRE_FLAGS)
