@@ -5,8 +5,10 @@
 -- weft-switch writes pcap files of link type LINKTYPE_USER0 (147): each
 -- record is one packet, a struct weft_wire_hdr and its payload
 -- (include/weft/wire.h).  This file decodes every packet type of
--- include/weft/wire.h and of the verbs engine (include/weft/verbs.h:
--- struct weft_vhdr, struct weft_vaddr), and hands the Ethernet frames that
+-- include/weft/wire.h, of the verbs engine (include/weft/verbs.h:
+-- struct weft_vhdr, struct weft_vaddr), of header matching
+-- (include/weft/match.h: struct weft_match_whdr) and of the counter engine
+-- (include/weft/cnt.h: struct weft_cnt_hdr), and hands the Ethernet frames that
 -- weftN carries in FIFO packets (include/weft/net.h) to Wireshark's own
 -- Ethernet dissector, hence to IP, ARP, TCP...
 --
@@ -14,7 +16,8 @@
 --   scripts/weft-wireshark --install    (copies it to the personal plugins)
 --
 -- Field names are those of the C structures: weft.<wire header field>,
--- weft.vhdr.<field>, weft.vaddr.<field>, weft.net.<field>.  A frame that is
+-- weft.vhdr.<field>, weft.vaddr.<field>, weft.net.<field>,
+-- weft.match.<field>, weft.cnt.<field>.  A frame that is
 -- shorter than its header, whose length disagrees with the record, or
 -- whose body is too short for its type is marked with the expert item
 -- weft.malformed; nothing in a frame can make this script throw.
@@ -28,7 +31,9 @@
 local weft = Proto("weft", "Weft fabric")
 
 -- ---- names -------------------------------------------------------------------
--- enum weft_reason (include/weft/counters.h), in order from 0.
+-- enum weft_reason (WEFT_REASON_LIST of include/weft/counters.h), in order
+-- from 0.  tests/wireshark/ compares this list with the C one, so a reason
+-- added there fails the test until it is added here.
 local REASONS = {
 	"OK", "BAD_HEADER", "BAD_TYPE", "NOT_FOR_US", "WINDOW_INVALID", "KEY_MISMATCH",
 	"FIFO_FULL", "RCXT_INVALID", "RCXT_FOREIGN", "RCXT_KEY", "TID_STALE", "RCXT_BUSY",
@@ -40,7 +45,12 @@ local REASONS = {
 	"ONE_TOUCH", "ATT", "RNR", "MSN", "RRQ_FULL", "TERMINATED", "RETRY_EXCEEDED",
 	"RNR_EXCEEDED", "FLUSHED", "BAD_WQE", "CQ_INVALID", "CQ_OVERFLOW", "UAR_MISMATCH",
 	"INV_REFUSED", "ALIGN", "STAG_BUSY", "INSTANCE_REUSED", "GID_INVALID", "GID_TYPE",
-	"DGID_UNKNOWN",
+	"DGID_UNKNOWN", "SRQ_INVALID",
+	"MATCH_QUEUE", "MATCH_STOPPED", "MATCH_STORE_FULL", "MATCH_NO_BUFFER", "MATCH_TOO_SMALL",
+	"MATCH_BAD_OP", "MATCH_STALE_POST", "MATCH_NOT_FOUND", "MATCH_BUSY", "MATCH_RNDV_SLOT",
+	"MATCH_CLAIMED", "MATCH_ZERO_WORD", "MATCH_CQ", "MATCH_MODE",
+	"CNT_OBJ_INVALID", "CNT_OBJ_STALE", "CNT_OP_MISMATCH", "CNT_OUTSIDE", "CNT_NOT_EXPOSED",
+	"CNT_RIGHTS", "CNT_DUP", "CNT_TIMEOUT",
 }
 local REASON_NAMES = {}
 for i, n in ipairs(REASONS) do REASON_NAMES[i - 1] = n end
@@ -57,8 +67,15 @@ local VOPS = { [1] = "SEND", [2] = "WRITE", [3] = "READ_REQ", [4] = "READ_RESP",
 local VACK = { [0] = "ACK", [1] = "NAK_SEQ", [2] = "NAK_RNR" }
 -- enum weft_net_type
 local NET_TYPES = { [1] = "FRAME", [2] = "FRAG", [3] = "ANNOUNCE" }
+-- enum weft_match_wop (include/weft/match.h)
+local MWOPS = { [1] = "EAGER", [2] = "RNDV_REQ", [3] = "RNDV_ACK", [4] = "DATA", [5] = "PULL",
+	[6] = "FIN", [7] = "CTS", [8] = "NAK" }
+-- WEFT_MACK_*: the status of a RNDV_ACK
+local MACK = { [1] = "MATCHED", [2] = "PENDING", [3] = "NOT_FOUND" }
+-- enum weft_cnt_dir (include/weft/cnt.h)
+local CNT_DIRS = { [1] = "READ", [2] = "WRITE" }
 
--- ---- constants (include/weft/wire.h, verbs.h, net.h) --------------------------
+-- ---- constants (include/weft/wire.h, verbs.h, net.h, match.h, cnt.h) ---------
 local WIRE_VERSION = 1
 local WIRE_HDR_SIZE = 104
 local MAX_PAYLOAD = 1920
@@ -78,6 +95,16 @@ local VOP_TERMINATE = 9
 local VOP_UD_SEND = 10
 local NET_FRAME = 1
 local NET_FRAG = 2
+local MWHDR_SIZE = 48
+local MATCH_EAGER_MAX = 1872
+local MWOP_EAGER = 1
+local MWOP_RNDV_ACK = 3
+local MWOP_DATA = 4
+local MWOP_NAK = 8
+local CNT_HDR_SIZE = 64
+local CNT_CHUNK = 1024
+local PKT_CNT_DATA = 0x13
+local PKT_CNT_ERROR = 0x15
 
 -- ---- layouts: { name, offset, size [, names [, base]] } -----------------------
 -- struct weft_wire_hdr
@@ -165,10 +192,45 @@ local NET_HDR = {
 -- WEFT_NET_F_*
 local NET_FLAGS = { { "reply", 0x01 }, { "csum", 0x02 } }
 
+-- struct weft_match_whdr
+local MATCH_WHDR = {
+	{ "op", 0, 1, MWOPS },
+	{ "flags", 1, 1, nil, base.HEX },
+	{ "queue", 2, 2 },
+	{ "len", 4, 4 },
+	{ "match", 8, 8, nil, base.HEX },
+	{ "total", 16, 8 },
+	{ "offset", 24, 8 },
+	{ "sslot", 32, 4 },
+	{ "rslot", 36, 4 },
+	{ "status", 40, 4 },            -- names by op: see match_status_name()
+	{ "req_id", 44, 4, nil, base.HEX },
+}
+-- WEFT_MWF_*
+local MATCH_FLAGS = { { "rnr", 0x01 }, { "to_sender", 0x02 } }
+
+-- struct weft_cnt_hdr
+local CNT_HDR = {
+	{ "obj", 0, 2 },
+	{ "gen", 2, 2 },
+	{ "slot", 4, 1 },
+	{ "dir", 5, 1, CNT_DIRS },
+	{ "cause", 6, 2 },              -- CNT_ERROR: a reason, see body_cnt()
+	{ "seq", 8, 4 },
+	{ "reserved0", 12, 4, nil, base.HEX },
+	{ "region_pa", 16, 8, nil, base.HEX },
+	{ "block_pa", 24, 8, nil, base.HEX },
+	{ "remote_va", 32, 8, nil, base.HEX },
+	{ "length", 40, 8 },
+	{ "offset", 48, 8 },
+	{ "span", 56, 8 },
+}
+
 -- ---- packet types (enum weft_pkt_type) -------------------------------------------
 -- body: how the payload is read: "data" (bytes; RDMA payload), "fifo" (a
 -- FIFO payload: IP over Weft when key is WEFT_NET_KEY), "verbs", "hello",
--- "none" (header only: any payload is malformed).
+-- "match" (struct weft_match_whdr + data), "cnt" (struct weft_cnt_hdr, +
+-- data for CNT_DATA), "none" (header only: any payload is malformed).
 local PKT_TYPES = {
 	[0x01] = { "FIFO", "fifo" },
 	[0x02] = { "RDMAW", "data" },
@@ -180,6 +242,12 @@ local PKT_TYPES = {
 	[0x08] = { "RDMAR_FIFO_REQ", "none" },
 	[0x09] = { "RDMAR_PUT_REQ", "none" },
 	[0x10] = { "VERBS", "verbs" },
+	[0x11] = { "CNT_WRITE_OP", "cnt" },
+	[0x12] = { "CNT_READ_OP", "cnt" },
+	[0x13] = { "CNT_DATA", "cnt" },
+	[0x14] = { "CNT_ACK", "cnt" },
+	[0x15] = { "CNT_ERROR", "cnt" },
+	[0x20] = { "MATCH", "match" },
 	[0x80] = { "HELLO", "hello" },
 	[0x81] = { "HELLO_ACK", "none" },
 }
@@ -217,6 +285,8 @@ local F = make_fields("weft.", WIRE_HDR, WIRE_FLAGS, 1)
 local FV = make_fields("weft.vhdr.", VHDR, VHDR_FLAGS, 1)
 local FA = make_fields("weft.vaddr.", VADDR)
 local FN = make_fields("weft.net.", NET_HDR, NET_FLAGS, 1)
+local FM = make_fields("weft.match.", MATCH_WHDR, MATCH_FLAGS, 1)
+local FC = make_fields("weft.cnt.", CNT_HDR)
 local f_type_name = ProtoField.string("weft.type_name", "packet type")
 local f_payload = ProtoField.bytes("weft.payload", "payload")
 local f_token = ProtoField.bytes("weft.token", "token")
@@ -226,8 +296,15 @@ local f_op_name = ProtoField.string("weft.vhdr.opcode_name", "opcode name")
 local f_syndrome_name = ProtoField.string("weft.vhdr.syndrome_name", "syndrome name")
 local f_vdata = ProtoField.bytes("weft.vhdr.data", "data")
 local f_net_data = ProtoField.bytes("weft.net.data", "frame piece")
+local f_mop_name = ProtoField.string("weft.match.op_name", "op name")
+local f_mstatus_name = ProtoField.string("weft.match.status_name", "status name")
+local f_mdata = ProtoField.bytes("weft.match.data", "data")
+local f_cdir_name = ProtoField.string("weft.cnt.dir_name", "direction name")
+local f_cause_name = ProtoField.string("weft.cnt.cause_name", "cause name")
+local f_cdata = ProtoField.bytes("weft.cnt.data", "data")
 for _, x in ipairs({ f_type_name, f_payload, f_token, f_dst_kind, f_status_name, f_op_name,
-	f_syndrome_name, f_vdata, f_net_data }) do
+	f_syndrome_name, f_vdata, f_net_data, f_mop_name, f_mstatus_name, f_mdata, f_cdir_name,
+	f_cause_name, f_cdata }) do
 	weft.fields[#weft.fields + 1] = x
 end
 
@@ -375,6 +452,78 @@ local function body_verbs(tvb, pinfo, tree, root, at, len)
 	if rest > 0 then tree:add(f_vdata, tvb:range(at2, rest)) end
 end
 
+local function match_status_name(op, s)
+	if op == MWOP_RNDV_ACK then return MACK[s] or "UNKNOWN" end
+	if op == MWOP_NAK then return REASON_NAMES[s] or "UNKNOWN" end
+	return nil
+end
+
+-- WEFT_PKT_MATCH (docs/hw-spec.md 17.5): the checks a receiver makes on the
+-- shape of the packet alone are malformed here.
+local function body_match(tvb, pinfo, tree, root, at, len)
+	local mt, v = add_struct(tvb, pinfo, tree, root, at, len, MWHDR_SIZE,
+		"Header matching (struct weft_match_whdr)", MATCH_WHDR, FM, MATCH_FLAGS)
+	if not mt then return end
+	local op = MWOPS[v.op] or "UNKNOWN"
+	mt:add(f_mop_name, op):set_generated()
+	local sn = match_status_name(v.op, v.status)
+	if sn then mt:add(f_mstatus_name, sn):set_generated() end
+	local info = string.format(" %s queue %d match 0x%s len %d", op, v.queue, v.match:tohex(16), v.len)
+	local fl = flag_text(v.flags, MATCH_FLAGS)
+	if fl ~= "" then info = info .. " " .. fl end
+	if sn then info = info .. " " .. sn end
+	pinfo.cols.info:append(info)
+	if not MWOPS[v.op] then
+		malformed(pinfo, mt, string.format("unknown match op %d", v.op))
+	end
+	local rest = len - MWHDR_SIZE
+	if v.len ~= rest then
+		malformed(pinfo, mt, string.format("len %d, but %d data bytes follow", v.len, rest))
+	end
+	if rest > MATCH_EAGER_MAX then
+		malformed(pinfo, mt, string.format("%d data bytes, more than WEFT_MATCH_EAGER_MAX %d", rest, MATCH_EAGER_MAX))
+	end
+	if rest > 0 and v.op ~= MWOP_EAGER and v.op ~= MWOP_DATA then
+		malformed(pinfo, mt, string.format("%s carries no data, has %d bytes", op, rest))
+	end
+	if v.op == MWOP_EAGER and v.total ~= UInt64(v.len) then
+		malformed(pinfo, mt, string.format("EAGER total %s, len %d", tostring(v.total), v.len))
+	end
+	if rest > 0 then tree:add(f_mdata, tvb:range(at + MWHDR_SIZE, rest)) end
+end
+
+-- WEFT_PKT_CNT_* (docs/hw-spec.md 18.4): a header, and data only in
+-- CNT_DATA (1 to WEFT_CNT_CHUNK bytes, span of them).
+local function body_cnt(tvb, pinfo, tree, root, at, len, t, tname)
+	local ct, v = add_struct(tvb, pinfo, tree, root, at, len, CNT_HDR_SIZE,
+		"Counter engine (struct weft_cnt_hdr)", CNT_HDR, FC)
+	if not ct then return end
+	local dir = CNT_DIRS[v.dir] or "UNKNOWN"
+	ct:add(f_cdir_name, dir):set_generated()
+	local info = string.format(" obj %d gen %d slot %d seq %d %s offset %s span %s", v.obj, v.gen,
+		v.slot, v.seq, dir, tostring(v.offset), tostring(v.span))
+	if t == PKT_CNT_ERROR then
+		local cn = REASON_NAMES[v.cause] or "UNKNOWN"
+		ct:add(f_cause_name, cn):set_generated()
+		info = info .. " cause " .. cn
+	end
+	pinfo.cols.info:append(info)
+	if not CNT_DIRS[v.dir] then
+		malformed(pinfo, ct, string.format("unknown direction %d", v.dir))
+	end
+	local rest = len - CNT_HDR_SIZE
+	if t ~= PKT_CNT_DATA then
+		if rest > 0 then
+			malformed(pinfo, ct, string.format("%s carries no data, has %d bytes", tname, rest))
+		end
+	elseif rest == 0 or rest > CNT_CHUNK then
+		malformed(pinfo, ct, string.format("CNT_DATA of %d bytes: 1 to WEFT_CNT_CHUNK %d", rest, CNT_CHUNK))
+	elseif v.span ~= UInt64(rest) then
+		malformed(pinfo, ct, string.format("span %s, but %d data bytes follow", tostring(v.span), rest))
+	end
+	if rest > 0 then tree:add(f_cdata, tvb:range(at + CNT_HDR_SIZE, rest)) end
+end
+
 local function status_name(t, s)
 	if t == 0x81 then return SW_STATUS[s] or "UNKNOWN" end
 	if t == 0x04 then return REASON_NAMES[s] or "UNKNOWN" end
@@ -400,7 +549,8 @@ local function dissect(tvb, pinfo, tree)
 	local sn = status_name(h.type, h.status)
 	if sn then root:add(f_status_name, sn):set_generated() end
 	local info = string.format("%s %s->%s", tname, node_text(h.src_node), node_text(h.dst_node))
-	if h.type ~= 0x10 then
+	-- verbs, matching and counter packets leave the window fields at 0
+	if not pt or (pt[2] ~= "verbs" and pt[2] ~= "match" and pt[2] ~= "cnt") then
 		info = info .. string.format(" w%d->w%d key 0x%x len %d", h.src_window, h.dst_window, h.key, h.length)
 	end
 	local fl = flag_text(h.flags, WIRE_FLAGS)
@@ -433,6 +583,10 @@ local function dissect(tvb, pinfo, tree)
 	local body = pt[2]
 	if body == "verbs" then
 		body_verbs(tvb, pinfo, root, root, WIRE_HDR_SIZE, len)
+	elseif body == "match" then
+		body_match(tvb, pinfo, root, root, WIRE_HDR_SIZE, len)
+	elseif body == "cnt" then
+		body_cnt(tvb, pinfo, root, root, WIRE_HDR_SIZE, len, h.type, tname)
 	elseif body == "fifo" and h.key == NET_KEY and len > 0 then
 		body_net(tvb, pinfo, root, tree, WIRE_HDR_SIZE, len)
 	elseif body == "hello" then

@@ -2,19 +2,22 @@
 /*
  * Frames for the Wireshark dissector test (tests/wireshark/dissector_test.py).
  *
- *   weft-dissect-gen OUT.pcap OUT.expect
+ *   weft-dissect-gen OUT.pcap OUT.expect OUT.reasons
  *
  * Writes a pcap of link type WEFT_PCAP_LINKTYPE made with the real C
- * structures of include/weft/wire.h, verbs.h and net.h, and the values the
- * dissector must show for each frame, one "FRAME FIELD VALUE" line each.
- * Every field of struct weft_wire_hdr, weft_vhdr, weft_vaddr and
- * weft_net_hdr is listed here with offsetof/sizeof; the listing must cover
+ * structures of include/weft/wire.h, verbs.h, net.h, match.h and cnt.h,
+ * the values the dissector must show for each frame, one "FRAME FIELD
+ * VALUE" line each, and the names of WEFT_REASON_LIST in order, one a line
+ * (the test compares them with the dissector's table).
+ * Every field of struct weft_wire_hdr, weft_vhdr, weft_vaddr,
+ * weft_net_hdr, weft_match_whdr and weft_cnt_hdr is listed here with offsetof/sizeof; the listing must cover
  * its structure byte for byte (else the program fails), and a "pattern"
  * frame per structure gives every field bytes that depend on their offset,
  * so a dissector that reads a field at another offset or size shows
  * another value.  Then one frame of every packet type, verbs opcode, ACK
- * syndrome, Terminate reason, HELLO_ACK status, an IPv4 frame of IP over
- * Weft, malformed frames and random ones.
+ * syndrome, Terminate reason, HELLO_ACK status, matching op, RNDV_ACK
+ * status, matching NAK reason, counter packet type and CNT_ERROR cause, an
+ * IPv4 frame of IP over Weft, malformed frames and random ones.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +28,9 @@
 #include "weft/wire.h"
 #include "weft/verbs.h"
 #include "weft/net.h"
+#include "weft/match.h"
+#include "weft/cnt.h"
+#include "weft/counters.h"
 #include "weft/names.h"
 #include "weft/fifo.h"
 
@@ -66,6 +72,21 @@ static const struct fld net_fields[] = {
 	FLD(weft_net_hdr, reserved), FLD(weft_net_hdr, frag_index), FLD(weft_net_hdr, frag_count),
 	FLD(weft_net_hdr, src_epoch), FLD(weft_net_hdr, dst_epoch), FLD(weft_net_hdr, seq),
 	FLD(weft_net_hdr, total_len), FLD(weft_net_hdr, csum_start), FLD(weft_net_hdr, csum_offset),
+};
+
+static const struct fld match_fields[] = {
+	FLD(weft_match_whdr, op), FLD(weft_match_whdr, flags), FLD(weft_match_whdr, queue),
+	FLD(weft_match_whdr, len), FLD(weft_match_whdr, match), FLD(weft_match_whdr, total),
+	FLD(weft_match_whdr, offset), FLD(weft_match_whdr, sslot), FLD(weft_match_whdr, rslot),
+	FLD(weft_match_whdr, status), FLD(weft_match_whdr, req_id),
+};
+
+static const struct fld cnt_fields[] = {
+	FLD(weft_cnt_hdr, obj), FLD(weft_cnt_hdr, gen), FLD(weft_cnt_hdr, slot),
+	FLD(weft_cnt_hdr, dir), FLD(weft_cnt_hdr, cause), FLD(weft_cnt_hdr, seq),
+	FLD(weft_cnt_hdr, reserved0), FLD(weft_cnt_hdr, region_pa), FLD(weft_cnt_hdr, block_pa),
+	FLD(weft_cnt_hdr, remote_va), FLD(weft_cnt_hdr, length), FLD(weft_cnt_hdr, offset),
+	FLD(weft_cnt_hdr, span),
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -202,6 +223,53 @@ static struct weft_vhdr *verbs(uint8_t op, uint32_t data)
 	return v;
 }
 
+/* A WEFT_PKT_MATCH frame of op OP with DATA data bytes (len set). */
+static struct weft_match_whdr *match(uint8_t op, uint32_t data)
+{
+	struct weft_match_whdr *m;
+
+	hdr(WEFT_PKT_MATCH, sizeof(*m) + data);
+	m = (struct weft_match_whdr *)(frame + WEFT_WIRE_HDR_SIZE);
+	m->op = op;
+	m->len = data;
+	m->total = data;
+	m->match = WEFT_MW(0, 3, 1, 0x1234);
+	return m;
+}
+
+/* A counter frame of type TYPE with DATA data bytes (span set). */
+static struct weft_cnt_hdr *cnt(uint8_t type, uint32_t data)
+{
+	struct weft_cnt_hdr *ch;
+
+	hdr(type, sizeof(*ch) + data);
+	ch = (struct weft_cnt_hdr *)(frame + WEFT_WIRE_HDR_SIZE);
+	ch->obj = 5;
+	ch->gen = 2;
+	ch->dir = type == WEFT_PKT_CNT_READ_OP ? WEFT_CNT_WRITE : WEFT_CNT_READ;
+	ch->length = 4096;
+	ch->span = data;
+	return ch;
+}
+
+static void write_reasons(const char *path)
+{
+	static const char *const names[] = {
+#define WEFT_REASON_STR(name, text) #name,
+		WEFT_REASON_LIST(WEFT_REASON_STR)
+#undef WEFT_REASON_STR
+	};
+	FILE *f = fopen(path, "w");
+	size_t i;
+
+	if (!f)
+		die("cannot create the reasons file");
+	for (i = 0; i < N(names); i++)
+		fprintf(f, "%s\n", names[i]);
+	if (fclose(f))
+		die("cannot write the reasons file");
+}
+
 int main(int argc, char **argv)
 {
 	static const uint8_t types[] = {
@@ -212,14 +280,19 @@ int main(int argc, char **argv)
 	struct weft_wire_hdr *h;
 	struct weft_vhdr *v;
 	struct weft_net_hdr *nh;
+	struct weft_match_whdr *m;
+	struct weft_cnt_hdr *ch;
 	unsigned int fr, i;
 
-	if (argc != 3)
-		die("usage: weft-dissect-gen OUT.pcap OUT.expect");
+	if (argc != 4)
+		die("usage: weft-dissect-gen OUT.pcap OUT.expect OUT.reasons");
 	check_cover("weft_wire_hdr", wire_fields, N(wire_fields), sizeof(struct weft_wire_hdr));
 	check_cover("weft_vhdr", vhdr_fields, N(vhdr_fields), sizeof(struct weft_vhdr));
 	check_cover("weft_vaddr", vaddr_fields, N(vaddr_fields), sizeof(struct weft_vaddr));
 	check_cover("weft_net_hdr", net_fields, N(net_fields), sizeof(struct weft_net_hdr));
+	check_cover("weft_match_whdr", match_fields, N(match_fields), sizeof(struct weft_match_whdr));
+	check_cover("weft_cnt_hdr", cnt_fields, N(cnt_fields), sizeof(struct weft_cnt_hdr));
+	write_reasons(argv[3]);
 	pcap = fopen(argv[1], "wb");
 	expect = fopen(argv[2], "w");
 	if (!pcap || !expect)
@@ -299,6 +372,29 @@ int main(int argc, char **argv)
 	expect_u(fr, "weft.net.flags.csum", 1);
 	expect_u(fr, "malformed", 0);
 
+	m = match(WEFT_MWOP_DATA, 16);
+	pattern((uint8_t *)m, sizeof(*m), 13);
+	m->op = WEFT_MWOP_DATA;
+	m->flags = WEFT_MWF_RNR | WEFT_MWF_TO_SENDER;
+	m->len = 16;
+	fr = emit(sizeof(*m) + 16);
+	expect_all(fr, "weft.match.", match_fields, N(match_fields), (uint8_t *)m);
+	expect_s(fr, "weft.type_name", "MATCH");
+	expect_s(fr, "weft.match.op_name", "DATA");
+	expect_u(fr, "weft.match.flags.rnr", 1);
+	expect_u(fr, "weft.match.flags.to_sender", 1);
+	expect_u(fr, "malformed", 0);
+
+	ch = cnt(WEFT_PKT_CNT_DATA, 24);
+	pattern((uint8_t *)ch, sizeof(*ch), 17);
+	ch->dir = WEFT_CNT_WRITE;
+	ch->span = 24;
+	fr = emit(sizeof(*ch) + 24);
+	expect_all(fr, "weft.cnt.", cnt_fields, N(cnt_fields), (uint8_t *)ch);
+	expect_s(fr, "weft.type_name", "CNT_DATA");
+	expect_s(fr, "weft.cnt.dir_name", "WRITE");
+	expect_u(fr, "malformed", 0);
+
 	/* Every packet type, with its name. */
 	for (i = 0; i < N(types); i++) {
 		h = hdr(types[i], 0);
@@ -357,6 +453,55 @@ int main(int argc, char **argv)
 		v->syndrome = i;
 		fr = emit(sizeof(*v));
 		expect_s(fr, "weft.vhdr.syndrome_name", weft_reason_name(i));
+	}
+
+	/* Every matching op (data only in EAGER and DATA); RNDV_ACK
+	 * statuses; a NAK for every reason. */
+	for (i = WEFT_MWOP_EAGER; i <= WEFT_MWOP_NAK; i++) {
+		uint32_t data = i == WEFT_MWOP_EAGER || i == WEFT_MWOP_DATA ? 8 : 0;
+
+		match((uint8_t)i, data);
+		fr = emit(sizeof(*m) + data);
+		expect_u(fr, "weft.type", WEFT_PKT_MATCH);
+		expect_u(fr, "weft.match.op", i);
+		expect_s(fr, "weft.match.op_name", weft_mwop_name(i));
+		expect_u(fr, "weft.match.len", data);
+		expect_u(fr, "malformed", 0);
+	}
+	for (i = WEFT_MACK_MATCHED; i <= WEFT_MACK_NOT_FOUND; i++) {
+		m = match(WEFT_MWOP_RNDV_ACK, 0);
+		m->status = i;
+		fr = emit(sizeof(*m));
+		expect_s(fr, "weft.match.status_name",
+			 (const char *[]){ "", "MATCHED", "PENDING", "NOT_FOUND" }[i]);
+		expect_u(fr, "malformed", 0);
+	}
+	for (i = 0; i < WEFT_R__COUNT; i++) {
+		m = match(WEFT_MWOP_NAK, 0);
+		m->status = i;
+		fr = emit(sizeof(*m));
+		expect_s(fr, "weft.match.status_name", weft_reason_name(i));
+	}
+
+	/* Every counter packet type (data only in CNT_DATA); a CNT_ERROR for
+	 * every cause. */
+	for (i = WEFT_PKT_CNT_WRITE_OP; i <= WEFT_PKT_CNT_ERROR; i++) {
+		uint32_t data = i == WEFT_PKT_CNT_DATA ? WEFT_CNT_CHUNK : 0;
+
+		ch = cnt((uint8_t)i, data);
+		fr = emit(sizeof(*ch) + data);
+		expect_u(fr, "weft.type", i);
+		expect_s(fr, "weft.type_name", weft_pkt_type_name(i));
+		expect_s(fr, "weft.cnt.dir_name", i == WEFT_PKT_CNT_READ_OP ? "WRITE" : "READ");
+		expect_u(fr, "weft.cnt.span", data);
+		expect_u(fr, "malformed", 0);
+	}
+	for (i = 0; i < WEFT_R__COUNT; i++) {
+		ch = cnt(WEFT_PKT_CNT_ERROR, 0);
+		ch->cause = (uint16_t)i;
+		fr = emit(sizeof(*ch));
+		expect_u(fr, "weft.cnt.cause", i);
+		expect_s(fr, "weft.cnt.cause_name", weft_reason_name(i));
 	}
 
 	/* IP over Weft: an ICMP echo request 10.87.0.1 -> 10.87.0.2. */
@@ -433,6 +578,45 @@ int main(int argc, char **argv)
 	fr = emit(5);                                   /* token of 5 bytes */
 	expect_u(fr, "malformed", 1);
 
+	hdr(WEFT_PKT_MATCH, 20);
+	fr = emit(20);                                  /* no room for struct weft_match_whdr */
+	expect_u(fr, "malformed", 1);
+	m = match(WEFT_MWOP_DATA, 4);
+	m->len = 10;
+	fr = emit(sizeof(*m) + 4);                      /* len says 10, 4 follow */
+	expect_u(fr, "malformed", 1);
+	match(9, 0);
+	fr = emit(sizeof(*m));                          /* unknown op */
+	expect_u(fr, "malformed", 1);
+	m = match(WEFT_MWOP_RNDV_REQ, 8);
+	m->total = 1 << 20;
+	fr = emit(sizeof(*m) + 8);                      /* rendezvous request with data */
+	expect_u(fr, "malformed", 1);
+	m = match(WEFT_MWOP_EAGER, 8);
+	m->total = 9;
+	fr = emit(sizeof(*m) + 8);                      /* EAGER total differs from len */
+	expect_u(fr, "malformed", 1);
+	hdr(WEFT_PKT_CNT_WRITE_OP, 30);
+	fr = emit(30);                                  /* no room for struct weft_cnt_hdr */
+	expect_u(fr, "malformed", 1);
+	cnt(WEFT_PKT_CNT_ACK, 8);
+	fr = emit(sizeof(*ch) + 8);                     /* data in a CNT_ACK */
+	expect_u(fr, "malformed", 1);
+	cnt(WEFT_PKT_CNT_DATA, 0);
+	fr = emit(sizeof(*ch));                         /* CNT_DATA without data */
+	expect_u(fr, "malformed", 1);
+	cnt(WEFT_PKT_CNT_DATA, WEFT_CNT_CHUNK + 1);
+	fr = emit(sizeof(*ch) + WEFT_CNT_CHUNK + 1);    /* more than a chunk */
+	expect_u(fr, "malformed", 1);
+	ch = cnt(WEFT_PKT_CNT_DATA, 16);
+	ch->span = 32;
+	fr = emit(sizeof(*ch) + 16);                    /* span says 32, 16 follow */
+	expect_u(fr, "malformed", 1);
+	ch = cnt(WEFT_PKT_CNT_WRITE_OP, 0);
+	ch->dir = 3;
+	fr = emit(sizeof(*ch));                         /* unknown direction */
+	expect_u(fr, "malformed", 1);
+
 	/* Random frames, random lengths and contents (fixed seed): no check
 	 * but that the dissector never fails on them. */
 	srand(25);
@@ -445,7 +629,9 @@ int main(int argc, char **argv)
 			/* plausible headers reach the bodies */
 			h = (struct weft_wire_hdr *)frame;
 			h->version = WEFT_WIRE_VERSION;
-			h->type = (uint8_t[]){ WEFT_PKT_VERBS, WEFT_PKT_FIFO, WEFT_PKT_HELLO }[i % 9 / 3];
+			h->type = (uint8_t[]){ WEFT_PKT_VERBS, WEFT_PKT_FIFO, WEFT_PKT_HELLO,
+					       WEFT_PKT_MATCH, WEFT_PKT_CNT_DATA,
+					       WEFT_PKT_CNT_ERROR }[i % 18 / 3];
 			h->key = i % 2 ? WEFT_NET_KEY : h->key;
 			h->length = len - WEFT_WIRE_HDR_SIZE;
 		}

@@ -3,8 +3,9 @@
 
   dissector_test.py GEN WEFT_WIRESHARK
 
-GEN (weft-dissect-gen) writes frames built with include/weft's structures
-and what each must decode to; WEFT_WIRESHARK (scripts/weft-wireshark)
+GEN (weft-dissect-gen) writes frames built with include/weft's structures,
+what each must decode to and the reason names of WEFT_REASON_LIST, which
+must equal the dissector's REASONS table; WEFT_WIRESHARK (scripts/weft-wireshark)
 decodes them with tshark and scripts/wireshark/weft.lua.  Every expected
 field value must be shown, every malformed frame flagged and no other, and
 the random frames must never break the dissector.  Without tshark the test
@@ -12,6 +13,7 @@ is skipped (exit 77), never passed; scripts/weft-test installs it.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,7 +28,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="weft-dissect.")
     try:
         pcap, exp = os.path.join(tmp, "frames.pcap"), os.path.join(tmp, "frames.expect")
-        subprocess.run([gen, pcap, exp], check=True, stdout=subprocess.DEVNULL)
+        rsn = os.path.join(tmp, "reasons")
+        subprocess.run([gen, pcap, exp, rsn], check=True, stdout=subprocess.DEVNULL)
+        with open(rsn) as f:
+            c_reasons = f.read().split()
         want = {}
         with open(exp) as f:
             for line in f:
@@ -45,6 +50,18 @@ def main():
 
     def point(ok, what):
         points.append(("ok" if ok else "not ok") + " %d - %s" % (len(points) + 1, what))
+
+    lua = os.path.join(os.path.dirname(os.path.realpath(ww)), "wireshark", "weft.lua")
+    with open(lua) as f:
+        table = re.search(r"^local REASONS = \{(.*?)^\}", f.read(), re.S | re.M)
+    lua_reasons = re.findall(r'"([A-Z0-9_]+)"', table.group(1)) if table else []
+    diff = next((i for i in range(max(len(c_reasons), len(lua_reasons)))
+                 if i >= len(c_reasons) or i >= len(lua_reasons) or c_reasons[i] != lua_reasons[i]), None)
+    point(diff is None and c_reasons,
+          "weft.lua REASONS is WEFT_REASON_LIST (%d names)%s" % (
+              len(c_reasons), "" if diff is None else ": first difference at %d: C %s, Lua %s" % (
+                  diff, c_reasons[diff] if diff < len(c_reasons) else "(end)",
+                  lua_reasons[diff] if diff < len(lua_reasons) else "(end)")))
 
     for fr in sorted(want):
         g = got.get(fr)
