@@ -16,6 +16,7 @@ from basic import PING, ip4, tool2, tool2_window
 from ib import hexreg, ib_load
 from verbs_user import Perf, pingpong
 from weftcluster.rundir import ROOT
+from weftcluster.state import Settings
 from weftcluster.testing import scenario
 
 WWS = os.path.join(ROOT, "scripts", "weft-wireshark")
@@ -203,8 +204,7 @@ def gdb_refusals(t):
     no7 = t.wc("gdb", 7, "--batch")
     t.require(not no7.ok and "has nodes 0..1" in no7.out, f"gdb on node 7 of a 2-node cluster: {no7.out}")
     with tempfile.TemporaryDirectory(prefix="stopped.", dir=t.tmp) as d:
-        with open(os.path.join(d, "cluster.env"), "w", encoding="utf-8") as f:
-            f.write("NODES=2\nIMAGE=/nonexistent\n")
+        Settings(nodes=2, image="/nonexistent").save(d)
         gone = subprocess.Popen(["true"])
         gone.wait()
         with open(os.path.join(d, "node1.pid"), "w", encoding="utf-8") as f:
