@@ -135,12 +135,12 @@ def pingpong(t, g, tool, size, iters, flags=""):
     """Debian's TOOL (an ibv_*_pingpong) with FLAGS, ITERS messages of SIZE
     bytes, server node1, client node0 (G: gids' device and GID indexes):
     the (client, server) Results, once the client printed its bytes line
-    (else fail and stop)."""
+    (else fail and stop; it counts both directions)."""
     dev, sgid, cgid = g
     args = f"{flags} -s {size} -n {iters}".strip()
     r = pair(t, tool, f"{tool} -d {dev} -g {sgid} {args}", f"{tool} -d {dev} -g {cgid} {args} {ip4(1)}")
     t.require(r, f"{tool} {args} failed")
-    t.require(re.search(rf"^{size * iters} bytes in", r[0].out, re.M), f"{tool} printed no result: {r[0].out}")
+    t.require(re.search(rf"^{2 * size * iters} bytes in", r[0].out, re.M), f"{tool} printed no result: {r[0].out}")
     return r
 
 
