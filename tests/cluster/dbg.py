@@ -140,10 +140,12 @@ def check_frames(t, frames, qa, pa, qb, pb):
 
 
 def qpn_psn(out, which):
-    """QPN and PSN of ibv_rc_pingpong's "WHICH address:" line (None if none):
+    """QPN and PSN of ibv_rc_pingpong's last "WHICH address:" line (the
+    attempt that connected: pair retries the client while the server's
+    port is closed, and each attempt prints its own), None if none:
     local address:  LID 0x0000, QPN 0x000011, PSN 0x2f0e5a, GID ..."""
-    m = re.search(rf"{which} address: .*QPN (0x[0-9a-f]+), PSN (0x[0-9a-f]+)", out)
-    return (int(m.group(1), 16), int(m.group(2), 16)) if m else None
+    m = re.findall(rf"{which} address: .*QPN (0x[0-9a-f]+), PSN (0x[0-9a-f]+)", out)
+    return (int(m[-1][0], 16), int(m[-1][1], 16)) if m else None
 
 
 def ws_traffic(t, p):
