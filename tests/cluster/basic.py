@@ -192,14 +192,20 @@ def rdma_sizes(t):
     rdma_check(t, 1, 0, 4098, 1, "16M")
 
 
-def tool2(t, s, k, job, tool, args):
-    """A two-node tool run with the same ARGS on both sides: the client's
-    Result (stops the scenario when either side failed)."""
+def tool2_window(t, s, k, job, tool, args):
+    """A two-node tool run with the same ARGS on both sides: the server's
+    window and the client's Result (stops the scenario when either side
+    failed)."""
     win, srv = t.server(s, job, f"{tool} --server --job {job} {args}")
     c = t.gx(k, f"{tool} --client --peer {s} --peer-window {win} --job {job} {args} --json", timeout=600)
     sr = srv.wait()
     verdict(t, c, sr, c.ok and sr.ok, f"{tool} node{k} -> node{s}: client exit {c.rc}, server exit {sr.rc}", "")
-    return c
+    return win, c
+
+
+def tool2(t, s, k, job, tool, args):
+    """tool2_window's client Result."""
+    return tool2_window(t, s, k, job, tool, args)[1]
 
 
 def results(t, r, need):

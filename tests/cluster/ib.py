@@ -18,6 +18,11 @@ def ib_load(t, n):
     t.require(r.ok, f"node{n}: weft-rdma-up failed: {r.out}")
 
 
+def ib_load_both(t):
+    for n in (0, 1):
+        ib_load(t, n)
+
+
 def hexreg(t, n, name):
     """An adapter register from weft.ko's debugfs."""
     r = t.gx(n, f"awk '$1 == \"{name}\" {{print $3}}' /sys/kernel/debug/weft/weft0/regs")
@@ -48,8 +53,7 @@ def link_state(t, n):
           "IPv4-mapped RoCE v2 GID, pkey, node GUID, device attributes = the adapter's registers, the port follows "
           "the carrier")
 def ib_device(t):
-    for n in (0, 1):
-        ib_load(t, n)
+    ib_load_both(t)
     t.checked(f"both nodes: weft_ib.ko bound to weft.ko's auxiliary device, {IBDEV} registered")
     for n in (0, 1):
         r = t.gx(n, f"/usr/bin/rdma link show {IBDEV}/1")
@@ -105,10 +109,11 @@ NVCFG = "/sys/kernel/config/nvmet"
 @scenario("nvme-rdma", "C2", "RDMA core: nvmet-rdma target on node0 (configfs, a tmpfs file), nvme-rdma host on "
           "node1 over the Weft address: 64 MiB written and read back with equal sha256, the same bytes in the "
           "target's file, clean disconnect, no oops")
-def nvme_rdma(t):
+def nvme_rdma(t, after_connect=None):
+    """AFTER_CONNECT(t), when given, is a variant's extra check while the
+    host is connected (nvme-srq in srq.py)."""
     mb = 64
-    for n in (0, 1):
-        ib_load(t, n)
+    ib_load_both(t)
     # The target: an 80 MiB file on tmpfs (buffered I/O), port 4420 on
     # node0's Weft address; the address is on weft0 before the port is
     # linked.
@@ -137,6 +142,8 @@ def nvme_rdma(t):
     dev = (r.lines() or [""])[-1]
     t.require(r.ok and dev, f"node1: nvme-rdma connect to 10.87.0.1:4420 failed: {r.out}")
     t.checked(f"node1: nvme-rdma connected over Weft, namespace {dev}")
+    if after_connect:
+        after_connect(t)
     r = t.gx(1, f"""set -e
         [ -b /dev/{dev} ] || mknod /dev/{dev} b $(tr : ' ' </sys/class/block/{dev}/dev)
         dd if=/dev/urandom of=/tmp/nvdata bs=1048576 count={mb} 2>/dev/null

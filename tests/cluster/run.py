@@ -35,7 +35,7 @@ from weftcluster.testing import REGISTRY, ClusterSpec, Runner  # noqa: E402
 
 # The scenario files (tests/cluster/NAME.py); each declares its scenarios
 # with @scenario.  A new file is one more name here.
-SCENARIO_FILES = ("basic", "failover", "net", "ops", "ib", "verbs_user")
+SCENARIO_FILES = ("basic", "failover", "net", "ops", "ib", "verbs_user", "srq", "counters", "dbg")
 for f in SCENARIO_FILES:
     importlib.import_module(f)
 
@@ -60,6 +60,11 @@ CLUSTERS = {
     # Always through the switch's TCP listener on 127.0.0.1, as from
     # another host (WEFT_TRANSPORT does not change it).
     "CT": ClusterSpec("ctt", 2, transport="tcp", fixed=True),
+    # The debugging tools' cluster (dbg.py): every node's QEMU keeps the
+    # trace events of doorbell, UAR and register writes, commands, packets
+    # and interrupts in nodeN.trace, for scripts/weft-timeline.
+    "CD": ClusterSpec("ctd", 2, trace="weft_db_write,weft_uar_write,weft_reg_write,weft_cmd,weft_pkt_*,"
+                      "weft_verbs_pkt_*,weft_irq*"),
 }
 
 

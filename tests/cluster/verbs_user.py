@@ -131,22 +131,27 @@ def no_oops_both(t):
     return t.no_oops(0) and t.no_oops(1)
 
 
+def pingpong(t, g, tool, size, iters, flags=""):
+    """Debian's TOOL (an ibv_*_pingpong) with FLAGS, ITERS messages of SIZE
+    bytes, server node1, client node0 (G: gids' device and GID indexes):
+    the (client, server) Results, once the client printed its bytes line
+    (else fail and stop; it counts both directions)."""
+    dev, sgid, cgid = g
+    args = f"{flags} -s {size} -n {iters}".strip()
+    r = pair(t, tool, f"{tool} -d {dev} -g {sgid} {args}", f"{tool} -d {dev} -g {cgid} {args} {ip4(1)}")
+    t.require(r, f"{tool} {args} failed")
+    t.require(re.search(rf"^{2 * size * iters} bytes in", r[0].out, re.M), f"{tool} printed no result: {r[0].out}")
+    return r
+
+
 @scenario("rc-pingpong", "C2", "user verbs: ibv_rc_pingpong -c (data validated) and ibv_ud_pingpong between node0 and "
           "node1 over the Weft GIDs")
 def rc_pingpong(t):
-    dev, sgid, cgid = gids(t)
-    r = pair(t, "rcpp", f"ibv_rc_pingpong -d {dev} -g {sgid} -c -s 4096 -n 500",
-             f"ibv_rc_pingpong -d {dev} -g {cgid} -c -s 4096 -n 500 {ip4(1)}")
-    t.require(r, "ibv_rc_pingpong -c failed")
-    c = r[0]
-    t.require(re.search(r"^4096000 bytes in", c.out, re.M) and re.search(r"^500 iters in", c.out, re.M),
-              f"ibv_rc_pingpong printed no result: {c.out}")
+    g = gids(t)
+    c = pingpong(t, g, "ibv_rc_pingpong", 4096, 500, "-c")[0]
+    t.require(re.search(r"^500 iters in", c.out, re.M), f"ibv_rc_pingpong printed no result: {c.out}")
     t.checked(f"ibv_rc_pingpong -c (data validated), 500 x 4096 B: {' '.join(x for x in c.lines() if 'bytes in' in x)}")
-    r = pair(t, "udpp", f"ibv_ud_pingpong -d {dev} -g {sgid} -s 1024 -n 500",
-             f"ibv_ud_pingpong -d {dev} -g {cgid} -s 1024 -n 500 {ip4(1)}")
-    t.require(r, "ibv_ud_pingpong failed")
-    c = r[0]
-    t.require(re.search(r"^1024000 bytes in", c.out, re.M), f"ibv_ud_pingpong printed no result: {c.out}")
+    c = pingpong(t, g, "ibv_ud_pingpong", 1024, 500)[0]
     t.checked(f"ibv_ud_pingpong, 500 x 1024 B: {' '.join(x for x in c.lines() if 'bytes in' in x)}")
     no_oops_both(t)
 

@@ -25,8 +25,8 @@ def frame(typ, src, dst, dwin, length, key=0x1069):
 
 def main():
     d = tempfile.mkdtemp(prefix="weft-timeline.")
-    with open(os.path.join(d, "cluster.env"), "w") as f:
-        f.write("NODES=3\nBASE=0\n")
+    with open(os.path.join(d, "cluster.json"), "w") as f:
+        json.dump({"nodes": 3, "base": 0}, f)
     with open(os.path.join(d, "node0.trace"), "w") as f:
         f.write("100@1700000000.000100:weft_db_write doorbell window 3 START_TRANSMIT [0x0] <- 0x1\n"
                 "100@1700000000.000200:weft_pkt_tx packet sent FIFO node 0 -> node 1 window 5, 64 bytes\n"
