@@ -513,7 +513,8 @@ WEFT_STATIC_ASSERT(sizeof(struct weft_vcqe) == 32, "cqe");
 
 /*
  * WEFT_VWC_TM_* CQEs of a tag-matching SRQ:
- *   TM_ADD/DEL/SYNC  wr_id = the operation's, wqe_index = its handle; an
+ *   TM_ADD/DEL/SYNC  wr_id = the operation's, qpn = the srqn, wqe_index =
+ *                    its handle; an
  *                    error status has the enum weft_reason in byte_len.
  *   TM_RECV, TM_MATCH set: wr_id = the message's 64-bit tag, imm_inv = the
  *                    TMH app_ctx, wqe_index = the tag's handle (software

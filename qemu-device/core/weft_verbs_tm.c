@@ -154,6 +154,7 @@ static void op_cqe(struct weft_core *c, struct vq_srq *s, const struct weft_vtmo
 		return;
 	memset(&e, 0, sizeof(e));
 	e.wr_id = op->wr_id;
+	e.qpn = (uint32_t)(s - c->verbs->srq);
 	e.byte_len = status == WEFT_VWC_SUCCESS ? 0 : reason;
 	e.wqe_index = (uint16_t)op->handle;
 	e.opcode = op->opcode == WEFT_VTM_ADD ? WEFT_VWC_TM_ADD :
