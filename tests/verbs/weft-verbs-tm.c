@@ -391,9 +391,11 @@ struct cli {
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
 	uint8_t *buf;
+	uint32_t sent;
 };
 
-/* Send one message with a TMH (op, app_ctx 0x1234, tag), body pattern seed. */
+/* Send one message with a TMH (op, app_ctx 0x1234, tag), body pattern
+ * seed; counts the sends that completed successfully. */
 static void tm_send(struct cli *c, uint8_t op, uint64_t tag, uint32_t len, uint8_t seed)
 {
 	struct ibv_tmh *t = (struct ibv_tmh *)c->buf;
@@ -412,13 +414,14 @@ static void tm_send(struct cli *c, uint8_t op, uint64_t tag, uint32_t len, uint8
 	if (!vt_poll(c->cq, &wc) || wc.status != IBV_WC_SUCCESS)
 		t_bail("send of tag 0x%llx: %s", (unsigned long long)tag,
 		       vt_status(wc.status));
+	c->sent++;
 }
 
 static void client(struct vt *v)
 {
 	uint64_t seed = 0x7e57;
 	struct ibv_pd *pd;
-	struct cli c;
+	struct cli c = { 0 };
 	uint32_t round, i;
 
 	vt_open(v);
@@ -457,7 +460,9 @@ static void client(struct vt *v)
 			tm_send(&c, IBV_TMH_EAGER, tag, len, (uint8_t)(round * 7 + i));
 		}
 	}
-	t_checked("node1: %u tagged sends completed", 8 + ROUNDS * NTAGS);
+	CHECK(c.sent == 7 + ROUNDS * NTAGS, "%u of %u sends completed", c.sent,
+	      7 + ROUNDS * NTAGS);
+	t_checked("node1: %u tagged sends completed successfully", c.sent);
 	vt_sync(v, 9999);
 	ibv_destroy_qp(c.qp);
 	ibv_dereg_mr(c.mr);
