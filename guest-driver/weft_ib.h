@@ -131,6 +131,7 @@ struct weft_ibsrq {
 	struct weft_ring ring;		/* ring, then the adapter's consumer index */
 	u32 *ci_ptr;
 	struct rdma_user_mmap_entry *entry;	/* user SRQs */
+	u32 tm_cqn;			/* IB_SRQT_TM: CQ of its completions */
 };
 
 struct weft_ibmr {

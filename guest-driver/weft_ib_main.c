@@ -158,6 +158,15 @@ static int weft_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *
 	a->max_srq = c->nr_qp > 1 ? c->nr_qp - 1 : 0;
 	a->max_srq_wr = WEFT_IB_MAX_SRQ_WR;
 	a->max_srq_sge = WEFT_IB_MAX_RECV_SGE;
+	/*
+	 * Tag-matching SRQs (hw-spec 16.15): tags, operations and SGEs the
+	 * adapter holds; a rendezvous header is left to software.
+	 */
+	a->tm_caps.max_num_tags = WEFT_VERBS_TM_MAX_TAGS;
+	a->tm_caps.max_ops = 1u << WEFT_VERBS_TM_OPS_LOG2;
+	a->tm_caps.max_sge = WEFT_VERBS_TM_MAX_SGE;
+	a->tm_caps.max_rndv_hdr_size = sizeof(struct weft_vtmh) + sizeof(struct weft_vrvh);
+	a->tm_caps.flags = IB_TM_CAP_RNDV_RC;
 	a->max_pi_fast_reg_page_list_len = 0;
 	return 0;
 }

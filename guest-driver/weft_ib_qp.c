@@ -143,6 +143,9 @@ int weft_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	/* The adapter takes an SRQ's WQEs with the QP's PD (hw-spec 16.14). */
 	if (init->srq && (gsi || init->srq->pd != ibqp->pd))
 		return -EOPNOTSUPP;
+	/* Tag matching is for RC QPs (IB_TM_CAP_RNDV_RC, hw-spec 16.15). */
+	if (init->srq && init->srq->srq_type == IB_SRQT_TM && init->qp_type != IB_QPT_RC)
+		return -EOPNOTSUPP;
 	if (udata) {
 		if (gsi)
 			return -EINVAL;

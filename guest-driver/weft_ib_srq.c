@@ -3,7 +3,9 @@
  * weft_ib.ko: shared receive queues (hw-spec 16.14).  The ring of receive
  * WQEs is followed by a page holding the consumer index the adapter
  * writes each time a QP takes a WQE; kernel SRQs are posted here, user
- * SRQs by the provider.
+ * SRQs by the provider.  A tag-matching SRQ (IB_SRQT_TM, hw-spec 16.15,
+ * user space only) also maps a ring of tag operations that the provider
+ * fills and announces with SRQ_TM_DB.
  */
 #include <linux/slab.h>
 #include <rdma/uverbs_ioctl.h>
@@ -23,27 +25,43 @@ int weft_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct weft_ibsrq *srq = to_wsrq(ibsrq);
 	struct weft_vcmd cmd = { .op = WEFT_VCMD_CREATE_SRQ };
 	struct weft_ib_create_srq_resp resp = {};
+	struct weft_ib_create_srq_req req = {};
+	bool tm = init->srq_type == IB_SRQT_TM;
 	struct weft_ibucontext *uc = NULL;
-	size_t ring_bytes;
+	size_t ring_bytes, tm_bytes = 0;
 	int stride, ret;
 	u32 log2;
 
-	if (init->srq_type != IB_SRQT_BASIC)
+	/* Tag matching is driven from user space only (no kernel tag ops). */
+	if (init->srq_type != IB_SRQT_BASIC && !(tm && udata))
 		return -EOPNOTSUPP;
 	if (init->attr.max_wr > WEFT_IB_MAX_SRQ_WR || init->attr.max_sge > WEFT_IB_MAX_RECV_SGE ||
 	    init->attr.srq_limit > init->attr.max_wr)
 		return -EINVAL;
 	if (udata) {
 		uc = rdma_udata_to_drv_context(udata, struct weft_ibucontext, ibuc);
-		if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen))
+		if (udata->inlen > sizeof(req) &&
+		    !ib_is_udata_cleared(udata, sizeof(req), udata->inlen - sizeof(req)))
 			return -EINVAL;
+		ret = ib_copy_from_udata(&req, udata, min(udata->inlen, sizeof(req)));
+		if (ret)
+			return ret;
+		if (req.reserved || (!tm && req.tm_log2))
+			return -EINVAL;
+	}
+	if (tm) {
+		if (!init->ext.cq || init->ext.tag_matching.max_num_tags < 1 ||
+		    init->ext.tag_matching.max_num_tags > WEFT_VERBS_TM_MAX_TAGS ||
+		    req.tm_log2 > WEFT_VERBS_TM_OPS_LOG2)
+			return -EINVAL;
+		tm_bytes = PAGE_ALIGN(sizeof(struct weft_vtmop) << req.tm_log2);
 	}
 	stride = max_t(u32, WEFT_IB_RQ_STRIDE_MIN,
 		       order_base_2(sizeof(struct weft_vrwqe) +
 				    max(init->attr.max_sge, 1u) * sizeof(struct weft_vsge)));
 	log2 = max_t(u32, 1, order_base_2(max(init->attr.max_wr, 1u)));
 	ring_bytes = (size_t)1 << (log2 + stride);
-	if (ring_bytes + PAGE_SIZE > WEFT_IB_MAX_RING)
+	if (PAGE_ALIGN(ring_bytes) + PAGE_SIZE + tm_bytes > WEFT_IB_MAX_RING)
 		return -EINVAL;
 	srq->log2 = log2;
 	srq->stride = stride;
@@ -51,7 +69,7 @@ int weft_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	srq->uar = uc ? uc->uar : WEFT_IB_KERNEL_UAR;
 	srq->user = !!uc;
 	spin_lock_init(&srq->lock);
-	ret = weft_ib_ring_alloc(dev, PAGE_ALIGN(ring_bytes) + PAGE_SIZE, &srq->ring);
+	ret = weft_ib_ring_alloc(dev, PAGE_ALIGN(ring_bytes) + PAGE_SIZE + tm_bytes, &srq->ring);
 	if (ret)
 		return ret;
 	srq->ci_ptr = (u32 *)((u8 *)srq->ring.va + PAGE_ALIGN(ring_bytes));
@@ -72,6 +90,14 @@ int weft_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	cmd.u.srq.log2 = log2;
 	cmd.u.srq.stride_log2 = stride;
 	cmd.u.srq.flags = uc ? 0 : WEFT_VSRQF_PRIV;
+	if (tm) {
+		srq->tm_cqn = to_wcq(init->ext.cq)->cqn;
+		cmd.u.srq.flags |= WEFT_VSRQF_TM;
+		cmd.u.srq.tm_log2 = req.tm_log2;
+		cmd.u.srq.tm_cq = srq->tm_cqn;
+		cmd.u.srq.tm_max_tags = init->ext.tag_matching.max_num_tags;
+		cmd.u.srq.tm_ring = srq->ring.dma + PAGE_ALIGN(ring_bytes) + PAGE_SIZE;
+	}
 	ret = xa_insert_irq(&dev->srqs, srq->srqn, srq, GFP_KERNEL);
 	if (ret)
 		goto err_ida;
@@ -90,6 +116,10 @@ int weft_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		resp.stride_log2 = stride;
 		resp.ring_mmap_size = srq->ring.size;
 		resp.ci_offset = PAGE_ALIGN(ring_bytes);
+		if (tm) {
+			resp.tm_ops_offset = PAGE_ALIGN(ring_bytes) + PAGE_SIZE;
+			resp.tm_log2 = req.tm_log2;
+		}
 		ret = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 	}
 	if (ret)

@@ -65,7 +65,8 @@ static struct weft_vcqe *next_cqe(struct weft_cq *cq)
 	return cqe;
 }
 
-static void fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe,
+/* false: a completion the application did not ask for (skip it). */
+static bool fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe,
 		    struct ibv_wc *wc)
 {
 	struct weft_context *ctx = to_wctx(cq->vcq.cq.context);
@@ -73,6 +74,8 @@ static void fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe,
 	uint8_t flags = cqe->flags;
 	struct weft_qp *qp;
 
+	if (cqe->opcode >= WEFT_VWC_TM_ADD)
+		return weft_tm_fill_wc(cq, cqe, wc);
 	memset(wc, 0, sizeof(*wc));
 	wc->wr_id = le64toh(cqe->wr_id);
 	wc->status = wc_status(cqe->status);
@@ -98,6 +101,7 @@ static void fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe,
 	if (qp && ((flags & WEFT_VCQE_IS_SQ) || !qp->ibv_qp.srq))
 		weft_wq_retire((flags & WEFT_VCQE_IS_SQ) ? &qp->sq : &qp->rq,
 			       le16toh(cqe->wqe_index));
+	return true;
 }
 
 int weft_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
@@ -107,14 +111,15 @@ int weft_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	int n;
 
 	pthread_spin_lock(&cq->lock);
-	for (n = 0; n < ne; n++) {
+	for (n = 0; n < ne;) {
 		cqe = next_cqe(cq);
 		if (!cqe)
 			break;
-		fill_wc(cq, cqe, &wc[n]);
 		cq->ci++;
+		if (fill_wc(cq, cqe, &wc[n]))
+			n++;
 	}
-	if (n) {
+	if (cq->ci != le32toh(*cq->ci_ptr)) {
 		/* The CQEs are read before the adapter may reuse their slots. */
 		udma_to_device_barrier();
 		*cq->ci_ptr = htole32(cq->ci);
@@ -207,12 +212,14 @@ static struct weft_cq *ex_cq(struct ibv_cq_ex *ibcq)
 /* The next CQE into cq->cur, or ENOENT. */
 static int ex_take(struct weft_cq *cq)
 {
-	struct weft_vcqe *cqe = next_cqe(cq);
+	struct weft_vcqe *cqe;
 
-	if (!cqe)
-		return ENOENT;
-	fill_wc(cq, cqe, &cq->cur);
-	cq->ci++;
+	do {
+		cqe = next_cqe(cq);
+		if (!cqe)
+			return ENOENT;
+		cq->ci++;
+	} while (!fill_wc(cq, cqe, &cq->cur));
 	cq->vcq.cq_ex.wr_id = cq->cur.wr_id;
 	cq->vcq.cq_ex.status = cq->cur.status;
 	return 0;
@@ -299,15 +306,21 @@ static uint8_t ex_dlid_path_bits(struct ibv_cq_ex *ibcq)
 	return ex_cq(ibcq)->cur.dlid_path_bits;
 }
 
+static void ex_tm_info(struct ibv_cq_ex *ibcq, struct ibv_wc_tm_info *info)
+{
+	*info = ex_cq(ibcq)->cur_tm;
+}
+
 #define WEFT_CQ_EX_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
 			     IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
 			     IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
-			     IBV_WC_EX_WITH_DLID_PATH_BITS)
+			     IBV_WC_EX_WITH_DLID_PATH_BITS | IBV_WC_EX_WITH_TM_INFO)
 
 /*
  * ibv_create_cq_ex: the same CQ as ibv_create_cq, read through the
- * extended API.  Completion timestamps, CVLAN, flow tags and tag-matching
- * information are not supported (EOPNOTSUPP), nor are CQ flags.
+ * extended API, with tag-matching information (tm.c).  Completion
+ * timestamps, CVLAN and flow tags are not supported (EOPNOTSUPP), nor are
+ * CQ flags.
  */
 struct ibv_cq_ex *weft_create_cq_ex(struct ibv_context *context,
 				    struct ibv_cq_init_attr_ex *attr)
@@ -355,6 +368,7 @@ struct ibv_cq_ex *weft_create_cq_ex(struct ibv_context *context,
 	ex->read_slid = ex_slid;
 	ex->read_sl = ex_sl;
 	ex->read_dlid_path_bits = ex_dlid_path_bits;
+	ex->read_tm_info = ex_tm_info;
 	return ex;
 
 err_lock:

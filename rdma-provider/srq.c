@@ -15,6 +15,28 @@
 #include "weft.h"
 #include "weft-abi.h"
 
+/* Checks the kernel's answer and maps the ring and the consumer index. */
+int weft_srq_map(struct weft_srq *srq, int cmd_fd, const struct weft_ib_create_srq_resp *resp)
+{
+	int err;
+
+	/* The ring, then the consumer index word, inside the mapping. */
+	if (resp->ci_offset % sizeof(uint32_t) || resp->log2 > WEFT_VERBS_WQ_MAX_LOG2 ||
+	    resp->stride_log2 < 5 || resp->stride_log2 > 9 ||
+	    resp->ci_offset < ((uint64_t)1 << (resp->log2 + resp->stride_log2)) ||
+	    (uint64_t)resp->ci_offset + sizeof(uint32_t) > resp->ring_mmap_size)
+		return EPROTO;
+	err = weft_wq_map(&srq->wq, cmd_fd, resp->ring_mmap_offset, resp->ring_mmap_size,
+			  resp->log2, resp->stride_log2);
+	if (err)
+		return err;
+	srq->wq.max_sge = ((1u << resp->stride_log2) - sizeof(struct weft_vrwqe)) /
+			  sizeof(struct weft_vsge);
+	srq->ci_ptr = (volatile uint32_t *)(srq->wq.buf + resp->ci_offset);
+	srq->srqn = resp->srqn;
+	return 0;
+}
+
 struct ibv_srq *weft_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
 	struct weft_create_srq_resp resp = {};
@@ -30,21 +52,9 @@ struct ibv_srq *weft_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *att
 	if (ibv_cmd_create_srq(pd, &srq->ibv_srq, attr, &cmd, sizeof(cmd),
 			       &resp.ibv_resp, sizeof(resp)))
 		goto err_lock;
-	/* The ring, then the consumer index word, inside the mapping. */
-	err = EPROTO;
-	if (resp.ci_offset % sizeof(uint32_t) || resp.log2 > WEFT_VERBS_WQ_MAX_LOG2 ||
-	    resp.stride_log2 < 5 || resp.stride_log2 > 9 ||
-	    resp.ci_offset < ((uint64_t)1 << (resp.log2 + resp.stride_log2)) ||
-	    (uint64_t)resp.ci_offset + sizeof(uint32_t) > resp.ring_mmap_size)
-		goto err_destroy;
-	err = weft_wq_map(&srq->wq, pd->context->cmd_fd, resp.ring_mmap_offset,
-			  resp.ring_mmap_size, resp.log2, resp.stride_log2);
+	err = weft_srq_map(srq, pd->context->cmd_fd, &resp.drv_payload);
 	if (err)
 		goto err_destroy;
-	srq->wq.max_sge = ((1u << resp.stride_log2) - sizeof(struct weft_vrwqe)) /
-			  sizeof(struct weft_vsge);
-	srq->ci_ptr = (volatile uint32_t *)(srq->wq.buf + resp.ci_offset);
-	srq->srqn = resp.srqn;
 	return &srq->ibv_srq;
 
 err_destroy:
@@ -82,6 +92,7 @@ int weft_destroy_srq(struct ibv_srq *ibsrq)
 	ret = ibv_cmd_destroy_srq(ibsrq);
 	if (ret)
 		return ret;
+	weft_tm_destroy(srq);
 	weft_wq_unmap(&srq->wq);
 	pthread_spin_destroy(&srq->wq.lock);
 	free(srq);

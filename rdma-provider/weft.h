@@ -44,6 +44,8 @@ struct weft_cq {
 	void *map;
 	size_t map_len;
 	struct ibv_wc cur;		/* extended API: the completion being read */
+	struct ibv_wc_tm_info cur_tm;	/* its tag-matching information */
+	struct weft_srq *tm_srq;	/* the tag-matching SRQ completing here */
 };
 
 /* A send or receive queue: a ring of 1 << log2 slots of 1 << stride_log2 bytes. */
@@ -67,10 +69,14 @@ struct weft_qp {
 };
 
 struct weft_srq {
-	struct ibv_srq ibv_srq;
+	union {
+		struct ibv_srq ibv_srq;
+		struct verbs_srq vsrq;	/* ibv_create_srq_ex */
+	};
 	struct weft_wq wq;		/* the ring and its producer index */
 	volatile uint32_t *ci_ptr;	/* consumer index, written by the adapter */
 	uint32_t srqn;
+	struct weft_tm *tm;		/* IBV_SRQT_TM (tm.c), else NULL */
 };
 
 struct weft_ah {
@@ -146,12 +152,24 @@ int weft_destroy_qp(struct ibv_qp *qp);
 struct weft_qp *weft_find_qp(struct weft_context *ctx, uint32_t qpn);
 
 /* srq.c */
+struct weft_ib_create_srq_resp;
+int weft_srq_map(struct weft_srq *srq, int cmd_fd, const struct weft_ib_create_srq_resp *resp);
 struct ibv_srq *weft_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
 int weft_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
 int weft_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int weft_destroy_srq(struct ibv_srq *srq);
 int weft_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 		       struct ibv_recv_wr **bad_wr);
+
+/* tm.c: tag-matching SRQs */
+struct ibv_srq *weft_create_srq_ex(struct ibv_context *context,
+				   struct ibv_srq_init_attr_ex *attr);
+int weft_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *wr,
+		      struct ibv_ops_wr **bad_wr);
+void weft_tm_destroy(struct weft_srq *srq);
+/* A WEFT_VWC_TM_* CQE into wc and cq->cur_tm; false when the application
+ * did not ask for it (an unsignaled TAG_DEL that succeeded). */
+bool weft_tm_fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe, struct ibv_wc *wc);
 
 /* wq.c: the work queues' data path */
 int weft_wq_map(struct weft_wq *wq, int cmd_fd, uint64_t offset,

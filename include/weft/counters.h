@@ -97,7 +97,15 @@
 	X(CNT_NOT_EXPOSED, "counter: remote VA range not inside an exposed range") \
 	X(CNT_RIGHTS,      "counter: exposed range lacks the right or excludes the peer") \
 	X(CNT_DUP,         "counter: chunk already applied")                \
-	X(CNT_TIMEOUT,     "counter: no progress after every resend")
+	X(CNT_TIMEOUT,     "counter: no progress after every resend")     \
+	X(TM_BAD_OP,       "tm: malformed tag operation")                  \
+	X(TM_HANDLE,       "tm: tag handle out of range or already listed") \
+	X(TM_TAGS_FULL,    "tm: tag list quota or header store full")     \
+	X(TM_TAG_GONE,     "tm: TAG_DEL of a tag no longer listed (TM_ERR)") \
+	X(TM_SYNC_AHEAD,   "tm: unexpected_cnt ahead of the adapter's count") \
+	X(TM_BAD_TMH,      "tm: tag-matching header with an unknown opcode") \
+	X(TM_NO_QUEUE,     "tm: no free header queue for a tag-matching SRQ") \
+	X(TM_QUEUE_LENT,   "match: header queue lent to a tag-matching SRQ")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,
@@ -129,7 +137,10 @@ enum weft_reason {
 	X(M_CLAIMS_LOST)   X(M_REMOVES)                                      \
 	/* counter engine (weft/cnt.h) */                                     \
 	X(C_REQ_TX)        X(C_REQ_RX)        X(C_DATA_TX)       X(C_DATA_RX) \
-	X(C_ERR_TX)        X(C_ERR_RX)        X(C_NOTIFY)        X(C_RESEND)
+	X(C_ERR_TX)        X(C_ERR_RX)        X(C_NOTIFY)        X(C_RESEND) \
+	/* tag-matching SRQs (weft/verbs.h) */                                \
+	X(V_TM_OPS)        X(V_TM_MATCHED)    X(V_TM_UNEXPECTED) X(V_TM_NO_TAG) \
+	X(V_TM_SYNC_REQS)
 
 enum weft_counter {
 #define WEFT_CNT_ENUM(name) WEFT_CNT_##name,

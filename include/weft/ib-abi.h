@@ -80,13 +80,21 @@ struct weft_ib_create_qp_resp {
 	__u32 rq_mmap_size;
 };
 
-/* ---- ibv_create_srq ------------------------------------------------------ */
-/* No request data: the kernel sizes the ring from max_wr and max_sge
- * (powers of two) and returns the resulting attributes in the core's
- * response.  The mapping holds the ring, then at ci_offset the u32
- * consumer index the adapter writes (free-running): the provider may
- * reuse every slot before it.
+/* ---- ibv_create_srq, ibv_create_srq_ex ----------------------------------- */
+/* The kernel sizes the ring from max_wr and max_sge (powers of two) and
+ * returns the resulting attributes in the core's response.  The mapping
+ * holds the ring, then at ci_offset the u32 consumer index the adapter
+ * writes (free-running): the provider may reuse every slot before it.
+ * A tag-matching SRQ (IBV_SRQT_TM, hw-spec 16.15) asks for a ring of
+ * 1 << tm_log2 tag operations (the request is all zero otherwise); the
+ * adapter's tag-operation consumer index is the u32 at ci_offset + 4 and
+ * the operation ring starts at tm_ops_offset of the same mapping.
  */
+struct weft_ib_create_srq_req {
+	__u32 tm_log2;		/* TM: 0 .. WEFT_VERBS_TM_OPS_LOG2 */
+	__u32 reserved;
+};
+
 struct weft_ib_create_srq_resp {
 	__u32 srqn;
 	__u8  log2, stride_log2;	/* 1 << log2 slots of 1 << stride_log2 bytes */
@@ -94,6 +102,8 @@ struct weft_ib_create_srq_resp {
 	__aligned_u64 ring_mmap_offset;
 	__u32 ring_mmap_size;	/* page-rounded mapping length */
 	__u32 ci_offset;
+	__u32 tm_ops_offset;	/* TM: the tag-operation ring */
+	__u32 tm_log2;
 };
 
 /* ---- ibv_create_ah (user UD address handles) ---------------------------- */
@@ -108,7 +118,8 @@ struct weft_ib_create_ah_resp {
 };
 
 /* Doorbell offsets within the UAR page (weft/verbs.h WEFT_UAR_LIST):
- * SQ_DB 0x000, RQ_DB 0x008, CQ_ARM 0x010, SRQ_DB 0x018; 8-byte little-endian writes
+ * SQ_DB 0x000, RQ_DB 0x008, CQ_ARM 0x010, SRQ_DB 0x018, SRQ_TM_DB 0x020;
+ * 8-byte little-endian writes
  * built with WEFT_UAR_DB() and WEFT_UAR_ARM().
  */
 

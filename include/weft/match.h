@@ -82,6 +82,17 @@ static inline int weft_mw_match(uint64_t incoming, uint64_t posted, uint64_t ign
 }
 
 /*
+ * The rule of rdma-core's tag-matching verbs (weft/verbs.h WEFT_VSRQF_TM):
+ * an incoming 64-bit tag matches a listed tag when (incoming & mask) == tag;
+ * mask holds the bits that must match.  Every bit counts (no WC bits) and a
+ * zero tag is a tag like any other.
+ */
+static inline int weft_tm_match(uint64_t incoming, uint64_t tag, uint64_t mask)
+{
+	return (incoming & mask) == tag;
+}
+
+/*
  * ---- Registers (BAR 0) --------------------------------------------------
  * X(name, offset, access), as WEFT_REG_LIST.
  */

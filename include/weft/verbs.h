@@ -71,7 +71,8 @@ WEFT_FIELD(WEFT_STAG, TAG_INDEX, 8, 24);
 	X(SQ_DB,   0x000, WO) /* qpn 23:0, SQ producer index 63:32 */     \
 	X(RQ_DB,   0x008, WO) /* qpn 23:0, RQ producer index 63:32 */     \
 	X(CQ_ARM,  0x010, WO) /* cqn 23:0, WEFT_CQ_ARM_* 31:24, ci 63:32 */  \
-	X(SRQ_DB,  0x018, WO) /* srqn 23:0, SRQ producer index 63:32 */
+	X(SRQ_DB,  0x018, WO) /* srqn 23:0, SRQ producer index 63:32 */     \
+	X(SRQ_TM_DB, 0x020, WO) /* srqn 23:0, tag-op producer index 63:32 */
 
 enum weft_uar_reg {
 #define WEFT_UAR_ENUM(name, off, acc) WEFT_UAR_##name = (off),
@@ -142,6 +143,22 @@ enum weft_vcmd_op {
  * driver reuses slots up to it.  SRQs are numbered 1 .. VERBS_NR_QP - 1.
  */
 #define WEFT_VSRQF_PRIV         0x01u /* kernel SRQ: only WEFT_VQPF_PRIV QPs attach */
+#define WEFT_VSRQF_TM           0x02u /* tag-matching SRQ (rdma-core IBV_SRQT_TM) */
+
+/*
+ * Tag-matching SRQs (docs/matching.md "Tag-matching verbs"): an SRQ with
+ * WEFT_VSRQF_TM also holds a tag list of at most tm_max_tags entries, kept
+ * in one header queue of the matching engine (weft/match.h) lent to it, and
+ * a ring of 2^tm_log2 tag operations (struct weft_vtmop) in guest memory
+ * that software fills and announces with SRQ_TM_DB (kernel bypass).  The
+ * adapter publishes its tag-operation consumer index (u32) at ci_addr + 4
+ * (ci_addr 8-byte aligned).  Every completion of the SRQ (tag operations,
+ * matched, unexpected and NO_TAG messages) goes to CQ tm_cq.  An RC SEND
+ * arriving on a QP attached to it starts with a TMH (struct weft_vtmh).
+ */
+#define WEFT_VERBS_TM_MAX_TAGS  1024u   /* tags per SRQ (tm_caps.max_num_tags) */
+#define WEFT_VERBS_TM_OPS_LOG2  10u     /* tag-operation ring (tm_caps.max_ops) */
+#define WEFT_VERBS_TM_MAX_SGE   1u      /* SGEs per tagged buffer */
 
 /* GID entry types (RoCE v2): the network header a UD packet from or to
  * the GID carries. */
@@ -286,8 +303,11 @@ struct weft_vcmd {
 			uint8_t  log2;          /* 0 .. WEFT_VERBS_WQ_MAX_LOG2 */
 			uint8_t  stride_log2;   /* 5 .. 9, as an RQ */
 			uint8_t  flags;         /* WEFT_VSRQF_* */
-			uint8_t  reserved0;
-			uint32_t reserved[5];
+			uint8_t  tm_log2;       /* TM: tag-operation ring 2^n, 0..10 */
+			uint32_t tm_cq;         /* TM: CQ of all its completions */
+			uint32_t tm_max_tags;   /* TM: 1 .. WEFT_VERBS_TM_MAX_TAGS */
+			uint32_t reserved;
+			uint64_t tm_ring;       /* TM: tag-operation ring, 64-byte aligned */
 		} srq;
 		struct {                /* SET_GID, CLEAR_GID */
 			uint8_t  gid[16];       /* network byte order, as in union ib_gid */
@@ -437,6 +457,8 @@ enum weft_vwc_status {      /* numbered like IB's enum ib_wc_status */
 	WEFT_VWC_RNR_RETRY_EXC_ERR = 13,
 	WEFT_VWC_REM_ABORT_ERR = 17,
 	WEFT_VWC_GENERAL_ERR = 21,
+	WEFT_VWC_TM_ERR = 22,           /* TAG_DEL of a tag already consumed */
+	WEFT_VWC_TM_RNDV_INCOMPLETE = 23,
 };
 
 enum weft_vwc_op {
@@ -450,6 +472,11 @@ enum weft_vwc_op {
 	WEFT_VWC_REG_MR = 7,
 	WEFT_VWC_RECV = 0x80,
 	WEFT_VWC_RECV_RDMA_IMM = 0x81,
+	WEFT_VWC_TM_ADD = 0x82,         /* tag-matching SRQ: tag operations */
+	WEFT_VWC_TM_DEL = 0x83,
+	WEFT_VWC_TM_SYNC = 0x84,
+	WEFT_VWC_TM_RECV = 0x85,        /* a tagged message (matched or unexpected) */
+	WEFT_VWC_TM_NO_TAG = 0x86,      /* a NO_TAG message in an SRQ buffer */
 };
 
 #define WEFT_VCQE_WITH_IMM      0x01u
@@ -459,6 +486,10 @@ enum weft_vwc_op {
 #define WEFT_VCQE_IS_SQ         0x10u
 #define WEFT_VCQE_NET_IPV4      0x20u   /* UD receive: the 40 bytes are 20 zeros + IPv4 header */
 #define WEFT_VCQE_NET_IPV6      0x40u   /* UD receive: the 40 bytes are an IPv6 header */
+/* Flags of WEFT_VWC_TM_* CQEs (bits 0x01 and 0x02 mean these there). */
+#define WEFT_VCQE_TM_MATCH      0x01u   /* a tag matched: wqe_index = its handle */
+#define WEFT_VCQE_TM_DATA_VALID 0x02u   /* the data is in the tagged buffer */
+#define WEFT_VCQE_TM_SYNC_REQ   0x80u   /* software must report unexpected_cnt */
 
 /*
  * The adapter writes bytes 0..30 first, then owner: owner bit 0 is 1 in
@@ -479,6 +510,74 @@ struct weft_vcqe {
 	uint8_t  owner;
 };
 WEFT_STATIC_ASSERT(sizeof(struct weft_vcqe) == 32, "cqe");
+
+/*
+ * WEFT_VWC_TM_* CQEs of a tag-matching SRQ:
+ *   TM_ADD/DEL/SYNC  wr_id = the operation's, qpn = the srqn, wqe_index =
+ *                    its handle; an
+ *                    error status has the enum weft_reason in byte_len.
+ *   TM_RECV, TM_MATCH set: wr_id = the message's 64-bit tag, imm_inv = the
+ *                    TMH app_ctx, wqe_index = the tag's handle (software
+ *                    knows the tag's recv_wr_id by it), byte_len = payload
+ *                    bytes without the TMH.  One CQE with MATCH|DATA_VALID
+ *                    for a one-packet message; else MATCH at the first
+ *                    packet and DATA_VALID alone at the last.
+ *   TM_RECV without TM_MATCH: unexpected: the whole message (TMH included)
+ *                    in the SRQ WQE wr_id, slot wqe_index.
+ *   TM_NO_TAG        a NO_TAG or FIN message, or one shorter than a TMH,
+ *                    whole in an SRQ WQE; not counted as unexpected.
+ */
+
+/* ---- Tag operations (tag-matching SRQ ring, 64 bytes) ------------------------ */
+enum weft_vtm_op {
+	WEFT_VTM_ADD = 1,           /* add tag handle (software-chosen, < tm_max_tags) */
+	WEFT_VTM_DEL = 2,           /* remove tag handle (TM_ERR if consumed) */
+	WEFT_VTM_SYNC = 3,          /* only report unexpected_cnt */
+};
+
+#define WEFT_VTMF_SIGNALED      0x01u   /* completion even on success */
+#define WEFT_VTMF_SYNC          0x02u   /* unexpected_cnt is valid (IBV_OPS_TM_SYNC) */
+#define WEFT_VTMF_VALID         0x03u
+
+struct weft_vtmop {
+	uint64_t wr_id;
+	uint8_t  opcode;                /* enum weft_vtm_op */
+	uint8_t  flags;                 /* WEFT_VTMF_* */
+	uint8_t  num_sge;               /* ADD: 0 or 1 */
+	uint8_t  reserved0;
+	uint32_t unexpected_cnt;        /* with SYNC: unexpected messages software took */
+	uint32_t handle;
+	uint32_t reserved1;
+	uint64_t tag;                   /* ADD: match when (msg tag & mask) == tag */
+	uint64_t mask;
+	uint64_t reserved2;
+	struct weft_vsge sge;           /* ADD: the tagged buffer */
+};
+WEFT_STATIC_ASSERT(sizeof(struct weft_vtmop) == 64, "tag operation");
+
+/* Tag-matching header at the start of a SEND (rdma-core tm_types.h: struct
+ * ibv_tmh, big-endian), and the rendezvous header after it. */
+enum weft_vtmh_op {
+	WEFT_TMH_NO_TAG = 0,
+	WEFT_TMH_RNDV = 1,
+	WEFT_TMH_FIN = 2,
+	WEFT_TMH_EAGER = 3,
+};
+
+struct weft_vtmh {
+	uint8_t  opcode;                /* enum weft_vtmh_op */
+	uint8_t  reserved[3];
+	uint32_t app_ctx;               /* big-endian */
+	uint64_t tag;                   /* big-endian */
+};
+WEFT_STATIC_ASSERT(sizeof(struct weft_vtmh) == 16, "tmh");
+
+struct weft_vrvh {
+	uint64_t va;                    /* big-endian */
+	uint32_t rkey;
+	uint32_t len;
+};
+WEFT_STATIC_ASSERT(sizeof(struct weft_vrvh) == 16, "rvh");
 
 /* Event queue entries for verbs (struct weft_event of weft/fifo.h):
  *   WEFT_EV_VERBS_CQ:    rcxt = cqn; an armed CQ got a matching CQE.
@@ -555,7 +654,10 @@ struct weft_vsrqc {
 	uint32_t pd, uar, vector;
 	uint32_t limit;                 /* armed limit, 0 after the event */
 	uint32_t refs;                  /* QPs attached */
-	uint32_t reserved[3];
+	uint16_t tm_queue;              /* TM: the header queue lent to it */
+	uint16_t tm_tags;               /* TM: tags listed */
+	uint32_t tm_unexpected;         /* TM: unexpected messages delivered */
+	uint32_t tm_sw;                 /* TM: unexpected_cnt software reported */
 };
 WEFT_STATIC_ASSERT(sizeof(struct weft_vsrqc) == 64, "srq context");
 

@@ -29,7 +29,8 @@
 #define TXQ_LEN 64u
 #define CQ_RESERVE 2u           /* CQEs one item may write */
 
-enum { E_POSTED = 1, E_UMB = 2, E_HOST = 3, E_RNDV = 4 };
+enum { E_POSTED = 1, E_UMB = 2, E_HOST = 3, E_RNDV = 4, E_TM = 5 };
+#define TM_INACTIVE 0x80u       /* E_TM flag: added behind the phase (item 109) */
 
 /* One header-store entry: a posted receive or an unexpected header. */
 struct m_entry {
@@ -37,13 +38,13 @@ struct m_entry {
 	uint8_t kind;
 	uint8_t flags;          /* posted: WEFT_MOPF_MULTI */
 	uint16_t node;          /* posted: source filter; unexpected: source */
-	uint64_t match, ignore;
+	uint64_t match, ignore; /* E_TM: tag and mask (bits that must match) */
 	uint64_t addr;          /* posted: buffer; E_HOST: host buffer */
 	uint64_t claim;         /* posted MULTI: claim flag address */
 	uint64_t cap;           /* E_HOST: buffer capacity */
 	uint32_t len;           /* posted: buffer bytes; unexpected: message bytes */
 	uint32_t id;            /* posted: Match Compl ID; unexpected: seq */
-	uint32_t req_id;        /* posted: Req Compl ID; unexpected: sender's */
+	uint32_t req_id;        /* posted: Req Compl ID; unexpected: sender's; E_TM: lkey */
 	uint32_t frag;          /* E_UMB: first fragment */
 	uint32_t sslot;         /* E_RNDV: sender slot */
 };
@@ -68,6 +69,7 @@ struct m_queue {
 	uint32_t fifo_head, fifo_tail;
 	uint64_t cfg, tag_mask, rank_mask;
 	bool stopped, sync, parked, busy, in_runq;
+	bool tm;                /* lent to a tag-matching SRQ */
 	uint32_t seq;           /* unexpected headers so far */
 	/* CAM of recent unexpected headers (item 109). */
 	struct { uint32_t seq; uint16_t node; uint64_t match; } cam[WEFT_MATCH_CAM];
@@ -613,6 +615,8 @@ static uint32_t store_take(struct weft_core *c, unsigned int qi, bool prq)
 static bool entry_matches(const struct m_queue *q, const struct m_entry *p, uint64_t in,
 			  uint16_t src)
 {
+	if (p->kind == E_TM)
+		return weft_tm_match(in, p->match, p->ignore);
 	return weft_mw_match(in, p->match, p->ignore, q->tag_mask, q->rank_mask) &&
 	       (p->node == WEFT_MATCH_ANY_SOURCE || p->node == src);
 }
@@ -1036,28 +1040,35 @@ static void post_append(struct weft_core *c, unsigned int qi, const struct weft_
 	}
 }
 
-/* Item 109: is an optimistic post current (or cleared by the CAM)? */
-static bool optimistic_ok(const struct weft_match *m, unsigned int qi,
-			  const struct weft_match_op *op)
+/* Item 109: would a receive (probe) posted by software that had seen
+ * `seen` unexpected headers be current: none came since, or the CAM holds
+ * every one that came and none of them matches it? */
+static bool cam_clear(const struct m_queue *q, uint32_t seen, const struct m_entry *probe)
 {
-	const struct m_queue *q = &m->q[qi];
-	uint32_t behind = q->seq - op->seen, k;
+	uint32_t behind = q->seq - seen, k;
 
 	if (behind == 0)
 		return true;
 	if (behind > WEFT_MATCH_CAM)
 		return false;
-	for (k = op->seen; k != q->seq; k++) {
-		const struct m_entry probe = {
-			.match = op->match, .ignore = op->ignore, .node = op->node,
-		};
+	for (k = seen; k != q->seq; k++) {
 		unsigned int s = k % WEFT_MATCH_CAM;
 
 		if (q->cam[s].seq != k ||
-		    entry_matches(q, &probe, q->cam[s].match, q->cam[s].node))
+		    entry_matches(q, probe, q->cam[s].match, q->cam[s].node))
 			return false;
 	}
 	return true;
+}
+
+static bool optimistic_ok(const struct weft_match *m, unsigned int qi,
+			  const struct weft_match_op *op)
+{
+	const struct m_entry probe = {
+		.kind = E_POSTED, .match = op->match, .ignore = op->ignore, .node = op->node,
+	};
+
+	return cam_clear(&m->q[qi], op->seen, &probe);
 }
 
 static void dump_finish(struct weft_core *c, unsigned int qi, const struct weft_match_op *op,
@@ -1450,6 +1461,11 @@ static void doorbell(struct weft_core *c, uint64_t addr)
 			  WEFT_R_MATCH_QUEUE : WEFT_R_MATCH_BAD_OP, &op);
 		return;
 	}
+	if (op.opcode != WEFT_MOP_POOL_ADD && op.opcode != WEFT_MOP_RNDV_PUT &&
+	    op.opcode != WEFT_MOP_SEND && m->q[op.queue].tm) {
+		db_status(c, WEFT_CMD_EINVAL, WEFT_R_TM_QUEUE_LENT, &op);
+		return;
+	}
 	switch (op.opcode) {
 	case WEFT_MOP_SEND:
 		do_send(c, &op);
@@ -1531,6 +1547,10 @@ static void rx_arrival(struct weft_core *c, const struct weft_wire_hdr *wh,
 	weft_count(c, WEFT_CNT_M_ARRIVALS, 1);
 	if (mh->queue >= WEFT_MATCH_NR_QUEUES) {
 		tx_nak(c, wh->src_node, mh, WEFT_R_MATCH_QUEUE, false);
+		return;
+	}
+	if (m->q[mh->queue].tm) {
+		tx_nak(c, wh->src_node, mh, WEFT_R_TM_QUEUE_LENT, false);
 		return;
 	}
 	if ((mh->match & ~WEFT_MW_WC_MASK) == 0) {
@@ -1833,6 +1853,11 @@ void weft_match_reg_write(struct weft_core *c, uint64_t reg, uint64_t val)
 		unsigned int qi = (unsigned int)((reg - WEFT_MATCH_QD_BASE) / WEFT_MATCH_QD_STRIDE);
 		struct m_queue *q = &m->q[qi];
 
+		if (q->tm) {
+			weft_guest_error(c, "MATCH queue %u: lent to a tag-matching SRQ", qi);
+			mdrop(c, WEFT_R_TM_QUEUE_LENT);
+			return;
+		}
 		switch ((reg - WEFT_MATCH_QD_BASE) % WEFT_MATCH_QD_STRIDE) {
 		case 0x00:
 			if (val & ~WEFT_QCFG_VALID_MASK) {
@@ -1908,4 +1933,180 @@ void weft_match_reg_write(struct weft_core *c, uint64_t reg, uint64_t val)
 	default:
 		return;
 	}
+}
+
+/* ---- tag-matching SRQs of the verbs engine ------------------------------------ */
+
+static void queue_init(struct m_queue *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->prq.head = q->prq.tail = q->ueq.head = q->ueq.tail = NIL;
+	q->fifo_head = q->fifo_tail = NIL;
+	q->tag_mask = WEFT_MW_TAG_MASK;
+	q->rank_mask = WEFT_MW_RANK_MASK;
+}
+
+int weft_match_tm_open(struct weft_core *c, uint32_t max_tags)
+{
+	struct weft_match *m = c->match;
+	unsigned int k;
+
+	/* From the top, so the low queues stay for native use. */
+	for (k = WEFT_MATCH_NR_QUEUES; k-- > 0;) {
+		struct m_queue *q = &m->q[k];
+
+		if (q->tm || q->cfg || q->prq.n || q->ueq.n || q->fifo_head != NIL || q->busy ||
+		    q->in_runq || q->stopped)
+			continue;
+		queue_init(q);
+		q->tm = true;
+		q->cfg = WEFT_QCFG(WEFT_QCFG_ENABLE | WEFT_QCFG_SW_UEQ, max_tags, 0);
+		mtrace(c, "MATCH_TM_OPEN", k, max_tags, 0);
+		return (int)k;
+	}
+	return -1;
+}
+
+void weft_match_tm_close(struct weft_core *c, unsigned int qi)
+{
+	struct weft_match *m = c->match;
+	struct m_queue *q = &m->q[qi];
+
+	if (!q->tm)
+		return;
+	while (q->prq.head != NIL) {
+		uint32_t i = q->prq.head;
+
+		list_unlink(m, &q->prq, i);
+		entry_free(m, i);
+	}
+	queue_init(q);
+	mtrace(c, "MATCH_TM_CLOSE", qi, 0, 0);
+}
+
+void weft_match_tm_close_all(struct weft_core *c)
+{
+	unsigned int k;
+
+	if (!c->match)
+		return;
+	for (k = 0; k < WEFT_MATCH_NR_QUEUES; k++)
+		weft_match_tm_close(c, k);
+}
+
+static uint32_t tm_lookup(struct weft_match *m, const struct m_queue *q, uint32_t handle)
+{
+	uint32_t i;
+
+	for (i = q->prq.head; i != NIL; i = m->e[i].next)
+		if (m->e[i].id == handle)
+			return i;
+	return NIL;
+}
+
+unsigned int weft_match_tm_add(struct weft_core *c, unsigned int qi,
+			       const struct weft_match_tm_tag *t, bool active)
+{
+	struct weft_match *m = c->match;
+	struct m_queue *q = &m->q[qi];
+	uint32_t i;
+	struct m_entry *p;
+
+	if (tm_lookup(m, q, t->handle) != NIL)
+		return WEFT_R_TM_HANDLE;
+	if (q->prq.n >= WEFT_QCFG_PRQ_MAX(q->cfg) || (i = entry_alloc(m)) == NIL)
+		return WEFT_R_TM_TAGS_FULL;
+	p = &m->e[i];
+	p->kind = E_TM;
+	p->flags = active ? 0 : TM_INACTIVE;
+	p->match = t->tag;
+	p->ignore = t->mask;
+	p->addr = t->addr;
+	p->len = t->len;
+	p->req_id = t->lkey;
+	p->id = t->handle;
+	list_append(m, &q->prq, i);
+	weft_count(c, WEFT_CNT_M_POSTS, 1);
+	return WEFT_R_OK;
+}
+
+bool weft_match_tm_del(struct weft_core *c, unsigned int qi, uint32_t handle)
+{
+	struct weft_match *m = c->match;
+	struct m_queue *q = &m->q[qi];
+	uint32_t i = tm_lookup(m, q, handle);
+
+	if (i == NIL)
+		return false;
+	list_unlink(m, &q->prq, i);
+	entry_free(m, i);
+	weft_count(c, WEFT_CNT_M_REMOVES, 1);
+	return true;
+}
+
+bool weft_match_tm_find(struct weft_core *c, unsigned int qi, uint64_t tag,
+			struct weft_match_tm_tag *out)
+{
+	struct weft_match *m = c->match;
+	struct m_queue *q = &m->q[qi];
+	uint32_t i;
+
+	weft_count(c, WEFT_CNT_M_ARRIVALS, 1);
+	for (i = q->prq.head; i != NIL; i = m->e[i].next) {
+		struct m_entry *p = &m->e[i];
+
+		if (p->flags & TM_INACTIVE)
+			continue;
+		weft_count(c, WEFT_CNT_M_COMPARES, 1);
+		if (!entry_matches(q, p, tag, 0))
+			continue;
+		out->tag = p->match;
+		out->mask = p->ignore;
+		out->addr = p->addr;
+		out->len = p->len;
+		out->lkey = p->req_id;
+		out->handle = p->id;
+		list_unlink(m, &q->prq, i);
+		entry_free(m, i);
+		weft_count(c, WEFT_CNT_M_MATCHES, 1);
+		return true;
+	}
+	return false;
+}
+
+void weft_match_tm_unexpected(struct weft_core *c, unsigned int qi, uint64_t tag)
+{
+	struct m_queue *q = &c->match->q[qi];
+
+	cam_add(q, tag, 0);
+	q->seq++;
+	weft_count(c, WEFT_CNT_M_UNEXPECTED, 1);
+}
+
+uint32_t weft_match_tm_seq(const struct weft_core *c, unsigned int qi)
+{
+	return c->match->q[qi].seq;
+}
+
+uint32_t weft_match_tm_count(const struct weft_core *c, unsigned int qi)
+{
+	return c->match->q[qi].prq.n;
+}
+
+bool weft_match_tm_current(const struct weft_core *c, unsigned int qi, uint32_t seen,
+			   uint64_t tag, uint64_t mask)
+{
+	const struct m_entry probe = { .kind = E_TM, .match = tag, .ignore = mask };
+
+	return cam_clear(&c->match->q[qi], seen, &probe);
+}
+
+void weft_match_tm_activate(struct weft_core *c, unsigned int qi)
+{
+	struct weft_match *m = c->match;
+	uint32_t i;
+
+	for (i = m->q[qi].prq.head; i != NIL; i = m->e[i].next)
+		m->e[i].flags &= (uint8_t)~TM_INACTIVE;
+	weft_count(c, WEFT_CNT_M_SYNCS, 1);
 }

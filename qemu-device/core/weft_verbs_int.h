@@ -97,6 +97,9 @@ struct vq_qp {
 	bool rcv_active;
 	bool last_wqe;          /* on an SRQ: LAST_WQE event sent since ERR */
 	uint64_t rcv_off;
+	uint8_t tm_kind;        /* message being received on a TM SRQ: VQ_TM_* */
+	uint32_t tm_app_ctx, tm_handle;
+	uint64_t tm_tag;
 	/* responder */
 	uint32_t epsn, msn, rd_emsn;
 	uint64_t rx_bits;       /* write packets placed ahead of epsn */
@@ -129,6 +132,22 @@ struct vq_srq {
 	uint32_t limit;         /* armed limit, 0 = none */
 	uint64_t ring, ci_addr;
 	uint32_t prod, ci;
+	/* tag matching (WEFT_VSRQF_TM, weft_verbs_tm.c) */
+	uint32_t tm_cq, tm_max, tm_sw;
+	uint16_t tm_queue;
+	uint8_t tm_log2;
+	bool tm_queued;
+	uint64_t tm_ring;
+	uint32_t tm_prod, tm_ci, tm_next;
+};
+
+/* What a message on a tag-matching SRQ turned out to be. */
+enum {
+	VQ_TM_NONE = 0,
+	VQ_TM_MATCHED,          /* into a tagged buffer, one CQE at the end */
+	VQ_TM_MATCHED_SPLIT,    /* the same, MATCH CQE sent at the first packet */
+	VQ_TM_UNEXPECTED,       /* whole into an SRQ WQE, counted */
+	VQ_TM_NO_TAG,           /* whole into an SRQ WQE, not counted */
 };
 
 struct vq_pd {
@@ -170,6 +189,7 @@ struct weft_verbs {
 	uint64_t timer_armed;   /* deadline last given to ops->timer_arm */
 	uint32_t *tq;           /* qpns that have a deadline set */
 	uint32_t ntq;
+	uint32_t tm_head, tm_tail;      /* TM SRQs with tag operations to run */
 };
 
 static inline uint32_t psn_add(uint32_t a, uint32_t b)
@@ -309,6 +329,30 @@ void vq_srq_detach(struct weft_core *c, uint32_t srqn);
 unsigned int vq_cmd_srq(struct weft_core *c, const struct weft_vcmd *k, unsigned int *reason);
 /* SRQ_DB from UAR page uar; returns a reason. */
 unsigned int vq_srq_doorbell(struct weft_core *c, uint32_t uar, uint64_t val);
+
+/* ---- weft_verbs_rq.c, for weft_verbs_tm.c -------------------------------- */
+/* Take the next receive WQE into qp->rcv, or RNR-NAK; false if none. */
+bool vq_rq_take(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h);
+void vq_violation(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
+		  unsigned int reason, uint8_t rq_status);
+
+/* ---- weft_verbs_tm.c: tag-matching SRQs -------------------------------------- */
+bool vq_srq_is_tm(struct weft_core *c, const struct vq_qp *qp);
+/* CREATE_SRQ with WEFT_VSRQF_TM (s is filled but not yet created) and
+ * DESTROY_SRQ of a TM SRQ. */
+unsigned int vq_tm_create(struct weft_core *c, struct vq_srq *s, const struct weft_vcmd *k);
+void vq_tm_destroy(struct weft_core *c, struct vq_srq *s);
+/* SRQ_TM_DB from UAR page uar; returns a reason. */
+unsigned int vq_tm_doorbell(struct weft_core *c, uint32_t uar, uint64_t val);
+/* Run the tag operations of one TM SRQ; 1 if it did work. */
+int vq_tm_poll(struct weft_core *c);
+/* The first packet of a SEND on a QP of a TM SRQ: read the TMH, match,
+ * and set up qp->rcv; data/dlen skip the TMH of a matched message.
+ * False when the packet was refused (RNR NAK or violation). */
+bool vq_tm_first(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
+		 const uint8_t **data, uint32_t *dlen);
+/* The receive completion of the message on qp (status, byte_len). */
+void vq_tm_cqe(struct weft_core *c, struct vq_qp *qp, uint8_t status, uint32_t len, bool se);
 
 /* ---- weft_verbs_rc.c: reliable transport ---------------------------------- */
 void vq_rx_response(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,

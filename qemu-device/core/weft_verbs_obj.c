@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "weft/names.h"
+#include "weft_match.h"
 #include "weft_verbs_int.h"
 
 /* ---- life cycle ------------------------------------------------------------ */
@@ -46,6 +47,7 @@ static bool tables_alloc(struct weft_verbs *v)
 	v->ntq = 0;
 	v->sw_bytes = 0;
 	v->work_head = v->work_tail = VQ_NONE;
+	v->tm_head = v->tm_tail = VQ_NONE;
 	v->pend = false;
 	v->timer_armed = 0;
 	return v->qp && v->cq && v->pd && v->tpt && v->srq && v->tq;
@@ -108,6 +110,7 @@ void weft_verbs_reset(struct weft_core *c)
 {
 	struct weft_verbs *v = c->verbs;
 
+	weft_match_tm_close_all(c);
 	if (v->used) {
 		tables_free(v);
 		if (!tables_alloc(v)) {
@@ -196,7 +199,7 @@ static struct vq_qp *work_pop(struct weft_verbs *v)
 
 bool weft_verbs_has_work(const struct weft_core *c)
 {
-	return c->verbs->work_head != VQ_NONE || c->verbs->pend;
+	return c->verbs->work_head != VQ_NONE || c->verbs->pend || c->verbs->tm_head != VQ_NONE;
 }
 
 /* After a step that did something (did), is there more to do now?  A
@@ -240,7 +243,7 @@ int weft_verbs_poll(struct weft_core *c)
 	struct weft_verbs *v = c->verbs;
 	struct vq_qp *qp;
 	uint32_t i;
-	int r;
+	int r, tm;
 
 	if (v->pend) {
 		int rc = vq_link_xmit(c, v->pend_pkt, v->pend_len);
@@ -252,6 +255,7 @@ int weft_verbs_poll(struct weft_core *c)
 			weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_NO_LINK);
 		return 1;
 	}
+	tm = vq_tm_poll(c);
 	/* Round robin: take the head QP, do one step, requeue if it has more. */
 	for (i = 0; i < 4 && (qp = work_pop(v)) != NULL; i++) {
 		if (!qp->created)
@@ -264,7 +268,7 @@ int weft_verbs_poll(struct weft_core *c)
 		if (r > 0)
 			return 1;
 	}
-	return 0;
+	return tm;
 }
 
 /* ---- errors ---------------------------------------------------------------- */
@@ -920,8 +924,9 @@ void weft_verbs_uar_write(struct weft_core *c, uint64_t off, uint64_t val)
 		vq_cq_arm(c, cqn, WEFT_UAR_FLAGS(val), WEFT_UAR_IDX(val));
 		return;
 	}
-	if (reg == WEFT_UAR_SRQ_DB) {
-		unsigned int why = v->srq ? vq_srq_doorbell(c, uar, val) : WEFT_R_SRQ_INVALID;
+	if (reg == WEFT_UAR_SRQ_DB || reg == WEFT_UAR_SRQ_TM_DB) {
+		unsigned int why = !v->srq ? WEFT_R_SRQ_INVALID : reg == WEFT_UAR_SRQ_DB ?
+				   vq_srq_doorbell(c, uar, val) : vq_tm_doorbell(c, uar, val);
 
 		if (why)
 			db_refuse(c, name, val, why);

@@ -55,6 +55,10 @@ static void rq_cqe(struct weft_core *c, struct vq_qp *qp, const struct vq_rwqe *
 {
 	struct weft_vcqe e;
 
+	if (qp->tm_kind) {
+		vq_tm_cqe(c, qp, status, len, se);
+		return;
+	}
 	memset(&e, 0, sizeof(e));
 	e.wr_id = r->h.wr_id;
 	e.qpn = vq_qpn(c, qp);
@@ -136,6 +140,17 @@ static bool rq_take(struct weft_core *c, struct vq_qp *qp, const struct weft_vhd
 	return true;
 }
 
+bool vq_rq_take(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h)
+{
+	return rq_take(c, qp, h);
+}
+
+void vq_violation(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
+		  unsigned int reason, uint8_t rq_status)
+{
+	violation(c, qp, h, reason, rq_status);
+}
+
 static void advance(struct weft_core *c, struct vq_qp *qp, uint32_t n)
 {
 	qp->epsn = psn_add(qp->epsn, n);
@@ -185,7 +200,8 @@ static void rx_send(struct weft_core *c, struct vq_qp *qp, const struct weft_vhd
 			violation(c, qp, h, WEFT_R_BAD_HEADER, WEFT_VWC_REM_INV_REQ_ERR);
 			return;
 		}
-		if (!rq_take(c, qp, h))
+		if (!(vq_srq_is_tm(c, qp) ? vq_tm_first(c, qp, h, &data, &dlen) :
+		      rq_take(c, qp, h)))
 			return;
 	} else if (!qp->rcv_active) {
 		violation(c, qp, h, WEFT_R_BAD_HEADER, 0);

@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "weft_match.h"
 #include "weft_verbs_int.h"
 
 struct vq_srq *vq_srq(struct weft_core *c, uint32_t srqn)
@@ -70,7 +71,8 @@ unsigned int vq_srq_attach(struct weft_core *c, uint32_t srqn, uint32_t pd, unsi
 	return WEFT_R_OK;
 }
 
-static void dump(const struct vq_srq *s, uint32_t srqn, struct weft_vsrqc *d)
+static void dump(const struct weft_core *c, const struct vq_srq *s, uint32_t srqn,
+		 struct weft_vsrqc *d)
 {
 	memset(d, 0, sizeof(*d));
 	d->srqn = srqn;
@@ -87,6 +89,12 @@ static void dump(const struct vq_srq *s, uint32_t srqn, struct weft_vsrqc *d)
 	d->vector = s->vector;
 	d->limit = s->limit;
 	d->refs = s->refs;
+	if (s->flags & WEFT_VSRQF_TM) {
+		d->tm_queue = s->tm_queue;
+		d->tm_tags = (uint16_t)weft_match_tm_count(c, s->tm_queue);
+		d->tm_unexpected = weft_match_tm_seq(c, s->tm_queue);
+		d->tm_sw = s->tm_sw;
+	}
 }
 
 static unsigned int create(struct weft_core *c, struct vq_srq *s, const struct weft_vcmd *k,
@@ -100,7 +108,7 @@ static unsigned int create(struct weft_core *c, struct vq_srq *s, const struct w
 	    k->u.srq.uar >= v->nr_uar || k->u.srq.vector >= c->cfg.nr_handlers ||
 	    k->u.srq.log2 > WEFT_VERBS_WQ_MAX_LOG2 ||
 	    k->u.srq.stride_log2 < 5 || k->u.srq.stride_log2 > 9 ||
-	    (k->u.srq.flags & ~WEFT_VSRQF_PRIV) || (k->u.srq.ci_addr & 3) ||
+	    (k->u.srq.flags & ~(WEFT_VSRQF_PRIV | WEFT_VSRQF_TM)) || (k->u.srq.ci_addr & 3) ||
 	    k->u.srq.limit > (1u << k->u.srq.log2))
 		return WEFT_CMD_EINVAL;
 	if (!vq_ring_ok(c, k->u.srq.ring_addr, 1ull << (k->u.srq.log2 + k->u.srq.stride_log2)) ||
@@ -119,6 +127,14 @@ static unsigned int create(struct weft_core *c, struct vq_srq *s, const struct w
 	s->uar = k->u.srq.uar;
 	s->vector = k->u.srq.vector;
 	s->limit = k->u.srq.limit;
+	if (s->flags & WEFT_VSRQF_TM) {
+		*reason = vq_tm_create(c, s, k);
+		if (*reason) {
+			memset(s, 0, sizeof(*s));
+			return *reason == WEFT_R_DMA_ERROR ? WEFT_CMD_EFAULT :
+			       *reason == WEFT_R_TM_NO_QUEUE ? WEFT_CMD_EBUSY : WEFT_CMD_EINVAL;
+		}
+	}
 	v->pd[s->pd].refs++;
 	*reason = WEFT_R_OK;
 	return WEFT_CMD_OK;
@@ -148,7 +164,7 @@ unsigned int vq_cmd_srq(struct weft_core *c, const struct weft_vcmd *k, unsigned
 		limit_check(c, s, k->handle);
 		break;
 	case WEFT_VCMD_QUERY_SRQ:
-		dump(s, k->handle, &d);
+		dump(c, s, k->handle, &d);
 		if (weft_dma_write(c, k->u.query.addr, &d, sizeof(d)) != 0) {
 			*reason = WEFT_R_DMA_ERROR;
 			return WEFT_CMD_EFAULT;
@@ -161,6 +177,8 @@ unsigned int vq_cmd_srq(struct weft_core *c, const struct weft_vcmd *k, unsigned
 		}
 		if (v->pd[s->pd].refs)
 			v->pd[s->pd].refs--;
+		if (s->flags & WEFT_VSRQF_TM)
+			vq_tm_destroy(c, s);
 		memset(s, 0, sizeof(*s));
 		break;
 	}
@@ -192,6 +210,6 @@ bool weft_core_verbs_srq(const struct weft_core *c, uint32_t srqn, struct weft_v
 
 	if (!v->srq || srqn >= v->nr_srq)
 		return false;
-	dump(&v->srq[srqn], srqn, q);
+	dump(c, &v->srq[srqn], srqn, q);
 	return true;
 }

@@ -54,6 +54,10 @@ struct fz_node {
 	/* verbs */
 	struct wsv_qp rc, ud, uds;      /* uds: UD QP on the SRQ */
 	struct wsv_srq srq;
+	struct wsv_qp tmq;              /* RC QP 6 on the tag-matching SRQ 5 */
+	struct wsv_srq tms;             /* SRQ 5 (TM): plain WQEs */
+	uint64_t tmops;                 /* its tag-operation ring (8 of 64 bytes) */
+	uint32_t tm_prod;
 	uint64_t cq_ring, cq_ci, vbuf, vatt, cmdblk, fatt;
 	uint64_t cmd_at, dump_at;       /* last VERBS_CMD block and its dump target */
 	bool cmd_set;
@@ -267,7 +271,9 @@ static int verbs_allowed(struct fz *f, unsigned int node, uint64_t addr, size_t 
 	for (i = 1; i < FZ_VQPS; i++) {
 		struct weft_vsrqc q;
 
-		if (weft_core_verbs_srq(c, i, &q) && q.created && inside(q.ci_addr, 4, addr, len))
+		/* A TM SRQ's tag-operation consumer index follows (ci_addr + 4). */
+		if (weft_core_verbs_srq(c, i, &q) && q.created &&
+		    inside(q.ci_addr, q.flags & WEFT_VSRQF_TM ? 8 : 4, addr, len))
 			return 7;
 	}
 	if (n->cmd_set && (inside(n->cmd_at + 64, 64, addr, len) ||
@@ -492,6 +498,10 @@ static void lay_canaries(struct fz *f, unsigned int node)
 	mark(n->canary, n->uds.sq, 4096, false);
 	mark(n->canary, n->srq.ring, 4096, false);
 	mark(n->canary, n->srq.ci_addr, 4096, false);
+	mark(n->canary, n->tmq.sq, 4096, false);
+	mark(n->canary, n->tms.ring, 4096, false);
+	mark(n->canary, n->tms.ci_addr, 4096, false);
+	mark(n->canary, n->tmops, 4096, false);
 	mark(n->canary, n->cbuf, FZ_CBUF, false);
 	mark(n->canary, n->cblk, 4096, false);
 	mark(n->canary, n->ccmd, 4096, false);
@@ -622,7 +632,9 @@ static int verbs_setup(struct fz *f, unsigned int node)
 	    !once(f, node, &n->rc.sq, 4096) || !once(f, node, &n->rc.rq, 4096) ||
 	    !once(f, node, &n->ud.sq, 4096) || !once(f, node, &n->ud.rq, 4096) ||
 	    !once(f, node, &n->uds.sq, 4096) || !once(f, node, &n->srq.ring, 4096) ||
-	    !once(f, node, &n->srq.ci_addr, 4096))
+	    !once(f, node, &n->srq.ci_addr, 4096) || !once(f, node, &n->tmq.sq, 4096) ||
+	    !once(f, node, &n->tms.ring, 4096) || !once(f, node, &n->tms.ci_addr, 4096) ||
+	    !once(f, node, &n->tmops, 4096))
 		return -1;
 	memset(weft_sim_ptr(f->s, node, n->cq_ring, 4096), 0, 4096);
 	memset(weft_sim_ptr(f->s, node, n->cq_ci, 8), 0, 8);
@@ -714,6 +726,41 @@ static int verbs_setup(struct fz *f, unsigned int node)
 	k.u.qp.srq = 3;
 	st |= wsv_cmd(f->s, node, &k, NULL);
 	st |= wsv_ud_ready(f->s, &n->uds, WEFT_VERBS_GSI_QKEY);
+	/* Tag-matching SRQ 5 (8 tags, CQ 1, 8 tag operations) and RC QP 6 on
+	 * it, connected to the other node's QP 6 (16.15). */
+	memset(weft_sim_ptr(f->s, node, n->tms.ci_addr, 8), 0, 8);
+	n->tms = (struct wsv_srq){ .node = node, .srqn = 5, .ring = n->tms.ring,
+				   .ci_addr = n->tms.ci_addr, .log2 = 4, .stride = 8 };
+	n->tm_prod = 0;
+	memset(&k, 0, sizeof(k));
+	k.op = WEFT_VCMD_CREATE_SRQ;
+	k.handle = 5;
+	k.u.srq.ring_addr = n->tms.ring;
+	k.u.srq.ci_addr = n->tms.ci_addr;
+	k.u.srq.pd = 1;
+	k.u.srq.log2 = 4;
+	k.u.srq.stride_log2 = 8;
+	k.u.srq.flags = WEFT_VSRQF_TM;
+	k.u.srq.tm_log2 = 3;
+	k.u.srq.tm_cq = 1;
+	k.u.srq.tm_max_tags = 8;
+	k.u.srq.tm_ring = n->tmops;
+	st |= wsv_cmd(f->s, node, &k, NULL);
+	n->tmq = (struct wsv_qp){ .node = node, .qpn = 6, .type = WEFT_VQPT_RC, .sq = n->tmq.sq,
+				  .sq_log2 = 4, .sq_stride = 8 };
+	memset(&k, 0, sizeof(k));
+	k.op = WEFT_VCMD_CREATE_QP;
+	k.handle = 6;
+	k.u.qp.sq_addr = n->tmq.sq;
+	k.u.qp.type = WEFT_VQPT_RC;
+	k.u.qp.pd = 1;
+	k.u.qp.send_cq = 1;
+	k.u.qp.recv_cq = 1;
+	k.u.qp.sq_log2 = 4;
+	k.u.qp.sq_stride_log2 = 8;
+	k.u.qp.rq_stride_log2 = 8;
+	k.u.qp.srq = 5;
+	st |= wsv_cmd(f->s, node, &k, NULL);
 	n->mr_stale = true;
 	return st ? -1 : 0;
 }
@@ -853,7 +900,10 @@ static int verbs_connect(struct fz *f)
 	k.u.mod.state = WEFT_VQPS_RESET;
 	wsv_modify(f->s, 1, 2, WEFT_VQPA_STATE, &k);
 	f->n[1].rc.sq_prod = f->n[1].rc.rq_prod = 0;
-	return wsv_connect(f->s, &f->n[0].rc, &f->n[1].rc, NULL);
+	wsv_modify(f->s, 1, 6, WEFT_VQPA_STATE, &k);
+	f->n[1].tmq.sq_prod = 0;
+	return wsv_connect(f->s, &f->n[0].rc, &f->n[1].rc, NULL) |
+	       wsv_connect(f->s, &f->n[0].tmq, &f->n[1].tmq, NULL);
 }
 
 static void valid_traffic(struct fz *f)
@@ -1014,12 +1064,21 @@ void fz_free(struct fz *f)
 	free(f);
 }
 
+/* Node 0's tag-matching counters, before a reboot clears them. */
+static void tm_tally(struct fz *f)
+{
+	f->st.tm_ops += weft_sim_counter(f->s, 0, WEFT_CNT_V_TM_OPS);
+	f->st.tm_matched += weft_sim_counter(f->s, 0, WEFT_CNT_V_TM_MATCHED);
+	f->st.tm_unexpected += weft_sim_counter(f->s, 0, WEFT_CNT_V_TM_UNEXPECTED);
+}
+
 void fz_reset(struct fz *f)
 {
 	/* The driver's own memory writes of the new set-up are not the
 	 * adapter's: check the canaries first, lay them again after. */
 	check_canaries(f, 0);
 	check_canaries(f, 1);
+	tm_tally(f);
 	f->driver = true;
 	cnt_forget(f, 0);
 	if (weft_sim_node_reboot(f->s, 0) == 0 && setup_node(f, 0) == 0 &&
@@ -1607,6 +1666,97 @@ static void act_vmisc(struct fz *f, struct fz_src *src)
 	}
 }
 
+/* Tag matching on node 0 (16.15): a tag operation (mostly near-valid),
+ * a plain WQE for its SRQ, or a SEND from node 1's QP 6 starting with a
+ * TMH (random opcode, tags from a small set, sometimes an RVH). */
+static void act_tm(struct fz *f, struct fz_src *src)
+{
+	struct fz_node *n = &f->n[0], *m = &f->n[1];
+	struct weft_core *c = weft_sim_core(f->s, 0);
+	unsigned int i;
+
+	f->st.tm_actions++;
+	switch (below(src, 3)) {
+	case 0: {
+		struct weft_vtmop op;
+		uint64_t a = n->tmops + (uint64_t)(n->tm_prod & 7u) * sizeof(op);
+		uint64_t off = weft_core_reg_read(c, WEFT_REG_VERBS_UAR_OFF, 8);
+
+		memset(&op, 0, sizeof(op));
+		if (below(src, 8) == 0) {
+			uint8_t *p = (uint8_t *)&op;
+
+			for (i = 0; i < sizeof(op); i++)
+				p[i] = (uint8_t)src_u64(src);
+		} else {
+			op.opcode = (uint8_t)(below(src, 8) == 0 ? below(src, 5) : below(src, 3) ?
+					      WEFT_VTM_ADD : below(src, 2) ? WEFT_VTM_DEL :
+					      WEFT_VTM_SYNC);
+			op.flags = (uint8_t)(below(src, 8) ? below(src, 4) : below(src, 256));
+			op.num_sge = (uint8_t)(below(src, 8) ? 1 : below(src, 3));
+			op.handle = (uint32_t)below(src, 10);
+			struct weft_vsrqc q;
+
+			/* Mostly the count the adapter has (software caught up). */
+			op.unexpected_cnt = (uint32_t)(below(src, 4) ? below(src, 6) : src_u64(src));
+			if (below(src, 2) && weft_core_verbs_srq(c, 5, &q))
+				op.unexpected_cnt = q.tm_unexpected;
+			op.tag = below(src, 4);
+			op.mask = below(src, 2) ? ~0ull : below(src, 4);
+			op.sge.addr = below(src, 4) ? n->vbuf + below(src, FZ_VBUF / 2) :
+				      fz_va(f, src, 0);
+			op.sge.length = (uint32_t)(below(src, 4) ? below(src, 4096) : fz_len(f, src));
+			op.sge.lkey = below(src, 4) ? FZ_VMR : fz_stag(src);
+		}
+		op.wr_id = src_u64(src);
+		memcpy(weft_sim_ptr(f->s, 0, a, sizeof(op)), &op, sizeof(op));
+		f->st.verbs_dbs++;
+		if (below(src, 8) == 0) {       /* a producer index anywhere */
+			weft_core_db_write(c, off + WEFT_UAR_SRQ_TM_DB,
+					   WEFT_UAR_DB(5, (uint32_t)src_u64(src)), 8);
+			break;
+		}
+		n->tm_prod++;
+		weft_core_db_write(c, off + WEFT_UAR_SRQ_TM_DB, WEFT_UAR_DB(5, n->tm_prod), 8);
+		break;
+	}
+	case 1: {
+		bool ok = below(src, 4) != 0;
+		struct weft_vsge sg = {
+			.addr = ok ? n->vbuf + below(src, FZ_VBUF / 2) : fz_va(f, src, 0),
+			.length = (uint32_t)(ok ? 4096 : fz_len(f, src)),
+			.lkey = ok ? FZ_VMR : fz_stag(src),
+		};
+
+		wsv_post_srq_recv(f->s, &n->tms, src_u64(src), &sg, (unsigned int)below(src, 2));
+		break;
+	}
+	default: {
+		uint8_t *p = weft_sim_ptr(f->s, 1, m->vbuf, 64);
+		struct weft_vsge sg = {
+			.addr = m->vbuf, .length = (uint32_t)below(src, 3000), .lkey = FZ_VMR,
+		};
+		struct weft_vwqe w;
+
+		for (i = 0; i < 64; i++)
+			p[i] = (uint8_t)(below(src, 4) ? 0 : src_u64(src));
+		p[0] = (uint8_t)(below(src, 32) ? below(src, 4) : src_u64(src));
+		if (below(src, 8))                      /* tag 0..3, big-endian */
+			memset(p + 8, 0, 7);
+		p[15] = (uint8_t)below(src, 4);
+		if (below(src, 2))                      /* RVH: va, rkey, len */
+			for (i = 16; i < 32; i++)
+				p[i] = (uint8_t)src_u64(src);
+		memset(&w, 0, sizeof(w));
+		w.wr_id = src_u64(src);
+		w.opcode = WEFT_VWR_SEND;
+		w.flags = WEFT_VWQE_SIGNALED;
+		wsv_post_send(f->s, &m->tmq, &w, &sg, 1, true);
+		break;
+	}
+	}
+}
+
 /* A random counter command on node 0, mostly near-valid. */
 static void act_ccmd(struct fz *f, struct fz_src *src)
 {
@@ -1717,7 +1867,7 @@ static void act_cpkt(struct fz *f, struct fz_src *src)
 
 void fz_action(struct fz *f, struct fz_src *src)
 {
-	unsigned int k = (unsigned int)below(src, 106);
+	unsigned int k = (unsigned int)below(src, 112);
 	unsigned int i, rounds;
 
 	f->st.actions++;
@@ -1745,8 +1895,10 @@ void fz_action(struct fz *f, struct fz_src *src)
 		act_vmisc(f, src);
 	else if (k >= 100 && k < 103)
 		act_ccmd(f, src);
-	else if (k >= 103)
+	else if (k >= 103 && k < 106)
 		act_cpkt(f, src);
+	else if (k >= 106)
+		act_tm(f, src);
 	rounds = k >= 95 && k < 100 ? 1 + (unsigned int)below(src, 40) : 1;
 	for (i = 0; i < rounds; i++) {
 		f->st.polls++;
@@ -1762,6 +1914,7 @@ uint64_t fz_finish(struct fz *f)
 	weft_sim_run_idle(f->s, 200000);
 	for (i = 0; i < FZ_NODES; i++)
 		check_canaries(f, i);
+	tm_tally(f);
 	return f->st.violations;
 }
 

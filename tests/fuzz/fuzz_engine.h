@@ -40,6 +40,7 @@ struct fz_stats {
 	uint64_t dma_verbs_srq;         /* SRQ consumer-index writes (WQEs taken) */
 	uint64_t resets;
 	uint64_t dma_cnt, cnt_cmds, cnt_pkts;   /* counter engine */
+	uint64_t tm_actions, tm_ops, tm_matched, tm_unexpected; /* tag-matching SRQ */
 };
 
 /* A two-node sim; node 0 is set up (job, windows, buffers, rCxts), a pool

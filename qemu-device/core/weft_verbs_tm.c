@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Weft verbs engine: tag-matching SRQs, rdma-core's IBV_SRQT_TM
+ * (docs/matching.md "Tag-matching verbs", docs/hw-spec.md 16.15).
+ *
+ * The tag list lives in one header queue of the seed 001 matching engine
+ * (weft_match.c), lent to the SRQ in software-UEQ mode: tags are PRQ
+ * entries of the shared header store, matched in list order; a message no
+ * tag takes is unexpected, goes whole into an ordinary SRQ WQE and
+ * advances the queue's unexpected sequence, and tags software adds before
+ * it has seen every unexpected message stay inactive unless the CAM of
+ * recent unexpected headers clears them (items 108, 109), until software
+ * reports the count (IBV_OPS_TM_SYNC).
+ *
+ * Tag operations come from a ring in guest memory (SRQ_TM_DB); each poll
+ * step runs at most VQ_TM_STEP of them for one SRQ.  A search compares at
+ * most the SRQ's tm_max_tags entries.
+ */
+#include <string.h>
+
+#include "weft/match.h"
+#include "weft_match.h"
+#include "weft_verbs_int.h"
+
+#define VQ_TM_STEP      4u      /* tag operations per poll step */
+
+static uint64_t be64(uint64_t v)
+{
+	const uint8_t *b = (const uint8_t *)&v;
+	uint64_t r = 0;
+	unsigned int i;
+
+	for (i = 0; i < 8; i++)
+		r = r << 8 | b[i];
+	return r;
+}
+
+static uint32_t be32(uint32_t v)
+{
+	const uint8_t *b = (const uint8_t *)&v;
+
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+static struct vq_srq *tm_srq(struct weft_core *c, uint32_t srqn)
+{
+	struct vq_srq *s = vq_srq(c, srqn);
+
+	return s && (s->flags & WEFT_VSRQF_TM) ? s : NULL;
+}
+
+bool vq_srq_is_tm(struct weft_core *c, const struct vq_qp *qp)
+{
+	return qp->srq && tm_srq(c, qp->srq) != NULL;
+}
+
+/* ---- create, destroy, the work list --------------------------------------- */
+
+unsigned int vq_tm_create(struct weft_core *c, struct vq_srq *s, const struct weft_vcmd *k)
+{
+	struct weft_verbs *v = c->verbs;
+	uint32_t cqn = k->u.srq.tm_cq;
+	int q;
+
+	if (k->u.srq.tm_max_tags == 0 || k->u.srq.tm_max_tags > WEFT_VERBS_TM_MAX_TAGS ||
+	    k->u.srq.tm_log2 > WEFT_VERBS_TM_OPS_LOG2 || (k->u.srq.ci_addr & 7) ||
+	    k->u.srq.reserved)
+		return WEFT_R_TM_BAD_OP;
+	if (cqn >= v->nr_cq || !v->cq[cqn].created)
+		return WEFT_R_CQ_INVALID;
+	if (!vq_ring_ok(c, k->u.srq.tm_ring, (uint64_t)sizeof(struct weft_vtmop) << k->u.srq.tm_log2))
+		return WEFT_R_DMA_ERROR;
+	q = weft_match_tm_open(c, k->u.srq.tm_max_tags);
+	if (q < 0)
+		return WEFT_R_TM_NO_QUEUE;
+	s->tm_queue = (uint16_t)q;
+	s->tm_cq = cqn;
+	s->tm_max = k->u.srq.tm_max_tags;
+	s->tm_log2 = k->u.srq.tm_log2;
+	s->tm_ring = k->u.srq.tm_ring;
+	v->cq[cqn].refs++;
+	return WEFT_R_OK;
+}
+
+void vq_tm_destroy(struct weft_core *c, struct vq_srq *s)
+{
+	struct weft_verbs *v = c->verbs;
+	uint32_t n = (uint32_t)(s - v->srq), *link = &v->tm_head, prev = VQ_NONE;
+
+	/* Out of the work list (at most one entry per lent queue). */
+	while (s->tm_queued && *link != VQ_NONE) {
+		if (*link == n) {
+			*link = s->tm_next;
+			if (v->tm_tail == n)
+				v->tm_tail = prev;
+			break;
+		}
+		prev = *link;
+		link = &v->srq[*link].tm_next;
+	}
+	weft_match_tm_close(c, s->tm_queue);
+	if (v->cq[s->tm_cq].refs)
+		v->cq[s->tm_cq].refs--;
+}
+
+static void tm_queue(struct weft_core *c, struct vq_srq *s)
+{
+	struct weft_verbs *v = c->verbs;
+	uint32_t n = (uint32_t)(s - v->srq);
+
+	if (s->tm_queued)
+		return;
+	s->tm_queued = true;
+	s->tm_next = VQ_NONE;
+	if (v->tm_tail == VQ_NONE)
+		v->tm_head = n;
+	else
+		v->srq[v->tm_tail].tm_next = n;
+	v->tm_tail = n;
+	if (c->ops.kick)
+		c->ops.kick(c->opaque);
+}
+
+unsigned int vq_tm_doorbell(struct weft_core *c, uint32_t uar, uint64_t val)
+{
+	struct vq_srq *s = c->verbs->srq ? tm_srq(c, WEFT_UAR_OBJ(val)) : NULL;
+	uint32_t idx = WEFT_UAR_IDX(val);
+
+	if (!s)
+		return WEFT_R_SRQ_INVALID;
+	if (s->uar != uar)
+		return WEFT_R_UAR_MISMATCH;
+	if ((int32_t)(idx - s->tm_prod) < 0 || idx - s->tm_ci > (1u << s->tm_log2)) {
+		weft_guest_error(c, "SRQ_TM_DB: srq %u: producer %u outside [%u, %u]",
+				 WEFT_UAR_OBJ(val), idx, s->tm_prod, s->tm_ci + (1u << s->tm_log2));
+		return WEFT_R_BAD_WQE;
+	}
+	s->tm_prod = idx;
+	if (s->tm_prod != s->tm_ci)
+		tm_queue(c, s);
+	return WEFT_R_OK;
+}
+
+/* ---- tag operations ------------------------------------------------------------- */
+
+static void op_cqe(struct weft_core *c, struct vq_srq *s, const struct weft_vtmop *op,
+		   uint8_t status, unsigned int reason, uint8_t flags)
+{
+	struct weft_vcqe e;
+
+	if (reason)
+		weft_drop(c, NULL, WEFT_NO_WINDOW, reason);
+	if (status == WEFT_VWC_SUCCESS && !(op->flags & WEFT_VTMF_SIGNALED) && !flags)
+		return;
+	memset(&e, 0, sizeof(e));
+	e.wr_id = op->wr_id;
+	e.qpn = (uint32_t)(s - c->verbs->srq);
+	e.byte_len = status == WEFT_VWC_SUCCESS ? 0 : reason;
+	e.wqe_index = (uint16_t)op->handle;
+	e.opcode = op->opcode == WEFT_VTM_ADD ? WEFT_VWC_TM_ADD :
+		   op->opcode == WEFT_VTM_DEL ? WEFT_VWC_TM_DEL : WEFT_VWC_TM_SYNC;
+	e.status = status;
+	e.flags = flags;
+	vq_cqe(c, s->tm_cq, &e, false);
+}
+
+static void tm_op(struct weft_core *c, struct vq_srq *s, const struct weft_vtmop *op)
+{
+	unsigned int q = s->tm_queue, why = WEFT_R_OK;
+	uint32_t seq = weft_match_tm_seq(c, q);
+	uint8_t status = WEFT_VWC_SUCCESS, flags = 0;
+
+	weft_count(c, WEFT_CNT_V_TM_OPS, 1);
+	if (op->opcode < WEFT_VTM_ADD || op->opcode > WEFT_VTM_SYNC ||
+	    (op->flags & ~WEFT_VTMF_VALID) || op->reserved0 || op->reserved1 || op->reserved2 ||
+	    (op->opcode == WEFT_VTM_ADD && op->num_sge > WEFT_VERBS_TM_MAX_SGE)) {
+		op_cqe(c, s, op, WEFT_VWC_LOC_QP_OP_ERR, WEFT_R_TM_BAD_OP, 0);
+		return;
+	}
+	if (op->opcode != WEFT_VTM_SYNC && op->handle >= s->tm_max) {
+		op_cqe(c, s, op, WEFT_VWC_LOC_QP_OP_ERR, WEFT_R_TM_HANDLE, 0);
+		return;
+	}
+	if (op->flags & WEFT_VTMF_SYNC) {
+		if ((int32_t)(seq - op->unexpected_cnt) < 0) {
+			op_cqe(c, s, op, WEFT_VWC_LOC_QP_OP_ERR, WEFT_R_TM_SYNC_AHEAD, 0);
+			return;
+		}
+		s->tm_sw = op->unexpected_cnt;
+		if (s->tm_sw == seq)
+			weft_match_tm_activate(c, q);
+	}
+	if (op->opcode == WEFT_VTM_ADD) {
+		struct weft_match_tm_tag t = {
+			.tag = op->tag, .mask = op->mask, .handle = op->handle,
+			.addr = op->num_sge ? op->sge.addr : 0,
+			.len = op->num_sge ? op->sge.length : 0,
+			.lkey = op->num_sge ? op->sge.lkey : 0,
+		};
+
+		why = weft_match_tm_add(c, q, &t, weft_match_tm_current(c, q, s->tm_sw, op->tag,
+									  op->mask));
+		if (why)
+			status = WEFT_VWC_LOC_QP_OP_ERR;
+	} else if (op->opcode == WEFT_VTM_DEL && !weft_match_tm_del(c, q, op->handle)) {
+		/* The tag was consumed by a message first (rdma-core TM_ERR). */
+		why = WEFT_R_TM_TAG_GONE;
+		status = WEFT_VWC_TM_ERR;
+	}
+	if (s->tm_sw != seq) {
+		flags |= WEFT_VCQE_TM_SYNC_REQ;
+		weft_count(c, WEFT_CNT_V_TM_SYNC_REQS, 1);
+	}
+	op_cqe(c, s, op, status, why, flags);
+}
+
+int vq_tm_poll(struct weft_core *c)
+{
+	struct weft_verbs *v = c->verbs;
+	struct vq_srq *s;
+	uint32_t n, k, ci;
+
+	if (v->tm_head == VQ_NONE)
+		return 0;
+	n = v->tm_head;
+	s = &v->srq[n];
+	v->tm_head = s->tm_next;
+	if (v->tm_head == VQ_NONE)
+		v->tm_tail = VQ_NONE;
+	s->tm_queued = false;
+	for (k = 0; k < VQ_TM_STEP && s->tm_ci != s->tm_prod; k++) {
+		struct weft_vtmop op;
+		uint64_t a = s->tm_ring +
+			     ((uint64_t)(s->tm_ci & ((1u << s->tm_log2) - 1)) * sizeof(op));
+
+		s->tm_ci++;
+		if (weft_dma_read(c, a, &op, sizeof(op)) != 0) {
+			memset(&op, 0, sizeof(op));
+			op.opcode = WEFT_VTM_SYNC;
+			op_cqe(c, s, &op, WEFT_VWC_LOC_QP_OP_ERR, WEFT_R_DMA_ERROR, 0);
+			continue;
+		}
+		tm_op(c, s, &op);
+	}
+	ci = s->tm_ci;
+	if (weft_dma_write(c, s->ci_addr + 4, &ci, sizeof(ci)) != 0)
+		weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_DMA_ERROR);
+	if (s->tm_ci != s->tm_prod)
+		tm_queue(c, s);
+	return 1;
+}
+
+/* ---- messages ------------------------------------------------------------------- */
+
+static void match_cqe(struct weft_core *c, struct vq_qp *qp, struct vq_srq *s, uint8_t status,
+		      uint32_t len, uint8_t flags, bool se)
+{
+	struct weft_vcqe e;
+
+	memset(&e, 0, sizeof(e));
+	e.wr_id = qp->tm_tag;
+	e.qpn = vq_qpn(c, qp);
+	e.byte_len = len;
+	e.imm_inv = qp->tm_app_ctx;
+	e.wqe_index = (uint16_t)qp->tm_handle;
+	e.opcode = WEFT_VWC_TM_RECV;
+	e.status = status;
+	e.flags = flags;
+	vq_cqe(c, s->tm_cq, &e, se);
+}
+
+bool vq_tm_first(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
+		 const uint8_t **data, uint32_t *dlen)
+{
+	struct vq_srq *s = tm_srq(c, qp->srq);
+	struct weft_match_tm_tag t;
+	struct weft_vtmh tmh = { .opcode = WEFT_TMH_NO_TAG };
+	uint64_t tag = 0;
+	unsigned int why;
+	uint8_t kind = VQ_TM_NO_TAG;
+
+	if (*dlen >= sizeof(tmh)) {
+		memcpy(&tmh, *data, sizeof(tmh));
+		tag = be64(tmh.tag);
+		switch (tmh.opcode) {
+		case WEFT_TMH_NO_TAG:
+		case WEFT_TMH_FIN:
+			break;
+		case WEFT_TMH_EAGER:
+		case WEFT_TMH_RNDV:
+			kind = VQ_TM_UNEXPECTED;
+			break;
+		default:
+			vq_violation(c, qp, h, WEFT_R_TM_BAD_TMH, 0);
+			return false;
+		}
+	}
+	if (kind == VQ_TM_UNEXPECTED && tmh.opcode == WEFT_TMH_EAGER &&
+	    weft_match_tm_find(c, s->tm_queue, tag, &t)) {
+		memset(&qp->rcv, 0, sizeof(qp->rcv));
+		qp->rcv.h.num_sge = t.len ? 1 : 0;
+		qp->rcv.sge[0].addr = t.addr;
+		qp->rcv.sge[0].length = t.len;
+		qp->rcv.sge[0].lkey = t.lkey;
+		qp->rcv.index = t.handle;
+		qp->rcv_active = true;
+		qp->rcv_off = 0;
+		qp->tm_kind = VQ_TM_MATCHED;
+		qp->tm_tag = tag;
+		qp->tm_app_ctx = be32(tmh.app_ctx);
+		qp->tm_handle = t.handle;
+		weft_count(c, WEFT_CNT_V_TM_MATCHED, 1);
+		why = vq_sge_check(c, qp, qp->rcv.sge, qp->rcv.h.num_sge, WEFT_VACC_LOCAL_WRITE,
+				   &qp->rcv.total);
+		if (why) {
+			vq_violation(c, qp, h, why, WEFT_VWC_LOC_PROT_ERR);
+			return false;
+		}
+		*data += sizeof(tmh);
+		*dlen -= (uint32_t)sizeof(tmh);
+		if (!(h->flags & WEFT_VF_LAST)) {
+			/* More packets follow: MATCH now, DATA_VALID at the last. */
+			match_cqe(c, qp, s, WEFT_VWC_SUCCESS, 0, WEFT_VCQE_TM_MATCH, false);
+			qp->tm_kind = VQ_TM_MATCHED_SPLIT;
+		}
+		return true;
+	}
+	qp->tm_kind = kind;
+	if (!vq_rq_take(c, qp, h)) {
+		qp->tm_kind = VQ_TM_NONE;
+		return false;
+	}
+	if (kind == VQ_TM_UNEXPECTED) {
+		weft_match_tm_unexpected(c, s->tm_queue, tag);
+		weft_count(c, WEFT_CNT_V_TM_UNEXPECTED, 1);
+	} else {
+		weft_count(c, WEFT_CNT_V_TM_NO_TAG, 1);
+	}
+	return true;
+}
+
+void vq_tm_cqe(struct weft_core *c, struct vq_qp *qp, uint8_t status, uint32_t len, bool se)
+{
+	struct vq_srq *s = tm_srq(c, qp->srq);
+	uint8_t kind = qp->tm_kind;
+	struct weft_vcqe e;
+
+	qp->tm_kind = VQ_TM_NONE;
+	if (!s)
+		return;
+	if (kind == VQ_TM_MATCHED || kind == VQ_TM_MATCHED_SPLIT) {
+		uint8_t flags = status != WEFT_VWC_SUCCESS ? WEFT_VCQE_TM_MATCH :
+				kind == VQ_TM_MATCHED ?
+				WEFT_VCQE_TM_MATCH | WEFT_VCQE_TM_DATA_VALID : WEFT_VCQE_TM_DATA_VALID;
+
+		match_cqe(c, qp, s, status, len, flags | (se ? WEFT_VCQE_SOLICITED : 0), se);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.wr_id = qp->rcv.h.wr_id;
+	e.qpn = vq_qpn(c, qp);
+	e.byte_len = len;
+	e.wqe_index = (uint16_t)qp->rcv.index;
+	e.opcode = kind == VQ_TM_UNEXPECTED ? WEFT_VWC_TM_RECV : WEFT_VWC_TM_NO_TAG;
+	e.status = status;
+	e.flags = se ? WEFT_VCQE_SOLICITED : 0;
+	/* Software behind by more than the CAM holds: new tags cannot be
+	 * cleared any more, ask for a sync. */
+	if (kind == VQ_TM_UNEXPECTED &&
+	    weft_match_tm_seq(c, s->tm_queue) - s->tm_sw > WEFT_MATCH_CAM) {
+		e.flags |= WEFT_VCQE_TM_SYNC_REQ;
+		weft_count(c, WEFT_CNT_V_TM_SYNC_REQS, 1);
+	}
+	vq_cqe(c, s->tm_cq, &e, se);
+}

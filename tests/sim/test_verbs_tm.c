@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tag-matching SRQs (docs/matching.md "Tag-matching verbs", hw-spec
+ * 16.15): the verbs engine's IBV_SRQT_TM on the seed 001 matching engine.
+ * Eager messages matched into tagged buffers (one and several packets),
+ * unexpected messages with the phase sync (items 108, 109), NO_TAG, a
+ * TAG_DEL that loses the race with an arrival (TM_ERR), random tags and
+ * masks against a reference, and hostile tag operations and headers.
+ * Usage: sim-verbs-tm CASE (meson runs each case as its own test).
+ */
+#include "vt.h"
+#include "weft/match.h"
+
+#define MS              1000000ull
+#define SRQN            7u
+#define TMCQ            2u
+#define SLOT            8192u   /* bytes per buffer */
+#define MAXTAGS         64u
+
+struct ctx {
+	struct weft_sim *s;
+	struct vt_node a, b;
+	struct wsv_srq srq;             /* on node b, plain WQEs */
+	struct wsv_cq tcq;              /* b's CQ of every TM completion */
+	struct wsv_qp qa, qb;
+	uint64_t ops;                   /* tag-operation ring on b */
+	uint32_t op_prod, op_log2;
+};
+
+static void run_for(struct weft_sim *s, uint64_t ns)
+{
+	weft_sim_run_until(s, NULL, NULL, weft_sim_now(s) + ns);
+}
+
+/* TM SRQ command on b; returns the CMD status, reason in *why. */
+static int tm_srq_create(struct ctx *x, uint32_t srqn, uint32_t max_tags, uint32_t cq,
+			 uint8_t log2, unsigned int *why)
+{
+	struct weft_vcmd k = { .op = WEFT_VCMD_CREATE_SRQ, .handle = srqn };
+	struct weft_vcmd_resp r;
+	int st;
+
+	memset(&x->srq, 0, sizeof(x->srq));
+	x->srq.node = 1;
+	x->srq.srqn = srqn;
+	x->srq.log2 = 5;
+	x->srq.stride = 8;
+	x->srq.ring = weft_sim_alloc(x->s, 1, 1ull << 13, 4096);
+	x->srq.ci_addr = weft_sim_alloc(x->s, 1, 64, 64);
+	x->ops = weft_sim_alloc(x->s, 1, 64ull << 8, 4096);
+	REQUIRE(x->srq.ring && x->srq.ci_addr && x->ops, "alloc");
+	k.u.srq.ring_addr = x->srq.ring;
+	k.u.srq.ci_addr = x->srq.ci_addr;
+	k.u.srq.pd = VT_PD;
+	k.u.srq.log2 = 5;
+	k.u.srq.stride_log2 = 8;
+	k.u.srq.flags = WEFT_VSRQF_TM;
+	k.u.srq.tm_log2 = log2;
+	k.u.srq.tm_cq = cq;
+	k.u.srq.tm_max_tags = max_tags;
+	k.u.srq.tm_ring = x->ops;
+	memset(&r, 0, sizeof(r));
+	st = wsv_cmd(x->s, 1, &k, &r);
+	if (why)
+		*why = r.reason;
+	x->op_prod = 0;
+	x->op_log2 = log2;
+	return st;
+}
+
+static void setup(struct ctx *x)
+{
+	int st;
+
+	memset(x, 0, sizeof(*x));
+	x->s = vt_sim(2, 48u << 20, 11, 0, 0);
+	vt_node(x->s, 0, 1u << 20, 8, &x->a);
+	vt_node(x->s, 1, 4u << 20, 8, &x->b);
+	REQUIRE(wsv_cq_create(x->s, 1, TMCQ, 12, 0, &x->tcq) == 0, "TM CQ");
+	REQUIRE(tm_srq_create(x, SRQN, MAXTAGS, TMCQ, 8, NULL) == 0, "create TM SRQ");
+	st = wsv_qp_create(x->s, 0, 2, WEFT_VQPT_RC, VT_PD, VT_CQ, VT_CQ, 8, 5, 0, &x->qa);
+	REQUIRE(st == 0, "a's QP: %d", st);
+	st = wsv_qp_create_srq(x->s, 1, 3, WEFT_VQPT_RC, VT_PD, VT_CQ, VT_CQ, 5, SRQN, 0, &x->qb);
+	REQUIRE(st == 0, "b's QP on the TM SRQ: %d", st);
+	REQUIRE(wsv_connect(x->s, &x->qa, &x->qb, NULL) == 0, "connect");
+	memset(x->b.mem, 0, 4u << 20);
+}
+
+/* Post one tag operation (not rung when ring is false). */
+static void tm_op(struct ctx *x, const struct weft_vtmop *op, bool ring)
+{
+	uint64_t a = x->ops + (uint64_t)(x->op_prod & ((1u << x->op_log2) - 1)) * sizeof(*op);
+
+	memcpy(weft_sim_ptr(x->s, 1, a, sizeof(*op)), op, sizeof(*op));
+	x->op_prod++;
+	if (ring)
+		wsv_uar_write(x->s, 1, 0, WEFT_UAR_SRQ_TM_DB, WEFT_UAR_DB(SRQN, x->op_prod));
+}
+
+/* TAG_ADD of handle h: buffer slot h of b's memory (from 1 MiB). */
+static void tag_add(struct ctx *x, uint32_t h, uint64_t tag, uint64_t mask, uint8_t flags,
+		    uint32_t cnt, bool ring)
+{
+	struct weft_vtmop op = {
+		.wr_id = 1000 + h, .opcode = WEFT_VTM_ADD, .flags = flags, .num_sge = 1,
+		.unexpected_cnt = cnt, .handle = h, .tag = tag, .mask = mask,
+		.sge = { .addr = x->b.buf + (1u << 20) + (uint64_t)h * SLOT, .length = SLOT,
+			 .lkey = VT_MR },
+	};
+
+	tm_op(x, &op, ring);
+}
+
+static void tag_del(struct ctx *x, uint32_t h)
+{
+	struct weft_vtmop op = {
+		.wr_id = 2000 + h, .opcode = WEFT_VTM_DEL, .flags = WEFT_VTMF_SIGNALED, .handle = h,
+	};
+
+	tm_op(x, &op, true);
+}
+
+static void tag_sync(struct ctx *x, uint32_t cnt)
+{
+	struct weft_vtmop op = {
+		.wr_id = 3000, .opcode = WEFT_VTM_SYNC,
+		.flags = WEFT_VTMF_SIGNALED | WEFT_VTMF_SYNC, .unexpected_cnt = cnt,
+	};
+
+	tm_op(x, &op, true);
+}
+
+static void srq_recv(struct ctx *x, uint64_t wr_id)
+{
+	struct weft_vsge sg = { .addr = x->b.buf + wr_id * SLOT, .length = SLOT, .lkey = VT_MR };
+
+	REQUIRE(wsv_post_srq_recv(x->s, &x->srq, wr_id, &sg, 1) == 0, "post SRQ recv");
+}
+
+static void put_be(uint8_t *p, uint64_t v, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+}
+
+/* Message i from a: TMH (op, app_ctx, tag) then len - 16 pattern bytes,
+ * at i * SLOT of a's buffer. */
+static void send_tm(struct ctx *x, unsigned int i, uint8_t op, uint64_t tag, uint32_t len)
+{
+	uint8_t *p = x->a.mem + (uint64_t)i * SLOT;
+
+	vt_fill(p, len, 100 + i);
+	if (len >= 16) {
+		p[0] = op;
+		p[1] = p[2] = p[3] = 0;
+		put_be(p + 4, 0xc0000000u + i, 4);
+		put_be(p + 8, tag, 8);
+	}
+	vt_post(&x->a, &x->qa, 500 + i, WEFT_VWR_SEND, (uint64_t)i * SLOT, len, 0, 0, 0, 0);
+}
+
+static struct weft_vcqe tm_cqe(struct ctx *x)
+{
+	struct weft_vcqe e;
+
+	REQUIRE(wsv_wait(x->s, &x->tcq, &e, 1, 200 * MS) == 1, "no TM CQE");
+	return e;
+}
+
+static const uint8_t *tagged(struct ctx *x, uint32_t h)
+{
+	return x->b.mem + (1u << 20) + (uint64_t)h * SLOT;
+}
+
+static void drain_send_cqes(struct ctx *x, unsigned int n)
+{
+	struct weft_vcqe e[64];
+
+	REQUIRE(wsv_wait(x->s, &x->a.cq, e, n, 200 * MS) == n, "sender CQEs");
+}
+
+/* Eager, one packet: the payload (TMH skipped) in the tagged buffer, one
+ * TM_RECV with MATCH|DATA_VALID, tag, app_ctx and handle. */
+static void case_eager(void)
+{
+	struct ctx x;
+	struct weft_vcqe e;
+
+	setup(&x);
+	tag_add(&x, 5, 0x1234, 0xffff, WEFT_VTMF_SIGNALED, 0, true);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_ADD && e.status == 0 && e.wr_id == 1005 &&
+		e.wqe_index == 5 && !(e.flags & WEFT_VCQE_TM_SYNC_REQ),
+		"TM_ADD CQE: opcode 0x%x status %u flags 0x%x", e.opcode, e.status, e.flags);
+	send_tm(&x, 0, WEFT_TMH_EAGER, 0xabcd00001234ull, 600);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && e.status == 0, "opcode 0x%x status %u",
+		e.opcode, e.status);
+	REQUIRE(e.flags == (WEFT_VCQE_TM_MATCH | WEFT_VCQE_TM_DATA_VALID),
+		"flags 0x%x", e.flags);
+	REQUIRE(e.wr_id == 0xabcd00001234ull && e.imm_inv == 0xc0000000u && e.wqe_index == 5 &&
+		e.byte_len == 584 && e.qpn == x.qb.qpn, "tag 0x%llx ctx 0x%x handle %u len %u",
+		(unsigned long long)e.wr_id, e.imm_inv, e.wqe_index, e.byte_len);
+	REQUIRE(memcmp(tagged(&x, 5), x.a.mem + 16, 584) == 0, "payload differs");
+	REQUIRE(tagged(&x, 5)[584] == 0, "written beyond the payload");
+	drain_send_cqes(&x, 1);
+	REQUIRE(vt_cnt(x.s, 1, WEFT_CNT_V_TM_MATCHED) == 1, "V_TM_MATCHED");
+	t_checked("eager matched: 584 B after the TMH into the tagged buffer, byte-exact; one TM_RECV MATCH|DATA_VALID with tag 0x%llx, app_ctx, handle 5",
+		  (unsigned long long)e.wr_id);
+	weft_sim_free(x.s);
+}
+
+/* Eager over several packets: MATCH at the first, DATA_VALID at the last. */
+static void case_split(void)
+{
+	struct ctx x;
+	struct weft_vcqe e;
+
+	setup(&x);
+	tag_add(&x, 1, 7, ~0ull, 0, 0, true);
+	run_for(x.s, MS);
+	send_tm(&x, 0, WEFT_TMH_EAGER, 7, 5000);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && e.flags == WEFT_VCQE_TM_MATCH && e.wr_id == 7 &&
+		e.wqe_index == 1, "first CQE: opcode 0x%x flags 0x%x", e.opcode, e.flags);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && e.flags == WEFT_VCQE_TM_DATA_VALID &&
+		e.wr_id == 7 && e.byte_len == 4984 && e.status == 0,
+		"second CQE: flags 0x%x len %u", e.flags, e.byte_len);
+	REQUIRE(memcmp(tagged(&x, 1), x.a.mem + 16, 4984) == 0, "payload differs");
+	t_checked("eager over 5 packets: TM_RECV MATCH at the first packet, DATA_VALID with 4984 B at the last, byte-exact");
+	weft_sim_free(x.s);
+}
+
+/* Unexpected: whole message into an SRQ WQE, counted; a tag added before
+ * the sync that the unexpected message would have matched stays inactive
+ * (SYNC_REQ) while one it would not have matched is cleared by the CAM;
+ * TAG_SYNC with the count activates the first. */
+static void case_unexpected_sync(void)
+{
+	struct ctx x;
+	struct weft_vcqe e;
+	struct weft_vsrqc d;
+	struct weft_vcmd k = { .op = WEFT_VCMD_QUERY_SRQ, .handle = SRQN };
+	uint64_t qa;
+
+	setup(&x);
+	srq_recv(&x, 0);
+	srq_recv(&x, 1);
+	send_tm(&x, 0, WEFT_TMH_EAGER, 42, 300);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && !(e.flags & (WEFT_VCQE_TM_MATCH |
+		WEFT_VCQE_TM_DATA_VALID)) && e.wr_id == 0 && e.byte_len == 300,
+		"unexpected CQE: opcode 0x%x flags 0x%x wr_id %llu len %u", e.opcode, e.flags,
+		(unsigned long long)e.wr_id, e.byte_len);
+	REQUIRE(memcmp(x.b.mem, x.a.mem, 300) == 0, "unexpected message (with TMH) differs");
+	/* Software had seen 0 unexpected messages when it added these. */
+	tag_add(&x, 2, 42, ~0ull, WEFT_VTMF_SIGNALED, 0, false);
+	tag_add(&x, 3, 43, ~0ull, WEFT_VTMF_SIGNALED, 0, true);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_ADD && (e.flags & WEFT_VCQE_TM_SYNC_REQ), "SYNC_REQ");
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_ADD && e.wqe_index == 3, "second ADD");
+	/* Tag 42 is inactive: a second message 42 is unexpected too; 43 matches. */
+	send_tm(&x, 1, WEFT_TMH_EAGER, 43, 200);
+	e = tm_cqe(&x);
+	REQUIRE(e.flags & WEFT_VCQE_TM_MATCH && e.wqe_index == 3, "tag 43 cleared by the CAM");
+	send_tm(&x, 2, WEFT_TMH_EAGER, 42, 200);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && !(e.flags & WEFT_VCQE_TM_MATCH) && e.wr_id == 1,
+		"inactive tag 42 matched (flags 0x%x)", e.flags);
+	qa = weft_sim_alloc(x.s, 1, 64, 64);
+	k.u.query.addr = qa;
+	REQUIRE(wsv_cmd(x.s, 1, &k, NULL) == 0, "QUERY_SRQ");
+	memcpy(&d, weft_sim_ptr(x.s, 1, qa, sizeof(d)), sizeof(d));
+	REQUIRE(d.tm_unexpected == 2 && d.tm_sw == 0 && d.tm_tags == 1, "query: unexp %u sw %u tags %u",
+		d.tm_unexpected, d.tm_sw, d.tm_tags);
+	tag_sync(&x, 2);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_SYNC && e.status == 0 && !(e.flags & WEFT_VCQE_TM_SYNC_REQ),
+		"TM_SYNC CQE flags 0x%x", e.flags);
+	send_tm(&x, 3, WEFT_TMH_EAGER, 42, 200);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && (e.flags & WEFT_VCQE_TM_MATCH) && e.wqe_index == 2,
+		"tag 42 after the sync: flags 0x%x", e.flags);
+	REQUIRE(vt_cnt(x.s, 1, WEFT_CNT_V_TM_UNEXPECTED) == 2, "V_TM_UNEXPECTED");
+	t_checked("unexpected: whole message with TMH into SRQ WQE 0, TM_RECV without MATCH; a tag added behind the phase that the message matches stays off (SYNC_REQ, next 42 unexpected), one it does not is cleared by the CAM (item 109); TAG_SYNC 2 turns it on (item 108)");
+	weft_sim_free(x.s);
+}
+
+/* NO_TAG, FIN and a message shorter than a TMH: SRQ WQE, TM_NO_TAG, not
+ * counted as unexpected even with a matching tag listed. */
+static void case_no_tag(void)
+{
+	struct ctx x;
+	struct weft_vcqe e;
+	unsigned int i;
+
+	setup(&x);
+	for (i = 0; i < 3; i++)
+		srq_recv(&x, i);
+	tag_add(&x, 4, 9, ~0ull, 0, 0, true);
+	send_tm(&x, 0, WEFT_TMH_NO_TAG, 9, 100);
+	send_tm(&x, 1, WEFT_TMH_FIN, 9, 40);
+	send_tm(&x, 2, 0, 0, 10);
+	for (i = 0; i < 3; i++) {
+		e = tm_cqe(&x);
+		REQUIRE(e.opcode == WEFT_VWC_TM_NO_TAG && e.status == 0 && e.wr_id == i &&
+			e.flags == 0, "CQE %u: opcode 0x%x flags 0x%x", i, e.opcode, e.flags);
+		REQUIRE(memcmp(x.b.mem + i * SLOT, x.a.mem + i * SLOT, e.byte_len) == 0,
+			"message %u differs", i);
+	}
+	REQUIRE(vt_cnt(x.s, 1, WEFT_CNT_V_TM_UNEXPECTED) == 0, "counted as unexpected");
+	send_tm(&x, 3, WEFT_TMH_EAGER, 9, 100);
+	e = tm_cqe(&x);
+	REQUIRE(e.flags & WEFT_VCQE_TM_MATCH, "tag 9 still listed and active");
+	t_checked("NO_TAG, FIN and a 10-byte message go whole to SRQ WQEs as TM_NO_TAG, not counted; tag 9 stays listed and matches the next EAGER");
+	weft_sim_free(x.s);
+}
+
+/* TAG_DEL after the message consumed the tag: TM_ERR; a DEL before: OK. */
+static void case_del_race(void)
+{
+	struct ctx x;
+	struct weft_vcqe e;
+	bool got_recv = false, got_del = false;
+	unsigned int i;
+
+	setup(&x);
+	tag_add(&x, 6, 77, ~0ull, 0, 0, false);
+	tag_add(&x, 8, 78, ~0ull, 0, 0, true);
+	run_for(x.s, MS);
+	send_tm(&x, 0, WEFT_TMH_EAGER, 77, 64);
+	drain_send_cqes(&x, 1);
+	tag_del(&x, 6);
+	for (i = 0; i < 2; i++) {
+		e = tm_cqe(&x);
+		if (e.opcode == WEFT_VWC_TM_RECV) {
+			REQUIRE(e.wqe_index == 6 && (e.flags & WEFT_VCQE_TM_MATCH), "recv");
+			got_recv = true;
+		} else {
+			REQUIRE(e.opcode == WEFT_VWC_TM_DEL && e.status == WEFT_VWC_TM_ERR &&
+				e.wr_id == 2006 && e.byte_len == WEFT_R_TM_TAG_GONE,
+				"DEL: opcode 0x%x status %u", e.opcode, e.status);
+			got_del = true;
+		}
+	}
+	REQUIRE(got_recv && got_del, "both CQEs");
+	tag_del(&x, 8);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_DEL && e.status == 0, "DEL of a listed tag: %u", e.status);
+	srq_recv(&x, 0);
+	send_tm(&x, 1, WEFT_TMH_EAGER, 78, 64);
+	e = tm_cqe(&x);
+	REQUIRE(!(e.flags & WEFT_VCQE_TM_MATCH), "deleted tag matched");
+	REQUIRE(vt_drops(x.s, 1, WEFT_R_TM_TAG_GONE) == 1, "TM_TAG_GONE counter");
+	t_checked("TAG_DEL losing the race with its message: TM_RECV for handle 6, TAG_DEL TM_ERR (TM_TAG_GONE); TAG_DEL of a listed tag succeeds and the tag no longer matches");
+	weft_sim_free(x.s);
+}
+
+/* Random tags and masks against a reference: each message goes to the
+ * first listed tag that matches it, else unexpected; byte-exact. */
+static void case_random(void)
+{
+	struct ctx x;
+	struct { bool live; uint64_t tag, mask; } ref[MAXTAGS];
+	uint32_t order[MAXTAGS], n = 0, unexp = 0, matched = 0;
+	uint64_t rnd = 0x9e3779b97f4a7c15ull;
+	unsigned int round, i, j;
+
+	setup(&x);
+	memset(ref, 0, sizeof(ref));
+	for (round = 0; round < 40; round++) {
+		/* Fill the list to MAXTAGS with tags drawn from a small space. */
+		for (i = 0; i < MAXTAGS; i++) {
+			if (ref[i].live)
+				continue;
+			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+			ref[i].mask = (rnd >> 7) & 1 ? ~0ull : 0x3cull;
+			ref[i].tag = ((rnd >> 20) & 0x3full) & ref[i].mask;
+			ref[i].live = true;
+			order[n++] = i;
+			tag_add(&x, i, ref[i].tag, ref[i].mask, WEFT_VTMF_SYNC, unexp, false);
+		}
+		wsv_uar_write(x.s, 1, 0, WEFT_UAR_SRQ_TM_DB, WEFT_UAR_DB(SRQN, x.op_prod));
+		run_for(x.s, MS);
+		for (j = 0; j < 16; j++) {
+			struct weft_vcqe e;
+			uint64_t tag;
+			uint32_t want = MAXTAGS, k;
+
+			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+			tag = ((rnd >> 24) & 0x3full) | (rnd & 0xc000000000000000ull);
+			for (k = 0; k < n; k++)
+				if ((tag & ref[order[k]].mask) == ref[order[k]].tag) {
+					want = order[k];
+					break;
+				}
+			if (want == MAXTAGS)
+				srq_recv(&x, j);
+			send_tm(&x, j, WEFT_TMH_EAGER, tag, 200 + j);
+			e = tm_cqe(&x);
+			if (want == MAXTAGS) {
+				REQUIRE(e.opcode == WEFT_VWC_TM_RECV && !(e.flags & WEFT_VCQE_TM_MATCH),
+					"tag 0x%llx matched handle %u, reference: none",
+					(unsigned long long)tag, e.wqe_index);
+				REQUIRE(memcmp(x.b.mem + j * SLOT, x.a.mem + j * SLOT, 200 + j) == 0,
+					"unexpected data");
+				unexp++;
+				/* Software took it at once and reports the count. */
+				tag_sync(&x, unexp);
+				e = tm_cqe(&x);
+				REQUIRE(e.opcode == WEFT_VWC_TM_SYNC, "sync");
+				continue;
+			}
+			REQUIRE(e.opcode == WEFT_VWC_TM_RECV && (e.flags & WEFT_VCQE_TM_MATCH) &&
+				e.wqe_index == want && e.wr_id == tag,
+				"tag 0x%llx took handle %u flags 0x%x, reference %u",
+				(unsigned long long)tag, e.wqe_index, e.flags, want);
+			REQUIRE(memcmp(tagged(&x, want), x.a.mem + j * SLOT + 16, 200 + j - 16) == 0,
+				"data of handle %u", want);
+			ref[want].live = false;
+			for (k = 0; k < n; k++)
+				if (order[k] == want)
+					break;
+			memmove(&order[k], &order[k + 1], (n - k - 1) * sizeof(order[0]));
+			n--;
+			matched++;
+		}
+		drain_send_cqes(&x, 16);
+	}
+	REQUIRE(matched > 100 && unexp > 20, "matched %u unexpected %u", matched, unexp);
+	t_checked("%u random messages against %u-tag lists of random tags and masks: %u matched the reference's first tag (byte-exact), %u unexpected",
+		  40u * 16u, MAXTAGS, matched, unexp);
+	weft_sim_free(x.s);
+}
+
+/* Hostile tag operations, TM SRQ commands and headers. */
+static void case_hostile(void)
+{
+	struct ctx x;
+	struct weft_vcqe e;
+	struct weft_vtmop op;
+	unsigned int why = 0;
+	int st;
+
+	setup(&x);
+	/* Creation: bad sizes, CQ, ring. */
+	st = tm_srq_create(&x, 9, 0, TMCQ, 4, &why);
+	REQUIRE(st == WEFT_CMD_EINVAL && why == WEFT_R_TM_BAD_OP, "0 tags: %d %u", st, why);
+	st = tm_srq_create(&x, 9, WEFT_VERBS_TM_MAX_TAGS + 1, TMCQ, 4, &why);
+	REQUIRE(st == WEFT_CMD_EINVAL, "too many tags");
+	st = tm_srq_create(&x, 9, 8, 77, 4, &why);
+	REQUIRE(st == WEFT_CMD_EINVAL && why == WEFT_R_CQ_INVALID, "bad CQ: %d %u", st, why);
+	st = tm_srq_create(&x, 9, 8, TMCQ, WEFT_VERBS_TM_OPS_LOG2 + 1, &why);
+	REQUIRE(st == WEFT_CMD_EINVAL, "ring too big");
+	/* Recreate SRQN with 4 tags and a ring of 8 operations. */
+	{
+		struct weft_vcmd k = { .op = WEFT_VCMD_DESTROY_QP, .handle = x.qb.qpn };
+
+		REQUIRE(wsv_cmd(x.s, 1, &k, NULL) == 0, "destroy QP");
+		k.op = WEFT_VCMD_DESTROY_SRQ;
+		k.handle = SRQN;
+		REQUIRE(wsv_cmd(x.s, 1, &k, NULL) == 0, "destroy TM SRQ");
+		REQUIRE(tm_srq_create(&x, SRQN, 4, TMCQ, 3, NULL) == 0, "recreate");
+	}
+	/* Bad operations: opcode, flags, handle, sge count, reserved, sync ahead. */
+	memset(&op, 0, sizeof(op));
+	op.opcode = 9;
+	tm_op(&x, &op, true);
+	e = tm_cqe(&x);
+	REQUIRE(e.status == WEFT_VWC_LOC_QP_OP_ERR && e.byte_len == WEFT_R_TM_BAD_OP, "opcode");
+	tag_add(&x, 4, 1, ~0ull, 0, 0, true);
+	e = tm_cqe(&x);
+	REQUIRE(e.status && e.byte_len == WEFT_R_TM_HANDLE, "handle beyond max_tags");
+	tag_add(&x, 1, 1, ~0ull, 0, 0, false);
+	tag_add(&x, 1, 2, ~0ull, 0, 0, true);
+	e = tm_cqe(&x);
+	REQUIRE(e.status && e.byte_len == WEFT_R_TM_HANDLE && e.wr_id == 1001, "handle twice");
+	tag_add(&x, 0, 1, ~0ull, 0, 0, false);
+	tag_add(&x, 2, 1, ~0ull, 0, 0, false);
+	tag_add(&x, 3, 1, ~0ull, 0, 0, true);
+	run_for(x.s, MS);
+	REQUIRE(wsv_poll(x.s, &x.tcq, &e) == 0, "unsignaled ADDs completed");
+	memset(&op, 0, sizeof(op));
+	op.opcode = WEFT_VTM_ADD;
+	op.num_sge = 2;
+	tm_op(&x, &op, true);
+	e = tm_cqe(&x);
+	REQUIRE(e.byte_len == WEFT_R_TM_BAD_OP, "2 SGEs");
+	op.num_sge = 0;
+	op.reserved2 = 1;
+	tm_op(&x, &op, true);
+	e = tm_cqe(&x);
+	REQUIRE(e.byte_len == WEFT_R_TM_BAD_OP, "reserved");
+	tag_sync(&x, 5);
+	e = tm_cqe(&x);
+	REQUIRE(e.byte_len == WEFT_R_TM_SYNC_AHEAD, "sync ahead");
+	/* Doorbells: producer beyond the ring, a plain SRQ, wrong UAR. */
+	wsv_uar_write(x.s, 1, 0, WEFT_UAR_SRQ_TM_DB, WEFT_UAR_DB(SRQN, x.op_prod + 9));
+	REQUIRE(vt_drops(x.s, 1, WEFT_R_BAD_WQE) >= 1, "producer beyond the ring");
+	wsv_uar_write(x.s, 1, 0, WEFT_UAR_SRQ_TM_DB, WEFT_UAR_DB(SRQN + 1, 1));
+	REQUIRE(vt_drops(x.s, 1, WEFT_R_SRQ_INVALID) >= 1, "missing SRQ");
+	wsv_uar_write(x.s, 1, 1, WEFT_UAR_SRQ_TM_DB, WEFT_UAR_DB(SRQN, x.op_prod));
+	REQUIRE(vt_drops(x.s, 1, WEFT_R_UAR_MISMATCH) >= 1, "foreign UAR");
+	/* A forged TMH opcode fails the QP (NAK, TM_BAD_TMH). */
+	st = wsv_qp_create_srq(x.s, 1, 3, WEFT_VQPT_RC, VT_PD, VT_CQ, VT_CQ, 5, SRQN, 0, &x.qb);
+	REQUIRE(st == 0, "QP on the new TM SRQ");
+	{
+		struct weft_vcmd k = { .op = WEFT_VCMD_DESTROY_QP, .handle = x.qa.qpn };
+
+		REQUIRE(wsv_cmd(x.s, 0, &k, NULL) == 0, "destroy a's QP");
+		REQUIRE(wsv_qp_create(x.s, 0, 2, WEFT_VQPT_RC, VT_PD, VT_CQ, VT_CQ, 8, 5, 0,
+				      &x.qa) == 0, "a's QP");
+		REQUIRE(wsv_connect(x.s, &x.qa, &x.qb, NULL) == 0, "connect");
+	}
+	send_tm(&x, 0, 0x77, 1, 64);
+	run_for(x.s, 20 * MS);
+	REQUIRE(vt_drops(x.s, 1, WEFT_R_TM_BAD_TMH) == 1, "TM_BAD_TMH");
+	REQUIRE(vt_qp_state(&x.b, x.qb.qpn) == WEFT_VQPS_ERR, "QP not in error");
+	/* The CQ of a TM SRQ cannot go while the SRQ holds it. */
+	{
+		struct weft_vcmd k = { .op = WEFT_VCMD_DESTROY_CQ, .handle = TMCQ };
+
+		REQUIRE(wsv_cmd(x.s, 1, &k, NULL) == WEFT_CMD_EBUSY, "CQ of a TM SRQ destroyed");
+	}
+	t_checked("hostile: TM SRQs with 0 or too many tags, a missing CQ, a too-big ring refused; tag operations with a bad opcode, handle beyond max_tags or listed twice, 2 SGEs, reserved bits, unexpected_cnt ahead refused with their reasons; SRQ_TM_DB beyond the ring, for a missing SRQ, from a foreign UAR refused; a forged TMH opcode NAKed (TM_BAD_TMH) and the QP failed; its CQ held");
+	weft_sim_free(x.s);
+}
+
+/* Every header queue lent: the next TM SRQ is refused; native operations
+ * on a lent queue are refused (TM_QUEUE_LENT). */
+static void case_queues(void)
+{
+	struct ctx x;
+	unsigned int why = 0, n = 1;
+	int st;
+
+	setup(&x);
+	while ((st = tm_srq_create(&x, 10 + n, 4, TMCQ, 2, &why)) == 0)
+		n++;
+	REQUIRE(n == WEFT_MATCH_NR_QUEUES && st == WEFT_CMD_EBUSY && why == WEFT_R_TM_NO_QUEUE,
+		"TM SRQs: %u, then %d %u", n, st, why);
+	{
+		struct weft_vcmd k = { .op = WEFT_VCMD_DESTROY_SRQ, .handle = 11 };
+
+		REQUIRE(wsv_cmd(x.s, 1, &k, NULL) == 0, "destroy one");
+		REQUIRE(tm_srq_create(&x, 11, 4, TMCQ, 2, NULL) == 0, "its queue is free again");
+	}
+	t_checked("%u TM SRQs take every header queue; the next is refused (TM_NO_QUEUE); a destroyed one gives its queue back", n);
+	weft_sim_free(x.s);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct vt_case cases[] = {
+		{ "eager", case_eager },
+		{ "split", case_split },
+		{ "unexpected-sync", case_unexpected_sync },
+		{ "no-tag", case_no_tag },
+		{ "del-race", case_del_race },
+		{ "random", case_random },
+		{ "hostile", case_hostile },
+		{ "queues", case_queues },
+	};
+
+	return vt_main("tm", cases, sizeof(cases) / sizeof(cases[0]), argc, argv);
+}

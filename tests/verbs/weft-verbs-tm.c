@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdma-core's tag-matching verbs (issue 20; docs/matching.md
+ * "Tag-matching verbs", docs/rdma-provider.md "Tests").  node0 creates a
+ * tag-matching SRQ (ibv_create_srq_ex, IBV_SRQT_TM) with its CQ
+ * (ibv_create_cq_ex, IBV_WC_EX_WITH_TM_INFO) and an RC QP on it; node1
+ * sends it SENDs that start with a TMH (infiniband/tm_types.h) over a
+ * plain RC QP.  node0 checks, through ibv_post_srq_ops and the extended
+ * CQ: an eager message matched into its tagged buffer (one and several
+ * packets), an unexpected message in an SRQ buffer followed by the sync,
+ * NO_TAG, a TAG_DEL that loses the race with its message (IBV_WC_TM_ERR),
+ * and 10,000 random tags and masks against a reference, all byte-exact.
+ *
+ * Usage: weft-verbs-tm -s -g GIDX (node0) | -c NODE0_ADDR -g GIDX (node1)
+ */
+#include <endian.h>
+#include <infiniband/tm_types.h>
+
+#include "vt.h"
+
+#define NWQE 64			/* SRQ buffers */
+#define SLOT 4096		/* bytes per buffer, tagged or not */
+#define NTAGS 64		/* tags per round of the random phase */
+#define ROUNDS 157		/* 157 * 64 = 10,048 tags */
+#define SPACE 48u		/* message tags of the random phase: 0 .. SPACE - 1 */
+#define QP_ACC (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+
+/* What node1 sends at one step: n messages (op, tag, len, pattern). */
+struct tm_msg {
+	uint8_t op;
+	uint8_t seed;
+	uint16_t len;
+	uint32_t reserved;
+	uint64_t tag;
+};
+
+/* The random phase's generator, the same on both nodes. */
+static uint64_t rnd(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return *s >> 17;
+}
+
+/* ---- node0 --------------------------------------------------------------- */
+
+struct srv {
+	struct vt *v;
+	struct ibv_pd *pd;
+	struct ibv_cq_ex *cq;
+	struct ibv_srq *srq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;			/* NWQE SRQ slots, then NTAGS tagged slots */
+	uint32_t unexp;			/* unexpected messages taken */
+	uint64_t srq_next;		/* next SRQ buffer (wr_id) to post */
+};
+
+struct cqe {
+	uint64_t wr_id;
+	int status;
+	enum ibv_wc_opcode op;
+	unsigned int flags;
+	uint32_t len;
+	struct ibv_wc_tm_info tm;
+};
+
+static int next_cqe(struct srv *s, struct cqe *c)
+{
+	struct ibv_poll_cq_attr pa = {};
+	uint64_t end = vt_ms() + 10000;
+	int r;
+
+	while ((r = ibv_start_poll(s->cq, &pa)) == ENOENT && vt_ms() < end)
+		;
+	if (r)
+		return 0;
+	c->wr_id = s->cq->wr_id;
+	c->status = s->cq->status;
+	c->op = ibv_wc_read_opcode(s->cq);
+	c->flags = ibv_wc_read_wc_flags(s->cq);
+	c->len = ibv_wc_read_byte_len(s->cq);
+	memset(&c->tm, 0, sizeof(c->tm));
+	ibv_wc_read_tm_info(s->cq, &c->tm);
+	ibv_end_poll(s->cq);
+	return 1;
+}
+
+static uint8_t *tagged(struct srv *s, uint32_t slot)
+{
+	return s->buf + (size_t)(NWQE + slot) * SLOT;
+}
+
+static void srq_post(struct srv *s)
+{
+	uint64_t id = s->srq_next++;
+	struct ibv_sge sge = { (uintptr_t)s->buf + (id % NWQE) * SLOT, SLOT, s->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	if (ibv_post_srq_recv(s->srq, &wr, &bad))
+		t_bail("ibv_post_srq_recv: errno %d", errno);
+}
+
+/* TAG_ADD of tag/mask into tagged slot; returns the handle. */
+static uint32_t tag_add(struct srv *s, uint64_t tag, uint64_t mask, uint32_t slot,
+			uint64_t recv_wr_id, int flags)
+{
+	struct ibv_sge sge = { (uintptr_t)tagged(s, slot), SLOT, s->mr->lkey };
+	struct ibv_ops_wr wr = {
+		.wr_id = 0xadd00000 + slot, .opcode = IBV_WR_TAG_ADD,
+		.flags = flags | IBV_OPS_TM_SYNC,
+		.tm = { .unexpected_cnt = s->unexp,
+			.add = { .recv_wr_id = recv_wr_id, .sg_list = &sge, .num_sge = 1,
+				 .tag = tag, .mask = mask } },
+	}, *bad;
+	int r = ibv_post_srq_ops(s->srq, &wr, &bad);
+
+	if (r)
+		t_bail("ibv_post_srq_ops(TAG_ADD): %s", vt_en(r));
+	return wr.tm.handle;
+}
+
+static int tag_op(struct srv *s, enum ibv_ops_wr_opcode op, uint32_t handle, uint64_t wr_id)
+{
+	struct ibv_ops_wr wr = {
+		.wr_id = wr_id, .opcode = op, .flags = IBV_OPS_SIGNALED | IBV_OPS_TM_SYNC,
+		.tm = { .unexpected_cnt = s->unexp, .handle = handle },
+	}, *bad;
+
+	return ibv_post_srq_ops(s->srq, &wr, &bad);
+}
+
+/* The message body after the TMH: pattern seed from TMH offset. */
+static int body_ok(const uint8_t *p, uint32_t len, uint8_t seed)
+{
+	return vt_diff(p, len, seed, sizeof(struct ibv_tmh)) < 0;
+}
+
+static void phase_eager(struct srv *s)
+{
+	struct cqe c;
+	uint32_t h;
+
+	t_begin("node0: eager messages matched");
+	h = tag_add(s, 0x1111, ~0ull, 0, 0xe1, IBV_OPS_SIGNALED);
+	CHECK(next_cqe(s, &c) && c.op == IBV_WC_TM_ADD && c.status == IBV_WC_SUCCESS &&
+	      c.wr_id == 0xadd00000, "TAG_ADD completion: op %d status %d", c.op, c.status);
+	tag_add(s, 0x2000, 0xff00, 1, 0xe2, 0);
+	vt_sync(s->v, 10);		/* node1: EAGER 0x1111 (1000 B), EAGER 0x20ab (3000 B) */
+	CHECK(next_cqe(s, &c) && c.op == IBV_WC_TM_RECV && c.status == IBV_WC_SUCCESS &&
+	      c.flags == (IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID) && c.wr_id == 0xe1 &&
+	      c.tm.tag == 0x1111 && c.tm.priv == 0x1234 && c.len == 1000 - 16,
+	      "one-packet eager: op %d flags 0x%x wr_id 0x%llx tag 0x%llx priv 0x%x len %u",
+	      c.op, c.flags, (unsigned long long)c.wr_id, (unsigned long long)c.tm.tag,
+	      c.tm.priv, c.len);
+	CHECK(body_ok(tagged(s, 0), 1000 - 16, 0x31), "one-packet eager: data differs");
+	CHECK(next_cqe(s, &c) && c.op == IBV_WC_TM_RECV && c.flags == IBV_WC_TM_MATCH &&
+	      c.wr_id == 0xe2 && c.tm.tag == 0x20ab, "several packets, first CQE: flags 0x%x",
+	      c.flags);
+	CHECK(next_cqe(s, &c) && c.op == IBV_WC_TM_RECV && c.flags == IBV_WC_TM_DATA_VALID &&
+	      c.wr_id == 0xe2 && c.len == 3000 - 16 && body_ok(tagged(s, 1), 3000 - 16, 0x32),
+	      "several packets, second CQE: flags 0x%x len %u", c.flags, c.len);
+	(void)h;
+	t_checked("node0: EAGER tag 0x1111, 1000 B: one TM_RECV MATCH|DATA_VALID with recv_wr_id, tag, app_ctx, 984 B byte-exact; EAGER 0x20ab (mask 0xff00), 3000 B: MATCH then DATA_VALID, byte-exact");
+}
+
+static void phase_unexpected(struct srv *s)
+{
+	struct cqe c;
+
+	t_begin("node0: an unexpected message, then the sync");
+	vt_sync(s->v, 20);		/* node1: EAGER 0x2222, 500 B, no tag listed */
+	CHECK(next_cqe(s, &c) && c.op == IBV_WC_TM_RECV && c.status == IBV_WC_SUCCESS &&
+	      !(c.flags & (IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID)) && c.len == 500,
+	      "unexpected: op %d flags 0x%x len %u", c.op, c.flags, c.len);
+	if (c.wr_id < s->srq_next) {
+		const uint8_t *p = s->buf + (c.wr_id % NWQE) * SLOT;
+		const struct ibv_tmh *t = (const void *)p;
+
+		CHECK(t->opcode == IBV_TMH_EAGER && be64toh(t->tag) == 0x2222 &&
+		      body_ok(p + 16, 500 - 16, 0x33), "the message with its TMH differs");
+	}
+	s->unexp++;
+	srq_post(s);
+	CHECK(!tag_op(s, IBV_WR_TAG_SYNC, 0, 0x5c) && next_cqe(s, &c) &&
+	      c.op == IBV_WC_TM_SYNC && c.status == IBV_WC_SUCCESS && c.wr_id == 0x5c &&
+	      !(c.flags & IBV_WC_TM_SYNC_REQ), "TAG_SYNC: op %d status %d flags 0x%x", c.op,
+	      c.status, c.flags);
+	tag_add(s, 0x2222, ~0ull, 2, 0xe3, 0);
+	vt_sync(s->v, 21);		/* node1: EAGER 0x2222 again, 600 B */
+	CHECK(next_cqe(s, &c) && c.op == IBV_WC_TM_RECV &&
+	      (c.flags & IBV_WC_TM_MATCH) && c.wr_id == 0xe3 &&
+	      body_ok(tagged(s, 2), 600 - 16, 0x34), "after the sync: flags 0x%x", c.flags);
+	t_checked("node0: EAGER 0x2222 with no tag: TM_RECV without MATCH in an SRQ buffer, TMH and data byte-exact; TAG_SYNC unexpected_cnt 1 completes without SYNC_REQ; the next 0x2222 matches the new tag");
+}
+
+static void phase_no_tag(struct srv *s)
+{
+	struct cqe c;
+
+	t_begin("node0: NO_TAG");
+	tag_add(s, 0x4444, ~0ull, 3, 0xe4, 0);
+	vt_sync(s->v, 30);		/* node1: NO_TAG 0x4444 400 B, then EAGER 0x4444 400 B */
+	CHECK(next_cqe(s, &c) && c.op == IBV_WC_TM_NO_TAG && c.status == IBV_WC_SUCCESS &&
+	      c.len == 400 && body_ok(s->buf + (c.wr_id % NWQE) * SLOT + 16, 400 - 16, 0x35),
+	      "NO_TAG: op %d flags 0x%x len %u", c.op, c.flags, c.len);
+	srq_post(s);
+	CHECK(next_cqe(s, &c) && c.op == IBV_WC_TM_RECV && (c.flags & IBV_WC_TM_MATCH) &&
+	      c.wr_id == 0xe4, "the EAGER after it: op %d flags 0x%x", c.op, c.flags);
+	t_checked("node0: NO_TAG with tag 0x4444 listed: TM_NO_TAG in an SRQ buffer byte-exact, not matched; the following EAGER 0x4444 matches");
+}
+
+static void phase_del_race(struct srv *s)
+{
+	struct cqe c;
+	uint32_t h;
+	int got_recv = 0, got_err = 0, i;
+
+	t_begin("node0: TAG_DEL racing its message");
+	h = tag_add(s, 0x5555, ~0ull, 4, 0xe5, 0);
+	vt_sync(s->v, 40);		/* node1: EAGER 0x5555, completed at node1 */
+	vt_sync(s->v, 41);
+	CHECK(!tag_op(s, IBV_WR_TAG_DEL, h, 0xde1), "TAG_DEL posted");
+	for (i = 0; i < 2 && next_cqe(s, &c); i++) {
+		if (c.op == IBV_WC_TM_RECV && c.wr_id == 0xe5)
+			got_recv = 1;
+		if (c.op == IBV_WC_TM_DEL && c.wr_id == 0xde1 && c.status == IBV_WC_TM_ERR)
+			got_err = 1;
+	}
+	CHECK(got_recv && got_err, "TM_RECV %d, TAG_DEL IBV_WC_TM_ERR %d", got_recv, got_err);
+	h = tag_add(s, 0x5556, ~0ull, 5, 0xe6, 0);
+	CHECK(!tag_op(s, IBV_WR_TAG_DEL, h, 0xde2) && next_cqe(s, &c) && c.op == IBV_WC_TM_DEL &&
+	      c.status == IBV_WC_SUCCESS, "TAG_DEL of a listed tag: %d", c.status);
+	t_checked("node0: TAG_DEL after its message arrived: TM_RECV for the tag and TAG_DEL IBV_WC_TM_ERR; TAG_DEL of a listed tag: success");
+}
+
+static void phase_random(struct srv *s)
+{
+	uint64_t seed = 0x7e57, want_tag[NTAGS], mask[NTAGS];
+	uint32_t handle[NTAGS], total = 0, matched = 0, unexpected = 0, round, i, k;
+	uint8_t live[NTAGS];
+	struct cqe c;
+
+	t_begin("node0: %d random tags and masks", ROUNDS * NTAGS);
+	for (round = 0; round < ROUNDS; round++) {
+		for (i = 0; i < NTAGS; i++) {
+			uint64_t r = rnd(&seed);
+
+			mask[i] = r & 1 ? ~0ull : 0x3c;
+			want_tag[i] = (r >> 8) % SPACE & mask[i];
+			handle[i] = tag_add(s, want_tag[i], mask[i], i, 0x10000 + i, 0);
+			live[i] = 1;
+			total++;
+		}
+		vt_sync(s->v, 100 + round);	/* node1 sends NTAGS messages */
+		for (k = 0; k < NTAGS; k++) {
+			uint64_t tag = rnd(&seed) % SPACE;
+			uint32_t len = 64 + (uint32_t)(rnd(&seed) % 900), want = NTAGS;
+			uint8_t pat = (uint8_t)(round * 7 + k);
+
+			for (i = 0; i < NTAGS; i++)
+				if (live[i] && (tag & mask[i]) == want_tag[i]) {
+					want = i;
+					break;
+				}
+			if (!next_cqe(s, &c)) {
+				CHECK(0, "round %u message %u: no completion", round, k);
+				t_abort();
+			}
+			if (want == NTAGS) {
+				CHECK(c.op == IBV_WC_TM_RECV && !(c.flags & IBV_WC_TM_MATCH) &&
+				      c.len == len && body_ok(s->buf + (c.wr_id % NWQE) * SLOT + 16,
+							      len - 16, pat),
+				      "round %u tag %llu: op %d flags 0x%x wr_id 0x%llx, reference: unexpected",
+				      round, (unsigned long long)tag, c.op, c.flags,
+				      (unsigned long long)c.wr_id);
+				s->unexp++;
+				unexpected++;
+				srq_post(s);
+				continue;
+			}
+			CHECK(c.op == IBV_WC_TM_RECV && c.flags == (IBV_WC_TM_MATCH |
+			      IBV_WC_TM_DATA_VALID) && c.wr_id == 0x10000 + want &&
+			      c.tm.tag == tag && c.len == len - 16 &&
+			      body_ok(tagged(s, want), len - 16, pat),
+			      "round %u tag %llu: wr_id 0x%llx flags 0x%x, reference handle %u",
+			      round, (unsigned long long)tag, (unsigned long long)c.wr_id,
+			      c.flags, want);
+			live[want] = 0;
+			matched++;
+		}
+		/* The tags left: delete them (every DEL succeeds: no message is due). */
+		for (i = 0; i < NTAGS; i++)
+			if (live[i]) {
+				CHECK(!tag_op(s, IBV_WR_TAG_DEL, handle[i], 0xd0000 + i) &&
+				      next_cqe(s, &c) && c.op == IBV_WC_TM_DEL &&
+				      c.status == IBV_WC_SUCCESS, "round %u: TAG_DEL %u: %d", round,
+				      i, c.status);
+			}
+		if (t_failures())
+			t_abort();
+	}
+	t_checked("node0: %u random tags and masks (exact or 0x3c) against %u messages of %u tags: %u matched the reference's first listed tag, %u unexpected, all byte-exact",
+		  total, ROUNDS * NTAGS, SPACE, matched, unexpected);
+}
+
+static void server(struct vt *v)
+{
+	struct ibv_cq_init_attr_ex ca = { .cqe = 1024, .wc_flags = IBV_WC_EX_WITH_TM_INFO |
+					  IBV_WC_EX_WITH_BYTE_LEN };
+	struct ibv_srq_init_attr_ex sa = {
+		.attr = { .max_wr = NWQE, .max_sge = 1 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM,
+		.srq_type = IBV_SRQT_TM, .tm_cap = { .max_num_tags = NTAGS, .max_ops = 128 },
+	};
+	struct ibv_device_attr_ex dx;
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 4, .max_send_sge = 1 } };
+	struct srv s = { .v = v };
+	unsigned int i;
+	int r;
+
+	vt_open(v);
+	t_begin("node0: tm_caps");
+	r = ibv_query_device_ex(v->ctx, NULL, &dx);
+	CHECK(!r && (dx.tm_caps.flags & IBV_TM_CAP_RC) && dx.tm_caps.max_num_tags >= NTAGS &&
+	      dx.tm_caps.max_ops >= 128 && dx.tm_caps.max_sge >= 1,
+	      "ibv_query_device_ex %s: tm_caps flags 0x%x tags %u ops %u sge %u", vt_en(r),
+	      dx.tm_caps.flags, dx.tm_caps.max_num_tags, dx.tm_caps.max_ops, dx.tm_caps.max_sge);
+	t_checked("node0: tm_caps: IBV_TM_CAP_RC, max_num_tags %u, max_ops %u, max_sge %u, max_rndv_hdr_size %u",
+		  dx.tm_caps.max_num_tags, dx.tm_caps.max_ops, dx.tm_caps.max_sge,
+		  dx.tm_caps.max_rndv_hdr_size);
+	s.pd = ibv_alloc_pd(v->ctx);
+	s.buf = aligned_alloc(4096, (size_t)(NWQE + NTAGS) * SLOT);
+	if (!s.pd || !s.buf)
+		t_bail("PD or buffer");
+	memset(s.buf, 0, (size_t)(NWQE + NTAGS) * SLOT);
+	s.mr = ibv_reg_mr(s.pd, s.buf, (size_t)(NWQE + NTAGS) * SLOT, IBV_ACCESS_LOCAL_WRITE);
+	if (!s.mr)
+		t_bail("ibv_reg_mr: errno %d", errno);
+
+	t_begin("node0: ibv_create_cq_ex and ibv_create_srq_ex (IBV_SRQT_TM)");
+	s.cq = ibv_create_cq_ex(v->ctx, &ca);
+	CHECK(s.cq != NULL, "ibv_create_cq_ex(TM_INFO): errno %s", vt_en(errno));
+	if (!s.cq)
+		t_abort();
+	sa.pd = s.pd;
+	sa.cq = ibv_cq_ex_to_cq(s.cq);
+	s.srq = ibv_create_srq_ex(v->ctx, &sa);
+	CHECK(s.srq != NULL, "ibv_create_srq_ex(IBV_SRQT_TM): errno %s", vt_en(errno));
+	if (!s.srq)
+		t_abort();
+	{
+		struct ibv_srq_init_attr_ex two = sa;
+		struct ibv_srq *again;
+
+		errno = 0;
+		again = ibv_create_srq_ex(v->ctx, &two);
+		CHECK(!again && errno == EOPNOTSUPP, "a second TM SRQ on the CQ: errno %s",
+		      vt_en(errno));
+	}
+	t_checked("node0: CQ with IBV_WC_EX_WITH_TM_INFO and a TM SRQ of %d tags: success; a second TM SRQ on that CQ -> EOPNOTSUPP",
+		  NTAGS);
+	for (i = 0; i < NWQE; i++)
+		srq_post(&s);
+	qa.send_cq = qa.recv_cq = ibv_cq_ex_to_cq(s.cq);
+	qa.srq = s.srq;
+	s.qp = ibv_create_qp(s.pd, &qa);
+	if (!s.qp)
+		t_bail("ibv_create_qp on the TM SRQ: errno %d", errno);
+	vt_sock(v);
+	vt_connect_qp(v, s.qp, QP_ACC);
+	phase_eager(&s);
+	phase_unexpected(&s);
+	phase_no_tag(&s);
+	phase_del_race(&s);
+	phase_random(&s);
+	vt_sync(v, 9999);
+	ibv_destroy_qp(s.qp);
+	CHECK(!ibv_destroy_srq(s.srq), "ibv_destroy_srq: errno %d", errno);
+	ibv_destroy_cq(ibv_cq_ex_to_cq(s.cq));
+	ibv_dereg_mr(s.mr);
+	ibv_dealloc_pd(s.pd);
+	ibv_close_device(v->ctx);
+}
+
+/* ---- node1 --------------------------------------------------------------- */
+
+struct cli {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	uint32_t sent;
+};
+
+/* Send one message with a TMH (op, app_ctx 0x1234, tag), body pattern
+ * seed; counts the sends that completed successfully. */
+static void tm_send(struct cli *c, uint8_t op, uint64_t tag, uint32_t len, uint8_t seed)
+{
+	struct ibv_tmh *t = (struct ibv_tmh *)c->buf;
+	struct ibv_sge sge = { (uintptr_t)c->buf, len, c->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = tag, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	vt_fill(c->buf, len, seed);
+	memset(t, 0, sizeof(*t));
+	t->opcode = op;
+	t->app_ctx = htobe32(0x1234);
+	t->tag = htobe64(tag);
+	if (ibv_post_send(c->qp, &wr, &bad))
+		t_bail("ibv_post_send: errno %d", errno);
+	if (!vt_poll(c->cq, &wc) || wc.status != IBV_WC_SUCCESS)
+		t_bail("send of tag 0x%llx: %s", (unsigned long long)tag,
+		       vt_status(wc.status));
+	c->sent++;
+}
+
+static void client(struct vt *v)
+{
+	uint64_t seed = 0x7e57;
+	struct ibv_pd *pd;
+	struct cli c = { 0 };
+	uint32_t round, i;
+
+	vt_open(v);
+	pd = ibv_alloc_pd(v->ctx);
+	c.cq = ibv_create_cq(v->ctx, 64, NULL, NULL, 0);
+	c.buf = aligned_alloc(4096, 8192);
+	if (!pd || !c.cq || !c.buf)
+		t_bail("PD, CQ or buffer");
+	c.mr = ibv_reg_mr(pd, c.buf, 8192, IBV_ACCESS_LOCAL_WRITE);
+	if (!c.mr)
+		t_bail("ibv_reg_mr: errno %d", errno);
+	vt_sock(v);
+	c.qp = vt_connect(v, pd, c.cq, QP_ACC);
+	t_begin("node1: tagged sends");
+	vt_sync(v, 10);
+	tm_send(&c, IBV_TMH_EAGER, 0x1111, 1000, 0x31);
+	tm_send(&c, IBV_TMH_EAGER, 0x20ab, 3000, 0x32);
+	vt_sync(v, 20);
+	tm_send(&c, IBV_TMH_EAGER, 0x2222, 500, 0x33);
+	vt_sync(v, 21);
+	tm_send(&c, IBV_TMH_EAGER, 0x2222, 600, 0x34);
+	vt_sync(v, 30);
+	tm_send(&c, IBV_TMH_NO_TAG, 0x4444, 400, 0x35);
+	tm_send(&c, IBV_TMH_EAGER, 0x4444, 400, 0x36);
+	vt_sync(v, 40);
+	tm_send(&c, IBV_TMH_EAGER, 0x5555, 200, 0x37);
+	vt_sync(v, 41);
+	for (round = 0; round < ROUNDS; round++) {
+		for (i = 0; i < NTAGS; i++)
+			rnd(&seed);	/* node0's tags */
+		vt_sync(v, 100 + round);
+		for (i = 0; i < NTAGS; i++) {
+			uint64_t tag = rnd(&seed) % SPACE;
+			uint32_t len = 64 + (uint32_t)(rnd(&seed) % 900);
+
+			tm_send(&c, IBV_TMH_EAGER, tag, len, (uint8_t)(round * 7 + i));
+		}
+	}
+	CHECK(c.sent == 7 + ROUNDS * NTAGS, "%u of %u sends completed", c.sent,
+	      7 + ROUNDS * NTAGS);
+	t_checked("node1: %u tagged sends completed successfully", c.sent);
+	vt_sync(v, 9999);
+	ibv_destroy_qp(c.qp);
+	ibv_dereg_mr(c.mr);
+	ibv_destroy_cq(c.cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(v->ctx);
+}
+
+int main(int argc, char **argv)
+{
+	struct vt v;
+
+	vt_args(&v, argc, argv);
+	if (v.server)
+		server(&v);
+	else
+		client(&v);
+	return t_done();
+}
