@@ -95,7 +95,7 @@ static void fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe,
 
 	/* Free the ring slots this completion retires. */
 	qp = weft_find_qp(ctx, qpn);
-	if (qp && ((flags & WEFT_VCQE_IS_SQ) || !qp->ibv_qp.srq))
+	if (qp && ((flags & WEFT_VCQE_IS_SQ) || !qp->vqp.qp.srq))
 		weft_wq_retire((flags & WEFT_VCQE_IS_SQ) ? &qp->sq : &qp->rq,
 			       le16toh(cqe->wqe_index));
 }
