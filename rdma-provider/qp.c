@@ -146,12 +146,12 @@ struct ibv_qp *weft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		      IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | \
 		      IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
 		      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV | \
-		      IBV_QP_EX_WITH_SEND_WITH_INV)
+		      IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW)
 
 /*
  * ibv_create_qp_ex: a PD, send_ops_flags among WEFT_QPX_OPS; XRC,
- * creation flags, TSO, RSS and the other send operations (TSO, bind,
- * flush, atomic write) are EOPNOTSUPP.
+ * creation flags, RSS and the other send operations (TSO, flush, atomic
+ * write) are EOPNOTSUPP.
  */
 struct ibv_qp *weft_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *ax)
 {

@@ -142,6 +142,16 @@ static void x_local_inv(struct ibv_qp_ex *ibqp, uint32_t rkey)
 	begin(ibqp, IBV_WR_LOCAL_INV)->invalidate_rkey = rkey;
 }
 
+static void x_bind_mw(struct ibv_qp_ex *ibqp, struct ibv_mw *mw, uint32_t rkey,
+		      const struct ibv_mw_bind_info *info)
+{
+	struct ibv_send_wr *wr = begin(ibqp, IBV_WR_BIND_MW);
+
+	wr->bind_mw.mw = mw;
+	wr->bind_mw.rkey = rkey;
+	wr->bind_mw.bind_info = *info;
+}
+
 static void x_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah, uint32_t remote_qpn,
 		      uint32_t remote_qkey)
 {
@@ -224,6 +234,8 @@ void weft_qpx_init(struct weft_qp *qp, uint64_t ops)
 		x->wr_atomic_fetch_add = x_faa;
 	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
 		x->wr_local_inv = x_local_inv;
+	if (ops & IBV_QP_EX_WITH_BIND_MW)
+		x->wr_bind_mw = x_bind_mw;
 	x->wr_set_ud_addr = x_ud_addr;
 	x->wr_set_sge = x_sge;
 	x->wr_set_sge_list = x_sge_list;

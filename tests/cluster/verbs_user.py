@@ -438,3 +438,11 @@ def verbs_errors(t):
           "LOCAL_INV, send with invalidate or dealloc IBV_WC_REM_ACCESS_ERR (weft-verbs-mw)")
 def verbs_mw(t):
     vrun(t, vpair, "weft-verbs-mw")
+
+
+@scenario("verbs-qpx", "C2", "user verbs: the extended QP API (ibv_create_qp_ex, ibv_wr_*): node1's RDMA WRITE (3 SGEs, "
+          "through a window node0 bound with ibv_wr_bind_mw), WRITE_IMM, SEND, SEND_IMM and SEND_INV from inline "
+          "data, READ, both atomics and a UD SEND land byte-exact; ibv_wr_abort and a failed ibv_wr_complete post "
+          "nothing; after node0's ibv_wr_local_inv a write through the window fails (weft-verbs-qpx)")
+def verbs_qpx(t):
+    vrun(t, vpair, "weft-verbs-qpx")
