@@ -34,6 +34,7 @@ static const struct verbs_context_ops weft_ctx_ops = {
 	.poll_cq = weft_poll_cq,
 	.req_notify_cq = weft_req_notify_cq,
 	.destroy_cq = weft_destroy_cq,
+	.resize_cq = weft_resize_cq,
 	.create_qp = weft_create_qp,
 	.create_qp_ex = weft_create_qp_ex,
 	.query_qp = weft_query_qp,

@@ -265,6 +265,8 @@ unsigned int vq_gid_grh(const struct weft_vaddr *a, uint32_t dlen, bool imm,
 /* ---- weft_verbs_cq.c ------------------------------------------------------ */
 /* Write one CQE to cq; returns false if it was dropped (CQ error). */
 bool vq_cqe(struct weft_core *c, uint32_t cqn, struct weft_vcqe *e, bool solicited);
+/* The CQ goes to error (CQ_ERR async event, once). */
+void vq_cq_error(struct weft_core *c, uint32_t cqn, struct vq_cq *cq, unsigned int reason);
 void vq_cq_arm(struct weft_core *c, uint32_t cqn, unsigned int flags, uint32_t ci);
 
 /* ---- weft_verbs_sq.c: requester ----------------------------------------- */

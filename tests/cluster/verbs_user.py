@@ -446,3 +446,10 @@ def verbs_mw(t):
           "nothing; after node0's ibv_wr_local_inv a write through the window fails (weft-verbs-qpx)")
 def verbs_qpx(t):
     vrun(t, vpair, "weft-verbs-qpx")
+
+
+@scenario("verbs-cq", "C2", "user verbs: ibv_resize_cq on node1 with completions waiting and with RDMA writes in "
+          "flight: every completion once and in order, a resize below the completions outstanding EINVAL, the CQ's "
+          "event after the resizes, node0's memory byte-exact (weft-verbs-cq)")
+def verbs_cq(t):
+    vrun(t, vpair, "weft-verbs-cq")
