@@ -90,7 +90,7 @@ static struct weft_qp *qp_new(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
 	struct weft_qp *qp;
 	int err;
 
-	if (type != IBV_QPT_RC && type != IBV_QPT_UD) {
+	if (type != IBV_QPT_RC && type != IBV_QPT_UD && type != IBV_QPT_UC) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

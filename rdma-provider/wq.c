@@ -217,6 +217,14 @@ static int rc_opcode(const struct ibv_send_wr *wr, struct weft_vwqe *wqe)
 	return 0;
 }
 
+/* UC: SEND and RDMA WRITE (with immediate) and LOCAL_INV; READ, atomics,
+ * windows and SEND with invalidate are refused (hw-spec 16.15), as rxe. */
+static bool uc_opcode_ok(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE ||
+	       op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_LOCAL_INV;
+}
+
 static int ud_opcode(struct weft_qp *qp, const struct ibv_send_wr *wr,
 		     struct weft_vwqe *wqe)
 {
@@ -282,6 +290,8 @@ int weft_post_one(struct weft_qp *qp, const struct ibv_send_wr *wr)
 	memset(wqe, 0, sizeof(*wqe));
 	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
 		err = ud_opcode(qp, wr, wqe);
+	else if (qp->vqp.qp.qp_type == IBV_QPT_UC && !uc_opcode_ok(wr->opcode))
+		err = EINVAL;
 	else
 		err = rc_opcode(wr, wqe);
 	if (!err && (wr->send_flags & IBV_SEND_INLINE))

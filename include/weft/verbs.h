@@ -154,6 +154,7 @@ enum weft_vgid_type {
 enum weft_vqp_type {
 	WEFT_VQPT_RC = 1,
 	WEFT_VQPT_UD = 2,           /* also QP1 (GSI) */
+	WEFT_VQPT_UC = 3,           /* SEND and WRITE, no ACK (16.15) */
 };
 
 /* Create-QP flags */

@@ -95,6 +95,7 @@ struct vq_qp {
 	uint32_t rq_prod, rq_ci;
 	struct vq_rwqe rcv;     /* receive WQE being filled */
 	bool rcv_active;
+	bool uc_drop;           /* UC: dropping until a message's first packet */
 	bool last_wqe;          /* on an SRQ: LAST_WQE event sent since ERR */
 	uint64_t rcv_off;
 	/* responder */
@@ -287,6 +288,9 @@ unsigned int vq_wqe_load(struct weft_core *c, struct vq_qp *qp, uint32_t idx,
 /* ---- weft_verbs_rq.c: responder ------------------------------------------ */
 void vq_rx_request(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr *wh,
 		   const struct weft_vhdr *h, const uint8_t *data, uint32_t dlen);
+/* UC SEND and WRITE packets (16.15). */
+void vq_rx_uc(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr *wh,
+	      const struct weft_vhdr *h, const uint8_t *data, uint32_t dlen);
 void vq_rx_ud(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr *wh,
 	      const struct weft_vhdr *h, const uint8_t *data, uint32_t dlen);
 void vq_rq_flush(struct weft_core *c, struct vq_qp *qp, unsigned int max);

@@ -475,8 +475,11 @@ static unsigned int cmd_create_qp(struct weft_core *c, const struct weft_vcmd *k
 	qp = &v->qp[k->handle];
 	if (qp->created)
 		return WEFT_CMD_EBUSY;
-	if ((k->u.qp.type != WEFT_VQPT_RC && k->u.qp.type != WEFT_VQPT_UD) ||
+	if ((k->u.qp.type != WEFT_VQPT_RC && k->u.qp.type != WEFT_VQPT_UD &&
+	     k->u.qp.type != WEFT_VQPT_UC) ||
 	    (k->handle == WEFT_VERBS_GSI_QPN && k->u.qp.type != WEFT_VQPT_UD) ||
+	    /* a UC message dropped midway would consume an SRQ WQE (16.15) */
+	    (k->u.qp.type == WEFT_VQPT_UC && k->u.qp.srq) ||
 	    k->u.qp.pd >= v->nr_pd || !v->pd[k->u.qp.pd].created ||
 	    !cq_ok(v, k->u.qp.send_cq) || !cq_ok(v, k->u.qp.recv_cq) ||
 	    k->u.qp.uar >= v->nr_uar ||
@@ -588,6 +591,10 @@ static unsigned int cmd_modify_qp(struct weft_core *c, const struct weft_vcmd *k
 	    (WEFT_VQPA_AV | WEFT_VQPA_DEST_QPN | WEFT_VQPA_RQ_PSN |
 	     WEFT_VQPA_MAX_DEST_RD_ATOMIC | WEFT_VQPA_MIN_RNR_TIMER))
 		return WEFT_CMD_EINVAL;
+	if (qp->state == WEFT_VQPS_INIT && to == WEFT_VQPS_RTR && qp->type == WEFT_VQPT_UC &&
+	    (m & (WEFT_VQPA_AV | WEFT_VQPA_DEST_QPN | WEFT_VQPA_RQ_PSN)) !=
+	    (WEFT_VQPA_AV | WEFT_VQPA_DEST_QPN | WEFT_VQPA_RQ_PSN))
+		return WEFT_CMD_EINVAL;
 	if (qp->state == WEFT_VQPS_RTR && to == WEFT_VQPS_RTS &&
 	    (qp->type == WEFT_VQPT_RC ?
 	     (m & (WEFT_VQPA_SQ_PSN | WEFT_VQPA_TIMEOUT | WEFT_VQPA_RETRY_CNT |
@@ -627,6 +634,7 @@ static unsigned int cmd_modify_qp(struct weft_core *c, const struct weft_vcmd *k
 	if (m & WEFT_VQPA_MAX_DEST_RD_ATOMIC) qp->max_dest_rd_atomic = k->u.mod.max_dest_rd_atomic;
 	if (m & WEFT_VQPA_RQ_PSN) {
 		qp->epsn = k->u.mod.rq_psn & WEFT_VERBS_PSN_MASK;
+		qp->uc_drop = false;
 		qp->rd_emsn = 1;
 	}
 	if (m & WEFT_VQPA_SQ_PSN) {
@@ -1055,6 +1063,13 @@ void weft_verbs_rx(struct weft_core *c, const struct weft_wire_hdr *wh, const ui
 	}
 	if (qp->state == WEFT_VQPS_ERR) {
 		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_QP_STATE);
+		return;
+	}
+	if (qp->type == WEFT_VQPT_UC) {
+		if (h.opcode == WEFT_VOP_SEND || h.opcode == WEFT_VOP_WRITE)
+			vq_rx_uc(c, qp, wh, &h, payload + sizeof(h), dlen);
+		else
+			weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_QP_TYPE);
 		return;
 	}
 	if (rc_request(h.opcode))

@@ -453,3 +453,10 @@ def verbs_qpx(t):
           "event after the resizes, node0's memory byte-exact (weft-verbs-cq)")
 def verbs_cq(t):
     vrun(t, vpair, "weft-verbs-cq")
+
+
+@scenario("verbs-uc", "C2", "user verbs: UC QPs: node1's SEND of 3 packets, SEND_IMM, WRITE of 8 packets and WRITE_IMM "
+          "land byte-exact on node0 with their completions; RDMA READ, atomics and SEND with invalidate on UC "
+          "EINVAL at ibv_post_send (weft-verbs-uc)")
+def verbs_uc(t):
+    vrun(t, vpair, "weft-verbs-uc")
