@@ -69,6 +69,18 @@ static struct ibv_qp *uc_connect(struct vt *v, struct ibv_pd *pd, struct ibv_cq 
 	return qp;
 }
 
+/* The device, the exchange socket, a PD, a CQ of 16 and a BUF-byte buffer. */
+static void uc_open(struct vt *v, struct ibv_pd **pd, struct ibv_cq **cq, uint8_t **buf)
+{
+	vt_open(v);
+	vt_sock(v);
+	*pd = ibv_alloc_pd(v->ctx);
+	*cq = ibv_create_cq(v->ctx, 16, NULL, NULL, 0);
+	*buf = aligned_alloc(4096, BUF);
+	if (!*pd || !*cq || !*buf)
+		t_bail("PD, CQ or buffer");
+}
+
 static void server(struct vt *v)
 {
 	struct vt_msg me = {}, peer;
@@ -80,13 +92,7 @@ static void server(struct vt *v)
 	uint8_t *buf;
 	int i, n = 0;
 
-	vt_open(v);
-	vt_sock(v);
-	pd = ibv_alloc_pd(v->ctx);
-	cq = ibv_create_cq(v->ctx, 16, NULL, NULL, 0);
-	buf = aligned_alloc(4096, BUF);
-	if (!pd || !cq || !buf)
-		t_bail("PD, CQ or buffer");
+	uc_open(v, &pd, &cq, &buf);
 	memset(buf, 0, BUF);
 	mr = ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!mr)
@@ -175,13 +181,7 @@ static void client(struct vt *v)
 	uint8_t *buf;
 	int r, st = -1, i;
 
-	vt_open(v);
-	vt_sock(v);
-	pd = ibv_alloc_pd(v->ctx);
-	cq = ibv_create_cq(v->ctx, 16, NULL, NULL, 0);
-	buf = aligned_alloc(4096, BUF);
-	if (!pd || !cq || !buf)
-		t_bail("PD, CQ or buffer");
+	uc_open(v, &pd, &cq, &buf);
 	vt_fill(buf, BUF, SEED);
 	mr = ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE);
 	if (!mr)
@@ -259,12 +259,5 @@ static void client(struct vt *v)
 
 int main(int argc, char **argv)
 {
-	struct vt v;
-
-	vt_args(&v, argc, argv);
-	if (v.server)
-		server(&v);
-	else
-		client(&v);
-	return t_done();
+	return vt_run(argc, argv, server, client);
 }
