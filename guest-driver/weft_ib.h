@@ -97,6 +97,7 @@ struct weft_ibcq {
 	u32 log2;
 	u32 uar;
 	spinlock_t lock;		/* poll, arm */
+	struct mutex resize_lock;	/* user CQs: ring, entry, ci_ptr, log2 */
 	u32 ci;				/* kernel CQs: consumer index */
 	struct weft_ring ring;		/* ring, then the consumer index */
 	u32 *ci_ptr;
@@ -192,6 +193,7 @@ int weft_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		      struct ib_udata *udata);
 #endif
 int weft_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int weft_ib_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int weft_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int weft_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 void weft_ib_cq_event(struct weft_ibdev *dev, u32 cqn);

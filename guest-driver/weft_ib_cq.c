@@ -55,6 +55,7 @@ int weft_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cq->log2 = log2;
 	cq->uar = uc ? uc->uar : WEFT_IB_KERNEL_UAR;
 	spin_lock_init(&cq->lock);
+	mutex_init(&cq->resize_lock);
 	ret = weft_ib_ring_alloc(dev, PAGE_ALIGN(ring_bytes) + PAGE_SIZE, &cq->ring);
 	if (ret)
 		return ret;
@@ -115,6 +116,78 @@ err_ida:
 	ida_free(&dev->cq_ida, cq->cqn);
 err_ring:
 	weft_ib_ring_free(dev, &cq->ring);
+	return ret;
+}
+
+/*
+ * ibv_resize_cq (hw-spec 16.7, "Resizing"): a new ring whose owner bytes
+ * say "not valid" for the indexes it will hold next and whose word holds
+ * the consumer index, then RESIZE_CQ, which copies the CQEs not yet
+ * polled into it at the same indexes.  The provider holds its CQ lock
+ * through the call, so its consumer index does not move; the old mapping
+ * stays valid until it unmaps it.  Kernel CQs are polled from interrupt
+ * context and are not resized.
+ */
+int weft_ib_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+{
+	struct weft_ibdev *dev = to_wdev(ibcq->device);
+	struct weft_ibcq *cq = to_wcq(ibcq);
+	struct weft_ib_resize_cq_resp resp = {};
+	struct weft_vcmd cmd = { .op = WEFT_VCMD_RESIZE_CQ, .handle = cq->cqn };
+	struct rdma_user_mmap_entry *entry;
+	struct weft_ibucontext *uc;
+	struct weft_ring ring;
+	struct weft_vcqe *e;
+	size_t ring_bytes;
+	u32 log2, ci, i;
+	u64 off;
+	int ret;
+
+	if (!udata || !cq->entry)
+		return -EOPNOTSUPP;
+	if (cqe < 1 || cqe > (1 << WEFT_IB_MAX_CQ_LOG2))
+		return -EINVAL;
+	if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EINVAL;
+	uc = rdma_udata_to_drv_context(udata, struct weft_ibucontext, ibuc);
+	log2 = max_t(u32, 1, order_base_2(cqe));
+	ring_bytes = (size_t)sizeof(struct weft_vcqe) << log2;
+	mutex_lock(&cq->resize_lock);
+	ret = weft_ib_ring_alloc(dev, PAGE_ALIGN(ring_bytes) + PAGE_SIZE, &ring);
+	if (ret)
+		goto out;
+	ci = READ_ONCE(*cq->ci_ptr);
+	e = ring.va;
+	for (i = 0; i < (1u << log2); i++)
+		e[(ci + i) & ((1u << log2) - 1)].owner = ((ci + i) >> log2) & 1;
+	*(u32 *)((u8 *)ring.va + PAGE_ALIGN(ring_bytes)) = ci;
+	dma_sync_single_for_device(&dev->pdev->dev, ring.dma, ring.size, DMA_BIDIRECTIONAL);
+	ret = weft_ib_ring_publish(dev, &uc->ibuc, &ring, &entry, &off);
+	if (ret) {
+		weft_ib_ring_free(dev, &ring);
+		goto out;
+	}
+	cmd.u.cq.ring_addr = ring.dma;
+	cmd.u.cq.ci_addr = ring.dma + PAGE_ALIGN(ring_bytes);
+	cmd.u.cq.log2_entries = log2;
+	ret = weft_ib_cmd(dev, &cmd);
+	if (ret) {
+		weft_ib_ring_retire(dev, &ring, entry);
+		goto out;
+	}
+	weft_ib_ring_retire(dev, &cq->ring, cq->entry);
+	cq->ring = ring;
+	cq->entry = entry;
+	cq->ci_ptr = (u32 *)((u8 *)ring.va + PAGE_ALIGN(ring_bytes));
+	cq->log2 = log2;
+	ibcq->cqe = 1 << log2;
+	resp.log2_entries = log2;
+	resp.ci_offset = PAGE_ALIGN(ring_bytes);
+	resp.ring_mmap_offset = off;
+	resp.ring_mmap_size = ring.size;
+	ret = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+out:
+	mutex_unlock(&cq->resize_lock);
 	return ret;
 }
 

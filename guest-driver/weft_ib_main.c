@@ -561,6 +561,7 @@ static const struct ib_device_ops weft_ib_ops = {
 	.del_gid = weft_ib_del_gid,
 	.destroy_ah = weft_ib_destroy_ah,
 	.destroy_cq = weft_ib_destroy_cq,
+	.resize_cq = weft_ib_resize_cq,
 	.destroy_qp = weft_ib_destroy_qp,
 	.destroy_srq = weft_ib_destroy_srq,
 	.disassociate_ucontext = weft_ib_disassociate_ucontext,

@@ -136,7 +136,11 @@ int weft_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	bool gsi = init->qp_type == IB_QPT_GSI;
 	int ret;
 
-	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UD && !gsi)
+	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UD &&
+	    init->qp_type != IB_QPT_UC && !gsi)
+		return -EOPNOTSUPP;
+	/* A UC message dropped midway would use up an SRQ WQE (hw-spec 16.16). */
+	if (init->srq && init->qp_type == IB_QPT_UC)
 		return -EOPNOTSUPP;
 	if (init->create_flags || init->rwq_ind_tbl)
 		return -EOPNOTSUPP;
@@ -155,7 +159,8 @@ int weft_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 	qp->user = !!uc;
 	qp->uar = uc ? uc->uar : WEFT_IB_KERNEL_UAR;
-	qp->hw_type = init->qp_type == IB_QPT_RC ? WEFT_VQPT_RC : WEFT_VQPT_UD;
+	qp->hw_type = init->qp_type == IB_QPT_RC ? WEFT_VQPT_RC :
+		      init->qp_type == IB_QPT_UC ? WEFT_VQPT_UC : WEFT_VQPT_UD;
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
@@ -453,6 +458,12 @@ static int weft_build_wqe(struct weft_ibqp *qp, const struct ib_send_wr *wr,
 	if (wr->send_flags & IB_SEND_FENCE)
 		w->flags |= WEFT_VWQE_FENCE;
 	if (wr->num_sge < 0)
+		return -EINVAL;
+	/* UC: SEND and WRITE (with immediate) and local operations (16.16). */
+	if (qp->hw_type == WEFT_VQPT_UC && wr->opcode != IB_WR_SEND &&
+	    wr->opcode != IB_WR_SEND_WITH_IMM && wr->opcode != IB_WR_RDMA_WRITE &&
+	    wr->opcode != IB_WR_RDMA_WRITE_WITH_IMM && wr->opcode != IB_WR_LOCAL_INV &&
+	    wr->opcode != IB_WR_REG_MR)
 		return -EINVAL;
 	if (wr->send_flags & IB_SEND_INLINE) {
 		switch (wr->opcode) {

@@ -98,7 +98,7 @@ static bool fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe,
 
 	/* Free the ring slots this completion retires. */
 	qp = weft_find_qp(ctx, qpn);
-	if (qp && ((flags & WEFT_VCQE_IS_SQ) || !qp->ibv_qp.srq))
+	if (qp && ((flags & WEFT_VCQE_IS_SQ) || !qp->vqp.qp.srq))
 		weft_wq_retire((flags & WEFT_VCQE_IS_SQ) ? &qp->sq : &qp->rq,
 			       le16toh(cqe->wqe_index));
 	return true;
@@ -376,6 +376,44 @@ err_lock:
 err_free:
 	free(cq);
 	return NULL;
+}
+
+/*
+ * ibv_resize_cq (hw-spec 16.7, "Resizing"): under the CQ's lock, so the
+ * consumer index the kernel reads from its word does not move.  The
+ * adapter copies the CQEs not yet polled into the new ring at the same
+ * indexes, so polling goes on at the same consumer index in the new
+ * mapping; the old one is unmapped.
+ */
+int weft_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct weft_cq *cq = to_wcq(ibcq);
+	struct weft_resize_cq_resp resp = {};
+	struct weft_ib_create_cq_resp layout;
+	struct ibv_resize_cq cmd = {};
+	void *old = cq->map;
+	size_t old_len = cq->map_len;
+	int err;
+
+	if (cqe < 1 || cqe > (1 << WEFT_VERBS_CQ_MAX_LOG2))
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	*cq->ci_ptr = htole32(cq->ci);
+	err = ibv_cmd_resize_cq(ibcq, cqe, &cmd, sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (!err) {
+		layout = (struct weft_ib_create_cq_resp){
+			.cqn = cq->cqn,
+			.log2_entries = resp.drv_payload.log2_entries,
+			.ring_mmap_offset = resp.drv_payload.ring_mmap_offset,
+			.ring_mmap_size = resp.drv_payload.ring_mmap_size,
+			.ci_offset = resp.drv_payload.ci_offset,
+		};
+		err = cq_map(cq, ibcq->context, &layout);
+		if (!err)
+			munmap(old, old_len);
+	}
+	pthread_spin_unlock(&cq->lock);
+	return err;
 }
 
 int weft_destroy_cq(struct ibv_cq *ibcq)

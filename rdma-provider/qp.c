@@ -78,15 +78,19 @@ static int map_rings(struct weft_qp *qp, int cmd_fd,
 	return 0;
 }
 
-struct ibv_qp *weft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+/* ibv_create_qp (attr) or ibv_create_qp_ex (ax): one of them is NULL. */
+static struct weft_qp *qp_new(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
+			      struct ibv_qp_init_attr_ex *ax)
 {
 	struct weft_context *ctx = to_wctx(pd->context);
 	struct weft_create_qp_resp resp = {};
 	struct ibv_create_qp cmd = {};
+	enum ibv_qp_type type = ax ? ax->qp_type : attr->qp_type;
+	struct ibv_srq *srq = ax ? ax->srq : attr->srq;
 	struct weft_qp *qp;
 	int err;
 
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+	if (type != IBV_QPT_RC && type != IBV_QPT_UD && type != IBV_QPT_UC) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -97,27 +101,29 @@ struct ibv_qp *weft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		goto err_free;
 	if (pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE))
 		goto err_sq_lock;
-	if (ibv_cmd_create_qp(pd, &qp->ibv_qp, attr, &cmd, sizeof(cmd),
+	if (ax ? ibv_cmd_create_qp_ex(pd->context, &qp->vqp, ax, &cmd, sizeof(cmd),
+				      &resp.ibv_resp, sizeof(resp)) :
+	    ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd, sizeof(cmd),
 			      &resp.ibv_resp, sizeof(resp)))
 		goto err_rq_lock;
-	err = resp.qpn == qp->ibv_qp.qp_num &&
+	err = resp.qpn == qp->vqp.qp.qp_num &&
 		resp.uar_index == ctx->uar_index ? 0 : EPROTO;
 	if (!err)
-		err = map_rings(qp, pd->context->cmd_fd, &resp, attr->srq != NULL);
+		err = map_rings(qp, pd->context->cmd_fd, &resp, srq != NULL);
 	if (!err) {
-		err = store_qp(ctx, qp->ibv_qp.qp_num, qp);
+		err = store_qp(ctx, qp->vqp.qp.qp_num, qp);
 		if (err) {
 			weft_wq_unmap(&qp->rq);
 			weft_wq_unmap(&qp->sq);
 		}
 	}
 	if (err) {
-		ibv_cmd_destroy_qp(&qp->ibv_qp);
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
 		errno = err;
 		goto err_rq_lock;
 	}
-	qp->sq_sig_all = attr->sq_sig_all;
-	return &qp->ibv_qp;
+	qp->sq_sig_all = ax ? ax->sq_sig_all : attr->sq_sig_all;
+	return qp;
 
 err_rq_lock:
 	pthread_spin_destroy(&qp->rq.lock);
@@ -126,6 +132,46 @@ err_sq_lock:
 err_free:
 	free(qp);
 	return NULL;
+}
+
+struct ibv_qp *weft_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct weft_qp *qp = qp_new(pd, attr, NULL);
+
+	return qp ? &qp->vqp.qp : NULL;
+}
+
+/* The send operations the extended QP API builds (qpx.c). */
+#define WEFT_QPX_OPS (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+		      IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | \
+		      IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
+		      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV | \
+		      IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW)
+
+/*
+ * ibv_create_qp_ex: a PD, send_ops_flags among WEFT_QPX_OPS; XRC,
+ * creation flags, RSS and the other send operations (TSO, flush, atomic
+ * write) are EOPNOTSUPP.
+ */
+struct ibv_qp *weft_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *ax)
+{
+	struct weft_qp *qp;
+
+	if (!(ax->comp_mask & IBV_QP_INIT_ATTR_PD) ||
+	    (ax->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+					 IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
+	    ((ax->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ax->create_flags) ||
+	    ((ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	     (ax->send_ops_flags & ~(uint64_t)WEFT_QPX_OPS))) {
+		errno = ax->comp_mask & IBV_QP_INIT_ATTR_PD ? EOPNOTSUPP : EINVAL;
+		return NULL;
+	}
+	qp = qp_new(ax->pd, NULL, ax);
+	if (!qp)
+		return NULL;
+	if (ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		weft_qpx_init(qp, ax->send_ops_flags);
+	return &qp->vqp.qp;
 }
 
 int weft_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)

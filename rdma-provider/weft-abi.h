@@ -23,6 +23,8 @@ DECLARE_DRV_CMD(weft_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
 		empty, weft_ib_create_srq_resp);
 DECLARE_DRV_CMD(weft_create_srq_ex, IB_USER_VERBS_CMD_CREATE_XSRQ,
 		weft_ib_create_srq_req, weft_ib_create_srq_resp);
+DECLARE_DRV_CMD(weft_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,
+		empty, weft_ib_resize_cq_resp);
 DECLARE_DRV_CMD(weft_create_ah, IB_USER_VERBS_CMD_CREATE_AH,
 		empty, weft_ib_create_ah_resp);
 

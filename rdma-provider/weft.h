@@ -60,12 +60,23 @@ struct weft_wq {
 	_Atomic(uint32_t) tail;		/* consumer index, advanced by completions */
 };
 
+/* Inline bytes one work request of the extended QP API may carry. */
+#define WEFT_XWR_INLINE (512 - 64 - 16)
+
 struct weft_qp {
-	struct ibv_qp ibv_qp;
+	struct verbs_qp vqp;		/* ibv_qp, and ibv_qp_ex for the extended API */
 	struct weft_wq sq;
 	struct weft_wq rq;
 	int sq_sig_all;
 	uint32_t qkey;			/* UD: the QP's own Q_Key */
+	/* Extended API (qpx.c): the work request being built, posted when
+	 * the next one starts or at ibv_wr_complete. */
+	struct ibv_send_wr xwr;
+	struct ibv_sge xsge[28];
+	uint8_t xinl[WEFT_XWR_INLINE];
+	bool xpending;
+	int xerr;
+	uint32_t xstart;
 };
 
 struct weft_srq {
@@ -101,7 +112,7 @@ static inline struct weft_cq *to_wcq(struct ibv_cq *ibcq)
 
 static inline struct weft_qp *to_wqp(struct ibv_qp *ibqp)
 {
-	return container_of(ibqp, struct weft_qp, ibv_qp);
+	return container_of(ibqp, struct weft_qp, vqp.qp);
 }
 
 static inline struct weft_srq *to_wsrq(struct ibv_srq *ibsrq)
@@ -138,6 +149,7 @@ struct ibv_cq *weft_create_cq(struct ibv_context *context, int cqe,
 			      struct ibv_comp_channel *channel,
 			      int comp_vector);
 int weft_destroy_cq(struct ibv_cq *cq);
+int weft_resize_cq(struct ibv_cq *cq, int cqe);
 int weft_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int weft_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 struct ibv_cq_ex *weft_create_cq_ex(struct ibv_context *context,
@@ -149,6 +161,10 @@ int weft_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
 int weft_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		  struct ibv_qp_init_attr *init_attr);
 int weft_destroy_qp(struct ibv_qp *qp);
+struct ibv_qp *weft_create_qp_ex(struct ibv_context *context,
+				 struct ibv_qp_init_attr_ex *attr);
+/* qpx.c: the extended QP API's work-request builders on qp. */
+void weft_qpx_init(struct weft_qp *qp, uint64_t send_ops);
 struct weft_qp *weft_find_qp(struct weft_context *ctx, uint32_t qpn);
 
 /* srq.c */
@@ -181,5 +197,7 @@ int weft_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 int weft_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		   struct ibv_recv_wr **bad_wr);
 void weft_wq_retire(struct weft_wq *wq, uint16_t wqe_index);
+int weft_post_one(struct weft_qp *qp, const struct ibv_send_wr *wr);
+void weft_ring_sq(struct weft_qp *qp);
 
 #endif /* WEFT_PROVIDER_H */

@@ -217,6 +217,14 @@ static int rc_opcode(const struct ibv_send_wr *wr, struct weft_vwqe *wqe)
 	return 0;
 }
 
+/* UC: SEND and RDMA WRITE (with immediate) and LOCAL_INV; READ, atomics,
+ * windows and SEND with invalidate are refused (hw-spec 16.16), as rxe. */
+static bool uc_opcode_ok(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE ||
+	       op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_LOCAL_INV;
+}
+
 static int ud_opcode(struct weft_qp *qp, const struct ibv_send_wr *wr,
 		     struct weft_vwqe *wqe)
 {
@@ -252,12 +260,57 @@ static int ud_opcode(struct weft_qp *qp, const struct ibv_send_wr *wr,
 
 static void ring(struct weft_qp *qp, unsigned int reg, uint32_t head)
 {
-	struct weft_context *ctx = to_wctx(qp->ibv_qp.context);
+	struct weft_context *ctx = to_wctx(qp->vqp.qp.context);
 
 	/* The WQEs must be visible before the adapter sees the index. */
 	udma_to_device_barrier();
 	mmio_write64_le((uint8_t *)ctx->uar + reg,
-			htole64(WEFT_UAR_DB(qp->ibv_qp.qp_num, head)));
+			htole64(WEFT_UAR_DB(qp->vqp.qp.qp_num, head)));
+}
+
+void weft_ring_sq(struct weft_qp *qp)
+{
+	ring(qp, WEFT_UAR_SQ_DB, qp->sq.head);
+}
+
+/* One send work request into the SQ slot at head (the caller holds the
+ * SQ lock and rings the doorbell).  Returns 0 or an errno. */
+int weft_post_one(struct weft_qp *qp, const struct ibv_send_wr *wr)
+{
+	struct weft_wq *sq = &qp->sq;
+	struct weft_vwqe *wqe;
+	int err;
+
+	if (wq_full(sq))
+		return ENOMEM;
+	if (wr->num_sge < 0 || (!(wr->send_flags & IBV_SEND_INLINE) &&
+				(uint32_t)wr->num_sge > sq->max_sge))
+		return EINVAL;
+	wqe = wq_slot(sq, sq->head);
+	memset(wqe, 0, sizeof(*wqe));
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
+		err = ud_opcode(qp, wr, wqe);
+	else if (qp->vqp.qp.qp_type == IBV_QPT_UC && !uc_opcode_ok(wr->opcode))
+		err = EINVAL;
+	else
+		err = rc_opcode(wr, wqe);
+	if (!err && (wr->send_flags & IBV_SEND_INLINE))
+		err = inline_data(sq, wr, wqe);
+	if (err)
+		return err;
+	wqe->wr_id = htole64(wr->wr_id);
+	if (!(wr->send_flags & IBV_SEND_INLINE))
+		wqe->num_sge = wr->num_sge;
+	if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
+		wqe->flags |= WEFT_VWQE_SIGNALED;
+	if (wr->send_flags & IBV_SEND_SOLICITED)
+		wqe->flags |= WEFT_VWQE_SOLICITED;
+	if (wr->send_flags & IBV_SEND_FENCE)
+		wqe->flags |= WEFT_VWQE_FENCE;
+	if (!(wr->send_flags & IBV_SEND_INLINE))
+		copy_sges((struct weft_vsge *)(wqe + 1), wr->sg_list, wr->num_sge);
+	__atomic_store_n(&sq->head, sq->head + 1, __ATOMIC_RELAXED);
+	return 0;
 }
 
 int weft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
@@ -276,40 +329,9 @@ int weft_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	pthread_spin_lock(&sq->lock);
 	start = sq->head;
 	for (; wr; wr = wr->next) {
-		struct weft_vwqe *wqe;
-
-		if (wq_full(sq)) {
-			err = ENOMEM;
-		} else if (wr->num_sge < 0 || (!(wr->send_flags & IBV_SEND_INLINE) &&
-						(uint32_t)wr->num_sge > sq->max_sge)) {
-			err = EINVAL;
-		}
+		err = weft_post_one(qp, wr);
 		if (err)
 			break;
-		wqe = wq_slot(sq, sq->head);
-		memset(wqe, 0, sizeof(*wqe));
-		if (ibqp->qp_type == IBV_QPT_UD)
-			err = ud_opcode(qp, wr, wqe);
-		else
-			err = rc_opcode(wr, wqe);
-		if (err)
-			break;
-		if (wr->send_flags & IBV_SEND_INLINE)
-			err = inline_data(sq, wr, wqe);
-		if (err)
-			break;
-		wqe->wr_id = htole64(wr->wr_id);
-		if (!(wr->send_flags & IBV_SEND_INLINE))
-			wqe->num_sge = wr->num_sge;
-		if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
-			wqe->flags |= WEFT_VWQE_SIGNALED;
-		if (wr->send_flags & IBV_SEND_SOLICITED)
-			wqe->flags |= WEFT_VWQE_SOLICITED;
-		if (wr->send_flags & IBV_SEND_FENCE)
-			wqe->flags |= WEFT_VWQE_FENCE;
-		if (!(wr->send_flags & IBV_SEND_INLINE))
-			copy_sges((struct weft_vsge *)(wqe + 1), wr->sg_list, wr->num_sge);
-		__atomic_store_n(&sq->head, sq->head + 1, __ATOMIC_RELAXED);
 	}
 	if (err)
 		*bad_wr = wr;

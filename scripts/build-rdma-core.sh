@@ -1,8 +1,10 @@
 #!/bin/bash
 # Builds Weft's rdma-core provider (rdma-provider/) inside Debian trixie's
-# rdma-core 56.1 source tree, and checks that it only imports what the
-# guest's libibverbs1 (Debian bookworm, 44.0) exports.  docs/rdma-provider.md
-# describes the recipe and the consistency rule.
+# rdma-core 56.1 source tree, but against the public headers of the guest's
+# libibverbs (Debian bookworm, 44.0), and checks that it only imports what
+# that library exports and shares no struct whose layout differs from the
+# library's.  docs/rdma-provider.md describes the recipe and the consistency
+# rule.
 #
 #   scripts/build-rdma-core.sh               build if needed, print the output folder
 #   scripts/build-rdma-core.sh --print-dir   the same, only the folder on stdout
@@ -34,8 +36,13 @@ PABI=34
 CMAKE_FLAGS=(-GNinja -DNO_PYVERBS=1 -DNO_MAN_PAGES=1 -DENABLE_RESOLVE_NEIGH=0
 	-DENABLE_STATIC=0 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr)
 BUILD_DEPS=(cmake ninja-build gcc pkg-config python3 binutils dpkg-dev)
-# The guest's libibverbs (docs/rdma-provider.md, "Consistency").
+# The guest's libibverbs (docs/rdma-provider.md, "Consistency") and the
+# package with its public headers, which the provider is compiled against.
 GUEST_LIBIBVERBS=libibverbs1
+GUEST_LIBIBVERBS_DEV=libibverbs-dev
+# libibverbs' own public headers in that package (the *dv.h of other
+# providers are not needed).
+GUEST_HEADERS=(verbs.h verbs_api.h ib_user_ioctl_verbs.h tm_types.h opcode.h arch.h sa.h sa-kern-abi.h)
 # Imports that exist in bookworm's library under the same version node but
 # with another meaning (changed signature) or that a provider must not need.
 FORBIDDEN_IMPORTS=(ibv_cmd_reg_dmabuf_mr ibv_cmd_create_cq_ex2)
@@ -55,7 +62,8 @@ fi
 
 key=$( {
 	echo "$RDMA_CORE_VERSION ${CMAKE_FLAGS[*]} ${FORBIDDEN_IMPORTS[*]}"
-	weft_hash "$PROVIDER" "$ABI_HDR" "$WEFT_ROOT/include/weft/hw.h" "${BASH_SOURCE[0]}"
+	weft_hash "$PROVIDER" "$ABI_HDR" "$WEFT_ROOT/include/weft/hw.h" "${BASH_SOURCE[0]}" \
+		"$WEFT_ROOT/scripts/abi-layout.py"
 } | sha256sum | cut -c1-16)
 out=$TOP/out-$key
 if [ -f "$out/.complete" ]; then
@@ -115,10 +123,12 @@ mkdir -p "$debs"
 libver=$(apt-cache policy "$GUEST_LIBIBVERBS" | awk '/Candidate:/ {print $2}')
 { [ -n "$libver" ] && [ "$libver" != "(none)" ]; } || weft_die "apt has no $GUEST_LIBIBVERBS"
 libdeb=$debs/${GUEST_LIBIBVERBS}_${libver//:/%3a}_amd64.deb
-if [ ! -f "$libdeb" ]; then
-	(cd "$debs" && apt-get download -qq "$GUEST_LIBIBVERBS=$libver" >/dev/null) ||
-		weft_die "apt-get download $GUEST_LIBIBVERBS=$libver failed"
-fi
+devdeb=$debs/${GUEST_LIBIBVERBS_DEV}_${libver//:/%3a}_amd64.deb
+for pkg in "$GUEST_LIBIBVERBS" "$GUEST_LIBIBVERBS_DEV"; do
+	[ -f "$debs/${pkg}_${libver//:/%3a}_amd64.deb" ] && continue
+	(cd "$debs" && apt-get download -qq "$pkg=$libver" >/dev/null) ||
+		weft_die "apt-get download $pkg=$libver failed"
+done
 
 # ---- Tree: unpack, add the provider, register it -----------------------------
 [ -f "$ABI_HDR" ] || weft_die "include/weft/ib-abi.h is missing (the user/kernel ABI)"
@@ -137,6 +147,16 @@ cp "$PROVIDER"/*.c "$PROVIDER"/*.h "$PROVIDER/CMakeLists.txt" "$tree/providers/w
 mkdir -p "$tree/providers/weft/weft"
 cp "$WEFT_ROOT"/include/weft/*.h "$tree/providers/weft/weft/"
 cp "$ABI_HDR" "$tree/kernel-headers/rdma/weft-abi.h"
+# The guest library's public headers, found before the tree's own
+# (rdma-provider/CMakeLists.txt): a struct the provider shares with
+# libibverbs 44.0 and its programs (ibv_qp_ex inside verbs_qp, ibv_port_attr)
+# gets the library's layout, not 56.1's.
+dpkg -x "$devdeb" "$work/guestdev"
+mkdir -p "$tree/providers/weft/guest-include/infiniband"
+for h in "${GUEST_HEADERS[@]}"; do
+	cp "$work/guestdev/usr/include/infiniband/$h" "$tree/providers/weft/guest-include/infiniband/" ||
+		weft_die "no infiniband/$h in $(basename "$devdeb")"
+done
 
 # add_after FILE ANCHOR LINE: LINE after each line equal to ANCHOR.
 add_after() {
@@ -184,6 +204,17 @@ for s in "${FORBIDDEN_IMPORTS[@]}"; do
 		weft_die "the provider imports $s, whose ABI differs in $GUEST_LIBIBVERBS $libver"
 done
 weft_log "rdma-core: $(wc -l <"$work/imports") libibverbs imports, all exported by $GUEST_LIBIBVERBS $libver"
+
+# ---- Layouts against the guest's libibverbs -----------------------------------
+# Every struct and union that both the provider's DWARF and the guest's
+# public headers describe must have the same size and member offsets
+# (libibverbs 44.0 reads verbs_qp.comp_mask after its own ibv_qp_ex, for one).
+echo '#include <infiniband/verbs.h>' >"$work/probe.c"
+gcc -g -fno-eliminate-unused-debug-types -c -I"$work/guestdev/usr/include" \
+	"$work/probe.c" -o "$work/probe.o" || weft_die "cannot compile the layout probe"
+python3 "$WEFT_ROOT/scripts/abi-layout.py" "$so" "$work/probe.o" >"$work/layouts" ||
+	{ cat "$work/layouts" >&2; weft_die "the provider's struct layouts differ from $GUEST_LIBIBVERBS_DEV $libver's (above)"; }
+weft_log "rdma-core: $(tail -n1 "$work/layouts")"
 
 rm -rf "$out.new"; mkdir -p "$out.new"
 cp "$so" "$out.new/"

@@ -117,6 +117,21 @@ struct weft_ib_create_ah_resp {
 	__u32 reserved1;
 };
 
+/* ---- ibv_resize_cq ------------------------------------------------------ */
+/* No request data.  The kernel gives the CQ a new ring and consumer-index
+ * word (hw-spec 16.7, "Resizing"), a new mapping laid out as at create;
+ * the old mapping stays valid, unused, until the provider unmaps it.  The
+ * consumer index does not change: the CQEs not yet polled are in the new
+ * ring at the same indexes.
+ */
+struct weft_ib_resize_cq_resp {
+	__u32 log2_entries;
+	__u32 ci_offset;
+	__aligned_u64 ring_mmap_offset;
+	__u32 ring_mmap_size;
+	__u32 reserved;
+};
+
 /* Doorbell offsets within the UAR page (weft/verbs.h WEFT_UAR_LIST):
  * SQ_DB 0x000, RQ_DB 0x008, CQ_ARM 0x010, SRQ_DB 0x018, SRQ_TM_DB 0x020;
  * 8-byte little-endian writes

@@ -127,7 +127,8 @@ enum weft_cq_arm {
 	X(CREATE_SRQ, 18) /* handle = srqn (1 .. VERBS_NR_QP - 1), u.srq */ \
 	X(MODIFY_SRQ, 19) /* handle = srqn, u.srq.limit: arms the limit event */ \
 	X(QUERY_SRQ, 20)  /* handle = srqn: struct weft_vsrqc at u.query.addr */ \
-	X(DESTROY_SRQ, 21) /* handle = srqn */
+	X(DESTROY_SRQ, 21) /* handle = srqn */ \
+	X(RESIZE_CQ, 22)  /* handle = cqn, u.cq ring_addr, ci_addr, log2_entries: resp.out[0] = prod */
 
 enum weft_vcmd_op {
 #define WEFT_VCMD_ENUM(name, val) WEFT_VCMD_##name = (val),
@@ -170,6 +171,7 @@ enum weft_vgid_type {
 enum weft_vqp_type {
 	WEFT_VQPT_RC = 1,
 	WEFT_VQPT_UD = 2,           /* also QP1 (GSI) */
+	WEFT_VQPT_UC = 3,           /* SEND and WRITE, no ACK (16.16) */
 };
 
 /* Create-QP flags */

@@ -8,7 +8,7 @@
 
 #include "weft_verbs_int.h"
 
-static void cq_error(struct weft_core *c, uint32_t cqn, struct vq_cq *cq, unsigned int reason)
+void vq_cq_error(struct weft_core *c, uint32_t cqn, struct vq_cq *cq, unsigned int reason)
 {
 	if (!cq->error)
 		vq_async(c, cqn, WEFT_VASYNC_CQ_ERR, reason, cq->vector);
@@ -38,7 +38,7 @@ bool vq_cqe(struct weft_core *c, uint32_t cqn, struct weft_vcqe *e, bool solicit
 			cq->ci = ci;
 		if (cq->prod - cq->ci >= size) {
 			weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_CQ_OVERFLOW);
-			cq_error(c, cqn, cq, WEFT_R_CQ_OVERFLOW);
+			vq_cq_error(c, cqn, cq, WEFT_R_CQ_OVERFLOW);
 			return false;
 		}
 	}
@@ -48,7 +48,7 @@ bool vq_cqe(struct weft_core *c, uint32_t cqn, struct weft_vcqe *e, bool solicit
 	e->owner = 0;
 	if (weft_dma_write(c, addr, e, offsetof(struct weft_vcqe, owner)) != 0 ||
 	    weft_dma_write(c, addr + offsetof(struct weft_vcqe, owner), &owner, 1) != 0) {
-		cq_error(c, cqn, cq, WEFT_R_DMA_ERROR);
+		vq_cq_error(c, cqn, cq, WEFT_R_DMA_ERROR);
 		return false;
 	}
 	cq->prod++;

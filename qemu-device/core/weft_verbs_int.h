@@ -95,6 +95,7 @@ struct vq_qp {
 	uint32_t rq_prod, rq_ci;
 	struct vq_rwqe rcv;     /* receive WQE being filled */
 	bool rcv_active;
+	bool uc_drop;           /* UC: dropping until a message's first packet */
 	bool last_wqe;          /* on an SRQ: LAST_WQE event sent since ERR */
 	uint64_t rcv_off;
 	uint8_t tm_kind;        /* message being received on a TM SRQ: VQ_TM_* */
@@ -285,6 +286,8 @@ unsigned int vq_gid_grh(const struct weft_vaddr *a, uint32_t dlen, bool imm,
 /* ---- weft_verbs_cq.c ------------------------------------------------------ */
 /* Write one CQE to cq; returns false if it was dropped (CQ error). */
 bool vq_cqe(struct weft_core *c, uint32_t cqn, struct weft_vcqe *e, bool solicited);
+/* The CQ goes to error (CQ_ERR async event, once). */
+void vq_cq_error(struct weft_core *c, uint32_t cqn, struct vq_cq *cq, unsigned int reason);
 void vq_cq_arm(struct weft_core *c, uint32_t cqn, unsigned int flags, uint32_t ci);
 
 /* ---- weft_verbs_sq.c: requester ----------------------------------------- */
@@ -305,6 +308,9 @@ unsigned int vq_wqe_load(struct weft_core *c, struct vq_qp *qp, uint32_t idx,
 /* ---- weft_verbs_rq.c: responder ------------------------------------------ */
 void vq_rx_request(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr *wh,
 		   const struct weft_vhdr *h, const uint8_t *data, uint32_t dlen);
+/* UC SEND and WRITE packets (16.16). */
+void vq_rx_uc(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr *wh,
+	      const struct weft_vhdr *h, const uint8_t *data, uint32_t dlen);
 void vq_rx_ud(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr *wh,
 	      const struct weft_vhdr *h, const uint8_t *data, uint32_t dlen);
 void vq_rq_flush(struct weft_core *c, struct vq_qp *qp, unsigned int max);

@@ -367,6 +367,72 @@ static unsigned int cmd_cq(struct weft_core *c, const struct weft_vcmd *k, bool 
 	return WEFT_CMD_OK;
 }
 
+/*
+ * RESIZE_CQ (hw-spec 16.7, "Resizing"): the CQ moves to a new ring and
+ * consumer-index word.  The consumer index is read from the new word
+ * (the driver stores its own there first); the CQEs written and not yet
+ * consumed, [ci, prod), are copied into the new ring at the same indexes
+ * with the new ring's owner bits, so none is lost or duplicated, and the
+ * next CQE goes to index prod of the new ring.  A new ring too small for
+ * the CQEs outstanding is refused (CQ_OVERFLOW); resp.out[0] = prod.
+ */
+static unsigned int cmd_resize_cq(struct weft_core *c, const struct weft_vcmd *k,
+				  struct weft_vcmd_resp *resp, unsigned int *reason)
+{
+	struct weft_verbs *v = c->verbs;
+	uint32_t log2 = k->u.cq.log2_entries, ci, i;
+	uint64_t old_ring;
+	uint8_t old_log2;
+	struct weft_vcqe e;
+	struct vq_cq *cq;
+
+	*reason = WEFT_R_CQ_INVALID;
+	if (k->handle >= v->nr_cq || !v->cq[k->handle].created)
+		return WEFT_CMD_EINVAL;
+	cq = &v->cq[k->handle];
+	if (cq->error)
+		return WEFT_CMD_ESTATE;
+	if (log2 < 1 || log2 > WEFT_VERBS_CQ_MAX_LOG2 || (k->u.cq.ci_addr & 3))
+		return WEFT_CMD_EINVAL;
+	if (!vq_ring_ok(c, k->u.cq.ring_addr, (uint64_t)sizeof(e) << log2) ||
+	    !vq_ring_ok(c, k->u.cq.ci_addr & ~63ull, 64) ||
+	    weft_dma_read(c, k->u.cq.ci_addr, &ci, 4) != 0) {
+		*reason = WEFT_R_DMA_ERROR;
+		return WEFT_CMD_EFAULT;
+	}
+	/* A consumer index ahead of prod, or more than a ring behind it,
+	 * is the driver's error: the CQEs it names do not exist. */
+	if (cq->prod - ci > (1u << cq->log2))
+		return WEFT_CMD_EINVAL;
+	if (cq->prod - ci > (1u << log2)) {
+		*reason = WEFT_R_CQ_OVERFLOW;
+		return WEFT_CMD_EINVAL;
+	}
+	/* The CQ takes the new ring first: a DMA error while copying leaves
+	 * it in error, as one while writing a CQE does (CQ_ERR). */
+	old_ring = cq->ring;
+	old_log2 = cq->log2;
+	cq->ring = k->u.cq.ring_addr;
+	cq->ci_addr = k->u.cq.ci_addr;
+	cq->log2 = (uint8_t)log2;
+	cq->ci = ci;
+	for (i = ci; i != cq->prod; i++) {
+		uint64_t from = old_ring + (uint64_t)(i & ((1u << old_log2) - 1)) * sizeof(e);
+		uint64_t to = cq->ring + (uint64_t)(i & ((1u << log2) - 1)) * sizeof(e);
+
+		e.owner = (uint8_t)(((i >> log2) & 1) ^ 1);
+		if (weft_dma_read(c, from, &e, offsetof(struct weft_vcqe, owner)) != 0 ||
+		    weft_dma_write(c, to, &e, sizeof(e)) != 0) {
+			vq_cq_error(c, k->handle, cq, WEFT_R_DMA_ERROR);
+			*reason = WEFT_R_DMA_ERROR;
+			return WEFT_CMD_EFAULT;
+		}
+	}
+	resp->out[0] = cq->prod;
+	*reason = WEFT_R_OK;
+	return WEFT_CMD_OK;
+}
+
 static bool cq_ok(struct weft_verbs *v, uint32_t n)
 {
 	return n < v->nr_cq && v->cq[n].created;
@@ -413,8 +479,11 @@ static unsigned int cmd_create_qp(struct weft_core *c, const struct weft_vcmd *k
 	qp = &v->qp[k->handle];
 	if (qp->created)
 		return WEFT_CMD_EBUSY;
-	if ((k->u.qp.type != WEFT_VQPT_RC && k->u.qp.type != WEFT_VQPT_UD) ||
+	if ((k->u.qp.type != WEFT_VQPT_RC && k->u.qp.type != WEFT_VQPT_UD &&
+	     k->u.qp.type != WEFT_VQPT_UC) ||
 	    (k->handle == WEFT_VERBS_GSI_QPN && k->u.qp.type != WEFT_VQPT_UD) ||
+	    /* a UC message dropped midway would consume an SRQ WQE (16.16) */
+	    (k->u.qp.type == WEFT_VQPT_UC && k->u.qp.srq) ||
 	    k->u.qp.pd >= v->nr_pd || !v->pd[k->u.qp.pd].created ||
 	    !cq_ok(v, k->u.qp.send_cq) || !cq_ok(v, k->u.qp.recv_cq) ||
 	    k->u.qp.uar >= v->nr_uar ||
@@ -526,6 +595,10 @@ static unsigned int cmd_modify_qp(struct weft_core *c, const struct weft_vcmd *k
 	    (WEFT_VQPA_AV | WEFT_VQPA_DEST_QPN | WEFT_VQPA_RQ_PSN |
 	     WEFT_VQPA_MAX_DEST_RD_ATOMIC | WEFT_VQPA_MIN_RNR_TIMER))
 		return WEFT_CMD_EINVAL;
+	if (qp->state == WEFT_VQPS_INIT && to == WEFT_VQPS_RTR && qp->type == WEFT_VQPT_UC &&
+	    (m & (WEFT_VQPA_AV | WEFT_VQPA_DEST_QPN | WEFT_VQPA_RQ_PSN)) !=
+	    (WEFT_VQPA_AV | WEFT_VQPA_DEST_QPN | WEFT_VQPA_RQ_PSN))
+		return WEFT_CMD_EINVAL;
 	if (qp->state == WEFT_VQPS_RTR && to == WEFT_VQPS_RTS &&
 	    (qp->type == WEFT_VQPT_RC ?
 	     (m & (WEFT_VQPA_SQ_PSN | WEFT_VQPA_TIMEOUT | WEFT_VQPA_RETRY_CNT |
@@ -565,6 +638,7 @@ static unsigned int cmd_modify_qp(struct weft_core *c, const struct weft_vcmd *k
 	if (m & WEFT_VQPA_MAX_DEST_RD_ATOMIC) qp->max_dest_rd_atomic = k->u.mod.max_dest_rd_atomic;
 	if (m & WEFT_VQPA_RQ_PSN) {
 		qp->epsn = k->u.mod.rq_psn & WEFT_VERBS_PSN_MASK;
+		qp->uc_drop = false;
 		qp->rd_emsn = 1;
 	}
 	if (m & WEFT_VQPA_SQ_PSN) {
@@ -763,6 +837,7 @@ static unsigned int run_cmd(struct weft_core *c, const struct weft_vcmd *k,
 	case WEFT_VCMD_DESTROY_PD: return cmd_pd(c, k, false, reason);
 	case WEFT_VCMD_CREATE_CQ: return cmd_cq(c, k, true, reason);
 	case WEFT_VCMD_DESTROY_CQ: return cmd_cq(c, k, false, reason);
+	case WEFT_VCMD_RESIZE_CQ: return cmd_resize_cq(c, k, resp, reason);
 	case WEFT_VCMD_CREATE_QP: return cmd_create_qp(c, k, reason);
 	case WEFT_VCMD_MODIFY_QP: return cmd_modify_qp(c, k, reason);
 	case WEFT_VCMD_DESTROY_QP:
@@ -993,6 +1068,13 @@ void weft_verbs_rx(struct weft_core *c, const struct weft_wire_hdr *wh, const ui
 	}
 	if (qp->state == WEFT_VQPS_ERR) {
 		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_QP_STATE);
+		return;
+	}
+	if (qp->type == WEFT_VQPT_UC) {
+		if (h.opcode == WEFT_VOP_SEND || h.opcode == WEFT_VOP_WRITE)
+			vq_rx_uc(c, qp, wh, &h, payload + sizeof(h), dlen);
+		else
+			weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_QP_TYPE);
 		return;
 	}
 	if (rc_request(h.opcode))

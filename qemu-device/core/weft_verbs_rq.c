@@ -264,6 +264,128 @@ static void rx_write(struct weft_core *c, struct vq_qp *qp, const struct weft_vh
 	owe_ack(c, qp);
 }
 
+/* UC: the message being received fails locally: its receive WQE (if
+ * taken) completes with status, the QP goes to ERR; no Terminate. */
+static void uc_fail(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr *wh,
+		    unsigned int reason, uint8_t status)
+{
+	if (qp->rcv_active)
+		rq_cqe(c, qp, &qp->rcv, WEFT_VWC_RECV, status, reason, 0, 0, false);
+	qp->rcv_active = false;
+	weft_drop(c, wh, WEFT_NO_WINDOW, reason);
+	vq_qp_error(c, qp, reason);
+}
+
+/* UC: the message being received is dropped (and, until_first, the
+ * packets after it up to the first packet of a new message); its receive WQE (consumed only at
+ * completion: UC QPs have no SRQ) serves the next message. */
+static void uc_lose(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr *wh,
+		    unsigned int reason, bool until_first)
+{
+	qp->rcv_active = false;
+	qp->uc_drop = until_first;
+	weft_drop(c, wh, WEFT_NO_WINDOW, reason);
+}
+
+/*
+ * UC requests (16.16): no ACK, NAK, RNR NAK or Terminate.  A packet out
+ * of sequence that does not start a message drops the message being
+ * received; the first packet of a message is taken whatever its PSN,
+ * which becomes the expected one.  A WRITE the TPT refuses and a SEND
+ * with no receive WQE are dropped; a SEND that does not fit its receive
+ * WQE completes it in error and the QP goes to ERR.
+ */
+void vq_rx_uc(struct weft_core *c, struct vq_qp *qp, const struct weft_wire_hdr *wh,
+	      const struct weft_vhdr *h, const uint8_t *data, uint32_t dlen)
+{
+	bool first = (h->flags & WEFT_VF_FIRST) != 0, last = (h->flags & WEFT_VF_LAST) != 0;
+	unsigned int why;
+	uint8_t flags = 0;
+
+	if (!first && (h->psn != qp->epsn || qp->uc_drop)) {
+		qp->epsn = psn_add(h->psn, 1);
+		uc_lose(c, qp, wh, WEFT_R_PSN_OOS, !last);
+		return;
+	}
+	qp->epsn = psn_add(h->psn, 1);
+	qp->uc_drop = false;
+	if (first && qp->rcv_active) {
+		/* the previous SEND lost its last packet */
+		qp->rcv_active = false;
+		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_PSN_OOS);
+	}
+	if (h->opcode == WEFT_VOP_WRITE) {
+		bool imm = (h->flags & WEFT_VF_IMM) && last;
+
+		if (imm && rq_empty(c, qp)) {
+			uc_lose(c, qp, wh, WEFT_R_RNR, false);
+			return;
+		}
+		why = place_write(c, qp, h, data, dlen, true);
+		if (why) {
+			uc_lose(c, qp, wh, why, !last);
+			return;
+		}
+		if (imm) {
+			qp->rcv_active = true;
+			why = rwqe_load(c, qp, &qp->rcv);
+			if (why) {
+				uc_fail(c, qp, wh, why, WEFT_VWC_LOC_QP_OP_ERR);
+				return;
+			}
+			qp->rcv_active = false;
+			rq_cqe(c, qp, &qp->rcv, WEFT_VWC_RECV_RDMA_IMM, WEFT_VWC_SUCCESS, h->dma_len,
+			       WEFT_VCQE_WITH_IMM, h->imm_inv, false);
+		}
+		if (last)
+			qp->msn++;
+		return;
+	}
+	if (h->flags & WEFT_VF_INV) {           /* UC has no SEND with invalidate */
+		uc_lose(c, qp, wh, WEFT_R_BAD_HEADER, !last);
+		return;
+	}
+	if (first) {
+		if (rq_empty(c, qp)) {
+			uc_lose(c, qp, wh, WEFT_R_RNR, !last);
+			return;
+		}
+		qp->rcv_active = true;
+		qp->rcv_off = 0;
+		why = rwqe_load(c, qp, &qp->rcv);
+		if (why) {
+			uc_fail(c, qp, wh, why, why == WEFT_R_LENGTH ? WEFT_VWC_LOC_LEN_ERR :
+				why == WEFT_R_BAD_WQE || why == WEFT_R_DMA_ERROR ?
+				WEFT_VWC_LOC_QP_OP_ERR : WEFT_VWC_LOC_PROT_ERR);
+			return;
+		}
+	} else if (!qp->rcv_active) {
+		uc_lose(c, qp, wh, WEFT_R_BAD_HEADER, !last);
+		return;
+	}
+	if (dlen > qp->rcv.total - qp->rcv_off) {
+		uc_fail(c, qp, wh, WEFT_R_LENGTH, WEFT_VWC_LOC_LEN_ERR);
+		return;
+	}
+	why = vq_sge_copy(c, qp, qp->rcv.sge, qp->rcv.h.num_sge, qp->rcv_off, (void *)data, dlen,
+			  WEFT_VACC_LOCAL_WRITE, VQ_TO_MEM);
+	if (why) {
+		uc_fail(c, qp, wh, why, WEFT_VWC_LOC_PROT_ERR);
+		return;
+	}
+	qp->rcv_off += dlen;
+	if (!last)
+		return;
+	if (h->flags & WEFT_VF_IMM)
+		flags |= WEFT_VCQE_WITH_IMM;
+	if (h->flags & WEFT_VF_SE)
+		flags |= WEFT_VCQE_SOLICITED;
+	qp->rcv_active = false;
+	rq_cqe(c, qp, &qp->rcv, WEFT_VWC_RECV, WEFT_VWC_SUCCESS, (uint32_t)qp->rcv_off, flags,
+	       h->imm_inv, (h->flags & WEFT_VF_SE) != 0);
+	qp->msn++;
+}
+
 static bool rrq_room(struct vq_qp *qp)
 {
 	unsigned int depth = qp->max_dest_rd_atomic ? qp->max_dest_rd_atomic : 1;

@@ -184,6 +184,11 @@ static uint8_t wqe_start(struct weft_core *c, struct vq_qp *qp, uint32_t idx,
 	if (ud && op != WEFT_VWR_SEND && op != WEFT_VWR_SEND_IMM && op != WEFT_VWR_REG_MR &&
 	    op != WEFT_VWR_LOCAL_INV)
 		return WEFT_VWC_LOC_QP_OP_ERR;
+	/* UC: no READ, atomics, windows or SEND with invalidate (16.16). */
+	if (qp->type == WEFT_VQPT_UC && op != WEFT_VWR_SEND && op != WEFT_VWR_SEND_IMM &&
+	    op != WEFT_VWR_WRITE && op != WEFT_VWR_WRITE_IMM && op != WEFT_VWR_REG_MR &&
+	    op != WEFT_VWR_LOCAL_INV)
+		return WEFT_VWC_LOC_QP_OP_ERR;
 	if (is_local(op))
 		return WEFT_VWC_SUCCESS;
 	need = op == WEFT_VWR_READ || op == WEFT_VWR_CAS || op == WEFT_VWR_FAA ?
@@ -417,7 +422,8 @@ static int wqe_packet(struct weft_core *c, struct vq_qp *qp, uint32_t idx)
 		qp->sq_next++;
 		qp->cur_valid = false;
 		qp->cur_pkt = 0;
-		if (qp->type == WEFT_VQPT_UD)
+		/* No ACK will come for UD and UC: done once sent. */
+		if (qp->type != WEFT_VQPT_RC)
 			sw->state = SW_DONE;
 	}
 	if (qp->type == WEFT_VQPT_RC && !qp->rto && qp->timeout) {

@@ -76,6 +76,41 @@ int wsv_cq_create(struct weft_sim *s, unsigned int node, uint32_t cqn, uint32_t 
 	return wsv_cmd(s, node, &k, NULL);
 }
 
+int wsv_cq_resize(struct weft_sim *s, struct wsv_cq *cq, uint32_t log2, uint64_t *prod)
+{
+	struct weft_vcmd k = { .op = WEFT_VCMD_RESIZE_CQ, .handle = cq->cqn };
+	struct weft_vcmd_resp resp = { 0 };
+	uint64_t size = (uint64_t)sizeof(struct weft_vcqe) << (log2 < 32 ? log2 : 0);
+	uint64_t ring = weft_sim_alloc(s, cq->node, size, 4096);
+	uint64_t ci_addr = weft_sim_alloc(s, cq->node, 64, 64);
+	struct weft_vcqe *r;
+	uint32_t i, *ci;
+	int st;
+
+	if (!ring || !ci_addr)
+		return -ENOMEM;
+	r = weft_sim_ptr(s, cq->node, ring, size);
+	ci = weft_sim_ptr(s, cq->node, ci_addr, 4);
+	for (i = 0; log2 < 32 && i < (1u << log2); i++)
+		r[(cq->ci + i) & ((1u << log2) - 1)].owner = (uint8_t)(((cq->ci + i) >> log2) & 1);
+	*ci = cq->ci;
+	k.u.cq.ring_addr = ring;
+	k.u.cq.ci_addr = ci_addr;
+	k.u.cq.log2_entries = log2;
+	st = wsv_cmd(s, cq->node, &k, &resp);
+	if (st) {
+		weft_sim_free_mem(s, cq->node, ring);
+		weft_sim_free_mem(s, cq->node, ci_addr);
+		return st;
+	}
+	cq->ring = ring;
+	cq->ci_addr = ci_addr;
+	cq->log2 = log2;
+	if (prod)
+		*prod = resp.out[0];
+	return 0;
+}
+
 int wsv_poll(struct weft_sim *s, struct wsv_cq *cq, struct weft_vcqe *e)
 {
 	uint32_t size = 1u << cq->log2;

@@ -59,6 +59,12 @@ void wsv_uar_write(struct weft_sim *s, unsigned int node, uint32_t uar, uint64_t
 		   uint64_t val);
 int wsv_cq_create(struct weft_sim *s, unsigned int node, uint32_t cqn, uint32_t log2,
 		  uint32_t vector, struct wsv_cq *out);
+/* RESIZE_CQ to a new ring of 2^log2 CQEs, as a driver does it (hw-spec
+ * 16.7 "Resizing"): the new ring's owner bytes set "not valid" for the
+ * indexes it will hold next, the consumer index stored in a new word,
+ * then the command; on success cq takes the new ring and *prod (if not
+ * NULL) the CQEs written so far.  Returns the CMD status. */
+int wsv_cq_resize(struct weft_sim *s, struct wsv_cq *cq, uint32_t log2, uint64_t *prod);
 /* Next CQE (returns 1 and copies it, 0 when none). */
 int wsv_poll(struct weft_sim *s, struct wsv_cq *cq, struct weft_vcqe *e);
 void wsv_arm(struct weft_sim *s, struct wsv_cq *cq, unsigned int flags);

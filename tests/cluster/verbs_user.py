@@ -438,3 +438,25 @@ def verbs_errors(t):
           "LOCAL_INV, send with invalidate or dealloc IBV_WC_REM_ACCESS_ERR (weft-verbs-mw)")
 def verbs_mw(t):
     vrun(t, vpair, "weft-verbs-mw")
+
+
+@scenario("verbs-qpx", "C2", "user verbs: the extended QP API (ibv_create_qp_ex, ibv_wr_*): node1's RDMA WRITE (3 SGEs, "
+          "through a window node0 bound with ibv_wr_bind_mw), WRITE_IMM, SEND, SEND_IMM and SEND_INV from inline "
+          "data, READ, both atomics and a UD SEND land byte-exact; ibv_wr_abort and a failed ibv_wr_complete post "
+          "nothing; after node0's ibv_wr_local_inv a write through the window fails (weft-verbs-qpx)")
+def verbs_qpx(t):
+    vrun(t, vpair, "weft-verbs-qpx")
+
+
+@scenario("verbs-cq", "C2", "user verbs: ibv_resize_cq on node1 with completions waiting and with RDMA writes in "
+          "flight: every completion once and in order, a resize below the completions outstanding EINVAL, the CQ's "
+          "event after the resizes, node0's memory byte-exact (weft-verbs-cq)")
+def verbs_cq(t):
+    vrun(t, vpair, "weft-verbs-cq")
+
+
+@scenario("verbs-uc", "C2", "user verbs: UC QPs: node1's SEND of 3 packets, SEND_IMM, WRITE of 8 packets and WRITE_IMM "
+          "land byte-exact on node0 with their completions; RDMA READ, atomics and SEND with invalidate on UC "
+          "EINVAL at ibv_post_send (weft-verbs-uc)")
+def verbs_uc(t):
+    vrun(t, vpair, "weft-verbs-uc")

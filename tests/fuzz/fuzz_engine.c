@@ -1503,6 +1503,7 @@ static void act_vcmd(struct fz *f, struct fz_src *src)
 		WEFT_VCMD_SET_GID, WEFT_VCMD_CLEAR_GID, WEFT_VCMD_QUERY_GID,
 		WEFT_VCMD_CREATE_SRQ, WEFT_VCMD_MODIFY_SRQ, WEFT_VCMD_MODIFY_SRQ,
 		WEFT_VCMD_QUERY_SRQ, WEFT_VCMD_DESTROY_SRQ, WEFT_VCMD_CREATE_QP,
+		WEFT_VCMD_RESIZE_CQ, WEFT_VCMD_RESIZE_CQ,
 	};
 	struct fz_node *n = &f->n[0];
 	struct weft_vcmd k;
@@ -1569,6 +1570,16 @@ static void act_vcmd(struct fz *f, struct fz_src *src)
 		k.u.qp.flags = (uint32_t)below(src, 8);
 		k.u.qp.srq = below(src, 4) ? (uint32_t)below(src, FZ_VQPS + 1) :
 			     (uint32_t)src_u64(src);
+		break;
+	case WEFT_VCMD_RESIZE_CQ:
+		/* CQ 1 in place (its own ring, up to its 4 KiB), or anything. */
+		if (below(src, 4)) {
+			k.handle = below(src, 4) ? 1 : (uint32_t)below(src, 3);
+			k.u.cq.ring_addr = below(src, 4) ? n->cq_ring : interesting(f, src);
+			k.u.cq.ci_addr = below(src, 4) ? n->cq_ci : interesting(f, src);
+			k.u.cq.log2_entries = below(src, 4) ? (uint32_t)(1 + below(src, 7)) :
+					      (uint32_t)below(src, 20);
+		}
 		break;
 	case WEFT_VCMD_SET_GID:
 	case WEFT_VCMD_CLEAR_GID:

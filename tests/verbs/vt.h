@@ -416,4 +416,19 @@ static inline long vt_diff(const uint8_t *p, size_t len, uint8_t seed, size_t of
 	return -1;
 }
 
+/* The main() of a two-node program: SERVER as node0 (-s), CLIENT as
+ * node1 (-c ADDR); the TAP plan and exit status of weft_test.h. */
+static inline int vt_run(int argc, char **argv, void (*server)(struct vt *),
+			 void (*client)(struct vt *))
+{
+	struct vt v;
+
+	vt_args(&v, argc, argv);
+	if (v.server)
+		server(&v);
+	else
+		client(&v);
+	return t_done();
+}
+
 #endif /* WEFT_VERBS_VT_H */

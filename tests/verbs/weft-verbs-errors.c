@@ -87,9 +87,21 @@ static void cq_and_qp_limits(struct ibv_pd *pd, struct ibv_cq *cq)
 	c.max_inline_data = 433;
 	EXPECT_NULL(try_qp(pd, cq, IBV_QPT_RC, c, NULL), EINVAL,
 		    "ibv_create_qp(max_inline_data 433, one more than a 512-byte slot holds)");
-	EXPECT_NULL(try_qp(pd, cq, IBV_QPT_UC, ok, NULL), EOPNOTSUPP, "ibv_create_qp(IBV_QPT_UC)");
+	EXPECT_NULL(try_qp(pd, cq, IBV_QPT_RAW_PACKET, ok, NULL), EOPNOTSUPP,
+		    "ibv_create_qp(IBV_QPT_RAW_PACKET)");
 	sa.attr.max_sge = (uint32_t)v.attr.max_srq_sge + 1;
 	EXPECT_NULL(ibv_create_srq(pd, &sa), EINVAL, "ibv_create_srq(max_sge max_srq_sge + 1)");
+	{
+		struct ibv_srq *srq;
+
+		sa.attr.max_sge = 1;
+		srq = ibv_create_srq(pd, &sa);
+		if (!srq)
+			t_bail("ibv_create_srq: errno %d", errno);
+		EXPECT_NULL(try_qp(pd, cq, IBV_QPT_UC, ok, srq), EOPNOTSUPP,
+			    "ibv_create_qp(IBV_QPT_UC on an SRQ)");
+		ibv_destroy_srq(srq);
+	}
 }
 
 static void mr_errors(struct ibv_pd *pd, uint8_t *buf)

@@ -11,7 +11,9 @@
  * QP is attached).  node1 checks max_inline_data and that an inline
  * buffer may be reused as soon as ibv_post_send returns, and reads its
  * completions through the extended CQ API (ibv_create_cq_ex,
- * ibv_start_poll / ibv_next_poll / ibv_end_poll, ibv_wc_read_*).
+ * ibv_start_poll / ibv_next_poll / ibv_end_poll, ibv_wc_read_*); its
+ * first QP is made with ibv_create_qp_ex and posts through the extended
+ * QP API (ibv_wr_start, ibv_wr_send, ibv_wr_set_sge, ibv_wr_complete).
  *
  * Usage: weft-verbs-srq -s -g GIDX (node0) | -c NODE0_ADDR -g GIDX (node1)
  */
@@ -266,6 +268,35 @@ static int ex_send(struct ibv_qp *qp, struct ibv_cq_ex *cq, struct ibv_send_wr *
 	return st;
 }
 
+/* Message i over qp[i & 1]: qp[0] through the extended QP API. */
+static int send_msg(struct ibv_qp **qp, struct ibv_cq_ex *cq, unsigned int i, uint64_t addr,
+		    uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = { addr, len, lkey };
+	struct ibv_send_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp[0]);
+	enum ibv_wc_opcode op = 0;
+	uint32_t qpn = 0;
+	uint64_t id = 0;
+	int r, st;
+
+	if (i & 1)
+		return ex_send(qp[1], cq, &wr);
+	ibv_wr_start(x);
+	x->wr_id = i;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, lkey, addr, len);
+	r = ibv_wr_complete(x);
+	if (r)
+		return -2;
+	st = ex_poll(cq, &id, &op, &qpn);
+	CHECK(st < 0 || (id == i && op == IBV_WC_SEND && qpn == qp[0]->qp_num),
+	      "extended QP: wr_id %llu opcode %d qp %u", (unsigned long long)id, op, qpn);
+	return st;
+}
+
 static void client(struct vt *v)
 {
 	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
@@ -305,8 +336,29 @@ static void client(struct vt *v)
 	if (!mr)
 		t_bail("ibv_reg_mr: errno %d", errno);
 	ia.send_cq = ia.recv_cq = cq;
+	t_begin("node1: ibv_create_qp_ex");
+	{
+		struct ibv_qp_init_attr_ex xa = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .pd = pd,
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE,
+			.cap = { .max_send_wr = 16, .max_recv_wr = 1, .max_send_sge = 1,
+				 .max_recv_sge = 1 },
+		};
+		struct ibv_qp *tso;
+
+		qp[0] = ibv_create_qp_ex(v->ctx, &xa);
+		CHECK(qp[0] && ibv_qp_to_qp_ex(qp[0]), "ibv_create_qp_ex(SEND | RDMA_WRITE): errno %s",
+		      vt_en(errno));
+		if (!qp[0])
+			t_abort();
+		xa.send_ops_flags |= IBV_QP_EX_WITH_TSO;
+		errno = 0;
+		tso = ibv_create_qp_ex(v->ctx, &xa);
+		CHECK(!tso && errno == EOPNOTSUPP, "IBV_QP_EX_WITH_TSO: errno %s", vt_en(errno));
+		t_checked("node1: ibv_create_qp_ex with send_ops_flags SEND | RDMA_WRITE: success, ibv_qp_to_qp_ex works; with TSO -> EOPNOTSUPP");
+	}
 	t_begin("node1: max_inline_data");
-	qp[0] = vt_rc_qp(pd, cq);
 	qp[1] = ibv_create_qp(pd, &ia);
 	if (!qp[1])
 		t_bail("ibv_create_qp with max_inline_data %d: errno %d", INL, errno);
@@ -324,10 +376,7 @@ static void client(struct vt *v)
 	vt_sync(v, 1);
 	t_begin("node1: %d sends and one inline send", NMSG);
 	for (i = 0; i < NMSG; i++) {
-		struct ibv_sge sge = { (uintptr_t)buf + i * SLOT, msg_len(i), mr->lkey };
-		struct ibv_send_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
-					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
-		int st = ex_send(qp[i & 1], cqx, &wr);
+		int st = send_msg(qp, cqx, i, (uintptr_t)buf + i * SLOT, msg_len(i), mr->lkey);
 
 		CHECK(st == IBV_WC_SUCCESS, "send %u: %s", i, vt_status(st));
 	}
@@ -350,7 +399,7 @@ static void client(struct vt *v)
 		CHECK(st == IBV_WC_SUCCESS && id == 50, "inline send: post %s, %s", vt_en(r),
 		      vt_status(st));
 	}
-	t_checked("node1: %d sends over 2 QPs and an IBV_SEND_INLINE send of %d B from an unregistered buffer overwritten after the post: success; each completion read with ibv_start_poll / ibv_wc_read_opcode / ibv_wc_read_qp_num / ibv_end_poll",
+	t_checked("node1: %d sends over 2 QPs and an IBV_SEND_INLINE send of %d B from an unregistered buffer overwritten after the post: success; the even ones posted with ibv_wr_start / ibv_wr_send / ibv_wr_set_sge / ibv_wr_complete; each completion read with ibv_start_poll / ibv_wc_read_opcode / ibv_wc_read_qp_num / ibv_end_poll",
 		  NMSG, INL);
 	vt_sync(v, 2);
 	{
@@ -376,12 +425,5 @@ static void client(struct vt *v)
 
 int main(int argc, char **argv)
 {
-	struct vt v;
-
-	vt_args(&v, argc, argv);
-	if (v.server)
-		server(&v);
-	else
-		client(&v);
-	return t_done();
+	return vt_run(argc, argv, server, client);
 }
