@@ -14,6 +14,36 @@ CHECKS = ("layout", "any-source-any-tag", "non-overtaking", "probe", "cancel", "
           "unexpected-flood", "unexpected-flood-any-source", "bcast", "allreduce", "alltoall")
 
 
+def perftest(t, test):
+    """ucx_perftest TEST between node1 (server) and node0, UCX's defaults:
+    the client's result line (the transport UCX chose is checked)."""
+    srv = t.bg(1, "timeout 170 ucx_perftest -p 13337", timeout=200)
+    r = t.gx(0, f"sleep 2; UCX_LOG_LEVEL=info timeout 150 ucx_perftest -p 13337 10.87.0.2 -t {test} -n 1000",
+             timeout=200)
+    s = srv.wait()
+    lane = re.search(r"ep_cfg\[\d+\]: tag\(([^)]*)\)", r.out)
+    final = [x for x in r.lines() if re.match(r"^Final:", x.strip())]
+    if not (r.ok and s.ok and final):
+        t.show(r.out, "client | ", 25)
+        t.show(s.out, "server | ", 10)
+        return t.fail(f"ucx_perftest -t {test}: client exit {r.rc}, server exit {s.rc}: "
+                      f"{next((x for x in r.lines() if 'error' in x.lower()), r.tail(1))}")
+    if not lane or not lane.group(1).startswith("rc_verbs/weft_ib0"):
+        return t.fail(f"ucx_perftest -t {test}: UCX chose {lane.group(1) if lane else 'no transport'}, "
+                      "not rc_verbs on weft_ib0")
+    t.checked(f"ucx_perftest -t {test} over {lane.group(1)}, 1000 iterations: {' '.join(final[0].split())}")
+    return True
+
+
+@scenario("ucx-perftest", "CM", "UCX: Debian's ucx_perftest with UCX's default settings between node0 and node1, "
+          "tag_lat and tag_bw, over rc_verbs on weft_ib0")
+def ucx_perftest(t):
+    if perftest(t, "tag_lat"):
+        perftest(t, "tag_bw")
+    for i in range(2):
+        t.require(t.no_oops(i), None)
+
+
 def mpi_check(t, transport):
     """weft-mpi-check over TRANSPORT, 8 ranks on 4 nodes: one check per
     line of the program, and its verdict."""
@@ -51,33 +81,3 @@ def mpi_tcp(t):
           "weft_ib0)")
 def mpi_ucx(t):
     mpi_check(t, "ucx")
-
-
-def perftest(t, test):
-    """ucx_perftest TEST between node1 (server) and node0, UCX's defaults:
-    the client's result line (the transport UCX chose is checked)."""
-    srv = t.bg(1, "timeout 170 ucx_perftest -p 13337", timeout=200)
-    r = t.gx(0, f"sleep 2; UCX_LOG_LEVEL=info timeout 150 ucx_perftest -p 13337 10.87.0.2 -t {test} -n 1000",
-             timeout=200)
-    s = srv.wait()
-    lane = re.search(r"ep_cfg\[\d+\]: tag\(([^)]*)\)", r.out)
-    final = [x for x in r.lines() if re.match(r"^Final:", x.strip())]
-    if not (r.ok and s.ok and final):
-        t.show(r.out, "client | ", 25)
-        t.show(s.out, "server | ", 10)
-        return t.fail(f"ucx_perftest -t {test}: client exit {r.rc}, server exit {s.rc}: "
-                      f"{next((x for x in r.lines() if 'error' in x.lower()), r.tail(1))}")
-    if not lane or not lane.group(1).startswith("rc_verbs/weft_ib0"):
-        return t.fail(f"ucx_perftest -t {test}: UCX chose {lane.group(1) if lane else 'no transport'}, "
-                      "not rc_verbs on weft_ib0")
-    t.checked(f"ucx_perftest -t {test} over {lane.group(1)}, 1000 iterations: {' '.join(final[0].split())}")
-    return True
-
-
-@scenario("ucx-perftest", "CM", "UCX: Debian's ucx_perftest with UCX's default settings between node0 and node1, "
-          "tag_lat and tag_bw, over rc_verbs on weft_ib0")
-def ucx_perftest(t):
-    if perftest(t, "tag_lat"):
-        perftest(t, "tag_bw")
-    for i in range(2):
-        t.require(t.no_oops(i), None)
