@@ -17,17 +17,18 @@ CHECKS = ("layout", "any-source-any-tag", "non-overtaking", "probe", "cancel", "
 def perftest(t, test):
     """ucx_perftest TEST between node1 (server) and node0, UCX's defaults:
     the client's result line (the transport UCX chose is checked)."""
-    srv = t.bg(1, "timeout 170 ucx_perftest -p 13337", timeout=200)
-    r = t.gx(0, f"sleep 2; UCX_LOG_LEVEL=info timeout 150 ucx_perftest -p 13337 10.87.0.2 -t {test} -n 1000",
-             timeout=200)
+    srv = t.bg(1, "timeout 100 ucx_perftest -p 13337", timeout=130)
+    r = t.gx(0, f"sleep 2; UCX_LOG_LEVEL=info timeout 90 ucx_perftest -p 13337 10.87.0.2 -t {test} -n 1000",
+             timeout=130)
     s = srv.wait()
     lane = re.search(r"ep_cfg\[\d+\]: tag\(([^)]*)\)", r.out)
     final = [x for x in r.lines() if re.match(r"^Final:", x.strip())]
     if not (r.ok and s.ok and final):
         t.show(r.out, "client | ", 25)
         t.show(s.out, "server | ", 10)
-        return t.fail(f"ucx_perftest -t {test}: client exit {r.rc}, server exit {s.rc}: "
-                      f"{next((x for x in r.lines() if 'error' in x.lower()), r.tail(1))}")
+        errs = [x for x in r.lines() + s.lines() if "completion with error" in x]
+        errs = errs or [x for x in r.lines() if "error" in x.lower()] or [r.tail(1)]
+        return t.fail(f"ucx_perftest -t {test}: client exit {r.rc}, server exit {s.rc}: {errs[0].strip()}")
     if not lane or not lane.group(1).startswith("rc_verbs/weft_ib0"):
         return t.fail(f"ucx_perftest -t {test}: UCX chose {lane.group(1) if lane else 'no transport'}, "
                       "not rc_verbs on weft_ib0")
