@@ -45,11 +45,18 @@ def ucx_perftest(t):
         t.require(t.no_oops(i), None)
 
 
+def verbs_packets(t):
+    """Verbs packets sent by each of the 4 nodes' adapters so far."""
+    return [t.counter(i, "V_TX_PKTS") for i in range(4)]
+
+
 def mpi_check(t, transport):
     """weft-mpi-check over TRANSPORT, 8 ranks on 4 nodes: one check per
-    line of the program, and its verdict."""
+    line of the program, and its verdict.  Over ucx, the data must have
+    gone through Weft's verbs (the adapters' V_TX_PKTS counters)."""
+    before = verbs_packets(t)
     r = t.wc("mpirun", "-np", 8, "--per-node", 2, "--transport", transport, "--timeout", 900, "--",
-             CHECK, "--per-node", 2)
+             CHECK, "--per-node", 2, "--flood", 1000)
     seen = {}
     for line in r.lines():
         m = re.match(r"^(ok|FAIL) ([a-z-]+): (.*)$", line)
@@ -67,6 +74,12 @@ def mpi_check(t, transport):
                f"{next((x for x in reversed(r.lines()) if x.strip()), '')}")
     else:
         t.checked(f"{transport}: weft-mpi-check passed, exit 0 through weft-cluster mpirun")
+    sent = [b - a for a, b in zip(before, verbs_packets(t))]
+    if transport == "ucx":
+        # 64 MiB alone is 65536 packets of 1 KiB (the path MTU).
+        t.require(min(sent[0], sent[len(sent) // 2]) >= 65536,
+                  f"ucx: the adapters sent only {sent} verbs packets: UCX did not use rc_verbs on weft_ib0")
+        t.checked(f"ucx: the data went over Weft's verbs (rc_verbs): verbs packets sent per node {sent}")
     for i in range(4):
         t.require(t.no_oops(i), None)
 
@@ -78,7 +91,7 @@ def mpi_tcp(t):
     mpi_check(t, "tcp")
 
 
-@scenario("mpi-ucx", "CM", "MPI: the mpi-tcp checks over Open MPI's pml ucx with UCX's defaults (rc_verbs on "
-          "weft_ib0)")
+@scenario("mpi-ucx", "CM", "MPI: the mpi-tcp checks over Open MPI's pml ucx with UCX's defaults; the adapters' verbs "
+          "packet counters show the data went over rc_verbs on weft_ib0")
 def mpi_ucx(t):
     mpi_check(t, "ucx")
