@@ -47,47 +47,9 @@ done
 
 S=$WEFT_ROOT/scripts
 INIT=$WEFT_ROOT/images/init
-DEBS=$WEFT_CACHE/debs
-mkdir -p "$DEBS" "$WEFT_CACHE/images"
+mkdir -p "$WEFT_CACHE/images"
 
 # ---- inputs ----------------------------------------------------------------
-# Candidate versions of packages, one apt-cache call for all of them,
-# kept in $DEBS/.candidates-<hash of apt's state and the names> (the call
-# took 0.5-2 s of every weft-cluster up); a day-old list goes.
-declare -A CAND=()
-load_candidates() { # PACKAGE...
-	local p v f
-	f=$DEBS/.candidates-$( { weft_apt_state; echo "$@"; } | sha256sum | cut -c1-16)
-	if [ ! -f "$f" ]; then
-		find "$DEBS" -maxdepth 1 -name '.candidates-*' -mtime +1 -delete
-		apt-cache policy "$@" 2>/dev/null |
-			awk '/^[^ ].*:$/ {p = substr($0, 1, length($0) - 1)} /^  Candidate:/ {print p, $2}' \
-			>"$f.$$"
-		mv "$f.$$" "$f"
-	fi
-	while read -r p v; do CAND[$p]=$v; done <"$f"
-}
-
-# The candidate .deb of a package, downloaded once into $WEFT_CACHE/debs.
-deb_file() { # PACKAGE
-	local pkg=$1 ver file
-	ver=${CAND[$pkg]:-}
-	if [ -z "$ver" ] || [ "$ver" = "(none)" ]; then
-		[ "$(id -u)" = 0 ] && weft_apt_update
-		load_candidates "$pkg"
-		ver=${CAND[$pkg]:-}
-	fi
-	{ [ -n "$ver" ] && [ "$ver" != "(none)" ]; } || weft_die "apt has no $pkg candidate"
-	file=$DEBS/${pkg}_${ver//:/%3a}_amd64.deb
-	if [ ! -f "$file" ]; then
-		weft_log "downloading $pkg $ver"
-		(cd "$DEBS" && apt-get download -qq "$pkg=$ver" >/dev/null 2>"$DEBS/.err") ||
-			{ cat "$DEBS/.err" >&2; weft_die "apt-get download $pkg=$ver failed"; }
-	fi
-	[ -f "$file" ] || weft_die "$pkg download did not produce $file"
-	echo "$file"
-}
-
 # Network tools: the programs taken from these packages, and the packages
 # that hold the shared libraries they need (docs/net.md).
 NET_PROGS="sbin/ip usr/bin/iperf3 sbin/ethtool bin/ping usr/bin/rdma"
@@ -152,10 +114,10 @@ pvh_kernel() { # BZIMAGE OUT
 vmlinux=$(dirname "$kernel")/vmlinux-$release
 pvh_kernel "$kernel" "$vmlinux"
 # shellcheck disable=SC2086 # a list of package names
-load_candidates busybox-static $DEB_PKGS
-bbdeb=$(deb_file busybox-static)
+weft_load_candidates busybox-static $DEB_PKGS
+bbdeb=$(weft_deb_file busybox-static)
 debs=()
-for p in $DEB_PKGS; do debs+=("$(deb_file "$p")") || exit 1; done
+for p in $DEB_PKGS; do debs+=("$(weft_deb_file "$p")") || exit 1; done
 
 # Scratch area for the parts built by other scripts.
 work=$(mktemp -d "$WEFT_CACHE/images/.work.XXXXXX")

@@ -141,3 +141,53 @@ weft_hash() {
 		fi
 	done | sed "s#$WEFT_ROOT/##" | sha256sum | cut -c1-16
 }
+
+# Debian packages as .debs in $WEFT_CACHE/debs (build-image.sh, build-layer.sh).
+WEFT_DEBS=$WEFT_CACHE/debs
+declare -A CAND=()
+# Candidate versions of packages, one apt-cache call for all of them,
+# kept in $WEFT_DEBS/.candidates-<hash of apt's state and the names> (the call
+# took 0.5-2 s of every weft-cluster up); a day-old list goes.
+weft_load_candidates() { # PACKAGE...
+	local p v f
+	mkdir -p "$WEFT_DEBS"
+	f=$WEFT_DEBS/.candidates-$( { weft_apt_state; echo "$@"; } | sha256sum | cut -c1-16)
+	if [ ! -f "$f" ]; then
+		find "$WEFT_DEBS" -maxdepth 1 -name '.candidates-*' -mtime +1 -delete
+		apt-cache policy "$@" 2>/dev/null |
+			awk '/^[^ ].*:$/ {p = substr($0, 1, length($0) - 1)} /^  Candidate:/ {print p, $2}' \
+			>"$f.$$"
+		mv "$f.$$" "$f"
+	fi
+	while read -r p v; do CAND[$p]=$v; done <"$f"
+}
+
+# The candidate .deb of a package, downloaded once into $WEFT_CACHE/debs.
+weft_deb_file() { # PACKAGE
+	local pkg=$1 ver file
+	ver=${CAND[$pkg]:-}
+	if [ -z "$ver" ] || [ "$ver" = "(none)" ]; then
+		[ "$(id -u)" = 0 ] && weft_apt_update
+		weft_load_candidates "$pkg"
+		ver=${CAND[$pkg]:-}
+	fi
+	{ [ -n "$ver" ] && [ "$ver" != "(none)" ]; } || weft_die "apt has no $pkg candidate"
+	# amd64, or all for an architecture-independent package.
+	deb() {
+		local a
+		for a in amd64 all; do
+			file=$WEFT_DEBS/${pkg}_${ver//:/%3a}_$a.deb
+			[ -f "$file" ] && return 0
+		done
+		return 1
+	}
+	if ! deb; then
+		weft_log "downloading $pkg $ver"
+		mkdir -p "$WEFT_DEBS"
+		(cd "$WEFT_DEBS" && apt-get download -qq "$pkg=$ver" >/dev/null 2>"$WEFT_DEBS/.err") ||
+			{ cat "$WEFT_DEBS/.err" >&2; weft_die "apt-get download $pkg=$ver failed"; }
+		deb || weft_die "$pkg download did not produce $file"
+	fi
+	echo "$file"
+}
+

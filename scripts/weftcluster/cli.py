@@ -5,8 +5,10 @@
                [--transport auto|shm|socket|tcp] [--listen HOST:PORT] [--fabric-nodes M]
                [--switch HOST:PORT --tokens DIR [--first-node F]]
                [--net A.B.C.D/LEN|none] [--net6 PREFIX::/LEN|none]
-               [--vnet A.B.C.D/LEN] [--trace PATTERN[,PATTERN...]]
+               [--vnet A.B.C.D/LEN] [--trace PATTERN[,PATTERN...]] [--layer NAME]
   weft-cluster [--name NAME] exec [--timeout S] NODE|N,M,...|all -- CMD...
+  weft-cluster [--name NAME] mpirun -np N [--per-node K] [--transport tcp|ucx|ofi]
+               [--mca NAME VALUE]... [--timeout S] -- PROGRAM [ARGS...]
   weft-cluster [--name NAME] console NODE [-f] [-n LINES]
   weft-cluster [--name NAME] status
   weft-cluster [--name NAME] faults ARGS...   (weft-switch ctl ARGS...)
@@ -37,6 +39,11 @@ Node N gets address N+1 of --net (default 10.87.0.0/16) and of --net6
 (default fd57:6566::/64) on weft0 (docs/net.md).  --vnet gives every node
 a second NIC, virtio-net eth0 with address N+1 of A.B.C.D/LEN, on an L2
 segment of the cluster's own (off by default; docs/cluster.md).
+--layer NAME appends the image layer NAME (scripts/build-layer.sh, e.g.
+hpc: Open MPI, MPICH, UCX, libfabric and dropbear; docs/mpi.md) and an
+archive of the cluster's own (/etc/hosts, dropbear keys made at up).
+mpirun runs Open MPI's mpirun on node0 of a cluster up with --layer hpc,
+its output streamed, its exit status passed back (docs/mpi.md).
 --transport: how frames go between each QEMU and the switch: auto
 (default; shared-memory rings, the socket if the switch does not grant
 them), shm (only shared memory), socket, or tcp (the switch's TCP
@@ -66,6 +73,8 @@ import sys
 import threading
 import time
 
+from . import layer
+from .mpirun import cmd_mpirun
 from .chan import ChannelError, alive
 from .cluster import Cluster, kill, stop_pid, tail
 from .rundir import ROOT, Die, log, private_dir, run_dir, trusted
@@ -150,6 +159,8 @@ def up_parser():
     p.add_argument("--trace", default="", type=checked(
         "--trace needs QEMU trace event patterns, e.g. 'weft_*' or weft_db_write,weft_pkt_*",
         lambda t: t if not t or TRACE.match(t) else None))
+    p.add_argument("--layer", default="", type=checked("--layer needs a layer name (images/layers/NAME)",
+                                                       lambda t: t if not t or layer.LAYER_NAME.match(t) else None))
     return p
 
 
@@ -276,7 +287,8 @@ def cmd_up(c, args):
     a = up_parser().parse_args(args)
     check_up(a)
     n = a.nodes
-    timeout = a.timeout or 60 + 15 * n
+    # A layer is more to unpack at each boot: twice the time.
+    timeout = a.timeout or (60 + 15 * n) * (2 if a.layer else 1)
     old = Settings.load(c.dir)
     if old is not None:
         c.settings = old
@@ -287,6 +299,10 @@ def cmd_up(c, args):
     log("guest image: scripts/build-image.sh")
     image = run_script([f"{ROOT}/scripts/build-image.sh"] + ([] if a.adapter else ["--without-driver"]),
                        "scripts/build-image.sh")
+    ldir = ""
+    if a.layer:
+        log(f"image layer: scripts/build-layer.sh {a.layer}")
+        ldir = layer.build(a.layer)
     sw = find_switch(os.path.dirname(c.dir)) if a.adapter and not a.remote else ""
     accel = accelerator()
     mcast = ""
@@ -297,10 +313,12 @@ def cmd_up(c, args):
     os.mkdir(c.dir, 0o700)
     s = c.settings = Settings(
         nodes=n, mem=a.mem, seed=a.seed, adapter=a.adapter, adapters=a.adapters, accel=accel, qemu=qemu,
-        image=image, switch=sw, devprops=a.device_props, swargs=a.switch_args, transport=a.transport,
+        image=image, layer=ldir, switch=sw, devprops=a.device_props, swargs=a.switch_args, transport=a.transport,
         listen=a.listen, remote=a.remote, base=a.first_node, net4=a.net, net6=a.net6, vnet4=a.vnet,
         vnet_mcast=mcast, trace=a.trace, qemu_args=os.environ.get("WEFT_QEMU_ARGS", ""),
         qemu_args_node=[os.environ.get(f"WEFT_QEMU_ARGS_{i}", "") for i in range(n)])
+    if ldir:
+        s.initrd = layer.make_initrd(c, ldir)
     s.save(c.dir)
     c.start_chan()
     if a.remote:
@@ -420,6 +438,8 @@ def cmd_status(c, args):
     s = c.load()
     print(f"cluster {c.name}: {s.nodes} node(s), state folder {c.dir}")
     print(f"image: {s.image} (kernel {kernel_release(s.image)})")
+    if s.layer:
+        print(f"layer: {s.layer} (initrd {s.initrd})")
     print(f"qemu: {s.qemu}")
     pid = c.pid("chan")
     print(f"command channel: pid {pid}" if alive(pid) else "command channel: stopped")
@@ -531,7 +551,7 @@ def cmd_down(c, args):
     for what in ("switch", "chan"):
         stop_pid(c.pid(what))
         gone += [f"{what}.pid", f"{what}.sock"]
-    gone += ["switch.ctl", "switch.tokens", "vnet.sock", "switch.addr"]
+    gone += ["switch.ctl", "switch.tokens", "vnet.sock", "switch.addr", "initrd.img"]
     gone += [f for f in os.listdir(c.dir) if re.fullmatch(r"node\d+\.token", f)]
     for f in gone:
         try:
@@ -569,7 +589,7 @@ def cmd_list(rdir, args):
         print(f"no clusters in {rdir}")
 
 
-COMMANDS = {"up": cmd_up, "exec": cmd_exec, "console": cmd_console, "status": cmd_status,
+COMMANDS = {"up": cmd_up, "exec": cmd_exec, "mpirun": cmd_mpirun, "console": cmd_console, "status": cmd_status,
             "faults": cmd_faults, "switch": cmd_switch, "reboot": cmd_reboot, "gdb": cmd_gdb, "down": cmd_down}
 
 

@@ -293,7 +293,7 @@ class Cluster:
         append += [os.environ["WEFT_KERNEL_APPEND"]] if os.environ.get("WEFT_KERNEL_APPEND") else []
         args = ["-nodefaults", "-machine", "q35", "-m", str(s.mem), "-smp", "1", "-display", "none",
                 "-no-reboot", "-no-user-config", "-name", f"weft-{self.name}-node{i}",
-                "-kernel", f"{s.image}/vmlinux", "-initrd", f"{s.image}/initrd.img",
+                "-kernel", f"{s.image}/vmlinux", "-initrd", s.initrd or f"{s.image}/initrd.img",
                 "-append", " ".join(append),
                 "-chardev", f"file,id=con,path={self.path(f'node{i}.console')},append=on", "-serial", "chardev:con",
                 "-chardev", f"socket,id=cmd,path={self.path(f'node{i}.cmd.sock')},server=on,wait=off",

@@ -21,6 +21,8 @@ class Settings:
     accel: str = "tcg"
     qemu: str = ""
     image: str = ""         # the folder build-image.sh printed
+    layer: str = ""         # --layer: the folder build-layer.sh printed ("" without)
+    initrd: str = ""        # with --layer: the cluster's initrd.img (image + layer + cluster archives)
     switch: str = ""        # the weft-switch binary ("" with --switch or --no-adapter)
     devprops: str = ""      # --device-props
     swargs: str = ""        # --switch-args
