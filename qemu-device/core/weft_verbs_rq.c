@@ -177,6 +177,10 @@ static unsigned int place_write(struct weft_core *c, struct vq_qp *qp, const str
 
 	if (!(qp->access & WEFT_VACC_REMOTE_WRITE))
 		return WEFT_R_ACCESS;
+	/* A zero-length RDMA WRITE names no memory: its R_Key and VA are not
+	 * checked, as on IB (hw-spec 16.9); UCX flushes with rkey 0. */
+	if ((h->flags & WEFT_VF_FIRST) && (h->flags & WEFT_VF_LAST) && !dlen)
+		return WEFT_R_OK;
 	if ((h->flags & WEFT_VF_LAST) && vq_touched(c, h->rkey) &&
 	    c->verbs->tpt[WEFT_STAG_INDEX(h->rkey)].e.stored_psn != h->psn)
 		return WEFT_R_ONE_TOUCH;        /* second message to a touched window */

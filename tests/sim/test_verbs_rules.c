@@ -151,7 +151,17 @@ static void rule30_stag_lookup(void)
 		       WEFT_R_STAG_INSTANCE, "Tag_Instance mismatch");
 	remote_refused(&x, x.b.buf, WEFT_STAG(5000, 1), WEFT_VWR_WRITE, WEFT_R_STAG_INDEX,
 		       "free Tag_Index");
-	done(&x, "item 30: Tag_Index selects the entry; a Tag_Instance mismatch fails");
+	{
+		/* A zero-length write names no memory: no STag lookup. */
+		uint64_t d = vt_drops(x.s, 1, WEFT_R_STAG_INDEX);
+
+		vt_post(&x.a, &x.qa, 2, WEFT_VWR_WRITE, 0, 0, 0, 0, 0, 0);
+		expect(&x.a, 2, WEFT_VWC_SUCCESS, 0, "zero-length write with rkey 0");
+		REQUIRE(vt_drops(x.s, 1, WEFT_R_STAG_INDEX) == d, "zero-length write looked up");
+		REQUIRE(vt_qp_state(&x.b, x.qb.qpn) == WEFT_VQPS_RTS, "target QP left RTS");
+	}
+	done(&x, "item 30: Tag_Index selects the entry; a Tag_Instance mismatch fails; "
+	     "a zero-length write is not looked up");
 }
 
 static void rule31_pd_check(void)
