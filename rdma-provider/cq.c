@@ -91,6 +91,14 @@ static void fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe,
 	}
 	if (flags & WEFT_VCQE_GRH)
 		wc->wc_flags |= IBV_WC_GRH;
+	/* RoCE has no service level: a UD receive's sl says which network
+	 * header the 40 GRH bytes hold, as mlx5 reports it (bits 2:0, 1 IPv6,
+	 * 2 IPv4).  UCX's ud_verbs reads it to find the destination address
+	 * there, and drops every packet whose address it does not find. */
+	if (flags & WEFT_VCQE_NET_IPV4)
+		wc->sl = 2;
+	else if (flags & WEFT_VCQE_NET_IPV6)
+		wc->sl = 1;
 	wc->src_qp = le32toh(cqe->src_qpn);
 
 	/* Free the ring slots this completion retires. */
@@ -283,7 +291,7 @@ static unsigned int ex_wc_flags(struct ibv_cq_ex *ibcq)
 	return ex_cq(ibcq)->cur.wc_flags;
 }
 
-/* RoCE: no LIDs or service levels; they read 0, as on rxe. */
+/* RoCE: no LIDs (they read 0, as on rxe); sl: see fill_wc. */
 static uint32_t ex_slid(struct ibv_cq_ex *ibcq)
 {
 	return ex_cq(ibcq)->cur.slid;

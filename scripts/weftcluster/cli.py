@@ -7,6 +7,8 @@
                [--net A.B.C.D/LEN|none] [--net6 PREFIX::/LEN|none]
                [--vnet A.B.C.D/LEN] [--trace PATTERN[,PATTERN...]] [--layer NAME]
   weft-cluster [--name NAME] exec [--timeout S] NODE|N,M,...|all -- CMD...
+  weft-cluster [--name NAME] mpirun -np N [--per-node K] [--transport tcp|ucx|ofi]
+               [--mca NAME VALUE]... [--timeout S] -- PROGRAM [ARGS...]
   weft-cluster [--name NAME] console NODE [-f] [-n LINES]
   weft-cluster [--name NAME] status
   weft-cluster [--name NAME] faults ARGS...   (weft-switch ctl ARGS...)
@@ -40,6 +42,8 @@ segment of the cluster's own (off by default; docs/cluster.md).
 --layer NAME appends the image layer NAME (scripts/build-layer.sh, e.g.
 hpc: Open MPI, MPICH, UCX, libfabric and dropbear; docs/mpi.md) and an
 archive of the cluster's own (/etc/hosts, dropbear keys made at up).
+mpirun runs Open MPI's mpirun on node0 of a cluster up with --layer hpc,
+its output streamed, its exit status passed back (docs/mpi.md).
 --transport: how frames go between each QEMU and the switch: auto
 (default; shared-memory rings, the socket if the switch does not grant
 them), shm (only shared memory), socket, or tcp (the switch's TCP
@@ -70,6 +74,7 @@ import threading
 import time
 
 from . import layer
+from .mpirun import cmd_mpirun
 from .chan import ChannelError, alive
 from .cluster import Cluster, kill, stop_pid, tail
 from .rundir import ROOT, Die, log, private_dir, run_dir, trusted
@@ -282,7 +287,8 @@ def cmd_up(c, args):
     a = up_parser().parse_args(args)
     check_up(a)
     n = a.nodes
-    timeout = a.timeout or 60 + 15 * n
+    # A layer is more to unpack at each boot: twice the time.
+    timeout = a.timeout or (60 + 15 * n) * (2 if a.layer else 1)
     old = Settings.load(c.dir)
     if old is not None:
         c.settings = old
@@ -583,7 +589,7 @@ def cmd_list(rdir, args):
         print(f"no clusters in {rdir}")
 
 
-COMMANDS = {"up": cmd_up, "exec": cmd_exec, "console": cmd_console, "status": cmd_status,
+COMMANDS = {"up": cmd_up, "exec": cmd_exec, "mpirun": cmd_mpirun, "console": cmd_console, "status": cmd_status,
             "faults": cmd_faults, "switch": cmd_switch, "reboot": cmd_reboot, "gdb": cmd_gdb, "down": cmd_down}
 
 

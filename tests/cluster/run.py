@@ -35,7 +35,7 @@ from weftcluster.testing import REGISTRY, ClusterSpec, Runner  # noqa: E402
 
 # The scenario files (tests/cluster/NAME.py); each declares its scenarios
 # with @scenario.  A new file is one more name here.
-SCENARIO_FILES = ("basic", "failover", "net", "ops", "ib", "verbs_user", "srq", "counters", "dbg")
+SCENARIO_FILES = ("basic", "failover", "net", "ops", "ib", "verbs_user", "srq", "counters", "dbg", "mpi")
 for f in SCENARIO_FILES:
     importlib.import_module(f)
 
@@ -65,6 +65,10 @@ CLUSTERS = {
     # and interrupts in nodeN.trace, for scripts/weft-timeline.
     "CD": ClusterSpec("ctd", 2, trace="weft_db_write,weft_uar_write,weft_reg_write,weft_cmd,weft_pkt_*,"
                       "weft_verbs_pkt_*,weft_irq*"),
+    # MPI (mpi.py): the hpc image layer (Open MPI, MPICH, UCX, libfabric,
+    # dropbear; docs/mpi.md), 4 nodes for 8 ranks 2 per node, with room
+    # for 64 MiB messages.
+    "CM": ClusterSpec("ctm", 4, layer="hpc", mem=1024),
 }
 
 

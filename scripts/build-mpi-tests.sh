@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds the MPI programs of tests/mpi (weft-mpi-check, weft-mpi-bench;
+# docs/mpi.md) with Debian bookworm's Open MPI compiler wrapper (mpicc from
+# libopenmpi-dev, the version the hpc image layer carries), into a tree for
+# the layer (scripts/build-layer.sh stages it):
+#   $WEFT_CACHE/mpi-tests/<hash of the sources, this script and mpicc>/root/usr/bin/
+# An unchanged input set is not rebuilt.
+#
+# Usage: build-mpi-tests.sh [--print-dir]
+#   --print-dir  print only the tree's folder (the default output)
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+case ${1:-} in
+''|--print-dir) ;;
+*) weft_die "usage: build-mpi-tests.sh [--print-dir]" ;;
+esac
+command -v mpicc.openmpi >/dev/null || weft_apt_install libopenmpi-dev
+src=$WEFT_ROOT/tests/mpi
+key=$( {
+	weft_hash "$src" "${BASH_SOURCE[0]}"
+	mpicc.openmpi --showme:version 2>&1
+	mpicc.openmpi --showme 2>&1
+	dpkg-query -W -f '${Version}\n' libopenmpi-dev
+} | sha256sum | cut -c1-16)
+out=$WEFT_CACHE/mpi-tests/$key
+if [ ! -f "$out/.complete" ]; then
+	weft_log "mpi tests: building $key"
+	mkdir -p "$WEFT_CACHE/mpi-tests"
+	tmp=$(mktemp -d "$WEFT_CACHE/mpi-tests/.work.XXXXXX")
+	trap 'rm -rf "$tmp"' EXIT
+	mkdir -p "$tmp/root/usr/bin"
+	for c in "$src"/*.c; do
+		b=$tmp/root/usr/bin/$(basename "$c" .c)
+		mpicc.openmpi -std=gnu11 -O2 -Wall -Wextra -Werror -o "$b" "$c" -lm ||
+			weft_die "building $(basename "$c") failed"
+		strip "$b"
+	done
+	rm -rf "$out"
+	mv "$tmp" "$out"
+	trap - EXIT
+	touch "$out/.complete"
+	# Keep the four newest.
+	find "$WEFT_CACHE/mpi-tests" -mindepth 1 -maxdepth 1 -type d ! -name '.work.*' -printf '%T@ %p\n' |
+		sort -rn | tail -n +5 | cut -d' ' -f2- | while read -r old; do rm -rf "$old"; done
+fi
+echo "$out/root"

@@ -1,0 +1,83 @@
+"""MPI on Weft (docs/mpi.md): the 4-node cluster with the hpc image layer
+(Debian's Open MPI, MPICH, UCX, libfabric, dropbear and tests/mpi).  The
+MPI correctness program runs through `weft-cluster mpirun`, 8 ranks, 2
+per node, over each transport; UCX's own ucx_perftest runs between two of
+the nodes with UCX's default settings."""
+
+import re
+
+from weftcluster.testing import scenario
+
+CHECK = "weft-mpi-check"
+# The program's checks (tests/mpi/weft-mpi-check.c), each an "ok NAME:" line.
+CHECKS = ("layout", "any-source-any-tag", "non-overtaking", "probe", "cancel", "sizes", "sizes-intra-node",
+          "unexpected-flood", "unexpected-flood-any-source", "bcast", "allreduce", "alltoall")
+
+
+def mpi_check(t, transport):
+    """weft-mpi-check over TRANSPORT, 8 ranks on 4 nodes: one check per
+    line of the program, and its verdict."""
+    r = t.wc("mpirun", "-np", 8, "--per-node", 2, "--transport", transport, "--timeout", 900, "--",
+             CHECK, "--per-node", 2)
+    seen = {}
+    for line in r.lines():
+        m = re.match(r"^(ok|FAIL) ([a-z-]+): (.*)$", line)
+        if m:
+            seen[m.group(2)] = (m.group(1), m.group(3))
+    for name in CHECKS:
+        verdict, detail = seen.get(name, ("missing", ""))
+        if verdict == "ok":
+            t.checked(f"{transport}: {name}: {detail}")
+        else:
+            t.fail(f"{transport}: {name}: {verdict} {detail}")
+    if not r.ok or not re.search(r"^weft-mpi-check: PASS: ", r.out, re.M):
+        t.show(r.out, f"{transport} | ", 40)
+        t.fail(f"{transport}: weft-cluster mpirun exited {r.rc}: "
+               f"{next((x for x in reversed(r.lines()) if x.strip()), '')}")
+    else:
+        t.checked(f"{transport}: weft-mpi-check passed, exit 0 through weft-cluster mpirun")
+    for i in range(4):
+        t.require(t.no_oops(i), None)
+
+
+@scenario("mpi-tcp", "CM", "MPI: weft-mpi-check through weft-cluster mpirun, 8 ranks 2 per node over Open MPI's ob1 "
+          "and tcp on weft0: ANY_SOURCE/ANY_TAG, non-overtaking, probes, cancel, 0 B..64 MiB byte-exact between and "
+          "within nodes, unexpected floods, collectives")
+def mpi_tcp(t):
+    mpi_check(t, "tcp")
+
+
+@scenario("mpi-ucx", "CM", "MPI: the mpi-tcp checks over Open MPI's pml ucx with UCX's defaults (rc_verbs on "
+          "weft_ib0)")
+def mpi_ucx(t):
+    mpi_check(t, "ucx")
+
+
+def perftest(t, test):
+    """ucx_perftest TEST between node1 (server) and node0, UCX's defaults:
+    the client's result line (the transport UCX chose is checked)."""
+    srv = t.bg(1, "timeout 170 ucx_perftest -p 13337", timeout=200)
+    r = t.gx(0, f"sleep 2; UCX_LOG_LEVEL=info timeout 150 ucx_perftest -p 13337 10.87.0.2 -t {test} -n 1000",
+             timeout=200)
+    s = srv.wait()
+    lane = re.search(r"ep_cfg\[\d+\]: tag\(([^)]*)\)", r.out)
+    final = [x for x in r.lines() if re.match(r"^Final:", x.strip())]
+    if not (r.ok and s.ok and final):
+        t.show(r.out, "client | ", 25)
+        t.show(s.out, "server | ", 10)
+        return t.fail(f"ucx_perftest -t {test}: client exit {r.rc}, server exit {s.rc}: "
+                      f"{next((x for x in r.lines() if 'error' in x.lower()), r.tail(1))}")
+    if not lane or not lane.group(1).startswith("rc_verbs/weft_ib0"):
+        return t.fail(f"ucx_perftest -t {test}: UCX chose {lane.group(1) if lane else 'no transport'}, "
+                      "not rc_verbs on weft_ib0")
+    t.checked(f"ucx_perftest -t {test} over {lane.group(1)}, 1000 iterations: {' '.join(final[0].split())}")
+    return True
+
+
+@scenario("ucx-perftest", "CM", "UCX: Debian's ucx_perftest with UCX's default settings between node0 and node1, "
+          "tag_lat and tag_bw, over rc_verbs on weft_ib0")
+def ucx_perftest(t):
+    if perftest(t, "tag_lat"):
+        perftest(t, "tag_bw")
+    for i in range(2):
+        t.require(t.no_oops(i), None)
