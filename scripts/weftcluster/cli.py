@@ -160,7 +160,7 @@ def up_parser():
         "--trace needs QEMU trace event patterns, e.g. 'weft_*' or weft_db_write,weft_pkt_*",
         lambda t: t if not t or TRACE.match(t) else None))
     p.add_argument("--layer", default="", type=checked("--layer needs a layer name (images/layers/NAME)",
-                                                       lambda t: t if layer.LAYER_NAME.match(t) else None))
+                                                       lambda t: t if not t or layer.LAYER_NAME.match(t) else None))
     return p
 
 
