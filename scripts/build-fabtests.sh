@@ -23,15 +23,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-for arg in "$@"; do
-	case "$arg" in
-	--print-dir) ;;
-	-h|--help)
-		sed -n '2,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
-		exit 0 ;;
-	*) weft_die "build-fabtests.sh: unknown argument $arg (try --help)" ;;
-	esac
-done
+weft_build_args 20 "$@"
 
 # ---- The recipe ------------------------------------------------------------
 LIBFABRIC_VERSION=2.1.0
@@ -56,11 +48,7 @@ TOP=$WEFT_CACHE/libfabric
 START=$(date +%s)
 
 mkdir -p "$TOP"
-exec 9>"$TOP/.lock"
-if ! flock -n 9; then
-	weft_log "waiting for another build-fabtests.sh to finish"
-	flock 9
-fi
+weft_lock "$TOP/.lock" build-fabtests.sh
 
 weft_apt_source trixie-src deb-src trixie
 weft_apt_install "${BUILD_DEPS[@]}"
@@ -72,40 +60,25 @@ key=$( {
 	weft_hash "${BASH_SOURCE[0]}"
 } | sha256sum | cut -c1-16)
 out=$TOP/out-$key
-if [ -f "$out/.complete" ]; then
-	weft_log "libfabric: cached staged tree $out/root"
-	echo "$out/root"
-	exit 0
-fi
+weft_cached_exit "$out" "libfabric: staged tree" "$out/root"
 
 # ---- Source: the verified orig tarball, cached by version -----------------
 src_dir=$TOP/src-$LIBFABRIC_VERSION
 tarball=$src_dir/libfabric_$LIBFABRIC_VERSION.orig.tar.xz
 if [ ! -f "$src_dir/.verified" ]; then
 	weft_apt_update
-	srcver=$(apt-cache showsrc libfabric | awk '/^Version:/ {print $2}' | sort -V | tail -n1)
+	srcver=$(weft_src_version libfabric)
 	case "$srcver" in
 	"$LIBFABRIC_VERSION"-*) ;;
 	*) weft_die "apt offers libfabric source ${srcver:-none}, not $LIBFABRIC_VERSION (is the trixie deb-src entry there?)" ;;
 	esac
-	listed=$(apt-cache showsrc libfabric | awk -v v="$srcver" -v f="$(basename "$tarball")" '
-		/^Package:/ {take = 0} /^Version:/ {take = ($2 == v)}
-		/^Checksums-Sha256:/ {s = take; next} /^[^ ]/ {s = 0} s && $3 == f {print $1}')
+	listed=$(weft_src_sums libfabric "$srcver" | awk -v f="$(basename "$tarball")" '$2 == f {print $1}')
 	[ "$listed" = "$ORIG_SHA256" ] ||
 		weft_die "apt lists sha256 ${listed:-none} for $(basename "$tarball"), the recipe pins $ORIG_SHA256"
 	dl=$TOP/dl.$$
 	rm -rf "$dl"; mkdir -p "$dl"
 	weft_log "libfabric: fetching the $srcver source package"
-	# The archive lacks the .dsc and the debian tarball (404), so apt-get
-	# source fails after the orig tarball arrived: those failures, and only
-	# those, are expected.
-	if ! (cd "$dl" && apt-get source --download-only -qq "libfabric=$srcver" >"$dl/.log" 2>&1) &&
-		grep '^E: ' "$dl/.log" |
-		grep -vE "Failed to fetch .*/libfabric_${srcver}\\.(dsc|debian\\.tar\\.xz) +404|Failed to fetch some archives" |
-		grep -q .; then
-		cat "$dl/.log" >&2
-		weft_die "apt-get source --download-only libfabric failed other than by the missing .dsc"
-	fi
+	weft_src_download libfabric "$srcver" "$dl"
 	[ -f "$dl/$(basename "$tarball")" ] || weft_die "libfabric: $(basename "$tarball") was not downloaded"
 	echo "$ORIG_SHA256  $dl/$(basename "$tarball")" | sha256sum -c --quiet - ||
 		weft_die "libfabric: $(basename "$tarball") does not match sha256 $ORIG_SHA256"
