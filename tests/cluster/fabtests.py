@@ -47,16 +47,34 @@ def benchmark(t, prog, args, what):
     fabtest(t, prog, args, line, line, what)
 
 
-@scenario("fabtests-tagged-pingpong", "CM", "fabtests: fi_rdm_tagged_pingpong -v over verbs;ofi_rxm on weft_ib0 "
-          "between node0 and node1, 4 KiB (ofi_rxm's eager protocol), data verified")
-def tagged_pingpong(t):
-    benchmark(t, "fi_rdm_tagged_pingpong", "-v -S 4096 -I 100", "100 tagged round trips of 4 KiB, data verified")
+# The benchmarks: scenario, program, its runs (arguments, what held) and
+# the scenario's description.
+BENCHMARKS = (
+    ("fabtests-tagged-pingpong", "fi_rdm_tagged_pingpong",
+     (("-v -S 4096 -I 100", "100 tagged round trips of 4 KiB, data verified"),),
+     "between node0 and node1, 4 KiB (ofi_rxm's eager protocol), data verified"),
+    ("fabtests-tagged-bw", "fi_rdm_tagged_bw",
+     (("-v -S 262144 -I 5", "5 windows of 256 KiB tagged sends, data verified"),),
+     "windows of 256 KiB tagged sends (ofi_rxm's rendezvous: RDMA reads), data verified"),
+    ("fabtests-rma-bw", "fi_rma_bw",
+     (("-v -o write -S 65536 -I 10", "10 windows of 64 KiB RMA writes, data verified"),
+      ("-v -o read -S 65536 -I 10", "10 windows of 64 KiB RMA reads, data verified")),
+     "RMA write and read of 64 KiB, data verified (delivery complete)"),
+    ("fabtests-cntr-pingpong", "fi_rdm_cntr_pingpong",
+     (("-v -S 1024 -I 50", "50 round trips of 1 KiB counted by fi_cntr, data verified"),),
+     "completions counted by fi_cntr, data verified"),
+)
 
 
-@scenario("fabtests-tagged-bw", "CM", "fabtests: fi_rdm_tagged_bw -v over verbs;ofi_rxm on weft_ib0, windows of "
-          "256 KiB tagged sends (ofi_rxm's rendezvous: RDMA reads), data verified")
-def tagged_bw(t):
-    benchmark(t, "fi_rdm_tagged_bw", "-v -S 262144 -I 5", "5 windows of 256 KiB tagged sends, data verified")
+def declare(name, prog, runs, description):
+    @scenario(name, "CM", f"fabtests: {prog} -v over verbs;ofi_rxm on weft_ib0, {description}")
+    def run(t):
+        for args, what in runs:
+            benchmark(t, prog, args, what)
+
+
+for b in BENCHMARKS:
+    declare(*b)
 
 
 @scenario("fabtests-rdm", "CM", "fabtests: fi_rdm over verbs;ofi_rxm on weft_ib0: the client's greeting reaches "
@@ -64,13 +82,6 @@ def tagged_bw(t):
 def rdm(t):
     fabtest(t, "fi_rdm", "", r"^Data check OK$", r"^Send completion received$",
             "the greeting arrived and the server's data check passed")
-
-
-@scenario("fabtests-rma-bw", "CM", "fabtests: fi_rma_bw -v over verbs;ofi_rxm on weft_ib0, RMA write and read "
-          "of 64 KiB, data verified (delivery complete)")
-def rma_bw(t):
-    benchmark(t, "fi_rma_bw", "-v -o write -S 65536 -I 10", "10 windows of 64 KiB RMA writes, data verified")
-    benchmark(t, "fi_rma_bw", "-v -o read -S 65536 -I 10", "10 windows of 64 KiB RMA reads, data verified")
 
 
 @scenario("fabtests-unexpected-msg", "CM", "fabtests: fi_unexpected_msg -v over verbs;ofi_rxm on weft_ib0: tagged "
@@ -86,10 +97,3 @@ def unexpected_msg(t):
 def tagged_peek(t):
     fabtest(t, "fi_rdm_tagged_peek", "", r"^Waiting for messages to complete$", r"^Receive msg 7$",
             "peek, peek with claim, claim and discard of 10 tagged messages, data checked")
-
-
-@scenario("fabtests-cntr-pingpong", "CM", "fabtests: fi_rdm_cntr_pingpong -v over verbs;ofi_rxm on weft_ib0: "
-          "completions counted by fi_cntr, data verified")
-def cntr_pingpong(t):
-    benchmark(t, "fi_rdm_cntr_pingpong", "-v -S 1024 -I 50", "50 round trips of 1 KiB counted by fi_cntr, "
-              "data verified")
