@@ -22,7 +22,7 @@ from .rundir import Die
 
 TRANSPORTS = {
     "tcp": ["--mca", "pml", "ob1", "--mca", "btl", "self,vader,tcp"],
-    "ucx": ["--mca", "pml", "ucx", "--mca", "osc", "ucx"],
+    "ucx": ["--mca", "pml", "ucx"],
     "ofi": ["--mca", "pml", "cm", "--mca", "mtl", "ofi"],
 }
 POLL_S = 1.0

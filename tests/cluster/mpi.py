@@ -14,11 +14,49 @@ CHECKS = ("layout", "any-source-any-tag", "non-overtaking", "probe", "cancel", "
           "unexpected-flood", "unexpected-flood-any-source", "bcast", "allreduce", "alltoall")
 
 
+def perftest(t, test):
+    """ucx_perftest TEST between node1 (server) and node0, UCX's defaults:
+    the client's result line (the transport UCX chose is checked)."""
+    srv = t.bg(1, "timeout 100 ucx_perftest -p 13337", timeout=130)
+    r = t.gx(0, f"sleep 2; UCX_LOG_LEVEL=info timeout 90 ucx_perftest -p 13337 10.87.0.2 -t {test} -n 1000",
+             timeout=130)
+    s = srv.wait()
+    lane = re.search(r"ep_cfg\[\d+\]: tag\(([^)]*)\)", r.out)
+    final = [x for x in r.lines() if re.match(r"^Final:", x.strip())]
+    if not (r.ok and s.ok and final):
+        t.show(r.out, "client | ", 25)
+        t.show(s.out, "server | ", 10)
+        errs = [x for x in r.lines() + s.lines() if "completion with error" in x]
+        errs = errs or [x for x in r.lines() if "error" in x.lower()] or [r.tail(1)]
+        return t.fail(f"ucx_perftest -t {test}: client exit {r.rc}, server exit {s.rc}: {errs[0].strip()}")
+    if not lane or not lane.group(1).startswith("rc_verbs/weft_ib0"):
+        return t.fail(f"ucx_perftest -t {test}: UCX chose {lane.group(1) if lane else 'no transport'}, "
+                      "not rc_verbs on weft_ib0")
+    t.checked(f"ucx_perftest -t {test} over {lane.group(1)}, 1000 iterations: {' '.join(final[0].split())}")
+    return True
+
+
+@scenario("ucx-perftest", "CM", "UCX: Debian's ucx_perftest with UCX's default settings between node0 and node1, "
+          "tag_lat and tag_bw, over rc_verbs on weft_ib0")
+def ucx_perftest(t):
+    if perftest(t, "tag_lat"):
+        perftest(t, "tag_bw")
+    for i in range(2):
+        t.require(t.no_oops(i), None)
+
+
+def verbs_packets(t):
+    """Verbs packets sent by each of the 4 nodes' adapters so far."""
+    return [t.counter(i, "V_TX_PKTS") for i in range(4)]
+
+
 def mpi_check(t, transport):
     """weft-mpi-check over TRANSPORT, 8 ranks on 4 nodes: one check per
-    line of the program, and its verdict."""
+    line of the program, and its verdict.  Over ucx, the data must have
+    gone through Weft's verbs (the adapters' V_TX_PKTS counters)."""
+    before = verbs_packets(t)
     r = t.wc("mpirun", "-np", 8, "--per-node", 2, "--transport", transport, "--timeout", 900, "--",
-             CHECK, "--per-node", 2)
+             CHECK, "--per-node", 2, "--flood", 1000)
     seen = {}
     for line in r.lines():
         m = re.match(r"^(ok|FAIL) ([a-z-]+): (.*)$", line)
@@ -36,6 +74,12 @@ def mpi_check(t, transport):
                f"{next((x for x in reversed(r.lines()) if x.strip()), '')}")
     else:
         t.checked(f"{transport}: weft-mpi-check passed, exit 0 through weft-cluster mpirun")
+    sent = [b - a for a, b in zip(before, verbs_packets(t))]
+    if transport == "ucx":
+        # 64 MiB alone is 65536 packets of 1 KiB (the path MTU).
+        t.require(min(sent[0], sent[len(sent) // 2]) >= 65536,
+                  f"ucx: the adapters sent only {sent} verbs packets: UCX did not use rc_verbs on weft_ib0")
+        t.checked(f"ucx: the data went over Weft's verbs (rc_verbs): verbs packets sent per node {sent}")
     for i in range(4):
         t.require(t.no_oops(i), None)
 
@@ -47,37 +91,7 @@ def mpi_tcp(t):
     mpi_check(t, "tcp")
 
 
-@scenario("mpi-ucx", "CM", "MPI: the mpi-tcp checks over Open MPI's pml ucx with UCX's defaults (rc_verbs on "
-          "weft_ib0)")
+@scenario("mpi-ucx", "CM", "MPI: the mpi-tcp checks over Open MPI's pml ucx with UCX's defaults; the adapters' verbs "
+          "packet counters show the data went over rc_verbs on weft_ib0")
 def mpi_ucx(t):
     mpi_check(t, "ucx")
-
-
-def perftest(t, test):
-    """ucx_perftest TEST between node1 (server) and node0, UCX's defaults:
-    the client's result line (the transport UCX chose is checked)."""
-    srv = t.bg(1, "timeout 170 ucx_perftest -p 13337", timeout=200)
-    r = t.gx(0, f"sleep 2; UCX_LOG_LEVEL=info timeout 150 ucx_perftest -p 13337 10.87.0.2 -t {test} -n 1000",
-             timeout=200)
-    s = srv.wait()
-    lane = re.search(r"ep_cfg\[\d+\]: tag\(([^)]*)\)", r.out)
-    final = [x for x in r.lines() if re.match(r"^Final:", x.strip())]
-    if not (r.ok and s.ok and final):
-        t.show(r.out, "client | ", 25)
-        t.show(s.out, "server | ", 10)
-        return t.fail(f"ucx_perftest -t {test}: client exit {r.rc}, server exit {s.rc}: "
-                      f"{next((x for x in r.lines() if 'error' in x.lower()), r.tail(1))}")
-    if not lane or not lane.group(1).startswith("rc_verbs/weft_ib0"):
-        return t.fail(f"ucx_perftest -t {test}: UCX chose {lane.group(1) if lane else 'no transport'}, "
-                      "not rc_verbs on weft_ib0")
-    t.checked(f"ucx_perftest -t {test} over {lane.group(1)}, 1000 iterations: {' '.join(final[0].split())}")
-    return True
-
-
-@scenario("ucx-perftest", "CM", "UCX: Debian's ucx_perftest with UCX's default settings between node0 and node1, "
-          "tag_lat and tag_bw, over rc_verbs on weft_ib0")
-def ucx_perftest(t):
-    if perftest(t, "tag_lat"):
-        perftest(t, "tag_bw")
-    for i in range(2):
-        t.require(t.no_oops(i), None)
