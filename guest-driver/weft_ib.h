@@ -19,6 +19,7 @@
 
 #define WEFT_IB_MAX_RING	(4u << 20)	/* largest contiguous ring */
 #define WEFT_IB_MAX_CQ_LOG2	16u		/* ring + the consumer index page */
+#define WEFT_IB_MAX_CQE		BIT(22)		/* depth of a deep CQ (weft_ib_cq.c) */
 #define WEFT_IB_FRMR_PAGES	512u		/* fast-registration page list */
 #define WEFT_IB_SQ_STRIDE_MIN	7u
 #define WEFT_IB_SQ_STRIDE_MAX	9u
@@ -102,6 +103,8 @@ struct weft_ibcq {
 	struct weft_ring ring;		/* ring, then the consumer index */
 	u32 *ci_ptr;
 	struct rdma_user_mmap_entry *entry;	/* user CQs */
+	bool deep;			/* asked for more CQEs than the ring has */
+	u32 charged;			/* deep: SQ/RQ slots of its QPs (lock) */
 };
 
 struct weft_ibqp {
@@ -194,6 +197,8 @@ int weft_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 #endif
 int weft_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int weft_ib_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+int weft_ib_cq_charge(struct weft_ibqp *qp, const struct ib_qp_init_attr *init);
+void weft_ib_cq_uncharge(struct weft_ibqp *qp);
 int weft_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int weft_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 void weft_ib_cq_event(struct weft_ibdev *dev, u32 cqn);

@@ -3,6 +3,16 @@
  * weft_ib.ko: completion queues (hw-spec 16.7).  The ring is followed by
  * a page holding the consumer index the adapter reads when the ring looks
  * full; kernel CQs are polled here, user CQs by the provider.
+ *
+ * A CQ may be asked for more CQEs than the largest ring holds, up to
+ * WEFT_IB_MAX_CQE (libfabric's ofi_rxm sizes its CQ for a whole job, not
+ * for the QPs it makes): such a deep CQ gets the largest ring, and it
+ * cannot overflow because QPs are admitted on it only while the SQ and RQ
+ * slots of all its QPs fit in that ring.  Each WQE completes at most once
+ * and its slot is free again only when that CQE is polled, so a QP cannot
+ * have more CQEs outstanding than it has slots.  An SRQ has no such bound
+ * (the adapter frees its slots as it takes them): QPs with an SRQ are not
+ * admitted on a deep receive CQ.
  */
 #include <linux/slab.h>
 #include <rdma/ib_addr.h>
@@ -43,16 +53,17 @@ int weft_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 
 	if (attr->flags)
 		return -EOPNOTSUPP;
-	if (attr->cqe < 1 || attr->cqe > (1 << WEFT_IB_MAX_CQ_LOG2))
+	if (attr->cqe < 1 || attr->cqe > WEFT_IB_MAX_CQE)
 		return -EINVAL;
 	if (udata) {
 		uc = rdma_udata_to_drv_context(udata, struct weft_ibucontext, ibuc);
 		if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen))
 			return -EINVAL;
 	}
-	log2 = max_t(u32, 1, order_base_2(attr->cqe));
+	log2 = clamp_t(u32, order_base_2(attr->cqe), 1, WEFT_IB_MAX_CQ_LOG2);
 	ring_bytes = (size_t)sizeof(struct weft_vcqe) << log2;
 	cq->log2 = log2;
+	cq->deep = attr->cqe > (1 << log2);
 	cq->uar = uc ? uc->uar : WEFT_IB_KERNEL_UAR;
 	spin_lock_init(&cq->lock);
 	mutex_init(&cq->resize_lock);
@@ -78,7 +89,7 @@ int weft_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	ret = weft_ib_cmd(dev, &cmd);
 	if (ret)
 		goto err_xa;
-	ibcq->cqe = 1 << log2;
+	ibcq->cqe = cq->deep ? attr->cqe : 1 << log2;
 	if (uc) {
 		u64 off;
 
@@ -143,7 +154,8 @@ int weft_ib_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	u64 off;
 	int ret;
 
-	if (!udata || !cq->entry)
+	/* A deep CQ already has the largest ring, which its QPs are charged to. */
+	if (!udata || !cq->entry || cq->deep)
 		return -EOPNOTSUPP;
 	if (cqe < 1 || cqe > (1 << WEFT_IB_MAX_CQ_LOG2))
 		return -EINVAL;
@@ -203,6 +215,63 @@ int weft_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	ida_free(&dev->cq_ida, cq->cqn);
 	weft_ib_ring_retire(dev, &cq->ring, cq->entry);
 	return 0;
+}
+
+/* Admits SLOTS more outstanding CQEs on a deep CQ while its ring holds them. */
+static int weft_ib_cq_take(struct weft_ibcq *cq, u32 slots)
+{
+	unsigned long flags;
+	int ret = 0;
+
+	if (!cq->deep)
+		return 0;
+	spin_lock_irqsave(&cq->lock, flags);
+	if (slots > (1u << cq->log2) - cq->charged)
+		ret = -ENOMEM;
+	else
+		cq->charged += slots;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return ret;
+}
+
+static void weft_ib_cq_give(struct weft_ibcq *cq, u32 slots)
+{
+	unsigned long flags;
+
+	if (!cq->deep)
+		return;
+	spin_lock_irqsave(&cq->lock, flags);
+	cq->charged -= slots;
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
+/*
+ * Admits a new QP, its rings sized, on the CQs of INIT: -ENOMEM when a deep
+ * CQ's ring cannot hold its slots too, -EOPNOTSUPP for an SRQ on a deep
+ * receive CQ.
+ */
+int weft_ib_cq_charge(struct weft_ibqp *qp, const struct ib_qp_init_attr *init)
+{
+	struct weft_ibcq *scq = to_wcq(init->send_cq);
+	struct weft_ibcq *rcq = to_wcq(init->recv_cq);
+	int ret;
+
+	if (init->srq && rcq->deep)
+		return -EOPNOTSUPP;
+	ret = weft_ib_cq_take(scq, 1u << qp->sq_log2);
+	if (ret || init->srq)
+		return ret;
+	ret = weft_ib_cq_take(rcq, 1u << qp->rq_log2);
+	if (ret)
+		weft_ib_cq_give(scq, 1u << qp->sq_log2);
+	return ret;
+}
+
+void weft_ib_cq_uncharge(struct weft_ibqp *qp)
+{
+	weft_ib_cq_give(to_wcq(qp->ibqp.send_cq), 1u << qp->sq_log2);
+	if (!qp->ibqp.srq)
+		weft_ib_cq_give(to_wcq(qp->ibqp.recv_cq), 1u << qp->rq_log2);
 }
 
 /* From the interrupt path: the armed CQ got a matching CQE. */

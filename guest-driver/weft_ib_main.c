@@ -143,7 +143,7 @@ static int weft_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *
 	a->max_recv_sge = WEFT_IB_MAX_RECV_SGE;
 	a->max_sge_rd = WEFT_IB_MAX_SEND_SGE;
 	a->max_cq = c->nr_cq;
-	a->max_cqe = 1 << WEFT_IB_MAX_CQ_LOG2;
+	a->max_cqe = WEFT_IB_MAX_CQE;
 	a->max_mr = c->nr_tpt > 1 ? c->nr_tpt - 1 : 0;
 	a->max_mw = a->max_mr;
 	a->max_pd = c->nr_pd;

@@ -169,6 +169,9 @@ int weft_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (ret)
 		return ret;
 	qp->cap = init->cap;
+	ret = weft_ib_cq_charge(qp, init);
+	if (ret)
+		goto err_rings;
 
 	if (gsi) {
 		mutex_lock(&dev->gsi_lock);
@@ -181,7 +184,7 @@ int weft_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			ret = -ENOMEM;
 	}
 	if (ret < 0)
-		goto err_rings;
+		goto err_charge;
 	qp->qpn = ret;
 	ibqp->qp_num = qp->qpn;
 
@@ -231,6 +234,8 @@ err_num:
 	} else {
 		ida_free(&dev->qp_ida, qp->qpn);
 	}
+err_charge:
+	weft_ib_cq_uncharge(qp);
 err_rings:
 	weft_ib_qp_free_rings(dev, qp);
 	return ret;
@@ -252,6 +257,7 @@ int weft_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	} else {
 		ida_free(&dev->qp_ida, qp->qpn);
 	}
+	weft_ib_cq_uncharge(qp);
 	weft_ib_qp_free_rings(dev, qp);
 	return 0;
 }

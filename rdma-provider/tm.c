@@ -307,8 +307,8 @@ bool weft_tm_fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe, struct ibv
 	case WEFT_VWC_TM_RECV:
 		wc->opcode = IBV_WC_TM_RECV;
 		qp = weft_find_qp(ctx, qpn);
-		if (qp && qp->ibv_qp.srq)
-			srq = to_wsrq(qp->ibv_qp.srq);
+		if (qp && qp->vqp.qp.srq)
+			srq = to_wsrq(qp->vqp.qp.srq);
 		if (!(flags & (WEFT_VCQE_TM_MATCH | WEFT_VCQE_TM_DATA_VALID)))
 			break;		/* unexpected: the SRQ WQE's wr_id */
 		if (flags & WEFT_VCQE_TM_MATCH)

@@ -20,15 +20,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-for arg in "$@"; do
-	case "$arg" in
-	--print-dir) ;;
-	-h|--help)
-		sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
-		exit 0 ;;
-	*) weft_die "build-rdma-core.sh: unknown argument $arg (try --help)" ;;
-	esac
-done
+weft_build_args 15 "$@"
 
 # ---- The recipe ------------------------------------------------------------
 RDMA_CORE_VERSION=56.1
@@ -54,11 +46,7 @@ TOP=$WEFT_CACHE/rdma-core
 START=$(date +%s)
 
 mkdir -p "$TOP"
-exec 9>"$TOP/.lock"
-if ! flock -n 9; then
-	weft_log "waiting for another build-rdma-core.sh to finish"
-	flock 9
-fi
+weft_lock "$TOP/.lock" build-rdma-core.sh
 
 key=$( {
 	echo "$RDMA_CORE_VERSION ${CMAKE_FLAGS[*]} ${FORBIDDEN_IMPORTS[*]}"
@@ -66,11 +54,7 @@ key=$( {
 		"$WEFT_ROOT/scripts/abi-layout.py"
 } | sha256sum | cut -c1-16)
 out=$TOP/out-$key
-if [ -f "$out/.complete" ]; then
-	weft_log "rdma-core: cached provider $out"
-	echo "$out"
-	exit 0
-fi
+weft_cached_exit "$out" "rdma-core: provider" "$out"
 
 weft_apt_source trixie-src deb-src trixie
 weft_apt_install "${BUILD_DEPS[@]}"
@@ -80,26 +64,17 @@ src_dir=$TOP/src-$RDMA_CORE_VERSION
 tarball=$src_dir/rdma-core_$RDMA_CORE_VERSION.orig.tar.gz
 if [ ! -f "$src_dir/.verified" ]; then
 	weft_apt_update
-	srcver=$(apt-cache showsrc rdma-core | awk '/^Version:/ {print $2}' | sort -V | tail -n1)
+	srcver=$(weft_src_version rdma-core)
 	case "$srcver" in
 	"$RDMA_CORE_VERSION"-*) ;;
 	*) weft_die "apt offers rdma-core source $srcver, not $RDMA_CORE_VERSION (is the trixie deb-src entry there?)" ;;
 	esac
 	# The sha256 list of the stanza of that version.
-	sums=$(apt-cache showsrc rdma-core | awk -v v="$srcver" '
-		/^Package:/ {take = 0} /^Version:/ {take = ($2 == v)}
-		/^Checksums-Sha256:/ {s = take; next} /^[^ ]/ {s = 0} s {print $1, $3}')
+	sums=$(weft_src_sums rdma-core "$srcver")
 	dl=$TOP/dl.$$
 	rm -rf "$dl"; mkdir -p "$dl"
 	weft_log "rdma-core: fetching the $srcver source package"
-	# The archive lacks the .dsc (404), so apt-get source fails after the
-	# tarballs arrived: that failure, and only that one, is expected.
-	if ! (cd "$dl" && apt-get source --download-only -qq "rdma-core=$srcver" >"$dl/.log" 2>&1) &&
-		grep '^E: ' "$dl/.log" | grep -vE "Failed to fetch .*/rdma-core_${srcver}\\.dsc +404|Failed to fetch some archives" |
-		grep -q .; then
-		cat "$dl/.log" >&2
-		weft_die "apt-get source --download-only rdma-core failed other than by the missing .dsc"
-	fi
+	weft_src_download rdma-core "$srcver" "$dl"
 	n=0
 	while read -r sum file; do
 		case "$file" in *.dsc) continue ;; esac

@@ -191,3 +191,66 @@ weft_deb_file() { # PACKAGE
 	echo "$file"
 }
 
+
+# weft_build_args HELP_LINES ARG...: the options of a build script whose
+# output folder is all it prints: --print-dir (the default anyway) and
+# --help (lines 2..HELP_LINES of the script's header).
+weft_build_args() {
+	local last=$1 arg script=${BASH_SOURCE[1]}
+	shift
+	for arg in "$@"; do
+		case "$arg" in
+		--print-dir) ;;
+		-h|--help)
+			sed -n "2,${last}s/^# \\{0,1\\}//p" "$script"
+			exit 0 ;;
+		*) weft_die "$(basename "$script"): unknown argument $arg (try --help)" ;;
+		esac
+	done
+}
+
+# weft_lock FILE WHAT: holds an exclusive lock on FILE (fd 9) until the
+# script ends, saying that it waits for another WHAT when it has to.
+weft_lock() {
+	exec 9>"$1"
+	if ! flock -n 9; then
+		weft_log "waiting for another $2 to finish"
+		flock 9
+	fi
+}
+
+# weft_src_version PKG: the newest version of source package PKG apt offers.
+weft_src_version() {
+	apt-cache showsrc "$1" | awk '/^Version:/ {print $2}' | sort -V | tail -n1
+}
+
+# weft_src_sums PKG VERSION: "sha256 file" for each file of that version.
+weft_src_sums() {
+	apt-cache showsrc "$1" | awk -v v="$2" '
+		/^Package:/ {take = 0} /^Version:/ {take = ($2 == v)}
+		/^Checksums-Sha256:/ {s = take; next} /^[^ ]/ {s = 0} s {print $1, $3}'
+}
+
+# weft_src_download PKG VERSION DIR: the files of source package PKG=VERSION
+# into DIR.  The archive lacks the .dsc and the Debian tarball of some
+# packages (404), so apt-get source fails after the orig tarballs arrived:
+# those failures, and only those, are expected.  The caller checks sums.
+weft_src_download() {
+	local pkg=$1 ver=$2 dl=$3
+	if ! (cd "$dl" && apt-get source --download-only -qq "$pkg=$ver" >"$dl/.log" 2>&1) &&
+		grep '^E: ' "$dl/.log" |
+		grep -vE "Failed to fetch .*/${pkg}_${ver}\\.(dsc|debian\\.tar\\.[a-z]+) +404|Failed to fetch some archives" |
+		grep -q .; then
+		cat "$dl/.log" >&2
+		weft_die "apt-get source --download-only $pkg failed other than by a missing .dsc or Debian tarball"
+	fi
+}
+
+# weft_cached_exit DIR WHAT PATH: when DIR, a cached build output, is
+# complete (DIR/.complete), says so and ends the script printing PATH.
+weft_cached_exit() {
+	[ -f "$1/.complete" ] || return 0
+	weft_log "$2 cached: $3"
+	echo "$3"
+	exit 0
+}

@@ -104,6 +104,47 @@ static void cq_and_qp_limits(struct ibv_pd *pd, struct ibv_cq *cq)
 	}
 }
 
+/*
+ * A deep CQ, asked for more CQEs than the largest ring (2 x max_qp_wr),
+ * admits QPs only while that ring holds every slot of its QPs, and no QP
+ * with an SRQ (docs/verbs-linux.md, "Deep CQs").
+ */
+static void deep_cq(struct ibv_pd *pd)
+{
+	uint32_t half = (uint32_t)v.attr.max_qp_wr / 2;
+	const struct ibv_qp_cap big = { half, half, 1, 1, 0 }, small = { 4, 4, 1, 1, 0 };
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_qp *a, *b, *c;
+	struct ibv_srq *srq;
+	struct ibv_cq *cq;
+
+	cq = ibv_create_cq(v.ctx, v.attr.max_cqe, NULL, NULL, 0);
+	t_begin("ibv_create_cq(cqe max_cqe)");
+	CHECK(cq && cq->cqe >= v.attr.max_cqe, "cq %p errno %s", (void *)cq, vt_en(errno));
+	t_checked("ibv_create_cq(cqe max_cqe %d) -> a CQ of %d CQEs", v.attr.max_cqe, cq ? cq->cqe : 0);
+	srq = ibv_create_srq(pd, &sa);
+	if (!cq || !srq)
+		t_bail("deep CQ or SRQ: errno %d", errno);
+	a = try_qp(pd, cq, IBV_QPT_RC, big, NULL);
+	b = try_qp(pd, cq, IBV_QPT_RC, big, NULL);
+	t_begin("two QPs that fill the deep CQ's ring");
+	CHECK(a && b, "a %p b %p errno %s", (void *)a, (void *)b, vt_en(errno));
+	t_checked("2 QPs of %u send and %u receive WRs (2 x max_qp_wr slots) on the deep CQ", half, half);
+	EXPECT_NULL(try_qp(pd, cq, IBV_QPT_RC, small, NULL), ENOMEM,
+		    "ibv_create_qp(a third QP, on a deep CQ whose ring is taken)");
+	if (b && ibv_destroy_qp(b))
+		t_bail("ibv_destroy_qp: errno %d", errno);
+	EXPECT_NULL(try_qp(pd, cq, IBV_QPT_RC, small, srq), EOPNOTSUPP,
+		    "ibv_create_qp(with an SRQ, receiving on a deep CQ)");
+	c = try_qp(pd, cq, IBV_QPT_RC, small, NULL);
+	t_begin("a QP on the deep CQ once a QP went");
+	CHECK(c != NULL, "errno %s", vt_en(errno));
+	t_checked("after one of the 2 QPs was destroyed, a new QP is admitted on the deep CQ");
+	if ((a && ibv_destroy_qp(a)) || (c && ibv_destroy_qp(c)) || ibv_destroy_srq(srq) ||
+	    ibv_destroy_cq(cq))
+		t_bail("deep CQ teardown: errno %d", errno);
+}
+
 static void mr_errors(struct ibv_pd *pd, uint8_t *buf)
 {
 	void *gone;
@@ -273,6 +314,7 @@ int main(int argc, char **argv)
 	       v.attr.max_sge, v.attr.max_srq);
 
 	cq_and_qp_limits(pd, cq);
+	deep_cq(pd);
 	mr_errors(pd, buf);
 	held("after the refused creations", 1, 1, 0, 1);
 	qp_errors(pd, cq, mr, buf);
