@@ -44,7 +44,9 @@ _Static_assert(offsetof(struct fbuf, data) - offsetof(struct fbuf, prefix) ==
 	       WEFT_WIRE_LEN_PREFIX, "the length prefix sits right before the frame");
 _Static_assert(offsetof(struct fbuf, data) % 8 == 0, "frames are 8-byte aligned");
 
-static const uint32_t buf_class[] = { 256, 512, 1024, WEFT_WIRE_MAX_FRAME };
+/* The largest class holds a verbs frame; the one below it, any other. */
+static const uint32_t buf_class[] = { 256, 512, 1024, WEFT_WIRE_HDR_SIZE + WEFT_MAX_PAYLOAD,
+				       WEFT_WIRE_MAX_FRAME };
 #define NR_BUF_CLASSES (sizeof(buf_class) / sizeof(buf_class[0]))
 
 /* One copy of a frame on its way to one destination. */
