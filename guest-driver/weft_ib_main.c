@@ -185,8 +185,8 @@ static int weft_ib_query_port(struct ib_device *ibdev, u32 port, struct ib_port_
 	/* The core zeroed *a. */
 	a->state = up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
 	a->phys_state = up ? IB_PORT_PHYS_STATE_LINK_UP : IB_PORT_PHYS_STATE_DISABLED;
-	a->max_mtu = IB_MTU_1024;
-	a->active_mtu = min(IB_MTU_1024, iboe_get_mtu(READ_ONCE(dev->ndev->mtu)));
+	a->max_mtu = IB_MTU_4096;
+	a->active_mtu = min(IB_MTU_4096, iboe_get_mtu(READ_ONCE(dev->ndev->mtu)));
 	a->gid_tbl_len = WEFT_VERBS_GID_TBL;
 	a->port_cap_flags = IB_PORT_CM_SUP;
 	a->max_msg_sz = WEFT_VERBS_MAX_MSG;

@@ -210,7 +210,7 @@ int weft_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_xa;
 	qp->attr.qp_state = IB_QPS_RESET;
 	qp->attr.port_num = init->port_num ? init->port_num : 1;
-	qp->attr.path_mtu = IB_MTU_1024;
+	qp->attr.path_mtu = IB_MTU_4096;
 	if (gsi)
 		qp->attr.qkey = WEFT_VERBS_GSI_QKEY;
 	if (uc) {
@@ -306,10 +306,8 @@ int weft_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	cmd.u.mod.cur_state = cur;
 	cmd.u.mod.access = mask & IB_QP_ACCESS_FLAGS ?
 			   weft_ib_access(attr->qp_access_flags) & WEFT_VACC_REMOTE : 0;
-	/* rdma_cm takes the path MTU from weftN's MTU (iboe_get_mtu), not
-	 * from the port: the adapter's packets carry at most 1024 bytes.
-	 */
-	cmd.u.mod.path_mtu = mask & IB_QP_PATH_MTU ? min(attr->path_mtu, IB_MTU_1024) : 0;
+	/* Kept for query_qp: the adapter segments at its own MTU (4096). */
+	cmd.u.mod.path_mtu = mask & IB_QP_PATH_MTU ? attr->path_mtu : 0;
 	cmd.u.mod.qkey = attr->qkey;
 	cmd.u.mod.dest_qpn = attr->dest_qp_num;
 	cmd.u.mod.timeout = attr->timeout;

@@ -35,7 +35,7 @@
 #define WEFT_VERBS_MAX_UAR      4096u
 
 /* ---- Fixed limits ---------------------------------------------------------- */
-#define WEFT_VERBS_MTU          1024u   /* payload bytes per packet (IB_MTU_1024) */
+#define WEFT_VERBS_MTU          4096u   /* payload bytes per packet (IB_MTU_4096) */
 #define WEFT_VERBS_MAX_MSG      (1u << 31) /* bytes of one message */
 #define WEFT_VERBS_WQ_MAX_LOG2  15u     /* 32768 WQEs per SQ or RQ */
 #define WEFT_VERBS_CQ_MAX_LOG2  17u     /* 131072 CQEs */
@@ -269,7 +269,7 @@ struct weft_vcmd {
 		} qp;
 		struct {                /* MODIFY_QP */
 			uint32_t mask;          /* WEFT_VQPA_* */
-			uint8_t  state, cur_state, access, path_mtu; /* mtu: 1..3 */
+			uint8_t  state, cur_state, access, path_mtu; /* mtu: 1..5 */
 			uint32_t qkey;
 			uint32_t dest_qpn;
 			uint16_t dest_node;

@@ -24,7 +24,14 @@
 
 #define WEFT_WIRE_VERSION       1u
 #define WEFT_WIRE_HDR_SIZE      104u
-#define WEFT_WIRE_MAX_FRAME     (WEFT_WIRE_HDR_SIZE + WEFT_MAX_PAYLOAD)
+/*
+ * The largest payload of any packet type: a verbs UD_SEND, its 64-byte
+ * transport header, 40-byte address block and WEFT_VERBS_MTU (4096) data
+ * bytes (include/weft/verbs.h).  Every other type carries at most
+ * WEFT_MAX_PAYLOAD (1920) bytes, and a receiver drops a longer one.
+ */
+#define WEFT_WIRE_MAX_PAYLOAD   4200u
+#define WEFT_WIRE_MAX_FRAME     (WEFT_WIRE_HDR_SIZE + WEFT_WIRE_MAX_PAYLOAD)
 #define WEFT_WIRE_LEN_PREFIX    4u
 #define WEFT_WIRE_HELLO_MAGIC   0x57465357u /* "WSFW" */
 #define WEFT_WIRE_TOKEN_SIZE    32u         /* HELLO payload: the node's token */

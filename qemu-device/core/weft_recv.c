@@ -562,8 +562,9 @@ void weft_rx_process(struct weft_core *c, const uint8_t *pkt, size_t len)
 	unsigned int w;
 	uint16_t d;
 
-	if (h->version != WEFT_WIRE_VERSION || h->length > WEFT_MAX_PAYLOAD ||
-	    h->length != len - sizeof(*h)) {
+	/* Only verbs packets may be longer than a FIFO payload (wire.h). */
+	if (h->version != WEFT_WIRE_VERSION || h->length != len - sizeof(*h) ||
+	    h->length > (h->type == WEFT_PKT_VERBS ? WEFT_WIRE_MAX_PAYLOAD : WEFT_MAX_PAYLOAD)) {
 		weft_drop(c, h, WEFT_NO_WINDOW, WEFT_R_BAD_HEADER);
 		return;
 	}

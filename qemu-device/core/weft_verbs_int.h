@@ -18,6 +18,9 @@
 #define VQ_BUDGET       (64ull << 20)           /* adapter memory for SQ slot state */
 #define VQ_FLUSH_STEP   64u                     /* flush CQEs per poll step */
 
+WEFT_STATIC_ASSERT(sizeof(struct weft_vhdr) + sizeof(struct weft_vaddr) + WEFT_VERBS_MTU <=
+		   WEFT_WIRE_MAX_PAYLOAD, "a verbs packet fits a wire frame");
+
 /* In-flight record of one SQ slot. */
 enum { SW_IDLE = 0, SW_STARTED, SW_DONE };
 

@@ -151,22 +151,38 @@ void vq_violation(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr 
 	violation(c, qp, h, reason, rq_status);
 }
 
-static void advance(struct weft_core *c, struct vq_qp *qp, uint32_t n)
+/* Moves epsn past n packets and the ones placed ahead of order right
+ * after them; true when it jumped over any of those. */
+static bool advance(struct weft_core *c, struct vq_qp *qp, uint32_t n)
 {
+	bool jumped = false;
+
 	qp->epsn = psn_add(qp->epsn, n);
 	qp->rx_bits = n >= 64 ? 0 : qp->rx_bits >> n;
 	while (qp->rx_bits & 1) {
 		qp->epsn = psn_add(qp->epsn, 1);
 		qp->rx_bits >>= 1;
+		jumped = true;
 	}
 	qp->nak_sent = false;
 	vq_one_touch_catch_up(c, qp);
+	return jumped;
 }
 
 static void owe_ack(struct weft_core *c, struct vq_qp *qp)
 {
 	qp->ack_owed = true;
 	vq_work(c, qp);
+}
+
+/* A send or write segment taken in order: an ACK is owed when the
+ * requester asked for one (ACKREQ: the last packet of a message and every
+ * 16th) or when epsn jumped over packets placed ahead of order, which may
+ * have asked. */
+static void took_segment(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h)
+{
+	if (advance(c, qp, 1) || (h->flags & WEFT_VF_ACKREQ))
+		owe_ack(c, qp);
 }
 
 /* RDMA write segment: checks and placement.  Returns a reason. */
@@ -240,8 +256,7 @@ static void rx_send(struct weft_core *c, struct vq_qp *qp, const struct weft_vhd
 		       flags, h->imm_inv, (h->flags & WEFT_VF_SE) != 0);
 		qp->msn++;
 	}
-	advance(c, qp, 1);
-	owe_ack(c, qp);
+	took_segment(c, qp, h);
 }
 
 static void rx_write(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
@@ -264,8 +279,7 @@ static void rx_write(struct weft_core *c, struct vq_qp *qp, const struct weft_vh
 		rq_cqe(c, qp, &qp->rcv, WEFT_VWC_RECV_RDMA_IMM, WEFT_VWC_SUCCESS, h->dma_len,
 		       WEFT_VCQE_WITH_IMM, h->imm_inv, false);
 	}
-	advance(c, qp, 1);
-	owe_ack(c, qp);
+	took_segment(c, qp, h);
 }
 
 /* UC: the message being received fails locally: its receive WQE (if

@@ -94,7 +94,7 @@ struct WeftState {
 static bool weft_dma_is_ram(WeftState *s, uint64_t addr, size_t len,
                             bool is_write)
 {
-    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    AddressSpace *as = pci_get_address_space(&s->parent_obj);
 
     if (len == 0) {
         return true;
@@ -119,13 +119,55 @@ static bool weft_dma_is_ram(WeftState *s, uint64_t addr, size_t len,
     return true;
 }
 
+/*
+ * A DMA with one address translation: when [addr, addr + len) lies in
+ * one region of guest RAM (writable RAM for a write), a copy from or to
+ * its host memory, then for a write the dirty marking and translated-code
+ * invalidation of any DMA.  1 when done, 0 when the range needs the
+ * general path (several regions, an IOMMU, not RAM: checked and refused
+ * there).  With bus mastering off, the address space ends in no RAM.
+ */
+static int weft_dma_direct(WeftState *s, uint64_t addr, void *buf,
+                           size_t len, bool is_write)
+{
+    AddressSpace *as = pci_get_address_space(&s->parent_obj);
+    MemoryRegionCache cache = { 0 };
+    MemoryRegion *mr;
+    int done = 0;
+
+    if (len == 0 || addr + len - 1 < addr) {
+        return 0;
+    }
+    RCU_READ_LOCK_GUARD();
+    if (address_space_cache_init(&cache, as, addr, len, is_write) <
+        (int64_t)len || !cache.ptr) {
+        goto out;
+    }
+    mr = cache.mrs.mr;
+    if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+        (is_write && mr->readonly)) {
+        goto out;
+    }
+    if (is_write) {
+        address_space_write_cached(&cache, 0, buf, len);
+        address_space_cache_invalidate(&cache, 0, len);
+    } else {
+        address_space_read_cached(&cache, 0, buf, len);
+    }
+    done = 1;
+out:
+    address_space_cache_destroy(&cache);
+    return done;
+}
+
 static int weft_op_dma_read(void *opaque, uint64_t addr, void *buf,
                             size_t len)
 {
     WeftState *s = opaque;
 
-    if (!weft_dma_is_ram(s, addr, len, false) ||
-        pci_dma_read(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
+    if (!weft_dma_direct(s, addr, buf, len, false) &&
+        (!weft_dma_is_ram(s, addr, len, false) ||
+         pci_dma_read(&s->parent_obj, addr, buf, len) != MEMTX_OK)) {
         trace_weft_dma_error("read", addr, len);
         return -1;
     }
@@ -138,8 +180,9 @@ static int weft_op_dma_write(void *opaque, uint64_t addr, const void *buf,
 {
     WeftState *s = opaque;
 
-    if (!weft_dma_is_ram(s, addr, len, true) ||
-        pci_dma_write(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
+    if (!weft_dma_direct(s, addr, (void *)buf, len, true) &&
+        (!weft_dma_is_ram(s, addr, len, true) ||
+         pci_dma_write(&s->parent_obj, addr, buf, len) != MEMTX_OK)) {
         trace_weft_dma_error("write", addr, len);
         return -1;
     }

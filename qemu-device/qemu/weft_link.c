@@ -308,13 +308,14 @@ static bool weft_shm_open(WeftLink *l, bool granted)
 }
 
 /*
- * Handles one complete packet; false when the core's queue is full and
- * the packet has to be offered again later.
+ * Handles one complete packet, whose header h the link looks at (a copy
+ * when the packet lies in the switch's ring; the core copies the packet
+ * before it checks it); false when the core's queue is full and the
+ * packet has to be offered again later.
  */
-static bool weft_rx_packet(WeftLink *l, const uint8_t *pkt, size_t len)
+static bool weft_rx_packet(WeftLink *l, const struct weft_wire_hdr *h,
+                           const uint8_t *pkt, size_t len)
 {
-    const struct weft_wire_hdr *h = (const void *)pkt;
-
     if (h->type == WEFT_PKT_HELLO_ACK) {
         uint16_t status = le16_to_cpu(h->status);
 
@@ -355,7 +356,9 @@ static void weft_rx_drain(WeftLink *l)
         if (l->rx_len - off < WEFT_WIRE_LEN_PREFIX + len) {
             break;
         }
-        if (!weft_rx_packet(l, l->rxbuf + off + WEFT_WIRE_LEN_PREFIX, len)) {
+        const uint8_t *pkt = l->rxbuf + off + WEFT_WIRE_LEN_PREFIX;
+
+        if (!weft_rx_packet(l, (const void *)pkt, pkt, len)) {
             break;
         }
         if (!l->rx_len) {
@@ -374,15 +377,19 @@ static void weft_rx_drain(WeftLink *l)
  * Hands the frames in the switch's ring to the core until the ring is
  * empty (then the consumer sleeps: the switch writes the eventfd for the
  * next frame) or the core is full (the next run of the adapter goes on).
+ * A frame is copied once, by the core into its receive queue, straight
+ * from the ring; the link decides on a copy of the header.
  */
 static void weft_shm_rx_drain(WeftLink *l)
 {
+    struct weft_wire_hdr h;
+    const uint8_t *pkt;
     bool took = false;
     uint32_t rec;
     int len;
 
     while (l->shm) {
-        len = weft_shm_peek(&l->shm_rx, l->shm_pkt, &rec);
+        len = weft_shm_peek_ref(&l->shm_rx, &pkt, &rec);
         if (len < 0) {
             weft_link_abort(l, "impossible shared-memory ring index", len);
             return;
@@ -393,7 +400,8 @@ static void weft_shm_rx_drain(WeftLink *l)
             }
             continue;
         }
-        if (!weft_rx_packet(l, l->shm_pkt, len)) {
+        memcpy(&h, pkt, sizeof(h));
+        if (!weft_rx_packet(l, &h, pkt, len)) {
             break;
         }
         weft_shm_consume(&l->shm_rx, rec);
@@ -527,7 +535,6 @@ void weft_link_init(WeftLink *l, CharBackend *chr, uint16_t node_id,
     l->shm_efd = l->shm_efd_switch = -1;
     l->txbuf = g_malloc(WEFT_TXBUF_SIZE);
     l->rxbuf = g_malloc(WEFT_RXBUF_SIZE);
-    l->shm_pkt = g_malloc(WEFT_WIRE_MAX_FRAME);
     if (qemu_chr_fe_backend_connected(chr)) {
         qemu_chr_fe_set_handlers(chr, weft_chr_can_read, weft_chr_read,
                                  weft_chr_event, NULL, l, NULL, true);
@@ -546,6 +553,5 @@ void weft_link_fini(WeftLink *l)
     }
     g_free(l->txbuf);
     g_free(l->rxbuf);
-    g_free(l->shm_pkt);
-    l->txbuf = l->rxbuf = l->shm_pkt = NULL;
+    l->txbuf = l->rxbuf = NULL;
 }

@@ -81,7 +81,6 @@ typedef struct WeftLink {
     int shm_efd;            /* wakes the device */
     int shm_efd_switch;     /* wakes the switch */
     bool shm_kick;          /* published since the switch was last woken */
-    uint8_t *shm_pkt;       /* a frame copied out of the ring */
 } WeftLink;
 
 /*

@@ -4,8 +4,11 @@
  * semantics (routing, faults, hold of frames for absent nodes, replay).
  *
  * Frames live in one of two places:
- *  - a binary min-heap ordered by (due time, sequence number): frames in
- *    flight on a route;
+ *  - in flight on a route, ordered by (due time, sequence number): a FIFO
+ *    of frames due in submission order (each due no earlier than the one
+ *    before it, as with a fixed delay: O(1) each way), and a binary
+ *    min-heap for the rest (jitter, route skew); the next due is the
+ *    earlier of their heads;
  *  - a per-port FIFO ("parked"): frames that became due while their
  *    destination was absent (held) or refused them with -EAGAIN.
  * Both together never hold more than max_queued frames.
@@ -44,12 +47,14 @@ _Static_assert(offsetof(struct fbuf, data) - offsetof(struct fbuf, prefix) ==
 	       WEFT_WIRE_LEN_PREFIX, "the length prefix sits right before the frame");
 _Static_assert(offsetof(struct fbuf, data) % 8 == 0, "frames are 8-byte aligned");
 
-static const uint32_t buf_class[] = { 256, 512, 1024, WEFT_WIRE_MAX_FRAME };
+/* The largest class holds a verbs frame; the one below it, any other. */
+static const uint32_t buf_class[] = { 256, 512, 1024, WEFT_WIRE_HDR_SIZE + WEFT_MAX_PAYLOAD,
+				       WEFT_WIRE_MAX_FRAME };
 #define NR_BUF_CLASSES (sizeof(buf_class) / sizeof(buf_class[0]))
 
 /* One copy of a frame on its way to one destination. */
 struct fframe {
-	struct fframe *next;    /* parked FIFO link */
+	struct fframe *next;    /* in-flight FIFO or parked FIFO link */
 	uint64_t due;
 	uint64_t seq;
 	uint16_t src;
@@ -91,7 +96,7 @@ struct weft_fabric {
 	size_t max_queued;
 	size_t hold_limit;
 	size_t port_limit;      /* frames queued for one attached node */
-	size_t nqueued;         /* heap + parked */
+	size_t nqueued;         /* in flight + parked */
 	size_t nheld;           /* parked for absent destinations */
 	size_t nattached;
 	uint64_t stall_ns;      /* 0: a congested port never stalls */
@@ -99,6 +104,8 @@ struct weft_fabric {
 	uint64_t seq;
 
 	struct fframe **heap;
+	struct fframe *fifo_head, *fifo_tail;   /* in flight, due in order */
+	size_t nfifo;
 	/* Freed frame records and buffers kept for reuse: a frame costs
 	 * no malloc/free in steady state (at most FRAME_CACHE_MAX of each
 	 * are kept). */
@@ -164,6 +171,50 @@ static void heap_push(struct weft_fabric *f, struct fframe *fr)
 		i = p;
 	}
 	f->heap[i] = fr;
+}
+
+static struct fframe *heap_pop(struct weft_fabric *f);
+
+/* A frame in flight: to the FIFO when it is due no earlier than the
+ * FIFO's last (its sequence number is higher), else to the heap. */
+static void flight_push(struct weft_fabric *f, struct fframe *fr)
+{
+	if (f->fifo_tail && frame_before(fr, f->fifo_tail)) {
+		heap_push(f, fr);
+		return;
+	}
+	fr->next = NULL;
+	if (f->fifo_tail)
+		f->fifo_tail->next = fr;
+	else
+		f->fifo_head = fr;
+	f->fifo_tail = fr;
+	f->nfifo++;
+}
+
+/* The frame in flight due first; NULL when none is. */
+static struct fframe *flight_first(const struct weft_fabric *f)
+{
+	struct fframe *h = f->nheap ? f->heap[0] : NULL;
+
+	if (!f->fifo_head || (h && frame_before(h, f->fifo_head)))
+		return h;
+	return f->fifo_head;
+}
+
+/* Takes flight_first(f), which is not NULL. */
+static struct fframe *flight_pop(struct weft_fabric *f)
+{
+	struct fframe *fr = f->fifo_head;
+
+	if (!fr || (f->nheap && frame_before(f->heap[0], fr)))
+		return heap_pop(f);
+	f->fifo_head = fr->next;
+	if (!f->fifo_head)
+		f->fifo_tail = NULL;
+	f->nfifo--;
+	fr->next = NULL;
+	return fr;
 }
 
 static struct fframe *heap_pop(struct weft_fabric *f)
@@ -406,6 +457,12 @@ void weft_fabric_free(struct weft_fabric *f)
 		return;
 	for (i = 0; i < f->nheap; i++)
 		frame_free(f, f->heap[i]);
+	while (f->fifo_head) {
+		struct fframe *fr = f->fifo_head;
+
+		f->fifo_head = fr->next;
+		frame_free(f, fr);
+	}
 	for (i = 0; i < f->nports; i++) {
 		struct fport *p = f->plist[i];
 
@@ -857,7 +914,7 @@ static size_t route(struct weft_fabric *f, struct fport *sp, uint16_t src,
 			dp->progress_at = now;
 			dp->stall_seen = false;
 		}
-		heap_push(f, fr);
+		flight_push(f, fr);
 		queued++;
 	}
 	return queued;
@@ -1075,8 +1132,13 @@ size_t weft_fabric_poll(struct weft_fabric *f, uint64_t now,
 		if (port_stalled(f, p, now))
 			p->stall_seen = true;
 	}
-	while (f->nheap && f->heap[0]->due <= now)
-		deliver_one(f, &c, heap_pop(f));
+	for (;;) {
+		struct fframe *fr = flight_first(f);
+
+		if (!fr || fr->due > now)
+			break;
+		deliver_one(f, &c, flight_pop(f));
+	}
 	return c.delivered;
 }
 
@@ -1087,7 +1149,8 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 
 uint64_t weft_fabric_next_due(const struct weft_fabric *f)
 {
-	uint64_t t = f->nheap ? f->heap[0]->due : UINT64_MAX;
+	const struct fframe *first = flight_first(f);
+	uint64_t t = first ? first->due : UINT64_MAX;
 	size_t i;
 
 	if (!f->stall_ns && !f->expiry_ns)
@@ -1119,7 +1182,7 @@ size_t weft_fabric_queued(const struct weft_fabric *f)
 
 size_t weft_fabric_parked(const struct weft_fabric *f)
 {
-	return f->nqueued - f->nheap;
+	return f->nqueued - f->nheap - f->nfifo;
 }
 
 /* ---- capture and replay --------------------------------------------------- */

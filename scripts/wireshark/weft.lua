@@ -81,11 +81,12 @@ local CNT_DIRS = { [1] = "READ", [2] = "WRITE" }
 local WIRE_VERSION = 1
 local WIRE_HDR_SIZE = 104
 local MAX_PAYLOAD = 1920
+local WIRE_MAX_PAYLOAD = 4200
 local HELLO_MAGIC = 0x57465357
 local TOKEN_SIZE = 32
 local VHDR_SIZE = 64
 local VADDR_SIZE = 40
-local VERBS_MTU = 1024
+local VERBS_MTU = 4096
 local NET_KEY = 0x4e455449
 local NET_VERSION = 1
 local NET_HDR_SIZE = 28
@@ -574,7 +575,11 @@ local function dissect(tvb, pinfo, tree)
 		malformed(pinfo, root, string.format("length %d, but %d bytes follow the header", len, rest))
 		if len > rest then len = rest end
 	end
-	if len > MAX_PAYLOAD then
+	if pt and pt[2] == "verbs" then
+		if len > WIRE_MAX_PAYLOAD then
+			malformed(pinfo, root, string.format("length %d, more than WEFT_WIRE_MAX_PAYLOAD %d", len, WIRE_MAX_PAYLOAD))
+		end
+	elseif len > MAX_PAYLOAD then
 		malformed(pinfo, root, string.format("length %d, more than WEFT_MAX_PAYLOAD %d", len, MAX_PAYLOAD))
 	end
 	if not pt then

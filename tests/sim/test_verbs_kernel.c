@@ -369,7 +369,7 @@ static void case_recovery_drops(void)
 	REQUIRE(wsv_query_qp(x.s, 1, QB, &q) != 0, "QP survived recovery");
 	d = vt_drops(x.s, 1, WEFT_R_QP_INVALID);
 	rx = vt_cnt(x.s, 1, WEFT_CNT_V_RX_PKTS);
-	vt_post(&x.a, &x.qa, 2, WEFT_VWR_WRITE, 0, 3000, x.b.buf, VT_MR, 0, 0);
+	vt_post(&x.a, &x.qa, 2, WEFT_VWR_WRITE, 0, 2 * WEFT_VERBS_MTU + 952, x.b.buf, VT_MR, 0, 0);
 	vt_post(&x.a, &x.qa, 3, WEFT_VWR_SEND, 0, 64, 0, 0, 0, 0);
 	n = wsv_wait(x.s, &x.a.cq, e, 2, 2000 * MS);
 	REQUIRE(n == 2, "%u CQEs", n);

@@ -599,7 +599,8 @@ static void rule61_read_msn(void)
 	for (i = 0; i < WEFT_VERBS_MAX_RD_ATOMIC + 1; i++) {
 		size_t n;
 
-		read_req(&x, &h, (q.epsn + 32 * i) & WEFT_VERBS_PSN_MASK, q.rd_emsn + i, 32768);
+		read_req(&x, &h, (q.epsn + 32 * i) & WEFT_VERBS_PSN_MASK, q.rd_emsn + i,
+			 32 * WEFT_VERBS_MTU);
 		n = wsv_forge(pkt, 0, 1, &h, NULL, 0);
 		REQUIRE(weft_core_receive(weft_sim_core(x.s, 1), pkt, n) == 0, "inject");
 	}
@@ -741,8 +742,9 @@ static void rule115_read_response(void)
 	expect(&x.a, 1, 0, 0, "read");
 	REQUIRE(!memcmp(x.a.mem, x.b.mem + 65536, 32768), "read data");
 	REQUIRE(vt_cnt(x.s, 0, WEFT_CNT_V_TX_PKTS) - tx_a == 1, "one read request");
-	REQUIRE(vt_cnt(x.s, 1, WEFT_CNT_V_TX_PKTS) - tx_b == 32, "one response in 32 segments "
-	       "(%llu packets)", (unsigned long long)(vt_cnt(x.s, 1, WEFT_CNT_V_TX_PKTS) - tx_b));
+	REQUIRE(vt_cnt(x.s, 1, WEFT_CNT_V_TX_PKTS) - tx_b == 32768 / WEFT_VERBS_MTU,
+	       "one response in %u segments (%llu packets)", 32768 / WEFT_VERBS_MTU,
+	       (unsigned long long)(vt_cnt(x.s, 1, WEFT_CNT_V_TX_PKTS) - tx_b));
 	vt_no_cqe(&x.b, 5 * MS);
 	done(&x, "item 115: one read request, one response of many segments, no source action");
 }

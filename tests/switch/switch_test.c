@@ -1382,9 +1382,9 @@ static void test_partial_writes(void)
 	close(f1);
 	close(f2);
 	sw_stop(&s);
-	t_checked("%d frames of 104..2024 bytes, written in cut batches and read in odd pieces, "
+	t_checked("%d frames of 104..%u bytes, written in cut batches and read in odd pieces, "
 		  "arrive whole, once and in order; after a reconnect the node gets exactly the "
-		  "frames not wholly written to its old socket", N);
+		  "frames not wholly written to its old socket", N, WEFT_WIRE_MAX_FRAME);
 }
 
 /* ---- authentication, local surfaces, fairness ------------------------------- */

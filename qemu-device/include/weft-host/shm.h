@@ -178,13 +178,16 @@ static inline int weft_shm_push(struct weft_shm_view *v, const void *pkt, uint32
 }
 
 /*
- * Consumer: copy the next packet into buf (WEFT_WIRE_MAX_FRAME bytes)
- * without consuming it.  Returns its length, 0 when the ring is empty,
- * -EPROTO when the producer's head or a record length is impossible.
- * *rec is set to the bytes weft_shm_consume() then takes (the record and
- * a pad before it).
+ * Consumer: where the next packet lies in the ring, without consuming
+ * it: *pkt is set to its first byte, and the length (read once and
+ * checked) is returned; 0 when the ring is empty, -EPROTO when the
+ * producer's head or a record length is impossible.  The bytes stay in
+ * memory the producer shares: it may change them meanwhile, so whoever
+ * reads them copies what it checks before checking it, once.  *rec is
+ * set to the bytes weft_shm_consume() then takes (the record and a pad
+ * before it).
  */
-static inline int weft_shm_peek(struct weft_shm_view *v, void *buf, uint32_t *rec)
+static inline int weft_shm_peek_ref(struct weft_shm_view *v, const uint8_t **pkt, uint32_t *rec)
 {
 	uint32_t head = __atomic_load_n(&v->ctl->head, __ATOMIC_ACQUIRE);
 	uint32_t at = v->pos % WEFT_SHM_RING_SIZE;
@@ -210,9 +213,23 @@ static inline int weft_shm_peek(struct weft_shm_view *v, void *buf, uint32_t *re
 	if (len < WEFT_WIRE_HDR_SIZE || len > WEFT_WIRE_MAX_FRAME ||
 	    weft_shm_rec_size(len) > avail || WEFT_SHM_RING_SIZE - at < weft_shm_rec_size(len))
 		return -EPROTO;
-	memcpy(buf, v->data + at + WEFT_WIRE_LEN_PREFIX, len);
+	*pkt = v->data + at + WEFT_WIRE_LEN_PREFIX;
 	*rec = skip + weft_shm_rec_size(len);
 	return (int)len;
+}
+
+/*
+ * Consumer: copy the next packet into buf (WEFT_WIRE_MAX_FRAME bytes)
+ * without consuming it; returns as weft_shm_peek_ref().
+ */
+static inline int weft_shm_peek(struct weft_shm_view *v, void *buf, uint32_t *rec)
+{
+	const uint8_t *pkt;
+	int len = weft_shm_peek_ref(v, &pkt, rec);
+
+	if (len > 0)
+		memcpy(buf, pkt, (size_t)len);
+	return len;
 }
 
 /* Consumer: the packet weft_shm_peek() returned is taken. */
