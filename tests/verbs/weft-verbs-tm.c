@@ -19,7 +19,7 @@
 #include "vt.h"
 
 #define NWQE 64			/* SRQ buffers */
-#define SLOT 4096		/* bytes per buffer, tagged or not */
+#define SLOT 16384		/* bytes per buffer, tagged or not */
 #define NTAGS 64		/* tags per round of the random phase */
 #define ROUNDS 157		/* 157 * 64 = 10,048 tags */
 #define SPACE 48u		/* message tags of the random phase: 0 .. SPACE - 1 */
@@ -145,7 +145,7 @@ static void phase_eager(struct srv *s)
 	CHECK(next_cqe(s, &c) && c.op == IBV_WC_TM_ADD && c.status == IBV_WC_SUCCESS &&
 	      c.wr_id == 0xadd00000, "TAG_ADD completion: op %d status %d", c.op, c.status);
 	tag_add(s, 0x2000, 0xff00, 1, 0xe2, 0);
-	vt_sync(s->v, 10);		/* node1: EAGER 0x1111 (1000 B), EAGER 0x20ab (3000 B) */
+	vt_sync(s->v, 10);		/* node1: EAGER 0x1111 (1000 B), EAGER 0x20ab (10000 B) */
 	CHECK(next_cqe(s, &c) && c.op == IBV_WC_TM_RECV && c.status == IBV_WC_SUCCESS &&
 	      c.flags == (IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID) && c.wr_id == 0xe1 &&
 	      c.tm.tag == 0x1111 && c.tm.priv == 0x1234 && c.len == 1000 - 16,
@@ -157,10 +157,10 @@ static void phase_eager(struct srv *s)
 	      c.wr_id == 0xe2 && c.tm.tag == 0x20ab, "several packets, first CQE: flags 0x%x",
 	      c.flags);
 	CHECK(next_cqe(s, &c) && c.op == IBV_WC_TM_RECV && c.flags == IBV_WC_TM_DATA_VALID &&
-	      c.wr_id == 0xe2 && c.len == 3000 - 16 && body_ok(tagged(s, 1), 3000 - 16, 0x32),
+	      c.wr_id == 0xe2 && c.len == 10000 - 16 && body_ok(tagged(s, 1), 10000 - 16, 0x32),
 	      "several packets, second CQE: flags 0x%x len %u", c.flags, c.len);
 	(void)h;
-	t_checked("node0: EAGER tag 0x1111, 1000 B: one TM_RECV MATCH|DATA_VALID with recv_wr_id, tag, app_ctx, 984 B byte-exact; EAGER 0x20ab (mask 0xff00), 3000 B: MATCH then DATA_VALID, byte-exact");
+	t_checked("node0: EAGER tag 0x1111, 1000 B: one TM_RECV MATCH|DATA_VALID with recv_wr_id, tag, app_ctx, 984 B byte-exact; EAGER 0x20ab (mask 0xff00), 10000 B (3 packets): MATCH then DATA_VALID, byte-exact");
 }
 
 static void phase_unexpected(struct srv *s)
@@ -427,10 +427,10 @@ static void client(struct vt *v)
 	vt_open(v);
 	pd = ibv_alloc_pd(v->ctx);
 	c.cq = ibv_create_cq(v->ctx, 64, NULL, NULL, 0);
-	c.buf = aligned_alloc(4096, 8192);
+	c.buf = aligned_alloc(4096, 16384);
 	if (!pd || !c.cq || !c.buf)
 		t_bail("PD, CQ or buffer");
-	c.mr = ibv_reg_mr(pd, c.buf, 8192, IBV_ACCESS_LOCAL_WRITE);
+	c.mr = ibv_reg_mr(pd, c.buf, 16384, IBV_ACCESS_LOCAL_WRITE);
 	if (!c.mr)
 		t_bail("ibv_reg_mr: errno %d", errno);
 	vt_sock(v);
@@ -438,7 +438,7 @@ static void client(struct vt *v)
 	t_begin("node1: tagged sends");
 	vt_sync(v, 10);
 	tm_send(&c, IBV_TMH_EAGER, 0x1111, 1000, 0x31);
-	tm_send(&c, IBV_TMH_EAGER, 0x20ab, 3000, 0x32);
+	tm_send(&c, IBV_TMH_EAGER, 0x20ab, 10000, 0x32);
 	vt_sync(v, 20);
 	tm_send(&c, IBV_TMH_EAGER, 0x2222, 500, 0x33);
 	vt_sync(v, 21);

@@ -11,12 +11,13 @@
  */
 #include "vt.h"
 
-#define BUF 65536
-#define S_LEN 3000		/* SEND, 3 packets of 1024 */
+#define BUF 262144
+#define RSLOT 16384		/* bytes per receive WQE */
+#define S_LEN 10000		/* SEND, 3 packets of 4096 (hw-spec 16.9) */
 #define SI_LEN 16
-#define W_OFF 16384
-#define W_LEN 8192		/* WRITE, 8 packets */
-#define WI_OFF 32768
+#define W_OFF 65536
+#define W_LEN 32768		/* WRITE, 8 packets */
+#define WI_OFF 131072
 #define WI_LEN 700
 #define IMM_S 0xa1b2c3d4u
 #define IMM_W 0x01020304u
@@ -49,7 +50,7 @@ static struct ibv_qp *uc_connect(struct vt *v, struct ibv_pd *pd, struct ibv_cq 
 		t_bail("UC INIT: errno %d", errno);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
+	a.path_mtu = IBV_MTU_4096;
 	a.dest_qp_num = peer.qpn;
 	a.rq_psn = peer.psn;
 	a.ah_attr.is_global = 1;
@@ -99,7 +100,7 @@ static void server(struct vt *v)
 		t_bail("ibv_reg_mr: errno %d", errno);
 	qp = uc_connect(v, pd, cq);
 	for (i = 0; i < 3; i++) {
-		struct ibv_sge sge = { (uintptr_t)buf + (uint64_t)i * 4096, 4096, mr->lkey };
+		struct ibv_sge sge = { (uintptr_t)buf + (uint64_t)i * RSLOT, RSLOT, mr->lkey };
 		struct ibv_recv_wr wr = { .wr_id = 10u + (unsigned int)i, .sg_list = &sge,
 					  .num_sge = 1 }, *bad;
 
@@ -132,7 +133,7 @@ static void server(struct vt *v)
 		      vt_status(wc[2].status), wc[2].opcode, be32toh(wc[2].imm_data));
 	}
 	CHECK(vt_diff(buf, S_LEN, SEED, 0) < 0, "SEND data at %ld", vt_diff(buf, S_LEN, SEED, 0));
-	CHECK(vt_diff(buf + 4096, SI_LEN, SEED, 100) < 0, "SEND_IMM data");
+	CHECK(vt_diff(buf + RSLOT, SI_LEN, SEED, 100) < 0, "SEND_IMM data");
 	CHECK(vt_diff(buf + W_OFF, W_LEN, SEED, W_OFF) < 0, "WRITE data at %ld",
 	      vt_diff(buf + W_OFF, W_LEN, SEED, W_OFF));
 	CHECK(vt_diff(buf + WI_OFF, WI_LEN, SEED, WI_OFF) < 0, "WRITE_IMM data");
