@@ -617,6 +617,39 @@ static void fz_gid(uint8_t g[16], unsigned int node, unsigned int index)
 	g[15] = (uint8_t)(node + 1);
 }
 
+/* CREATE_SRQ of q on PD 1, for the caller to complete. */
+static void srq_cmd(struct weft_vcmd *k, const struct wsv_srq *q)
+{
+	memset(k, 0, sizeof(*k));
+	k->op = WEFT_VCMD_CREATE_SRQ;
+	k->handle = q->srqn;
+	k->u.srq.ring_addr = q->ring;
+	k->u.srq.ci_addr = q->ci_addr;
+	k->u.srq.pd = 1;
+	k->u.srq.log2 = q->log2;
+	k->u.srq.stride_log2 = (uint8_t)q->stride;
+}
+
+/* CREATE_QP of q on PD 1 and CQ 1, receiving from SRQ srqn. */
+static int qp_on_srq(struct fz *f, const struct wsv_qp *q, uint32_t srqn)
+{
+	struct weft_vcmd k;
+
+	memset(&k, 0, sizeof(k));
+	k.op = WEFT_VCMD_CREATE_QP;
+	k.handle = q->qpn;
+	k.u.qp.sq_addr = q->sq;
+	k.u.qp.type = (uint8_t)q->type;
+	k.u.qp.pd = 1;
+	k.u.qp.send_cq = 1;
+	k.u.qp.recv_cq = 1;
+	k.u.qp.sq_log2 = (uint8_t)q->sq_log2;
+	k.u.qp.sq_stride_log2 = (uint8_t)q->sq_stride;
+	k.u.qp.rq_stride_log2 = 8;
+	k.u.qp.srq = srqn;
+	return wsv_cmd(f->s, q->node, &k, NULL);
+}
+
 /* PD, CQ, region, fast-registration region, window, RC and UD QPs in
  * memory allocated once per node (a reboot keeps node memory). */
 static int verbs_setup(struct fz *f, unsigned int node)
@@ -700,31 +733,12 @@ static int verbs_setup(struct fz *f, unsigned int node)
 	memset(weft_sim_ptr(f->s, node, n->srq.ci_addr, 4), 0, 4);
 	n->srq = (struct wsv_srq){ .node = node, .srqn = 3, .ring = n->srq.ring,
 				   .ci_addr = n->srq.ci_addr, .log2 = 4, .stride = 8 };
-	memset(&k, 0, sizeof(k));
-	k.op = WEFT_VCMD_CREATE_SRQ;
-	k.handle = 3;
-	k.u.srq.ring_addr = n->srq.ring;
-	k.u.srq.ci_addr = n->srq.ci_addr;
-	k.u.srq.pd = 1;
-	k.u.srq.log2 = 4;
-	k.u.srq.stride_log2 = 8;
+	srq_cmd(&k, &n->srq);
 	k.u.srq.limit = 4;
 	st |= wsv_cmd(f->s, node, &k, NULL);
 	n->uds = (struct wsv_qp){ .node = node, .qpn = 4, .type = WEFT_VQPT_UD, .sq = n->uds.sq,
 				  .sq_log2 = 4, .sq_stride = 8 };
-	memset(&k, 0, sizeof(k));
-	k.op = WEFT_VCMD_CREATE_QP;
-	k.handle = 4;
-	k.u.qp.sq_addr = n->uds.sq;
-	k.u.qp.type = WEFT_VQPT_UD;
-	k.u.qp.pd = 1;
-	k.u.qp.send_cq = 1;
-	k.u.qp.recv_cq = 1;
-	k.u.qp.sq_log2 = 4;
-	k.u.qp.sq_stride_log2 = 8;
-	k.u.qp.rq_stride_log2 = 8;
-	k.u.qp.srq = 3;
-	st |= wsv_cmd(f->s, node, &k, NULL);
+	st |= qp_on_srq(f, &n->uds, n->srq.srqn);
 	st |= wsv_ud_ready(f->s, &n->uds, WEFT_VERBS_GSI_QKEY);
 	/* Tag-matching SRQ 5 (8 tags, CQ 1, 8 tag operations) and RC QP 6 on
 	 * it, connected to the other node's QP 6 (16.15). */
@@ -732,14 +746,7 @@ static int verbs_setup(struct fz *f, unsigned int node)
 	n->tms = (struct wsv_srq){ .node = node, .srqn = 5, .ring = n->tms.ring,
 				   .ci_addr = n->tms.ci_addr, .log2 = 4, .stride = 8 };
 	n->tm_prod = 0;
-	memset(&k, 0, sizeof(k));
-	k.op = WEFT_VCMD_CREATE_SRQ;
-	k.handle = 5;
-	k.u.srq.ring_addr = n->tms.ring;
-	k.u.srq.ci_addr = n->tms.ci_addr;
-	k.u.srq.pd = 1;
-	k.u.srq.log2 = 4;
-	k.u.srq.stride_log2 = 8;
+	srq_cmd(&k, &n->tms);
 	k.u.srq.flags = WEFT_VSRQF_TM;
 	k.u.srq.tm_log2 = 3;
 	k.u.srq.tm_cq = 1;
@@ -748,19 +755,7 @@ static int verbs_setup(struct fz *f, unsigned int node)
 	st |= wsv_cmd(f->s, node, &k, NULL);
 	n->tmq = (struct wsv_qp){ .node = node, .qpn = 6, .type = WEFT_VQPT_RC, .sq = n->tmq.sq,
 				  .sq_log2 = 4, .sq_stride = 8 };
-	memset(&k, 0, sizeof(k));
-	k.op = WEFT_VCMD_CREATE_QP;
-	k.handle = 6;
-	k.u.qp.sq_addr = n->tmq.sq;
-	k.u.qp.type = WEFT_VQPT_RC;
-	k.u.qp.pd = 1;
-	k.u.qp.send_cq = 1;
-	k.u.qp.recv_cq = 1;
-	k.u.qp.sq_log2 = 4;
-	k.u.qp.sq_stride_log2 = 8;
-	k.u.qp.rq_stride_log2 = 8;
-	k.u.qp.srq = 5;
-	st |= wsv_cmd(f->s, node, &k, NULL);
+	st |= qp_on_srq(f, &n->tmq, n->tms.srqn);
 	n->mr_stale = true;
 	return st ? -1 : 0;
 }

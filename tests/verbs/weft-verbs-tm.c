@@ -473,12 +473,5 @@ static void client(struct vt *v)
 
 int main(int argc, char **argv)
 {
-	struct vt v;
-
-	vt_args(&v, argc, argv);
-	if (v.server)
-		server(&v);
-	else
-		client(&v);
-	return t_done();
+	return vt_run(argc, argv, server, client);
 }
