@@ -22,6 +22,7 @@
 #include "weft/names.h"
 #include "weft/verbs.h"
 #include "weft_core_int.h"
+#include "weft_state.h"
 
 #define CTLQ_LEN        256u
 #define CNT_BUDGET      (96ull << 20) /* host bytes of page copies and bitmaps */
@@ -1359,4 +1360,189 @@ bool weft_core_cnt_obj(const struct weft_core *c, uint32_t id, struct weft_cnt_o
 		return false;
 	obj_dump(&c->ctr->obj[id], d);
 	return true;
+}
+
+/* ---- saved state (weft_state.h) ------------------------------------------------ */
+
+/* A change of these structs stops here: its author checks that a new
+ * field is no pointer or deadline (handle it below) nor an index used
+ * unchecked (add it to cnt_state_check). */
+WEFT_STATIC_ASSERT(sizeof(struct weft_cnt) == 215048, "weft_cnt changed: see weft_cnt_save");
+WEFT_STATIC_ASSERT(sizeof(struct cnt_obj) == 728, "cnt_obj changed: see weft_cnt_save");
+WEFT_STATIC_ASSERT(sizeof(struct cnt_op) == 80, "cnt_op changed: see weft_cnt_save");
+WEFT_STATIC_ASSERT(sizeof(struct cnt_exp) == 48, "cnt_exp changed: see weft_cnt_save");
+
+static uint64_t obj_words(const struct cnt_obj *o)
+{
+	return (chunks_of(o->length) + 63) / 64;
+}
+
+void weft_cnt_save(const struct weft_core *c, struct weft_state_w *w)
+{
+	const struct weft_cnt *k = c->ctr;
+	struct weft_cnt *x = malloc(sizeof(*x));
+	unsigned int i, s;
+
+	if (!x) {
+		w->oom = true;
+		return;
+	}
+	*x = *k;
+	x->deadline = weft_state_rel(w, x->deadline);
+	for (i = 0; i < WEFT_CNT_NR_OBJ; i++) {
+		x->obj[i].pages = x->obj[i].done = x->obj[i].posted = NULL;
+		for (s = 0; s < WEFT_CNT_MAX_OPS; s++)
+			x->obj[i].op[s].deadline = weft_state_rel(w, x->obj[i].op[s].deadline);
+	}
+	for (i = 0; i < WEFT_CNT_NR_EXP; i++)
+		x->exp[i].pages = NULL;
+	weft_state_put_struct(w, "weft_cnt", x, sizeof(*x), NULL);
+	free(x);
+	for (i = 0; i < WEFT_CNT_NR_OBJ; i++) {
+		const struct cnt_obj *o = &k->obj[i];
+
+		if (!o->live)
+			continue;
+		weft_state_put(w, o->pages, (size_t)o->npages * sizeof(uint64_t));
+		weft_state_put(w, o->done, obj_words(o) * 8);
+		weft_state_put(w, o->posted, obj_words(o) * 8);
+	}
+	for (i = 0; i < WEFT_CNT_NR_EXP; i++)
+		if (k->exp[i].live)
+			weft_state_put(w, k->exp[i].pages, (size_t)k->exp[i].npages * 8);
+}
+
+static bool cnt_region_ok(uint32_t first_off, uint64_t length, uint32_t npages)
+{
+	return first_off < WEFT_CNT_PAGE && length && length <= WEFT_CNT_MAX_LEN &&
+	       npages == npages_of(first_off, length);
+}
+
+/* A loaded page list, each entry page aligned (as pages_load checks). */
+static uint64_t *cnt_get_pages(struct weft_state_r *r, uint32_t n)
+{
+	uint64_t *p = malloc((size_t)n * sizeof(*p));
+	uint32_t i;
+
+	if (!p) {
+		weft_state_fail(r, "out of memory");
+		return NULL;
+	}
+	if (!weft_state_get(r, p, (size_t)n * sizeof(*p))) {
+		free(p);
+		return NULL;
+	}
+	for (i = 0; i < n; i++)
+		if (p[i] & (WEFT_CNT_PAGE - 1) || p[i] + WEFT_CNT_PAGE < p[i]) {
+			free(p);
+			weft_state_fail(r, "counters: page %u of a list not page aligned", i);
+			return NULL;
+		}
+	return p;
+}
+
+static bool cnt_state_check(struct weft_cnt *k, struct weft_state_r *r)
+{
+	unsigned int i, s, ntx = 0;
+
+	if (k->ctl_head >= CTLQ_LEN || k->ctl_count > CTLQ_LEN ||
+	    k->njobs > WEFT_CNT_RESP_JOBS || k->job_cur >= WEFT_CNT_RESP_JOBS ||
+	    k->tx_cur >= WEFT_CNT_NR_OBJ * WEFT_CNT_MAX_OPS)
+		return weft_state_fail(r, "counters: queue heads or counts out of range");
+	for (i = 0; i < WEFT_CNT_RESP_JOBS; i++) {
+		const struct cnt_job *j = &k->job[i];
+
+		if (j->live && (j->exp >= WEFT_CNT_NR_EXP || j->pos > j->end))
+			return weft_state_fail(r, "counters: responder job %u", i);
+	}
+	for (i = 0; i < WEFT_CNT_NR_OBJ; i++) {
+		const struct cnt_obj *o = &k->obj[i];
+
+		for (s = 0; s < WEFT_CNT_MAX_OPS; s++) {
+			const struct cnt_op *op = &o->op[s];
+
+			ntx += op->in_tx;
+			if (op->state == WEFT_CNT_OP_FREE)
+				continue;
+			if (!o->live || op->state > WEFT_CNT_OP_FAILED || op->off > o->length ||
+			    op->len > o->length - op->off || op->nchunks != chunks_of(op->len) ||
+			    op->una > op->nchunks || op->next > op->nchunks)
+				return weft_state_fail(r, "counters: object %u operation %u", i, s);
+		}
+	}
+	if (ntx != k->ntx)
+		return weft_state_fail(r, "counters: %u operations to send, %u counted", ntx, k->ntx);
+	return true;
+}
+
+bool weft_cnt_load(struct weft_core *c, struct weft_state_r *r)
+{
+	struct weft_cnt *k = c->ctr;
+	unsigned int i, s;
+
+	if (!weft_state_get_struct(r, "weft_cnt", k, sizeof(*k), NULL))
+		return false;
+	for (i = 0; i < WEFT_CNT_NR_OBJ; i++)
+		if (!WEFT_STATE_BOOLS(r, "counter operation", k->obj[i].op, WEFT_CNT_MAX_OPS,
+				      struct cnt_op, offsetof(struct cnt_op, need_req),
+				      offsetof(struct cnt_op, granted), offsetof(struct cnt_op, in_tx)))
+			return false;
+	if (!WEFT_STATE_BOOLS(r, "counters", k, 1, struct weft_cnt, offsetof(struct weft_cnt, turn)) ||
+	    !WEFT_STATE_BOOLS(r, "counter object", k->obj, WEFT_CNT_NR_OBJ, struct cnt_obj,
+			      offsetof(struct cnt_obj, live), offsetof(struct cnt_obj, notified)) ||
+	    !WEFT_STATE_BOOLS(r, "exposure", k->exp, WEFT_CNT_NR_EXP, struct cnt_exp,
+			      offsetof(struct cnt_exp, live)) ||
+	    !WEFT_STATE_BOOLS(r, "responder job", k->job, WEFT_CNT_RESP_JOBS, struct cnt_job,
+			      offsetof(struct cnt_job, live)))
+		return false;
+	/* Nothing of the fresh engine's is allocated: no pointer is lost. */
+	k->deadline = weft_state_abs(r, k->deadline);
+	k->host_bytes = 0;
+	for (i = 0; i < WEFT_CNT_NR_OBJ; i++) {
+		struct cnt_obj *o = &k->obj[i];
+
+		o->pages = o->done = o->posted = NULL;
+		o->host_bytes = 0;
+		for (s = 0; s < WEFT_CNT_MAX_OPS; s++)
+			o->op[s].deadline = weft_state_abs(r, o->op[s].deadline);
+	}
+	for (i = 0; i < WEFT_CNT_NR_EXP; i++)
+		k->exp[i].pages = NULL;
+	for (i = 0; i < WEFT_CNT_NR_OBJ; i++) {
+		struct cnt_obj *o = &k->obj[i];
+		uint64_t words;
+
+		if (!o->live)
+			continue;
+		if (!cnt_region_ok(o->first_off, o->length, o->npages))
+			return weft_state_fail(r, "counters: object %u region", i);
+		words = obj_words(o);
+		o->host_bytes = (uint64_t)o->npages * 8 + words * 16;
+		k->host_bytes += o->host_bytes;
+		if (k->host_bytes > CNT_BUDGET)
+			return weft_state_fail(r, "counters: over the host memory budget");
+		o->pages = cnt_get_pages(r, o->npages);
+		o->done = calloc(words, 8);
+		o->posted = calloc(words, 8);
+		if (!o->pages || !o->done || !o->posted)
+			return weft_state_fail(r, "out of memory");
+		if (!weft_state_get(r, o->done, words * 8) ||
+		    !weft_state_get(r, o->posted, words * 8))
+			return false;
+	}
+	for (i = 0; i < WEFT_CNT_NR_EXP; i++) {
+		struct cnt_exp *e = &k->exp[i];
+
+		if (!e->live)
+			continue;
+		if (!cnt_region_ok(e->first_off, e->length, e->npages))
+			return weft_state_fail(r, "counters: exposure %u region", i);
+		k->host_bytes += (uint64_t)e->npages * 8;
+		if (k->host_bytes > CNT_BUDGET)
+			return weft_state_fail(r, "counters: over the host memory budget");
+		e->pages = cnt_get_pages(r, e->npages);
+		if (!e->pages)
+			return false;
+	}
+	return cnt_state_check(k, r);
 }

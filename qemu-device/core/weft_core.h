@@ -172,6 +172,24 @@ int weft_core_receive_lent(struct weft_core *c, const void *pkt, size_t len);
  * when work remains (the caller polls again). */
 bool weft_core_poll(struct weft_core *c, unsigned int budget);
 
+/*
+ * The adapter's whole state, for migration and snapshots
+ * (docs/qemu-device.md, "Migration and snapshots"): registers, SRAM,
+ * windows, tasks, queued packets, the verbs, matching and counter
+ * engines; deadlines as time left.  Not in it: the configuration (a core
+ * loads only the state of one configured like it), the key epoch (the
+ * adapter's non-volatile store keeps its own), the link (the embedder's;
+ * weft_core_set_link after a load), host pointers.
+ *
+ * weft_core_save: a malloc'd buffer in *buf (free() it) of *len bytes;
+ * 0 or -ENOMEM.  weft_core_load: 0, or -EINVAL / -ENOMEM with a message
+ * in err, the core then unchanged.  The stream is untrusted: every index
+ * and length is checked, and one from another build or configuration is
+ * refused.  A load re-arms the timer (ops->timer_arm) and kicks.
+ */
+int weft_core_save(const struct weft_core *c, uint8_t **buf, size_t *len);
+int weft_core_load(struct weft_core *c, const void *buf, size_t len, char *err, size_t errlen);
+
 /* The deadline given to ops->timer_arm was reached. */
 void weft_core_timer(struct weft_core *c);
 

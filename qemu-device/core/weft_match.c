@@ -24,6 +24,7 @@
 #include "weft/names.h"
 #include "weft_core_int.h"
 #include "weft_match.h"
+#include "weft_state.h"
 
 #define NIL 0xffffffffu
 #define TXQ_LEN 64u
@@ -2109,4 +2110,166 @@ void weft_match_tm_activate(struct weft_core *c, unsigned int qi)
 	for (i = m->q[qi].prq.head; i != NIL; i = m->e[i].next)
 		m->e[i].flags &= (uint8_t)~TM_INACTIVE;
 	weft_count(c, WEFT_CNT_M_SYNCS, 1);
+}
+
+/* ---- saved state (weft_state.h) ------------------------------------------------ */
+
+/* A change of these structs stops here: its author checks that a new
+ * field is no pointer (add it to the layout) nor an index used unchecked
+ * (add it to match_state_check). */
+WEFT_STATIC_ASSERT(sizeof(struct weft_match) == 39696, "weft_match changed: see weft_match_save");
+WEFT_STATIC_ASSERT(sizeof(struct m_entry) == 80, "m_entry changed: see weft_match_save");
+WEFT_STATIC_ASSERT(sizeof(struct m_queue) == 200, "m_queue changed: see weft_match_save");
+
+static const size_t match_ptr[] = {
+	offsetof(struct weft_match, e), offsetof(struct weft_match, umb),
+	offsetof(struct weft_match, frag_next), offsetof(struct weft_match, items),
+	offsetof(struct weft_match, m), offsetof(struct weft_match, txq),
+};
+static const struct weft_state_layout match_lay = { match_ptr, WEFT_STATE_N(match_ptr), NULL, 0 };
+
+void weft_match_save(const struct weft_core *c, struct weft_state_w *w)
+{
+	const struct weft_match *m = c->match;
+
+	weft_state_put_struct(w, "weft_match", m, sizeof(*m), &match_lay);
+	weft_state_put_table(w, "m_entry", m->e, m->nentries, sizeof(*m->e), NULL);
+	weft_state_put_table(w, "umb", m->umb, m->nfrags, m->frag_size, NULL);
+	weft_state_put_table(w, "frag_next", m->frag_next, m->nfrags, sizeof(*m->frag_next), NULL);
+	weft_state_put_table(w, "m_item", m->items, WEFT_MATCH_PENDING, sizeof(*m->items), NULL);
+	weft_state_put_table(w, "m_matcher", m->m, m->nmatchers, sizeof(*m->m), NULL);
+	weft_state_put_table(w, "m_txpkt", m->txq, TXQ_LEN, sizeof(*m->txq), NULL);
+}
+
+/* A NIL-terminated list through next[] of n elements from head: every
+ * element once over all lists (seen), at most n steps.  Its length. */
+static bool list_walk(uint32_t head, const uint32_t *next, size_t stride, uint32_t n,
+		      uint8_t *seen, uint32_t *len)
+{
+	uint32_t i = head, k = 0;
+
+	while (i != NIL) {
+		if (i >= n || seen[i] || k == n)
+			return false;
+		seen[i] = 1;
+		k++;
+		i = *(const uint32_t *)((const uint8_t *)next + (size_t)i * stride);
+	}
+	*len = k;
+	return true;
+}
+
+static bool slot_ok(uint32_t x, uint32_t n)
+{
+	return x < n || x == NIL;
+}
+
+/* Lists acyclic and disjoint, every index and count in range. */
+static bool match_state_check(struct weft_match *m, struct weft_state_r *r)
+{
+	uint32_t n = m->nentries > m->nfrags ? m->nentries : m->nfrags;
+	uint8_t *seen = calloc(n > WEFT_MATCH_PENDING ? n : WEFT_MATCH_PENDING, 1);
+	const char *why = NULL;
+	uint32_t i, len;
+
+	if (!seen)
+		return weft_state_fail(r, "out of memory");
+	if (!WEFT_STATE_BOOLS(r, "queue", m->q, WEFT_MATCH_NR_QUEUES, struct m_queue,
+			      offsetof(struct m_queue, stopped), offsetof(struct m_queue, sync),
+			      offsetof(struct m_queue, parked), offsetof(struct m_queue, busy),
+			      offsetof(struct m_queue, in_runq), offsetof(struct m_queue, tm)) ||
+	    !WEFT_STATE_BOOLS(r, "item", m->items, WEFT_MATCH_PENDING, struct m_item,
+			      offsetof(struct m_item, is_op), offsetof(struct m_item, loopback)) ||
+	    !WEFT_STATE_BOOLS(r, "matcher", m->m, m->nmatchers, struct m_matcher,
+			      offsetof(struct m_matcher, busy)) ||
+	    !WEFT_STATE_BOOLS(r, "send slot", m->ss, WEFT_MATCH_RNDV_SLOTS, struct m_sslot,
+			      offsetof(struct m_sslot, pull)) ||
+	    !WEFT_STATE_BOOLS(r, "receive slot", m->rs, WEFT_MATCH_RNDV_SLOTS, struct m_rslot,
+			      offsetof(struct m_rslot, used), offsetof(struct m_rslot, pull),
+			      offsetof(struct m_rslot, truncated))) {
+		free(seen);
+		return false;
+	}
+	if (m->runq_head >= WEFT_MATCH_NR_QUEUES || m->runq_n > WEFT_MATCH_NR_QUEUES ||
+	    m->txq_head >= TXQ_LEN || m->txq_n > TXQ_LEN || m->npool > WEFT_MATCH_POOL_MAX ||
+	    m->cq_size > 32 || m->cq_cons > m->cq_prod || m->mrr >= m->nmatchers ||
+	    m->ss_rr >= WEFT_MATCH_RNDV_SLOTS)
+		why = "queue heads or counts";
+	for (i = 0; !why && i < m->runq_n; i++)
+		if (m->runq[(m->runq_head + i) % WEFT_MATCH_NR_QUEUES] >= WEFT_MATCH_NR_QUEUES)
+			why = "run queue";
+	for (i = 0; !why && i < TXQ_LEN; i++)
+		if (m->txq[i].len > WEFT_WIRE_MAX_FRAME)
+			why = "queued packet";
+	for (i = 0; !why && i < m->nmatchers; i++)
+		if (m->m[i].q >= WEFT_MATCH_NR_QUEUES || !slot_ok(m->m[i].last, m->nentries))
+			why = "matcher";
+	for (i = 0; !why && i < WEFT_MATCH_RNDV_SLOTS; i++)
+		if (!slot_ok(m->ss[i].rslot, WEFT_MATCH_RNDV_SLOTS * 0x10000u) ||
+		    m->ss[i].queue >= WEFT_MATCH_NR_QUEUES || m->rs[i].queue >= WEFT_MATCH_NR_QUEUES)
+			why = "rendezvous slot";
+	for (i = 0; !why && i < m->nentries; i++) {
+		const struct m_entry *e = &m->e[i];
+
+		if (!slot_ok(e->prev, m->nentries) ||
+		    (e->kind == E_UMB && !slot_ok(e->frag, m->nfrags)) ||
+		    (e->kind == E_RNDV && e->sslot >= WEFT_MATCH_RNDV_SLOTS))
+			why = "header-store entry";
+	}
+	/* Entries: the free list and every queue's two lists. */
+	if (!why && (!list_walk(m->efree, &m->e[0].next, sizeof(*m->e), m->nentries, seen, &len) ||
+		     len != m->efree_n))
+		why = "free header-store entries";
+	for (i = 0; !why && i < WEFT_MATCH_NR_QUEUES; i++) {
+		const struct m_queue *q = &m->q[i];
+
+		if (!list_walk(q->prq.head, &m->e[0].next, sizeof(*m->e), m->nentries, seen, &len) ||
+		    len != q->prq.n || !slot_ok(q->prq.tail, m->nentries) ||
+		    !list_walk(q->ueq.head, &m->e[0].next, sizeof(*m->e), m->nentries, seen, &len) ||
+		    len != q->ueq.n || !slot_ok(q->ueq.tail, m->nentries))
+			why = "queue lists";
+	}
+	/* Items: the free list and every queue's FIFO. */
+	memset(seen, 0, WEFT_MATCH_PENDING);
+	if (!why && (!list_walk(m->ifree, &m->items[0].next, sizeof(*m->items), WEFT_MATCH_PENDING,
+				seen, &len) || len != m->ifree_n))
+		why = "free items";
+	for (i = 0; !why && i < WEFT_MATCH_NR_QUEUES; i++)
+		if (!list_walk(m->q[i].fifo_head, &m->items[0].next, sizeof(*m->items),
+			       WEFT_MATCH_PENDING, seen, &len) ||
+		    !slot_ok(m->q[i].fifo_tail, WEFT_MATCH_PENDING))
+			why = "queue FIFOs";
+	/* UMB fragments: the free list. */
+	memset(seen, 0, m->nfrags);
+	if (!why && (!list_walk(m->ffree, m->frag_next, sizeof(uint32_t), m->nfrags, seen, &len) ||
+		     len != m->ffree_n))
+		why = "free UMB fragments";
+	for (i = 0; !why && i < m->nfrags; i++)
+		if (!slot_ok(m->frag_next[i], m->nfrags))
+			why = "UMB fragment chain";
+	free(seen);
+	if (why)
+		return weft_state_fail(r, "matching: %s out of range", why);
+	return true;
+}
+
+bool weft_match_load(struct weft_core *c, struct weft_state_r *r)
+{
+	struct weft_match *m = c->match;
+	uint32_t n[5] = { m->nentries, m->nfrags, m->frag_size, m->nmatchers, m->step };
+
+	if (!weft_state_get_struct(r, "weft_match", m, sizeof(*m), &match_lay))
+		return false;
+	if (m->nentries != n[0] || m->nfrags != n[1] || m->frag_size != n[2] ||
+	    m->nmatchers != n[3] || m->step != n[4])
+		return weft_state_fail(r, "matching: sizes differ from this adapter's");
+	return weft_state_get_table(r, "m_entry", m->e, m->nentries, sizeof(*m->e), NULL) &&
+	       weft_state_get_table(r, "umb", m->umb, m->nfrags, m->frag_size, NULL) &&
+	       weft_state_get_table(r, "frag_next", m->frag_next, m->nfrags,
+				    sizeof(*m->frag_next), NULL) &&
+	       weft_state_get_table(r, "m_item", m->items, WEFT_MATCH_PENDING,
+				    sizeof(*m->items), NULL) &&
+	       weft_state_get_table(r, "m_matcher", m->m, m->nmatchers, sizeof(*m->m), NULL) &&
+	       weft_state_get_table(r, "m_txpkt", m->txq, TXQ_LEN, sizeof(*m->txq), NULL) &&
+	       match_state_check(m, r);
 }

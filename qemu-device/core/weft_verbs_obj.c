@@ -10,6 +10,7 @@
 
 #include "weft/names.h"
 #include "weft_match.h"
+#include "weft_state.h"
 #include "weft_verbs_int.h"
 
 /* ---- life cycle ------------------------------------------------------------ */
@@ -1096,4 +1097,190 @@ void weft_verbs_poll_timer(struct weft_core *c)
 	if (v->qp && v->timer_armed && c->ops.now_ns &&
 	    c->ops.now_ns(c->opaque) >= v->timer_armed)
 		vq_timers(c, c->ops.now_ns(c->opaque));
+}
+
+/* ---- saved state (weft_state.h) ------------------------------------------------ */
+
+/*
+ * A field added to these structs is carried as it is; these sizes make a
+ * change stop here so that its author checks that it is no pointer (add
+ * it to the layout) nor an index used unchecked (add it to vq_state_check).
+ */
+WEFT_STATIC_ASSERT(sizeof(struct vq_qp) == 3528, "vq_qp changed: see weft_verbs_save");
+WEFT_STATIC_ASSERT(sizeof(struct weft_verbs) == 9328, "weft_verbs changed: see weft_verbs_save");
+
+static const size_t vq_verbs_ptr[] = {
+	offsetof(struct weft_verbs, qp), offsetof(struct weft_verbs, cq),
+	offsetof(struct weft_verbs, pd), offsetof(struct weft_verbs, tpt),
+	offsetof(struct weft_verbs, srq), offsetof(struct weft_verbs, tq),
+};
+static const size_t vq_verbs_dl[] = { offsetof(struct weft_verbs, timer_armed) };
+static const struct weft_state_layout vq_verbs_lay = {
+	vq_verbs_ptr, WEFT_STATE_N(vq_verbs_ptr), vq_verbs_dl, WEFT_STATE_N(vq_verbs_dl),
+};
+static const size_t vq_qp_ptr[] = { offsetof(struct vq_qp, sw) };
+static const size_t vq_qp_dl[] = { offsetof(struct vq_qp, rto), offsetof(struct vq_qp, rnr_until) };
+static const struct weft_state_layout vq_qp_lay = {
+	vq_qp_ptr, WEFT_STATE_N(vq_qp_ptr), vq_qp_dl, WEFT_STATE_N(vq_qp_dl),
+};
+
+void weft_verbs_save(const struct weft_core *c, struct weft_state_w *w)
+{
+	const struct weft_verbs *v = c->verbs;
+	uint32_t i, n = 0;
+
+	weft_state_put_struct(w, "weft_verbs", v, sizeof(*v), &vq_verbs_lay);
+	weft_state_put_table(w, "vq_qp", v->qp, v->qp ? v->nr_qp : 0, sizeof(*v->qp), &vq_qp_lay);
+	weft_state_put_table(w, "vq_cq", v->cq, v->cq ? v->nr_cq : 0, sizeof(*v->cq), NULL);
+	weft_state_put_table(w, "vq_pd", v->pd, v->pd ? v->nr_pd : 0, sizeof(*v->pd), NULL);
+	weft_state_put_table(w, "vq_tpt", v->tpt, v->tpt ? v->nr_tpt : 0, sizeof(*v->tpt), NULL);
+	weft_state_put_table(w, "vq_srq", v->srq, v->srq ? v->nr_srq : 0, sizeof(*v->srq), NULL);
+	weft_state_put_table(w, "vq_tq", v->tq, v->ntq, sizeof(*v->tq), NULL);
+	for (i = 0; v->qp && i < v->nr_qp; i++)
+		n += v->qp[i].sw != NULL;
+	weft_state_put_u32(w, n);
+	for (i = 0; v->qp && i < v->nr_qp; i++) {
+		if (!v->qp[i].sw)
+			continue;
+		weft_state_put_u32(w, i);
+		weft_state_put(w, v->qp[i].sw, sizeof(*v->qp[i].sw) << v->qp[i].sq_log2);
+	}
+}
+
+static bool vq_idx(uint32_t x, uint32_t n)
+{
+	return x < n || x == VQ_NONE;
+}
+
+/* The flags of the loaded tables hold 0 or 1, before any is read. */
+static bool vq_state_bools(struct weft_core *c, struct weft_state_r *r)
+{
+	struct weft_verbs *v = c->verbs;
+
+	if (!WEFT_STATE_BOOLS(r, "verbs", v, 1, struct weft_verbs,
+			      offsetof(struct weft_verbs, used), offsetof(struct weft_verbs, pend)) ||
+	    !WEFT_STATE_BOOLS(r, "GID", v->gid, WEFT_VERBS_GID_TBL, struct vq_gid,
+			      offsetof(struct vq_gid, valid)) ||
+	    !WEFT_STATE_BOOLS(r, "QP", v->qp, v->nr_qp, struct vq_qp,
+			      offsetof(struct vq_qp, created), offsetof(struct vq_qp, cur_valid),
+			      offsetof(struct vq_qp, rcur_valid), offsetof(struct vq_qp, rcv_active),
+			      offsetof(struct vq_qp, uc_drop), offsetof(struct vq_qp, last_wqe),
+			      offsetof(struct vq_qp, nak_sent), offsetof(struct vq_qp, ack_owed),
+			      offsetof(struct vq_qp, ack_now), offsetof(struct vq_qp, in_tq),
+			      offsetof(struct vq_qp, in_work), offsetof(struct vq_qp, flushing)) ||
+	    !WEFT_STATE_BOOLS(r, "CQ", v->cq, v->nr_cq, struct vq_cq,
+			      offsetof(struct vq_cq, created), offsetof(struct vq_cq, error)) ||
+	    !WEFT_STATE_BOOLS(r, "PD", v->pd, v->nr_pd, struct vq_pd,
+			      offsetof(struct vq_pd, created)) ||
+	    !WEFT_STATE_BOOLS(r, "TPT entry", v->tpt, v->nr_tpt, struct vq_tpt,
+			      offsetof(struct vq_tpt, registered_once)) ||
+	    !WEFT_STATE_BOOLS(r, "SRQ", v->srq, v->nr_srq, struct vq_srq,
+			      offsetof(struct vq_srq, created), offsetof(struct vq_srq, tm_queued)))
+		return false;
+	return true;
+}
+
+/* The indexes and lengths of the loaded tables that the engine uses
+ * without checking them again. */
+static bool vq_state_check(struct weft_core *c, struct weft_state_r *r)
+{
+	struct weft_verbs *v = c->verbs;
+	uint32_t i, k;
+
+	if (!vq_idx(v->work_head, v->nr_qp) || !vq_idx(v->work_tail, v->nr_qp) ||
+	    !vq_idx(v->tm_head, v->nr_srq) || !vq_idx(v->tm_tail, v->nr_srq) ||
+	    v->pend_len > WEFT_WIRE_MAX_FRAME || v->ntq > v->nr_qp)
+		return weft_state_fail(r, "verbs: work lists or pending packet out of range");
+	for (i = 0; i < v->ntq; i++)
+		if (!v->tq[i] || v->tq[i] >= v->nr_qp)
+			return weft_state_fail(r, "verbs: timer QP %u", v->tq[i]);
+	for (i = 0; i < v->nr_qp; i++) {
+		const struct vq_qp *q = &v->qp[i];
+
+		if (!q->created) {
+			if (q->sw)
+				return weft_state_fail(r, "verbs: QP %u not created has SQ state", i);
+			continue;
+		}
+		if (!q->sw || q->pd >= v->nr_pd || q->scq >= v->nr_cq || q->rcq >= v->nr_cq ||
+		    q->srq >= v->nr_srq || q->uar >= v->nr_uar ||
+		    q->sq_log2 > WEFT_VERBS_WQ_MAX_LOG2 || q->rq_log2 > WEFT_VERBS_WQ_MAX_LOG2 ||
+		    q->sq_stride > 9 || q->rq_stride > 9 ||
+		    !vq_idx(q->work_next, v->nr_qp) || q->rrq_head >= WEFT_VERBS_MAX_RD_ATOMIC ||
+		    q->rrq_count > WEFT_VERBS_MAX_RD_ATOMIC || q->atom_next >= VQ_ATOMIC_CACHE ||
+		    q->cur.h.num_sge > VQ_MAX_SGE || q->rcur.h.num_sge > VQ_MAX_SGE ||
+		    q->rcv.h.num_sge > VQ_MAX_SGE || q->cur.inl_len > WEFT_VERBS_MAX_INLINE ||
+		    q->rcur.inl_len > WEFT_VERBS_MAX_INLINE)
+			return weft_state_fail(r, "verbs: QP %u has an index out of range", i);
+		for (k = 0; k < VQ_TOUCHED; k++)
+			if (q->touched[k] > v->nr_tpt)
+				return weft_state_fail(r, "verbs: QP %u touched entry %u", i,
+						       q->touched[k]);
+	}
+	for (i = 0; i < v->nr_cq; i++) {
+		const struct vq_cq *q = &v->cq[i];
+
+		if (q->created && (q->log2 > WEFT_VERBS_CQ_MAX_LOG2 || q->uar >= v->nr_uar ||
+				   q->vector >= WEFT_MAX_HANDLERS))
+			return weft_state_fail(r, "verbs: CQ %u has an index out of range", i);
+	}
+	for (i = 0; i < v->nr_srq; i++) {
+		const struct vq_srq *q = &v->srq[i];
+
+		if (q->created && (q->log2 > WEFT_VERBS_WQ_MAX_LOG2 || q->stride > 9 ||
+				   q->pd >= v->nr_pd || q->uar >= v->nr_uar ||
+				   q->tm_cq >= v->nr_cq || q->tm_queue >= WEFT_MATCH_NR_QUEUES ||
+				   q->tm_log2 > WEFT_VERBS_TM_OPS_LOG2 ||
+				   !vq_idx(q->tm_next, v->nr_srq)))
+			return weft_state_fail(r, "verbs: SRQ %u has an index out of range", i);
+	}
+	return true;
+}
+
+bool weft_verbs_load(struct weft_core *c, struct weft_state_r *r)
+{
+	struct weft_verbs *v = c->verbs;
+	uint32_t n[6] = { v->nr_qp, v->nr_cq, v->nr_pd, v->nr_tpt, v->nr_uar, v->nr_srq };
+	uint32_t i, nsw, qpn = 0, prev = 0;
+
+	if (!v->qp)
+		return weft_state_fail(r, "verbs: no tables to load into (out of memory)");
+	if (!weft_state_get_struct(r, "weft_verbs", v, sizeof(*v), &vq_verbs_lay))
+		return false;
+	if (v->nr_qp != n[0] || v->nr_cq != n[1] || v->nr_pd != n[2] || v->nr_tpt != n[3] ||
+	    v->nr_uar != n[4] || v->nr_srq != n[5])
+		return weft_state_fail(r, "verbs: table sizes differ from this adapter's");
+	v->sw_bytes = 0;
+	if (v->ntq > v->nr_qp)
+		return weft_state_fail(r, "verbs: %u timer QPs", v->ntq);
+	if (!weft_state_get_table(r, "vq_qp", v->qp, v->nr_qp, sizeof(*v->qp), &vq_qp_lay) ||
+	    !weft_state_get_table(r, "vq_cq", v->cq, v->nr_cq, sizeof(*v->cq), NULL) ||
+	    !weft_state_get_table(r, "vq_pd", v->pd, v->nr_pd, sizeof(*v->pd), NULL) ||
+	    !weft_state_get_table(r, "vq_tpt", v->tpt, v->nr_tpt, sizeof(*v->tpt), NULL) ||
+	    !weft_state_get_table(r, "vq_srq", v->srq, v->nr_srq, sizeof(*v->srq), NULL) ||
+	    !weft_state_get_table(r, "vq_tq", v->tq, v->ntq, sizeof(*v->tq), NULL) ||
+	    !vq_state_bools(c, r) || !weft_state_get_u32(r, &nsw))
+		return false;
+	for (i = 0; i < nsw; i++) {
+		struct vq_qp *q;
+		size_t bytes;
+
+		if (!weft_state_get_u32(r, &qpn))
+			return false;
+		if (qpn >= v->nr_qp || (i && qpn <= prev) || !v->qp[qpn].created ||
+		    v->qp[qpn].sq_log2 > WEFT_VERBS_WQ_MAX_LOG2)
+			return weft_state_fail(r, "verbs: SQ state of QP %u", qpn);
+		prev = qpn;
+		q = &v->qp[qpn];
+		bytes = sizeof(*q->sw) << q->sq_log2;
+		if (v->sw_bytes + bytes > VQ_BUDGET)
+			return weft_state_fail(r, "verbs: SQ state over the budget");
+		q->sw = malloc(bytes);
+		if (!q->sw)
+			return weft_state_fail(r, "out of memory");
+		v->sw_bytes += bytes;
+		if (!weft_state_get(r, q->sw, bytes))
+			return false;
+	}
+	return vq_state_check(c, r);
 }

@@ -30,7 +30,7 @@
 #include "hw/qdev-properties.h"
 #include "hw/qdev-properties-system.h"
 #include "hw/resettable.h"
-#include "migration/blocker.h"
+#include "migration/vmstate.h"
 #include "trace.h"
 
 #include "weft_core.h"
@@ -64,7 +64,9 @@ struct WeftState {
     bool poll_pending;
     bool kicked;            /* the core asked for a poll since the last one */
     QEMUTimer *timer;       /* the core's one timer (verbs transport) */
-    Error *migration_blocker;
+    /* The core's saved state while a migration stream is written or read. */
+    uint8_t *state;
+    uint32_t state_len;
 
     /* Properties */
     uint32_t node_id;
@@ -712,11 +714,7 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
         error_setg(errp, "weft: %s", err[0] ? err : "bad configuration");
         goto fail;
     }
-    error_setg(&s->migration_blocker,
-               "weft: migration is not supported (the adapter's SRAM, "
-               "tasks and switch link are not migrated)");
-    if (migrate_add_blocker(&s->migration_blocker, errp) < 0 ||
-        !weft_init_bars(s, errp)) {
+    if (!weft_init_bars(s, errp)) {
         goto fail;
     }
     /* The link may report the chardev open at once: it kicks poll_bh. */
@@ -727,8 +725,7 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
     goto out;
 
 fail:
-    /* An unset blocker and a NULL core are no-ops here. */
-    migrate_del_blocker(&s->migration_blocker);
+    /* A NULL core is a no-op here. */
     weft_core_free(s->core);
     s->core = NULL;
     timer_free(s->timer);
@@ -747,7 +744,6 @@ static void weft_exit(PCIDevice *pdev)
     timer_free(s->timer);
     s->timer = NULL;
     msix_uninit_exclusive_bar(pdev);
-    migrate_del_blocker(&s->migration_blocker);
     weft_core_free(s->core);
     s->core = NULL;
 }
@@ -764,6 +760,94 @@ static void weft_reset_hold(Object *obj, ResetType type)
      */
     weft_core_set_link(s->core, weft_link_is_up(&s->link));
 }
+
+/* ---- Migration and snapshots ---------------------------------------------- */
+
+/*
+ * The adapter's state travels as one buffer that the core writes and
+ * reads (weft_core_save/weft_core_load: versioned, every struct's size
+ * checked, every index bounds-checked, refused whole or loaded whole).
+ * The switch link does not travel: the loading device keeps its own
+ * connection, node id and key epoch, and peers see a restarted node
+ * (docs/qemu-device.md, "Migration and snapshots").
+ */
+#define WEFT_STATE_MAX (1u << 30)
+
+static int weft_pre_save(void *opaque)
+{
+    WeftState *s = opaque;
+    uint8_t *buf;
+    size_t len;
+
+    if (weft_core_save(s->core, &buf, &len) < 0) {
+        error_report("weft: node %u: out of memory saving the adapter state",
+                     s->node_id);
+        return -ENOMEM;
+    }
+    if (len > WEFT_STATE_MAX) {
+        free(buf);
+        error_report("weft: node %u: the adapter state (%zu bytes) is over "
+                     "%u bytes", s->node_id, len, WEFT_STATE_MAX);
+        return -EFBIG;
+    }
+    s->state = buf;
+    s->state_len = len;
+    return 0;
+}
+
+static int weft_post_save(void *opaque)
+{
+    WeftState *s = opaque;
+
+    free(s->state);
+    s->state = NULL;
+    s->state_len = 0;
+    return 0;
+}
+
+static bool weft_state_len_ok(void *opaque, int version_id)
+{
+    WeftState *s = opaque;
+
+    return s->state_len <= WEFT_STATE_MAX;
+}
+
+static int weft_post_load(void *opaque, int version_id)
+{
+    WeftState *s = opaque;
+    char err[256] = "";
+    int rc;
+
+    rc = weft_core_load(s->core, s->state, s->state_len, err, sizeof(err));
+    g_free(s->state);
+    s->state = NULL;
+    s->state_len = 0;
+    if (rc < 0) {
+        error_report("weft: node %u: the adapter state was refused: %s",
+                     s->node_id, err);
+        return rc;
+    }
+    trace_weft_state_loaded(s->node_id);
+    weft_core_set_link(s->core, weft_link_is_up(&s->link));
+    return 0;
+}
+
+static const VMStateDescription weft_vmstate = {
+    .name = TYPE_WEFT,
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_save = weft_pre_save,
+    .post_save = weft_post_save,
+    .post_load = weft_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_PCI_DEVICE(parent_obj, WeftState),
+        VMSTATE_MSIX(parent_obj, WeftState),
+        VMSTATE_UINT32(state_len, WeftState),
+        VMSTATE_VALIDATE("adapter state size", weft_state_len_ok),
+        VMSTATE_VBUFFER_ALLOC_UINT32(state, WeftState, 0, NULL, state_len),
+        VMSTATE_END_OF_LIST()
+    },
+};
 
 static const Property weft_properties[] = {
     DEFINE_PROP_UINT32("node-id", WeftState, node_id, 0),
@@ -804,6 +888,7 @@ static void weft_class_init(ObjectClass *klass, void *data)
     k->class_id = WEFT_PCI_CLASS;
     rc->phases.hold = weft_reset_hold;
     dc->desc = "Weft RDMA switch adapter";
+    dc->vmsd = &weft_vmstate;
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
     device_class_set_props(dc, weft_properties);
 

@@ -257,6 +257,8 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 		/* Without a trace callback the cores build no trace events. */
 		if (!cfg->trace)
 			ops.trace = NULL;
+		n->cc = cc;
+		n->ops = ops;
 		n->core = n->mem ? weft_core_new(&cc, &ops, n, cerr, sizeof(cerr)) : NULL;
 		if (!n->core) {
 			if (err && errlen)
@@ -314,6 +316,40 @@ unsigned int weft_sim_nr_nodes(const struct weft_sim *s)
 struct weft_fabric *weft_sim_fabric(struct weft_sim *s)
 {
 	return s->fabric;
+}
+
+int weft_sim_core_reload(struct weft_sim *s, unsigned int node, char *err, size_t errlen)
+{
+	struct sim_node *n;
+	struct weft_core *fresh;
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	if (node >= s->nr_nodes)
+		return -EINVAL;
+	n = &s->node[node];
+	rc = weft_core_save(n->core, &buf, &len);
+	if (rc)
+		return rc;
+	/* The adapter's non-volatile store: the epoch it had. */
+	n->cc.key_epoch = weft_core_reg_read(n->core, WEFT_REG_KEY_EPOCH, 8);
+	fresh = weft_core_new(&n->cc, &n->ops, n, err, errlen);
+	if (!fresh) {
+		free(buf);
+		return -ENOMEM;
+	}
+	weft_core_set_link(fresh, true);
+	rc = weft_core_load(fresh, buf, len, err, errlen);
+	free(buf);
+	if (rc) {
+		weft_core_free(fresh);
+		return rc;
+	}
+	/* The load armed the timer (n->timer) through the same hooks. */
+	weft_core_free(n->core);
+	n->core = fresh;
+	return 0;
 }
 
 struct weft_core *weft_sim_core(struct weft_sim *s, unsigned int node)

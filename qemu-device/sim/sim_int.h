@@ -41,6 +41,8 @@ struct sim_node {
 	 */
 	struct sim_node *host;
 	struct weft_core *core;
+	struct weft_core_config cc;     /* the core's, for weft_sim_core_reload */
+	struct weft_core_ops ops;
 	void *tx_frame;         /* fabric frame the core builds in, or NULL */
 	uint8_t *mem;
 	bool kicked, busy;

@@ -114,6 +114,12 @@ struct weft_fabric *weft_sim_fabric(struct weft_sim *s);
  * sim's own driver and user layers use MMIO. */
 struct weft_core *weft_sim_core(struct weft_sim *s, unsigned int node);
 
+/* Migrate node's adapter: its core's state saved (weft_core_save), the
+ * core replaced by a new one of the same configuration and key epoch that
+ * loads it (weft_core_load).  0, or a negative errno value with a message
+ * in err (the node keeps its core then). */
+int weft_sim_core_reload(struct weft_sim *s, unsigned int node, char *err, size_t errlen);
+
 /* Guest memory of a node: host pointer to byte 0 and its size. */
 uint8_t *weft_sim_mem(struct weft_sim *s, unsigned int node);
 uint64_t weft_sim_mem_size(const struct weft_sim *s);

@@ -3,6 +3,7 @@
 #
 #   tests/fuzz/run-libfuzzer.sh [RUNS] [-- extra libFuzzer options]
 #   WEFT_FUZZ_TARGET=match tests/fuzz/run-libfuzzer.sh ...   (matching engine)
+#   WEFT_FUZZ_TARGET=state tests/fuzz/run-libfuzzer.sh ...   (state loader)
 #
 # Needs clang with -fsanitize=fuzzer (Debian: clang + libclang-rt-14-dev).
 # When that is missing it says so and exits 2: nothing is built and
@@ -39,13 +40,19 @@ src=(
 	"$WEFT_ROOT"/guest-driver/policy/weft_policy.c
 	"$WEFT_ROOT"/tests/fuzz/fuzz_engine.c
 )
-# WEFT_FUZZ_TARGET=match fuzzes the header-matching engine (fuzz_match.h).
+# WEFT_FUZZ_TARGET=match fuzzes the header-matching engine (fuzz_match.h),
+# WEFT_FUZZ_TARGET=state the adapter state loader (fuzz_state.h).
 target=weft-libfuzzer
 corpus=$out/corpus
 if [ "${WEFT_FUZZ_TARGET:-core}" = match ]; then
 	src+=("$WEFT_ROOT"/tests/fuzz/fuzz_match.c "$WEFT_ROOT"/tests/fuzz/fuzz_match_libfuzzer.c)
 	target=weft-libfuzzer-match
 	corpus=$out/corpus-match
+	mkdir -p "$corpus"
+elif [ "${WEFT_FUZZ_TARGET:-core}" = state ]; then
+	src+=("$WEFT_ROOT"/tests/fuzz/fuzz_state.c "$WEFT_ROOT"/tests/fuzz/fuzz_state_libfuzzer.c)
+	target=weft-libfuzzer-state
+	corpus=$out/corpus-state
 	mkdir -p "$corpus"
 else
 	src+=("$WEFT_ROOT"/tests/fuzz/fuzz_libfuzzer.c)

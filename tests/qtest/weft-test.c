@@ -350,6 +350,17 @@ typedef enum SwitchMode {
  * device gets it through a secret object and token-secret; props are
  * more device properties (",name=value...").
  */
+/* The PCI function of a started QEMU: found, BARs mapped. */
+static void node_attach(WeftNode *n)
+{
+    pc_alloc_init(&n->alloc, n->qts, ALLOC_NO_FLAGS);
+    n->bus = qpci_new_pc(n->qts, &n->alloc);
+    qpci_device_foreach(n->bus, WEFT_PCI_VENDOR_ID, WEFT_PCI_DEVICE_ID,
+                        save_dev, &n->dev);
+    g_assert_nonnull(n->dev);
+    node_map(n);
+}
+
 static WeftNode *node_start_full(unsigned int node, SwitchMode mode,
                                  const char *token, const char *props)
 {
@@ -384,12 +395,7 @@ static WeftNode *node_start_full(unsigned int node, SwitchMode mode,
                          TEST_WINDOWS, TEST_RCXTS, TEST_HANDLERS,
                          mode != SW_NONE ? ",chardev=sw" : "",
                          token ? ",token-secret=weft-token" : "", props);
-    pc_alloc_init(&n->alloc, n->qts, ALLOC_NO_FLAGS);
-    n->bus = qpci_new_pc(n->qts, &n->alloc);
-    qpci_device_foreach(n->bus, WEFT_PCI_VENDOR_ID, WEFT_PCI_DEVICE_ID,
-                        save_dev, &n->dev);
-    g_assert_nonnull(n->dev);
-    node_map(n);
+    node_attach(n);
 
     if (mode == SW_UP) {
         sw_handshake(n, WEFT_SW_OK);
@@ -1142,21 +1148,94 @@ static void test_rdma_write(void)
     node_stop(b);
 }
 
-/* Migration is refused with the device's blocker message. */
-static void test_migration_blocked(void)
+/* QMP query-status of n is "running" (polled up to 10 s). */
+static void wait_running(QTestState *qts)
 {
-    WeftNode *n = node_start(9, SW_NONE);
-    QDict *rsp;
-    const char *desc;
+    int i;
 
-    rsp = qtest_qmp(n->qts, "{ 'execute': 'migrate', 'arguments': "
-                    "{ 'uri': 'exec:cat > /dev/null' } }");
-    g_assert_true(qdict_haskey(rsp, "error"));
-    desc = qdict_get_str(qdict_get_qdict(rsp, "error"), "desc");
-    g_assert_nonnull(strstr(desc, "weft: migration is not supported"));
+    for (i = 0; i < 1000; i++) {
+        QDict *rsp = qtest_qmp(qts, "{ 'execute': 'query-status' }");
+        bool running = !strcmp(qdict_get_str(qdict_get_qdict(rsp, "return"),
+                                             "status"), "running");
+
+        qobject_unref(rsp);
+        if (running) {
+            return;
+        }
+        g_usleep(10000);
+    }
+    g_assert_not_reached();
+}
+
+/*
+ * Migration (docs/qemu-device.md, "Migration and snapshots"): the state of
+ * node 9, saved to a file, loaded by a second QEMU whose device is node 11
+ * (-incoming): registers and SRAM come back, the node id and the key
+ * epoch are the loading device's own.
+ */
+static void test_migration(void)
+{
+    g_autofree char *file = g_strdup_printf("%s/weft-state", tmpdir);
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    g_autofree char *log = g_strdup_printf("%s/qemu-node11.log", tmpdir);
+    uint8_t lmt[WEFT_LMT_SIZE], before[WEFT_LMT_SIZE], after[WEFT_LMT_SIZE];
+    WeftNode *a = node_start(9, SW_NONE);
+    WeftNode *b = g_new0(WeftNode, 1);
+    QDict *rsp;
+    size_t i;
+    int k;
+
+    for (i = 0; i < sizeof(lmt); i++) {
+        lmt[i] = (uint8_t)(i * 7 + 1);
+    }
+    sram_write_block(a, WEFT_SRAM_LMT_OFF(1), lmt, sizeof(lmt));
+    sram_read_block(a, WEFT_SRAM_LMT_OFF(1), before, sizeof(before));
+    reg_write(a, WEFT_REG_EVQ_BASE, 0x123440);
+    reg_write(a, WEFT_REG_KEY_EPOCH_NEXT, WEFT_EPOCH_MAGIC);
+    g_assert_cmpuint(reg_read(a, WEFT_REG_KEY_EPOCH), ==, 1);
+    g_assert_cmpuint(reg_read(a, WEFT_REG_NODE_ID), ==, 9);
+
+    unlink(file);
+    rsp = qtest_qmp(a->qts, "{ 'execute': 'migrate', 'arguments': "
+                    "{ 'uri': %s } }", uri);
+    g_assert_false(qdict_haskey(rsp, "error"));
     qobject_unref(rsp);
-    assert_alive(n);
-    node_stop(n);
+    for (k = 0; k < 1000; k++) {
+        const char *st;
+        bool done;
+
+        rsp = qtest_qmp(a->qts, "{ 'execute': 'query-migrate' }");
+        st = qdict_get_try_str(qdict_get_qdict(rsp, "return"), "status");
+        g_assert_cmpstr(st ? st : "", !=, "failed");
+        done = st && !strcmp(st, "completed");
+        qobject_unref(rsp);
+        if (done) {
+            break;
+        }
+        g_usleep(10000);
+    }
+    g_assert_cmpint(k, <, 1000);
+    node_stop(a);
+
+    b->node = 11;
+    b->conn_fd = -1;
+    b->listen_fd = -1;
+    b->log = g_strdup(log);
+    b->qts = qtest_initf("-machine pc -nodefaults -d guest_errors,invalid_mem "
+                         "-D %s -trace weft_state_loaded -incoming file:%s "
+                         "-device weft,node-id=11,windows=%u,rcxts=%u,"
+                         "handlers=%u", log, file, TEST_WINDOWS, TEST_RCXTS,
+                         TEST_HANDLERS);
+    wait_running(b->qts);
+    node_attach(b);
+    g_assert_cmpuint(reg_read(b, WEFT_REG_NODE_ID), ==, 11);
+    g_assert_cmpuint(reg_read(b, WEFT_REG_KEY_EPOCH), ==, 0);
+    g_assert_cmpuint(reg_read(b, WEFT_REG_EVQ_BASE), ==, 0x123440);
+    sram_read_block(b, WEFT_SRAM_LMT_OFF(1), after, sizeof(after));
+    g_assert_cmpmem(after, sizeof(after), before, sizeof(before));
+    assert_alive(b);
+    node_stop(b);
+    unlink(file);
 }
 
 /*
@@ -2436,7 +2515,7 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/link/token", test_link_token);
     qtest_add_func("/weft/link/transport", test_link_transport);
     qtest_add_func("/weft/misuse", test_misuse);
-    qtest_add_func("/weft/migration-blocked", test_migration_blocked);
+    qtest_add_func("/weft/migration", test_migration);
     qtest_add_func("/weft/hotplug", test_hotplug);
     qtest_add_func("/weft/properties", test_properties);
     qtest_add_func("/weft/verbs/loopback", test_verbs_loopback);
