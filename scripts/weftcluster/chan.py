@@ -124,10 +124,25 @@ class Node:
                               "kernel": parts[3], "driver": parts[4],
                               "adapters": int(parts[5]) if parts[5].isdigit() else 0,
                               "since": time.time()}
+            elif parts[0] == "WAITID":
+                self._identity()
             elif parts[0] == "B" and len(parts) == 2:
                 # The output of a command nobody waits for any more (timed
                 # out, or its client left) is read and dropped.
                 current = parts[1]
+
+    def _identity(self):
+        """A node started from a snapshot waits for its identity
+        (images/init/rc): the words of nodeI.identity (written by
+        weft-cluster, mode 0600) and the time now."""
+        try:
+            with open(self.path.replace(".cmd.sock", ".identity")) as f:
+                words = f.read().split()
+        except OSError as e:
+            print(f"node{self.index}: asks for its identity, none to give: {e}", file=sys.stderr, flush=True)
+            return
+        words.append(f"weft_time={int(time.time())}")
+        self._send(b"ID " + base64.b64encode(" ".join(words).encode()) + b"\n")
 
     async def execute(self, cmd, timeout):
         if self.ready is None:

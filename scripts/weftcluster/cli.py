@@ -6,6 +6,7 @@
                [--switch HOST:PORT --tokens DIR [--first-node F]]
                [--net A.B.C.D/LEN|none] [--net6 PREFIX::/LEN|none]
                [--vnet A.B.C.D/LEN] [--trace PATTERN[,PATTERN...]] [--layer NAME]
+               [--start boot|snapshot]
   weft-cluster [--name NAME] exec [--timeout S] NODE|N,M,...|all -- CMD...
   weft-cluster [--name NAME] mpirun -np N [--per-node K] [--transport tcp|ucx|ofi]
                [--mca NAME VALUE]... [--timeout S] -- PROGRAM [ARGS...]
@@ -44,6 +45,11 @@ hpc: Open MPI, MPICH, UCX, libfabric and dropbear; docs/mpi.md) and an
 archive of the cluster's own (/etc/hosts, dropbear keys made at up).
 mpirun runs Open MPI's mpirun on node0 of a cluster up with --layer hpc,
 its output streamed, its exit status passed back (docs/mpi.md).
+--start snapshot starts every node from a snapshot of a template VM
+taken where the guest waits for its identity, cached per image, kernel,
+QEMU and device build; the identity (node id, addresses, boot id,
+entropy, time) comes after the restore (docs/cluster.md, "Snapshot
+start").  --start boot (default) boots every node.
 --transport: how frames go between each QEMU and the switch: auto
 (default; shared-memory rings, the socket if the switch does not grant
 them), shm (only shared memory), socket, or tcp (the switch's TCP
@@ -73,7 +79,7 @@ import sys
 import threading
 import time
 
-from . import layer
+from . import layer, snapshot
 from .mpirun import cmd_mpirun
 from .chan import ChannelError, alive
 from .cluster import Cluster, kill, stop_pid, tail
@@ -159,6 +165,7 @@ def up_parser():
     p.add_argument("--trace", default="", type=checked(
         "--trace needs QEMU trace event patterns, e.g. 'weft_*' or weft_db_write,weft_pkt_*",
         lambda t: t if not t or TRACE.match(t) else None))
+    p.add_argument("--start", default="boot", choices=("boot", "snapshot"))
     p.add_argument("--layer", default="", type=checked("--layer needs a layer name (images/layers/NAME)",
                                                        lambda t: t if not t or layer.LAYER_NAME.match(t) else None))
     return p
@@ -316,9 +323,12 @@ def cmd_up(c, args):
         image=image, layer=ldir, switch=sw, devprops=a.device_props, swargs=a.switch_args, transport=a.transport,
         listen=a.listen, remote=a.remote, base=a.first_node, net4=a.net, net6=a.net6, vnet4=a.vnet,
         vnet_mcast=mcast, trace=a.trace, qemu_args=os.environ.get("WEFT_QEMU_ARGS", ""),
-        qemu_args_node=[os.environ.get(f"WEFT_QEMU_ARGS_{i}", "") for i in range(n)])
+        qemu_args_node=[os.environ.get(f"WEFT_QEMU_ARGS_{i}", "") for i in range(n)], start=a.start)
     if ldir:
         s.initrd = layer.make_initrd(c, ldir)
+    if a.start == "snapshot":
+        snapshot.check(c)
+        s.snapshot = snapshot.make(c)
     s.save(c.dir)
     c.start_chan()
     if a.remote:
@@ -337,7 +347,8 @@ def cmd_up(c, args):
             log(f"tokens for nodes {n * a.adapters}..{a.fabric_nodes - 1} of other hosts: "
                 f"{c.dir}/node<ID>.token (copy them to a 0700 folder there: up --switch {c.switch_addr()} "
                 "--tokens DIR --first-node ID)")
-    log(f"starting {n} VM(s) ({accel}, {a.mem} MiB each, kernel {kernel_release(image)})")
+    how = "restored from the snapshot" if a.start == "snapshot" else "booting"
+    log(f"starting {n} VM(s) ({accel}, {a.mem} MiB each, kernel {kernel_release(image)}, {how})")
     for i in range(n):
         c.start_node(i)
     log(f"waiting for the nodes to report ready (timeout {timeout} s)")
@@ -547,7 +558,7 @@ def cmd_down(c, args):
         kill(pid, signal.SIGTERM)
     for pid in pids:
         stop_pid(pid)
-    gone = [f"node{i}.{f}" for i in range(s.nodes) for f in ("pid", "cmd.sock", "gdb.sock")]
+    gone = [f"node{i}.{f}" for i in range(s.nodes) for f in ("pid", "cmd.sock", "gdb.sock", "identity")]
     for what in ("switch", "chan"):
         stop_pid(c.pid(what))
         gone += [f"{what}.pid", f"{what}.sock"]

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 
 from .chan import Channel, alive, read_pid
 from .rundir import Die, log
@@ -283,22 +284,56 @@ class Cluster:
         args += [x for p in self.settings.trace.split(",") for x in ("-trace", f"enable={p}")]
         return args + ["-trace", f"file={trace}", "-msg", "timestamp=on"]
 
-    def start_node(self, i):
+    def kernel_append(self, i):
+        """The kernel command line of node I, or (I None, or a cluster
+        started from a snapshot) the template's: weft_identity=wait and no
+        identity, which the node gets after the restore (images/init/rc)."""
         s = self.settings
+        env = [os.environ["WEFT_KERNEL_APPEND"]] if os.environ.get("WEFT_KERNEL_APPEND") else []
+        if i is None or s.start == "snapshot":
+            return ["console=ttyS0", "weft_identity=wait", "panic=-1", "quiet", BOOT_ARGS] + env
         ip4, ip6, vnet = self.addresses(i)
         append = ["console=ttyS0", f"weft_node={self.nid(i)}", "panic=-1", "quiet", BOOT_ARGS]
         append += [f"weft_ip={ip4}"] if ip4 else []
         append += [f"weft_vnet_ip={vnet}"] if vnet else []
         append += [f"weft_ip6={ip6}"] if ip6 else []
-        append += [os.environ["WEFT_KERNEL_APPEND"]] if os.environ.get("WEFT_KERNEL_APPEND") else []
+        return append + env
+
+    def identity(self, i):
+        """Node I's identity for a start from a snapshot, in nodeI.identity
+        (mode 0600; chan.py sends it when the node asks): what the kernel
+        command line gives a booted node, a boot id of this start and
+        entropy of its own."""
+        ip4, ip6, _ = self.addresses(i)
+        words = [f"weft_node={self.nid(i)}"]
+        words += [f"weft_ip={ip4}"] if ip4 else []
+        words += [f"weft_ip6={ip6}"] if ip6 else []
+        words += [f"weft_boot={uuid.uuid4()}", f"weft_seed={secrets.token_hex(32)}"]
+        write_private(self.path(f"node{i}.identity"), " ".join(words) + "\n")
+
+    def vm_args(self, name, append, console, cmd_sock):
+        """The QEMU arguments every VM of the cluster shares, the template
+        of a snapshot included: machine, kernel, the console and command
+        channel serial ports, the accelerator."""
+        s = self.settings
         args = ["-nodefaults", "-machine", "q35", "-m", str(s.mem), "-smp", "1", "-display", "none",
-                "-no-reboot", "-no-user-config", "-name", f"weft-{self.name}-node{i}",
+                "-no-reboot", "-no-user-config", "-name", name,
                 "-kernel", f"{s.image}/vmlinux", "-initrd", s.initrd or f"{s.image}/initrd.img",
                 "-append", " ".join(append),
-                "-chardev", f"file,id=con,path={self.path(f'node{i}.console')},append=on", "-serial", "chardev:con",
-                "-chardev", f"socket,id=cmd,path={self.path(f'node{i}.cmd.sock')},server=on,wait=off",
+                "-chardev", f"file,id=con,path={console},append=on", "-serial", "chardev:con",
+                "-chardev", f"socket,id=cmd,path={cmd_sock},server=on,wait=off",
                 "-serial", "chardev:cmd"]
         args += ["-accel", "kvm", "-cpu", "host"] if s.accel == "kvm" else ["-accel", "tcg"]
+        if s.start == "snapshot":
+            # A GUID of its own in every VM: the restored kernels reseed
+            # their random number generators (docs/cluster.md).
+            args += ["-device", "vmgenid,guid=auto"]
+        return args
+
+    def start_node(self, i):
+        s = self.settings
+        args = self.vm_args(f"weft-{self.name}-node{i}", self.kernel_append(i), self.path(f"node{i}.console"),
+                            self.path(f"node{i}.cmd.sock"))
         if s.adapter:
             # Over TCP the device's auto finds no descriptor passing and
             # uses the socket.  The node's switch token reaches the device
@@ -318,6 +353,9 @@ class Cluster:
         args += self.debug_args(i)
         args += s.qemu_args.split()
         args += s.qemu_args_node[i].split() if i < len(s.qemu_args_node) else []
+        if s.start == "snapshot":
+            self.identity(i)
+            args += ["-incoming", f"file:{s.snapshot}"]
         try:
             os.unlink(self.path(f"node{i}.cmd.sock"))
         except FileNotFoundError:

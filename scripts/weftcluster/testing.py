@@ -265,13 +265,14 @@ class ClusterSpec:
     """One line of the runner's cluster table."""
 
     def __init__(self, prefix, nodes, adapters=1, switch_args="", props="", transport="auto", fixed=False, trace="",
-                 layer="", mem=0):
+                 layer="", mem=0, start="boot"):
         self.prefix, self.nodes, self.adapters = prefix, nodes, adapters
         self.switch_args, self.props = switch_args, props
         self.transport, self.fixed = transport, fixed
         self.trace = trace            # QEMU trace event patterns kept in nodeN.trace ("": none)
         self.layer = layer            # an image layer (up --layer; "": none)
         self.mem = mem                # MiB per VM (0: weft-cluster's default)
+        self.start = start            # up --start: boot, or snapshot (restored from a template)
 
     def up_args(self):
         """`weft-cluster up` options (WEFT_TRANSPORT, when set, is every
@@ -279,7 +280,8 @@ class ClusterSpec:
         t = self.transport if self.fixed else os.environ.get("WEFT_TRANSPORT") or self.transport
         return ["up", "-n", str(self.nodes), "--adapters", str(self.adapters), "--switch-args", self.switch_args,
                 "--device-props", self.props, "--transport", t] + (["--trace", self.trace] if self.trace else []) + \
-            (["--layer", self.layer] if self.layer else []) + (["--mem", str(self.mem)] if self.mem else [])
+            (["--layer", self.layer] if self.layer else []) + (["--mem", str(self.mem)] if self.mem else []) + \
+            (["--start", self.start] if self.start != "boot" else [])
 
 
 class Runner:

@@ -36,7 +36,7 @@ from weftcluster.testing import REGISTRY, ClusterSpec, Runner  # noqa: E402
 # The scenario files (tests/cluster/NAME.py); each declares its scenarios
 # with @scenario.  A new file is one more name here.
 SCENARIO_FILES = ("basic", "failover", "net", "ops", "ib", "verbs_user", "srq", "tm", "counters", "dbg",
-                  "mpi", "fabtests")
+                  "mpi", "fabtests", "snapshot")
 for f in SCENARIO_FILES:
     importlib.import_module(f)
 
@@ -70,6 +70,10 @@ CLUSTERS = {
     # dropbear; docs/mpi.md), 4 nodes for 8 ranks 2 per node, with room
     # for 64 MiB messages.
     "CM": ClusterSpec("ctm", 4, layer="hpc", mem=1024),
+    # Snapshot start (snapshot.py): both nodes restored from the template
+    # snapshot (up --start snapshot), their identity given after the
+    # restore.
+    "CR": ClusterSpec("ctr", 2, start="snapshot"),
 }
 
 
