@@ -761,7 +761,7 @@ static void weft_reset_hold(Object *obj, ResetType type)
     weft_core_set_link(s->core, weft_link_is_up(&s->link));
 }
 
-/* ---- Migration and snapshots ---------------------------------------------- */
+/* ---- Migration and snapshots ------------------------------------------- */
 
 /*
  * The adapter's state travels as one buffer that the core writes and
