@@ -1482,6 +1482,20 @@ bool weft_cnt_load(struct weft_core *c, struct weft_state_r *r)
 
 	if (!weft_state_get_struct(r, "weft_cnt", k, sizeof(*k), NULL))
 		return false;
+	/* The stream's pointer fields (0 when saved) go first: nothing of
+	 * the fresh engine's is allocated, so no pointer is lost. */
+	k->deadline = weft_state_abs(r, k->deadline);
+	k->host_bytes = 0;
+	for (i = 0; i < WEFT_CNT_NR_OBJ; i++) {
+		struct cnt_obj *o = &k->obj[i];
+
+		o->pages = o->done = o->posted = NULL;
+		o->host_bytes = 0;
+		for (s = 0; s < WEFT_CNT_MAX_OPS; s++)
+			o->op[s].deadline = weft_state_abs(r, o->op[s].deadline);
+	}
+	for (i = 0; i < WEFT_CNT_NR_EXP; i++)
+		k->exp[i].pages = NULL;
 	for (i = 0; i < WEFT_CNT_NR_OBJ; i++)
 		if (!WEFT_STATE_BOOLS(r, "counter operation", k->obj[i].op, WEFT_CNT_MAX_OPS,
 				      struct cnt_op, offsetof(struct cnt_op, need_req),
@@ -1495,19 +1509,6 @@ bool weft_cnt_load(struct weft_core *c, struct weft_state_r *r)
 	    !WEFT_STATE_BOOLS(r, "responder job", k->job, WEFT_CNT_RESP_JOBS, struct cnt_job,
 			      offsetof(struct cnt_job, live)))
 		return false;
-	/* Nothing of the fresh engine's is allocated: no pointer is lost. */
-	k->deadline = weft_state_abs(r, k->deadline);
-	k->host_bytes = 0;
-	for (i = 0; i < WEFT_CNT_NR_OBJ; i++) {
-		struct cnt_obj *o = &k->obj[i];
-
-		o->pages = o->done = o->posted = NULL;
-		o->host_bytes = 0;
-		for (s = 0; s < WEFT_CNT_MAX_OPS; s++)
-			o->op[s].deadline = weft_state_abs(r, o->op[s].deadline);
-	}
-	for (i = 0; i < WEFT_CNT_NR_EXP; i++)
-		k->exp[i].pages = NULL;
 	for (i = 0; i < WEFT_CNT_NR_OBJ; i++) {
 		struct cnt_obj *o = &k->obj[i];
 		uint64_t words;
