@@ -269,6 +269,59 @@ static void match_cqe(struct weft_core *c, struct vq_qp *qp, struct vq_srq *s, u
 	vq_cqe(c, s->tm_cq, &e, se);
 }
 
+/* A matched RNDV (tag t consumed, qp->rcv set to the tagged buffer):
+ * the adapter performs the rendezvous, or leaves it to software
+ * (RNDV_INCOMPLETE) with a named reason.  data/dlen: the message. */
+static void tm_rndv(struct weft_core *c, struct vq_qp *qp, struct vq_srq *s,
+		    const struct weft_vhdr *h, const struct weft_match_tm_tag *t,
+		    const uint8_t **data, uint32_t *dlen)
+{
+	struct weft_vrvh rvh;
+	struct vq_rvh *r = NULL;
+	unsigned int why;
+	uint32_t len;
+	bool one = (h->flags & (WEFT_VF_FIRST | WEFT_VF_LAST)) == (WEFT_VF_FIRST | WEFT_VF_LAST);
+
+	memcpy(&rvh, *data + sizeof(struct weft_vtmh), sizeof(rvh));
+	len = be32(rvh.len);
+	why = !one || *dlen > WEFT_VERBS_TM_RNDV_HDR ? WEFT_R_TM_RNDV_HDR :
+	      len > WEFT_VERBS_MAX_MSG ? WEFT_R_TM_RVH_LEN :
+	      len > t->len ? WEFT_R_TM_RVH_SHORT :
+	      (r = vq_rvh_alloc(qp)) == NULL ? WEFT_R_TM_RNDV_BUSY : WEFT_R_OK;
+	if (why) {
+		/* Software's rendezvous: the whole message (TMH, RVH, its
+		 * bytes) into the tagged buffer, TM_RECV RNDV_INCOMPLETE. */
+		weft_drop(c, NULL, WEFT_NO_WINDOW, why);
+		weft_count(c, WEFT_CNT_V_TM_RNDV_SW, 1);
+		qp->tm_kind = VQ_TM_RNDV_SW;
+		if (!(h->flags & WEFT_VF_LAST)) {
+			match_cqe(c, qp, s, WEFT_VWC_SUCCESS, 0, WEFT_VCQE_TM_MATCH, false);
+			qp->tm_kind = VQ_TM_RNDV_SW_SPLIT;
+		}
+		return;
+	}
+	memset(r, 0, sizeof(*r));
+	r->phase = len ? VQ_RVH_READ : VQ_RVH_FIN;
+	r->seq = qp->rvh_seq++;
+	r->handle = t->handle;
+	r->app_ctx = qp->tm_app_ctx;
+	r->tag = qp->tm_tag;
+	r->va = be64(rvh.va);
+	r->rkey = be32(rvh.rkey);
+	r->len = len;
+	r->sge = qp->rcv.sge[0];
+	weft_count(c, WEFT_CNT_V_TM_RNDV, 1);
+	vq_rvh_cqe(c, qp, r, WEFT_VWC_SUCCESS, WEFT_VCQE_TM_MATCH, len);
+	if (!len)
+		vq_rvh_cqe(c, qp, r, WEFT_VWC_SUCCESS, WEFT_VCQE_TM_DATA_VALID, 0);
+	/* The message itself is taken: nothing of it is placed. */
+	qp->tm_kind = VQ_TM_RNDV;
+	qp->rcv.h.num_sge = 0;
+	qp->rcv.total = 0;
+	*dlen = 0;
+	vq_work(c, qp);
+}
+
 bool vq_tm_first(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
 		 const uint8_t **data, uint32_t *dlen)
 {
@@ -278,6 +331,7 @@ bool vq_tm_first(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *
 	uint64_t tag = 0;
 	unsigned int why;
 	uint8_t kind = VQ_TM_NO_TAG;
+	bool rndv;
 
 	if (*dlen >= sizeof(tmh)) {
 		memcpy(&tmh, *data, sizeof(tmh));
@@ -295,7 +349,10 @@ bool vq_tm_first(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *
 			return false;
 		}
 	}
-	if (kind == VQ_TM_UNEXPECTED && tmh.opcode == WEFT_TMH_EAGER &&
+	/* An RNDV is matched only with its whole RVH (else unexpected). */
+	rndv = tmh.opcode == WEFT_TMH_RNDV;
+	if (kind == VQ_TM_UNEXPECTED &&
+	    (!rndv || *dlen >= sizeof(tmh) + sizeof(struct weft_vrvh)) &&
 	    weft_match_tm_find(c, s->tm_queue, tag, &t)) {
 		memset(&qp->rcv, 0, sizeof(qp->rcv));
 		qp->rcv.h.num_sge = t.len ? 1 : 0;
@@ -315,6 +372,10 @@ bool vq_tm_first(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *
 		if (why) {
 			vq_violation(c, qp, h, why, WEFT_VWC_LOC_PROT_ERR);
 			return false;
+		}
+		if (rndv) {
+			tm_rndv(c, qp, s, h, &t, data, dlen);
+			return true;
 		}
 		*data += sizeof(tmh);
 		*dlen -= (uint32_t)sizeof(tmh);
@@ -348,11 +409,19 @@ void vq_tm_cqe(struct weft_core *c, struct vq_qp *qp, uint8_t status, uint32_t l
 	qp->tm_kind = VQ_TM_NONE;
 	if (!s)
 		return;
-	if (kind == VQ_TM_MATCHED || kind == VQ_TM_MATCHED_SPLIT) {
+	if (kind == VQ_TM_RNDV)
+		return;         /* the device rendezvous completes it */
+	if (kind == VQ_TM_MATCHED || kind == VQ_TM_MATCHED_SPLIT || kind == VQ_TM_RNDV_SW ||
+	    kind == VQ_TM_RNDV_SW_SPLIT) {
+		bool one = kind == VQ_TM_MATCHED || kind == VQ_TM_RNDV_SW;
 		uint8_t flags = status != WEFT_VWC_SUCCESS ? WEFT_VCQE_TM_MATCH :
-				kind == VQ_TM_MATCHED ?
-				WEFT_VCQE_TM_MATCH | WEFT_VCQE_TM_DATA_VALID : WEFT_VCQE_TM_DATA_VALID;
+				one ? WEFT_VCQE_TM_MATCH | WEFT_VCQE_TM_DATA_VALID :
+				WEFT_VCQE_TM_DATA_VALID;
 
+		/* Software must do this rendezvous (byte_len: the message). */
+		if (status == WEFT_VWC_SUCCESS && kind != VQ_TM_MATCHED &&
+		    kind != VQ_TM_MATCHED_SPLIT)
+			status = WEFT_VWC_TM_RNDV_INCOMPLETE;
 		match_cqe(c, qp, s, status, len, flags | (se ? WEFT_VCQE_SOLICITED : 0), se);
 		return;
 	}
