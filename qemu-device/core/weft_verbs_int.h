@@ -64,7 +64,7 @@ struct vq_rrq {
 	uint64_t value;
 };
 
-/* A rendezvous the adapter performs for a matched RNDV (weft_verbs_rvh.c):
+/* A rendezvous the adapter performs for a matched RNDV (weft_verbs_tm.c):
  * phase READ, the RDMA READ of the RVH's [va, va + len) into the tagged
  * buffer, then phase FIN, the TMH FIN SEND back; each phase takes PSNs of
  * the QP's send stream when it starts, placed before SQ WQE anchor.
@@ -395,7 +395,7 @@ bool vq_tm_first(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *
 /* The receive completion of the message on qp (status, byte_len). */
 void vq_tm_cqe(struct weft_core *c, struct vq_qp *qp, uint8_t status, uint32_t len, bool se);
 
-/* ---- weft_verbs_rvh.c: the adapter's RVH rendezvous ------------------------- */
+/* ---- weft_verbs_tm.c: the device rendezvous (RVH) ------------------------- */
 /* A free rendezvous slot of qp, or NULL. */
 struct vq_rvh *vq_rvh_alloc(struct vq_qp *qp);
 /* The TM_RECV CQE of rendezvous r on qp's TM SRQ. */
