@@ -264,21 +264,31 @@ int vq_tm_poll(struct weft_core *c)
 
 /* ---- messages ------------------------------------------------------------------- */
 
-static void match_cqe(struct weft_core *c, struct vq_qp *qp, struct vq_srq *s, uint8_t status,
-		      uint32_t len, uint8_t flags, bool se)
+/* A TM_RECV CQE of a matched message: wr_id = its tag, imm_inv = its
+ * app_ctx, wqe_index = the tag's handle. */
+static void recv_cqe(struct weft_core *c, struct vq_qp *qp, uint32_t cq, uint64_t tag,
+		     uint32_t app_ctx, uint32_t handle, uint8_t status, uint32_t len,
+		     uint8_t flags, bool se)
 {
 	struct weft_vcqe e;
 
 	memset(&e, 0, sizeof(e));
-	e.wr_id = qp->tm_tag;
+	e.wr_id = tag;
 	e.qpn = vq_qpn(c, qp);
 	e.byte_len = len;
-	e.imm_inv = qp->tm_app_ctx;
-	e.wqe_index = (uint16_t)qp->tm_handle;
+	e.imm_inv = app_ctx;
+	e.wqe_index = (uint16_t)handle;
 	e.opcode = WEFT_VWC_TM_RECV;
 	e.status = status;
 	e.flags = flags;
-	vq_cqe(c, s->tm_cq, &e, se);
+	vq_cqe(c, cq, &e, se);
+}
+
+static void match_cqe(struct weft_core *c, struct vq_qp *qp, struct vq_srq *s, uint8_t status,
+		      uint32_t len, uint8_t flags, bool se)
+{
+	recv_cqe(c, qp, s->tm_cq, qp->tm_tag, qp->tm_app_ctx, qp->tm_handle, status, len, flags,
+		 se);
 }
 
 /* A matched RNDV (tag t consumed, qp->rcv set to the tagged buffer):
@@ -470,21 +480,11 @@ struct vq_rvh *vq_rvh_alloc(struct vq_qp *qp)
 void vq_rvh_cqe(struct weft_core *c, struct vq_qp *qp, const struct vq_rvh *r,
 		uint8_t status, uint8_t flags, uint32_t len)
 {
-	struct vq_srq *s = vq_srq(c, qp->srq);
-	struct weft_vcqe e;
+	struct vq_srq *s = tm_srq(c, qp->srq);
 
-	if (!s || !(s->flags & WEFT_VSRQF_TM))
-		return;
-	memset(&e, 0, sizeof(e));
-	e.wr_id = r->tag;
-	e.qpn = vq_qpn(c, qp);
-	e.byte_len = len;
-	e.imm_inv = r->app_ctx;
-	e.wqe_index = (uint16_t)r->handle;
-	e.opcode = WEFT_VWC_TM_RECV;
-	e.status = status;
-	e.flags = flags;
-	vq_cqe(c, s->tm_cq, &e, false);
+	if (s)
+		recv_cqe(c, qp, s->tm_cq, r->tag, r->app_ctx, r->handle, status, len, flags,
+			 false);
 }
 
 static bool started(const struct vq_rvh *r)
@@ -532,36 +532,27 @@ unsigned int vq_rvh_rd_outstanding(const struct vq_qp *qp)
 	return n;
 }
 
-/* The started phase due next: placed at or before sq_next, packets left,
- * lowest PSN. */
-static struct vq_rvh *due(struct vq_qp *qp)
+enum { RVH_DUE, RVH_WAITING, RVH_OLDEST };
+
+/* RVH_DUE: the started phase to send next (placed at or before sq_next,
+ * packets left, lowest PSN); RVH_WAITING: the phase waiting to start that
+ * arrived first; RVH_OLDEST: the started, unfinished phase with the lowest
+ * PSN.  NULL if none. */
+static struct vq_rvh *pick(struct vq_qp *qp, unsigned int what)
 {
 	struct vq_rvh *best = NULL;
 	unsigned int i;
 
 	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++) {
 		struct vq_rvh *r = &qp->rvh[i];
+		bool ok = what == RVH_WAITING ? r->phase != VQ_RVH_FREE && !r->npkt :
+			  what == RVH_OLDEST ? started(r) :
+			  started(r) && r->sent < r->npkt &&
+			  (int32_t)(r->anchor - qp->sq_next) <= 0;
+		int32_t d = !best ? -1 : what == RVH_WAITING ? (int32_t)(r->seq - best->seq) :
+			    psn_diff(r->psn, best->psn);
 
-		if (!started(r) || r->sent >= r->npkt || (int32_t)(r->anchor - qp->sq_next) > 0)
-			continue;
-		if (!best || psn_diff(r->psn, best->psn) < 0)
-			best = r;
-	}
-	return best;
-}
-
-/* The phase waiting to start that arrived first. */
-static struct vq_rvh *waiting(struct vq_qp *qp)
-{
-	struct vq_rvh *best = NULL;
-	unsigned int i;
-
-	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++) {
-		struct vq_rvh *r = &qp->rvh[i];
-
-		if (r->phase == VQ_RVH_FREE || r->npkt)
-			continue;
-		if (!best || (int32_t)(r->seq - best->seq) < 0)
+		if (ok && d < 0)
 			best = r;
 	}
 	return best;
@@ -595,13 +586,13 @@ int vq_rvh_step(struct weft_core *c, struct vq_qp *qp, bool *hold)
 	*hold = false;
 	if (qp->cur_pkt)
 		return 0;               /* inside a message of the SQ */
-	r = due(qp);
+	r = pick(qp, RVH_DUE);
 	if (!r) {
 		/* Start one only at the frontier: nothing started after it. */
 		if (qp->sq_next != qp->sq_prod &&
 		    qp->sw[qp->sq_next & ((1u << qp->sq_log2) - 1)].state != SW_IDLE)
 			return 0;
-		r = waiting(qp);
+		r = pick(qp, RVH_WAITING);
 		if (!r)
 			return 0;
 		if (psn_diff(qp->snd_psn, qp->acked_psn) >= (int32_t)VQ_WINDOW) {
@@ -671,16 +662,7 @@ uint32_t vq_rvh_restart_psn(const struct vq_rvh *r)
 
 struct vq_rvh *vq_rvh_oldest(struct vq_qp *qp)
 {
-	struct vq_rvh *best = NULL;
-	unsigned int i;
-
-	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++) {
-		struct vq_rvh *r = &qp->rvh[i];
-
-		if (started(r) && (!best || psn_diff(r->psn, best->psn) < 0))
-			best = r;
-	}
-	return best;
+	return pick(qp, RVH_OLDEST);
 }
 
 void vq_rvh_rewind(struct vq_qp *qp, uint32_t psn)
