@@ -1673,6 +1673,37 @@ static void act_vmisc(struct fz *f, struct fz_src *src)
 	}
 }
 
+/* Node 0 lists tag (handle h) over the start of its buffer, active
+ * (software caught up), so the next message of that tag matches. */
+static void tm_add_active(struct fz *f, struct fz_src *src, uint64_t tag)
+{
+	struct fz_node *n = &f->n[0];
+	struct weft_core *c = weft_sim_core(f->s, 0);
+	uint64_t off = weft_core_reg_read(c, WEFT_REG_VERBS_UAR_OFF, 8);
+	uint64_t a = n->tmops + (uint64_t)(n->tm_prod & 7u) * sizeof(struct weft_vtmop);
+	struct weft_vtmop op;
+	struct weft_vsrqc q;
+
+	if (!weft_core_verbs_srq(c, 5, &q))
+		return;
+	memset(&op, 0, sizeof(op));
+	op.wr_id = src_u64(src);
+	op.opcode = WEFT_VTM_ADD;
+	op.flags = WEFT_VTMF_SYNC;
+	op.num_sge = 1;
+	op.unexpected_cnt = q.tm_unexpected;
+	op.handle = (uint32_t)below(src, 8);
+	op.tag = tag;
+	op.mask = ~0ull;
+	op.sge.addr = n->vbuf + below(src, FZ_VBUF / 2);
+	op.sge.length = (uint32_t)below(src, 3 * WEFT_VERBS_MTU);
+	op.sge.lkey = FZ_VMR;
+	memcpy(weft_sim_ptr(f->s, 0, a, sizeof(op)), &op, sizeof(op));
+	n->tm_prod++;
+	weft_core_db_write(c, off + WEFT_UAR_SRQ_TM_DB, WEFT_UAR_DB(5, n->tm_prod), 8);
+	f->st.verbs_dbs++;
+}
+
 /* Tag matching on node 0 (16.15): a tag operation (mostly near-valid),
  * a plain WQE for its SRQ, or a SEND from node 1's QP 6 starting with a
  * TMH (random opcode, tags from a small set, sometimes an RVH).  A forged
@@ -1775,6 +1806,14 @@ static void act_tm(struct fz *f, struct fz_src *src)
 			}
 			if (below(src, 4))              /* within max_rndv_hdr_size */
 				sg.length = 32 + (uint32_t)below(src, WEFT_VERBS_TM_RNDV_HDR - 31);
+			if (below(src, 2)) {            /* an RNDV that a listed tag takes */
+				uint64_t tag = 0;
+
+				for (i = 8; i < 16; i++)
+					tag = tag << 8 | p[i];
+				p[0] = WEFT_TMH_RNDV;
+				tm_add_active(f, src, tag);
+			}
 			break;
 		default:
 			break;
