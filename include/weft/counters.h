@@ -105,7 +105,13 @@
 	X(TM_SYNC_AHEAD,   "tm: unexpected_cnt ahead of the adapter's count") \
 	X(TM_BAD_TMH,      "tm: tag-matching header with an unknown opcode") \
 	X(TM_NO_QUEUE,     "tm: no free header queue for a tag-matching SRQ") \
-	X(TM_QUEUE_LENT,   "match: header queue lent to a tag-matching SRQ")
+	X(TM_QUEUE_LENT,   "match: header queue lent to a tag-matching SRQ") \
+	X(MATCH_DUP,       "match: duplicate packet or stale ack (re-acknowledged)") \
+	X(MATCH_SEQ,       "match: packet out of sequence or of an unknown incarnation (resent)") \
+	X(MATCH_BAD_ACK,   "match: ack beyond what was sent or for another incarnation") \
+	X(MATCH_NO_ROOM,   "match: no room for a packet's answers: not acknowledged (resent)") \
+	X(MATCH_PEER_DEAD, "match: peer did not acknowledge after every resend") \
+	X(MATCH_PEERS,     "match: peer channel table full")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,

@@ -361,6 +361,7 @@ static void item101(void)
 	wh->src_node = 0;
 	wh->length = sizeof(*mh);
 	mh->op = WEFT_MWOP_EAGER;
+	mh->flags = WEFT_MWF_SYN;       /* a sequence start: taken, then checked */
 	mh->queue = Q0;
 	REQUIRE(weft_core_receive(weft_sim_core(t.s, 1), pkt, sizeof(pkt)) == 0);
 	mt_run(&t);
