@@ -1889,13 +1889,17 @@ static void rx_ack(struct weft_core *c, const struct weft_wire_hdr *wh,
 	uint32_t ack = (uint32_t)mh->offset, fi;
 	bool moved = false;
 
-	if (!ch || mh->len || mh->total != m->epoch || mh->offset >> 32 ||
-	    ack - ch->tx_una > ch->tx_next - ch->tx_una) {
+	if (!ch || mh->len || mh->total != m->epoch || mh->offset >> 32) {
 		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_BAD_ACK);
 		return;
 	}
-	if (ack == ch->tx_una) {
+	/* At or before the oldest unacknowledged PSN: late or duplicated. */
+	if (ch->tx_una - ack < 0x80000000u) {
 		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_DUP);
+		return;
+	}
+	if (ack - ch->tx_una > ch->tx_next - ch->tx_una) {
+		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_BAD_ACK);
 		return;
 	}
 	/* With the completion ring full the rest waits for a later ACK. */
