@@ -586,7 +586,7 @@ int main(int argc, char **argv)
 	m->len = 10;
 	fr = emit(sizeof(*m) + 4);                      /* len says 10, 4 follow */
 	expect_u(fr, "malformed", 1);
-	match(9, 0);
+	match(WEFT_MWOP_ACK + 1, 0);
 	fr = emit(sizeof(*m));                          /* unknown op */
 	expect_u(fr, "malformed", 1);
 	m = match(WEFT_MWOP_RNDV_REQ, 8);
