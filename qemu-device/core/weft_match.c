@@ -111,8 +111,6 @@ struct m_rslot {
 /* A sequenced packet kept until its peer acknowledges it. */
 struct m_frame {
 	uint32_t next;          /* channel list (PSN order), or the free list */
-	uint32_t psn;
-	uint16_t ch;
 	bool queued;            /* in the transmit ring */
 	bool acked;             /* acknowledged while queued: freed when sent */
 	uint32_t len;
@@ -450,6 +448,13 @@ static uint64_t cq_room(const struct weft_match *m)
 	return (1ull << m->cq_size) - (m->cq_prod - m->cq_cons);
 }
 
+/* Room for n completions; with the ring off they are dropped anyway
+ * (MATCH_CQ), so nothing waits for it. */
+static bool cq_can(const struct weft_match *m, uint64_t n)
+{
+	return !cq_enabled(m) || cq_room(m) >= n;
+}
+
 static void cqe_post(struct weft_core *c, const struct weft_match_cqe *e)
 {
 	struct weft_match *m = c->match;
@@ -628,8 +633,7 @@ static void tx_pkt(struct weft_core *c, uint16_t dst, const struct weft_match_wh
 	if (dlen)
 		memcpy(f->data + sizeof(*wh) + sizeof(*mh), data, dlen);
 	f->len = (uint32_t)(sizeof(*wh) + sizeof(*mh) + dlen);
-	f->psn = ch->tx_next++;
-	f->ch = (uint16_t)(ch - m->ch);
+	ch->tx_next++;
 	f->next = NIL;
 	f->acked = false;
 	if (ch->tail == NIL)
@@ -1805,7 +1809,7 @@ static bool peer_dead(struct weft_core *c, struct m_chan *ch)
 
 	for (fi = ch->head; fi != NIL; fi = m->fr[fi].next)
 		need += frame_cqes(&m->fr[fi]);
-	if (cq_room(m) < need)
+	if (!cq_can(m, need))
 		return false;
 	mtrace(c, "MATCH_PEER_DEAD", ch->node, ch->tx_next - ch->tx_una, WEFT_R_MATCH_PEER_DEAD);
 	mdrop(c, WEFT_R_MATCH_PEER_DEAD);
@@ -1865,7 +1869,7 @@ static bool rx_seq(struct weft_core *c, const struct weft_wire_hdr *wh,
 		restart = true;
 	}
 	if (!txq_room(m, 2) ||
-	    cq_room(m) < CQ_RESERVE + (restart ? peer_slots(m, ch->node) : 0)) {
+	    !cq_can(m, CQ_RESERVE + (restart ? peer_slots(m, ch->node) : 0))) {
 		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_NO_ROOM);
 		return false;
 	}
@@ -1904,7 +1908,7 @@ static void rx_ack(struct weft_core *c, const struct weft_wire_hdr *wh,
 	}
 	/* With the completion ring full the rest waits for a later ACK. */
 	while (ch->tx_una != ack && (fi = ch->head) != NIL &&
-	       cq_room(m) >= frame_cqes(&m->fr[fi])) {
+	       cq_can(m, frame_cqes(&m->fr[fi]))) {
 		ch->head = m->fr[fi].next;
 		if (ch->head == NIL)
 			ch->tail = NIL;
