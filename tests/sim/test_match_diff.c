@@ -378,11 +378,12 @@ int main(int argc, char **argv)
 	       (unsigned long long)posts, (unsigned long long)removes,
 	       (unsigned long long)refused, secs, (double)ops / secs);
 	t_diag("messages sent %llu, taken %llu, send completions %llu, resend rounds %llu, "
-	       "duplicates dropped %llu, out of sequence dropped %llu",
+	       "duplicates dropped %llu, out of sequence dropped %llu, refused for room %llu",
 	       (unsigned long long)n_sent, (unsigned long long)n_taken,
 	       (unsigned long long)n_done, (unsigned long long)n_resends,
 	       (unsigned long long)st_counter_sum(t.s, WEFT_CNT_DROP(WEFT_R_MATCH_DUP)),
-	       (unsigned long long)st_counter_sum(t.s, WEFT_CNT_DROP(WEFT_R_MATCH_SEQ)));
+	       (unsigned long long)st_counter_sum(t.s, WEFT_CNT_DROP(WEFT_R_MATCH_SEQ)),
+	       (unsigned long long)st_counter_sum(t.s, WEFT_CNT_DROP(WEFT_R_MATCH_NO_ROOM)));
 	t_diag("receiver completions compared %llu, matches %llu, unexpected %llu, "
 	       "queue stops %llu, NAKs seen %llu, fabric drops %llu",
 	       (unsigned long long)n_cqe, (unsigned long long)n_match,
