@@ -589,14 +589,20 @@ static uint32_t frame_cqes(const struct m_frame *f)
 
 /* ---- transmit ----------------------------------------------------------- */
 
-/* Room for n more sequenced packets. */
+/*
+ * Room for n more sequenced packets made by a doorbell, a matcher or a
+ * stream.  One frame stays for the answer a received packet may need at
+ * once (rx_seq): that answer (NAK, FIN to the sender) needs none itself,
+ * so its peer always takes it and the frame comes back; no two adapters
+ * can wait on each other's full pools.
+ */
 static bool txq_room(const struct weft_match *m, uint32_t n)
 {
-	return m->frfree_n >= n;
+	return m->frfree_n >= n + 1;
 }
 
 /* Queue a matching packet to node dst on its channel; the caller
- * checked txq_room. */
+ * checked txq_room, or rx_seq kept a frame for an answer. */
 static void tx_pkt(struct weft_core *c, uint16_t dst, const struct weft_match_whdr *mh,
 		   const void *data, uint32_t dlen)
 {
@@ -607,7 +613,7 @@ static void tx_pkt(struct weft_core *c, uint16_t dst, const struct weft_match_wh
 	struct m_frame *f;
 	uint32_t fi;
 
-	if (!txq_room(m, 1) || !ch) {
+	if (!m->frfree_n || !ch) {
 		mdrop(c, ch ? WEFT_R_MATCH_BUSY : WEFT_R_MATCH_PEERS);
 		return;
 	}
@@ -1833,7 +1839,8 @@ static bool peer_dead(struct weft_core *c, struct m_chan *ch)
  * Taken: the next PSN of the peer's incarnation, or a SYN at or after it
  * (after it: the peer gave this adapter up, a restart) or of another
  * incarnation.  Before it: a duplicate, acknowledged again.  A packet is
- * taken only with room for its answers, else its sender resends it.
+ * taken only with room for what it may write at once (completions, and a
+ * frame for an arrival or a DATA), else its sender resends it.
  */
 static bool rx_seq(struct weft_core *c, const struct weft_wire_hdr *wh,
 		   const struct weft_match_whdr *mh)
@@ -1868,7 +1875,10 @@ static bool rx_seq(struct weft_core *c, const struct weft_wire_hdr *wh,
 		}
 		restart = true;
 	}
-	if (!txq_room(m, 2) ||
+	/* An arrival may be NAKed at once and a pulled DATA answered with a
+	 * FIN: they need a frame; the other packets only completions. */
+	if ((!m->frfree_n && (mh->op == WEFT_MWOP_EAGER || mh->op == WEFT_MWOP_RNDV_REQ ||
+			      mh->op == WEFT_MWOP_DATA)) ||
 	    !cq_can(m, CQ_RESERVE + (restart ? peer_slots(m, ch->node) : 0))) {
 		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_NO_ROOM);
 		return false;

@@ -1013,6 +1013,47 @@ static void dead_peer(void)
 	mt_fini(&t);
 }
 
+/* Both adapters fill their pools of unacknowledged packets with sends to
+ * each other at once: each still takes the other's packets, nothing is
+ * given up. */
+static void both_full(void)
+{
+	struct mt t;
+	struct weft_match_cqe e;
+	uint64_t s[2];
+	unsigned int n, k, sent[2] = { 0, 0 }, done[2] = { 0, 0 };
+
+	mt_init(&t, 2, NULL);
+	for (n = 0; n < 2; n++) {
+		mt_qcfg(&t, n, Q0, ENABLE);
+		s[n] = mt_alloc(&t, n, 8);
+	}
+	for (n = 0; n < 2; n++) {
+		while (mt_send(&t, n, 1 - n, Q0, W(n, 1), s[n], 8, sent[n], 0) == 0)
+			sent[n]++;
+		CHECK_EQ(mt_reg(&t, n, WEFT_REG_MATCH_DB_STATUS) >> 32, WEFT_R_MATCH_BUSY,
+			 "pool full");
+	}
+	CHECK_EQ(sent[0], WEFT_MATCH_FRAMES - 1, "one frame kept for answers");
+	mt_run(&t);
+	for (n = 0; n < 2; n++) {
+		while (mt_cqe(&t, n, &e)) {
+			CHECK_EQ(e.type, WEFT_MCQE_SEND_DONE, "send completion");
+			CHECK_EQ(e.status, 0, "without error");
+			CHECK_EQ(e.req_id, done[n], "in order");
+			done[n]++;
+		}
+		CHECK_EQ(done[n], sent[n], "every send completed");
+		CHECK_EQ(qstat_ueq(&t, 1 - n, Q0), sent[n], "every message taken");
+		CHECK_EQ(mt_cnt(&t, n, WEFT_CNT_DROP(WEFT_R_MATCH_PEER_DEAD)), 0, "no peer given up");
+	}
+	k = mt_cnt(&t, 0, WEFT_CNT_DROP(WEFT_R_MATCH_NO_ROOM)) +
+	    mt_cnt(&t, 1, WEFT_CNT_DROP(WEFT_R_MATCH_NO_ROOM));
+	t_checked("full pools both ways: %u and %u sends delivered (%u packets refused for room)",
+		  sent[0], sent[1], k);
+	mt_fini(&t);
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -1038,6 +1079,7 @@ static const struct {
 	{ "item112-queue-dump", item112 },
 	{ "item113-dynamic-partitioning", item113 },
 	{ "dead-peer", dead_peer },
+	{ "both-full", both_full },
 };
 
 int main(int argc, char **argv)
