@@ -5,9 +5,10 @@
  * operation blocks, forged WEFT_PKT_MATCH packets (every operation, slot,
  * offset, length, sequence number, incarnation and ACK), duplicated and
  * mutated replays of the packets and ACKs the adapters sent, valid traffic
- * between two nodes and through loopback, and overflow sequences.  Every adapter DMA write must fall in
- * a range the guest named (the completion ring, a posted or pool buffer,
- * a dump area, a claim flag, the event queue).
+ * between two nodes and through loopback, and overflow sequences.  Every
+ * adapter DMA write must fall in a range the guest named (the completion
+ * ring, a posted or pool buffer, a dump area, a claim flag, the event
+ * queue).
  */
 #ifndef WEFT_FUZZ_MATCH_H
 #define WEFT_FUZZ_MATCH_H
