@@ -109,7 +109,13 @@
 	X(TM_RNDV_HDR,     "tm: matched RNDV longer than max_rndv_hdr_size or not one packet: software rendezvous") \
 	X(TM_RVH_LEN,      "tm: RVH length above the largest message: refused, software rendezvous") \
 	X(TM_RVH_SHORT,    "tm: tagged buffer shorter than the RVH length: software rendezvous") \
-	X(TM_RNDV_BUSY,    "tm: every device rendezvous of the QP in use: software rendezvous")
+	X(TM_RNDV_BUSY,    "tm: every device rendezvous of the QP in use: software rendezvous") \
+	X(MATCH_DUP,       "match: duplicate packet or stale ack (re-acknowledged)") \
+	X(MATCH_SEQ,       "match: packet out of sequence or of an unknown incarnation (resent)") \
+	X(MATCH_BAD_ACK,   "match: ack beyond what was sent or for another incarnation") \
+	X(MATCH_NO_ROOM,   "match: no room for a packet's answers: not acknowledged (resent)") \
+	X(MATCH_PEER_DEAD, "match: peer did not acknowledge after every resend") \
+	X(MATCH_PEERS,     "match: peer channel table full")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,
