@@ -2568,28 +2568,43 @@ void weft_match_tm_activate(struct weft_core *c, unsigned int qi)
 /* A change of these structs stops here: its author checks that a new
  * field is no pointer (add it to the layout) nor an index used unchecked
  * (add it to match_state_check). */
-WEFT_STATIC_ASSERT(sizeof(struct weft_match) == 39696, "weft_match changed: see weft_match_save");
+WEFT_STATIC_ASSERT(sizeof(struct weft_match) == 43208, "weft_match changed: see weft_match_save");
 WEFT_STATIC_ASSERT(sizeof(struct m_entry) == 80, "m_entry changed: see weft_match_save");
 WEFT_STATIC_ASSERT(sizeof(struct m_queue) == 200, "m_queue changed: see weft_match_save");
 
 static const size_t match_ptr[] = {
 	offsetof(struct weft_match, e), offsetof(struct weft_match, umb),
 	offsetof(struct weft_match, frag_next), offsetof(struct weft_match, items),
-	offsetof(struct weft_match, m), offsetof(struct weft_match, txq),
+	offsetof(struct weft_match, m), offsetof(struct weft_match, fr),
 };
-static const struct weft_state_layout match_lay = { match_ptr, WEFT_STATE_N(match_ptr), NULL, 0 };
+static const size_t match_dl[] = { offsetof(struct weft_match, deadline) };
+static const struct weft_state_layout match_lay = {
+	match_ptr, WEFT_STATE_N(match_ptr), match_dl, WEFT_STATE_N(match_dl),
+};
 
 void weft_match_save(const struct weft_core *c, struct weft_state_w *w)
 {
 	const struct weft_match *m = c->match;
+	struct weft_match *x = malloc(sizeof(*x));
+	uint32_t i;
 
-	weft_state_put_struct(w, "weft_match", m, sizeof(*m), &match_lay);
+	if (!x) {
+		w->oom = true;
+		return;
+	}
+	/* The channels' resend deadlines as time left (the layout does the
+	 * struct's own). */
+	*x = *m;
+	for (i = 0; i < WEFT_MATCH_PEERS; i++)
+		x->ch[i].deadline = weft_state_rel(w, x->ch[i].deadline);
+	weft_state_put_struct(w, "weft_match", x, sizeof(*x), &match_lay);
+	free(x);
 	weft_state_put_table(w, "m_entry", m->e, m->nentries, sizeof(*m->e), NULL);
 	weft_state_put_table(w, "umb", m->umb, m->nfrags, m->frag_size, NULL);
 	weft_state_put_table(w, "frag_next", m->frag_next, m->nfrags, sizeof(*m->frag_next), NULL);
 	weft_state_put_table(w, "m_item", m->items, WEFT_MATCH_PENDING, sizeof(*m->items), NULL);
 	weft_state_put_table(w, "m_matcher", m->m, m->nmatchers, sizeof(*m->m), NULL);
-	weft_state_put_table(w, "m_txpkt", m->txq, TXQ_LEN, sizeof(*m->txq), NULL);
+	weft_state_put_table(w, "m_frame", m->fr, WEFT_MATCH_FRAMES, sizeof(*m->fr), NULL);
 }
 
 /* A NIL-terminated list through next[] of n elements from head: every
@@ -2637,21 +2652,26 @@ static bool match_state_check(struct weft_match *m, struct weft_state_r *r)
 			      offsetof(struct m_sslot, pull)) ||
 	    !WEFT_STATE_BOOLS(r, "receive slot", m->rs, WEFT_MATCH_RNDV_SLOTS, struct m_rslot,
 			      offsetof(struct m_rslot, used), offsetof(struct m_rslot, pull),
-			      offsetof(struct m_rslot, truncated))) {
+			      offsetof(struct m_rslot, truncated)) ||
+	    !WEFT_STATE_BOOLS(r, "frame", m->fr, WEFT_MATCH_FRAMES, struct m_frame,
+			      offsetof(struct m_frame, queued), offsetof(struct m_frame, acked)) ||
+	    !WEFT_STATE_BOOLS(r, "channel", m->ch, WEFT_MATCH_PEERS, struct m_chan,
+			      offsetof(struct m_chan, rx_known), offsetof(struct m_chan, ack_owed))) {
 		free(seen);
 		return false;
 	}
 	if (m->runq_head >= WEFT_MATCH_NR_QUEUES || m->runq_n > WEFT_MATCH_NR_QUEUES ||
-	    m->txq_head >= TXQ_LEN || m->txq_n > TXQ_LEN || m->npool > WEFT_MATCH_POOL_MAX ||
+	    m->txq_head >= WEFT_MATCH_FRAMES || m->txq_n > WEFT_MATCH_FRAMES ||
+	    m->nch > WEFT_MATCH_PEERS || m->npool > WEFT_MATCH_POOL_MAX ||
 	    m->cq_size > 32 || m->cq_cons > m->cq_prod || m->mrr >= m->nmatchers ||
 	    m->ss_rr >= WEFT_MATCH_RNDV_SLOTS)
 		why = "queue heads or counts";
 	for (i = 0; !why && i < m->runq_n; i++)
 		if (m->runq[(m->runq_head + i) % WEFT_MATCH_NR_QUEUES] >= WEFT_MATCH_NR_QUEUES)
 			why = "run queue";
-	for (i = 0; !why && i < TXQ_LEN; i++)
-		if (m->txq[i].len > WEFT_WIRE_MAX_FRAME)
-			why = "queued packet";
+	for (i = 0; !why && i < WEFT_MATCH_FRAMES; i++)
+		if (m->fr[i].len > FRAME_BYTES || m->txq[i] >= WEFT_MATCH_FRAMES)
+			why = "queued frame";
 	for (i = 0; !why && i < m->nmatchers; i++)
 		if (m->m[i].q >= WEFT_MATCH_NR_QUEUES || !slot_ok(m->m[i].last, m->nentries))
 			why = "matcher";
@@ -2690,6 +2710,16 @@ static bool match_state_check(struct weft_match *m, struct weft_state_r *r)
 			       WEFT_MATCH_PENDING, seen, &len) ||
 		    !slot_ok(m->q[i].fifo_tail, WEFT_MATCH_PENDING))
 			why = "queue FIFOs";
+	/* Frames: the free list and the unacknowledged list of every
+	 * channel in use (channels 0..nch - 1). */
+	memset(seen, 0, WEFT_MATCH_FRAMES);
+	if (!why && (!list_walk(m->frfree, &m->fr[0].next, sizeof(*m->fr), WEFT_MATCH_FRAMES,
+				seen, &len) || len != m->frfree_n))
+		why = "free frames";
+	for (i = 0; !why && i < m->nch; i++)
+		if (!list_walk(m->ch[i].head, &m->fr[0].next, sizeof(*m->fr), WEFT_MATCH_FRAMES,
+			       seen, &len) || !slot_ok(m->ch[i].tail, WEFT_MATCH_FRAMES))
+			why = "channel frames";
 	/* UMB fragments: the free list. */
 	memset(seen, 0, m->nfrags);
 	if (!why && (!list_walk(m->ffree, m->frag_next, sizeof(uint32_t), m->nfrags, seen, &len) ||
@@ -2709,8 +2739,15 @@ bool weft_match_load(struct weft_core *c, struct weft_state_r *r)
 	struct weft_match *m = c->match;
 	uint32_t n[5] = { m->nentries, m->nfrags, m->frag_size, m->nmatchers, m->step };
 
+	uint32_t epoch = m->epoch, i;
+
 	if (!weft_state_get_struct(r, "weft_match", m, sizeof(*m), &match_lay))
 		return false;
+	/* The loading adapter's own incarnation, as the key epoch: peers
+	 * see a restarted node (docs/qemu-device.md). */
+	m->epoch = epoch;
+	for (i = 0; i < WEFT_MATCH_PEERS; i++)
+		m->ch[i].deadline = weft_state_abs(r, m->ch[i].deadline);
 	if (m->nentries != n[0] || m->nfrags != n[1] || m->frag_size != n[2] ||
 	    m->nmatchers != n[3] || m->step != n[4])
 		return weft_state_fail(r, "matching: sizes differ from this adapter's");
@@ -2721,6 +2758,6 @@ bool weft_match_load(struct weft_core *c, struct weft_state_r *r)
 	       weft_state_get_table(r, "m_item", m->items, WEFT_MATCH_PENDING,
 				    sizeof(*m->items), NULL) &&
 	       weft_state_get_table(r, "m_matcher", m->m, m->nmatchers, sizeof(*m->m), NULL) &&
-	       weft_state_get_table(r, "m_txpkt", m->txq, TXQ_LEN, sizeof(*m->txq), NULL) &&
+	       weft_state_get_table(r, "m_frame", m->fr, WEFT_MATCH_FRAMES, sizeof(*m->fr), NULL) &&
 	       match_state_check(m, r);
 }

@@ -294,7 +294,7 @@ bool weft_state_get_table(struct weft_state_r *r, const char *name, void *base, 
 /* A change of struct weft_core stops here: its author checks that a new
  * field is no pointer, deadline or embedder's value (core_scrub and
  * core_load) nor an index used unchecked (core_check). */
-WEFT_STATIC_ASSERT(sizeof(struct weft_core) == 183584, "weft_core changed: see core_scrub");
+WEFT_STATIC_ASSERT(sizeof(struct weft_core) == 183704, "weft_core changed: see core_scrub");
 
 /* The fields of struct weft_core that are not carried: the configuration
  * (the loading core's own, compared), the embedder's hooks, the key
@@ -375,6 +375,7 @@ static void core_save(const struct weft_core *c, struct weft_state_w *w)
 	weft_state_put_u32(w, WEFT_STATE_VERSION);
 	cf.node_id = 0;
 	cf.key_epoch = 0;
+	cf.match_epoch = 0;
 	weft_state_put_struct(w, "weft_core_config", &cf, sizeof(cf), NULL);
 	*x = *c;
 	core_scrub(x);
@@ -518,8 +519,10 @@ static bool core_load(struct weft_core *c, struct weft_state_r *r)
 				WEFT_STATE_VERSION);
 		goto out;
 	}
+	/* Not compared: the adapter's own identity and incarnations. */
 	mine.node_id = 0;
 	mine.key_epoch = 0;
+	mine.match_epoch = 0;
 	if (!weft_state_get_struct(r, "weft_core_config", &cf, sizeof(cf), NULL))
 		goto out;
 	if (memcmp(&cf, &mine, sizeof(cf))) {

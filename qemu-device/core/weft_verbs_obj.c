@@ -1110,7 +1110,7 @@ void weft_verbs_poll_timer(struct weft_core *c)
  * change stop here so that its author checks that it is no pointer (add
  * it to the layout) nor an index used unchecked (add it to vq_state_check).
  */
-WEFT_STATIC_ASSERT(sizeof(struct vq_qp) == 3528, "vq_qp changed: see weft_verbs_save");
+WEFT_STATIC_ASSERT(sizeof(struct vq_qp) == 4232, "vq_qp changed: see weft_verbs_save");
 WEFT_STATIC_ASSERT(sizeof(struct weft_verbs) == 9328, "weft_verbs changed: see weft_verbs_save");
 
 static const size_t vq_verbs_ptr[] = {
@@ -1216,6 +1216,12 @@ static bool vq_state_check(struct weft_core *c, struct weft_state_r *r)
 		    q->rcv.h.num_sge > VQ_MAX_SGE || q->cur.inl_len > WEFT_VERBS_MAX_INLINE ||
 		    q->rcur.inl_len > WEFT_VERBS_MAX_INLINE)
 			return weft_state_fail(r, "verbs: QP %u has an index out of range", i);
+		if (q->tm_kind > VQ_TM_RNDV_SW_SPLIT)
+			return weft_state_fail(r, "verbs: QP %u message kind %u", i, q->tm_kind);
+		for (k = 0; k < WEFT_VERBS_TM_RNDV_MAX; k++)
+			if (q->rvh[k].phase > VQ_RVH_FIN)
+				return weft_state_fail(r, "verbs: QP %u rendezvous %u phase %u", i, k,
+						       q->rvh[k].phase);
 		for (k = 0; k < VQ_TOUCHED; k++)
 			if (q->touched[k] > v->nr_tpt)
 				return weft_state_fail(r, "verbs: QP %u touched entry %u", i,
