@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Receives (docs/libfabric.md "Matching").  A receive first looks at the
+ * unexpected messages the adapter handed to software (held in their SRQ
+ * buffers, in arrival order); when none matches it is listed in the
+ * adapter with TAG_ADD, which then matches arrivals itself.  An
+ * unexpected arrival that matches a listed receive (one listed after the
+ * adapter passed the message on, or a rendezvous, which the adapter does
+ * not match) takes that receive back with TAG_DEL first; if the adapter
+ * matched the receive meanwhile (the DEL fails), the message is matched
+ * again.  Rendezvous data is read by software when the adapter did not.
+ * FI_PEEK, FI_CLAIM, FI_DISCARD and fi_cancel of a posted receive are
+ * done here: the tag-matching verbs have no peek.
+ */
+#include <endian.h>
+#include <string.h>
+
+#include "wfi.h"
+
+int wfi_srq_post(struct wfi_ep *ep, int slot)
+{
+	struct ibv_sge sge = { (uintptr_t)wfi_ux_slot(ep, slot), WFI_SLOT, ep->slots_mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = WFI_WR(WFI_WR_UX, slot), .sg_list = &sge,
+				  .num_sge = 1 }, *bad;
+
+	memset(&ep->ux[slot], 0, sizeof(ep->ux[slot]));
+	return ibv_post_srq_recv(ep->srq, &wr, &bad) ? -FI_EIO : 0;
+}
+
+static void rx_free(struct wfi_rx *r)
+{
+	if (r->umr)
+		ibv_dereg_mr(r->umr);
+	memset(r, 0, sizeof(*r));
+}
+
+static void complete(struct wfi_ep *ep, struct wfi_rx *r, int err)
+{
+	uint64_t fl = FI_RECV | (r->msg ? FI_MSG : FI_TAGGED);
+	uint64_t tag = r->msg ? 0 : r->got_tag & WFI_TAG_MASK;
+	size_t n = r->got_len < r->len ? r->got_len : r->len;
+
+	if (r->bounce && n && !err)
+		memcpy(r->buf, wfi_rx_slot(ep, (int)(r - ep->rx)), n);
+	if (!err && r->got_len > r->len)
+		wfi_cq_err(ep->rx_cq, r->ctx, fl, FI_ETRUNC, n, tag, r->got_len - r->len);
+	else if (err)
+		wfi_cq_err(ep->rx_cq, r->ctx, fl, err, 0, tag, 0);
+	else if (!ep->rx_sel || (r->flags & FI_COMPLETION))
+		wfi_cq_put(ep->rx_cq, r->ctx, fl, n, r->buf, tag,
+			   wfi_peer_fi_addr(ep, r->got_tag));
+	if (r->del_pending) {
+		r->state = WFI_RX_DONE;	/* freed by its DEL's completion */
+		return;
+	}
+	rx_free(r);
+}
+
+/* The oldest unexpected message that (wire tag & mask) == tag takes. */
+static int ux_find(struct wfi_ep *ep, uint64_t tag, uint64_t mask, bool claimed, void *ctx)
+{
+	int i, best = -1;
+
+	for (i = 0; i < WFI_SRQ_WQES; i++) {
+		struct wfi_ux *u = &ep->ux[i];
+
+		if (!u->used || u->taken || u->claimed != claimed || (u->tag & mask) != tag)
+			continue;
+		if (claimed && u->claim_ctx != ctx)
+			continue;
+		if (best < 0 || u->seq < ep->ux[best].seq)
+			best = i;
+	}
+	return best;
+}
+
+/* The oldest listed receive that takes wire tag t. */
+static int rx_find(struct wfi_ep *ep, uint64_t t)
+{
+	int i, best = -1;
+
+	for (i = 0; i < WFI_RX_SIZE; i++) {
+		struct wfi_rx *r = &ep->rx[i];
+
+		if (r->state != WFI_RX_HW || (t & r->mask) != r->tag)
+			continue;
+		if (best < 0 || r->seq < ep->rx[best].seq)
+			best = i;
+	}
+	return best;
+}
+
+static int tag_op(struct wfi_ep *ep, int i, enum ibv_ops_wr_opcode op)
+{
+	struct ibv_ops_wr wr = {
+		.wr_id = WFI_WR(WFI_WR_OP, i), .opcode = op,
+		.flags = IBV_OPS_SIGNALED | IBV_OPS_TM_SYNC,
+		.tm = { .unexpected_cnt = ep->unexp_cnt, .handle = ep->rx[i].handle },
+	}, *bad;
+
+	return ibv_post_srq_ops(ep->srq, &wr, &bad) ? -FI_EAGAIN : 0;
+}
+
+/* The local buffer of receive r for n bytes: its bounce slot (<= eager)
+ * or the user's buffer, registered. */
+static int rx_sge(struct wfi_ep *ep, struct wfi_rx *r, struct ibv_sge *sge)
+{
+	int i = (int)(r - ep->rx);
+
+	if (r->len <= WFI_EAGER) {
+		r->bounce = true;
+		*sge = (struct ibv_sge){ (uintptr_t)wfi_rx_slot(ep, i), WFI_EAGER,
+					 ep->slots_mr->lkey };
+		return 0;
+	}
+	if (!r->umr)
+		r->umr = ibv_reg_mr(ep->dom->pd, r->buf, r->len, IBV_ACCESS_LOCAL_WRITE);
+	if (!r->umr)
+		return -FI_ENOMEM;
+	*sge = (struct ibv_sge){ (uintptr_t)r->buf, (uint32_t)r->len, r->umr->lkey };
+	return 0;
+}
+
+/* Unexpected message u goes to receive r (which is not listed). */
+static void take(struct wfi_ep *ep, struct wfi_rx *r, int ui)
+{
+	struct wfi_ux *u = &ep->ux[ui];
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+				  .sg_list = &sge, .num_sge = 1 }, *bad;
+	uint64_t n;
+
+	r->got_tag = u->tag;
+	r->got_len = u->len;
+	if (!u->rndv) {
+		uint64_t c = u->len < r->len ? u->len : r->len;
+
+		if (c)
+			memcpy(r->buf, wfi_ux_slot(ep, ui) + WFI_HDR, c);
+		r->bounce = false;
+		wfi_srq_post(ep, ui);
+		complete(ep, r, 0);
+		return;
+	}
+	r->from = u->from;
+	r->fin_ctx = u->app_ctx;
+	n = u->len < r->len ? u->len : r->len;
+	wr.wr_id = WFI_WR(WFI_WR_READ, (int)(r - ep->rx));
+	wr.wr.rdma.remote_addr = be64toh(u->rvh.va);
+	wr.wr.rdma.rkey = be32toh(u->rvh.rkey);
+	wfi_srq_post(ep, ui);
+	r->state = WFI_RX_READ;
+	if (!n) {
+		wfi_rx_read_done(ep, (int)(r - ep->rx), 0);
+		return;
+	}
+	if (rx_sge(ep, r, &sge) || !r->from || !r->from->qp) {
+		complete(ep, r, FI_EIO);
+		return;
+	}
+	sge.length = (uint32_t)n;
+	if (ibv_post_send(r->from->qp, &wr, &bad))
+		complete(ep, r, FI_EIO);
+}
+
+/* Unexpected message ui: the oldest listed receive it matches is taken
+ * back from the adapter (DEL); else it waits for a receive. */
+static void ux_route(struct wfi_ep *ep, int ui)
+{
+	int ri = rx_find(ep, ep->ux[ui].tag);
+
+	if (ri < 0)
+		return;
+	if (tag_op(ep, ri, IBV_WR_TAG_DEL))
+		return;			/* the op ring is full: stays unexpected */
+	ep->ux[ui].taken = true;
+	ep->rx[ri].state = WFI_RX_DEL;
+	ep->rx[ri].del_pending = true;
+	ep->rx[ri].ux = ui;
+}
+
+void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_num)
+{
+	struct wfi_ux *u;
+	struct ibv_tmh t;
+
+	if (slot < 0 || slot >= WFI_SRQ_WQES)
+		return;
+	if (len < WFI_HDR || len > WFI_SLOT) {
+		wfi_srq_post(ep, slot);
+		return;
+	}
+	memcpy(&t, wfi_ux_slot(ep, slot), sizeof(t));
+	if (t.opcode == IBV_TMH_FIN) {
+		wfi_tx_fin(ep, be32toh(t.app_ctx), qp_num);
+		wfi_srq_post(ep, slot);
+		return;
+	}
+	if (t.opcode != IBV_TMH_EAGER && t.opcode != IBV_TMH_RNDV) {
+		wfi_srq_post(ep, slot);
+		return;
+	}
+	ep->unexp_cnt++;
+	u = &ep->ux[slot];
+	memset(u, 0, sizeof(*u));
+	u->used = true;
+	u->seq = ++ep->ux_seq;
+	u->tag = be64toh(t.tag);
+	u->from = wfi_conn_by_qpn(ep, qp_num);
+	if (t.opcode == IBV_TMH_RNDV) {
+		if (len < WFI_HDR + sizeof(u->rvh)) {
+			wfi_srq_post(ep, slot);
+			return;
+		}
+		memcpy(&u->rvh, wfi_ux_slot(ep, slot) + WFI_HDR, sizeof(u->rvh));
+		u->rndv = true;
+		u->len = be32toh(u->rvh.len);
+		u->app_ctx = be32toh(t.app_ctx);
+	} else {
+		u->len = len - WFI_HDR;
+	}
+	ux_route(ep, slot);
+}
+
+/* A TAG_ADD/DEL/SYNC completion. */
+void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status)
+{
+	int i = WFI_WR_IDX(wr_id);
+	struct wfi_rx *r;
+	int ui;
+
+	if (i < 0 || i >= WFI_RX_SIZE)
+		return;
+	r = &ep->rx[i];
+	if (!r->del_pending) {
+		if (status && r->state == WFI_RX_HW)
+			complete(ep, r, FI_EIO);	/* a TAG_ADD that failed */
+		return;
+	}
+	r->del_pending = false;
+	if (r->state == WFI_RX_DONE) {		/* the adapter matched it first */
+		if (r->ux >= 0 && r->ux < WFI_SRQ_WQES && ep->ux[r->ux].taken) {
+			ui = r->ux;
+			ep->ux[ui].taken = false;
+			rx_free(r);
+			ux_route(ep, ui);
+			return;
+		}
+		rx_free(r);
+		return;
+	}
+	if (status) {
+		/* Its message is on the way in a completion of its own. */
+		r->state = WFI_RX_MATCHED;
+		if (r->ux >= 0 && ep->ux[r->ux].taken) {
+			ui = r->ux;
+			ep->ux[ui].taken = false;
+			ux_route(ep, ui);
+		}
+		return;
+	}
+	if (r->state == WFI_RX_CANCEL) {
+		wfi_cq_err(ep->rx_cq, r->ctx, FI_RECV | (r->msg ? FI_MSG : FI_TAGGED),
+			   FI_ECANCELED, 0, 0, 0);
+		rx_free(r);
+		return;
+	}
+	ui = r->ux;
+	ep->ux[ui].taken = false;
+	ep->ux[ui].used = false;
+	take(ep, r, ui);
+}
+
+/* The adapter matched receive wr_id (the first completion MATCH, the data
+ * with DATA_VALID; both in one for a one-packet message). */
+void wfi_rx_tm(struct wfi_ep *ep, uint64_t wr_id, int status, unsigned int wc_flags,
+	       uint32_t len, const struct ibv_wc_tm_info *tm)
+{
+	int i = WFI_WR_IDX(wr_id);
+	struct wfi_rx *r;
+
+	if (i < 0 || i >= WFI_RX_SIZE)
+		return;
+	r = &ep->rx[i];
+	if (r->state == WFI_RX_FREE || r->state == WFI_RX_DONE)
+		return;
+	if (wc_flags & IBV_WC_TM_MATCH) {
+		r->got_tag = tm->tag;
+		if (r->state == WFI_RX_HW)
+			r->state = WFI_RX_MATCHED;
+	}
+	if (status) {
+		complete(ep, r, status == IBV_WC_LOC_LEN_ERR ? FI_ETRUNC : FI_EIO);
+		return;
+	}
+	if (wc_flags & IBV_WC_TM_DATA_VALID) {
+		r->got_len = len;
+		complete(ep, r, 0);
+	}
+}
+
+void wfi_rx_read_done(struct wfi_ep *ep, int i, int status)
+{
+	struct wfi_rx *r;
+
+	if (i < 0 || i >= WFI_RX_SIZE || ep->rx[i].state != WFI_RX_READ)
+		return;
+	r = &ep->rx[i];
+	if (wfi_post_fin(ep, r->from, r->fin_ctx) && !status) {
+		r->state = WFI_RX_FIN;		/* retried by the progress loop */
+		return;
+	}
+	complete(ep, r, status ? FI_EIO : 0);
+}
+
+/* Receives whose FIN found no free slot. */
+void wfi_rx_retry_fin(struct wfi_ep *ep)
+{
+	int i;
+
+	for (i = 0; i < WFI_RX_SIZE; i++)
+		if (ep->rx[i].state == WFI_RX_FIN &&
+		    !wfi_post_fin(ep, ep->rx[i].from, ep->rx[i].fin_ctx))
+			complete(ep, &ep->rx[i], 0);
+}
+
+static int rx_alloc(struct wfi_ep *ep)
+{
+	int i;
+
+	for (i = 0; i < WFI_RX_SIZE; i++)
+		if (ep->rx[i].state == WFI_RX_FREE)
+			return i;
+	return -1;
+}
+
+static int list_hw(struct wfi_ep *ep, int i)
+{
+	struct wfi_rx *r = &ep->rx[i];
+	struct ibv_sge sge;
+	struct ibv_ops_wr wr = {
+		.wr_id = WFI_WR(WFI_WR_OP, i), .opcode = IBV_WR_TAG_ADD, .flags = IBV_OPS_TM_SYNC,
+		.tm = { .unexpected_cnt = ep->unexp_cnt,
+			.add = { .recv_wr_id = WFI_WR(WFI_WR_RX, i), .sg_list = &sge, .num_sge = 1,
+				 .tag = r->tag, .mask = r->mask } },
+	}, *bad;
+	int ret = rx_sge(ep, r, &sge);
+
+	if (ret)
+		return ret;
+	if (ibv_post_srq_ops(ep->srq, &wr, &bad))
+		return -FI_EAGAIN;
+	r->handle = wr.tm.handle;
+	r->state = WFI_RX_HW;
+	return 0;
+}
+
+/* FI_PEEK (with FI_CLAIM or FI_DISCARD) and FI_CLAIM: software only. */
+static ssize_t peek(struct wfi_ep *ep, uint64_t wt, uint64_t wm, void *ctx, void *buf,
+		    size_t len, uint64_t flags, bool msg)
+{
+	uint64_t fl = FI_RECV | (msg ? FI_MSG : FI_TAGGED);
+	int ui, i;
+
+	wfi_progress(ep);
+	if (flags & FI_PEEK) {
+		ui = ux_find(ep, wt, wm, false, NULL);
+		if (ui < 0) {
+			wfi_cq_err(ep->rx_cq, ctx, fl, FI_ENOMSG, 0, 0, 0);
+			return 0;
+		}
+		wfi_cq_put(ep->rx_cq, ctx, fl, ep->ux[ui].len, NULL, ep->ux[ui].tag & WFI_TAG_MASK,
+			   wfi_peer_fi_addr(ep, ep->ux[ui].tag));
+		if (flags & FI_DISCARD) {
+			wfi_srq_post(ep, ui);
+		} else if (flags & FI_CLAIM) {
+			ep->ux[ui].claimed = true;
+			ep->ux[ui].claim_ctx = ctx;
+		}
+		return 0;
+	}
+	ui = ux_find(ep, 0, 0, true, ctx);
+	if (ui < 0)
+		return -FI_EINVAL;
+	if (flags & FI_DISCARD) {
+		wfi_cq_put(ep->rx_cq, ctx, fl, 0, NULL, ep->ux[ui].tag & WFI_TAG_MASK,
+			   wfi_peer_fi_addr(ep, ep->ux[ui].tag));
+		wfi_srq_post(ep, ui);
+		return 0;
+	}
+	i = rx_alloc(ep);
+	if (i < 0)
+		return -FI_EAGAIN;
+	memset(&ep->rx[i], 0, sizeof(ep->rx[i]));
+	ep->rx[i] = (struct wfi_rx){ .ctx = ctx, .buf = buf, .len = len, .flags = flags | FI_COMPLETION,
+				     .msg = msg, .seq = ++ep->rx_seq, .ux = -1,
+				     .state = WFI_RX_MATCHED };
+	ep->ux[ui].used = false;
+	take(ep, &ep->rx[i], ui);
+	return 0;
+}
+
+ssize_t wfi_recv(struct wfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag,
+		 uint64_t ignore, void *ctx, uint64_t flags, bool msg)
+{
+	uint64_t wt = msg ? WFI_MSG_BIT : tag & ~ignore & WFI_TAG_MASK;
+	uint64_t wm = WFI_MSG_BIT | (msg ? 0 : ~ignore & WFI_TAG_MASK);
+	struct wfi_rx *r;
+	int i, ui, ret;
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	if ((!buf && len && !(flags & (FI_PEEK | FI_DISCARD))) || len > WFI_MAX_MSG)
+		return -FI_EINVAL;
+	if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM)))
+		return -FI_EINVAL;
+	if (src != FI_ADDR_UNSPEC && (ep->info->caps & FI_DIRECTED_RECV)) {
+		struct sockaddr_in sin;
+		int id;
+
+		if (wfi_av_get(ep->av, src, &sin))
+			return -FI_EINVAL;
+		id = wfi_peer_id(ep, &sin);
+		if (id < 0)
+			return id;
+		wt |= (uint64_t)id << WFI_SRC_SHIFT;
+		wm |= WFI_SRC_MASK;
+	}
+	if (flags & (FI_PEEK | FI_CLAIM))
+		return peek(ep, wt, wm, ctx, buf, len, flags, msg);
+	i = rx_alloc(ep);
+	if (i < 0) {
+		wfi_progress(ep);
+		i = rx_alloc(ep);
+		if (i < 0)
+			return -FI_EAGAIN;
+	}
+	r = &ep->rx[i];
+	*r = (struct wfi_rx){ .ctx = ctx, .buf = buf, .len = len, .tag = wt, .mask = wm,
+			      .flags = flags, .msg = msg, .seq = ++ep->rx_seq, .ux = -1 };
+	ui = ux_find(ep, wt, wm, false, NULL);
+	if (ui >= 0) {
+		r->state = WFI_RX_MATCHED;
+		ep->ux[ui].used = false;
+		take(ep, r, ui);
+		return 0;
+	}
+	ret = list_hw(ep, i);
+	if (ret == -FI_EAGAIN) {
+		wfi_progress(ep);
+		ret = list_hw(ep, i);
+	}
+	if (ret)
+		rx_free(r);
+	return ret;
+}
+
+ssize_t wfi_cancel(fid_t fid, void *context)
+{
+	struct wfi_ep *ep = container_of(fid, struct wfi_ep, ep_fid.fid);
+	ssize_t ret = -FI_ENOENT;
+	int i;
+
+	if (fid->fclass != FI_CLASS_EP)
+		return -FI_EINVAL;
+	pthread_mutex_lock(&ep->dom->lock);
+	for (i = 0; i < WFI_RX_SIZE; i++) {
+		struct wfi_rx *r = &ep->rx[i];
+
+		if (r->state != WFI_RX_HW || r->ctx != context)
+			continue;
+		ret = tag_op(ep, i, IBV_WR_TAG_DEL);
+		if (!ret) {
+			r->state = WFI_RX_CANCEL;
+			r->del_pending = true;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&ep->dom->lock);
+	return ret;
+}
