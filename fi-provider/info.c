@@ -111,6 +111,8 @@ static bool hints_fit(const struct fi_info *h)
 			return false;
 		if (d->max_ep_tx_ctx > 1 || d->max_ep_rx_ctx > 1)
 			return false;
+		if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
+			return false;
 	}
 	if (h->fabric_attr && h->fabric_attr->name && strcmp(h->fabric_attr->name, WFI_NAME))
 		return false;
@@ -156,7 +158,8 @@ static int fill(struct fi_info *fi, const struct fi_info *h, uint32_t version)
 	fi->ep_attr->tx_ctx_cnt = 1;
 	fi->ep_attr->rx_ctx_cnt = 1;
 	fi->domain_attr->name = strdup("weft_ib0");
-	fi->domain_attr->threading = FI_THREAD_SAFE;
+	fi->domain_attr->threading = h && h->domain_attr && h->domain_attr->threading ?
+				     h->domain_attr->threading : FI_THREAD_SAFE;
 	fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
