@@ -407,6 +407,7 @@ int wfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	ep->ep_fid.cm = &cm_ops;
 	ep->ep_fid.msg = &wfi_msg_ops;
 	ep->ep_fid.tagged = &wfi_tagged_ops;
+	ep->ep_fid.rma = &wfi_rma_ops;
 	d->refs++;
 	*fep = &ep->ep_fid;
 	return 0;

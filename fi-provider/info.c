@@ -13,7 +13,10 @@
 #include "wfi.h"
 
 #define WFI_CAPS (FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_DIRECTED_RECV | \
-		  FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SOURCE)
+		  FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SOURCE | WFI_RMA_CAPS)
+#define WFI_RMA_CAPS (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+/* RMA addresses the target's virtual address with the verbs rkey. */
+#define WFI_RMA_MR (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED)
 
 static void wfi_cleanup(void)
 {
@@ -111,6 +114,8 @@ static bool hints_fit(const struct fi_info *h)
 			return false;
 		if (d->max_ep_tx_ctx > 1 || d->max_ep_rx_ctx > 1)
 			return false;
+		if ((h->caps & FI_RMA) && (d->mr_mode & WFI_RMA_MR) != WFI_RMA_MR)
+			return false;
 		if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
 			return false;
 	}
@@ -125,8 +130,12 @@ static int fill(struct fi_info *fi, const struct fi_info *h, uint32_t version)
 
 	if (h && h->caps)
 		caps = h->caps & WFI_CAPS;
-	if (!(caps & (FI_TAGGED | FI_MSG)))
+	if (!(caps & (FI_TAGGED | FI_MSG | FI_RMA)))
 		caps |= FI_TAGGED | FI_MSG;
+	if (caps & FI_RMA && !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
+		caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+	if (!(h && h->domain_attr && (h->domain_attr->mr_mode & WFI_RMA_MR) == WFI_RMA_MR))
+		caps &= ~(uint64_t)WFI_RMA_CAPS;
 	if (!(caps & (FI_SEND | FI_RECV)))
 		caps |= FI_SEND | FI_RECV;
 	if (!(caps & (FI_LOCAL_COMM | FI_REMOTE_COMM)))
@@ -134,15 +143,18 @@ static int fill(struct fi_info *fi, const struct fi_info *h, uint32_t version)
 	fi->caps = caps;
 	fi->mode = 0;
 	fi->addr_format = FI_SOCKADDR_IN;
-	fi->tx_attr->caps = caps & ~(uint64_t)(FI_RECV | FI_DIRECTED_RECV | FI_SOURCE);
-	fi->tx_attr->op_flags = h && h->tx_attr ? h->tx_attr->op_flags & FI_COMPLETION : 0;
+	fi->tx_attr->caps = caps & ~(uint64_t)(FI_RECV | FI_DIRECTED_RECV | FI_SOURCE |
+					       FI_REMOTE_READ | FI_REMOTE_WRITE);
+	fi->tx_attr->op_flags = h && h->tx_attr ? h->tx_attr->op_flags &
+				(FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
+				 FI_DELIVERY_COMPLETE) : 0;
 	fi->tx_attr->msg_order = FI_ORDER_SAS;
 	fi->tx_attr->comp_order = FI_ORDER_NONE;
 	fi->tx_attr->inject_size = WFI_EAGER;
 	fi->tx_attr->size = WFI_TX_USER;
 	fi->tx_attr->iov_limit = 1;
-	fi->tx_attr->rma_iov_limit = 0;
-	fi->rx_attr->caps = caps & ~(uint64_t)FI_SEND;
+	fi->tx_attr->rma_iov_limit = caps & FI_RMA ? 1 : 0;
+	fi->rx_attr->caps = caps & ~(uint64_t)(FI_SEND | FI_READ | FI_WRITE);
 	fi->rx_attr->op_flags = h && h->rx_attr ? h->rx_attr->op_flags & FI_COMPLETION : 0;
 	fi->rx_attr->msg_order = FI_ORDER_SAS;
 	fi->rx_attr->comp_order = FI_ORDER_NONE;
@@ -165,7 +177,7 @@ static int fill(struct fi_info *fi, const struct fi_info *h, uint32_t version)
 	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
 	fi->domain_attr->av_type = h && h->domain_attr && h->domain_attr->av_type ?
 				   h->domain_attr->av_type : FI_AV_TABLE;
-	fi->domain_attr->mr_mode = 0;
+	fi->domain_attr->mr_mode = caps & FI_RMA ? WFI_RMA_MR : 0;
 	fi->domain_attr->mr_key_size = 4;
 	fi->domain_attr->cq_data_size = 0;
 	fi->domain_attr->cq_cnt = 64;

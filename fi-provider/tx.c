@@ -12,7 +12,7 @@
 
 #include "wfi.h"
 
-static int tx_slot(struct wfi_ep *ep, int first, int end)
+int wfi_tx_slot_find(struct wfi_ep *ep, int first, int end)
 {
 	int i;
 
@@ -20,6 +20,18 @@ static int tx_slot(struct wfi_ep *ep, int first, int end)
 		if (!ep->tx[i].busy)
 			return i;
 	return -1;
+}
+
+/* A free send slot for the application (progressing once when none). */
+int wfi_tx_take(struct wfi_ep *ep)
+{
+	int i = wfi_tx_slot_find(ep, 0, WFI_TX_USER);
+
+	if (i < 0) {
+		wfi_progress(ep);
+		i = wfi_tx_slot_find(ep, 0, WFI_TX_USER);
+	}
+	return i < 0 ? -FI_EAGAIN : i;
 }
 
 static int post(struct wfi_ep *ep, struct rdma_cm_id *id, int i, uint32_t bytes)
@@ -57,20 +69,16 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 	ret = wfi_conn_get(ep, dest, &peer);
 	if (ret)
 		return ret;
-	i = tx_slot(ep, 0, WFI_TX_USER);
-	if (i < 0) {
-		wfi_progress(ep);
-		i = tx_slot(ep, 0, WFI_TX_USER);
-		if (i < 0)
-			return -FI_EAGAIN;
-	}
+	i = wfi_tx_take(ep);
+	if (i < 0)
+		return i;
 	t = &ep->tx[i];
 	wire = (msg ? WFI_MSG_BIT : tag) | ((uint64_t)peer->my_id << WFI_SRC_SHIFT);
 	memset(t, 0, sizeof(*t));
 	t->ctx = ctx;
 	t->tag = tag;
 	t->len = len;
-	t->msg = msg;
+	t->cflags = FI_SEND | (msg ? FI_MSG : FI_TAGGED);
 	t->signal = !(flags & FI_INJECT) &&
 		    (!ep->tx_sel || (flags & FI_COMPLETION));
 	if (len <= WFI_EAGER) {
@@ -106,7 +114,7 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 /* FIN for app_ctx on the connection a rendezvous came on (reserved slots). */
 int wfi_post_fin(struct wfi_ep *ep, struct rdma_cm_id *id, uint32_t app_ctx)
 {
-	int i = tx_slot(ep, WFI_TX_USER, WFI_TX_SIZE);
+	int i = wfi_tx_slot_find(ep, WFI_TX_USER, WFI_TX_SIZE);
 
 	if (i < 0 || !id || !id->qp)
 		return -FI_EAGAIN;
@@ -119,9 +127,9 @@ int wfi_post_fin(struct wfi_ep *ep, struct rdma_cm_id *id, uint32_t app_ctx)
 	return 0;
 }
 
-static void finish(struct wfi_ep *ep, struct wfi_tx *t, int status)
+void wfi_tx_finish(struct wfi_ep *ep, struct wfi_tx *t, int status)
 {
-	uint64_t fl = FI_SEND | (t->msg ? FI_MSG : FI_TAGGED);
+	uint64_t fl = t->cflags;
 
 	if (t->umr)
 		ibv_dereg_mr(t->umr);
@@ -144,12 +152,12 @@ void wfi_tx_done(struct wfi_ep *ep, int i, int status)
 		return;
 	t = &ep->tx[i];
 	if (status) {
-		finish(ep, t, FI_EIO);
+		wfi_tx_finish(ep, t, FI_EIO);
 		return;
 	}
 	t->sent = true;
 	if (!t->rndv || t->fin)
-		finish(ep, t, 0);
+		wfi_tx_finish(ep, t, 0);
 }
 
 /* A FIN: the receiver has the rendezvous data of slot app_ctx. */
@@ -164,5 +172,5 @@ void wfi_tx_fin(struct wfi_ep *ep, uint32_t app_ctx, uint32_t qpn)
 	t = &ep->tx[app_ctx];
 	t->fin = true;
 	if (t->sent)
-		finish(ep, t, 0);
+		wfi_tx_finish(ep, t, 0);
 }

@@ -21,6 +21,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 #include <rdma/providers/fi_prov.h>
 
@@ -120,9 +121,10 @@ struct wfi_peer {
 struct wfi_tx {
 	void *ctx;
 	uint64_t tag, len;
-	struct ibv_mr *umr;		/* rendezvous: the user buffer's MR */
+	uint64_t cflags;		/* the completion's flags */
+	struct ibv_mr *umr;		/* rendezvous, RMA: the user buffer's MR */
 	uint32_t qpn;			/* rendezvous: the QP it went on (FIN) */
-	bool busy, signal, msg, internal, rndv, sent, fin;
+	bool busy, signal, internal, rndv, sent, fin;
 };
 #define WFI_TX_FIN 16			/* slots kept for FINs */
 #define WFI_TX_USER (WFI_TX_SIZE - WFI_TX_FIN)
@@ -261,6 +263,9 @@ struct rdma_cm_id *wfi_conn_by_qpn(struct wfi_ep *ep, uint32_t qpn);
 ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
 		 void *ctx, uint64_t flags, bool msg);
 void wfi_tx_done(struct wfi_ep *ep, int i, int status);
+int wfi_tx_slot_find(struct wfi_ep *ep, int first, int end);
+int wfi_tx_take(struct wfi_ep *ep);
+void wfi_tx_finish(struct wfi_ep *ep, struct wfi_tx *t, int status);
 void wfi_tx_fin(struct wfi_ep *ep, uint32_t app_ctx, uint32_t qpn);
 int wfi_post_fin(struct wfi_ep *ep, struct rdma_cm_id *id, uint32_t app_ctx);
 /* rx.c */
@@ -279,6 +284,8 @@ void wfi_progress(struct wfi_ep *ep);
 /* api.c: the data-path entry points */
 extern struct fi_ops_msg wfi_msg_ops;
 extern struct fi_ops_tagged wfi_tagged_ops;
+/* rma.c */
+extern struct fi_ops_rma wfi_rma_ops;
 /* ops.c: the operations the provider does not offer */
 int wfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int wfi_no_control(struct fid *fid, int command, void *arg);
