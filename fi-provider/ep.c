@@ -46,7 +46,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		}
 		if (!(cq->neps && cq->eps[cq->neps - 1] == ep))
 			cq->eps[cq->neps++] = ep;
-		cq->refs++;
+		cq->refs += !!(flags & FI_TRANSMIT) + !!(flags & FI_RECV);
 		return 0;
 	case FI_CLASS_EQ:
 		return 0;		/* RDM endpoints report no events */
