@@ -27,16 +27,6 @@ static int no_sep(struct fid_domain *d, struct fi_info *info, struct fid_ep **se
 	return -FI_ENOSYS;
 }
 
-static int no_cntr(struct fid_domain *d, struct fi_cntr_attr *attr, struct fid_cntr **c,
-		   void *ctx)
-{
-	(void)d;
-	(void)attr;
-	(void)c;
-	(void)ctx;
-	return -FI_ENOSYS;
-}
-
 static int no_poll(struct fid_domain *d, struct fi_poll_attr *attr, struct fid_poll **p)
 {
 	(void)d;
@@ -106,7 +96,7 @@ static struct fi_ops_domain domain_ops = {
 	.cq_open = wfi_cq_open,
 	.endpoint = wfi_ep_open,
 	.scalable_ep = no_sep,
-	.cntr_open = no_cntr,
+	.cntr_open = wfi_cntr_open,
 	.poll_open = no_poll,
 	.stx_ctx = no_stx,
 	.srx_ctx = no_srx,

@@ -8,6 +8,29 @@
 
 #include "wfi.h"
 
+static int bind_cntr(struct wfi_ep *ep, struct fid_cntr *c, uint64_t flags)
+{
+	struct fid_cntr **slot[4] = { &ep->tx_cntr, &ep->rx_cntr, &ep->rd_cntr, &ep->wr_cntr };
+	const uint64_t bit[4] = { FI_SEND, FI_RECV, FI_READ, FI_WRITE };
+	int i, ret;
+
+	if (flags & (FI_REMOTE_READ | FI_REMOTE_WRITE))
+		return -FI_ENOSYS;	/* needs FI_RMA_EVENT */
+	if (!flags || (flags & ~(uint64_t)(FI_SEND | FI_RECV | FI_READ | FI_WRITE)))
+		return -FI_EBADFLAGS;
+	for (i = 0; i < 4; i++)
+		if ((flags & bit[i]) && *slot[i])
+			return -FI_EINVAL;
+	for (i = 0; i < 4; i++)
+		if (flags & bit[i]) {
+			ret = wfi_cntr_bind_ep(c, ep);
+			if (ret)
+				return ret;
+			*slot[i] = c;
+		}
+	return 0;
+}
+
 static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct wfi_ep *ep = container_of(fid, struct wfi_ep, ep_fid.fid);
@@ -51,7 +74,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	case FI_CLASS_EQ:
 		return 0;		/* RDM endpoints report no events */
 	case FI_CLASS_CNTR:
-		return -FI_ENOSYS;
+		return bind_cntr(ep, container_of(bfid, struct fid_cntr, fid), flags);
 	default:
 		return -FI_EINVAL;
 	}
@@ -74,7 +97,7 @@ static int enable(struct wfi_ep *ep)
 	size_t bytes = (size_t)WFI_NSLOTS * WFI_SLOT;
 	int i, ret;
 
-	if (!ep->av || (!ep->tx_cq && !ep->rx_cq))
+	if (!ep->av || (!ep->tx_cq && !ep->rx_cq && !ep->tx_cntr && !ep->rx_cntr))
 		return -FI_ENOAV;
 	if (ep->dom->max_tags < WFI_RX_SIZE)
 		sa.tm_cap.max_num_tags = ep->dom->max_tags;
@@ -176,6 +199,13 @@ static int ep_close(struct fid *fid)
 		ep->rx_cq->refs--;
 	if (ep->av)
 		ep->av->refs--;
+	for (i = 0; i < 4; i++) {
+		struct fid_cntr *c = i == 0 ? ep->tx_cntr : i == 1 ? ep->rx_cntr :
+				     i == 2 ? ep->rd_cntr : ep->wr_cntr;
+
+		if (c)
+			wfi_cntr_unbind_ep(c, ep);
+	}
 	ep->dom->refs--;
 	pthread_mutex_unlock(&ep->dom->lock);
 	fi_freeinfo(ep->info);

@@ -186,7 +186,7 @@ static int fill(struct fi_info *fi, const struct fi_info *h, uint32_t version)
 	fi->domain_attr->rx_ctx_cnt = 64;
 	fi->domain_attr->max_ep_tx_ctx = 1;
 	fi->domain_attr->max_ep_rx_ctx = 1;
-	fi->domain_attr->cntr_cnt = 0;
+	fi->domain_attr->cntr_cnt = 64;
 	fi->domain_attr->mr_iov_limit = 1;
 	fi->domain_attr->mr_cnt = 65536;
 	fi->domain_attr->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;

@@ -42,6 +42,7 @@ static void complete(struct wfi_ep *ep, struct wfi_rx *r, int err)
 
 	if (r->bounce && n && !err)
 		memcpy(r->buf, wfi_rx_slot(ep, (int)(r - ep->rx)), n);
+	wfi_cntr_inc(ep->rx_cntr, err || r->got_len > r->len);
 	if (!err && r->got_len > r->len)
 		wfi_cq_err(ep->rx_cq, r->ctx, fl, FI_ETRUNC, n, tag, r->got_len - r->len);
 	else if (err)
@@ -260,6 +261,7 @@ void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status)
 		return;
 	}
 	if (r->state == WFI_RX_CANCEL) {
+		wfi_cntr_inc(ep->rx_cntr, true);
 		wfi_cq_err(ep->rx_cq, r->ctx, FI_RECV | (r->msg ? FI_MSG : FI_TAGGED),
 			   FI_ECANCELED, 0, 0, 0);
 		rx_free(r);

@@ -137,6 +137,8 @@ void wfi_tx_finish(struct wfi_ep *ep, struct wfi_tx *t, int status)
 	t->busy = false;
 	if (t->internal)
 		return;
+	wfi_cntr_inc(fl & FI_SEND ? ep->tx_cntr : fl & FI_WRITE ? ep->wr_cntr : ep->rd_cntr,
+		     status != 0);
 	if (status)
 		wfi_cq_err(ep->tx_cq, t->ctx, fl, status, t->len, t->tag, 0);
 	else if (t->signal)

@@ -170,6 +170,7 @@ struct wfi_ep {
 	struct fi_info *info;
 	struct wfi_av *av;
 	struct wfi_cq *tx_cq, *rx_cq;
+	struct fid_cntr *tx_cntr, *rx_cntr, *rd_cntr, *wr_cntr;	/* FI_SEND, RECV, READ, WRITE */
 	bool tx_sel, rx_sel, enabled;
 	uint64_t tx_op_flags, rx_op_flags;
 	struct wfi_addr name;
@@ -240,6 +241,12 @@ void wfi_cq_put(struct wfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *
 		uint64_t tag, fi_addr_t src);
 void wfi_cq_err(struct wfi_cq *cq, void *ctx, uint64_t flags, int err, size_t len, uint64_t tag,
 		size_t olen);
+/* cntr.c */
+int wfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
+		  void *context);
+void wfi_cntr_inc(struct fid_cntr *c, bool err);
+int wfi_cntr_bind_ep(struct fid_cntr *c, struct wfi_ep *ep);
+void wfi_cntr_unbind_ep(struct fid_cntr *c, struct wfi_ep *ep);
 /* mr.c */
 int wfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
 	       uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context);

@@ -181,8 +181,16 @@ int main(int argc, char **argv)
 	cqa.size = 0;
 	ret = fi_cq_open(dom, &cqa, &cq, NULL);
 	CHECK(!ret, "fi_cq_open: %d", ret);
+	cna.events = (enum fi_cntr_events)77;
 	ret = fi_cntr_open(dom, &cna, &cntr, NULL);
-	CHECK(ret == -FI_ENOSYS, "fi_cntr_open: %d (-FI_ENOSYS)", ret);
+	CHECK(ret == -FI_ENOSYS, "fi_cntr_open events 77: %d (-FI_ENOSYS)", ret);
+	cna.events = FI_CNTR_EVENTS_COMP;
+	cna.flags = 1;
+	ret = fi_cntr_open(dom, &cna, &cntr, NULL);
+	CHECK(ret == -FI_EBADFLAGS, "fi_cntr_open flags 1: %d (-FI_EBADFLAGS)", ret);
+	cna.flags = 0;
+	ret = fi_cntr_open(dom, &cna, &cntr, NULL);
+	CHECK(!ret, "fi_cntr_open: %d", ret);
 	ret = fi_endpoint(dom, info, &ep, NULL);
 	CHECK(!ret, "fi_endpoint: %d", ret);
 	ret = fi_enable(ep);
@@ -193,8 +201,11 @@ int main(int argc, char **argv)
 	CHECK(ret == -FI_EBADFLAGS, "fi_ep_bind CQ flag 1<<60: %d (-FI_EBADFLAGS)", ret);
 	ret = fi_ep_bind(ep, &cq->fid, 0);
 	CHECK(ret == -FI_EINVAL, "fi_ep_bind CQ no direction: %d (-FI_EINVAL)", ret);
+	ret = fi_ep_bind(ep, &cntr->fid, FI_REMOTE_WRITE);
+	CHECK(ret == -FI_ENOSYS, "fi_ep_bind counter FI_REMOTE_WRITE (no FI_RMA_EVENT): %d (-FI_ENOSYS)",
+	      ret);
 	if (fi_ep_bind(ep, &av->fid, 0) || fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) ||
-	    fi_enable(ep)) {
+	    fi_ep_bind(ep, &cntr->fid, FI_SEND | FI_RECV) || fi_enable(ep)) {
 		CHECK(0, "bind and enable");
 		return 1;
 	}
@@ -264,8 +275,14 @@ int main(int argc, char **argv)
 			      "fi_cancel of a listed receive: FI_ECANCELED (%d, err %d)", ret,
 			      err.err);
 		}
+		CHECK(fi_cntr_read(cntr) == 10 && fi_cntr_readerr(cntr) == 1,
+		      "fi_cntr bound FI_SEND|FI_RECV: %llu completions (10), %llu errors (1: the cancel)",
+		      (unsigned long long)fi_cntr_read(cntr), (unsigned long long)fi_cntr_readerr(cntr));
+		ret = fi_cntr_wait(cntr, 11, 20);
+		CHECK(ret == -FI_ETIMEDOUT, "fi_cntr_wait 11, 20 ms: %d (-FI_ETIMEDOUT)", ret);
 	}
 	fi_close(&ep->fid);
+	fi_close(&cntr->fid);
 	fi_close(&cq->fid);
 	fi_close(&av->fid);
 	ret = fi_close(&dom->fid);
