@@ -3,7 +3,7 @@
  * endpoint's default flags, the domain lock (FI_THREAD_SAFE). */
 #include "wfi.h"
 
-#define WFI_TX_FLAGS (FI_COMPLETION | FI_INJECT | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | \
+#define WFI_TX_FLAGS (FI_COMPLETION | FI_INJECT | FI_REMOTE_CQ_DATA | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | \
 		      FI_INJECT_COMPLETE | FI_MORE | FI_FENCE)
 #define WFI_RX_FLAGS (FI_COMPLETION | FI_PEEK | FI_CLAIM | FI_DISCARD | FI_MORE)
 
@@ -13,7 +13,7 @@ static struct wfi_ep *to_ep(struct fid_ep *fep)
 }
 
 static ssize_t send_locked(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
-			   uint64_t tag, void *ctx, uint64_t flags, bool msg)
+			   uint64_t tag, uint64_t data, void *ctx, uint64_t flags, bool msg)
 {
 	struct wfi_ep *ep = to_ep(fep);
 	ssize_t ret;
@@ -21,7 +21,7 @@ static ssize_t send_locked(struct fid_ep *fep, const void *buf, size_t len, fi_a
 	if (flags & ~(uint64_t)WFI_TX_FLAGS)
 		return -FI_EBADFLAGS;
 	pthread_mutex_lock(&ep->dom->lock);
-	ret = wfi_send(ep, buf, len, dest, tag, ctx, flags, msg);
+	ret = wfi_send(ep, buf, len, dest, tag, data, ctx, flags, msg);
 	pthread_mutex_unlock(&ep->dom->lock);
 	return ret;
 }
@@ -86,7 +86,7 @@ static ssize_t m_send(struct fid_ep *ep, const void *buf, size_t len, void *desc
 		      fi_addr_t dest, void *ctx)
 {
 	(void)desc;
-	return send_locked(ep, buf, len, dest, 0, ctx, to_ep(ep)->tx_op_flags, true);
+	return send_locked(ep, buf, len, dest, 0, 0, ctx, to_ep(ep)->tx_op_flags, true);
 }
 
 static ssize_t m_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
@@ -108,33 +108,26 @@ static ssize_t m_sendmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t f
 
 	if (!msg || one_iov(msg->msg_iov, msg->iov_count, &buf, &len))
 		return -FI_EINVAL;
-	if (flags & FI_REMOTE_CQ_DATA)
-		return -FI_EBADFLAGS;
-	return send_locked(ep, buf, len, msg->addr, 0, msg->context, flags, true);
+	return send_locked(ep, buf, len, msg->addr, 0, msg->data, msg->context, flags, true);
 }
 
 static ssize_t m_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest)
 {
-	return send_locked(ep, buf, len, dest, 0, NULL, FI_INJECT, true);
+	return send_locked(ep, buf, len, dest, 0, 0, NULL, FI_INJECT, true);
 }
 
 static ssize_t m_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 			  uint64_t data, fi_addr_t dest, void *ctx)
 {
-	(void)ep;
-	(void)buf;
-	(void)len;
 	(void)desc;
-	(void)data;
-	(void)dest;
-	(void)ctx;
-	return -FI_ENOSYS;		/* cq_data_size 0 */
+	return send_locked(ep, buf, len, dest, 0, data, ctx,
+			   to_ep(ep)->tx_op_flags | FI_REMOTE_CQ_DATA, true);
 }
 
 static ssize_t m_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data,
 			    fi_addr_t dest)
 {
-	return m_senddata(ep, buf, len, NULL, data, dest, NULL);
+	return send_locked(ep, buf, len, dest, 0, data, NULL, FI_INJECT | FI_REMOTE_CQ_DATA, true);
 }
 
 struct fi_ops_msg wfi_msg_ops = {
@@ -191,7 +184,7 @@ static ssize_t t_send(struct fid_ep *ep, const void *buf, size_t len, void *desc
 		      fi_addr_t dest, uint64_t tag, void *ctx)
 {
 	(void)desc;
-	return send_locked(ep, buf, len, dest, tag, ctx, to_ep(ep)->tx_op_flags, false);
+	return send_locked(ep, buf, len, dest, tag, 0, ctx, to_ep(ep)->tx_op_flags, false);
 }
 
 static ssize_t t_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
@@ -213,35 +206,29 @@ static ssize_t t_sendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg, uin
 
 	if (!msg || one_iov(msg->msg_iov, msg->iov_count, &buf, &len))
 		return -FI_EINVAL;
-	if (flags & FI_REMOTE_CQ_DATA)
-		return -FI_EBADFLAGS;
-	return send_locked(ep, buf, len, msg->addr, msg->tag, msg->context, flags, false);
+	return send_locked(ep, buf, len, msg->addr, msg->tag, msg->data, msg->context, flags,
+			   false);
 }
 
 static ssize_t t_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 			uint64_t tag)
 {
-	return send_locked(ep, buf, len, dest, tag, NULL, FI_INJECT, false);
+	return send_locked(ep, buf, len, dest, tag, 0, NULL, FI_INJECT, false);
 }
 
 static ssize_t t_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 			  uint64_t data, fi_addr_t dest, uint64_t tag, void *ctx)
 {
-	(void)ep;
-	(void)buf;
-	(void)len;
 	(void)desc;
-	(void)data;
-	(void)dest;
-	(void)tag;
-	(void)ctx;
-	return -FI_ENOSYS;		/* cq_data_size 0 */
+	return send_locked(ep, buf, len, dest, tag, data, ctx,
+			   to_ep(ep)->tx_op_flags | FI_REMOTE_CQ_DATA, false);
 }
 
 static ssize_t t_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data,
 			    fi_addr_t dest, uint64_t tag)
 {
-	return t_senddata(ep, buf, len, NULL, data, dest, tag, NULL);
+	return send_locked(ep, buf, len, dest, tag, data, NULL, FI_INJECT | FI_REMOTE_CQ_DATA,
+			   false);
 }
 
 struct fi_ops_tagged wfi_tagged_ops = {

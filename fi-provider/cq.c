@@ -27,7 +27,7 @@ bool wfi_cq_room(struct wfi_cq *cq)
 }
 
 void wfi_cq_put(struct wfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf,
-		uint64_t tag, fi_addr_t src)
+		uint64_t data, uint64_t tag, fi_addr_t src)
 {
 	struct wfi_cq_ent *e;
 
@@ -35,7 +35,7 @@ void wfi_cq_put(struct wfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *
 		return;
 	e = &cq->ring[(cq->head + cq->count) % cq->size];
 	e->e = (struct fi_cq_tagged_entry){ .op_context = ctx, .flags = flags, .len = len,
-					    .buf = buf, .tag = tag };
+					    .buf = buf, .data = data, .tag = tag };
 	e->src = src;
 	cq->count++;
 }

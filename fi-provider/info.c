@@ -7,13 +7,14 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "wfi.h"
 
 #define WFI_CAPS (FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_DIRECTED_RECV | \
-		  FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SOURCE | WFI_RMA_CAPS)
+		  FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SOURCE | FI_REMOTE_CQ_DATA | WFI_RMA_CAPS)
 #define WFI_RMA_CAPS (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 /* RMA addresses the target's virtual address with the verbs rkey. */
 #define WFI_RMA_MR (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED)
@@ -74,54 +75,55 @@ static int resolve(const char *node, const char *service, struct sockaddr_in *si
 	return 0;
 }
 
-static bool hints_fit(const struct fi_info *h)
+/* NULL when the provider can meet the hints, else the first field it cannot. */
+static const char *hints_misfit(const struct fi_info *h)
 {
 	if (!h)
-		return true;
+		return NULL;
 	if (h->caps & ~(uint64_t)WFI_CAPS)
-		return false;
+		return "caps";
 	if (h->addr_format != FI_FORMAT_UNSPEC && h->addr_format != FI_SOCKADDR_IN &&
 	    h->addr_format != FI_SOCKADDR)
-		return false;
+		return "addr_format";
 	if (h->ep_attr) {
 		if (h->ep_attr->type != FI_EP_UNSPEC && h->ep_attr->type != FI_EP_RDM)
-			return false;
+			return "ep type";
 		if (h->ep_attr->max_msg_size > WFI_MAX_MSG)
-			return false;
+			return "max_msg_size";
 		if (h->ep_attr->tx_ctx_cnt > 1 && h->ep_attr->tx_ctx_cnt != FI_SHARED_CONTEXT)
-			return false;
+			return "tx_ctx_cnt";
 		if (h->ep_attr->rx_ctx_cnt > 1)
-			return false;
+			return "rx_ctx_cnt";
 		if (h->ep_attr->auth_key_size)
-			return false;
+			return "auth_key_size";
 	}
 	if (h->tx_attr && ((h->tx_attr->caps & ~(uint64_t)WFI_CAPS) ||
 			   h->tx_attr->inject_size > WFI_EAGER ||
 			   h->tx_attr->size > WFI_TX_USER || h->tx_attr->iov_limit > 1 ||
 			   (h->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS)))
-		return false;
+		return "tx_attr";
 	if (h->rx_attr && ((h->rx_attr->caps & ~(uint64_t)WFI_CAPS) ||
 			   h->rx_attr->size > WFI_RX_SIZE || h->rx_attr->iov_limit > 1 ||
 			   h->rx_attr->total_buffered_recv ||
 			   (h->rx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS)))
-		return false;
+		return "rx_attr";
 	if (h->domain_attr) {
 		const struct fi_domain_attr *d = h->domain_attr;
 
 		if (d->name && strcmp(d->name, "weft_ib0"))
-			return false;
-		if (d->cq_data_size || d->auth_key_size)
-			return false;
+			return "domain name";
+		if (d->cq_data_size > 4 || d->auth_key_size)
+			return "cq_data_size or auth key";
 		if (d->max_ep_tx_ctx > 1 || d->max_ep_rx_ctx > 1)
-			return false;
+			return "max_ep_tx_ctx or max_ep_rx_ctx";
 		if ((h->caps & FI_RMA) && (d->mr_mode & WFI_RMA_MR) != WFI_RMA_MR)
-			return false;
+			return "FI_RMA without FI_MR_VIRT_ADDR|FI_MR_PROV_KEY|FI_MR_ALLOCATED";
 		if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
-			return false;
+			return "FI_PROGRESS_AUTO";
 	}
 	if (h->fabric_attr && h->fabric_attr->name && strcmp(h->fabric_attr->name, WFI_NAME))
-		return false;
-	return true;
+		return "fabric name";
+	return NULL;
 }
 
 static int fill(struct fi_info *fi, const struct fi_info *h, uint32_t version)
@@ -179,7 +181,7 @@ static int fill(struct fi_info *fi, const struct fi_info *h, uint32_t version)
 				   h->domain_attr->av_type : FI_AV_TABLE;
 	fi->domain_attr->mr_mode = caps & FI_RMA ? WFI_RMA_MR : 0;
 	fi->domain_attr->mr_key_size = 4;
-	fi->domain_attr->cq_data_size = 0;
+	fi->domain_attr->cq_data_size = 4;
 	fi->domain_attr->cq_cnt = 64;
 	fi->domain_attr->ep_cnt = 64;
 	fi->domain_attr->tx_ctx_cnt = 64;
@@ -213,14 +215,19 @@ int wfi_getinfo(uint32_t version, const char *node, const char *service, uint64_
 {
 	struct sockaddr_in src, dst;
 	bool have_dst = false;
+	const char *why;
 	struct fi_info *fi;
 	int ret;
 
 	if (!info)
 		return -FI_EINVAL;
 	*info = NULL;
-	if (!hints_fit(hints))
+	why = hints_misfit(hints);
+	if (why) {
+		if (getenv("WEFT_FI_LOG"))
+			fprintf(stderr, "weft: fi_getinfo: cannot meet the hints' %s\n", why);
 		return -FI_ENODATA;
+	}
 	if (hints && hints->domain_attr && hints->domain_attr->av_type != FI_AV_UNSPEC &&
 	    hints->domain_attr->av_type != FI_AV_MAP && hints->domain_attr->av_type != FI_AV_TABLE)
 		return -FI_ENODATA;

@@ -36,7 +36,8 @@ static void rx_free(struct wfi_rx *r)
 
 static void complete(struct wfi_ep *ep, struct wfi_rx *r, int err)
 {
-	uint64_t fl = FI_RECV | (r->msg ? FI_MSG : FI_TAGGED);
+	uint64_t fl = FI_RECV | (r->msg ? FI_MSG : FI_TAGGED) |
+		      (r->got_tag & WFI_DATA_BIT ? FI_REMOTE_CQ_DATA : 0);
 	uint64_t tag = r->msg ? 0 : r->got_tag & WFI_TAG_MASK;
 	size_t n = r->got_len < r->len ? r->got_len : r->len;
 
@@ -48,7 +49,8 @@ static void complete(struct wfi_ep *ep, struct wfi_rx *r, int err)
 	else if (err)
 		wfi_cq_err(ep->rx_cq, r->ctx, fl, err, 0, tag, 0);
 	else if (!ep->rx_sel || (r->flags & FI_COMPLETION))
-		wfi_cq_put(ep->rx_cq, r->ctx, fl, n, r->buf, tag,
+		wfi_cq_put(ep->rx_cq, r->ctx, fl, n, r->buf,
+			   r->got_tag & WFI_DATA_BIT ? r->got_data : 0, tag,
 			   wfi_peer_fi_addr(ep, r->got_tag));
 	if (r->del_pending) {
 		r->state = WFI_RX_DONE;	/* freed by its DEL's completion */
@@ -133,6 +135,7 @@ static void take(struct wfi_ep *ep, struct wfi_rx *r, int ui)
 
 	r->got_tag = u->tag;
 	r->got_len = u->len;
+	r->got_data = u->data;
 	if (!u->rndv) {
 		uint64_t c = u->len < r->len ? u->len : r->len;
 
@@ -209,16 +212,19 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 	u->tag = be64toh(t.tag);
 	u->from = wfi_conn_by_qpn(ep, qp_num);
 	if (t.opcode == IBV_TMH_RNDV) {
-		if (len < WFI_HDR + sizeof(u->rvh)) {
+		if (len < WFI_HDR + sizeof(u->rvh) + 4) {
 			wfi_srq_post(ep, slot);
 			return;
 		}
 		memcpy(&u->rvh, wfi_ux_slot(ep, slot) + WFI_HDR, sizeof(u->rvh));
+		memcpy(&u->data, wfi_ux_slot(ep, slot) + WFI_HDR + sizeof(u->rvh), 4);
+		u->data = be32toh(u->data);
 		u->rndv = true;
 		u->len = be32toh(u->rvh.len);
 		u->app_ctx = be32toh(t.app_ctx);
 	} else {
 		u->len = len - WFI_HDR;
+		u->data = be32toh(t.app_ctx);
 	}
 	ux_route(ep, slot);
 }
@@ -288,6 +294,7 @@ void wfi_rx_tm(struct wfi_ep *ep, uint64_t wr_id, int status, unsigned int wc_fl
 		return;
 	if (wc_flags & IBV_WC_TM_MATCH) {
 		r->got_tag = tm->tag;
+		r->got_data = tm->priv;
 		if (r->state == WFI_RX_HW)
 			r->state = WFI_RX_MATCHED;
 	}
@@ -371,8 +378,9 @@ static ssize_t peek(struct wfi_ep *ep, uint64_t wt, uint64_t wm, void *ctx, void
 			wfi_cq_err(ep->rx_cq, ctx, fl, FI_ENOMSG, 0, 0, 0);
 			return 0;
 		}
-		wfi_cq_put(ep->rx_cq, ctx, fl, ep->ux[ui].len, NULL, ep->ux[ui].tag & WFI_TAG_MASK,
-			   wfi_peer_fi_addr(ep, ep->ux[ui].tag));
+		wfi_cq_put(ep->rx_cq, ctx, fl | (ep->ux[ui].tag & WFI_DATA_BIT ? FI_REMOTE_CQ_DATA : 0),
+			   ep->ux[ui].len, NULL, ep->ux[ui].tag & WFI_DATA_BIT ? ep->ux[ui].data : 0,
+			   ep->ux[ui].tag & WFI_TAG_MASK, wfi_peer_fi_addr(ep, ep->ux[ui].tag));
 		if (flags & FI_DISCARD) {
 			wfi_srq_post(ep, ui);
 		} else if (flags & FI_CLAIM) {
@@ -385,7 +393,7 @@ static ssize_t peek(struct wfi_ep *ep, uint64_t wt, uint64_t wm, void *ctx, void
 	if (ui < 0)
 		return -FI_EINVAL;
 	if (flags & FI_DISCARD) {
-		wfi_cq_put(ep->rx_cq, ctx, fl, 0, NULL, ep->ux[ui].tag & WFI_TAG_MASK,
+		wfi_cq_put(ep->rx_cq, ctx, fl, 0, NULL, 0, ep->ux[ui].tag & WFI_TAG_MASK,
 			   wfi_peer_fi_addr(ep, ep->ux[ui].tag));
 		wfi_srq_post(ep, ui);
 		return 0;

@@ -53,7 +53,7 @@ static void tmh(uint8_t *p, uint8_t op, uint32_t app_ctx, uint64_t tag)
 }
 
 ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
-		 void *ctx, uint64_t flags, bool msg)
+		 uint64_t data, void *ctx, uint64_t flags, bool msg)
 {
 	struct wfi_peer *peer;
 	struct wfi_tx *t;
@@ -74,6 +74,8 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 		return i;
 	t = &ep->tx[i];
 	wire = (msg ? WFI_MSG_BIT : tag) | ((uint64_t)peer->my_id << WFI_SRC_SHIFT);
+	if (flags & FI_REMOTE_CQ_DATA)
+		wire |= WFI_DATA_BIT;
 	memset(t, 0, sizeof(*t));
 	t->ctx = ctx;
 	t->tag = tag;
@@ -82,7 +84,8 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 	t->signal = !(flags & FI_INJECT) &&
 		    (!ep->tx_sel || (flags & FI_COMPLETION));
 	if (len <= WFI_EAGER) {
-		tmh(wfi_tx_slot(ep, i), IBV_TMH_EAGER, 0, wire);
+		/* app_ctx carries the remote CQ data (tm_info.priv at the receiver). */
+		tmh(wfi_tx_slot(ep, i), IBV_TMH_EAGER, (uint32_t)data, wire);
 		if (len)
 			memcpy(wfi_tx_slot(ep, i) + WFI_HDR, buf, len);
 		ret = post(ep, peer->out, i, WFI_HDR + (uint32_t)len);
@@ -99,7 +102,10 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 		rvh.len = htobe32((uint32_t)len);
 		tmh(wfi_tx_slot(ep, i), IBV_TMH_RNDV, (uint32_t)i, wire);
 		memcpy(wfi_tx_slot(ep, i) + WFI_HDR, &rvh, sizeof(rvh));
-		ret = post(ep, peer->out, i, WFI_HDR + (uint32_t)sizeof(rvh));
+		/* The remote CQ data after the RVH (app_ctx names the send for the FIN). */
+		rvh.rkey = htobe32((uint32_t)data);
+		memcpy(wfi_tx_slot(ep, i) + WFI_HDR + sizeof(rvh), &rvh.rkey, 4);
+		ret = post(ep, peer->out, i, WFI_HDR + (uint32_t)sizeof(rvh) + 4);
 		if (ret) {
 			ibv_dereg_mr(t->umr);
 			t->umr = NULL;
@@ -142,7 +148,7 @@ void wfi_tx_finish(struct wfi_ep *ep, struct wfi_tx *t, int status)
 	if (status)
 		wfi_cq_err(ep->tx_cq, t->ctx, fl, status, t->len, t->tag, 0);
 	else if (t->signal)
-		wfi_cq_put(ep->tx_cq, t->ctx, fl, 0, NULL, 0, FI_ADDR_NOTAVAIL);
+		wfi_cq_put(ep->tx_cq, t->ctx, fl, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
 }
 
 /* The send's verbs completion. */

@@ -29,15 +29,16 @@
 #define WFI_PROV_VERSION FI_VERSION(1, 0)
 #define WFI_IFACE "weft0"		/* the netdev of weft_ib0 (docs/net.md) */
 
-/* Wire tag (docs/libfabric.md "Tags"): bit 63 marks FI_MSG, bits 62..48
- * carry the sender's id at the receiver (FI_DIRECTED_RECV), 47..0 the
- * application's tag. */
+/* Wire tag (docs/libfabric.md "Tags"): bit 63 marks FI_MSG, bit 62 remote
+ * CQ data, bits 61..48 carry the sender's id at the receiver
+ * (FI_DIRECTED_RECV), 47..0 the application's tag. */
 #define WFI_TAG_BITS 48
 #define WFI_TAG_MASK ((1ull << WFI_TAG_BITS) - 1)
 #define WFI_SRC_SHIFT WFI_TAG_BITS
-#define WFI_SRC_MASK (0x7fffull << WFI_SRC_SHIFT)
+#define WFI_SRC_MASK (0x3fffull << WFI_SRC_SHIFT)
+#define WFI_DATA_BIT (1ull << 62)
 #define WFI_MSG_BIT (1ull << 63)
-#define WFI_MAX_PEERS 1024		/* ids 1 .. 1024 (15 bits on the wire) */
+#define WFI_MAX_PEERS 1024		/* ids 1 .. 1024 (14 bits on the wire) */
 
 /* Limits (fi_info, docs/libfabric.md "Limits"). */
 #define WFI_SLOT 8192			/* bounce and SRQ buffer size */
@@ -147,6 +148,7 @@ struct wfi_rx {
 	struct ibv_mr *umr;		/* > eager: the user buffer's MR */
 	int ux;				/* DEL: the unexpected message (SRQ slot) */
 	uint64_t got_tag, got_len;
+	uint32_t got_data;		/* remote CQ data (WFI_DATA_BIT) */
 	struct rdma_cm_id *from;	/* rendezvous: the sender's connection */
 	uint32_t fin_ctx;		/* rendezvous: the sender's app_ctx */
 	enum wfi_rx_state state;
@@ -161,6 +163,7 @@ struct wfi_ux {
 	void *claim_ctx;		/* FI_CLAIM */
 	struct ibv_rvh rvh;
 	uint32_t app_ctx;
+	uint32_t data;			/* remote CQ data */
 	struct rdma_cm_id *from;
 };
 
@@ -238,7 +241,7 @@ int wfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
 		void *context);
 bool wfi_cq_room(struct wfi_cq *cq);
 void wfi_cq_put(struct wfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf,
-		uint64_t tag, fi_addr_t src);
+		uint64_t data, uint64_t tag, fi_addr_t src);
 void wfi_cq_err(struct wfi_cq *cq, void *ctx, uint64_t flags, int err, size_t len, uint64_t tag,
 		size_t olen);
 /* cntr.c */
@@ -268,7 +271,7 @@ void wfi_conn_close(struct wfi_ep *ep);
 struct rdma_cm_id *wfi_conn_by_qpn(struct wfi_ep *ep, uint32_t qpn);
 /* tx.c */
 ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
-		 void *ctx, uint64_t flags, bool msg);
+		 uint64_t data, void *ctx, uint64_t flags, bool msg);
 void wfi_tx_done(struct wfi_ep *ep, int i, int status);
 int wfi_tx_slot_find(struct wfi_ep *ep, int first, int end);
 int wfi_tx_take(struct wfi_ep *ep);
