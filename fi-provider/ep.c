@@ -116,6 +116,9 @@ static int enable(struct wfi_ep *ep)
 	ep->slots_mr = ibv_reg_mr(ep->dom->pd, ep->slots, bytes, IBV_ACCESS_LOCAL_WRITE);
 	if (!ep->slots_mr)
 		return -FI_ENOMEM;
+	ret = wfi_ux_init(ep);
+	if (ret)
+		return ret;
 	for (i = 0; i < WFI_SRQ_WQES; i++) {
 		ret = wfi_srq_post(ep, i);
 		if (ret)
@@ -185,6 +188,7 @@ static int ep_close(struct fid *fid)
 	if (ep->slots_mr)
 		ibv_dereg_mr(ep->slots_mr);
 	free(ep->slots);
+	wfi_ux_fini(ep);
 	for (i = 0; i < 2; i++) {
 		if (!cqs[i] || (i == 1 && cqs[1] == cqs[0]))
 			continue;

@@ -68,15 +68,15 @@ void wfi_progress(struct wfi_ep *ep)
 	if (!ep->enabled)
 		return;
 	wfi_conn_progress(ep);
-	if (!wfi_cq_room(ep->tx_cq) || !wfi_cq_room(ep->rx_cq))
-		return;
+	if (!wfi_cq_room(ep->tx_cq) || !wfi_cq_room(ep->rx_cq) || !wfi_ux_room(ep))
+		goto fins;
 	if (ibv_start_poll(ep->vcq, &pa))
 		goto fins;
 	do {
 		one(ep, &sync);
 		n++;
 	} while (n < WFI_POLL && wfi_cq_room(ep->tx_cq) && wfi_cq_room(ep->rx_cq) &&
-		 !ibv_next_poll(ep->vcq));
+		 wfi_ux_room(ep) && !ibv_next_poll(ep->vcq));
 	ibv_end_poll(ep->vcq);
 	if (sync)
 		sync_tags(ep);

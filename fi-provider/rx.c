@@ -13,6 +13,7 @@
  * done here: the tag-matching verbs have no peek.
  */
 #include <endian.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "wfi.h"
@@ -23,8 +24,79 @@ int wfi_srq_post(struct wfi_ep *ep, int slot)
 	struct ibv_recv_wr wr = { .wr_id = WFI_WR(WFI_WR_UX, slot), .sg_list = &sge,
 				  .num_sge = 1 }, *bad;
 
-	memset(&ep->ux[slot], 0, sizeof(ep->ux[slot]));
 	return ibv_post_srq_recv(ep->srq, &wr, &bad) ? -FI_EIO : 0;
+}
+
+int wfi_ux_init(struct wfi_ep *ep)
+{
+	int i;
+
+	ep->ux = calloc(WFI_UX_MAX, sizeof(*ep->ux));
+	ep->ux_free = calloc(WFI_UX_MAX, sizeof(*ep->ux_free));
+	if (!ep->ux || !ep->ux_free)
+		return -FI_ENOMEM;
+	for (i = 0; i < WFI_UX_MAX; i++)
+		ep->ux_free[i] = WFI_UX_MAX - 1 - i;
+	ep->ux_nfree = WFI_UX_MAX;
+	ep->ux_head = ep->ux_tail = -1;
+	return 0;
+}
+
+void wfi_ux_fini(struct wfi_ep *ep)
+{
+	int i;
+
+	for (i = 0; ep->ux && i < WFI_UX_MAX; i++)
+		free(ep->ux[i].buf);
+	free(ep->ux);
+	free(ep->ux_free);
+}
+
+/* Room for one more unexpected message (checked before each completion). */
+bool wfi_ux_room(struct wfi_ep *ep)
+{
+	return ep->ux_nfree > 0 && ep->ux_bytes + WFI_SLOT <= WFI_UX_BYTES;
+}
+
+static int ux_alloc(struct wfi_ep *ep)
+{
+	int i;
+
+	if (!ep->ux_nfree)
+		return -1;
+	i = ep->ux_free[--ep->ux_nfree];
+	memset(&ep->ux[i], 0, sizeof(ep->ux[i]));
+	ep->ux[i].used = true;
+	ep->ux[i].seq = ++ep->ux_seq;
+	ep->ux[i].prev = ep->ux_tail;
+	ep->ux[i].next = -1;
+	if (ep->ux_tail >= 0)
+		ep->ux[ep->ux_tail].next = i;
+	else
+		ep->ux_head = i;
+	ep->ux_tail = i;
+	return i;
+}
+
+static void ux_release(struct wfi_ep *ep, int i)
+{
+	struct wfi_ux *u = &ep->ux[i];
+
+	if (!u->used)
+		return;
+	if (u->prev >= 0)
+		ep->ux[u->prev].next = u->next;
+	else
+		ep->ux_head = u->next;
+	if (u->next >= 0)
+		ep->ux[u->next].prev = u->prev;
+	else
+		ep->ux_tail = u->prev;
+	if (u->buf)
+		ep->ux_bytes -= u->len;
+	free(u->buf);
+	memset(u, 0, sizeof(*u));
+	ep->ux_free[ep->ux_nfree++] = i;
 }
 
 static void rx_free(struct wfi_rx *r)
@@ -62,19 +134,18 @@ static void complete(struct wfi_ep *ep, struct wfi_rx *r, int err)
 /* The oldest unexpected message that (wire tag & mask) == tag takes. */
 static int ux_find(struct wfi_ep *ep, uint64_t tag, uint64_t mask, bool claimed, void *ctx)
 {
-	int i, best = -1;
+	int i;
 
-	for (i = 0; i < WFI_SRQ_WQES; i++) {
+	for (i = ep->ux_head; i >= 0; i = ep->ux[i].next) {
 		struct wfi_ux *u = &ep->ux[i];
 
-		if (!u->used || u->taken || u->claimed != claimed || (u->tag & mask) != tag)
+		if (u->taken || u->claimed != claimed || (u->tag & mask) != tag)
 			continue;
 		if (claimed && u->claim_ctx != ctx)
 			continue;
-		if (best < 0 || u->seq < ep->ux[best].seq)
-			best = i;
+		return i;
 	}
-	return best;
+	return -1;
 }
 
 /* The oldest listed receive that takes wire tag t. */
@@ -140,9 +211,9 @@ static void take(struct wfi_ep *ep, struct wfi_rx *r, int ui)
 		uint64_t c = u->len < r->len ? u->len : r->len;
 
 		if (c)
-			memcpy(r->buf, wfi_ux_slot(ep, ui) + WFI_HDR, c);
+			memcpy(r->buf, u->buf, c);
 		r->bounce = false;
-		wfi_srq_post(ep, ui);
+		ux_release(ep, ui);
 		complete(ep, r, 0);
 		return;
 	}
@@ -152,7 +223,7 @@ static void take(struct wfi_ep *ep, struct wfi_rx *r, int ui)
 	wr.wr_id = WFI_WR(WFI_WR_READ, (int)(r - ep->rx));
 	wr.wr.rdma.remote_addr = be64toh(u->rvh.va);
 	wr.wr.rdma.rkey = be32toh(u->rvh.rkey);
-	wfi_srq_post(ep, ui);
+	ux_release(ep, ui);
 	r->state = WFI_RX_READ;
 	if (!n) {
 		wfi_rx_read_done(ep, (int)(r - ep->rx), 0);
@@ -183,41 +254,39 @@ static void ux_route(struct wfi_ep *ep, int ui)
 	ep->rx[ri].ux = ui;
 }
 
+/* The message in SRQ buffer slot (len bytes with its TMH): a FIN, or an
+ * unexpected message, copied out; the buffer is posted again at once.
+ * The caller checked wfi_ux_room(). */
 void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_num)
 {
+	const uint8_t *p;
 	struct wfi_ux *u;
 	struct ibv_tmh t;
+	int ui;
 
 	if (slot < 0 || slot >= WFI_SRQ_WQES)
 		return;
-	if (len < WFI_HDR || len > WFI_SLOT) {
-		wfi_srq_post(ep, slot);
-		return;
-	}
-	memcpy(&t, wfi_ux_slot(ep, slot), sizeof(t));
+	p = wfi_ux_slot(ep, slot);
+	if (len < WFI_HDR || len > WFI_SLOT)
+		goto repost;
+	memcpy(&t, p, sizeof(t));
 	if (t.opcode == IBV_TMH_FIN) {
 		wfi_tx_fin(ep, be32toh(t.app_ctx), qp_num);
-		wfi_srq_post(ep, slot);
-		return;
+		goto repost;
 	}
-	if (t.opcode != IBV_TMH_EAGER && t.opcode != IBV_TMH_RNDV) {
-		wfi_srq_post(ep, slot);
-		return;
-	}
+	if ((t.opcode != IBV_TMH_EAGER && t.opcode != IBV_TMH_RNDV) ||
+	    (t.opcode == IBV_TMH_RNDV && len < WFI_HDR + sizeof(u->rvh) + 4))
+		goto repost;
+	ui = ux_alloc(ep);
+	if (ui < 0)
+		goto repost;		/* not reached: wfi_ux_room() */
 	ep->unexp_cnt++;
-	u = &ep->ux[slot];
-	memset(u, 0, sizeof(*u));
-	u->used = true;
-	u->seq = ++ep->ux_seq;
+	u = &ep->ux[ui];
 	u->tag = be64toh(t.tag);
 	u->from = wfi_conn_by_qpn(ep, qp_num);
 	if (t.opcode == IBV_TMH_RNDV) {
-		if (len < WFI_HDR + sizeof(u->rvh) + 4) {
-			wfi_srq_post(ep, slot);
-			return;
-		}
-		memcpy(&u->rvh, wfi_ux_slot(ep, slot) + WFI_HDR, sizeof(u->rvh));
-		memcpy(&u->data, wfi_ux_slot(ep, slot) + WFI_HDR + sizeof(u->rvh), 4);
+		memcpy(&u->rvh, p + WFI_HDR, sizeof(u->rvh));
+		memcpy(&u->data, p + WFI_HDR + sizeof(u->rvh), 4);
 		u->data = be32toh(u->data);
 		u->rndv = true;
 		u->len = be32toh(u->rvh.len);
@@ -225,8 +294,21 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 	} else {
 		u->len = len - WFI_HDR;
 		u->data = be32toh(t.app_ctx);
+		if (u->len) {
+			u->buf = malloc(u->len);
+			if (!u->buf) {
+				/* Out of memory: the message is lost (counted). */
+				ep->ux_dropped++;
+				ux_release(ep, ui);
+				goto repost;
+			}
+			memcpy(u->buf, p + WFI_HDR, u->len);
+			ep->ux_bytes += u->len;
+		}
 	}
-	ux_route(ep, slot);
+	ux_route(ep, ui);
+repost:
+	wfi_srq_post(ep, slot);
 }
 
 /* A TAG_ADD/DEL/SYNC completion. */
@@ -246,7 +328,7 @@ void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status)
 	}
 	r->del_pending = false;
 	if (r->state == WFI_RX_DONE) {		/* the adapter matched it first */
-		if (r->ux >= 0 && r->ux < WFI_SRQ_WQES && ep->ux[r->ux].taken) {
+		if (r->ux >= 0 && r->ux < WFI_UX_MAX && ep->ux[r->ux].taken) {
 			ui = r->ux;
 			ep->ux[ui].taken = false;
 			rx_free(r);
@@ -275,7 +357,6 @@ void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status)
 	}
 	ui = r->ux;
 	ep->ux[ui].taken = false;
-	ep->ux[ui].used = false;
 	take(ep, r, ui);
 }
 
@@ -382,7 +463,7 @@ static ssize_t peek(struct wfi_ep *ep, uint64_t wt, uint64_t wm, void *ctx, void
 			   ep->ux[ui].len, NULL, ep->ux[ui].tag & WFI_DATA_BIT ? ep->ux[ui].data : 0,
 			   ep->ux[ui].tag & WFI_TAG_MASK, wfi_peer_fi_addr(ep, ep->ux[ui].tag));
 		if (flags & FI_DISCARD) {
-			wfi_srq_post(ep, ui);
+			ux_release(ep, ui);
 		} else if (flags & FI_CLAIM) {
 			ep->ux[ui].claimed = true;
 			ep->ux[ui].claim_ctx = ctx;
@@ -395,7 +476,7 @@ static ssize_t peek(struct wfi_ep *ep, uint64_t wt, uint64_t wm, void *ctx, void
 	if (flags & FI_DISCARD) {
 		wfi_cq_put(ep->rx_cq, ctx, fl, 0, NULL, 0, ep->ux[ui].tag & WFI_TAG_MASK,
 			   wfi_peer_fi_addr(ep, ep->ux[ui].tag));
-		wfi_srq_post(ep, ui);
+		ux_release(ep, ui);
 		return 0;
 	}
 	i = rx_alloc(ep);
@@ -405,7 +486,6 @@ static ssize_t peek(struct wfi_ep *ep, uint64_t wt, uint64_t wm, void *ctx, void
 	ep->rx[i] = (struct wfi_rx){ .ctx = ctx, .buf = buf, .len = len, .flags = flags | FI_COMPLETION,
 				     .msg = msg, .seq = ++ep->rx_seq, .ux = -1,
 				     .state = WFI_RX_MATCHED };
-	ep->ux[ui].used = false;
 	take(ep, &ep->rx[i], ui);
 	return 0;
 }
@@ -451,8 +531,7 @@ ssize_t wfi_recv(struct wfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64
 	ui = ux_find(ep, wt, wm, false, NULL);
 	if (ui >= 0) {
 		r->state = WFI_RX_MATCHED;
-		ep->ux[ui].used = false;
-		take(ep, r, ui);
+			take(ep, r, ui);
 		return 0;
 	}
 	ret = list_hw(ep, i);

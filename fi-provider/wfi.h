@@ -46,7 +46,9 @@
 #define WFI_EAGER (WFI_SLOT - WFI_HDR)	/* largest eager message, inject size */
 #define WFI_TX_SIZE 256			/* send operations per endpoint */
 #define WFI_RX_SIZE 256			/* receives posted per endpoint */
-#define WFI_SRQ_WQES 128		/* SRQ buffers for unexpected messages */
+#define WFI_SRQ_WQES 128		/* SRQ buffers */
+#define WFI_UX_MAX 16384		/* unexpected messages held per endpoint */
+#define WFI_UX_BYTES (64u << 20)	/* and their payload bytes */
 #define WFI_CQ_SIZE 1024		/* default fi_cq size */
 #define WFI_VCQ_SIZE 16384		/* the endpoint's verbs CQ */
 #define WFI_QP_WR 128			/* send WRs per RC QP */
@@ -155,8 +157,14 @@ struct wfi_rx {
 	bool msg, bounce, del_pending;
 };
 
-/* An unexpected message held in its SRQ buffer (bounded by the SRQ). */
+/* An unexpected message: its eager payload copied out of the SRQ buffer
+ * (so the SRQ never stalls on messages software holds), or its
+ * rendezvous header.  WFI_UX_MAX of them and WFI_UX_BYTES of payload at
+ * most: beyond, the progress loop stops taking arrivals and the adapter's
+ * RNR flow control holds the senders. */
 struct wfi_ux {
+	uint8_t *buf;			/* eager payload (malloc) */
+	int next, prev;			/* arrival-order list of held messages */
 	uint64_t tag, len;		/* wire tag, payload length */
 	uint64_t seq;			/* arrival order */
 	bool used, rndv, claimed, taken;
@@ -185,7 +193,11 @@ struct wfi_ep {
 	struct ibv_mr *slots_mr;
 	struct wfi_tx tx[WFI_TX_SIZE];
 	struct wfi_rx rx[WFI_RX_SIZE];
-	struct wfi_ux ux[WFI_SRQ_WQES];
+	struct wfi_ux *ux;		/* WFI_UX_MAX */
+	int *ux_free;			/* stack of free ux indices */
+	int ux_nfree, ux_head, ux_tail;
+	size_t ux_bytes;
+	uint64_t ux_dropped;		/* arrivals lost to a failed malloc */
 	uint64_t rx_seq, ux_seq;
 	uint32_t unexp_cnt;		/* unexpected messages seen (TM sync) */
 	struct wfi_peer *peers;		/* index + 1 = the peer's id here */
@@ -289,6 +301,9 @@ void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status);
 void wfi_rx_read_done(struct wfi_ep *ep, int i, int status);
 void wfi_rx_retry_fin(struct wfi_ep *ep);
 int wfi_srq_post(struct wfi_ep *ep, int slot);
+bool wfi_ux_room(struct wfi_ep *ep);
+int wfi_ux_init(struct wfi_ep *ep);
+void wfi_ux_fini(struct wfi_ep *ep);
 /* progress.c */
 void wfi_progress(struct wfi_ep *ep);
 /* api.c: the data-path entry points */
