@@ -5,6 +5,8 @@
  * full CQ leaves the rest in the adapter's queue).  A completion is routed
  * by its wr_id, not its opcode (error completions carry no valid opcode).
  */
+#include <stdio.h>
+
 #include "wfi.h"
 
 #define WFI_POLL 64
@@ -20,6 +22,10 @@ static void one(struct wfi_ep *ep, bool *sync)
 
 	if (flags & IBV_WC_TM_SYNC_REQ)
 		*sync = true;
+	if (status && ep->log)
+		fprintf(stderr, "weft: completion error: wr kind %d slot %d: %s (vendor_err %u)\n",
+			WFI_WR_KIND(wr_id), WFI_WR_IDX(wr_id), ibv_wc_status_str(status),
+			ibv_wc_read_vendor_err(cq));
 	switch (WFI_WR_KIND(wr_id)) {
 	case WFI_WR_TX:
 		wfi_tx_done(ep, WFI_WR_IDX(wr_id), status);
@@ -33,7 +39,8 @@ static void one(struct wfi_ep *ep, bool *sync)
 	case WFI_WR_RX:
 		if (!status)
 			ibv_wc_read_tm_info(cq, &tm);
-		wfi_rx_tm(ep, wr_id, status, flags, status ? 0 : ibv_wc_read_byte_len(cq), &tm);
+		wfi_rx_tm(ep, wr_id, status, flags, status ? 0 : ibv_wc_read_byte_len(cq),
+			  status ? 0 : ibv_wc_read_qp_num(cq), &tm);
 		break;
 	case WFI_WR_UX:
 		if (status || (op != IBV_WC_TM_RECV && op != IBV_WC_TM_NO_TAG && op != IBV_WC_RECV)) {

@@ -175,14 +175,18 @@ static int tag_op(struct wfi_ep *ep, int i, enum ibv_ops_wr_opcode op)
 	return ibv_post_srq_ops(ep->srq, &wr, &bad) ? -FI_EAGAIN : 0;
 }
 
-/* The local buffer of receive r for n bytes: its bounce slot (<= eager)
- * or the user's buffer, registered. */
-static int rx_sge(struct wfi_ep *ep, struct wfi_rx *r, struct ibv_sge *sge)
+/* The local buffer of receive r: its bounce slot or the user's buffer,
+ * registered. */
+static int rx_sge(struct wfi_ep *ep, struct wfi_rx *r, struct ibv_sge *sge, bool listing)
 {
 	int i = (int)(r - ep->rx);
 
-	if (r->len <= WFI_EAGER) {
-		r->bounce = true;
+	/* Listed in the adapter, every receive gets its bounce slot (the
+	 * rendezvous header of a large message must not land in a user
+	 * buffer that other receives share), except in RVH mode, where the
+	 * adapter may READ into the user buffer itself. */
+	r->bounce = r->len <= WFI_EAGER || (listing && !ep->rvh);
+	if (r->bounce) {
 		*sge = (struct ibv_sge){ (uintptr_t)wfi_rx_slot(ep, i), WFI_EAGER,
 					 ep->slots_mr->lkey };
 		return 0;
@@ -196,13 +200,12 @@ static int rx_sge(struct wfi_ep *ep, struct wfi_rx *r, struct ibv_sge *sge)
 }
 
 /* Unexpected message u goes to receive r (which is not listed). */
+static void read_rndv(struct wfi_ep *ep, struct wfi_rx *r, const struct ibv_rvh *rvh);
+
 static void take(struct wfi_ep *ep, struct wfi_rx *r, int ui)
 {
 	struct wfi_ux *u = &ep->ux[ui];
-	struct ibv_sge sge;
-	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
-				  .sg_list = &sge, .num_sge = 1 }, *bad;
-	uint64_t n;
+	struct ibv_rvh rvh;
 
 	r->got_tag = u->tag;
 	r->got_len = u->len;
@@ -219,17 +222,29 @@ static void take(struct wfi_ep *ep, struct wfi_rx *r, int ui)
 	}
 	r->from = u->from;
 	r->fin_ctx = u->app_ctx;
-	n = u->len < r->len ? u->len : r->len;
-	wr.wr_id = WFI_WR(WFI_WR_READ, (int)(r - ep->rx));
-	wr.wr.rdma.remote_addr = be64toh(u->rvh.va);
-	wr.wr.rdma.rkey = be32toh(u->rvh.rkey);
+	rvh = u->rvh;
 	ux_release(ep, ui);
+	read_rndv(ep, r, &rvh);
+}
+
+/* Receive r takes a rendezvous (r->got_len, from, fin_ctx set): READ the
+ * data into its buffer, then FIN (wfi_rx_read_done). */
+static void read_rndv(struct wfi_ep *ep, struct wfi_rx *r, const struct ibv_rvh *rvh)
+{
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+				  .sg_list = &sge, .num_sge = 1 }, *bad;
+	uint64_t n = r->got_len < r->len ? r->got_len : r->len;
+
+	wr.wr_id = WFI_WR(WFI_WR_READ, (int)(r - ep->rx));
+	wr.wr.rdma.remote_addr = be64toh(rvh->va);
+	wr.wr.rdma.rkey = be32toh(rvh->rkey);
 	r->state = WFI_RX_READ;
 	if (!n) {
 		wfi_rx_read_done(ep, (int)(r - ep->rx), 0);
 		return;
 	}
-	if (rx_sge(ep, r, &sge) || !r->from || !r->from->qp) {
+	if (rx_sge(ep, r, &sge, false) || !r->from || !r->from->qp) {
 		complete(ep, r, FI_EIO);
 		return;
 	}
@@ -262,6 +277,7 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 	const uint8_t *p;
 	struct wfi_ux *u;
 	struct ibv_tmh t;
+	bool rndv;
 	int ui;
 
 	if (slot < 0 || slot >= WFI_SRQ_WQES)
@@ -274,8 +290,10 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 		wfi_tx_fin(ep, be32toh(t.app_ctx), qp_num);
 		goto repost;
 	}
+	rndv = t.opcode == IBV_TMH_RNDV ||
+	       (t.opcode == IBV_TMH_EAGER && (be64toh(t.tag) & WFI_RNDV_BIT));
 	if ((t.opcode != IBV_TMH_EAGER && t.opcode != IBV_TMH_RNDV) ||
-	    (t.opcode == IBV_TMH_RNDV && len < WFI_HDR + sizeof(u->rvh) + 4))
+	    (rndv && len < WFI_HDR + WFI_RNDV_HDR))
 		goto repost;
 	ui = ux_alloc(ep);
 	if (ui < 0)
@@ -284,7 +302,7 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 	u = &ep->ux[ui];
 	u->tag = be64toh(t.tag);
 	u->from = wfi_conn_by_qpn(ep, qp_num);
-	if (t.opcode == IBV_TMH_RNDV) {
+	if (rndv) {
 		memcpy(&u->rvh, p + WFI_HDR, sizeof(u->rvh));
 		memcpy(&u->data, p + WFI_HDR + sizeof(u->rvh), 4);
 		u->data = be32toh(u->data);
@@ -363,7 +381,7 @@ void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status)
 /* The adapter matched receive wr_id (the first completion MATCH, the data
  * with DATA_VALID; both in one for a one-packet message). */
 void wfi_rx_tm(struct wfi_ep *ep, uint64_t wr_id, int status, unsigned int wc_flags,
-	       uint32_t len, const struct ibv_wc_tm_info *tm)
+	       uint32_t len, uint32_t qp_num, const struct ibv_wc_tm_info *tm)
 {
 	int i = WFI_WR_IDX(wr_id);
 	struct wfi_rx *r;
@@ -383,10 +401,29 @@ void wfi_rx_tm(struct wfi_ep *ep, uint64_t wr_id, int status, unsigned int wc_fl
 		complete(ep, r, status == IBV_WC_LOC_LEN_ERR ? FI_ETRUNC : FI_EIO);
 		return;
 	}
-	if (wc_flags & IBV_WC_TM_DATA_VALID) {
-		r->got_len = len;
-		complete(ep, r, 0);
+	if (!(wc_flags & IBV_WC_TM_DATA_VALID))
+		return;
+	if (r->got_tag & WFI_RNDV_BIT) {
+		/* A rendezvous header the adapter matched: read the data. */
+		const uint8_t *h = r->bounce ? wfi_rx_slot(ep, i) : r->buf;
+		struct ibv_rvh rvh;
+		uint32_t data;
+
+		if (len < WFI_RNDV_HDR) {
+			complete(ep, r, FI_EIO);
+			return;
+		}
+		memcpy(&rvh, h, sizeof(rvh));
+		memcpy(&data, h + sizeof(rvh), 4);
+		r->fin_ctx = r->got_data;	/* the TMH's app_ctx: the sender's slot */
+		r->got_data = be32toh(data);
+		r->got_len = be32toh(rvh.len);
+		r->from = wfi_conn_by_qpn(ep, qp_num);
+		read_rndv(ep, r, &rvh);
+		return;
 	}
+	r->got_len = len;
+	complete(ep, r, 0);
 }
 
 void wfi_rx_read_done(struct wfi_ep *ep, int i, int status)
@@ -434,7 +471,7 @@ static int list_hw(struct wfi_ep *ep, int i)
 			.add = { .recv_wr_id = WFI_WR(WFI_WR_RX, i), .sg_list = &sge, .num_sge = 1,
 				 .tag = r->tag, .mask = r->mask } },
 	}, *bad;
-	int ret = rx_sge(ep, r, &sge);
+	int ret = rx_sge(ep, r, &sge, true);
 
 	if (ret)
 		return ret;

@@ -100,7 +100,12 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 		rvh.va = htobe64((uintptr_t)buf);
 		rvh.rkey = htobe32(t->umr->rkey);
 		rvh.len = htobe32((uint32_t)len);
-		tmh(wfi_tx_slot(ep, i), IBV_TMH_RNDV, (uint32_t)i, wire);
+		/* rdma-core's RNDV, or (by default) the same header in an EAGER
+		 * message flagged WFI_RNDV_BIT, which the adapter matches in
+		 * order with the eager messages (docs/libfabric.md). */
+		if (!ep->rvh)
+			wire |= WFI_RNDV_BIT;
+		tmh(wfi_tx_slot(ep, i), ep->rvh ? IBV_TMH_RNDV : IBV_TMH_EAGER, (uint32_t)i, wire);
 		memcpy(wfi_tx_slot(ep, i) + WFI_HDR, &rvh, sizeof(rvh));
 		/* The remote CQ data after the RVH (app_ctx names the send for the FIN). */
 		rvh.rkey = htobe32((uint32_t)data);

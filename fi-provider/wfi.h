@@ -30,15 +30,18 @@
 #define WFI_IFACE "weft0"		/* the netdev of weft_ib0 (docs/net.md) */
 
 /* Wire tag (docs/libfabric.md "Tags"): bit 63 marks FI_MSG, bit 62 remote
- * CQ data, bits 61..48 carry the sender's id at the receiver
- * (FI_DIRECTED_RECV), 47..0 the application's tag. */
+ * CQ data, bit 61 a rendezvous header sent as an eager message, bits
+ * 60..48 the sender's id at the receiver (FI_DIRECTED_RECV), 47..0 the
+ * application's tag. */
 #define WFI_TAG_BITS 48
 #define WFI_TAG_MASK ((1ull << WFI_TAG_BITS) - 1)
 #define WFI_SRC_SHIFT WFI_TAG_BITS
-#define WFI_SRC_MASK (0x3fffull << WFI_SRC_SHIFT)
+#define WFI_SRC_MASK (0x1fffull << WFI_SRC_SHIFT)
 #define WFI_DATA_BIT (1ull << 62)
+#define WFI_RNDV_BIT (1ull << 61)
+#define WFI_RNDV_HDR 20u		/* RVH and the remote CQ data */
 #define WFI_MSG_BIT (1ull << 63)
-#define WFI_MAX_PEERS 1024		/* ids 1 .. 1024 (14 bits on the wire) */
+#define WFI_MAX_PEERS 1024		/* ids 1 .. 1024 (13 bits on the wire) */
 
 /* Limits (fi_info, docs/libfabric.md "Limits"). */
 #define WFI_SLOT 8192			/* bounce and SRQ buffer size */
@@ -199,6 +202,8 @@ struct wfi_ep {
 	size_t ux_bytes;
 	uint64_t ux_dropped;		/* arrivals lost to a failed malloc */
 	uint64_t rx_seq, ux_seq;
+	bool rvh;			/* rendezvous as TMH RNDV (WEFT_FI_RNDV=rvh) */
+	bool log;			/* WEFT_FI_LOG: completion errors on stderr */
 	uint32_t unexp_cnt;		/* unexpected messages seen (TM sync) */
 	struct wfi_peer *peers;		/* index + 1 = the peer's id here */
 	int npeers;
@@ -295,7 +300,7 @@ ssize_t wfi_recv(struct wfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64
 		 uint64_t ignore, void *ctx, uint64_t flags, bool msg);
 ssize_t wfi_cancel(fid_t fid, void *context);
 void wfi_rx_tm(struct wfi_ep *ep, uint64_t wr_id, int status, unsigned int wc_flags,
-	       uint32_t len, const struct ibv_wc_tm_info *tm);
+	       uint32_t len, uint32_t qp_num, const struct ibv_wc_tm_info *tm);
 void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_num);
 void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status);
 void wfi_rx_read_done(struct wfi_ep *ep, int i, int status);
