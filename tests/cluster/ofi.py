@@ -82,6 +82,14 @@ RUNS = (
     ("ofi-tagged-peek", "fi_rdm_tagged_peek",
      (("", "peek, peek with claim, claim and discard of 10 tagged messages, data checked"),),
      r"^Waiting for messages to complete$", r"^Receive msg 7$", "FI_PEEK, FI_CLAIM, FI_DISCARD"),
+    ("ofi-rma-bw", "fi_rma_bw",
+     (("-v -o write -S 65536 -I 10", "10 windows of 64 KiB RMA writes, data verified"),
+      ("-v -o read -S 65536 -I 10", "10 windows of 64 KiB RMA reads, data verified"),
+      ("-o write -S 1024 -I 50", "50 windows of 1 KiB RMA writes through fi_inject_write")),
+     LINE, LINE, "FI_RMA write, read and inject write"),
+    ("ofi-cntr-pingpong", "fi_rdm_cntr_pingpong",
+     (("-v -S 1024 -I 50", "50 round trips of 1 KiB counted by fi_cntr (fi_cntr_wait), data verified"),),
+     LINE, LINE, "completions counted by fi_cntr, data verified"),
 )
 
 
@@ -94,3 +102,59 @@ def declare(name, prog, runs, server_ok, client_ok, description):
 
 for r in RUNS:
     declare(*r)
+
+
+@scenario("ofi-cntr-test", "CM", "weft libfabric provider: fabtests' unit fi_cntr_test -p weft (open, set, add, "
+          "seterr, adderr, read, readerr of 64 counters)")
+def cntr_test(t):
+    t.need((0,), f"{BIN}/fi_cntr_test")
+    r = t.gx(0, f"timeout 100 {BIN}/fi_cntr_test -p {PROV} 2>&1", timeout=120)
+    if r.ok and re.search(r"^Summary: all tests passed$", r.out, re.M):
+        t.checked("fi_cntr_test -p weft: all tests passed")
+    else:
+        t.show(r.out, "cntr_test | ", 12)
+        t.fail(f"fi_cntr_test -p weft exit {r.rc}")
+    t.require(t.no_oops(0), None)
+
+
+MPI_CHECKS = ("layout", "any-source-any-tag", "non-overtaking", "probe", "cancel", "sizes", "unexpected-flood",
+              "unexpected-flood-any-source", "bcast", "allreduce", "alltoall")
+
+
+def tm_counters(t):
+    """The adapters' tag-matching counters (V_TM_MATCHED, V_TM_OPS) of the 4 nodes."""
+    return [(t.counter(i, "V_TM_MATCHED"), t.counter(i, "V_TM_OPS")) for i in range(4)]
+
+
+@scenario("ofi-mpi", "CM", "weft libfabric provider: weft-mpi-check through weft-cluster mpirun --transport ofi "
+          "(Open MPI's pml cm, mtl ofi, mtl_ofi_provider_include weft), 8 ranks 2 per node; the adapters' "
+          "tag-matching counters show the matching was done in the adapters")
+def mpi(t):
+    before = tm_counters(t)
+    r = t.wc("mpirun", "-np", 8, "--per-node", 2, "--transport", "ofi", "--timeout", 900, "--",
+             "weft-mpi-check", "--per-node", 2, "--flood", 1000)
+    seen = {}
+    for line in r.lines():
+        m = re.match(r"^(ok|FAIL) ([a-z-]+): (.*)$", line)
+        if m:
+            seen[m.group(2)] = (m.group(1), m.group(3))
+    for name in MPI_CHECKS:
+        verdict, detail = seen.get(name, ("missing", ""))
+        if verdict == "ok":
+            t.checked(f"ofi (weft provider): {name}: {detail}")
+        else:
+            t.fail(f"ofi (weft provider): {name}: {verdict} {detail}")
+    if not r.ok or not re.search(r"^weft-mpi-check: PASS: ", r.out, re.M):
+        t.show(r.out, "ofi | ", 40)
+        t.fail(f"ofi: weft-cluster mpirun exited {r.rc}: "
+               f"{next((x for x in reversed(r.lines()) if x.strip()), '')}")
+    else:
+        t.checked("ofi (weft provider): weft-mpi-check passed, exit 0 through weft-cluster mpirun")
+    after = tm_counters(t)
+    matched = [b[0] - a[0] for a, b in zip(before, after)]
+    ops = [b[1] - a[1] for a, b in zip(before, after)]
+    t.require(min(matched) > 0 and min(ops) > 0,
+              f"ofi: the adapters' V_TM_MATCHED moved by {matched}, V_TM_OPS by {ops}: matching not in the adapters")
+    t.checked(f"ofi: every adapter matched messages itself: V_TM_MATCHED +{matched}, V_TM_OPS (tag operations) +{ops}")
+    for i in range(4):
+        t.require(t.no_oops(i), None)
