@@ -9,12 +9,11 @@ prints on success."""
 
 import re
 
+from fabtests import BIN, fabtest
+from mpi import mpi_check
 from weftcluster.testing import scenario
 
-BIN = "/opt/libfabric/bin"
 PROV = "weft"
-SERVER = "10.87.0.2"  # node1's weft0 address (docs/net.md)
-RESULT = re.compile(r"^\s*\S+\s+\d+\s+\S+\s+[\d.]+s\s+[\d.]+\s+[\d.]+\s+[\d.]+\s*$")
 
 
 @scenario("ofi-check", "CM", "weft libfabric provider: fi_info lists it under libfabric 1.17 and 2.1; "
@@ -39,28 +38,6 @@ def check(t):
         t.show(r.out, "check | ", 40)
         t.fail(f"weft-fi-check exit {r.rc}: {len(bad)} failed: {bad[:3]}")
     t.require(t.no_oops(0), None)
-
-
-def fabtest(t, prog, args, server_ok, client_ok, what):
-    """PROG -p weft ARGS on node1 (server) and node0 (client): both exit 0
-    and print SERVER_OK and CLIENT_OK (regular expressions)."""
-    t.need((0, 1), f"{BIN}/{prog}")
-    srv = t.bg(1, f"timeout 150 {BIN}/{prog} -p {PROV} -s {SERVER} {args} 2>&1", timeout=180)
-    cli = t.gx(0, f"sleep 3; timeout 140 {BIN}/{prog} -p {PROV} {args} {SERVER} 2>&1", timeout=180)
-    s = srv.wait()
-    good = s.ok and cli.ok and re.search(server_ok, s.out, re.M) and re.search(client_ok, cli.out, re.M)
-    if not good:
-        t.show(cli.out, "client | ", 12)
-        t.show(s.out, "server | ", 12)
-        t.fail(f"{prog} -p weft {args}: client exit {cli.rc}, server exit {s.rc}: "
-               f"{next((x for x in reversed(cli.lines() + s.lines()) if x.strip()), 'no output')}")
-    else:
-        figures = [x for x in cli.lines() if RESULT.match(x)]
-        if figures:
-            t.say(f"{prog} -p weft {args} (TCG): {' '.join(figures[-1].split())}")
-        t.checked(f"{prog} -p weft {args}, node0 -> node1 on weft_ib0: {what}")
-    for i in range(2):
-        t.require(t.no_oops(i), None)
 
 
 LINE = r"^\s*\S+\s+\d+\s+\S+\s+[\d.]+s\s"
@@ -97,7 +74,7 @@ def declare(name, prog, runs, server_ok, client_ok, description):
     @scenario(name, "CM", f"weft libfabric provider: fabtests {prog} -p weft, {description}")
     def run(t):
         for args, what in runs:
-            fabtest(t, prog, args, server_ok, client_ok, what)
+            fabtest(t, prog, args, server_ok, client_ok, what, PROV)
 
 
 for r in RUNS:
@@ -117,10 +94,6 @@ def cntr_test(t):
     t.require(t.no_oops(0), None)
 
 
-MPI_CHECKS = ("layout", "any-source-any-tag", "non-overtaking", "probe", "cancel", "sizes", "unexpected-flood",
-              "unexpected-flood-any-source", "bcast", "allreduce", "alltoall")
-
-
 def tm_counters(t):
     """The adapters' tag-matching counters (V_TM_MATCHED, V_TM_OPS) of the 4 nodes."""
     return [(t.counter(i, "V_TM_MATCHED"), t.counter(i, "V_TM_OPS")) for i in range(4)]
@@ -131,30 +104,10 @@ def tm_counters(t):
           "tag-matching counters show the matching was done in the adapters")
 def mpi(t):
     before = tm_counters(t)
-    r = t.wc("mpirun", "-np", 8, "--per-node", 2, "--transport", "ofi", "--timeout", 900, "--",
-             "weft-mpi-check", "--per-node", 2, "--flood", 1000)
-    seen = {}
-    for line in r.lines():
-        m = re.match(r"^(ok|FAIL) ([a-z-]+): (.*)$", line)
-        if m:
-            seen[m.group(2)] = (m.group(1), m.group(3))
-    for name in MPI_CHECKS:
-        verdict, detail = seen.get(name, ("missing", ""))
-        if verdict == "ok":
-            t.checked(f"ofi (weft provider): {name}: {detail}")
-        else:
-            t.fail(f"ofi (weft provider): {name}: {verdict} {detail}")
-    if not r.ok or not re.search(r"^weft-mpi-check: PASS: ", r.out, re.M):
-        t.show(r.out, "ofi | ", 40)
-        t.fail(f"ofi: weft-cluster mpirun exited {r.rc}: "
-               f"{next((x for x in reversed(r.lines()) if x.strip()), '')}")
-    else:
-        t.checked("ofi (weft provider): weft-mpi-check passed, exit 0 through weft-cluster mpirun")
+    mpi_check(t, "ofi")
     after = tm_counters(t)
     matched = [b[0] - a[0] for a, b in zip(before, after)]
     ops = [b[1] - a[1] for a, b in zip(before, after)]
     t.require(min(matched) > 0 and min(ops) > 0,
               f"ofi: the adapters' V_TM_MATCHED moved by {matched}, V_TM_OPS by {ops}: matching not in the adapters")
     t.checked(f"ofi: every adapter matched messages itself: V_TM_MATCHED +{matched}, V_TM_OPS (tag operations) +{ops}")
-    for i in range(4):
-        t.require(t.no_oops(i), None)
