@@ -29,7 +29,7 @@ static ssize_t rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *d
 	struct ibv_sge sge;
 	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED },
 			   *bad;
-	int i, ret;
+	int i;
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
@@ -39,18 +39,11 @@ static ssize_t rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *d
 		return -FI_EINVAL;
 	if ((flags & FI_INJECT) && (!write || len > WFI_EAGER))
 		return -FI_EINVAL;
-	ret = wfi_conn_get(ep, peer_addr, &peer);
-	if (ret)
-		return ret;
-	i = wfi_tx_take(ep);
+	i = wfi_tx_begin(ep, peer_addr, len, ctx, FI_RMA | (write ? FI_WRITE : FI_READ), flags,
+			 &peer);
 	if (i < 0)
 		return i;
 	t = &ep->tx[i];
-	memset(t, 0, sizeof(*t));
-	t->ctx = ctx;
-	t->len = len;
-	t->cflags = FI_RMA | (write ? FI_WRITE : FI_READ);
-	t->signal = !(flags & FI_INJECT) && (!ep->tx_sel || (flags & FI_COMPLETION));
 	if (flags & FI_INJECT) {
 		memcpy(wfi_tx_slot(ep, i), buf, len);
 		sge = (struct ibv_sge){ (uintptr_t)wfi_tx_slot(ep, i), (uint32_t)len,

@@ -22,16 +22,32 @@ int wfi_tx_slot_find(struct wfi_ep *ep, int first, int end)
 	return -1;
 }
 
-/* A free send slot for the application (progressing once when none). */
-int wfi_tx_take(struct wfi_ep *ep)
+/* The connection to dest and a free send slot (progressing once when
+ * none) set up for an operation of len bytes: its index, or a negative
+ * error.  The caller marks it busy once posted. */
+int wfi_tx_begin(struct wfi_ep *ep, fi_addr_t dest, size_t len, void *ctx, uint64_t cflags,
+		 uint64_t flags, struct wfi_peer **peer)
 {
-	int i = wfi_tx_slot_find(ep, 0, WFI_TX_USER);
+	struct wfi_tx *t;
+	int i, ret;
 
+	ret = wfi_conn_get(ep, dest, peer);
+	if (ret)
+		return ret;
+	i = wfi_tx_slot_find(ep, 0, WFI_TX_USER);
 	if (i < 0) {
 		wfi_progress(ep);
 		i = wfi_tx_slot_find(ep, 0, WFI_TX_USER);
+		if (i < 0)
+			return -FI_EAGAIN;
 	}
-	return i < 0 ? -FI_EAGAIN : i;
+	t = &ep->tx[i];
+	memset(t, 0, sizeof(*t));
+	t->ctx = ctx;
+	t->len = len;
+	t->cflags = cflags;
+	t->signal = !(flags & FI_INJECT) && (!ep->tx_sel || (flags & FI_COMPLETION));
+	return i;
 }
 
 static int post(struct wfi_ep *ep, struct rdma_cm_id *id, int i, uint32_t bytes)
@@ -66,23 +82,14 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 		return -FI_EINVAL;
 	if ((flags & FI_INJECT) && len > WFI_EAGER)
 		return -FI_EINVAL;
-	ret = wfi_conn_get(ep, dest, &peer);
-	if (ret)
-		return ret;
-	i = wfi_tx_take(ep);
+	i = wfi_tx_begin(ep, dest, len, ctx, FI_SEND | (msg ? FI_MSG : FI_TAGGED), flags, &peer);
 	if (i < 0)
 		return i;
 	t = &ep->tx[i];
+	t->tag = tag;
 	wire = (msg ? WFI_MSG_BIT : tag) | ((uint64_t)peer->my_id << WFI_SRC_SHIFT);
 	if (flags & FI_REMOTE_CQ_DATA)
 		wire |= WFI_DATA_BIT;
-	memset(t, 0, sizeof(*t));
-	t->ctx = ctx;
-	t->tag = tag;
-	t->len = len;
-	t->cflags = FI_SEND | (msg ? FI_MSG : FI_TAGGED);
-	t->signal = !(flags & FI_INJECT) &&
-		    (!ep->tx_sel || (flags & FI_COMPLETION));
 	if (len <= WFI_EAGER) {
 		/* app_ctx carries the remote CQ data (tm_info.priv at the receiver). */
 		tmh(wfi_tx_slot(ep, i), IBV_TMH_EAGER, (uint32_t)data, wire);

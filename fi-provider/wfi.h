@@ -291,7 +291,8 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 		 uint64_t data, void *ctx, uint64_t flags, bool msg);
 void wfi_tx_done(struct wfi_ep *ep, int i, int status);
 int wfi_tx_slot_find(struct wfi_ep *ep, int first, int end);
-int wfi_tx_take(struct wfi_ep *ep);
+int wfi_tx_begin(struct wfi_ep *ep, fi_addr_t dest, size_t len, void *ctx, uint64_t cflags,
+		 uint64_t flags, struct wfi_peer **peer);
 void wfi_tx_finish(struct wfi_ep *ep, struct wfi_tx *t, int status);
 void wfi_tx_fin(struct wfi_ep *ep, uint32_t app_ctx, uint32_t qpn);
 int wfi_post_fin(struct wfi_ep *ep, struct rdma_cm_id *id, uint32_t app_ctx);
