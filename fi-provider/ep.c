@@ -10,18 +10,21 @@
 
 static int bind_cntr(struct wfi_ep *ep, struct fid_cntr *c, uint64_t flags)
 {
-	struct fid_cntr **slot[4] = { &ep->tx_cntr, &ep->rx_cntr, &ep->rd_cntr, &ep->wr_cntr };
-	const uint64_t bit[4] = { FI_SEND, FI_RECV, FI_READ, FI_WRITE };
+	struct fid_cntr **slot[6] = { &ep->tx_cntr, &ep->rx_cntr, &ep->rd_cntr, &ep->wr_cntr,
+				      &ep->rrd_cntr, &ep->rwr_cntr };
+	const uint64_t bit[6] = { FI_SEND, FI_RECV, FI_READ, FI_WRITE, FI_REMOTE_READ,
+				  FI_REMOTE_WRITE };
 	int i, ret;
 
-	if (flags & (FI_REMOTE_READ | FI_REMOTE_WRITE))
+	if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) && !(ep->info->caps & FI_RMA_EVENT))
 		return -FI_ENOSYS;	/* needs FI_RMA_EVENT */
-	if (!flags || (flags & ~(uint64_t)(FI_SEND | FI_RECV | FI_READ | FI_WRITE)))
+	if (!flags || (flags & ~(uint64_t)(FI_SEND | FI_RECV | FI_READ | FI_WRITE |
+					  FI_REMOTE_READ | FI_REMOTE_WRITE)))
 		return -FI_EBADFLAGS;
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < 6; i++)
 		if ((flags & bit[i]) && *slot[i])
 			return -FI_EINVAL;
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < 6; i++)
 		if (flags & bit[i]) {
 			ret = wfi_cntr_bind_ep(c, ep);
 			if (ret)
@@ -205,12 +208,13 @@ static int ep_close(struct fid *fid)
 		ep->rx_cq->refs--;
 	if (ep->av)
 		ep->av->refs--;
-	for (i = 0; i < 4; i++) {
-		struct fid_cntr *c = i == 0 ? ep->tx_cntr : i == 1 ? ep->rx_cntr :
-				     i == 2 ? ep->rd_cntr : ep->wr_cntr;
+	{
+		struct fid_cntr *c[6] = { ep->tx_cntr, ep->rx_cntr, ep->rd_cntr, ep->wr_cntr,
+					  ep->rrd_cntr, ep->rwr_cntr };
 
-		if (c)
-			wfi_cntr_unbind_ep(c, ep);
+		for (i = 0; i < 6; i++)
+			if (c[i])
+				wfi_cntr_unbind_ep(c[i], ep);
 	}
 	ep->dom->refs--;
 	pthread_mutex_unlock(&ep->dom->lock);

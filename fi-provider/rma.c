@@ -8,6 +8,7 @@
  * fi_inject_write copies into a bounce slot.  Completion at the verbs
  * completion (the target's adapter has placed the data).
  */
+#include <endian.h>
 #include <string.h>
 
 #include "wfi.h"
@@ -27,6 +28,9 @@ static ssize_t rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *d
 	struct wfi_peer *peer;
 	struct wfi_tx *t;
 	struct ibv_sge sge;
+	struct ibv_sge nsge;
+	struct ibv_send_wr nwr = { .sg_list = &nsge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED };
 	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED },
 			   *bad;
 	int i;
@@ -63,6 +67,20 @@ static ssize_t rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *d
 	wr.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
 	wr.wr.rdma.remote_addr = addr;
 	wr.wr.rdma.rkey = (uint32_t)key;
+	if (ep->info->caps & FI_RMA_EVENT) {
+		/* FI_RMA_EVENT: a NO_TAG note after the op on the same QP, which
+		 * the target counts (its FI_REMOTE_* counter) once RC order has
+		 * placed the data; the note's completion completes both. */
+		struct ibv_tmh note = { .opcode = IBV_TMH_NO_TAG,
+					.app_ctx = htobe32(write ? WFI_NOTE_WRITE : WFI_NOTE_READ) };
+
+		memcpy(wfi_tx_slot(ep, i) + WFI_EAGER, &note, sizeof(note));
+		nsge = (struct ibv_sge){ (uintptr_t)wfi_tx_slot(ep, i) + WFI_EAGER, WFI_HDR,
+					 ep->slots_mr->lkey };
+		nwr.wr_id = wr.wr_id;
+		wr.send_flags = 0;
+		wr.next = &nwr;
+	}
 	if (ibv_post_send(peer->out->qp, &wr, &bad)) {
 		if (t->umr)
 			ibv_dereg_mr(t->umr);

@@ -290,6 +290,13 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 		wfi_tx_fin(ep, be32toh(t.app_ctx), qp_num);
 		goto repost;
 	}
+	if (t.opcode == IBV_TMH_NO_TAG) {	/* an FI_RMA_EVENT note */
+		if (be32toh(t.app_ctx) == WFI_NOTE_WRITE)
+			wfi_cntr_inc(ep->rwr_cntr, false);
+		else if (be32toh(t.app_ctx) == WFI_NOTE_READ)
+			wfi_cntr_inc(ep->rrd_cntr, false);
+		goto repost;
+	}
 	rndv = t.opcode == IBV_TMH_RNDV ||
 	       (t.opcode == IBV_TMH_EAGER && (be64toh(t.tag) & WFI_RNDV_BIT));
 	if ((t.opcode != IBV_TMH_EAGER && t.opcode != IBV_TMH_RNDV) ||

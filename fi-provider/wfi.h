@@ -40,6 +40,9 @@
 #define WFI_DATA_BIT (1ull << 62)
 #define WFI_RNDV_BIT (1ull << 61)
 #define WFI_RNDV_HDR 20u		/* RVH and the remote CQ data */
+
+/* FI_RMA_EVENT: the TMH NO_TAG note that follows an RDMA op (app_ctx). */
+enum { WFI_NOTE_READ = 1, WFI_NOTE_WRITE = 2 };
 #define WFI_MSG_BIT (1ull << 63)
 #define WFI_MAX_PEERS 1024		/* ids 1 .. 1024 (13 bits on the wire) */
 
@@ -185,6 +188,7 @@ struct wfi_ep {
 	struct wfi_av *av;
 	struct wfi_cq *tx_cq, *rx_cq;
 	struct fid_cntr *tx_cntr, *rx_cntr, *rd_cntr, *wr_cntr;	/* FI_SEND, RECV, READ, WRITE */
+	struct fid_cntr *rrd_cntr, *rwr_cntr;	/* FI_REMOTE_READ, FI_REMOTE_WRITE (FI_RMA_EVENT) */
 	bool tx_sel, rx_sel, enabled;
 	uint64_t tx_op_flags, rx_op_flags;
 	struct wfi_addr name;
