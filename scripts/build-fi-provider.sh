@@ -58,9 +58,8 @@ if [ ! -f "$out/.complete" ]; then
 	ln -s ../../../../usr/lib/x86_64-linux-gnu/libfabric/libweft-fi.so \
 		"$work/root/opt/libfabric/lib/libfabric/libweft-fi.so"
 	nm -D --defined-only "$so" | grep -qw fi_prov_ini || weft_die "libweft-fi.so exports no fi_prov_ini"
-	rm -rf "$out"
+	rm -rf "${work:?}/dev" "$out"
 	mv "$work" "$out"
-	rm -rf "$out/dev"
 	touch "$out/.complete"
 	trap - EXIT
 	# Keep the two newest trees.
