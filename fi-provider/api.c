@@ -9,7 +9,7 @@
 
 static struct wfi_ep *to_ep(struct fid_ep *fep)
 {
-	return container_of(fep, struct wfi_ep, ep_fid);
+	return wfi_ep_of(fep);
 }
 
 static ssize_t send_locked(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
@@ -57,7 +57,7 @@ static ssize_t m_recv(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_a
 		      void *ctx)
 {
 	(void)desc;
-	return recv_locked(ep, buf, len, src, 0, 0, ctx, to_ep(ep)->rx_op_flags, true);
+	return recv_locked(ep, buf, len, src, 0, 0, ctx, wfi_op_flags(ep, FI_RECV), true);
 }
 
 static ssize_t m_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
@@ -86,7 +86,7 @@ static ssize_t m_send(struct fid_ep *ep, const void *buf, size_t len, void *desc
 		      fi_addr_t dest, void *ctx)
 {
 	(void)desc;
-	return send_locked(ep, buf, len, dest, 0, 0, ctx, to_ep(ep)->tx_op_flags, true);
+	return send_locked(ep, buf, len, dest, 0, 0, ctx, wfi_op_flags(ep, FI_TRANSMIT), true);
 }
 
 static ssize_t m_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
@@ -121,7 +121,7 @@ static ssize_t m_senddata(struct fid_ep *ep, const void *buf, size_t len, void *
 {
 	(void)desc;
 	return send_locked(ep, buf, len, dest, 0, data, ctx,
-			   to_ep(ep)->tx_op_flags | FI_REMOTE_CQ_DATA, true);
+			   wfi_op_flags(ep, FI_TRANSMIT) | FI_REMOTE_CQ_DATA, true);
 }
 
 static ssize_t m_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data,
@@ -149,7 +149,7 @@ static ssize_t t_recv(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_a
 		      uint64_t tag, uint64_t ignore, void *ctx)
 {
 	(void)desc;
-	return recv_locked(ep, buf, len, src, tag, ignore, ctx, to_ep(ep)->rx_op_flags, false);
+	return recv_locked(ep, buf, len, src, tag, ignore, ctx, wfi_op_flags(ep, FI_RECV), false);
 }
 
 static ssize_t t_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
@@ -184,7 +184,7 @@ static ssize_t t_send(struct fid_ep *ep, const void *buf, size_t len, void *desc
 		      fi_addr_t dest, uint64_t tag, void *ctx)
 {
 	(void)desc;
-	return send_locked(ep, buf, len, dest, tag, 0, ctx, to_ep(ep)->tx_op_flags, false);
+	return send_locked(ep, buf, len, dest, tag, 0, ctx, wfi_op_flags(ep, FI_TRANSMIT), false);
 }
 
 static ssize_t t_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
@@ -221,7 +221,7 @@ static ssize_t t_senddata(struct fid_ep *ep, const void *buf, size_t len, void *
 {
 	(void)desc;
 	return send_locked(ep, buf, len, dest, tag, data, ctx,
-			   to_ep(ep)->tx_op_flags | FI_REMOTE_CQ_DATA, false);
+			   wfi_op_flags(ep, FI_TRANSMIT) | FI_REMOTE_CQ_DATA, false);
 }
 
 static ssize_t t_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data,

@@ -29,6 +29,11 @@ static struct wfi_cntr *to_cntr(struct fid_cntr *c)
 	return container_of(c, struct wfi_cntr, cntr_fid);
 }
 
+uint64_t wfi_cntr_value(struct fid_cntr *c)
+{
+	return to_cntr(c)->value;
+}
+
 void wfi_cntr_inc(struct fid_cntr *c, bool err)
 {
 	if (!c)

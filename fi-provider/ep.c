@@ -136,12 +136,69 @@ static int enable(struct wfi_ep *ep)
 	return 0;
 }
 
+static int alias_close(struct fid *fid)
+{
+	free(container_of(fid, struct wfi_alias, ep_fid.fid));
+	return 0;
+}
+
+static struct fi_ops alias_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = alias_close,
+	.bind = wfi_no_bind,
+	.control = wfi_no_control,
+	.ops_open = wfi_no_ops_open,
+};
+
+/* The endpoint behind an endpoint or an alias of it. */
+struct wfi_ep *wfi_ep_of(struct fid_ep *fep)
+{
+	if (fep->fid.ops == &alias_fi_ops)
+		return container_of(fep, struct wfi_alias, ep_fid)->ep;
+	return container_of(fep, struct wfi_ep, ep_fid);
+}
+
+/* The default op flags of fep for direction dir (FI_TRANSMIT or FI_RECV):
+ * the endpoint's, or its alias's. */
+uint64_t wfi_op_flags(struct fid_ep *fep, uint64_t dir)
+{
+	struct wfi_ep *ep = wfi_ep_of(fep);
+
+	if (fep->fid.ops == &alias_fi_ops) {
+		struct wfi_alias *a = container_of(fep, struct wfi_alias, ep_fid);
+
+		if (a->flags & dir)
+			return a->flags & ~(uint64_t)(FI_TRANSMIT | FI_RECV);
+	}
+	return dir == FI_TRANSMIT ? ep->tx_op_flags : ep->rx_op_flags;
+}
+
+static int make_alias(struct wfi_ep *ep, struct fi_alias *arg)
+{
+	struct wfi_alias *a;
+
+	if (!arg || !arg->fid || !(arg->flags & (FI_TRANSMIT | FI_RECV)) ||
+	    (arg->flags & FI_TRANSMIT && arg->flags & FI_RECV))
+		return -FI_EINVAL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -FI_ENOMEM;
+	a->ep_fid = ep->ep_fid;
+	a->ep_fid.fid.ops = &alias_fi_ops;
+	a->ep = ep;
+	a->flags = arg->flags;
+	*arg->fid = &a->ep_fid.fid;
+	return 0;
+}
+
 static int ep_control(struct fid *fid, int command, void *arg)
 {
 	struct wfi_ep *ep = container_of(fid, struct wfi_ep, ep_fid.fid);
 	int ret;
 
 	switch (command) {
+	case FI_ALIAS:
+		return make_alias(ep, arg);
 	case FI_ENABLE:
 		pthread_mutex_lock(&ep->dom->lock);
 		ret = ep->enabled ? 0 : enable(ep);
@@ -226,7 +283,7 @@ static int ep_close(struct fid *fid)
 
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	struct wfi_ep *ep = container_of(fid, struct wfi_ep, ep_fid.fid);
+	struct wfi_ep *ep = wfi_ep_of(container_of(fid, struct fid_ep, fid));
 	size_t want = sizeof(ep->name.sin);
 
 	if (!addrlen || (*addrlen && !addr))
@@ -244,7 +301,7 @@ static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 
 static int ep_setname(fid_t fid, void *addr, size_t addrlen)
 {
-	struct wfi_ep *ep = container_of(fid, struct wfi_ep, ep_fid.fid);
+	struct wfi_ep *ep = wfi_ep_of(container_of(fid, struct fid_ep, fid));
 	const struct sockaddr_in *sin = addr;
 
 	if (!addr || addrlen != sizeof(*sin) || sin->sin_family != AF_INET)
@@ -347,7 +404,7 @@ static int no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr, str
 
 static ssize_t rx_size_left(struct fid_ep *fep)
 {
-	struct wfi_ep *ep = container_of(fep, struct wfi_ep, ep_fid);
+	struct wfi_ep *ep = wfi_ep_of(fep);
 	ssize_t n = 0;
 	int i;
 
@@ -360,7 +417,7 @@ static ssize_t rx_size_left(struct fid_ep *fep)
 
 static ssize_t tx_size_left(struct fid_ep *fep)
 {
-	struct wfi_ep *ep = container_of(fep, struct wfi_ep, ep_fid);
+	struct wfi_ep *ep = wfi_ep_of(fep);
 	ssize_t n = 0;
 	int i;
 

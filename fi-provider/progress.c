@@ -89,4 +89,5 @@ void wfi_progress(struct wfi_ep *ep)
 		sync_tags(ep);
 fins:
 	wfi_rx_retry_fin(ep);
+	wfi_trig_progress(ep);
 }

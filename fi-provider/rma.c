@@ -13,16 +13,16 @@
 
 #include "wfi.h"
 
-#define WFI_RMA_FLAGS (FI_COMPLETION | FI_INJECT | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | \
+#define WFI_RMA_FLAGS (FI_COMPLETION | FI_INJECT | FI_TRIGGER | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | \
 		       FI_INJECT_COMPLETE | FI_MORE | FI_FENCE)
 
 static struct wfi_ep *to_ep(struct fid_ep *fep)
 {
-	return container_of(fep, struct wfi_ep, ep_fid);
+	return wfi_ep_of(fep);
 }
 
-static ssize_t rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
-		   fi_addr_t peer_addr, uint64_t addr, uint64_t key, void *ctx, uint64_t flags)
+ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
+		fi_addr_t peer_addr, uint64_t addr, uint64_t key, void *ctx, uint64_t flags)
 {
 	struct wfi_mr *m = desc;
 	struct wfi_peer *peer;
@@ -100,7 +100,10 @@ static ssize_t locked(struct fid_ep *fep, bool write, void *buf, size_t len, voi
 	if (flags & ~(uint64_t)WFI_RMA_FLAGS)
 		return -FI_EBADFLAGS;
 	pthread_mutex_lock(&ep->dom->lock);
-	ret = rma(ep, write, buf, len, desc, a, addr, key, ctx, flags);
+	if (flags & FI_TRIGGER)
+		ret = wfi_trig_add(ep, write, buf, len, desc, a, addr, key, ctx, flags);
+	else
+		ret = wfi_rma(ep, write, buf, len, desc, a, addr, key, ctx, flags);
 	pthread_mutex_unlock(&ep->dom->lock);
 	return ret;
 }
@@ -108,7 +111,7 @@ static ssize_t locked(struct fid_ep *fep, bool write, void *buf, size_t len, voi
 static ssize_t r_read(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src,
 		      uint64_t addr, uint64_t key, void *ctx)
 {
-	return locked(ep, false, buf, len, desc, src, addr, key, ctx, to_ep(ep)->tx_op_flags);
+	return locked(ep, false, buf, len, desc, src, addr, key, ctx, wfi_op_flags(ep, FI_TRANSMIT));
 }
 
 static ssize_t r_readv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
@@ -134,7 +137,7 @@ static ssize_t r_write(struct fid_ep *ep, const void *buf, size_t len, void *des
 		       fi_addr_t dest, uint64_t addr, uint64_t key, void *ctx)
 {
 	return locked(ep, true, (void *)buf, len, desc, dest, addr, key, ctx,
-		      to_ep(ep)->tx_op_flags);
+		      wfi_op_flags(ep, FI_TRANSMIT));
 }
 
 static ssize_t r_writev(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,

@@ -590,12 +590,13 @@ ssize_t wfi_recv(struct wfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64
 
 ssize_t wfi_cancel(fid_t fid, void *context)
 {
-	struct wfi_ep *ep = container_of(fid, struct wfi_ep, ep_fid.fid);
+	struct wfi_ep *ep;
 	ssize_t ret = -FI_ENOENT;
 	int i;
 
-	if (fid->fclass != FI_CLASS_EP)
+	if (!fid || fid->fclass != FI_CLASS_EP)
 		return -FI_EINVAL;
+	ep = wfi_ep_of(container_of(fid, struct fid_ep, fid));
 	pthread_mutex_lock(&ep->dom->lock);
 	for (i = 0; i < WFI_RX_SIZE; i++) {
 		struct wfi_rx *r = &ep->rx[i];

@@ -23,6 +23,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/fi_trigger.h>
 #include <rdma/providers/fi_prov.h>
 
 #define WFI_NAME "weft"
@@ -61,6 +62,24 @@ enum { WFI_NOTE_READ = 1, WFI_NOTE_WRITE = 2 };
 #define WFI_MAX_MSG (1ull << 30)
 #define WFI_AV_MAX 4096
 #define WFI_CONNECT_MS 20000
+
+/* fi_ep_alias: another fid_ep of an endpoint with its own default flags. */
+struct wfi_alias {
+	struct fid_ep ep_fid;
+	struct wfi_ep *ep;
+	uint64_t flags;			/* FI_TRANSMIT or FI_RECV and op flags */
+};
+
+/* An operation deferred until a counter reaches a threshold (FI_TRIGGER). */
+struct wfi_trig {
+	bool used, write;
+	void *buf, *desc, *ctx;
+	size_t len;
+	fi_addr_t dest;
+	uint64_t addr, key, flags, threshold;
+	struct fid_cntr *cntr;
+};
+#define WFI_TRIG_MAX 64
 
 struct wfi_addr {			/* the endpoint name: its rdma_cm address */
 	struct sockaddr_in sin;
@@ -207,6 +226,8 @@ struct wfi_ep {
 	uint64_t ux_dropped;		/* arrivals lost to a failed malloc */
 	uint64_t rx_seq, ux_seq;
 	bool rvh;			/* rendezvous as TMH RNDV (WEFT_FI_RNDV=rvh) */
+	struct wfi_trig trig[WFI_TRIG_MAX];	/* FI_TRIGGER, bounded */
+	int ntrig;
 	bool log;			/* WEFT_FI_LOG: completion errors on stderr */
 	uint32_t unexp_cnt;		/* unexpected messages seen (TM sync) */
 	struct wfi_peer *peers;		/* index + 1 = the peer's id here */
@@ -265,6 +286,13 @@ void wfi_cq_put(struct wfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *
 		uint64_t data, uint64_t tag, fi_addr_t src);
 void wfi_cq_err(struct wfi_cq *cq, void *ctx, uint64_t flags, int err, size_t len, uint64_t tag,
 		size_t olen);
+/* trigger.c */
+int wfi_trig_add(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc, fi_addr_t dest,
+		 uint64_t addr, uint64_t key, void *ctx, uint64_t flags);
+void wfi_trig_progress(struct wfi_ep *ep);
+ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
+		fi_addr_t peer_addr, uint64_t addr, uint64_t key, void *ctx, uint64_t flags);
+uint64_t wfi_cntr_value(struct fid_cntr *c);
 /* cntr.c */
 int wfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
 		  void *context);
@@ -280,6 +308,8 @@ int wfi_mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t
 int wfi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
 		   struct fid_mr **mr);
 /* ep.c */
+struct wfi_ep *wfi_ep_of(struct fid_ep *fep);
+uint64_t wfi_op_flags(struct fid_ep *fep, uint64_t dir);
 int wfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
 		void *context);
 /* conn.c */
