@@ -160,12 +160,12 @@ static int weft_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *
 	a->max_srq_sge = WEFT_IB_MAX_RECV_SGE;
 	/*
 	 * Tag-matching SRQs (hw-spec 16.15): tags, operations and SGEs the
-	 * adapter holds; a rendezvous header is left to software.
+	 * adapter holds; the longest RNDV message whose rendezvous it does.
 	 */
 	a->tm_caps.max_num_tags = WEFT_VERBS_TM_MAX_TAGS;
 	a->tm_caps.max_ops = 1u << WEFT_VERBS_TM_OPS_LOG2;
 	a->tm_caps.max_sge = WEFT_VERBS_TM_MAX_SGE;
-	a->tm_caps.max_rndv_hdr_size = sizeof(struct weft_vtmh) + sizeof(struct weft_vrvh);
+	a->tm_caps.max_rndv_hdr_size = WEFT_VERBS_TM_RNDV_HDR;
 	a->tm_caps.flags = IB_TM_CAP_RNDV_RC;
 	a->max_pi_fast_reg_page_list_len = 0;
 	return 0;

@@ -14,7 +14,7 @@
 #include "weft.h"
 #include "weft-abi.h"
 
-static enum ibv_wc_status wc_status(uint8_t status)
+enum ibv_wc_status weft_wc_status(uint8_t status)
 {
 	switch (status) {
 	case WEFT_VWC_SUCCESS: return IBV_WC_SUCCESS;
@@ -78,7 +78,7 @@ static bool fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe,
 		return weft_tm_fill_wc(cq, cqe, wc);
 	memset(wc, 0, sizeof(*wc));
 	wc->wr_id = le64toh(cqe->wr_id);
-	wc->status = wc_status(cqe->status);
+	wc->status = weft_wc_status(cqe->status);
 	wc->opcode = wc_opcode(cqe->opcode);
 	wc->qp_num = qpn;
 	if (wc->status == IBV_WC_SUCCESS)

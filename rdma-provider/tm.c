@@ -253,15 +253,9 @@ static void tag_release(struct weft_tm *tm, uint32_t h)
 static enum ibv_wc_status tm_status(uint8_t status)
 {
 	switch (status) {
-	case WEFT_VWC_SUCCESS: return IBV_WC_SUCCESS;
 	case WEFT_VWC_TM_ERR: return IBV_WC_TM_ERR;
 	case WEFT_VWC_TM_RNDV_INCOMPLETE: return IBV_WC_TM_RNDV_INCOMPLETE;
-	case WEFT_VWC_LOC_LEN_ERR: return IBV_WC_LOC_LEN_ERR;
-	case WEFT_VWC_LOC_QP_OP_ERR: return IBV_WC_LOC_QP_OP_ERR;
-	case WEFT_VWC_LOC_PROT_ERR: return IBV_WC_LOC_PROT_ERR;
-	case WEFT_VWC_WR_FLUSH_ERR: return IBV_WC_WR_FLUSH_ERR;
-	case WEFT_VWC_REM_INV_REQ_ERR: return IBV_WC_REM_INV_REQ_ERR;
-	default: return IBV_WC_GENERAL_ERR;
+	default: return weft_wc_status(status);
 	}
 }
 
@@ -279,7 +273,9 @@ bool weft_tm_fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe, struct ibv
 	wc->wr_id = le64toh(cqe->wr_id);
 	wc->status = tm_status(cqe->status);
 	wc->qp_num = qpn;
-	if (wc->status == IBV_WC_SUCCESS)
+	/* RNDV_INCOMPLETE: the RNDV message is in the tagged buffer,
+	 * byte_len long; software does the rendezvous (and its FIN). */
+	if (wc->status == IBV_WC_SUCCESS || wc->status == IBV_WC_TM_RNDV_INCOMPLETE)
 		wc->byte_len = le32toh(cqe->byte_len);
 	else
 		wc->vendor_err = le32toh(cqe->byte_len);	/* enum weft_reason */

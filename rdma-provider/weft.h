@@ -185,6 +185,8 @@ int weft_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *wr,
 void weft_tm_destroy(struct weft_srq *srq);
 /* A WEFT_VWC_TM_* CQE into wc and cq->cur_tm; false when the application
  * did not ask for it (an unsignaled TAG_DEL that succeeded). */
+/* The ibv_wc status of a CQE status (cq.c). */
+enum ibv_wc_status weft_wc_status(uint8_t status);
 bool weft_tm_fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe, struct ibv_wc *wc);
 
 /* wq.c: the work queues' data path */

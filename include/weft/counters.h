@@ -105,7 +105,17 @@
 	X(TM_SYNC_AHEAD,   "tm: unexpected_cnt ahead of the adapter's count") \
 	X(TM_BAD_TMH,      "tm: tag-matching header with an unknown opcode") \
 	X(TM_NO_QUEUE,     "tm: no free header queue for a tag-matching SRQ") \
-	X(TM_QUEUE_LENT,   "match: header queue lent to a tag-matching SRQ")
+	X(TM_QUEUE_LENT,   "match: header queue lent to a tag-matching SRQ") \
+	X(TM_RNDV_HDR,     "tm: matched RNDV longer than max_rndv_hdr_size or not one packet: software rendezvous") \
+	X(TM_RVH_LEN,      "tm: RVH length above the largest message: refused, software rendezvous") \
+	X(TM_RVH_SHORT,    "tm: tagged buffer shorter than the RVH length: software rendezvous") \
+	X(TM_RNDV_BUSY,    "tm: every device rendezvous of the QP in use: software rendezvous") \
+	X(MATCH_DUP,       "match: duplicate packet or stale ack (re-acknowledged)") \
+	X(MATCH_SEQ,       "match: packet out of sequence or of an unknown incarnation (resent)") \
+	X(MATCH_BAD_ACK,   "match: ack beyond what was sent or for another incarnation") \
+	X(MATCH_NO_ROOM,   "match: no room for a packet's answers: not acknowledged (resent)") \
+	X(MATCH_PEER_DEAD, "match: peer did not acknowledge after every resend") \
+	X(MATCH_PEERS,     "match: peer channel table full")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,
@@ -140,7 +150,8 @@ enum weft_reason {
 	X(C_ERR_TX)        X(C_ERR_RX)        X(C_NOTIFY)        X(C_RESEND) \
 	/* tag-matching SRQs (weft/verbs.h) */                                \
 	X(V_TM_OPS)        X(V_TM_MATCHED)    X(V_TM_UNEXPECTED) X(V_TM_NO_TAG) \
-	X(V_TM_SYNC_REQS)
+	X(V_TM_SYNC_REQS)  X(V_TM_RNDV)       X(V_TM_RNDV_DONE)  X(V_TM_RNDV_SW) \
+	X(V_TM_RNDV_ERR)
 
 enum weft_counter {
 #define WEFT_CNT_ENUM(name) WEFT_CNT_##name,

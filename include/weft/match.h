@@ -39,6 +39,12 @@
 #define WEFT_MATCH_MAX_MSG      (1ull << 28)    /* longest message */
 #define WEFT_MATCH_CAM          8u      /* recent unexpected entries (item 109) */
 #define WEFT_MATCH_ANY_SOURCE   0xffffu /* source filter: any node */
+/* Reliable delivery of matching packets (docs/matching.md). */
+#define WEFT_MATCH_PEERS        64u     /* peer channels per adapter */
+#define WEFT_MATCH_FRAMES       128u    /* unacknowledged frames, all peers */
+#define WEFT_MATCH_RTO_NS       1000000ull /* first resend after 1 ms */
+#define WEFT_MATCH_RTO_MAX_SHIFT 7u     /* backoff doubles up to 128 ms */
+#define WEFT_MATCH_RETRIES      12u     /* resends without progress: peer dead */
 
 /*
  * ---- Match word (64 bits) ---------------------------------------------
@@ -261,6 +267,16 @@ WEFT_STATIC_ASSERT(sizeof(struct weft_match_dump) == WEFT_MATCH_HDR_BYTES, "matc
  * pushed by the sender (PUT) or pulled by the receiver (PULL); FIN closes
  * the transfer; CTS gives a large unmatched sender the slot once a
  * receive matched.  NAK answers any of them with a reason.
+ *
+ * Every packet but ACK travels on a reliable channel per ordered pair of
+ * nodes (docs/matching.md "Reliable delivery"): weft_wire_hdr.tid is its
+ * sequence number (PSN, one space per channel) and protocol_cookie the
+ * sender's incarnation (epoch, new at each adapter reset).  The receiver
+ * takes a packet only with the next PSN of that epoch, or with SYN (a
+ * sequence start: the sender has nothing unacknowledged before it) at or
+ * after it, and answers with ACK: offset = next PSN expected (cumulative),
+ * total = the epoch acknowledged.  The sender resends what is not
+ * acknowledged (go-back-N) and gives up after WEFT_MATCH_RETRIES.
  */
 enum weft_match_wop {
 	WEFT_MWOP_EAGER = 1,
@@ -271,6 +287,7 @@ enum weft_match_wop {
 	WEFT_MWOP_FIN = 6,
 	WEFT_MWOP_CTS = 7,
 	WEFT_MWOP_NAK = 8,
+	WEFT_MWOP_ACK = 9,      /* channel acknowledgement, not sequenced */
 };
 
 #define WEFT_MACK_MATCHED       1u
@@ -279,6 +296,7 @@ enum weft_match_wop {
 
 #define WEFT_MWF_RNR            0x01u   /* NAK: receiver not ready */
 #define WEFT_MWF_TO_SENDER      0x02u   /* FIN: receiver -> sender (after PULL) */
+#define WEFT_MWF_SYN            0x04u   /* any sequenced packet: sequence start */
 
 struct weft_match_whdr {
 	uint8_t  op;            /* enum weft_match_wop */

@@ -193,6 +193,7 @@ static inline const char *weft_mwop_name(unsigned int op)
 	case WEFT_MWOP_FIN: return "FIN";
 	case WEFT_MWOP_CTS: return "CTS";
 	case WEFT_MWOP_NAK: return "NAK";
+	case WEFT_MWOP_ACK: return "ACK";
 	default: return "UNKNOWN";
 	}
 }

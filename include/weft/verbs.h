@@ -160,6 +160,14 @@ enum weft_vcmd_op {
 #define WEFT_VERBS_TM_MAX_TAGS  1024u   /* tags per SRQ (tm_caps.max_num_tags) */
 #define WEFT_VERBS_TM_OPS_LOG2  10u     /* tag-operation ring (tm_caps.max_ops) */
 #define WEFT_VERBS_TM_MAX_SGE   1u      /* SGEs per tagged buffer */
+/* RVH rendezvous done by the adapter (docs/matching.md "Device
+ * rendezvous"): an RNDV message of at most WEFT_VERBS_TM_RNDV_HDR bytes
+ * (TMH, RVH and software's bytes after them; tm_caps.max_rndv_hdr_size)
+ * that matches a tag is read from the sender with an RDMA READ on the
+ * same QP, then answered with a FIN; at most WEFT_VERBS_TM_RNDV_MAX of
+ * them per QP at a time. */
+#define WEFT_VERBS_TM_RNDV_HDR  64u
+#define WEFT_VERBS_TM_RNDV_MAX  8u
 
 /* GID entry types (RoCE v2): the network header a UD packet from or to
  * the GID carries. */

@@ -1376,6 +1376,7 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 	if (!c->ops.timer_arm) {
 		weft_verbs_poll_timer(c);
 		weft_cnt_poll_timer(c);
+		weft_match_timer(c);
 	}
 	if (c->fatal)
 		rxq_discard(c, WEFT_R_ADAPTER_FATAL);
@@ -1443,9 +1444,12 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 void weft_timer_sync(struct weft_core *c)
 {
 	uint64_t d = weft_verbs_deadline(c), k = weft_cnt_deadline(c);
+	uint64_t mt = c->match ? weft_match_deadline(c) : 0;
 
 	if (k && (!d || k < d))
 		d = k;
+	if (mt && (!d || mt < d))
+		d = mt;
 	if (c->ops.timer_arm)
 		c->ops.timer_arm(c->opaque, d);
 }
@@ -1454,6 +1458,7 @@ void weft_core_timer(struct weft_core *c)
 {
 	weft_verbs_timer(c);
 	weft_cnt_timer(c);
+	weft_match_timer(c);
 }
 
 void weft_core_set_link(struct weft_core *c, bool up)

@@ -130,6 +130,9 @@ struct weft_core_config {
 	 * work, and the small/large rendezvous threshold in bytes. */
 	uint32_t match_store, umb_size, umb_frag, matchers, match_step;
 	uint64_t rndv_threshold;
+	/* First incarnation number of the matching channels (weft/match.h),
+	 * different at each power-on of a node: the embedder draws it. */
+	uint32_t match_epoch;
 };
 
 /* Create a core.  On a bad configuration returns NULL and writes a

@@ -15,6 +15,12 @@
  * queue's FIFO and at most one matcher serves a queue at a time, so a
  * matcher never overtakes an earlier one on the same queue (item 99) and
  * the result of any number of matchers equals a serial run (item 102).
+ *
+ * Delivery: every matching packet but ACK goes on a reliable channel per
+ * peer node (sequence numbers, cumulative ACKs, go-back-N resends from a
+ * bounded frame pool, a resend timer with backoff), so the receiver takes
+ * each packet exactly once and in the order its sender sent it, whatever
+ * the fabric loses, duplicates or reorders (docs/matching.md).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,8 +32,8 @@
 #include "weft_match.h"
 
 #define NIL 0xffffffffu
-#define TXQ_LEN 64u
 #define CQ_RESERVE 2u           /* CQEs one item may write */
+#define FRAME_BYTES (WEFT_WIRE_HDR_SIZE + sizeof(struct weft_match_whdr) + WEFT_MATCH_EAGER_MAX)
 
 enum { E_POSTED = 1, E_UMB = 2, E_HOST = 3, E_RNDV = 4, E_TM = 5 };
 #define TM_INACTIVE 0x80u       /* E_TM flag: added behind the phase (item 109) */
@@ -47,6 +53,7 @@ struct m_entry {
 	uint32_t req_id;        /* posted: Req Compl ID; unexpected: sender's; E_TM: lkey */
 	uint32_t frag;          /* E_UMB: first fragment */
 	uint32_t sslot;         /* E_RNDV: sender slot */
+	uint32_t cgen;          /* E_RNDV: sender's channel generation at arrival */
 };
 
 struct m_list {
@@ -101,9 +108,28 @@ struct m_rslot {
 	uint64_t match, addr, size, total, received;
 };
 
-struct m_txpkt {
+/* A sequenced packet kept until its peer acknowledges it. */
+struct m_frame {
+	uint32_t next;          /* channel list (PSN order), or the free list */
+	bool queued;            /* in the transmit ring */
+	bool acked;             /* acknowledged while queued: freed when sent */
 	uint32_t len;
-	_Alignas(8) uint8_t data[WEFT_WIRE_MAX_FRAME];
+	_Alignas(8) uint8_t data[FRAME_BYTES];
+};
+
+/* The reliable channel with one peer node (both directions). */
+struct m_chan {
+	uint16_t node;
+	bool rx_known;          /* rx_epoch and rx_next are valid */
+	bool ack_owed;
+	uint8_t retries;        /* resends since the last progress */
+	uint32_t tx_next;       /* PSN of the next new frame */
+	uint32_t tx_una;        /* oldest unacknowledged PSN */
+	uint32_t head, tail;    /* unacknowledged frames, PSN order */
+	uint64_t deadline;      /* resend time; 0 = nothing unacknowledged */
+	uint32_t rx_epoch;      /* the peer's incarnation */
+	uint32_t rx_next;       /* next PSN expected from the peer */
+	uint32_t rx_gen;        /* peer restarts seen (sequence jumps) */
 };
 
 struct weft_match {
@@ -126,8 +152,16 @@ struct weft_match {
 	struct m_sslot ss[WEFT_MATCH_RNDV_SLOTS];
 	struct m_rslot rs[WEFT_MATCH_RNDV_SLOTS];
 	uint32_t ss_rr;
-	struct m_txpkt *txq;
+	struct m_frame *fr;
+	uint32_t frfree, frfree_n;
+	uint16_t txq[WEFT_MATCH_FRAMES]; /* frames to transmit, in order */
 	uint32_t txq_head, txq_n;
+	struct m_chan ch[WEFT_MATCH_PEERS];
+	uint32_t nch;
+	uint32_t epoch;         /* this adapter's incarnation */
+	uint32_t acks_owed;
+	uint64_t deadline;      /* earliest channel deadline, 0 = none */
+	_Alignas(8) uint8_t ackbuf[WEFT_WIRE_HDR_SIZE + sizeof(struct weft_match_whdr)];
 	uint64_t cq_base, cq_size, cq_prod, cq_cons;
 	uint64_t db_status, irq;
 	uint8_t scratch[WEFT_MATCH_EAGER_MAX];
@@ -181,8 +215,10 @@ struct weft_match *weft_match_new(const struct weft_core_config *cf)
 	m->frag_next = calloc(m->nfrags, sizeof(*m->frag_next));
 	m->items = calloc(WEFT_MATCH_PENDING, sizeof(*m->items));
 	m->m = calloc(m->nmatchers, sizeof(*m->m));
-	m->txq = calloc(TXQ_LEN, sizeof(*m->txq));
-	if (!m->e || !m->umb || !m->frag_next || !m->items || !m->m || !m->txq) {
+	m->fr = calloc(WEFT_MATCH_FRAMES, sizeof(*m->fr));
+	/* Incarnations differ between adapters and between resets. */
+	m->epoch = cf->match_epoch ^ (uint32_t)(cf->node_id * 0x9e3779b1u);
+	if (!m->e || !m->umb || !m->frag_next || !m->items || !m->m || !m->fr) {
 		weft_match_free(m);
 		return NULL;
 	}
@@ -198,7 +234,7 @@ void weft_match_free(struct weft_match *m)
 	free(m->frag_next);
 	free(m->items);
 	free(m->m);
-	free(m->txq);
+	free(m->fr);
 	free(m);
 }
 
@@ -233,7 +269,18 @@ void weft_match_reset(struct weft_core *c)
 	memset(m->m, 0, m->nmatchers * sizeof(*m->m));
 	memset(m->ss, 0, sizeof(m->ss));
 	memset(m->rs, 0, sizeof(m->rs));
+	for (i = 0; i < WEFT_MATCH_FRAMES; i++) {
+		m->fr[i].next = i + 1 < WEFT_MATCH_FRAMES ? i + 1 : NIL;
+		m->fr[i].queued = m->fr[i].acked = false;
+	}
+	m->frfree = 0;
+	m->frfree_n = WEFT_MATCH_FRAMES;
 	m->txq_head = m->txq_n = 0;
+	memset(m->ch, 0, sizeof(m->ch));
+	m->nch = 0;
+	m->epoch += 0x10001u;
+	m->acks_owed = 0;
+	m->deadline = 0;
 	m->cq_base = m->cq_size = m->cq_prod = m->cq_cons = 0;
 	m->db_status = 0;
 	m->irq = 0;
@@ -401,6 +448,13 @@ static uint64_t cq_room(const struct weft_match *m)
 	return (1ull << m->cq_size) - (m->cq_prod - m->cq_cons);
 }
 
+/* Room for n completions; with the ring off they are dropped anyway
+ * (MATCH_CQ), so nothing waits for it. */
+static bool cq_can(const struct weft_match *m, uint64_t n)
+{
+	return !cq_enabled(m) || cq_room(m) >= n;
+}
+
 static void cqe_post(struct weft_core *c, const struct weft_match_cqe *e)
 {
 	struct weft_match *m = c->match;
@@ -434,27 +488,140 @@ static void cqe_simple(struct weft_core *c, unsigned int type, unsigned int q,
 		mdrop(c, status);
 }
 
-/* ---- transmit ----------------------------------------------------------- */
+/* ---- reliable channels ---------------------------------------------------- */
 
-static bool txq_room(const struct weft_match *m, uint32_t n)
+static uint64_t mnow(struct weft_core *c)
 {
-	return TXQ_LEN - m->txq_n >= n;
+	return c->ops.now_ns ? c->ops.now_ns(c->opaque) : 0;
 }
 
-/* Queue a matching packet to node dst; the caller checked txq_room. */
+static uint64_t rto(const struct m_chan *ch)
+{
+	unsigned int sh = ch->retries < WEFT_MATCH_RTO_MAX_SHIFT ? ch->retries :
+			  WEFT_MATCH_RTO_MAX_SHIFT;
+
+	return WEFT_MATCH_RTO_NS << sh;
+}
+
+/* The channel of node, or NULL; create adds one when there is room. */
+static struct m_chan *chan_of(struct weft_match *m, uint16_t node, bool create)
+{
+	struct m_chan *ch;
+	uint32_t i;
+
+	for (i = 0; i < m->nch; i++)
+		if (m->ch[i].node == node)
+			return &m->ch[i];
+	if (!create || m->nch >= WEFT_MATCH_PEERS)
+		return NULL;
+	ch = &m->ch[m->nch++];
+	memset(ch, 0, sizeof(*ch));
+	ch->node = node;
+	ch->head = ch->tail = NIL;
+	return ch;
+}
+
+static void chan_arm(struct weft_core *c, struct m_chan *ch)
+{
+	struct weft_match *m = c->match;
+
+	ch->deadline = mnow(c) + rto(ch);
+	if (!m->deadline || ch->deadline < m->deadline) {
+		m->deadline = ch->deadline;
+		weft_timer_sync(c);
+	}
+}
+
+static void ack_owe(struct weft_match *m, struct m_chan *ch)
+{
+	if (!ch->ack_owed) {
+		ch->ack_owed = true;
+		m->acks_owed++;
+	}
+}
+
+static void txq_push(struct weft_match *m, uint32_t fi)
+{
+	m->txq[(m->txq_head + m->txq_n) % WEFT_MATCH_FRAMES] = (uint16_t)fi;
+	m->txq_n++;
+	m->fr[fi].queued = true;
+}
+
+static void frame_free(struct weft_match *m, uint32_t fi)
+{
+	m->fr[fi].acked = false;
+	m->fr[fi].next = m->frfree;
+	m->frfree = fi;
+	m->frfree_n++;
+}
+
+static const struct weft_match_whdr *frame_mh(const struct m_frame *f)
+{
+	return (const struct weft_match_whdr *)(f->data + sizeof(struct weft_wire_hdr));
+}
+
+/* A frame leaves its channel: acknowledged (status 0) or given up.  An
+ * eager send and a pushed rendezvous (its FIN) complete here. */
+static void frame_done(struct weft_core *c, uint32_t fi, unsigned int status)
+{
+	struct weft_match *m = c->match;
+	struct m_frame *f = &m->fr[fi];
+	struct weft_match_whdr mh;
+
+	memcpy(&mh, frame_mh(f), sizeof(mh));
+	if (mh.op == WEFT_MWOP_EAGER ||
+	    (mh.op == WEFT_MWOP_FIN && !(mh.flags & WEFT_MWF_TO_SENDER)))
+		cqe_simple(c, WEFT_MCQE_SEND_DONE, mh.queue, status, mh.req_id);
+	if (f->queued)
+		f->acked = true;
+	else
+		frame_free(m, fi);
+}
+
+/* CQEs that frame_done() writes for this frame. */
+static uint32_t frame_cqes(const struct m_frame *f)
+{
+	const struct weft_match_whdr *mh = frame_mh(f);
+
+	return mh->op == WEFT_MWOP_EAGER ||
+	       (mh->op == WEFT_MWOP_FIN && !(mh->flags & WEFT_MWF_TO_SENDER));
+}
+
+/* ---- transmit ----------------------------------------------------------- */
+
+/*
+ * Room for n more sequenced packets made by a doorbell, a matcher or a
+ * stream.  One frame stays for the answer a received packet may need at
+ * once (rx_seq): that answer (NAK, FIN to the sender) needs none itself,
+ * so its peer always takes it and the frame comes back; no two adapters
+ * can wait on each other's full pools.
+ */
+static bool txq_room(const struct weft_match *m, uint32_t n)
+{
+	return m->frfree_n >= n + 1;
+}
+
+/* Queue a matching packet to node dst on its channel; the caller
+ * checked txq_room, or rx_seq kept a frame for an answer. */
 static void tx_pkt(struct weft_core *c, uint16_t dst, const struct weft_match_whdr *mh,
 		   const void *data, uint32_t dlen)
 {
 	struct weft_match *m = c->match;
-	struct m_txpkt *p;
+	struct m_chan *ch = chan_of(m, dst, true);
+	struct weft_match_whdr *fh;
 	struct weft_wire_hdr *wh;
+	struct m_frame *f;
+	uint32_t fi;
 
-	if (!txq_room(m, 1)) {
-		mdrop(c, WEFT_R_MATCH_BUSY);
+	if (!m->frfree_n || !ch) {
+		mdrop(c, ch ? WEFT_R_MATCH_BUSY : WEFT_R_MATCH_PEERS);
 		return;
 	}
-	p = &m->txq[(m->txq_head + m->txq_n) % TXQ_LEN];
-	wh = (struct weft_wire_hdr *)p->data;
+	fi = m->frfree;
+	f = &m->fr[fi];
+	m->frfree = f->next;
+	m->frfree_n--;
+	wh = (struct weft_wire_hdr *)f->data;
 	memset(wh, 0, sizeof(*wh));
 	wh->version = WEFT_WIRE_VERSION;
 	wh->type = WEFT_PKT_MATCH;
@@ -462,11 +629,27 @@ static void tx_pkt(struct weft_core *c, uint16_t dst, const struct weft_match_wh
 	wh->src_node = c->cfg.node_id;
 	wh->dst_window = WEFT_NO_WINDOW;
 	wh->length = (uint32_t)(sizeof(*mh) + dlen);
-	memcpy(p->data + sizeof(*wh), mh, sizeof(*mh));
+	wh->tid = ch->tx_next;
+	wh->protocol_cookie = m->epoch;
+	fh = (struct weft_match_whdr *)(f->data + sizeof(*wh));
+	memcpy(fh, mh, sizeof(*mh));
+	/* Nothing unacknowledged before it: a sequence start. */
+	if (ch->tx_una == ch->tx_next)
+		fh->flags |= WEFT_MWF_SYN;
 	if (dlen)
-		memcpy(p->data + sizeof(*wh) + sizeof(*mh), data, dlen);
-	p->len = (uint32_t)(sizeof(*wh) + sizeof(*mh) + dlen);
-	m->txq_n++;
+		memcpy(f->data + sizeof(*wh) + sizeof(*mh), data, dlen);
+	f->len = (uint32_t)(sizeof(*wh) + sizeof(*mh) + dlen);
+	ch->tx_next++;
+	f->next = NIL;
+	f->acked = false;
+	if (ch->tail == NIL)
+		ch->head = fi;
+	else
+		m->fr[ch->tail].next = fi;
+	ch->tail = fi;
+	if (!ch->deadline)
+		chan_arm(c, ch);
+	txq_push(m, fi);
 }
 
 static void tx_nak(struct weft_core *c, uint16_t dst, const struct weft_match_whdr *in,
@@ -489,41 +672,85 @@ static void tx_nak(struct weft_core *c, uint16_t dst, const struct weft_match_wh
 	tx_pkt(c, dst, &h, NULL, 0);
 }
 
-/* Send queued packets; loopback packets re-enter the receive path.
- * Returns true when one went. */
-static bool tx_one(struct weft_core *c)
+/* Put one packet on the link; loopback packets re-enter the receive
+ * path.  A failed send is a loss: the channel resends. */
+static int tx_raw(struct weft_core *c, uint8_t *pkt, uint32_t len)
 {
-	struct weft_match *m = c->match;
-	struct m_txpkt *p;
-	struct weft_wire_hdr *wh;
+	struct weft_wire_hdr *wh = (struct weft_wire_hdr *)pkt;
 	struct weft_trace t = { .kind = WEFT_TR_PKT_TX, .window = WEFT_NO_WINDOW };
 	int rc;
 
-	if (m->txq_n == 0)
-		return false;
-	p = &m->txq[m->txq_head];
-	wh = (struct weft_wire_hdr *)p->data;
 	if (wh->dst_node == c->cfg.node_id) {
-		rc = weft_core_receive(c, p->data, p->len);
+		rc = weft_core_receive(c, pkt, len);
 		if (rc == 0)
 			weft_count(c, WEFT_CNT_M_LOOPBACK, 1);
 	} else {
-		rc = c->ops.xmit(c->opaque, p->data, p->len);
+		rc = c->ops.xmit(c->opaque, pkt, len);
 	}
 	if (rc == -EAGAIN)
-		return false;
+		return rc;
 	t.hdr = wh;
-	t.len = p->len;
+	t.len = len;
 	t.name = weft_mwop_name(((struct weft_match_whdr *)(wh + 1))->op);
 	weft_trace(c, &t);
 	if (rc) {
 		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_NO_LINK);
 	} else {
 		weft_count(c, WEFT_CNT_TX_PACKETS, 1);
-		weft_count(c, WEFT_CNT_TX_BYTES, p->len);
+		weft_count(c, WEFT_CNT_TX_BYTES, len);
 	}
-	m->txq_head = (m->txq_head + 1) % TXQ_LEN;
+	return 0;
+}
+
+/* Send the next queued frame.  Returns true when one left the ring. */
+static bool tx_one(struct weft_core *c)
+{
+	struct weft_match *m = c->match;
+	uint32_t fi;
+	struct m_frame *f;
+
+	if (m->txq_n == 0)
+		return false;
+	fi = m->txq[m->txq_head];
+	f = &m->fr[fi];
+	if (!f->acked && tx_raw(c, f->data, f->len) == -EAGAIN)
+		return false;
+	m->txq_head = (m->txq_head + 1) % WEFT_MATCH_FRAMES;
 	m->txq_n--;
+	f->queued = false;
+	if (f->acked)
+		frame_free(m, fi);
+	return true;
+}
+
+/* Send the acknowledgements owed.  Returns false when the link is busy. */
+static bool tx_acks(struct weft_core *c)
+{
+	struct weft_match *m = c->match;
+	struct weft_wire_hdr *wh = (struct weft_wire_hdr *)m->ackbuf;
+	struct weft_match_whdr *mh = (struct weft_match_whdr *)(m->ackbuf + sizeof(*wh));
+	uint32_t i;
+
+	for (i = 0; i < m->nch && m->acks_owed; i++) {
+		struct m_chan *ch = &m->ch[i];
+
+		if (!ch->ack_owed)
+			continue;
+		memset(m->ackbuf, 0, sizeof(m->ackbuf));
+		wh->version = WEFT_WIRE_VERSION;
+		wh->type = WEFT_PKT_MATCH;
+		wh->dst_node = ch->node;
+		wh->src_node = c->cfg.node_id;
+		wh->dst_window = WEFT_NO_WINDOW;
+		wh->length = sizeof(*mh);
+		mh->op = WEFT_MWOP_ACK;
+		mh->offset = ch->rx_next;
+		mh->total = ch->rx_epoch;
+		if (tx_raw(c, m->ackbuf, sizeof(m->ackbuf)) == -EAGAIN)
+			return false;
+		ch->ack_owed = false;
+		m->acks_owed--;
+	}
 	return true;
 }
 
@@ -660,7 +887,7 @@ static uint32_t sslot_alloc(struct weft_match *m)
 	return NIL;
 }
 
-static void rslot_complete(struct weft_core *c, uint32_t r)
+static void rslot_complete(struct weft_core *c, uint32_t r, unsigned int status)
 {
 	struct m_rslot *s = &c->match->rs[r];
 	struct weft_match_cqe e;
@@ -670,6 +897,7 @@ static void rslot_complete(struct weft_core *c, uint32_t r)
 	e.flags = WEFT_MCQEF_RNDV | (s->truncated ? WEFT_MCQEF_TRUNCATED : 0) |
 		  (s->src == c->cfg.node_id ? WEFT_MCQEF_LOOPBACK : 0);
 	e.queue = s->queue;
+	e.status = status;
 	e.match = s->match;
 	e.match_id = s->match_id;
 	e.req_id = s->req_id;
@@ -678,7 +906,8 @@ static void rslot_complete(struct weft_core *c, uint32_t r)
 	e.src_node = s->src;
 	e.seq = r;
 	cqe_post(c, &e);
-	weft_count(c, WEFT_CNT_M_MATCHES, 1);
+	if (!status)
+		weft_count(c, WEFT_CNT_M_MATCHES, 1);
 	s->used = false;
 }
 
@@ -907,9 +1136,12 @@ static bool arrival_unexpected(struct weft_core *c, unsigned int qi, struct m_it
 	} else {
 		struct weft_match_whdr a;
 
+		const struct m_chan *ch = chan_of(m, it->src, false);
+
 		u->kind = E_RNDV;
 		u->len = (uint32_t)it->wh.total;
 		u->sslot = it->wh.sslot;
+		u->cgen = ch ? ch->rx_gen : 0;
 		memset(&a, 0, sizeof(a));
 		a.op = WEFT_MWOP_RNDV_ACK;
 		a.queue = (uint16_t)qi;
@@ -977,12 +1209,19 @@ static void post_matched(struct weft_core *c, unsigned int qi, const struct weft
 		uint32_t r = rslot_alloc(m);
 		bool small = u->len <= m->rndv_threshold;
 
+		const struct m_chan *ch = chan_of(m, u->node, false);
+
 		memset(&h, 0, sizeof(h));
 		h.queue = (uint16_t)qi;
 		h.match = u->match;
 		h.sslot = u->sslot;
 		h.total = u->len;
-		if (u->len > op->len && !(m->q[qi].cfg & WEFT_QCFG_TRUNCATE)) {
+		if (!ch || ch->rx_gen != u->cgen) {
+			/* Its sender gave the request up (peer dead or restarted). */
+			rslot_start(c, r, &p, qi, u->node, u->sslot, u->match, u->len, small);
+			rslot_complete(c, r, WEFT_R_MATCH_PEER_DEAD);
+			mdrop(c, WEFT_R_MATCH_PEER_DEAD);
+		} else if (u->len > op->len && !(m->q[qi].cfg & WEFT_QCFG_TRUNCATE)) {
 			h.op = WEFT_MWOP_RNDV_REQ;
 			rndv_too_small(c, qi, &p, u->node, &h);
 		} else {
@@ -997,7 +1236,7 @@ static void post_matched(struct weft_core *c, unsigned int qi, const struct weft
 				f.op = WEFT_MWOP_FIN;
 				f.flags = WEFT_MWF_TO_SENDER;
 				tx_pkt(c, u->node, &f, NULL, 0);
-				rslot_complete(c, r);
+				rslot_complete(c, r, 0);
 			}
 		}
 	}
@@ -1358,9 +1597,9 @@ static bool stream_one(struct weft_core *c)
 				h.op = WEFT_MWOP_FIN;
 				h.len = 0;
 				h.offset = s->size;
+				/* SEND_DONE when the receiver acknowledges the FIN. */
 				tx_pkt(c, s->dst, &h, NULL, 0);
 				s->state = S_FREE;
-				cqe_simple(c, WEFT_MCQE_SEND_DONE, s->queue, 0, s->req_id);
 			}
 		}
 		return true;
@@ -1412,8 +1651,8 @@ static void do_send(struct weft_core *c, const struct weft_match_op *op)
 		}
 		h.op = WEFT_MWOP_EAGER;
 		h.len = op->len;
+		/* SEND_DONE when the receiver acknowledges it. */
 		tx_pkt(c, op->node, &h, m->scratch, op->len);
-		cqe_simple(c, WEFT_MCQE_SEND_DONE, op->queue, 0, op->req_id);
 	} else {
 		uint32_t k = sslot_alloc(m);
 		struct m_sslot *s;
@@ -1536,6 +1775,209 @@ static void doorbell(struct weft_core *c, uint64_t addr)
 	db_status(c, WEFT_CMD_OK, 0, &op);
 }
 
+/* ---- reliable channels: receive side, dead peers, resend timer ----------- */
+
+static uint32_t peer_slots(const struct weft_match *m, uint16_t node)
+{
+	uint32_t k, n = 0;
+
+	for (k = 0; k < WEFT_MATCH_RNDV_SLOTS; k++) {
+		n += m->ss[k].state != S_FREE && m->ss[k].dst == node;
+		n += m->rs[k].used && m->rs[k].src == node;
+	}
+	return n;
+}
+
+/* The rendezvous state shared with node ends: its peer is dead, or has
+ * given this adapter up and restarted its sequence.  Its unexpected
+ * rendezvous requests go stale (post_matched). */
+static void peer_slots_fail(struct weft_core *c, struct m_chan *ch)
+{
+	struct weft_match *m = c->match;
+	uint32_t k;
+
+	for (k = 0; k < WEFT_MATCH_RNDV_SLOTS; k++) {
+		if (m->ss[k].state != S_FREE && m->ss[k].dst == ch->node)
+			sslot_cqe(c, k, WEFT_MCQE_SEND_DONE, WEFT_R_MATCH_PEER_DEAD, S_FREE);
+		if (m->rs[k].used && m->rs[k].src == ch->node)
+			rslot_complete(c, k, WEFT_R_MATCH_PEER_DEAD);
+	}
+	ch->rx_gen++;
+}
+
+/* Give the peer of ch up after every resend: each unacknowledged frame
+ * and each slot shared with it ends in an error completion.  Returns
+ * false, changing nothing, while the completion ring lacks room. */
+static bool peer_dead(struct weft_core *c, struct m_chan *ch)
+{
+	struct weft_match *m = c->match;
+	uint32_t need = peer_slots(m, ch->node), fi;
+
+	for (fi = ch->head; fi != NIL; fi = m->fr[fi].next)
+		need += frame_cqes(&m->fr[fi]);
+	if (!cq_can(m, need))
+		return false;
+	mtrace(c, "MATCH_PEER_DEAD", ch->node, ch->tx_next - ch->tx_una, WEFT_R_MATCH_PEER_DEAD);
+	mdrop(c, WEFT_R_MATCH_PEER_DEAD);
+	while ((fi = ch->head) != NIL) {
+		ch->head = m->fr[fi].next;
+		frame_done(c, fi, WEFT_R_MATCH_PEER_DEAD);
+	}
+	ch->tail = NIL;
+	/* A gap in the sequence tells the peer, if it comes back, that this
+	 * adapter gave it up (rx_seq). */
+	ch->tx_next += 0x10000u;
+	ch->tx_una = ch->tx_next;
+	ch->retries = 0;
+	ch->deadline = 0;
+	peer_slots_fail(c, ch);
+	return true;
+}
+
+/*
+ * Sequence check of a received packet other than ACK: true to take it.
+ * Taken: the next PSN of the peer's incarnation, or a SYN at or after it
+ * (after it: the peer gave this adapter up, a restart) or of another
+ * incarnation.  Before it: a duplicate, acknowledged again.  A packet is
+ * taken only with room for what it may write at once (completions, and a
+ * frame for an arrival or a DATA), else its sender resends it.
+ */
+static bool rx_seq(struct weft_core *c, const struct weft_wire_hdr *wh,
+		   const struct weft_match_whdr *mh)
+{
+	struct weft_match *m = c->match;
+	bool syn = mh->flags & WEFT_MWF_SYN, restart = false;
+	struct m_chan *ch = chan_of(m, wh->src_node, syn);
+	uint32_t psn = wh->tid, ep = (uint32_t)wh->protocol_cookie;
+
+	if (!ch) {
+		weft_drop(c, wh, WEFT_NO_WINDOW, syn ? WEFT_R_MATCH_PEERS : WEFT_R_MATCH_SEQ);
+		return false;
+	}
+	if (wh->protocol_cookie >> 32) {
+		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_SEQ);
+		return false;
+	}
+	if (!ch->rx_known || ep != ch->rx_epoch) {
+		if (!syn) {
+			weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_SEQ);
+			return false;
+		}
+		restart = ch->rx_known;
+	} else if (psn - ch->rx_next >= 0x80000000u) {
+		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_DUP);
+		ack_owe(m, ch);
+		return false;
+	} else if (psn != ch->rx_next) {
+		if (!syn) {
+			weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_SEQ);
+			return false;
+		}
+		restart = true;
+	}
+	/* An arrival may be NAKed at once and a pulled DATA answered with a
+	 * FIN: they need a frame; the other packets only completions. */
+	if ((!m->frfree_n && (mh->op == WEFT_MWOP_EAGER || mh->op == WEFT_MWOP_RNDV_REQ ||
+			      mh->op == WEFT_MWOP_DATA)) ||
+	    !cq_can(m, CQ_RESERVE + (restart ? peer_slots(m, ch->node) : 0))) {
+		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_NO_ROOM);
+		return false;
+	}
+	if (restart) {
+		mtrace(c, "MATCH_PEER_RESTART", ch->node, psn, WEFT_R_MATCH_PEER_DEAD);
+		peer_slots_fail(c, ch);
+	}
+	ch->rx_known = true;
+	ch->rx_epoch = ep;
+	ch->rx_next = psn + 1;
+	ack_owe(m, ch);
+	return true;
+}
+
+/* A cumulative ACK: every frame before PSN offset was taken. */
+static void rx_ack(struct weft_core *c, const struct weft_wire_hdr *wh,
+		   const struct weft_match_whdr *mh)
+{
+	struct weft_match *m = c->match;
+	struct m_chan *ch = chan_of(m, wh->src_node, false);
+	uint32_t ack = (uint32_t)mh->offset, fi;
+	bool moved = false;
+
+	if (!ch || mh->len || mh->total != m->epoch || mh->offset >> 32) {
+		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_BAD_ACK);
+		return;
+	}
+	/* At or before the oldest unacknowledged PSN: late or duplicated. */
+	if (ch->tx_una - ack < 0x80000000u) {
+		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_DUP);
+		return;
+	}
+	if (ack - ch->tx_una > ch->tx_next - ch->tx_una) {
+		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_BAD_ACK);
+		return;
+	}
+	/* With the completion ring full the rest waits for a later ACK. */
+	while (ch->tx_una != ack && (fi = ch->head) != NIL &&
+	       cq_can(m, frame_cqes(&m->fr[fi]))) {
+		ch->head = m->fr[fi].next;
+		if (ch->head == NIL)
+			ch->tail = NIL;
+		ch->tx_una++;
+		frame_done(c, fi, 0);
+		moved = true;
+	}
+	if (!moved)
+		return;
+	ch->retries = 0;
+	if (ch->head == NIL)
+		ch->deadline = 0;
+	else
+		chan_arm(c, ch);
+}
+
+uint64_t weft_match_deadline(const struct weft_core *c)
+{
+	return c->match->deadline;
+}
+
+void weft_match_timer(struct weft_core *c)
+{
+	struct weft_match *m = c->match;
+	uint64_t now = mnow(c), next = 0;
+	uint32_t i, fi, n;
+
+	if (!m->deadline || now < m->deadline)
+		return;
+	for (i = 0; i < m->nch; i++) {
+		struct m_chan *ch = &m->ch[i];
+
+		if (ch->deadline && now >= ch->deadline) {
+			if (ch->head == NIL) {
+				ch->deadline = 0;
+			} else if (ch->retries >= WEFT_MATCH_RETRIES) {
+				if (!peer_dead(c, ch))
+					ch->deadline = now + rto(ch);
+			} else {
+				/* Go-back-N: every unacknowledged frame again. */
+				ch->retries++;
+				for (n = 0, fi = ch->head; fi != NIL; fi = m->fr[fi].next) {
+					if (!m->fr[fi].queued) {
+						txq_push(m, fi);
+						n++;
+					}
+				}
+				mtrace(c, "MATCH_RESEND", ch->node, n, 0);
+				ch->deadline = now + rto(ch);
+			}
+		}
+		if (ch->deadline && (!next || ch->deadline < next))
+			next = ch->deadline;
+	}
+	m->deadline = next;
+	weft_timer_sync(c);
+	c->ops.kick(c->opaque);
+}
+
 /* ---- receive ------------------------------------------------------------- */
 
 static void rx_arrival(struct weft_core *c, const struct weft_wire_hdr *wh,
@@ -1626,6 +2068,8 @@ void weft_match_rx(struct weft_core *c, const struct weft_wire_hdr *wh,
 		weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_BAD_OP);
 		return;
 	}
+	if (mh.op != WEFT_MWOP_ACK && !rx_seq(c, wh, &mh))
+		return;
 	{
 		/* val = match word, addr = queue << 32 | sender's req_id,
 		 * size = operation. */
@@ -1641,6 +2085,9 @@ void weft_match_rx(struct weft_core *c, const struct weft_wire_hdr *wh,
 	weft_count(c, WEFT_CNT_RX_PACKETS, 1);
 	weft_count(c, WEFT_CNT_RX_BYTES, len);
 	switch (mh.op) {
+	case WEFT_MWOP_ACK:
+		rx_ack(c, wh, &mh);
+		return;
 	case WEFT_MWOP_EAGER:
 	case WEFT_MWOP_RNDV_REQ:
 		rx_arrival(c, wh, &mh, data);
@@ -1707,7 +2154,7 @@ void weft_match_rx(struct weft_core *c, const struct weft_wire_hdr *wh,
 			f.sslot = r->sslot;
 			f.rslot = mh.rslot;
 			tx_pkt(c, r->src, &f, NULL, 0);
-			rslot_complete(c, mh.rslot);
+			rslot_complete(c, mh.rslot, 0);
 		}
 		return;
 	case WEFT_MWOP_FIN:
@@ -1726,7 +2173,7 @@ void weft_match_rx(struct weft_core *c, const struct weft_wire_hdr *wh,
 			weft_drop(c, wh, WEFT_NO_WINDOW, WEFT_R_MATCH_RNDV_SLOT);
 			return;
 		}
-		rslot_complete(c, mh.rslot);
+		rslot_complete(c, mh.rslot, 0);
 		return;
 	case WEFT_MWOP_NAK: {
 		struct weft_match_cqe e;
@@ -1764,7 +2211,7 @@ bool weft_match_has_work(const struct weft_core *c)
 	const struct weft_match *m = c->match;
 	uint32_t k;
 
-	if (m->txq_n)
+	if (m->txq_n || m->acks_owed)
 		return true;
 	/* A full completion ring stops matching until MATCH_CQ_CONS moves
 	 * (which kicks the core): no work to poll for meanwhile. */
@@ -1783,16 +2230,20 @@ bool weft_match_has_work(const struct weft_core *c)
 
 int weft_match_poll(struct weft_core *c)
 {
-	bool did = false;
+	struct weft_match *m = c->match;
+	bool did = m->acks_owed != 0;
 
+	if (!tx_acks(c))
+		return -EAGAIN;
 	while (tx_one(c))
 		did = true;
-	if (c->match->txq_n)
+	if (m->txq_n)
 		return -EAGAIN;
 	did |= matchers_run(c);
 	did |= stream_one(c);
 	while (tx_one(c))
 		;
+	tx_acks(c);
 	return did ? 1 : 0;
 }
 

@@ -30,6 +30,10 @@ void weft_match_rx(struct weft_core *c, const struct weft_wire_hdr *wh,
 		   const uint8_t *payload, size_t len);
 
 bool weft_match_has_work(const struct weft_core *c);
+/* The resend timer of the matching channels: its deadline (0 = none)
+ * and its expiry (does nothing before the deadline). */
+uint64_t weft_match_deadline(const struct weft_core *c);
+void weft_match_timer(struct weft_core *c);
 /* One unit of matching work: each busy matcher compares up to
  * match_step entries, one rendezvous packet streams, queued packets go.
  * Returns 1 if it did work, 0 if idle, -EAGAIN when the link is busy. */

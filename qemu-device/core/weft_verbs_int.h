@@ -64,6 +64,30 @@ struct vq_rrq {
 	uint64_t value;
 };
 
+/* A rendezvous the adapter performs for a matched RNDV (weft_verbs_tm.c):
+ * phase READ, the RDMA READ of the RVH's [va, va + len) into the tagged
+ * buffer, then phase FIN, the TMH FIN SEND back; each phase takes PSNs of
+ * the QP's send stream when it starts, placed before SQ WQE anchor.
+ * Plain data, no pointers. */
+enum { VQ_RVH_FREE = 0, VQ_RVH_READ, VQ_RVH_FIN };
+
+struct vq_rvh {
+	uint8_t  phase;         /* VQ_RVH_* */
+	uint8_t  reserved[3];
+	uint32_t seq;           /* arrival order on the QP */
+	uint32_t handle, app_ctx;
+	uint64_t tag;
+	uint64_t va;            /* RVH: the sender's data */
+	uint32_t rkey, len;
+	struct weft_vsge sge;   /* the tagged buffer (len <= sge.length) */
+	uint32_t anchor;        /* SQ index this phase precedes in PSN order */
+	uint32_t psn, npkt;     /* PSNs of the phase; npkt 0: not started */
+	uint32_t sent;          /* PSNs of the phase transmitted */
+	uint32_t msn;           /* READ: read MSN of its first request */
+	uint32_t resp_psn;      /* READ: next response PSN expected */
+	uint64_t resp_bits;     /* READ: responses received ahead of resp_psn */
+};
+
 struct vq_qp {
 	bool created;
 	uint8_t type, state, access, flags;
@@ -104,6 +128,8 @@ struct vq_qp {
 	uint8_t tm_kind;        /* message being received on a TM SRQ: VQ_TM_* */
 	uint32_t tm_app_ctx, tm_handle;
 	uint64_t tm_tag;
+	struct vq_rvh rvh[WEFT_VERBS_TM_RNDV_MAX];     /* device rendezvous */
+	uint32_t rvh_seq;
 	/* responder */
 	uint32_t epsn, msn, rd_emsn;
 	uint64_t rx_bits;       /* write packets placed ahead of epsn */
@@ -152,6 +178,10 @@ enum {
 	VQ_TM_MATCHED_SPLIT,    /* the same, MATCH CQE sent at the first packet */
 	VQ_TM_UNEXPECTED,       /* whole into an SRQ WQE, counted */
 	VQ_TM_NO_TAG,           /* whole into an SRQ WQE, not counted */
+	VQ_TM_RNDV,             /* RNDV taken by a device rendezvous: no CQE at the end */
+	VQ_TM_RNDV_SW,          /* matched RNDV left to software, whole into the tagged
+				 * buffer, one CQE RNDV_INCOMPLETE */
+	VQ_TM_RNDV_SW_SPLIT,    /* the same, MATCH CQE sent at the first packet */
 };
 
 struct vq_pd {
@@ -300,7 +330,9 @@ int vq_sq_step(struct weft_core *c, struct vq_qp *qp);
 /* Retire finished WQEs at the SQ head into CQEs (flushes when in error). */
 void vq_sq_complete(struct weft_core *c, struct vq_qp *qp, unsigned int max);
 bool vq_sq_has_work(struct weft_core *c, const struct vq_qp *qp);
-/* Some WQE was started and is not complete. */
+/* Read requests and atomics outstanding (each read chunk counts). */
+unsigned int vq_rd_outstanding(struct vq_qp *qp);
+/* Some WQE or rendezvous phase was started and is not complete. */
 bool vq_sq_outstanding(struct vq_qp *qp);
 void vq_sq_fail(struct weft_core *c, struct vq_qp *qp, uint32_t idx, uint8_t status,
 		unsigned int reason);
@@ -363,7 +395,45 @@ bool vq_tm_first(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *
 /* The receive completion of the message on qp (status, byte_len). */
 void vq_tm_cqe(struct weft_core *c, struct vq_qp *qp, uint8_t status, uint32_t len, bool se);
 
+/* ---- weft_verbs_tm.c: the device rendezvous (RVH) ------------------------- */
+/* A free rendezvous slot of qp, or NULL. */
+struct vq_rvh *vq_rvh_alloc(struct vq_qp *qp);
+/* The TM_RECV CQE of rendezvous r on qp's TM SRQ. */
+void vq_rvh_cqe(struct weft_core *c, struct vq_qp *qp, const struct vq_rvh *r,
+		uint8_t status, uint8_t flags, uint32_t len);
+/* A phase waits to start or has packets to (re)send. */
+bool vq_rvh_has_work(const struct vq_qp *qp);
+/* A started phase is not finished (READ unanswered, FIN unacknowledged). */
+bool vq_rvh_outstanding(const struct vq_qp *qp);
+/* READ requests sent and not fully answered (for max_rd_atomic). */
+unsigned int vq_rvh_rd_outstanding(const struct vq_qp *qp);
+/* Before SQ WQE sq_next: start or send a rendezvous packet.  1 sent,
+ * 0 nothing (*hold: one is due but waits: the WQE must wait too),
+ * -EAGAIN link busy. */
+int vq_rvh_step(struct weft_core *c, struct vq_qp *qp, bool *hold);
+/* The oldest started, unfinished phase (lowest PSN), or NULL. */
+struct vq_rvh *vq_rvh_oldest(struct vq_qp *qp);
+/* The first PSN of r that must be sent again. */
+uint32_t vq_rvh_restart_psn(const struct vq_rvh *r);
+/* Go back: every phase sends again from psn on. */
+void vq_rvh_rewind(struct vq_qp *qp, uint32_t psn);
+/* Every PSN before n is acknowledged: FINs there are done.  True if any. */
+bool vq_rvh_acked(struct weft_core *c, struct vq_qp *qp, uint32_t n);
+/* A read response: true when it belongs to a rendezvous READ (handled). */
+bool vq_rvh_read_resp(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
+		      const uint8_t *data, uint32_t dlen);
+/* The phase holding psn, or NULL. */
+struct vq_rvh *vq_rvh_at(struct vq_qp *qp, uint32_t psn);
+/* Rendezvous r fails with status (an error TM_RECV CQE if its data was
+ * not delivered yet) and is freed. */
+void vq_rvh_fail(struct weft_core *c, struct vq_qp *qp, struct vq_rvh *r, uint8_t status,
+		 unsigned int reason);
+/* The QP leaves RTS: every rendezvous ends (flush). */
+void vq_rvh_flush(struct weft_core *c, struct vq_qp *qp);
+
 /* ---- weft_verbs_rc.c: reliable transport ---------------------------------- */
+/* Every PSN up to and including a is acknowledged. */
+void vq_acked(struct weft_core *c, struct vq_qp *qp, uint32_t a);
 void vq_rx_response(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
 		    const uint8_t *data, uint32_t dlen);
 void vq_send_ack(struct weft_core *c, struct vq_qp *qp, unsigned int syndrome,

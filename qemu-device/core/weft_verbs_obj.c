@@ -292,6 +292,7 @@ void vq_qp_error(struct weft_core *c, struct vq_qp *qp, unsigned int reason)
 		return;
 	qp->state = WEFT_VQPS_ERR;
 	qp->last_reason = reason;
+	vq_rvh_flush(c, qp);
 	qp->rto = qp->rnr_until = 0;
 	qp->rrq_count = 0;
 	qp->ack_owed = false;
@@ -306,6 +307,7 @@ void vq_qp_sq_error(struct weft_core *c, struct vq_qp *qp, unsigned int reason)
 		return;
 	qp->state = WEFT_VQPS_SQE;
 	qp->last_reason = reason;
+	vq_rvh_flush(c, qp);
 	qp->rto = qp->rnr_until = 0;
 	qp->flushing = true;
 	vq_async(c, vq_qpn(c, qp), WEFT_VASYNC_SQ_DRAINED, reason, qp_vector(c, qp));
@@ -442,6 +444,7 @@ static void qp_release(struct weft_core *c, struct vq_qp *qp)
 {
 	struct weft_verbs *v = c->verbs;
 
+	vq_rvh_flush(c, qp);
 	if (qp->sw) {
 		v->sw_bytes -= sizeof(*qp->sw) << qp->sq_log2;
 		free(qp->sw);
@@ -558,8 +561,10 @@ static bool transition_ok(unsigned int from, unsigned int to)
 
 static void qp_to_reset(struct weft_core *c, struct vq_qp *qp)
 {
-	struct vq_qp keep = *qp;
+	struct vq_qp keep;
 
+	vq_rvh_flush(c, qp);
+	keep = *qp;
 	memset(&qp->sq_prod, 0, sizeof(*qp) - offsetof(struct vq_qp, sq_prod));
 	qp->sw = keep.sw;
 	qp->in_tq = keep.in_tq;
@@ -567,7 +572,6 @@ static void qp_to_reset(struct weft_core *c, struct vq_qp *qp)
 	qp->work_next = keep.work_next;
 	memset(qp->sw, 0, sizeof(*qp->sw) << qp->sq_log2);
 	qp->state = WEFT_VQPS_RESET;
-	(void)c;
 }
 
 static unsigned int cmd_modify_qp(struct weft_core *c, const struct weft_vcmd *k,

@@ -134,20 +134,28 @@ void vq_timer_set(struct weft_core *c, struct vq_qp *qp, uint64_t deadline)
 	}
 }
 
+/* The oldest unfinished request fails: a WQE, or a device rendezvous
+ * placed before it. */
 static void fail_head(struct weft_core *c, struct vq_qp *qp, uint8_t status, unsigned int reason)
 {
+	struct vq_rvh *r = vq_rvh_oldest(qp);
 	uint32_t i;
 
 	for (i = qp->sq_ci; i != qp->sq_prod; i++) {
 		struct vq_sw *sw = sw_of(qp, i);
 
+		if (sw->state == SW_STARTED && sw->npkt && r && psn_diff(r->psn, sw->psn) < 0)
+			break;
 		if (sw->state == SW_STARTED) {
 			sw->state = SW_DONE;
 			sw->status = status;
 			sw->reason = (uint8_t)reason;
+			r = NULL;
 			break;
 		}
 	}
+	if (r)
+		vq_rvh_fail(c, qp, r, status, reason);
 	weft_drop(c, NULL, WEFT_NO_WINDOW, reason);
 	vq_qp_error(c, qp, reason);
 }
@@ -214,45 +222,58 @@ static bool is_rd(unsigned int op)
 
 void vq_go_back(struct weft_core *c, struct vq_qp *qp)
 {
-	uint32_t i, end = qp->sq_next + (qp->sq_next != qp->sq_prod ? 1 : 0);
+	struct vq_rvh *r = vq_rvh_oldest(qp);
+	uint32_t i, from = VQ_NONE, k = 0;
 
 	if (qp->state != WEFT_VQPS_RTS && qp->state != WEFT_VQPS_SQD)
 		return;
-	for (i = qp->sq_ci; i != end; i++) {
+	/* The oldest WQE not finished (index order is PSN order). */
+	for (i = qp->sq_ci; i != qp->sq_prod; i++) {
 		struct vq_sw *sw = sw_of(qp, i);
-		int32_t k;
+		int32_t d;
 
 		if (sw->state != SW_STARTED || !sw->npkt)
 			continue;
 		if (is_rd(sw->op))
-			k = i == qp->resp_wqe ? psn_diff(qp->resp_psn, sw->psn) : 0;
+			d = i == qp->resp_wqe ? psn_diff(qp->resp_psn, sw->psn) : 0;
 		else
-			k = psn_diff(qp->acked_psn, sw->psn);
-		if (k < 0)
-			k = 0;
-		if ((uint32_t)k >= sw->npkt)
-			k = 0;
-		qp->sq_next = i;
-		qp->cur_pkt = (uint32_t)k;
-		qp->cur_valid = false;
+			d = psn_diff(qp->acked_psn, sw->psn);
+		if (d < 0 || (uint32_t)d >= sw->npkt)
+			d = 0;
+		from = i;
+		k = (uint32_t)d;
+		break;
+	}
+	if (r && (from == VQ_NONE || psn_diff(r->psn, sw_of(qp, from)->psn) < 0)) {
+		/* A device rendezvous is older: from its place on. */
+		vq_rvh_rewind(qp, vq_rvh_restart_psn(r));
+		from = (int32_t)(r->anchor - qp->sq_ci) > 0 ? r->anchor : qp->sq_ci;
+		k = 0;
+	} else if (from != VQ_NONE) {
+		struct vq_sw *sw = sw_of(qp, from);
+
+		vq_rvh_rewind(qp, psn_add(sw->psn, k));
 		/* Requests from here on are sent again: not outstanding now. */
-		if (sw->chunks_sent > (uint32_t)k / VQ_CHUNK)
-			sw->chunks_sent = (uint8_t)((uint32_t)k / VQ_CHUNK);
-		for (i++; i != end; i++)
-			sw_of(qp, i)->chunks_sent = 0;
-		if (qp->timeout) {
-			qp->rto = c->ops.now_ns(c->opaque) + vq_rto_ns(qp);
-			vq_timer_set(c, qp, qp->rto);
-		}
-		vq_work(c, qp);
+		if (sw->chunks_sent > k / VQ_CHUNK)
+			sw->chunks_sent = (uint8_t)(k / VQ_CHUNK);
+	} else {
 		return;
 	}
+	qp->sq_next = from;
+	qp->cur_pkt = k;
+	qp->cur_valid = false;
+	for (i = from + (k ? 1 : 0); i != qp->sq_prod; i++)
+		sw_of(qp, i)->chunks_sent = 0;
+	if (qp->timeout) {
+		qp->rto = c->ops.now_ns(c->opaque) + vq_rto_ns(qp);
+		vq_timer_set(c, qp, qp->rto);
+	}
+	vq_work(c, qp);
 }
 
 /* ---- acknowledgements -------------------------------------------------------- */
 
-/* Every PSN up to and including a is acknowledged. */
-static void acked(struct weft_core *c, struct vq_qp *qp, uint32_t a)
+void vq_acked(struct weft_core *c, struct vq_qp *qp, uint32_t a)
 {
 	uint32_t n = psn_add(a, 1), i;
 	bool progress = false;
@@ -273,6 +294,8 @@ static void acked(struct weft_core *c, struct vq_qp *qp, uint32_t a)
 		sw->state = SW_DONE;
 		progress = true;
 	}
+	if (vq_rvh_acked(c, qp, n))
+		progress = true;
 	if (progress) {
 		qp->retries_left = qp->retry_cnt;
 		qp->rnr_left = qp->rnr_retry;
@@ -305,12 +328,15 @@ static uint32_t resp_head(struct vq_qp *qp)
 static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
 			 const uint8_t *data, uint32_t dlen)
 {
-	uint32_t idx = resp_head(qp), k;
+	uint32_t idx, k;
 	struct vq_sw *sw;
 	int32_t d;
 	unsigned int why;
 	uint64_t off;
 
+	if (vq_rvh_read_resp(c, qp, h, data, dlen))
+		return;
+	idx = resp_head(qp);
 	if (idx == VQ_NONE) {
 		weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_PSN_DUP);
 		return;
@@ -379,9 +405,9 @@ static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct wef
 		sw->state = SW_DONE;
 		qp->resp_wqe = VQ_NONE;
 		qp->rcur_valid = false;
-		acked(c, qp, psn_add(sw->psn, sw->npkt - 1));
+		vq_acked(c, qp, psn_add(sw->psn, sw->npkt - 1));
 	} else {
-		acked(c, qp, psn_add(qp->resp_psn, WEFT_VERBS_PSN_MASK));
+		vq_acked(c, qp, psn_add(qp->resp_psn, WEFT_VERBS_PSN_MASK));
 	}
 }
 
@@ -411,9 +437,18 @@ static uint8_t term_status(unsigned int cause)
 
 static void rx_terminate(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h)
 {
+	struct vq_rvh *r = vq_rvh_at(qp, h->psn);
 	uint32_t i, hit = VQ_NONE;
 
 	weft_count(c, WEFT_CNT_V_TERMINATES_RX, 1);
+	if (r) {
+		/* A device rendezvous's READ (remote access error) or FIN. */
+		vq_rvh_fail(c, qp, r, term_status(h->syndrome),
+			    h->syndrome < WEFT_R__COUNT ? h->syndrome : WEFT_R_TERMINATED);
+		weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_TERMINATED);
+		vq_qp_error(c, qp, WEFT_R_TERMINATED);
+		return;
+	}
 	for (i = qp->sq_ci; i != qp->sq_prod; i++) {
 		struct vq_sw *sw = sw_of(qp, i);
 
@@ -451,14 +486,14 @@ void vq_rx_response(struct weft_core *c, struct vq_qp *qp, const struct weft_vhd
 	case WEFT_VOP_ACK:
 		if (h->syndrome == WEFT_VACK_ACK) {
 			weft_count(c, WEFT_CNT_V_ACKS_RX, 1);
-			acked(c, qp, h->psn);
+			vq_acked(c, qp, h->psn);
 		} else if (h->syndrome == WEFT_VACK_NAK_SEQ) {
 			weft_count(c, WEFT_CNT_V_NAKS_RX, 1);
-			acked(c, qp, psn_add(h->psn, WEFT_VERBS_PSN_MASK));
+			vq_acked(c, qp, psn_add(h->psn, WEFT_VERBS_PSN_MASK));
 			vq_go_back(c, qp);
 		} else if (h->syndrome == WEFT_VACK_NAK_RNR) {
 			weft_count(c, WEFT_CNT_V_RNR_NAKS_RX, 1);
-			acked(c, qp, psn_add(h->psn, WEFT_VERBS_PSN_MASK));
+			vq_acked(c, qp, psn_add(h->psn, WEFT_VERBS_PSN_MASK));
 			if (qp->rnr_retry != 7) {
 				if (qp->rnr_left == 0) {
 					fail_head(c, qp, WEFT_VWC_RNR_RETRY_EXC_ERR,

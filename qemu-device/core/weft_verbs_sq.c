@@ -96,7 +96,7 @@ bool vq_sq_has_work(struct weft_core *c, const struct vq_qp *qp)
 		return true;
 	if (qp->state != WEFT_VQPS_RTS || qp->rnr_until)
 		return false;
-	return qp->sq_next != qp->sq_prod;
+	return qp->sq_next != qp->sq_prod || vq_rvh_has_work(qp);
 }
 
 void vq_sq_complete(struct weft_core *c, struct vq_qp *qp, unsigned int max)
@@ -152,7 +152,7 @@ void vq_sq_complete(struct weft_core *c, struct vq_qp *qp, unsigned int max)
 
 bool vq_sq_outstanding(struct vq_qp *qp)
 {
-	if (qp->sq_ci != qp->sq_next)
+	if (qp->sq_ci != qp->sq_next || vq_rvh_outstanding(qp))
 		return true;
 	return qp->sq_next != qp->sq_prod && sw_of(qp, qp->sq_next)->state == SW_STARTED;
 }
@@ -261,10 +261,9 @@ static void wqe_local(struct weft_core *c, struct vq_qp *qp, uint32_t idx)
 	}
 }
 
-/* Outstanding read requests and atomics (each read chunk counts). */
-static unsigned int rd_outstanding(struct vq_qp *qp)
+unsigned int vq_rd_outstanding(struct vq_qp *qp)
 {
-	unsigned int n = 0;
+	unsigned int n = vq_rvh_rd_outstanding(qp);
 	uint32_t i;
 
 	for (i = qp->sq_ci; i != qp->sq_next + 1; i++) {
@@ -313,7 +312,7 @@ static int wqe_packet(struct weft_core *c, struct vq_qp *qp, uint32_t idx)
 
 	if (qp->type == WEFT_VQPT_RC && psn_diff(psn, qp->acked_psn) >= (int32_t)VQ_WINDOW)
 		return 0;
-	if (is_rd(op) && rd_outstanding(qp) >= (qp->max_rd_atomic ? qp->max_rd_atomic : 1u) &&
+	if (is_rd(op) && vq_rd_outstanding(qp) >= (qp->max_rd_atomic ? qp->max_rd_atomic : 1u) &&
 	    !(op == WEFT_VWR_READ && pkt % VQ_CHUNK))
 		return 0;
 	memset(&h, 0, sizeof(h));
@@ -439,17 +438,23 @@ int vq_sq_step(struct weft_core *c, struct vq_qp *qp)
 	struct vq_sw *sw;
 	unsigned int why;
 	uint8_t st;
+	bool hold;
+	int r;
 
 	vq_sq_complete(c, qp, VQ_FLUSH_STEP);
-	if (qp->state != WEFT_VQPS_RTS || qp->rnr_until || idx == qp->sq_prod)
+	if (qp->state != WEFT_VQPS_RTS || qp->rnr_until)
 		return 0;
 	sw = sw_of(qp, idx);
-	if (sw->state == SW_DONE) {             /* passed again after a go-back */
+	if (idx != qp->sq_prod && sw->state == SW_DONE) {      /* passed again after a go-back */
 		qp->sq_next++;
 		qp->cur_valid = false;
 		qp->cur_pkt = 0;
 		return 1;
 	}
+	/* A device rendezvous placed before this WQE goes first. */
+	r = vq_rvh_step(c, qp, &hold);
+	if (r || hold || idx == qp->sq_prod)
+		return r;
 	if (!qp->cur_valid) {
 		why = vq_wqe_load(c, qp, idx, &qp->cur);
 		if (why) {

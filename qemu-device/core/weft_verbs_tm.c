@@ -15,7 +15,19 @@
  * Tag operations come from a ring in guest memory (SRQ_TM_DB); each poll
  * step runs at most VQ_TM_STEP of them for one SRQ.  A search compares at
  * most the SRQ's tm_max_tags entries.
+ *
+ * A matched RNDV takes one of the QP's WEFT_VERBS_TM_RNDV_MAX rendezvous
+ * slots (docs/matching.md "Device rendezvous"): its READ phase is an RDMA
+ * READ of the RVH's range into the tagged buffer, its FIN phase a
+ * one-packet SEND of a TMH FIN.  Each phase takes PSNs from the QP's send
+ * stream when it starts, only between two messages of the SQ with nothing
+ * started after it (the frontier), and is placed before SQ WQE "anchor":
+ * the requester machinery (window, max_rd_atomic, ACK/NAK, go-back-N,
+ * timers, retry limits, Terminate) treats it like a WQE at that place,
+ * and the guest's WQEs keep their order and completions.  Work per call:
+ * one packet, and scans of at most WEFT_VERBS_TM_RNDV_MAX slots.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "weft/match.h"
@@ -252,21 +264,84 @@ int vq_tm_poll(struct weft_core *c)
 
 /* ---- messages ------------------------------------------------------------------- */
 
-static void match_cqe(struct weft_core *c, struct vq_qp *qp, struct vq_srq *s, uint8_t status,
-		      uint32_t len, uint8_t flags, bool se)
+/* A TM_RECV CQE of a matched message: wr_id = its tag, imm_inv = its
+ * app_ctx, wqe_index = the tag's handle. */
+static void recv_cqe(struct weft_core *c, struct vq_qp *qp, uint32_t cq, uint64_t tag,
+		     uint32_t app_ctx, uint32_t handle, uint8_t status, uint32_t len,
+		     uint8_t flags, bool se)
 {
 	struct weft_vcqe e;
 
 	memset(&e, 0, sizeof(e));
-	e.wr_id = qp->tm_tag;
+	e.wr_id = tag;
 	e.qpn = vq_qpn(c, qp);
 	e.byte_len = len;
-	e.imm_inv = qp->tm_app_ctx;
-	e.wqe_index = (uint16_t)qp->tm_handle;
+	e.imm_inv = app_ctx;
+	e.wqe_index = (uint16_t)handle;
 	e.opcode = WEFT_VWC_TM_RECV;
 	e.status = status;
 	e.flags = flags;
-	vq_cqe(c, s->tm_cq, &e, se);
+	vq_cqe(c, cq, &e, se);
+}
+
+static void match_cqe(struct weft_core *c, struct vq_qp *qp, struct vq_srq *s, uint8_t status,
+		      uint32_t len, uint8_t flags, bool se)
+{
+	recv_cqe(c, qp, s->tm_cq, qp->tm_tag, qp->tm_app_ctx, qp->tm_handle, status, len, flags,
+		 se);
+}
+
+/* A matched RNDV (tag t consumed, qp->rcv set to the tagged buffer):
+ * the adapter performs the rendezvous, or leaves it to software
+ * (RNDV_INCOMPLETE) with a named reason.  data/dlen: the message. */
+static void tm_rndv(struct weft_core *c, struct vq_qp *qp, struct vq_srq *s,
+		    const struct weft_vhdr *h, const struct weft_match_tm_tag *t,
+		    const uint8_t **data, uint32_t *dlen)
+{
+	struct weft_vrvh rvh;
+	struct vq_rvh *r = NULL;
+	unsigned int why;
+	uint32_t len;
+	bool one = (h->flags & (WEFT_VF_FIRST | WEFT_VF_LAST)) == (WEFT_VF_FIRST | WEFT_VF_LAST);
+
+	memcpy(&rvh, *data + sizeof(struct weft_vtmh), sizeof(rvh));
+	len = be32(rvh.len);
+	why = !one || *dlen > WEFT_VERBS_TM_RNDV_HDR ? WEFT_R_TM_RNDV_HDR :
+	      len > WEFT_VERBS_MAX_MSG ? WEFT_R_TM_RVH_LEN :
+	      len > t->len ? WEFT_R_TM_RVH_SHORT :
+	      (r = vq_rvh_alloc(qp)) == NULL ? WEFT_R_TM_RNDV_BUSY : WEFT_R_OK;
+	if (why) {
+		/* Software's rendezvous: the whole message (TMH, RVH, its
+		 * bytes) into the tagged buffer, TM_RECV RNDV_INCOMPLETE. */
+		weft_drop(c, NULL, WEFT_NO_WINDOW, why);
+		weft_count(c, WEFT_CNT_V_TM_RNDV_SW, 1);
+		qp->tm_kind = VQ_TM_RNDV_SW;
+		if (!(h->flags & WEFT_VF_LAST)) {
+			match_cqe(c, qp, s, WEFT_VWC_SUCCESS, 0, WEFT_VCQE_TM_MATCH, false);
+			qp->tm_kind = VQ_TM_RNDV_SW_SPLIT;
+		}
+		return;
+	}
+	memset(r, 0, sizeof(*r));
+	r->phase = len ? VQ_RVH_READ : VQ_RVH_FIN;
+	r->seq = qp->rvh_seq++;
+	r->handle = t->handle;
+	r->app_ctx = qp->tm_app_ctx;
+	r->tag = qp->tm_tag;
+	r->va = be64(rvh.va);
+	r->rkey = be32(rvh.rkey);
+	r->len = len;
+	r->sge = qp->rcv.sge[0];
+	weft_count(c, WEFT_CNT_V_TM_RNDV, 1);
+	vq_rvh_cqe(c, qp, r, WEFT_VWC_SUCCESS, WEFT_VCQE_TM_MATCH, len);
+	if (!len)
+		vq_rvh_cqe(c, qp, r, WEFT_VWC_SUCCESS, WEFT_VCQE_TM_DATA_VALID, 0);
+	/* The message itself is taken: nothing of it is placed. */
+	qp->tm_kind = VQ_TM_RNDV;
+	qp->rcv.h.num_sge = 0;
+	qp->rcv.total = 0;
+	*dlen = 0;
+	vq_work(c, qp);
 }
 
 bool vq_tm_first(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
@@ -278,6 +353,7 @@ bool vq_tm_first(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *
 	uint64_t tag = 0;
 	unsigned int why;
 	uint8_t kind = VQ_TM_NO_TAG;
+	bool rndv;
 
 	if (*dlen >= sizeof(tmh)) {
 		memcpy(&tmh, *data, sizeof(tmh));
@@ -295,7 +371,10 @@ bool vq_tm_first(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *
 			return false;
 		}
 	}
-	if (kind == VQ_TM_UNEXPECTED && tmh.opcode == WEFT_TMH_EAGER &&
+	/* An RNDV is matched only with its whole RVH (else unexpected). */
+	rndv = tmh.opcode == WEFT_TMH_RNDV;
+	if (kind == VQ_TM_UNEXPECTED &&
+	    (!rndv || *dlen >= sizeof(tmh) + sizeof(struct weft_vrvh)) &&
 	    weft_match_tm_find(c, s->tm_queue, tag, &t)) {
 		memset(&qp->rcv, 0, sizeof(qp->rcv));
 		qp->rcv.h.num_sge = t.len ? 1 : 0;
@@ -315,6 +394,10 @@ bool vq_tm_first(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *
 		if (why) {
 			vq_violation(c, qp, h, why, WEFT_VWC_LOC_PROT_ERR);
 			return false;
+		}
+		if (rndv) {
+			tm_rndv(c, qp, s, h, &t, data, dlen);
+			return true;
 		}
 		*data += sizeof(tmh);
 		*dlen -= (uint32_t)sizeof(tmh);
@@ -348,11 +431,19 @@ void vq_tm_cqe(struct weft_core *c, struct vq_qp *qp, uint8_t status, uint32_t l
 	qp->tm_kind = VQ_TM_NONE;
 	if (!s)
 		return;
-	if (kind == VQ_TM_MATCHED || kind == VQ_TM_MATCHED_SPLIT) {
+	if (kind == VQ_TM_RNDV)
+		return;         /* the device rendezvous completes it */
+	if (kind == VQ_TM_MATCHED || kind == VQ_TM_MATCHED_SPLIT || kind == VQ_TM_RNDV_SW ||
+	    kind == VQ_TM_RNDV_SW_SPLIT) {
+		bool one = kind == VQ_TM_MATCHED || kind == VQ_TM_RNDV_SW;
 		uint8_t flags = status != WEFT_VWC_SUCCESS ? WEFT_VCQE_TM_MATCH :
-				kind == VQ_TM_MATCHED ?
-				WEFT_VCQE_TM_MATCH | WEFT_VCQE_TM_DATA_VALID : WEFT_VCQE_TM_DATA_VALID;
+				one ? WEFT_VCQE_TM_MATCH | WEFT_VCQE_TM_DATA_VALID :
+				WEFT_VCQE_TM_DATA_VALID;
 
+		/* Software must do this rendezvous (byte_len: the message). */
+		if (status == WEFT_VWC_SUCCESS && kind != VQ_TM_MATCHED &&
+		    kind != VQ_TM_MATCHED_SPLIT)
+			status = WEFT_VWC_TM_RNDV_INCOMPLETE;
 		match_cqe(c, qp, s, status, len, flags | (se ? WEFT_VCQE_SOLICITED : 0), se);
 		return;
 	}
@@ -372,4 +463,327 @@ void vq_tm_cqe(struct weft_core *c, struct vq_qp *qp, uint8_t status, uint32_t l
 		weft_count(c, WEFT_CNT_V_TM_SYNC_REQS, 1);
 	}
 	vq_cqe(c, s->tm_cq, &e, se);
+}
+
+/* ---- the device rendezvous: requester side ---------------------------------- */
+
+struct vq_rvh *vq_rvh_alloc(struct vq_qp *qp)
+{
+	unsigned int i;
+
+	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++)
+		if (qp->rvh[i].phase == VQ_RVH_FREE)
+			return &qp->rvh[i];
+	return NULL;
+}
+
+void vq_rvh_cqe(struct weft_core *c, struct vq_qp *qp, const struct vq_rvh *r,
+		uint8_t status, uint8_t flags, uint32_t len)
+{
+	struct vq_srq *s = tm_srq(c, qp->srq);
+
+	if (s)
+		recv_cqe(c, qp, s->tm_cq, r->tag, r->app_ctx, r->handle, status, len, flags,
+			 false);
+}
+
+static bool started(const struct vq_rvh *r)
+{
+	return r->phase != VQ_RVH_FREE && r->npkt;
+}
+
+bool vq_rvh_has_work(const struct vq_qp *qp)
+{
+	unsigned int i;
+
+	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++) {
+		const struct vq_rvh *r = &qp->rvh[i];
+
+		if (r->phase != VQ_RVH_FREE && (!r->npkt || r->sent < r->npkt))
+			return true;
+	}
+	return false;
+}
+
+bool vq_rvh_outstanding(const struct vq_qp *qp)
+{
+	unsigned int i;
+
+	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++)
+		if (started(&qp->rvh[i]))
+			return true;
+	return false;
+}
+
+unsigned int vq_rvh_rd_outstanding(const struct vq_qp *qp)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++) {
+		const struct vq_rvh *r = &qp->rvh[i];
+		uint32_t done;
+
+		if (!started(r) || r->phase != VQ_RVH_READ)
+			continue;
+		done = (uint32_t)psn_diff(r->resp_psn, r->psn) / VQ_CHUNK;
+		n += (r->sent + VQ_CHUNK - 1) / VQ_CHUNK > done ?
+		     (r->sent + VQ_CHUNK - 1) / VQ_CHUNK - done : 0;
+	}
+	return n;
+}
+
+enum { RVH_DUE, RVH_WAITING, RVH_OLDEST };
+
+/* RVH_DUE: the started phase to send next (placed at or before sq_next,
+ * packets left, lowest PSN); RVH_WAITING: the phase waiting to start that
+ * arrived first; RVH_OLDEST: the started, unfinished phase with the lowest
+ * PSN.  NULL if none. */
+static struct vq_rvh *pick(struct vq_qp *qp, unsigned int what)
+{
+	struct vq_rvh *best = NULL;
+	unsigned int i;
+
+	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++) {
+		struct vq_rvh *r = &qp->rvh[i];
+		bool ok = what == RVH_WAITING ? r->phase != VQ_RVH_FREE && !r->npkt :
+			  what == RVH_OLDEST ? started(r) :
+			  started(r) && r->sent < r->npkt &&
+			  (int32_t)(r->anchor - qp->sq_next) <= 0;
+		int32_t d = !best ? -1 : what == RVH_WAITING ? (int32_t)(r->seq - best->seq) :
+			    psn_diff(r->psn, best->psn);
+
+		if (ok && d < 0)
+			best = r;
+	}
+	return best;
+}
+
+static void start(struct vq_qp *qp, struct vq_rvh *r)
+{
+	r->anchor = qp->sq_next;
+	r->psn = qp->snd_psn;
+	r->sent = 0;
+	if (r->phase == VQ_RVH_READ) {
+		r->npkt = vq_npkt(r->len);
+		r->msn = qp->rd_msn;
+		qp->rd_msn += (r->npkt + VQ_CHUNK - 1) / VQ_CHUNK;
+		r->resp_psn = r->psn;
+		r->resp_bits = 0;
+	} else {
+		r->npkt = 1;
+	}
+	qp->snd_psn = psn_add(qp->snd_psn, r->npkt);
+}
+
+int vq_rvh_step(struct weft_core *c, struct vq_qp *qp, bool *hold)
+{
+	struct weft_vhdr h;
+	struct weft_vtmh fin;
+	struct vq_rvh *r;
+	uint32_t pkt, psn, adv = 1, dlen = 0;
+	const void *data = NULL;
+
+	*hold = false;
+	if (qp->cur_pkt)
+		return 0;               /* inside a message of the SQ */
+	r = pick(qp, RVH_DUE);
+	if (!r) {
+		/* Start one only at the frontier: nothing started after it. */
+		if (qp->sq_next != qp->sq_prod &&
+		    qp->sw[qp->sq_next & ((1u << qp->sq_log2) - 1)].state != SW_IDLE)
+			return 0;
+		r = pick(qp, RVH_WAITING);
+		if (!r)
+			return 0;
+		if (psn_diff(qp->snd_psn, qp->acked_psn) >= (int32_t)VQ_WINDOW) {
+			*hold = true;
+			return 0;
+		}
+		start(qp, r);
+	}
+	pkt = r->sent;
+	psn = psn_add(r->psn, pkt);
+	if (psn_diff(psn, qp->acked_psn) >= (int32_t)VQ_WINDOW) {
+		*hold = true;
+		return 0;
+	}
+	memset(&h, 0, sizeof(h));
+	h.dst_qpn = qp->dest_qpn;
+	h.src_qpn = vq_qpn(c, qp);
+	h.psn = psn;
+	if (r->phase == VQ_RVH_READ) {
+		uint64_t off = (uint64_t)pkt * WEFT_VERBS_MTU;
+		uint32_t end = (pkt / VQ_CHUNK + 1) * VQ_CHUNK;
+
+		if (!(pkt % VQ_CHUNK) &&
+		    vq_rd_outstanding(qp) >= (qp->max_rd_atomic ? qp->max_rd_atomic : 1u)) {
+			*hold = true;
+			return 0;
+		}
+		if (end > r->npkt)
+			end = r->npkt;
+		adv = end - pkt;
+		h.opcode = WEFT_VOP_READ_REQ;
+		h.va = r->va + off;
+		h.rkey = r->rkey;
+		h.dma_len = (uint32_t)(r->len - off < (uint64_t)adv * WEFT_VERBS_MTU ?
+				       r->len - off : (uint64_t)adv * WEFT_VERBS_MTU);
+		h.msn = r->msn + pkt / VQ_CHUNK;
+		h.flags = WEFT_VF_FIRST | WEFT_VF_LAST;
+	} else {
+		memset(&fin, 0, sizeof(fin));
+		fin.opcode = WEFT_TMH_FIN;
+		fin.app_ctx = be32(r->app_ctx);
+		fin.tag = be64(r->tag);
+		data = &fin;
+		dlen = sizeof(fin);
+		h.opcode = WEFT_VOP_SEND;
+		h.flags = WEFT_VF_FIRST | WEFT_VF_LAST | WEFT_VF_ACKREQ;
+		h.dma_len = dlen;
+	}
+	if (vq_xmit(c, qp, qp->dest_node, &h, data, dlen) != 0)
+		return -EAGAIN;
+	if (psn_diff(psn, qp->sent_hi) < 0)
+		weft_count(c, WEFT_CNT_V_RETRANSMITS, 1);
+	if (psn_diff(psn_add(psn, adv), qp->sent_hi) > 0)
+		qp->sent_hi = psn_add(psn, adv);
+	r->sent += adv;
+	if (!qp->rto && qp->timeout) {
+		qp->rto = c->ops.now_ns(c->opaque) + vq_rto_ns(qp);
+		vq_timer_set(c, qp, qp->rto);
+	}
+	return 1;
+}
+
+uint32_t vq_rvh_restart_psn(const struct vq_rvh *r)
+{
+	return r->phase == VQ_RVH_READ ? r->resp_psn : r->psn;
+}
+
+struct vq_rvh *vq_rvh_oldest(struct vq_qp *qp)
+{
+	return pick(qp, RVH_OLDEST);
+}
+
+void vq_rvh_rewind(struct vq_qp *qp, uint32_t psn)
+{
+	unsigned int i;
+
+	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++) {
+		struct vq_rvh *r = &qp->rvh[i];
+		int32_t k;
+
+		if (!started(r))
+			continue;
+		k = psn_diff(psn, r->psn);
+		if (k <= 0)
+			r->sent = 0;
+		else if ((uint32_t)k < r->sent)
+			r->sent = (uint32_t)k;
+	}
+}
+
+struct vq_rvh *vq_rvh_at(struct vq_qp *qp, uint32_t psn)
+{
+	unsigned int i;
+
+	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++) {
+		struct vq_rvh *r = &qp->rvh[i];
+
+		if (started(r) && psn_diff(psn, r->psn) >= 0 &&
+		    psn_diff(psn, psn_add(r->psn, r->npkt)) < 0)
+			return r;
+	}
+	return NULL;
+}
+
+bool vq_rvh_acked(struct weft_core *c, struct vq_qp *qp, uint32_t n)
+{
+	bool any = false;
+	unsigned int i;
+
+	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++) {
+		struct vq_rvh *r = &qp->rvh[i];
+
+		if (started(r) && r->phase == VQ_RVH_FIN &&
+		    psn_diff(psn_add(r->psn, 1), n) <= 0) {
+			memset(r, 0, sizeof(*r));
+			weft_count(c, WEFT_CNT_V_TM_RNDV_DONE, 1);
+			any = true;
+		}
+	}
+	return any;
+}
+
+void vq_rvh_fail(struct weft_core *c, struct vq_qp *qp, struct vq_rvh *r, uint8_t status,
+		 unsigned int reason)
+{
+	if (r->phase == VQ_RVH_READ) {
+		vq_rvh_cqe(c, qp, r, status, 0, reason);
+		weft_count(c, WEFT_CNT_V_TM_RNDV_ERR, 1);
+	}
+	memset(r, 0, sizeof(*r));
+}
+
+void vq_rvh_flush(struct weft_core *c, struct vq_qp *qp)
+{
+	unsigned int i;
+
+	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++)
+		if (qp->rvh[i].phase != VQ_RVH_FREE)
+			vq_rvh_fail(c, qp, &qp->rvh[i], WEFT_VWC_WR_FLUSH_ERR, WEFT_R_FLUSHED);
+}
+
+bool vq_rvh_read_resp(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
+		      const uint8_t *data, uint32_t dlen)
+{
+	struct vq_rvh *r = vq_rvh_at(qp, h->psn);
+	uint32_t k, last;
+	uint64_t off;
+	unsigned int why;
+	int32_t d;
+
+	if (!r || r->phase != VQ_RVH_READ)
+		return false;
+	if (h->opcode != WEFT_VOP_READ_RESP) {
+		weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_PSN_OOS);
+		return true;
+	}
+	d = psn_diff(h->psn, r->resp_psn);
+	k = (uint32_t)psn_diff(h->psn, r->psn);
+	if (d < 0 || d >= (int32_t)VQ_WINDOW || ((r->resp_bits >> d) & 1)) {
+		weft_drop(c, NULL, WEFT_NO_WINDOW, d >= (int32_t)VQ_WINDOW ? WEFT_R_PSN_WINDOW :
+			  WEFT_R_PSN_DUP);
+		return true;
+	}
+	off = (uint64_t)k * WEFT_VERBS_MTU;
+	if (dlen != (r->len - off < WEFT_VERBS_MTU ? r->len - off : WEFT_VERBS_MTU)) {
+		weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_LENGTH);
+		return true;
+	}
+	why = vq_sge_copy(c, qp, &r->sge, 1, off, (void *)data, dlen, WEFT_VACC_LOCAL_WRITE,
+			  VQ_TO_MEM);
+	if (why) {
+		weft_drop(c, NULL, WEFT_NO_WINDOW, why);
+		vq_rvh_fail(c, qp, r, WEFT_VWC_LOC_PROT_ERR, why);
+		vq_qp_error(c, qp, why);
+		return true;
+	}
+	r->resp_bits |= 1ull << d;
+	while (r->resp_bits & 1) {
+		r->resp_psn = psn_add(r->resp_psn, 1);
+		r->resp_bits >>= 1;
+	}
+	if (psn_diff(r->resp_psn, psn_add(r->psn, r->npkt)) >= 0) {
+		/* The data has landed: DATA_VALID, then the FIN. */
+		last = psn_add(r->psn, r->npkt - 1);
+		vq_rvh_cqe(c, qp, r, WEFT_VWC_SUCCESS, WEFT_VCQE_TM_DATA_VALID, r->len);
+		r->phase = VQ_RVH_FIN;
+		r->npkt = 0;
+		r->sent = 0;
+		vq_acked(c, qp, last);
+	} else {
+		vq_acked(c, qp, psn_add(r->resp_psn, WEFT_VERBS_PSN_MASK));
+	}
+	return true;
 }

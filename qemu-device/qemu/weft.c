@@ -651,6 +651,7 @@ static bool weft_check_properties(WeftState *s, struct weft_core_config *cfg,
         .matchers = s->matchers,
         .match_step = s->match_step,
         .rndv_threshold = s->rndv_threshold,
+        .match_epoch = g_random_int(),
     };
     return weft_epoch_load(s, &cfg->key_epoch, errp);
 }

@@ -243,6 +243,7 @@ struct weft_sim *weft_sim_new(const struct weft_sim_config *cfg, char *err, size
 			.matchers = cfg->matchers,
 			.match_step = cfg->match_step,
 			.rndv_threshold = cfg->rndv_threshold,
+			.match_epoch = (uint32_t)(cfg->seed * 0x2545f491u),
 		};
 		struct weft_core_ops ops = sim_core_ops;
 		char cerr[128] = "";

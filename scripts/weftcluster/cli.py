@@ -7,7 +7,8 @@
                [--net A.B.C.D/LEN|none] [--net6 PREFIX::/LEN|none]
                [--vnet A.B.C.D/LEN] [--trace PATTERN[,PATTERN...]] [--layer NAME]
   weft-cluster [--name NAME] exec [--timeout S] NODE|N,M,...|all -- CMD...
-  weft-cluster [--name NAME] mpirun -np N [--per-node K] [--transport tcp|ucx|ofi]
+  weft-cluster [--name NAME] mpirun -np N [--per-node K] [--impl openmpi|mpich]
+               [--transport tcp|ucx|ofi] [--ofi-provider NAME]
                [--mca NAME VALUE]... [--timeout S] -- PROGRAM [ARGS...]
   weft-cluster [--name NAME] console NODE [-f] [-n LINES]
   weft-cluster [--name NAME] status
@@ -42,8 +43,9 @@ segment of the cluster's own (off by default; docs/cluster.md).
 --layer NAME appends the image layer NAME (scripts/build-layer.sh, e.g.
 hpc: Open MPI, MPICH, UCX, libfabric and dropbear; docs/mpi.md) and an
 archive of the cluster's own (/etc/hosts, dropbear keys made at up).
-mpirun runs Open MPI's mpirun on node0 of a cluster up with --layer hpc,
-its output streamed, its exit status passed back (docs/mpi.md).
+mpirun runs Open MPI's mpirun (--impl mpich: MPICH's mpiexec.hydra) on
+node0 of a cluster up with --layer hpc, its output streamed, its exit
+status passed back (docs/mpi.md).
 --transport: how frames go between each QEMU and the switch: auto
 (default; shared-memory rings, the socket if the switch does not grant
 them), shm (only shared memory), socket, or tcp (the switch's TCP

@@ -1,16 +1,20 @@
-"""weft-cluster mpirun: Open MPI's mpirun on node0 of a cluster booted with
-the hpc layer (docs/mpi.md), its output streamed back while it runs and its
-exit status passed back.
+"""weft-cluster mpirun: Open MPI's mpirun, or MPICH's mpiexec.hydra, on
+node0 of a cluster booted with the hpc layer (docs/mpi.md), its output
+streamed back while it runs and its exit status passed back.
 
-  weft-cluster mpirun -np N [--per-node K] [--transport tcp|ucx|ofi]
+  weft-cluster mpirun -np N [--per-node K] [--impl openmpi|mpich]
+                      [--transport tcp|ucx|ofi] [--ofi-provider NAME]
                       [--mca NAME VALUE]... [--timeout S] -- PROGRAM [ARGS...]
 
 Ranks go K to a node (default: N spread evenly over the nodes), node0
 first.  Without --transport the image's Open MPI parameters file chooses
 (/etc/openmpi/openmpi-mca-params.conf in the layer).  tcp is ob1 with the
 tcp, vader and self BTLs over weft0; ucx is pml ucx with UCX's defaults
-(rc_verbs on weft_ib0); ofi is pml cm with mtl ofi and libfabric's provider
-named by WEFT_OFI_PROVIDER (default weft)."""
+(rc_verbs on weft_ib0); ofi is pml cm with mtl ofi and the libfabric
+provider named by --ofi-provider, else by WEFT_OFI_PROVIDER, else weft.
+--impl mpich runs MPICH's hydra instead, which Debian builds with UCX
+only: it takes no --transport, --ofi-provider or --mca, and the program
+must be an MPICH build (weft-mpi-check.mpich)."""
 
 import os
 import secrets
@@ -36,12 +40,14 @@ def parse(args):
     head, prog = args[:k], args[k + 1:]
     if not prog:
         raise Die("mpirun: no program after --")
-    o = {"np": None, "per_node": None, "transport": "", "mca": [], "timeout": 0.0}
+    o = {"np": None, "per_node": None, "impl": "openmpi", "transport": "", "provider": "", "mca": [],
+         "timeout": 0.0}
     i = 0
     while i < len(head):
         a = head[i]
         need = 2 if a == "--mca" else 1
-        if a not in ("-np", "--np", "-n", "--per-node", "--transport", "--mca", "--timeout"):
+        if a not in ("-np", "--np", "-n", "--per-node", "--impl", "--transport", "--ofi-provider", "--mca",
+                     "--timeout"):
             raise Die(f"mpirun: unknown option '{a}'")
         if i + need >= len(head):
             raise Die(f"mpirun: {a} needs {'NAME VALUE' if need == 2 else 'a value'}")
@@ -54,6 +60,14 @@ def parse(args):
             if v not in TRANSPORTS:
                 raise Die(f"mpirun: --transport needs tcp, ucx or ofi, got '{v}'")
             o["transport"] = v
+        elif a == "--impl":
+            if v not in ("openmpi", "mpich"):
+                raise Die(f"mpirun: --impl needs openmpi or mpich, got '{v}'")
+            o["impl"] = v
+        elif a == "--ofi-provider":
+            if not v or any(ch.isspace() or ch in "'\"" for ch in v):
+                raise Die(f"mpirun: --ofi-provider needs a provider name, got '{v}'")
+            o["provider"] = v
         elif a == "--timeout":
             try:
                 o["timeout"] = float(v)
@@ -64,6 +78,10 @@ def parse(args):
         i += need + 1
     if o["np"] is None:
         raise Die("mpirun: -np N is required")
+    if o["provider"] and o["transport"] != "ofi":
+        raise Die("mpirun: --ofi-provider needs --transport ofi")
+    if o["impl"] == "mpich" and (o["transport"] or o["mca"]):
+        raise Die("mpirun: --impl mpich takes no --transport, --ofi-provider or --mca (MPICH uses UCX only)")
     return o, prog
 
 
@@ -76,11 +94,16 @@ def command(c, o, prog):
     if need > s.nodes:
         raise Die(f"mpirun: {n} ranks at {k} per node need {need} nodes; cluster '{c.name}' has {s.nodes}")
     hosts = ",".join(f"node{c.nid(i)}:{k}" for i in range(need))
+    if o["impl"] == "mpich":
+        # hydra starts its proxies through weft-rsh; ranks fill node0 first.
+        return ["mpiexec.hydra", "-launcher", "ssh", "-launcher-exec", "weft-rsh", "-np", str(n),
+                "-hosts", hosts] + prog
     argv = ["mpirun", "--allow-run-as-root", "-np", str(n), "--host", hosts, "--map-by", "slot"]
     if o["transport"]:
         argv += TRANSPORTS[o["transport"]]
     if o["transport"] == "ofi":
-        argv += ["--mca", "mtl_ofi_provider_include", os.environ.get("WEFT_OFI_PROVIDER", "weft")]
+        provider = o["provider"] or os.environ.get("WEFT_OFI_PROVIDER", "weft")
+        argv += ["--mca", "mtl_ofi_provider_include", provider]
     return argv + o["mca"] + prog
 
 
@@ -128,5 +151,11 @@ def cmd_mpirun(c, args):
 
 
 def kill(c, base):
-    """mpirun ends its ranks on every node when it gets SIGTERM."""
-    c.channel.exec(0, f"pkill -TERM -P $(cat {base}.pid); sleep 2; rm -f {base}.out {base}.rc {base}.pid", 30)
+    """mpirun (and hydra) end their ranks on every node when they get
+    SIGTERM.  The guests' busybox has no pkill: the job's shell's children
+    come from ps.  SIGKILL follows when the job has not ended in 30 s."""
+    kids = f"$(ps -o pid,ppid | awk -v p=$(cat {base}.pid) '$2 == p {{print $1}}')"
+    c.channel.exec(0, f"for k in {kids}; do kill -TERM $k; done; i=0; "
+                      f"while [ ! -f {base}.rc ] && [ $i -lt 30 ]; do sleep 1; i=$((i + 1)); done; "
+                      f"[ -f {base}.rc ] || for k in {kids}; do kill -KILL $k; done; "
+                      f"rm -f {base}.out {base}.rc {base}.pid", 60)

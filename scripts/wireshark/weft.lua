@@ -52,7 +52,8 @@ local REASONS = {
 	"CNT_OBJ_INVALID", "CNT_OBJ_STALE", "CNT_OP_MISMATCH", "CNT_OUTSIDE", "CNT_NOT_EXPOSED",
 	"CNT_RIGHTS", "CNT_DUP", "CNT_TIMEOUT",
 	"TM_BAD_OP", "TM_HANDLE", "TM_TAGS_FULL", "TM_TAG_GONE", "TM_SYNC_AHEAD", "TM_BAD_TMH",
-	"TM_NO_QUEUE", "TM_QUEUE_LENT",
+	"TM_NO_QUEUE", "TM_QUEUE_LENT", "TM_RNDV_HDR", "TM_RVH_LEN", "TM_RVH_SHORT", "TM_RNDV_BUSY",
+	"MATCH_DUP", "MATCH_SEQ", "MATCH_BAD_ACK", "MATCH_NO_ROOM", "MATCH_PEER_DEAD", "MATCH_PEERS",
 }
 local REASON_NAMES = {}
 for i, n in ipairs(REASONS) do REASON_NAMES[i - 1] = n end
@@ -71,7 +72,7 @@ local VACK = { [0] = "ACK", [1] = "NAK_SEQ", [2] = "NAK_RNR" }
 local NET_TYPES = { [1] = "FRAME", [2] = "FRAG", [3] = "ANNOUNCE" }
 -- enum weft_match_wop (include/weft/match.h)
 local MWOPS = { [1] = "EAGER", [2] = "RNDV_REQ", [3] = "RNDV_ACK", [4] = "DATA", [5] = "PULL",
-	[6] = "FIN", [7] = "CTS", [8] = "NAK" }
+	[6] = "FIN", [7] = "CTS", [8] = "NAK", [9] = "ACK" }
 -- WEFT_MACK_*: the status of a RNDV_ACK
 local MACK = { [1] = "MATCHED", [2] = "PENDING", [3] = "NOT_FOUND" }
 -- enum weft_cnt_dir (include/weft/cnt.h)
@@ -210,7 +211,7 @@ local MATCH_WHDR = {
 	{ "req_id", 44, 4, nil, base.HEX },
 }
 -- WEFT_MWF_*
-local MATCH_FLAGS = { { "rnr", 0x01 }, { "to_sender", 0x02 } }
+local MATCH_FLAGS = { { "rnr", 0x01 }, { "to_sender", 0x02 }, { "syn", 0x04 } }
 
 -- struct weft_cnt_hdr
 local CNT_HDR = {

@@ -92,6 +92,15 @@ def unexpected_msg(t):
             "20 rounds of unexpected tagged messages, each matched late and verified")
 
 
+@scenario("fabtests-recv-cancel", "CM", "fabtests: fi_recv_cancel -V over verbs;ofi_rxm on weft_ib0: a cancelled "
+          "tagged receive completes with FI_ECANCELED and FI_RECV, only once; the other receive and the reposted one "
+          "take their messages (its buffers need 2 GiB guests)")
+def recv_cancel(t):
+    fabtest(t, "fi_recv_cancel", "-V", r"^GOOD: Completed Recv Cancel Test$", r"^CANCEL msg posted to server$",
+            "fi_cancel of a posted tagged receive gave one FI_ECANCELED error entry with FI_RECV; the uncancelled "
+            "receive and the reposted cancelled one completed with their messages")
+
+
 @scenario("fabtests-tagged-peek", "CM", "fabtests: fi_rdm_tagged_peek over verbs;ofi_rxm on weft_ib0: FI_PEEK, "
           "FI_CLAIM and FI_DISCARD on tagged messages, claimed data checked")
 def tagged_peek(t):

@@ -1,8 +1,8 @@
 """MPI on Weft (docs/mpi.md): the 4-node cluster with the hpc image layer
 (Debian's Open MPI, MPICH, UCX, libfabric, dropbear and tests/mpi).  The
 MPI correctness program runs through `weft-cluster mpirun`, 8 ranks, 2
-per node, over each transport; UCX's own ucx_perftest runs between two of
-the nodes with UCX's default settings."""
+per node, over each of Open MPI's transports and under MPICH; UCX's own
+ucx_perftest runs between two of the nodes with UCX's default settings."""
 
 import re
 
@@ -50,13 +50,14 @@ def verbs_packets(t):
     return [t.counter(i, "V_TX_PKTS") for i in range(4)]
 
 
-def mpi_check(t, transport):
-    """weft-mpi-check over TRANSPORT, 8 ranks on 4 nodes: one check per
-    line of the program, and its verdict.  Over ucx, the data must have
-    gone through Weft's verbs (the adapters' V_TX_PKTS counters)."""
+def mpi_check(t, label, opts, prog=CHECK, rdma=False):
+    """weft-mpi-check (PROG, an MPICH build for --impl mpich) through
+    weft-cluster mpirun with OPTS, 8 ranks on 4 nodes: one check per line
+    of the program, and its verdict.  With RDMA, the data must have gone
+    through Weft's verbs (the adapters' V_TX_PKTS counters)."""
     before = verbs_packets(t)
-    r = t.wc("mpirun", "-np", 8, "--per-node", 2, "--transport", transport, "--timeout", 900, "--",
-             CHECK, "--per-node", 2, "--flood", 1000)
+    r = t.wc("mpirun", "-np", 8, "--per-node", 2, *opts, "--timeout", 900, "--",
+             prog, "--per-node", 2, "--flood", 1000)
     seen = {}
     for line in r.lines():
         m = re.match(r"^(ok|FAIL) ([a-z-]+): (.*)$", line)
@@ -65,21 +66,21 @@ def mpi_check(t, transport):
     for name in CHECKS:
         verdict, detail = seen.get(name, ("missing", ""))
         if verdict == "ok":
-            t.checked(f"{transport}: {name}: {detail}")
+            t.checked(f"{label}: {name}: {detail}")
         else:
-            t.fail(f"{transport}: {name}: {verdict} {detail}")
+            t.fail(f"{label}: {name}: {verdict} {detail}")
     if not r.ok or not re.search(r"^weft-mpi-check: PASS: ", r.out, re.M):
-        t.show(r.out, f"{transport} | ", 40)
-        t.fail(f"{transport}: weft-cluster mpirun exited {r.rc}: "
+        t.show(r.out, f"{label} | ", 40)
+        t.fail(f"{label}: weft-cluster mpirun exited {r.rc}: "
                f"{next((x for x in reversed(r.lines()) if x.strip()), '')}")
     else:
-        t.checked(f"{transport}: weft-mpi-check passed, exit 0 through weft-cluster mpirun")
+        t.checked(f"{label}: {prog} passed, exit 0 through weft-cluster mpirun")
     sent = [b - a for a, b in zip(before, verbs_packets(t))]
-    if transport == "ucx":
+    if rdma:
         # 64 MiB alone is 16384 packets of 4 KiB (the verbs MTU, hw-spec 16.9).
         t.require(min(sent[0], sent[len(sent) // 2]) >= 16384,
-                  f"ucx: the adapters sent only {sent} verbs packets: UCX did not use rc_verbs on weft_ib0")
-        t.checked(f"ucx: the data went over Weft's verbs (rc_verbs): verbs packets sent per node {sent}")
+                  f"{label}: the adapters sent only {sent} verbs packets: the data did not go over weft_ib0")
+        t.checked(f"{label}: the data went over Weft's verbs: verbs packets sent per node {sent}")
     for i in range(4):
         t.require(t.no_oops(i), None)
 
@@ -88,10 +89,24 @@ def mpi_check(t, transport):
           "and tcp on weft0: ANY_SOURCE/ANY_TAG, non-overtaking, probes, cancel, 0 B..64 MiB byte-exact between and "
           "within nodes, unexpected floods, collectives")
 def mpi_tcp(t):
-    mpi_check(t, "tcp")
+    mpi_check(t, "tcp", ("--transport", "tcp"))
 
 
 @scenario("mpi-ucx", "CM", "MPI: the mpi-tcp checks over Open MPI's pml ucx with UCX's defaults; the adapters' verbs "
           "packet counters show the data went over rc_verbs on weft_ib0")
 def mpi_ucx(t):
-    mpi_check(t, "ucx")
+    mpi_check(t, "ucx", ("--transport", "ucx"), rdma=True)
+
+
+@scenario("mpi-ofi-rxm", "CM", "MPI: the mpi-tcp checks over Open MPI's mtl ofi with libfabric 1.17's verbs;ofi_rxm "
+          "on weft_ib0 (with the layer's SAR limit, docs/fabtests.md); the adapters' verbs packet counters show the "
+          "data went over weft_ib0")
+def mpi_ofi_rxm(t):
+    mpi_check(t, "verbs;ofi_rxm", ("--transport", "ofi", "--ofi-provider", "verbs;ofi_rxm"), rdma=True)
+
+
+@scenario("mpich-ucx", "CM", "MPI: the mpi-tcp checks built against MPICH 4.0.2 (weft-mpi-check.mpich), run by "
+          "hydra through weft-cluster mpirun --impl mpich, over UCX with its defaults; the adapters' verbs packet "
+          "counters show the data went over weft_ib0")
+def mpich_ucx(t):
+    mpi_check(t, "mpich", ("--impl", "mpich"), prog=CHECK + ".mpich", rdma=True)

@@ -111,7 +111,7 @@ def tm_counters(t):
           "tag-matching counters show the matching was done in the adapters")
 def mpi(t):
     before = tm_counters(t)
-    mpi_check(t, "ofi")
+    mpi_check(t, "ofi (weft provider)", ("--transport", "ofi", "--ofi-provider", "weft"), rdma=True)
     after = tm_counters(t)
     matched = [b[0] - a[0] for a, b in zip(before, after)]
     ops = [b[1] - a[1] for a, b in zip(before, after)]

@@ -1065,6 +1065,7 @@ static void tm_tally(struct fz *f)
 	f->st.tm_ops += weft_sim_counter(f->s, 0, WEFT_CNT_V_TM_OPS);
 	f->st.tm_matched += weft_sim_counter(f->s, 0, WEFT_CNT_V_TM_MATCHED);
 	f->st.tm_unexpected += weft_sim_counter(f->s, 0, WEFT_CNT_V_TM_UNEXPECTED);
+	f->st.tm_rndv += weft_sim_counter(f->s, 0, WEFT_CNT_V_TM_RNDV);
 }
 
 void fz_reset(struct fz *f)
@@ -1672,9 +1673,43 @@ static void act_vmisc(struct fz *f, struct fz_src *src)
 	}
 }
 
+/* Node 0 lists tag (handle h) over the start of its buffer, active
+ * (software caught up), so the next message of that tag matches. */
+static void tm_add_active(struct fz *f, struct fz_src *src, uint64_t tag)
+{
+	struct fz_node *n = &f->n[0];
+	struct weft_core *c = weft_sim_core(f->s, 0);
+	uint64_t off = weft_core_reg_read(c, WEFT_REG_VERBS_UAR_OFF, 8);
+	uint64_t a = n->tmops + (uint64_t)(n->tm_prod & 7u) * sizeof(struct weft_vtmop);
+	struct weft_vtmop op;
+	struct weft_vsrqc q;
+
+	if (!weft_core_verbs_srq(c, 5, &q))
+		return;
+	memset(&op, 0, sizeof(op));
+	op.wr_id = src_u64(src);
+	op.opcode = WEFT_VTM_ADD;
+	op.flags = WEFT_VTMF_SYNC;
+	op.num_sge = 1;
+	op.unexpected_cnt = q.tm_unexpected;
+	op.handle = (uint32_t)below(src, 8);
+	op.tag = tag;
+	op.mask = ~0ull;
+	op.sge.addr = n->vbuf + below(src, FZ_VBUF / 2);
+	op.sge.length = (uint32_t)below(src, 3 * WEFT_VERBS_MTU);
+	op.sge.lkey = FZ_VMR;
+	memcpy(weft_sim_ptr(f->s, 0, a, sizeof(op)), &op, sizeof(op));
+	n->tm_prod++;
+	weft_core_db_write(c, off + WEFT_UAR_SRQ_TM_DB, WEFT_UAR_DB(5, n->tm_prod), 8);
+	f->st.verbs_dbs++;
+}
+
 /* Tag matching on node 0 (16.15): a tag operation (mostly near-valid),
  * a plain WQE for its SRQ, or a SEND from node 1's QP 6 starting with a
- * TMH (random opcode, tags from a small set, sometimes an RVH). */
+ * TMH (random opcode, tags from a small set, sometimes an RVH).  A forged
+ * RVH names node 1's buffer or any address, its region, a window bound to
+ * another QP or any key, and a length from 0 to 2^32 - 1, so node 0's
+ * device rendezvous READs, is refused or fails the R_Key check. */
 static void act_tm(struct fz *f, struct fz_src *src)
 {
 	struct fz_node *n = &f->n[0], *m = &f->n[1];
@@ -1743,6 +1778,8 @@ static void act_tm(struct fz *f, struct fz_src *src)
 			.addr = m->vbuf, .length = (uint32_t)below(src, 3000), .lkey = FZ_VMR,
 		};
 		struct weft_vwqe w;
+		uint64_t va;
+		uint32_t rkey, len;
 
 		for (i = 0; i < 64; i++)
 			p[i] = (uint8_t)(below(src, 4) ? 0 : src_u64(src));
@@ -1750,9 +1787,37 @@ static void act_tm(struct fz *f, struct fz_src *src)
 		if (below(src, 8))                      /* tag 0..3, big-endian */
 			memset(p + 8, 0, 7);
 		p[15] = (uint8_t)below(src, 4);
-		if (below(src, 2))                      /* RVH: va, rkey, len */
+		switch (below(src, 3)) {
+		case 0:                                 /* RVH of random bytes */
 			for (i = 16; i < 32; i++)
 				p[i] = (uint8_t)src_u64(src);
+			break;
+		case 1:                                 /* forged RVH: va, rkey, len */
+			va = below(src, 4) ? m->vbuf + below(src, FZ_VBUF) : fz_va(f, src, 1);
+			rkey = below(src, 4) ? FZ_VMR : below(src, 2) ? fz_stag(src) :
+			       (uint32_t)src_u64(src);
+			len = (uint32_t)(below(src, 4) ? below(src, 3 * WEFT_VERBS_MTU) :
+					 below(src, 2) ? 0xffffffffu : src_u64(src));
+			for (i = 0; i < 8; i++)
+				p[16 + i] = (uint8_t)(va >> (56 - 8 * i));
+			for (i = 0; i < 4; i++) {
+				p[24 + i] = (uint8_t)(rkey >> (24 - 8 * i));
+				p[28 + i] = (uint8_t)(len >> (24 - 8 * i));
+			}
+			if (below(src, 4))              /* within max_rndv_hdr_size */
+				sg.length = 32 + (uint32_t)below(src, WEFT_VERBS_TM_RNDV_HDR - 31);
+			if (below(src, 2)) {            /* an RNDV that a listed tag takes */
+				uint64_t tag = 0;
+
+				for (i = 8; i < 16; i++)
+					tag = tag << 8 | p[i];
+				p[0] = WEFT_TMH_RNDV;
+				tm_add_active(f, src, tag);
+			}
+			break;
+		default:
+			break;
+		}
 		memset(&w, 0, sizeof(w));
 		w.wr_id = src_u64(src);
 		w.opcode = WEFT_VWR_SEND;

@@ -11,6 +11,7 @@
 #define FM_NODES 2u
 #define SANDBOX (1u << 20)
 #define FAR_MAX 1024u
+#define RECENT 8u                       /* matching packets kept for replay */
 
 struct fm_node {
 	uint64_t box;                   /* sandbox base */
@@ -25,6 +26,10 @@ struct fm {
 	struct weft_sim *s;
 	struct fm_node n[FM_NODES];
 	struct fm_stats st;
+	/* The last matching packets the adapters sent (ACKs included). */
+	_Alignas(8) uint8_t recent[RECENT][WEFT_WIRE_MAX_FRAME];
+	uint32_t recent_len[RECENT];
+	unsigned int nrecent, rnext;
 };
 
 static void name_range(struct fm *f, unsigned int node, uint64_t a, uint64_t len)
@@ -180,8 +185,10 @@ static void forged(struct fm *f, struct fz_src *src)
 	wh->dst_node = 0;
 	wh->src_node = (uint16_t)(fz_src_below(src, 4) ? fz_src_below(src, FM_NODES) :
 				  fz_src_u64(src));
-	mh->op = (uint8_t)fz_src_below(src, 10);
-	mh->flags = (uint8_t)fz_src_below(src, 4);
+	wh->tid = (uint32_t)(fz_src_below(src, 2) ? fz_src_below(src, 4) : fz_src_u64(src));
+	wh->protocol_cookie = fz_src_below(src, 4) ? 0 : fz_src_u64(src);
+	mh->op = (uint8_t)fz_src_below(src, 11);
+	mh->flags = (uint8_t)fz_src_below(src, 8);
 	mh->queue = (uint16_t)(fz_src_below(src, 8) ? fz_src_below(src, 12) : fz_src_u64(src));
 	mh->match = word(src);
 	mh->total = fz_src_below(src, 3) ? dlen : fz_src_u64(src);
@@ -198,6 +205,57 @@ static void forged(struct fm *f, struct fz_src *src)
 	wh->length = (uint32_t)(len - sizeof(*wh));
 	f->st.forged++;
 	weft_core_receive(weft_sim_core(f->s, 0), pkt, len);
+}
+
+/* Keep what the adapters send on the matching channels. */
+static void fm_trace(void *opaque, unsigned int node, const struct weft_trace *ev)
+{
+	struct fm *f = opaque;
+
+	(void)node;
+	if (ev->kind != WEFT_TR_PKT_TX || !ev->hdr || ev->hdr->type != WEFT_PKT_MATCH ||
+	    ev->len > WEFT_WIRE_MAX_FRAME)
+		return;
+	memcpy(f->recent[f->rnext], ev->hdr, ev->len);
+	f->recent_len[f->rnext] = (uint32_t)ev->len;
+	f->rnext = (f->rnext + 1) % RECENT;
+	if (f->nrecent < RECENT)
+		f->nrecent++;
+}
+
+/* A recent packet again: duplicated as it was, or with its sequence
+ * number, incarnation, flags or acknowledged PSN moved a little or
+ * replaced. */
+static void replay(struct fm *f, struct fz_src *src)
+{
+	uint8_t pkt[WEFT_WIRE_MAX_FRAME];
+	struct weft_wire_hdr *wh = (struct weft_wire_hdr *)pkt;
+	struct weft_match_whdr *mh = (struct weft_match_whdr *)(pkt + sizeof(*wh));
+	unsigned int k;
+	uint32_t len;
+
+	if (!f->nrecent)
+		return;
+	k = (unsigned int)fz_src_below(src, f->nrecent);
+	len = f->recent_len[k];
+	memcpy(pkt, f->recent[k], len);
+	if (len >= sizeof(*wh) + sizeof(*mh)) {
+		switch (fz_src_below(src, 6)) {
+		case 0: break;  /* a plain duplicate */
+		case 1: wh->tid += (uint32_t)fz_src_below(src, 9) - 4; break;
+		case 2: mh->offset += fz_src_below(src, 9) - 4; break;
+		case 3: mh->flags ^= (uint8_t)(1u << fz_src_below(src, 8)); break;
+		case 4: wh->protocol_cookie += fz_src_below(src, 3) - 1; break;
+		default:
+			wh->tid = (uint32_t)fz_src_u64(src);
+			mh->offset = fz_src_u64(src);
+			mh->total = fz_src_below(src, 2) ? mh->total : fz_src_u64(src);
+			break;
+		}
+	}
+	f->st.forged++;
+	if (wh->dst_node < FM_NODES)
+		weft_core_receive(weft_sim_core(f->s, wh->dst_node), pkt, len);
 }
 
 static void drain(struct fm *f)
@@ -346,6 +404,8 @@ struct fm *fm_new(uint64_t seed)
 
 	if (!f)
 		return NULL;
+	cfg.trace = fm_trace;
+	cfg.trace_opaque = f;
 	f->s = weft_sim_new(&cfg, err, sizeof(err));
 	if (!f->s) {
 		fprintf(stderr, "fuzz-match: %s\n", err);
@@ -393,8 +453,8 @@ void fm_action(struct fm *f, struct fz_src *src)
 	case 0: reg_write(f, src); break;
 	case 1:
 	case 2: random_op(f, (unsigned int)fz_src_below(src, FM_NODES), src); break;
-	case 3:
-	case 4: forged(f, src); break;
+	case 3: forged(f, src); break;
+	case 4: replay(f, src); break;
 	case 5:
 	case 6: traffic(f, src); break;
 	case 7: if (fz_src_below(src, 8) == 0) overflow_run(f, src); else traffic(f, src); break;
@@ -412,6 +472,12 @@ uint64_t fm_finish(struct fm *f)
 			break;
 	}
 	drain(f);
+	for (k = 0; k < FM_NODES; k++) {
+		f->st.dups += weft_sim_reg_read(f->s, k, WEFT_REG_CNT(WEFT_CNT_DROP(WEFT_R_MATCH_DUP)));
+		f->st.seqs += weft_sim_reg_read(f->s, k, WEFT_REG_CNT(WEFT_CNT_DROP(WEFT_R_MATCH_SEQ)));
+		f->st.bad_acks += weft_sim_reg_read(f->s, k,
+						    WEFT_REG_CNT(WEFT_CNT_DROP(WEFT_R_MATCH_BAD_ACK)));
+	}
 	return f->st.violations;
 }
 

@@ -35,6 +35,9 @@ int main(int argc, char **argv)
 	CHECK(bad == 0, "%" PRIu64 " writes outside named ranges", bad);
 	t_point("fuzz-match: %" PRIu64 " adapter DMA writes, all inside named ranges",
 		st.dma_writes);
+	t_diag("fuzz-match: channel drops: %" PRIu64 " duplicates, %" PRIu64
+	       " out of sequence, %" PRIu64 " bad ACKs", st.dups, st.seqs, st.bad_acks);
+	CHECK(st.dups && st.seqs && st.bad_acks, "replays and forgeries reached the channels");
 	CHECK(st.cqes > inputs / 100, "the run produced completions");
 	t_point("fuzz-match: the run reached the engine (%" PRIu64 " completions)", st.cqes);
 	return t_done();

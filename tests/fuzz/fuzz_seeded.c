@@ -62,10 +62,11 @@ int main(int argc, char **argv)
 	CHECK(st->dma_cnt > 0, "the run never wrote a counter block or placed counter data");
 	t_point("fuzz: the run reached counter blocks and counter placement");
 	t_diag("fuzz: tag matching: %" PRIu64 " actions, %" PRIu64 " tag operations run, %"
-	       PRIu64 " messages matched, %" PRIu64 " unexpected", st->tm_actions, st->tm_ops,
-	       st->tm_matched, st->tm_unexpected);
-	CHECK(st->tm_ops > 0 && st->tm_matched > 0 && st->tm_unexpected > 0,
-	      "the run never ran tag operations, matched or took an unexpected tagged message");
-	t_point("fuzz: the run reached tag operations, tag matches and unexpected messages");
+	       PRIu64 " messages matched, %" PRIu64 " unexpected, %" PRIu64 " device rendezvous",
+	       st->tm_actions, st->tm_ops, st->tm_matched, st->tm_unexpected, st->tm_rndv);
+	CHECK(st->tm_ops > 0 && st->tm_matched > 0 && st->tm_unexpected > 0 && st->tm_rndv > 0,
+	      "the run never ran tag operations, matched, took an unexpected tagged message or "
+	      "started a device rendezvous");
+	t_point("fuzz: the run reached tag operations, tag matches, unexpected messages and device rendezvous");
 	return t_done();
 }

@@ -112,6 +112,17 @@ def main():
         check("mpirun: 8 ranks 2 per node on node0..node3, pml ucx, the extra --mca, then the program",
               argv == ["mpirun", "--allow-run-as-root", "-np", "8", "--host", "node0:2,node1:2,node2:2,node3:2",
                        "--map-by", "slot", "--mca", "pml", "ucx", "--mca", "a", "b", "prog", "x y"], argv)
+        o, prog = mpirun.parse(["-np", "4", "--per-node", "2", "--transport", "ofi", "--ofi-provider", "verbs;ofi_rxm",
+                                "--", "p"])
+        argv = mpirun.command(c, o, prog)
+        check("mpirun: --ofi-provider names mtl ofi's libfabric provider",
+              argv[8:] == ["--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include",
+                           "verbs;ofi_rxm", "p"], argv)
+        o, prog = mpirun.parse(["-np", "8", "--per-node", "2", "--impl", "mpich", "--", "prog.mpich", "a"])
+        argv = mpirun.command(c, o, prog)
+        check("mpirun: --impl mpich runs hydra through weft-rsh, 2 ranks on each of node0..node3",
+              argv == ["mpiexec.hydra", "-launcher", "ssh", "-launcher-exec", "weft-rsh", "-np", "8", "-hosts",
+                       "node0:2,node1:2,node2:2,node3:2", "prog.mpich", "a"], argv)
         o, prog = mpirun.parse(["-np", "3", "--", "p"])
         argv = mpirun.command(c, o, prog)
         check("mpirun: without --per-node, 3 ranks spread 1 per node over 3 nodes, no transport options",
@@ -121,7 +132,13 @@ def main():
                          (["-np", "2", "--transport", "ib", "--", "p"], "unknown transport"),
                          (["-np", "2", "--bogus", "--", "p"], "unknown option"),
                          (["-np", "2", "--mca", "x", "--", "p"], "--mca without a value"),
-                         (["-np", "2", "--"], "no program")):
+                         (["-np", "2", "--"], "no program"),
+                         (["-np", "2", "--impl", "lam", "--", "p"], "unknown implementation"),
+                         (["-np", "2", "--impl", "mpich", "--transport", "tcp", "--", "p"], "mpich with a transport"),
+                         (["-np", "2", "--impl", "mpich", "--mca", "a", "b", "--", "p"], "mpich with --mca"),
+                         (["-np", "2", "--ofi-provider", "verbs", "--", "p"], "a provider without ofi"),
+                         (["-np", "2", "--transport", "ofi", "--ofi-provider", "a b", "--", "p"],
+                          "a provider name with a space")):
             try:
                 mpirun.parse(bad)
                 ok = False

@@ -16,6 +16,16 @@
 #define W(node, tag) WEFT_MW(0, CTX, (node) + 1, tag)
 #define ANY WEFT_MATCH_ANY_SOURCE
 #define ENABLE WEFT_QCFG(WEFT_QCFG_ENABLE, 0, 0)
+/* A fabric that loses 10% of the frames and reorders them over 4 routes
+ * and a jitter 15 times the delay: the channels under matching must hide
+ * it (docs/matching.md "Reliable delivery"). */
+#define LOSSY { .drop_ppm = 100000, .routes = 4, .delay_ns = 200, .jitter_ns = 3000, \
+		.route_skew_ns = 500 }
+
+static uint64_t fabric_drops(struct mt *t)
+{
+	return weft_fabric_total_stats(weft_sim_fabric(t->s))->drops[WEFT_FABRIC_DROP_RANDOM];
+}
 
 static void fill(struct mt *t, unsigned int node, uint64_t addr, uint32_t len, uint64_t seed)
 {
@@ -241,7 +251,8 @@ static void item098(void)
  * in arrival order, with many matchers each doing one compare per unit. */
 static void item099(void)
 {
-	struct weft_sim_config cfg = { .matchers = 16, .match_step = 1 };
+	struct weft_sim_config cfg = { .matchers = 16, .match_step = 1, .seed = 99,
+				       .faults = LOSSY };
 	struct mt t;
 	struct weft_match_cqe e;
 	uint64_t s, r[32];
@@ -281,7 +292,11 @@ static void item099(void)
 		memcpy(&v, mt_ptr(&t, 1, r[e.match_id], 8), 8);
 		CHECK_EQ(v, k, "message k in receive k");
 	}
-	t_checked("item 99: 32 same-source messages consumed in order, 16 matchers");
+	CHECK_EQ(mt_cnt(&t, 1, WEFT_CNT_M_MATCHES), 32, "each message matched once");
+	CHECK_EQ(mt_cnt(&t, 1, WEFT_CNT_M_ARRIVALS), 64, "each message taken once");
+	CHECK_EQ(mt_drain(&t, 0, WEFT_MCQE_SEND_DONE), 64, "each send completed once");
+	CHECK(fabric_drops(&t) > 0, "the fabric lost frames");
+	t_checked("item 99: 32 same-source messages consumed in order, 16 matchers, lossy fabric");
 	mt_fini(&t);
 }
 
@@ -361,6 +376,7 @@ static void item101(void)
 	wh->src_node = 0;
 	wh->length = sizeof(*mh);
 	mh->op = WEFT_MWOP_EAGER;
+	mh->flags = WEFT_MWF_SYN;       /* a sequence start: taken, then checked */
 	mh->queue = Q0;
 	REQUIRE(weft_core_receive(weft_sim_core(t.s, 1), pkt, sizeof(pkt)) == 0);
 	mt_run(&t);
@@ -740,7 +756,10 @@ static void item109(void)
 
 static void rndv(bool matched, bool large)
 {
-	struct weft_sim_config cfg = { .rndv_threshold = 8192 };
+	struct weft_sim_config cfg = { .rndv_threshold = 8192, .seed = 110 + matched * 2 + large,
+				       .faults = LOSSY };
+
+	cfg.faults.drop_ppm = 250000;   /* a short exchange: lose a quarter */
 	struct mt t;
 	struct weft_match_cqe e;
 	uint32_t len = large ? 50000 : 6000;
@@ -784,7 +803,11 @@ static void rndv(bool matched, bool large)
 	CHECK(same(&t, 1, r, 0, s, len), "bytes");
 	REQUIRE(next_of(&t, 0, WEFT_MCQE_SEND_DONE, &e));
 	CHECK_EQ(e.req_id, 9, "sender complete");
+	CHECK_EQ(e.status, 0, "without error");
+	CHECK(!mt_cqe(&t, 0, &e) && !mt_cqe(&t, 1, &e), "no second completion");
 	CHECK_EQ(mt_cnt(&t, 1, WEFT_CNT_M_OPS), rx_ops, "no receiver operation after the post");
+	CHECK_EQ(mt_cnt(&t, 1, WEFT_CNT_M_RNDV), 1, "one rendezvous at the receiver");
+	CHECK(fabric_drops(&t) > 0, "the fabric lost frames");
 	mt_fini(&t);
 }
 
@@ -916,6 +939,121 @@ static void item113(void)
 	mt_fini(&t);
 }
 
+/* A peer that stops answering: after the bounded resends every send to
+ * it and every slot shared with it end in a MATCH_PEER_DEAD completion,
+ * nothing stays held, and the peer is reached again once it is back. */
+static void dead_peer(void)
+{
+	struct weft_sim_config cfg = { .rndv_threshold = 8192 };
+	struct mt t;
+	struct weft_match_cqe e;
+	struct weft_fabric *f;
+	uint64_t s, s1, r, t0;
+	unsigned int k;
+
+	mt_init(&t, 3, &cfg);
+	f = weft_sim_fabric(t.s);
+	mt_qcfg(&t, 1, Q0, ENABLE);
+	mt_qcfg(&t, 2, Q0, ENABLE);
+	s = mt_alloc(&t, 0, 6000);
+	s1 = mt_alloc(&t, 1, 6000);
+	r = mt_alloc(&t, 2, 6000);
+	/* Node 2 holds a small rendezvous of node 1 unmatched (PENDING). */
+	REQUIRE(mt_send(&t, 1, 2, Q0, W(1, 9), s1, 6000, 50, 0) == 0);
+	mt_run(&t);
+	REQUIRE(mt_cqe(&t, 1, &e) && e.type == WEFT_MCQE_SEND_PENDING);
+	/* Node 1 leaves the fabric. */
+	weft_fabric_set_port_up(f, 1, false);
+	t0 = weft_sim_now(t.s);
+	for (k = 0; k < 4; k++)
+		REQUIRE(mt_send(&t, 0, 1, Q0, W(0, 1), s, 8, k, 0) == 0);
+	REQUIRE(mt_send(&t, 0, 1, Q0, W(0, 1), s, 6000, 4, 0) == 0);
+	/* Node 2's post matches the request: its PULL finds no one. */
+	REQUIRE(mt_post(&t, 2, Q0, W(1, 9), 0, ANY, r, 6000, 77, 0) == 0);
+	mt_run(&t);
+	CHECK(weft_sim_now(t.s) - t0 >= WEFT_MATCH_RTO_NS * WEFT_MATCH_RETRIES,
+	      "given up only after the resends");
+	for (k = 0; k < 5; k++) {
+		REQUIRE(next_of(&t, 0, WEFT_MCQE_SEND_DONE, &e), "send %u completed", k);
+		CHECK_EQ(e.req_id, k, "in order");
+		CHECK_EQ(e.status, WEFT_R_MATCH_PEER_DEAD, "peer dead");
+		CHECK_EQ(!!(e.flags & WEFT_MCQEF_RNDV), k == 4, "rendezvous slot freed");
+	}
+	CHECK(!mt_cqe(&t, 0, &e), "each once");
+	REQUIRE(mt_cqe(&t, 2, &e));
+	CHECK_EQ(e.type, WEFT_MCQE_MATCH_COPY, "receiver slot completed");
+	CHECK_EQ(e.match_id, 77, "the posted receive");
+	CHECK_EQ(e.status, WEFT_R_MATCH_PEER_DEAD, "with the dead-peer status");
+	CHECK(!mt_cqe(&t, 2, &e), "once");
+	CHECK_EQ(mt_cnt(&t, 0, WEFT_CNT_DROP(WEFT_R_MATCH_PEER_DEAD)), 1, "counted at node 0");
+	CHECK_EQ(mt_cnt(&t, 2, WEFT_CNT_DROP(WEFT_R_MATCH_PEER_DEAD)), 1, "counted at node 2");
+	/* Nothing held: every rendezvous slot takes a new send at once. */
+	for (k = 0; k < WEFT_MATCH_RNDV_SLOTS; k++)
+		CHECK_EQ(mt_send(&t, 0, 2, Q0, W(0, 3), s, 6000, 100 + k, 0), 0, "slot free");
+	CHECK_EQ(mt_send(&t, 0, 2, Q0, W(0, 3), s, 6000, 999, 0) >> 32, WEFT_R_MATCH_RNDV_SLOT,
+		 "and no more");
+	mt_run(&t);
+	mt_drain(&t, 0, 0);
+	/* Back on the fabric: the sequence restarts and sends get through. */
+	weft_fabric_set_port_up(f, 1, true);
+	fill(&t, 0, s, 8, 3);
+	r = mt_alloc(&t, 1, 8);
+	REQUIRE(mt_post(&t, 1, Q0, W(0, 2), 0, ANY, r, 8, 5, 0) == 0);
+	REQUIRE(mt_send(&t, 0, 1, Q0, W(0, 2), s, 8, 200, 0) == 0);
+	mt_run(&t);
+	REQUIRE(next_of(&t, 1, WEFT_MCQE_MATCH_COPY, &e));
+	CHECK_EQ(e.match_id, 5, "matched after the restart");
+	CHECK_EQ(e.status, 0, "without error");
+	CHECK(same(&t, 1, r, 0, s, 8), "bytes");
+	REQUIRE(next_of(&t, 0, WEFT_MCQE_SEND_DONE, &e));
+	CHECK_EQ(e.req_id, 200, "completed");
+	CHECK_EQ(e.status, 0, "without error");
+	t_checked("dead peer: 5 sends and a receive slot ended in MATCH_PEER_DEAD, "
+		  "slots free, restart delivered");
+	mt_fini(&t);
+}
+
+/* Both adapters fill their pools of unacknowledged packets with sends to
+ * each other at once: each still takes the other's packets, nothing is
+ * given up. */
+static void both_full(void)
+{
+	struct mt t;
+	struct weft_match_cqe e;
+	uint64_t s[2];
+	unsigned int n, k, sent[2] = { 0, 0 }, done[2] = { 0, 0 };
+
+	mt_init(&t, 2, NULL);
+	for (n = 0; n < 2; n++) {
+		mt_qcfg(&t, n, Q0, ENABLE);
+		s[n] = mt_alloc(&t, n, 8);
+	}
+	for (n = 0; n < 2; n++) {
+		while (mt_send(&t, n, 1 - n, Q0, W(n, 1), s[n], 8, sent[n], 0) == 0)
+			sent[n]++;
+		CHECK_EQ(mt_reg(&t, n, WEFT_REG_MATCH_DB_STATUS) >> 32, WEFT_R_MATCH_BUSY,
+			 "pool full");
+	}
+	CHECK_EQ(sent[0], WEFT_MATCH_FRAMES - 1, "one frame kept for answers");
+	mt_run(&t);
+	for (n = 0; n < 2; n++) {
+		while (mt_cqe(&t, n, &e)) {
+			CHECK_EQ(e.type, WEFT_MCQE_SEND_DONE, "send completion");
+			CHECK_EQ(e.status, 0, "without error");
+			CHECK_EQ(e.req_id, done[n], "in order");
+			done[n]++;
+		}
+		CHECK_EQ(done[n], sent[n], "every send completed");
+		CHECK_EQ(qstat_ueq(&t, 1 - n, Q0), sent[n], "every message taken");
+		CHECK_EQ(mt_cnt(&t, n, WEFT_CNT_DROP(WEFT_R_MATCH_PEER_DEAD)), 0, "no peer given up");
+	}
+	k = mt_cnt(&t, 0, WEFT_CNT_DROP(WEFT_R_MATCH_NO_ROOM)) +
+	    mt_cnt(&t, 1, WEFT_CNT_DROP(WEFT_R_MATCH_NO_ROOM));
+	t_checked("full pools both ways: %u and %u sends delivered (%u packets refused for room)",
+		  sent[0], sent[1], k);
+	mt_fini(&t);
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -940,6 +1078,8 @@ static const struct {
 	{ "item111-rndv-unmatched", item111 },
 	{ "item112-queue-dump", item112 },
 	{ "item113-dynamic-partitioning", item113 },
+	{ "dead-peer", dead_peer },
+	{ "both-full", both_full },
 };
 
 int main(int argc, char **argv)

@@ -4,11 +4,14 @@
  * random posts, sends (inter-node and loopback), removes, wildcards,
  * ignore masks, source filters, zero words and queue overflows with
  * resets, against a plain reference matcher written here from the rule
- * in docs/matching.md.  Several matchers with a small step; a lossy,
- * reordering fabric.  The reference sees each arrival when the receiving
- * adapter takes it (its trace), each post and remove at the doorbell, so
- * both see one input order; every match decision and the completion
- * order of every queue must be identical.
+ * in docs/matching.md.  Several matchers with a small step; a fabric that
+ * loses, delays and reorders frames.  The reference sees each arrival when
+ * the receiving adapter takes it (its trace), each post and remove at the
+ * doorbell, so both see one input order; every match decision and the
+ * completion order of every queue must be identical.  The channels under
+ * matching must deliver every message exactly once and, per sender, in
+ * sending order (item 99 across the fabric), and complete every send once,
+ * in order, when the receiver took it.
  * Usage: sim-match-diff [OPS [SEED]] (default 1000000 1).
  */
 #include <stdio.h>
@@ -25,6 +28,7 @@
 #define RX 0u
 #define NODES 4u
 #define EXP_MAX 4096u
+#define MSG_MAX 1048576u
 
 struct ref_post { uint64_t word, ignore; uint16_t src; uint32_t id; };
 struct ref_unex { uint64_t word; uint16_t src; uint32_t msg; };
@@ -43,6 +47,10 @@ static struct ref_q rq[NQ];
 static uint32_t slot_owner[NBUF];
 static uint64_t n_match, n_unex, n_stop, n_nak_seen, n_cqe;
 static bool tracing;
+/* Delivery: what each node sent, what RX took, what each sender completed. */
+static uint8_t msg_seen[MSG_MAX];
+static uint32_t last_in[NODES], last_done[NODES];
+static uint64_t n_sent, n_taken, n_done, n_resends, n_order_bad, n_dup_bad, n_done_bad;
 
 /* The rule of docs/matching.md, written without the engine's helper. */
 static bool ref_match(uint64_t in, const struct ref_post *p, uint16_t src)
@@ -153,12 +161,26 @@ static void ref_arrival(unsigned int q, uint64_t word, uint16_t src, uint32_t ms
 /* Arrivals as the receiving adapter takes them. */
 static void on_trace(void *opaque, unsigned int node, const struct weft_trace *ev)
 {
+	uint32_t msg;
+	uint16_t src;
+
 	(void)opaque;
+	if (tracing && ev->kind == WEFT_TR_CMD && ev->name && !strcmp(ev->name, "MATCH_RESEND"))
+		n_resends++;
 	if (!tracing || node != RX || ev->kind != WEFT_TR_PKT_RX || !ev->hdr ||
 	    ev->hdr->type != WEFT_PKT_MATCH || ev->size != WEFT_MWOP_EAGER)
 		return;
-	ref_arrival((unsigned int)(ev->addr >> 32) % NQ, ev->val, ev->hdr->src_node,
-		    (uint32_t)ev->addr);
+	msg = (uint32_t)ev->addr;
+	src = ev->hdr->src_node;
+	/* Exactly once, and in each sender's order. */
+	if (msg >= MSG_MAX || src >= NODES || msg_seen[msg]++)
+		n_dup_bad++;
+	if (src < NODES && msg <= last_in[src])
+		n_order_bad++;
+	if (src < NODES)
+		last_in[src] = msg;
+	n_taken++;
+	ref_arrival((unsigned int)(ev->addr >> 32) % NQ, ev->val, src, msg);
 }
 
 static uint64_t rng_state;
@@ -173,6 +195,16 @@ static uint64_t rnd(void)
 
 static uint64_t rbuf, sbuf[NODES];
 
+/* A sender's completion: each accepted send completes once, without
+ * error, in sending order (req_id = message number). */
+static void send_done(unsigned int node, const struct weft_match_cqe *e)
+{
+	if (e->status || e->req_id <= last_done[node])
+		n_done_bad++;
+	last_done[node] = e->req_id;
+	n_done++;
+}
+
 static void compare(struct mt *t)
 {
 	struct weft_match_cqe e;
@@ -185,6 +217,8 @@ static void compare(struct mt *t)
 
 		if (e.type == WEFT_MCQE_SEND_DONE || e.type == WEFT_MCQE_NAK) {
 			n_nak_seen += e.type == WEFT_MCQE_NAK;
+			if (e.type == WEFT_MCQE_SEND_DONE)
+				send_done(RX, &e);
 			continue;
 		}
 		n_cqe++;
@@ -212,8 +246,14 @@ static void compare(struct mt *t)
 				e.match_id, x->msg);
 		}
 	}
-	for (n = 1; n < NODES; n++)
-		mt_drain(t, n, 0);
+	for (n = 1; n < NODES; n++) {
+		while (mt_cqe(t, n, &e)) {
+			if (e.type == WEFT_MCQE_SEND_DONE)
+				send_done(n, &e);
+			else
+				n_nak_seen += e.type == WEFT_MCQE_NAK;
+		}
+	}
 	/* Software restarts stopped queues once they are idle. */
 	for (n = 0; n < NQ; n++) {
 		if (rq[n].stopped && rnd() % 2 == 0) {
@@ -265,9 +305,12 @@ int main(int argc, char **argv)
 			if ((r >> 40) % 500 == 0)
 				word = 0;
 			memcpy(mt_ptr(&t, src, sbuf[src], 4), &msg, 4);
+			REQUIRE(msg < MSG_MAX, "message numbers");
 			if (mt_send(&t, src, RX, q, word, sbuf[src], 4, msg, 0) != 0) {
 				REQUIRE(word == 0, "send refused");
 				refused++;
+			} else {
+				n_sent++;
 			}
 			sends++;
 		} else if (kind < 85) {
@@ -321,10 +364,26 @@ int main(int argc, char **argv)
 	CHECK(st_counter_sum(t.s, WEFT_CNT_M_LOOPBACK) > 0, "loopback sends");
 	CHECK(weft_fabric_total_stats(weft_sim_fabric(t.s))->drops[WEFT_FABRIC_DROP_RANDOM] > 0,
 	      "the fabric dropped frames");
+	CHECK(n_resends > 0, "the channels resent");
+	CHECK(st_counter_sum(t.s, WEFT_CNT_DROP(WEFT_R_MATCH_SEQ)) > 0,
+	      "frames arrived out of sequence");
+	CHECK_EQ(n_taken, n_sent, "every message taken by the receiver");
+	CHECK_EQ(n_dup_bad, 0, "no message taken twice");
+	CHECK_EQ(n_order_bad, 0, "each sender's messages taken in sending order");
+	CHECK_EQ(n_done, n_sent, "every send completed");
+	CHECK_EQ(n_done_bad, 0, "send completions once, in order, without error");
+	CHECK_EQ(st_counter_sum(t.s, WEFT_CNT_DROP(WEFT_R_MATCH_PEER_DEAD)), 0, "no peer given up");
 	t_diag("ops %llu (sends %llu, posts %llu, removes %llu, refused zero words %llu) "
 	       "in %.2f s: %.0f ops/s", (unsigned long long)ops, (unsigned long long)sends,
 	       (unsigned long long)posts, (unsigned long long)removes,
 	       (unsigned long long)refused, secs, (double)ops / secs);
+	t_diag("messages sent %llu, taken %llu, send completions %llu, resend rounds %llu, "
+	       "duplicates dropped %llu, out of sequence dropped %llu, refused for room %llu",
+	       (unsigned long long)n_sent, (unsigned long long)n_taken,
+	       (unsigned long long)n_done, (unsigned long long)n_resends,
+	       (unsigned long long)st_counter_sum(t.s, WEFT_CNT_DROP(WEFT_R_MATCH_DUP)),
+	       (unsigned long long)st_counter_sum(t.s, WEFT_CNT_DROP(WEFT_R_MATCH_SEQ)),
+	       (unsigned long long)st_counter_sum(t.s, WEFT_CNT_DROP(WEFT_R_MATCH_NO_ROOM)));
 	t_diag("receiver completions compared %llu, matches %llu, unexpected %llu, "
 	       "queue stops %llu, NAKs seen %llu, fabric drops %llu",
 	       (unsigned long long)n_cqe, (unsigned long long)n_match,

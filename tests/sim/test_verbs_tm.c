@@ -5,7 +5,8 @@
  * Eager messages matched into tagged buffers (one and several packets),
  * unexpected messages with the phase sync (items 108, 109), NO_TAG, a
  * TAG_DEL that loses the race with an arrival (TM_ERR), random tags and
- * masks against a reference, and hostile tag operations and headers.
+ * masks against a reference, hostile tag operations and headers, and the
+ * adapter's RVH rendezvous (READ, FIN, lossy fabric, refusals, races).
  * Usage: sim-verbs-tm CASE (meson runs each case as its own test).
  */
 #include "vt.h"
@@ -68,14 +69,16 @@ static int tm_srq_create(struct ctx *x, uint32_t srqn, uint32_t max_tags, uint32
 	return st;
 }
 
-static void setup(struct ctx *x)
+/* Nodes a (8 MiB) and b (8 MiB) over a fabric dropping drop_ppm of the
+ * packets and delaying each by up to jitter_ns (reordering). */
+static void setup_net(struct ctx *x, uint32_t drop_ppm, uint64_t jitter_ns)
 {
 	int st;
 
 	memset(x, 0, sizeof(*x));
-	x->s = vt_sim(2, 48u << 20, 11, 0, 0);
-	vt_node(x->s, 0, 1u << 20, 8, &x->a);
-	vt_node(x->s, 1, 4u << 20, 8, &x->b);
+	x->s = vt_sim(2, 48u << 20, 11, drop_ppm, jitter_ns);
+	vt_node(x->s, 0, 8u << 20, 8, &x->a);
+	vt_node(x->s, 1, 8u << 20, 8, &x->b);
 	REQUIRE(wsv_cq_create(x->s, 1, TMCQ, 12, 0, &x->tcq) == 0, "TM CQ");
 	REQUIRE(tm_srq_create(x, SRQN, MAXTAGS, TMCQ, 8, NULL) == 0, "create TM SRQ");
 	st = wsv_qp_create(x->s, 0, 2, WEFT_VQPT_RC, VT_PD, VT_CQ, VT_CQ, 8, 5, 0, &x->qa);
@@ -83,7 +86,12 @@ static void setup(struct ctx *x)
 	st = wsv_qp_create_srq(x->s, 1, 3, WEFT_VQPT_RC, VT_PD, VT_CQ, VT_CQ, 5, SRQN, 0, &x->qb);
 	REQUIRE(st == 0, "b's QP on the TM SRQ: %d", st);
 	REQUIRE(wsv_connect(x->s, &x->qa, &x->qb, NULL) == 0, "connect");
-	memset(x->b.mem, 0, 4u << 20);
+	memset(x->b.mem, 0, x->b.len);
+}
+
+static void setup(struct ctx *x)
+{
+	setup_net(x, 0, 0);
 }
 
 /* Post one tag operation (not rung when ring is false). */
@@ -553,6 +561,393 @@ static void case_queues(void)
 	weft_sim_free(x.s);
 }
 
+/* ---- the adapter's RVH rendezvous (docs/matching.md "Device rendezvous") ---- */
+
+#define RV_SRC          (4u << 20)      /* a: rendezvous source data */
+#define RV_DST          (3u << 20)      /* b: big tagged buffers */
+#define RV_FIN          (2u << 20)      /* a: receive buffers (FIN, b's SENDs) */
+#define RV_RBUF         (64u << 10)
+#define RV_GUEST        (7u << 20)      /* b: its own SENDs' data */
+
+/* TAG_ADD of handle h over [off, off + len) of b's memory. */
+static void tag_add_at(struct ctx *x, uint32_t h, uint64_t tag, uint64_t off, uint32_t len,
+		       bool ring)
+{
+	struct weft_vtmop op = {
+		.wr_id = 1000 + h, .opcode = WEFT_VTM_ADD, .num_sge = 1, .handle = h,
+		.tag = tag, .mask = ~0ull,
+		.sge = { .addr = x->b.buf + off, .length = len, .lkey = VT_MR },
+	};
+
+	tm_op(x, &op, ring);
+}
+
+/* RNDV message i from a: TMH (RNDV, app_ctx 0xd0000000 + i, tag), RVH
+ * (va, rkey, len), then extra bytes of software data; at i * SLOT of a. */
+static void send_rndv(struct ctx *x, unsigned int i, uint64_t tag, uint64_t va, uint32_t rkey,
+		      uint32_t len, uint32_t extra)
+{
+	uint8_t *p = x->a.mem + (uint64_t)i * SLOT;
+
+	memset(p, 0, 32);
+	p[0] = WEFT_TMH_RNDV;
+	put_be(p + 4, 0xd0000000u + i, 4);
+	put_be(p + 8, tag, 8);
+	put_be(p + 16, va, 8);
+	put_be(p + 24, rkey, 4);
+	put_be(p + 28, len, 4);
+	vt_fill(p + 32, extra, 7 + i);
+	vt_post(&x->a, &x->qa, 600 + i, WEFT_VWR_SEND, (uint64_t)i * SLOT, 32 + extra, 0, 0, 0, 0);
+}
+
+static void a_recv(struct ctx *x, unsigned int j)
+{
+	vt_recv(&x->a, &x->qa, 5000 + j, RV_FIN + (uint64_t)j * RV_RBUF, RV_RBUF);
+}
+
+/* A receive CQE on a is the FIN of rendezvous i (tag). */
+static bool is_fin(struct ctx *x, const struct weft_vcqe *e, unsigned int i, uint64_t tag)
+{
+	const uint8_t *p = x->a.mem + RV_FIN + (e->wr_id - 5000) * RV_RBUF;
+	uint8_t want[16] = { WEFT_TMH_FIN };
+
+	put_be(want + 4, 0xd0000000u + i, 4);
+	put_be(want + 8, tag, 8);
+	return e->opcode == WEFT_VWC_RECV && e->status == 0 && e->byte_len == 16 &&
+	       memcmp(p, want, 16) == 0;
+}
+
+/* Matched RNDV: the adapter READs len bytes into the tagged buffer (MATCH
+ * CQE, DATA_VALID when they landed, byte_len = len) and sends the FIN. */
+static void case_rndv(void)
+{
+	struct ctx x;
+	struct weft_vcqe e;
+	const uint32_t len = (1u << 20) + 17;
+	unsigned int got_send = 0, got_fin = 0;
+
+	setup(&x);
+	vt_fill(x.a.mem + RV_SRC, len, 31);
+	tag_add_at(&x, 3, 0x5151, RV_DST, (3u << 19), true);
+	run_for(x.s, MS);
+	a_recv(&x, 0);
+	send_rndv(&x, 0, 0x5151, x.a.buf + RV_SRC, VT_MR, len, 20);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && e.status == 0 && e.flags == WEFT_VCQE_TM_MATCH &&
+		e.wr_id == 0x5151 && e.imm_inv == 0xd0000000u && e.wqe_index == 3 &&
+		e.byte_len == len, "MATCH CQE: opcode 0x%x status %u flags 0x%x len %u",
+		e.opcode, e.status, e.flags, e.byte_len);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && e.status == 0 &&
+		e.flags == WEFT_VCQE_TM_DATA_VALID && e.wr_id == 0x5151 && e.wqe_index == 3 &&
+		e.byte_len == len, "DATA_VALID CQE: status %u flags 0x%x len %u", e.status, e.flags,
+		e.byte_len);
+	REQUIRE(memcmp(x.b.mem + RV_DST, x.a.mem + RV_SRC, len) == 0, "rendezvous data differs");
+	REQUIRE(x.b.mem[RV_DST + len] == 0 && x.b.mem[RV_DST - 1] == 0, "written outside");
+	while (got_send + got_fin < 2) {
+		vt_cqe(&x.a, &e, weft_sim_now(x.s) + 200 * MS);
+		if (e.flags & WEFT_VCQE_IS_SQ) {
+			REQUIRE(e.wr_id == 600 && e.status == 0, "RNDV send CQE");
+			got_send++;
+		} else {
+			REQUIRE(is_fin(&x, &e, 0, 0x5151), "not the FIN: opcode 0x%x len %u",
+				e.opcode, e.byte_len);
+			got_fin++;
+		}
+	}
+	run_for(x.s, MS);
+	REQUIRE(vt_cnt(x.s, 1, WEFT_CNT_V_TM_RNDV) == 1 && vt_cnt(x.s, 1, WEFT_CNT_V_TM_RNDV_DONE) == 1,
+		"V_TM_RNDV %llu DONE %llu", (unsigned long long)vt_cnt(x.s, 1, WEFT_CNT_V_TM_RNDV),
+		(unsigned long long)vt_cnt(x.s, 1, WEFT_CNT_V_TM_RNDV_DONE));
+	REQUIRE(vt_cnt(x.s, 1, WEFT_CNT_V_TM_UNEXPECTED) == 0, "went unexpected");
+	t_checked("matched RNDV of %u B: TM_RECV MATCH (byte_len %u, tag, app_ctx, handle 3), the adapter's READ lands byte-exact, then DATA_VALID; nothing written outside; the sender gets its FIN (TMH FIN, app_ctx, tag) as a message",
+		  len, len);
+	weft_sim_free(x.s);
+}
+
+/* Three rendezvous at once over a lossy, reordering fabric while b's own
+ * SENDs run on the same QP: every byte right, b's SENDs in order. */
+static void case_rndv_lossy(void)
+{
+	static const uint32_t lens[3] = { (1u << 20) + 17, 3 * 4096 + 5, 70000 };
+	static const uint32_t dst[3] = { RV_DST, RV_DST + (3u << 19), RV_DST + (2u << 20) };
+	static const uint32_t src[3] = { RV_SRC, RV_SRC + (3u << 19), RV_SRC + (2u << 20) };
+	struct ctx x;
+	struct weft_vcqe e;
+	unsigned int i, match = 0, valid = 0, fins = 0, guest = 0, a_sends = 0, b_sends = 0;
+	const unsigned int nguest = 8;
+
+	setup_net(&x, 100000, 50000);
+	for (i = 0; i < 3; i++) {
+		vt_fill(x.a.mem + src[i], lens[i], 40 + i);
+		tag_add_at(&x, i, 0x700 + i, dst[i], (1u << 20) + 4096, i == 2);
+	}
+	for (i = 0; i < nguest; i++)
+		vt_fill(x.b.mem + RV_GUEST + (uint64_t)i * RV_RBUF, RV_RBUF - 100 * i, 60 + i);
+	run_for(x.s, MS);
+	for (i = 0; i < nguest + 3; i++)
+		a_recv(&x, i);
+	for (i = 0; i < 3; i++)
+		send_rndv(&x, i, 0x700 + i, x.a.buf + src[i], VT_MR, lens[i], 8 * i);
+	for (i = 0; i < nguest; i++)
+		vt_post(&x.b, &x.qb, 900 + i, WEFT_VWR_SEND, RV_GUEST + (uint64_t)i * RV_RBUF,
+			RV_RBUF - 100 * i, 0, 0, 0, 0);
+	while (valid < 3) {
+		e = tm_cqe(&x);
+		REQUIRE(e.opcode == WEFT_VWC_TM_RECV && e.status == 0 && e.wr_id >= 0x700 &&
+			e.wr_id < 0x703 && e.wqe_index == e.wr_id - 0x700 &&
+			e.byte_len == lens[e.wqe_index], "TM CQE: status %u tag 0x%llx len %u",
+			e.status, (unsigned long long)e.wr_id, e.byte_len);
+		if (e.flags == WEFT_VCQE_TM_MATCH) {
+			match++;
+		} else {
+			REQUIRE(e.flags == WEFT_VCQE_TM_DATA_VALID, "flags 0x%x", e.flags);
+			REQUIRE(memcmp(x.b.mem + dst[e.wqe_index], x.a.mem + src[e.wqe_index],
+				       lens[e.wqe_index]) == 0, "rendezvous %u data", e.wqe_index);
+			REQUIRE(x.b.mem[dst[e.wqe_index] + lens[e.wqe_index]] == 0, "written beyond");
+			valid++;
+		}
+	}
+	while (fins < 3 || guest < nguest || a_sends < 3) {
+		vt_cqe(&x.a, &e, weft_sim_now(x.s) + 2000 * MS);
+		REQUIRE(e.status == 0, "a's CQE status %u", e.status);
+		if (e.flags & WEFT_VCQE_IS_SQ) {
+			a_sends++;
+		} else if (e.byte_len == 16 && x.a.mem[RV_FIN + (e.wr_id - 5000) * RV_RBUF] ==
+			   WEFT_TMH_FIN) {
+			unsigned int k = x.a.mem[RV_FIN + (e.wr_id - 5000) * RV_RBUF + 7] & 3;
+
+			REQUIRE(k < 3 && is_fin(&x, &e, k, 0x700 + k), "FIN %u", k);
+			fins++;
+		} else {
+			/* b's SENDs arrive in their order, byte-exact. */
+			REQUIRE(e.byte_len == RV_RBUF - 100 * guest &&
+				memcmp(x.a.mem + RV_FIN + (e.wr_id - 5000) * RV_RBUF,
+				       x.b.mem + RV_GUEST + (uint64_t)guest * RV_RBUF, e.byte_len) == 0,
+				"b's SEND %u: %u B", guest, e.byte_len);
+			guest++;
+		}
+	}
+	while (b_sends < nguest) {
+		struct weft_vcqe f;
+
+		REQUIRE(wsv_wait(x.s, &x.b.cq, &f, 1, 2000 * MS) == 1, "b's send CQE");
+		REQUIRE(f.status == 0 && f.wr_id == 900 + b_sends, "b's SEND %u completed as %llu",
+			b_sends, (unsigned long long)f.wr_id);
+		b_sends++;
+	}
+	run_for(x.s, 50 * MS);
+	REQUIRE(match == 3 && vt_cnt(x.s, 1, WEFT_CNT_V_TM_RNDV_DONE) == 3, "DONE %llu",
+		(unsigned long long)vt_cnt(x.s, 1, WEFT_CNT_V_TM_RNDV_DONE));
+	REQUIRE(vt_cnt(x.s, 1, WEFT_CNT_V_RETRANSMITS) > 0, "the fabric lost nothing");
+	t_checked("3 rendezvous (1 MiB + 17, 12293, 70000 B) over 10%% loss and reordering, with 8 SENDs of b's own on the same QP: every READ byte-exact with MATCH then DATA_VALID, 3 FINs, b's SENDs arrive and complete in order (%llu retransmissions by b)",
+		  (unsigned long long)vt_cnt(x.s, 1, WEFT_CNT_V_RETRANSMITS));
+	weft_sim_free(x.s);
+}
+
+/* An RVH naming memory the sender does not own fails the READ's R_Key
+ * check: the TM_RECV CQE has REM_ACCESS_ERR, nothing is written. */
+static void case_rndv_bad_rkey(void)
+{
+	static const char *what[2] = { "bad R_Key", "outside the sender's region" };
+	unsigned int k;
+
+	for (k = 0; k < 2; k++) {
+		struct ctx x;
+		struct weft_vcqe e;
+		uint64_t va;
+		uint32_t rkey;
+		size_t i = 0;
+
+		setup(&x);
+		va = k == 0 ? x.a.buf + RV_SRC : x.a.buf + x.a.len - 4096;
+		rkey = k == 0 ? VT_MR + 0x100 : VT_MR;
+		vt_fill(x.a.mem + RV_SRC, 65536, 3);
+		tag_add_at(&x, 1, 0x99, RV_DST, 1u << 20, true);
+		run_for(x.s, MS);
+		send_rndv(&x, 0, 0x99, va, rkey, 65536, 0);
+		e = tm_cqe(&x);
+		REQUIRE(e.flags == WEFT_VCQE_TM_MATCH && e.status == 0, "%s: MATCH", what[k]);
+		e = tm_cqe(&x);
+		REQUIRE(e.opcode == WEFT_VWC_TM_RECV && e.status == WEFT_VWC_REM_ACCESS_ERR &&
+			!(e.flags & WEFT_VCQE_TM_DATA_VALID) && e.wr_id == 0x99 && e.wqe_index == 1,
+			"%s: CQE status %u flags 0x%x", what[k], e.status, e.flags);
+		while (i < (1u << 20) && x.b.mem[RV_DST + i] == 0)
+			i++;
+		REQUIRE(i == (1u << 20), "%s: tagged buffer written at %zu", what[k], i);
+		run_for(x.s, 10 * MS);
+		REQUIRE(vt_qp_state(&x.b, x.qb.qpn) == WEFT_VQPS_ERR, "%s: b's QP not in error",
+			what[k]);
+		REQUIRE(vt_cnt(x.s, 1, WEFT_CNT_V_TM_RNDV_ERR) == 1, "%s: V_TM_RNDV_ERR", what[k]);
+		REQUIRE(vt_cnt(x.s, 1, WEFT_CNT_V_TERMINATES_RX) == 1, "%s: no Terminate", what[k]);
+		weft_sim_free(x.s);
+	}
+	t_checked("an RVH with a bad R_Key, and one past the end of the sender's region: the sender's adapter refuses the READ (Terminate), the receiver's TM_RECV completes with REM_ACCESS_ERR after its MATCH, the 1 MiB tagged buffer stays untouched, the QP goes to error");
+}
+
+/* Rendezvous the adapter refuses to do: a huge length, a short tagged
+ * buffer, a too-long RNDV message, every slot busy: each ends in its
+ * reason and a TM_RECV RNDV_INCOMPLETE with the message in the buffer. */
+static void sw_rndv(struct ctx *x, unsigned int i, uint32_t h, uint32_t len, uint32_t extra,
+		    unsigned int reason)
+{
+	uint64_t before = vt_drops(x->s, 1, reason);
+	struct weft_vcqe e;
+
+	tag_add(x, h, 0x4000 + i, ~0ull, 0, 0, true);
+	run_for(x->s, MS);
+	send_rndv(x, i, 0x4000 + i, x->a.buf + RV_SRC, VT_MR, len, extra);
+	e = tm_cqe(x);
+	if (32 + extra > WEFT_VERBS_MTU) {
+		REQUIRE(e.flags == WEFT_VCQE_TM_MATCH && e.status == 0, "first CQE flags 0x%x",
+			e.flags);
+		e = tm_cqe(x);
+		REQUIRE(e.flags == WEFT_VCQE_TM_DATA_VALID, "last CQE flags 0x%x", e.flags);
+	} else {
+		REQUIRE(e.flags == (WEFT_VCQE_TM_MATCH | WEFT_VCQE_TM_DATA_VALID), "flags 0x%x",
+			e.flags);
+	}
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && e.status == WEFT_VWC_TM_RNDV_INCOMPLETE &&
+		e.wqe_index == h && e.byte_len == 32 + extra && e.wr_id == 0x4000 + i,
+		"reason %u: status %u len %u", reason, e.status, e.byte_len);
+	REQUIRE(memcmp(tagged(x, h), x->a.mem + (uint64_t)i * SLOT, 32 + extra) == 0,
+		"reason %u: the message is not in the tagged buffer", reason);
+	REQUIRE(vt_drops(x->s, 1, reason) == before + 1, "reason %u not counted", reason);
+}
+
+static void case_rndv_refused(void)
+{
+	struct ctx x;
+	struct weft_vcqe e;
+	unsigned int i, fins = 0;
+
+	setup(&x);
+	sw_rndv(&x, 0, 0, 0xffffffffu, 4, WEFT_R_TM_RVH_LEN);
+	sw_rndv(&x, 1, 1, SLOT + 1, 0, WEFT_R_TM_RVH_SHORT);
+	sw_rndv(&x, 2, 2, 100, WEFT_VERBS_TM_RNDV_HDR - 31, WEFT_R_TM_RNDV_HDR);
+	sw_rndv(&x, 3, 3, 100, 5000, WEFT_R_TM_RNDV_HDR);
+	REQUIRE(vt_cnt(x.s, 1, WEFT_CNT_V_TM_RNDV) == 0, "a READ was started");
+	/* 9 RNDV in a burst while the READs of the first 8 run: the 9th
+	 * finds every slot busy. */
+	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++) {
+		vt_fill(x.a.mem + RV_SRC + i * 65536, 65536, i);
+		tag_add_at(&x, 8 + i, 0x800 + i, RV_DST + i * 65536, 65536, false);
+	}
+	tag_add(&x, 4, 0x4000 + 30, ~0ull, 0, 0, true);
+	for (i = 0; i < 16; i++)
+		a_recv(&x, i);
+	run_for(x.s, MS);
+	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++)
+		send_rndv(&x, 10 + i, 0x800 + i, x.a.buf + RV_SRC + i * 65536, VT_MR, 65536, 0);
+	send_rndv(&x, 30, 0x4000 + 30, x.a.buf + RV_SRC, VT_MR, 100, 0);
+	for (i = 0; i < 2 * WEFT_VERBS_TM_RNDV_MAX + 1; i++) {
+		e = tm_cqe(&x);
+		if (e.wqe_index == 4) {
+			REQUIRE(e.status == WEFT_VWC_TM_RNDV_INCOMPLETE && e.byte_len == 32 &&
+				e.flags == (WEFT_VCQE_TM_MATCH | WEFT_VCQE_TM_DATA_VALID),
+				"9th: status %u flags 0x%x", e.status, e.flags);
+			REQUIRE(memcmp(tagged(&x, 4), x.a.mem + 30 * SLOT, 32) == 0, "9th message");
+		} else {
+			REQUIRE(e.status == 0 && e.wqe_index >= 8 && e.wqe_index < 16, "CQE %u: %u",
+				i, e.status);
+		}
+	}
+	REQUIRE(vt_drops(x.s, 1, WEFT_R_TM_RNDV_BUSY) == 1, "TM_RNDV_BUSY");
+	REQUIRE(memcmp(x.b.mem + RV_DST, x.a.mem + RV_SRC, 8 * 65536) == 0, "8 rendezvous data");
+	while (fins < WEFT_VERBS_TM_RNDV_MAX) {
+		vt_cqe(&x.a, &e, weft_sim_now(x.s) + 500 * MS);
+		if (!(e.flags & WEFT_VCQE_IS_SQ))
+			fins++;
+	}
+	run_for(x.s, 10 * MS);
+	REQUIRE(vt_cnt(x.s, 1, WEFT_CNT_V_TM_RNDV_DONE) == WEFT_VERBS_TM_RNDV_MAX &&
+		vt_cnt(x.s, 1, WEFT_CNT_V_TM_RNDV_SW) == 5, "DONE %llu SW %llu",
+		(unsigned long long)vt_cnt(x.s, 1, WEFT_CNT_V_TM_RNDV_DONE),
+		(unsigned long long)vt_cnt(x.s, 1, WEFT_CNT_V_TM_RNDV_SW));
+	/* A slot is free again: the next one is the adapter's. */
+	vt_fill(x.a.mem + RV_SRC, 3000, 77);
+	tag_add_at(&x, 20, 0x900, RV_DST, 3000, true);
+	run_for(x.s, MS);
+	send_rndv(&x, 40, 0x900, x.a.buf + RV_SRC, VT_MR, 3000, 0);
+	e = tm_cqe(&x);
+	e = tm_cqe(&x);
+	REQUIRE(e.flags == WEFT_VCQE_TM_DATA_VALID && memcmp(x.b.mem + RV_DST, x.a.mem + RV_SRC,
+		3000) == 0, "rendezvous after the slots freed");
+	REQUIRE(vt_qp_state(&x.b, x.qb.qpn) == WEFT_VQPS_RTS, "b's QP left RTS");
+	t_checked("refused rendezvous end as TM_RECV MATCH|DATA_VALID RNDV_INCOMPLETE with the whole RNDV message in the tagged buffer: RVH length 2^32-1 (TM_RVH_LEN), longer than the tagged buffer (TM_RVH_SHORT), a %u-byte and a 5032-byte RNDV (TM_RNDV_HDR), the 9th of a burst while %u READs run (TM_RNDV_BUSY); 8 FINs, then a slot serves again",
+		  WEFT_VERBS_TM_RNDV_HDR + 1, WEFT_VERBS_TM_RNDV_MAX);
+	weft_sim_free(x.s);
+}
+
+/* TAG_DEL while the adapter reads: TM_ERR, the rendezvous completes;
+ * TAG_DEL before the RNDV: it goes unexpected. */
+static void case_rndv_del_race(void)
+{
+	struct ctx x;
+	struct weft_vcqe e;
+	const uint32_t len = 2u << 20;
+	bool del = false, valid = false;
+
+	setup(&x);
+	vt_fill(x.a.mem + RV_SRC, len, 5);
+	tag_add_at(&x, 6, 77, RV_DST, len, false);
+	tag_add(&x, 7, 78, ~0ull, 0, 0, true);
+	run_for(x.s, MS);
+	a_recv(&x, 0);
+	send_rndv(&x, 0, 77, x.a.buf + RV_SRC, VT_MR, len, 0);
+	e = tm_cqe(&x);
+	REQUIRE(e.flags == WEFT_VCQE_TM_MATCH && e.wqe_index == 6, "MATCH");
+	tag_del(&x, 6);
+	while (!del || !valid) {
+		e = tm_cqe(&x);
+		if (e.opcode == WEFT_VWC_TM_DEL) {
+			REQUIRE(e.status == WEFT_VWC_TM_ERR && e.byte_len == WEFT_R_TM_TAG_GONE,
+				"DEL status %u", e.status);
+			REQUIRE(!valid, "DEL completed after the data: no race");
+			del = true;
+		} else {
+			REQUIRE(e.opcode == WEFT_VWC_TM_RECV && e.status == 0 &&
+				e.flags == WEFT_VCQE_TM_DATA_VALID, "DATA_VALID: status %u", e.status);
+			valid = true;
+		}
+	}
+	REQUIRE(memcmp(x.b.mem + RV_DST, x.a.mem + RV_SRC, len) == 0, "data after the DEL race");
+	tag_del(&x, 7);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_DEL && e.status == 0, "DEL of tag 78");
+	srq_recv(&x, 0);
+	send_rndv(&x, 1, 78, x.a.buf + RV_SRC, VT_MR, 4096, 0);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && !(e.flags & WEFT_VCQE_TM_MATCH) && e.wr_id == 0 &&
+		e.byte_len == 32, "RNDV after its tag's DEL: flags 0x%x", e.flags);
+	REQUIRE(vt_cnt(x.s, 1, WEFT_CNT_V_TM_RNDV) == 1, "V_TM_RNDV");
+	t_checked("TAG_DEL racing a 2 MiB device rendezvous: TM_ERR (TM_TAG_GONE) while the READ runs, then DATA_VALID byte-exact; a RNDV after its tag's DEL goes unexpected");
+	weft_sim_free(x.s);
+}
+
+/* No tag: the RNDV goes whole to an SRQ WQE (software's rendezvous). */
+static void case_rndv_unexpected(void)
+{
+	struct ctx x;
+	struct weft_vcqe e;
+
+	setup(&x);
+	srq_recv(&x, 0);
+	send_rndv(&x, 0, 0x1234, x.a.buf + RV_SRC, VT_MR, 100000, 12);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && !(e.flags & (WEFT_VCQE_TM_MATCH |
+		WEFT_VCQE_TM_DATA_VALID)) && e.status == 0 && e.wr_id == 0 && e.byte_len == 44,
+		"unexpected RNDV CQE: flags 0x%x len %u", e.flags, e.byte_len);
+	REQUIRE(memcmp(x.b.mem, x.a.mem, 44) == 0, "RNDV message (TMH, RVH, data) differs");
+	run_for(x.s, 5 * MS);
+	REQUIRE(vt_cnt(x.s, 1, WEFT_CNT_V_TM_UNEXPECTED) == 1 && vt_cnt(x.s, 1, WEFT_CNT_V_TM_RNDV) == 0,
+		"counted: unexpected %llu rndv %llu",
+		(unsigned long long)vt_cnt(x.s, 1, WEFT_CNT_V_TM_UNEXPECTED),
+		(unsigned long long)vt_cnt(x.s, 1, WEFT_CNT_V_TM_RNDV));
+	t_checked("an RNDV no tag matches goes whole (TMH, RVH, 12 B) to SRQ WQE 0 as unexpected TM_RECV; the adapter reads nothing");
+	weft_sim_free(x.s);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct vt_case cases[] = {
@@ -564,6 +959,12 @@ int main(int argc, char **argv)
 		{ "random", case_random },
 		{ "hostile", case_hostile },
 		{ "queues", case_queues },
+		{ "rndv", case_rndv },
+		{ "rndv-lossy", case_rndv_lossy },
+		{ "rndv-bad-rkey", case_rndv_bad_rkey },
+		{ "rndv-refused", case_rndv_refused },
+		{ "rndv-del-race", case_rndv_del_race },
+		{ "rndv-unexpected", case_rndv_unexpected },
 	};
 
 	return vt_main("tm", cases, sizeof(cases) / sizeof(cases[0]), argc, argv);

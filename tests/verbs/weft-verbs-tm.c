@@ -9,7 +9,9 @@
  * CQ: an eager message matched into its tagged buffer (one and several
  * packets), an unexpected message in an SRQ buffer followed by the sync,
  * NO_TAG, a TAG_DEL that loses the race with its message (IBV_WC_TM_ERR),
- * and 10,000 random tags and masks against a reference, all byte-exact.
+ * a 16 MiB rendezvous (TMH RNDV + RVH) that node0's adapter reads into the
+ * tagged buffer and answers with a FIN that node1 receives, and 10,000
+ * random tags and masks against a reference, all byte-exact.
  *
  * Usage: weft-verbs-tm -s -g GIDX (node0) | -c NODE0_ADDR -g GIDX (node1)
  */
@@ -24,6 +26,9 @@
 #define ROUNDS 157		/* 157 * 64 = 10,048 tags */
 #define SPACE 48u		/* message tags of the random phase: 0 .. SPACE - 1 */
 #define QP_ACC (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+#define RNDV_LEN (16u << 20)	/* the rendezvous the adapter reads */
+#define RNDV_TAG 0x6666ull
+#define RNDV_SEED 0x38
 
 /* What node1 sends at one step: n messages (op, tag, len, pattern). */
 struct tm_msg {
@@ -233,6 +238,54 @@ static void phase_del_race(struct srv *s)
 	t_checked("node0: TAG_DEL after its message arrived: TM_RECV for the tag and TAG_DEL IBV_WC_TM_ERR; TAG_DEL of a listed tag: success");
 }
 
+/* A 16 MiB rendezvous: node0's adapter matches the RNDV, READs node1's
+ * buffer into the tagged one (MATCH, then DATA_VALID when it landed)
+ * and sends node1 the FIN. */
+static void phase_rndv(struct srv *s)
+{
+	uint8_t *big = aligned_alloc(4096, RNDV_LEN);
+	struct ibv_mr *mr;
+	struct ibv_sge sge;
+	struct ibv_ops_wr wr = {
+		.wr_id = 0xadd0000f, .opcode = IBV_WR_TAG_ADD, .flags = IBV_OPS_TM_SYNC,
+		.tm = { .add = { .recv_wr_id = 0xe7, .sg_list = &sge, .num_sge = 1,
+				 .tag = RNDV_TAG, .mask = ~0ull } },
+	}, *bad;
+	struct cqe c;
+	long d;
+	int r;
+
+	t_begin("node0: a 16 MiB rendezvous the adapter reads");
+	if (!big)
+		t_bail("16 MiB buffer");
+	memset(big, 0, RNDV_LEN);
+	mr = ibv_reg_mr(s->pd, big, RNDV_LEN, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		t_bail("ibv_reg_mr of 16 MiB: errno %d", errno);
+	sge = (struct ibv_sge){ (uintptr_t)big, RNDV_LEN, mr->lkey };
+	wr.tm.unexpected_cnt = s->unexp;
+	r = ibv_post_srq_ops(s->srq, &wr, &bad);
+	if (r)
+		t_bail("ibv_post_srq_ops(TAG_ADD 16 MiB): %s", vt_en(r));
+	vt_sync(s->v, 50);		/* node1: RNDV 0x6666, RVH over its 16 MiB */
+	CHECK(next_cqe(s, &c) && c.op == IBV_WC_TM_RECV && c.status == IBV_WC_SUCCESS &&
+	      c.flags == IBV_WC_TM_MATCH && c.wr_id == 0xe7 && c.tm.tag == RNDV_TAG &&
+	      c.tm.priv == 0x1234 && c.len == RNDV_LEN,
+	      "RNDV, first CQE: op %d status %d flags 0x%x wr_id 0x%llx tag 0x%llx len %u",
+	      c.op, c.status, c.flags, (unsigned long long)c.wr_id,
+	      (unsigned long long)c.tm.tag, c.len);
+	CHECK(next_cqe(s, &c) && c.op == IBV_WC_TM_RECV && c.status == IBV_WC_SUCCESS &&
+	      c.flags == IBV_WC_TM_DATA_VALID && c.wr_id == 0xe7 && c.len == RNDV_LEN,
+	      "RNDV, second CQE: op %d status %d flags 0x%x len %u", c.op, c.status, c.flags,
+	      c.len);
+	d = vt_diff(big, RNDV_LEN, RNDV_SEED, 0);
+	CHECK(d < 0, "the 16 MiB read differ at byte %ld", d);
+	vt_sync(s->v, 51);		/* node1 has its FIN */
+	ibv_dereg_mr(mr);
+	free(big);
+	t_checked("node0: RNDV tag 0x6666 with an RVH over node1's 16 MiB: TM_RECV MATCH (recv_wr_id, tag, app_ctx, byte_len 16777216), the adapter's RDMA READ lands byte-exact, then TM_RECV DATA_VALID");
+}
+
 static void phase_random(struct srv *s)
 {
 	uint64_t seed = 0x7e57, want_tag[NTAGS], mask[NTAGS];
@@ -374,6 +427,7 @@ static void server(struct vt *v)
 	phase_unexpected(&s);
 	phase_no_tag(&s);
 	phase_del_race(&s);
+	phase_rndv(&s);
 	phase_random(&s);
 	vt_sync(v, 9999);
 	ibv_destroy_qp(s.qp);
@@ -387,6 +441,7 @@ static void server(struct vt *v)
 /* ---- node1 --------------------------------------------------------------- */
 
 struct cli {
+	struct vt *v;
 	struct ibv_qp *qp;
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
@@ -417,11 +472,65 @@ static void tm_send(struct cli *c, uint8_t op, uint64_t tag, uint32_t len, uint8
 	c->sent++;
 }
 
+/* The RNDV of phase_rndv: TMH, RVH over a 16 MiB buffer registered for
+ * remote reads, 8 bytes of software data; then the FIN node0's adapter
+ * sends back arrives as a plain receive. */
+static void rndv_send(struct cli *c, struct ibv_pd *pd)
+{
+	uint8_t *big = aligned_alloc(4096, RNDV_LEN), *fin = c->buf + 8192;
+	struct ibv_tmh *t = (struct ibv_tmh *)c->buf;
+	struct ibv_rvh *h = (struct ibv_rvh *)(c->buf + sizeof(*t));
+	struct ibv_sge sge = { (uintptr_t)c->buf, sizeof(*t) + sizeof(*h) + 8, c->mr->lkey };
+	struct ibv_sge rsge = { (uintptr_t)fin, 64, c->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 0x7e, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_recv_wr rwr = { .wr_id = 0xf1, .sg_list = &rsge, .num_sge = 1 }, *rbad;
+	const struct ibv_tmh *ft = (const struct ibv_tmh *)fin;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	int sent = 0, got_fin = 0, i;
+
+	if (!big)
+		t_bail("16 MiB buffer");
+	vt_fill(big, RNDV_LEN, RNDV_SEED);
+	mr = ibv_reg_mr(pd, big, RNDV_LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!mr)
+		t_bail("ibv_reg_mr of 16 MiB: errno %d", errno);
+	memset(c->buf, 0, 64);
+	memset(fin, 0, 64);
+	t->opcode = IBV_TMH_RNDV;
+	t->app_ctx = htobe32(0x1234);
+	t->tag = htobe64(RNDV_TAG);
+	h->va = htobe64((uintptr_t)big);
+	h->rkey = htobe32(mr->rkey);
+	h->len = htobe32(RNDV_LEN);
+	memcpy(c->buf + sizeof(*t) + sizeof(*h), "rts-data", 8);
+	if (ibv_post_recv(c->qp, &rwr, &rbad))
+		t_bail("ibv_post_recv for the FIN: errno %d", errno);
+	vt_sync(c->v, 50);
+	if (ibv_post_send(c->qp, &wr, &bad))
+		t_bail("ibv_post_send (RNDV): errno %d", errno);
+	for (i = 0; i < 2 && vt_poll(c->cq, &wc); i++) {
+		if (wc.opcode == IBV_WC_RECV && wc.wr_id == 0xf1)
+			got_fin = wc.status == IBV_WC_SUCCESS && wc.byte_len == sizeof(*ft) &&
+				  ft->opcode == IBV_TMH_FIN && be32toh(ft->app_ctx) == 0x1234 &&
+				  be64toh(ft->tag) == RNDV_TAG;
+		else
+			sent = wc.wr_id == 0x7e && wc.status == IBV_WC_SUCCESS;
+	}
+	CHECK(sent && got_fin, "RNDV send completed %d, FIN received %d (len %u op %u)", sent,
+	      got_fin, wc.byte_len, ft->opcode);
+	vt_sync(c->v, 51);
+	ibv_dereg_mr(mr);
+	free(big);
+	t_checked("node1: RNDV with RVH over 16 MiB sent; its FIN (TMH FIN, app_ctx 0x1234, tag 0x6666) arrived as a 16-byte receive");
+}
+
 static void client(struct vt *v)
 {
 	uint64_t seed = 0x7e57;
 	struct ibv_pd *pd;
-	struct cli c = { 0 };
+	struct cli c = { .v = v };
 	uint32_t round, i;
 
 	vt_open(v);
@@ -449,6 +558,7 @@ static void client(struct vt *v)
 	vt_sync(v, 40);
 	tm_send(&c, IBV_TMH_EAGER, 0x5555, 200, 0x37);
 	vt_sync(v, 41);
+	rndv_send(&c, pd);
 	for (round = 0; round < ROUNDS; round++) {
 		for (i = 0; i < NTAGS; i++)
 			rnd(&seed);	/* node0's tags */

@@ -375,7 +375,7 @@ int main(int argc, char **argv)
 	m = match(WEFT_MWOP_DATA, 16);
 	pattern((uint8_t *)m, sizeof(*m), 13);
 	m->op = WEFT_MWOP_DATA;
-	m->flags = WEFT_MWF_RNR | WEFT_MWF_TO_SENDER;
+	m->flags = WEFT_MWF_RNR | WEFT_MWF_TO_SENDER | WEFT_MWF_SYN;
 	m->len = 16;
 	fr = emit(sizeof(*m) + 16);
 	expect_all(fr, "weft.match.", match_fields, N(match_fields), (uint8_t *)m);
@@ -383,6 +383,7 @@ int main(int argc, char **argv)
 	expect_s(fr, "weft.match.op_name", "DATA");
 	expect_u(fr, "weft.match.flags.rnr", 1);
 	expect_u(fr, "weft.match.flags.to_sender", 1);
+	expect_u(fr, "weft.match.flags.syn", 1);
 	expect_u(fr, "malformed", 0);
 
 	ch = cnt(WEFT_PKT_CNT_DATA, 24);
@@ -457,7 +458,7 @@ int main(int argc, char **argv)
 
 	/* Every matching op (data only in EAGER and DATA); RNDV_ACK
 	 * statuses; a NAK for every reason. */
-	for (i = WEFT_MWOP_EAGER; i <= WEFT_MWOP_NAK; i++) {
+	for (i = WEFT_MWOP_EAGER; i <= WEFT_MWOP_ACK; i++) {
 		uint32_t data = i == WEFT_MWOP_EAGER || i == WEFT_MWOP_DATA ? 8 : 0;
 
 		match((uint8_t)i, data);
@@ -585,7 +586,7 @@ int main(int argc, char **argv)
 	m->len = 10;
 	fr = emit(sizeof(*m) + 4);                      /* len says 10, 4 follow */
 	expect_u(fr, "malformed", 1);
-	match(9, 0);
+	match(WEFT_MWOP_ACK + 1, 0);
 	fr = emit(sizeof(*m));                          /* unknown op */
 	expect_u(fr, "malformed", 1);
 	m = match(WEFT_MWOP_RNDV_REQ, 8);
