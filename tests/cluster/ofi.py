@@ -59,6 +59,10 @@ RUNS = (
     ("ofi-tagged-peek", "fi_rdm_tagged_peek",
      (("", "peek, peek with claim, claim and discard of 10 tagged messages, data checked"),),
      r"^Waiting for messages to complete$", r"^Receive msg 7$", "FI_PEEK, FI_CLAIM, FI_DISCARD"),
+    ("ofi-recv-cancel", "fi_recv_cancel",
+     (("-V", "fi_cancel of a listed tagged receive (IBV_WR_TAG_DEL) gave one FI_ECANCELED error entry with FI_RECV; "
+       "the uncancelled receive and the reposted cancelled one completed with their messages"),),
+     r"^GOOD: Completed Recv Cancel Test$", r"^CANCEL msg posted to server$", "fi_cancel of a posted receive"),
     ("ofi-rma-bw", "fi_rma_bw",
      (("-v -o write -S 65536 -I 10", "10 windows of 64 KiB RMA writes, data verified"),
       ("-v -o read -S 65536 -I 10", "10 windows of 64 KiB RMA reads, data verified"),
