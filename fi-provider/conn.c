@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Connections (docs/libfabric.md "Connections"): an endpoint listens with
+ * librdmacm on its name; the first send to a peer opens an RC QP to it
+ * (our "out" connection) and waits until it is up; a peer's connection to
+ * us is accepted from the progress loop.  Every QP is attached to the
+ * endpoint's tag-matching SRQ.  The accept names the id the sender puts
+ * in its wire tags (our index of the sender, FI_DIRECTED_RECV).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+#include "wfi.h"
+
+#define WFI_CM_MAGIC 0x57464931u	/* "WFI1" */
+
+struct wfi_cm_req {			/* connect private data */
+	uint32_t magic;
+	struct sockaddr_in name;	/* the connecting endpoint's name */
+};
+
+struct wfi_cm_rep {			/* accept private data */
+	uint32_t magic;
+	uint16_t id;			/* the connecting endpoint's id here */
+	uint16_t reserved;
+};
+
+int wfi_conn_listen(struct wfi_ep *ep)
+{
+	struct sockaddr_in *bound;
+	int fl;
+
+	ep->ch = rdma_create_event_channel();
+	if (!ep->ch)
+		return -FI_ENOMEM;
+	fl = fcntl(ep->ch->fd, F_GETFL);
+	if (fl < 0 || fcntl(ep->ch->fd, F_SETFL, fl | O_NONBLOCK))
+		return -FI_EIO;
+	if (rdma_create_id(ep->ch, &ep->listen, NULL, RDMA_PS_TCP))
+		return -FI_ENOMEM;
+	if (rdma_bind_addr(ep->listen, (struct sockaddr *)&ep->name.sin))
+		return errno == EADDRINUSE ? -FI_EADDRINUSE : -FI_EADDRNOTAVAIL;
+	if (ep->listen->verbs != ep->dom->ctx)
+		return -FI_ENODEV;
+	if (rdma_listen(ep->listen, 64))
+		return -FI_EIO;
+	bound = (struct sockaddr_in *)rdma_get_local_addr(ep->listen);
+	ep->name.sin.sin_port = bound->sin_port;
+	return 0;
+}
+
+static struct ibv_qp_init_attr qp_attr(struct wfi_ep *ep)
+{
+	struct ibv_qp_init_attr a = {
+		.send_cq = ibv_cq_ex_to_cq(ep->vcq), .recv_cq = ibv_cq_ex_to_cq(ep->vcq),
+		.srq = ep->srq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = WFI_QP_WR, .max_send_sge = 1 },
+	};
+
+	return a;
+}
+
+static struct rdma_conn_param conn_param(const void *pd, uint8_t len)
+{
+	struct rdma_conn_param p = {
+		.private_data = pd, .private_data_len = len, .responder_resources = 4,
+		.initiator_depth = 4, .retry_count = 7, .rnr_retry_count = 7,
+	};
+
+	return p;
+}
+
+/* The peer with this name (a new entry when it has none); its id is the
+ * index + 1, or a negative error when the table is full. */
+int wfi_peer_id(struct wfi_ep *ep, const struct sockaddr_in *sin)
+{
+	int i;
+
+	for (i = 0; i < ep->npeers; i++)
+		if (ep->peers[i].sin.sin_addr.s_addr == sin->sin_addr.s_addr &&
+		    ep->peers[i].sin.sin_port == sin->sin_port)
+			return i + 1;
+	if (ep->npeers == WFI_MAX_PEERS)
+		return -FI_ENOSPC;
+	memset(&ep->peers[ep->npeers], 0, sizeof(ep->peers[0]));
+	ep->peers[ep->npeers].sin = *sin;
+	return ++ep->npeers;
+}
+
+fi_addr_t wfi_peer_fi_addr(struct wfi_ep *ep, uint64_t wire_tag)
+{
+	int id = (int)((wire_tag & WFI_SRC_MASK) >> WFI_SRC_SHIFT);
+
+	if (id < 1 || id > ep->npeers)
+		return FI_ADDR_NOTAVAIL;
+	return wfi_av_find(ep->av, &ep->peers[id - 1].sin);
+}
+
+static void drop_out(struct wfi_peer *p)
+{
+	if (p->out) {
+		if (p->out->qp)
+			rdma_destroy_qp(p->out);
+		rdma_destroy_id(p->out);
+		p->out = NULL;
+	}
+}
+
+static void on_request(struct wfi_ep *ep, struct rdma_cm_event *ev)
+{
+	const struct wfi_cm_req *req = ev->param.conn.private_data;
+	struct ibv_qp_init_attr a = qp_attr(ep);
+	struct wfi_cm_rep rep = { .magic = WFI_CM_MAGIC };
+	struct rdma_conn_param p = conn_param(&rep, sizeof(rep));
+	struct rdma_cm_id *id = ev->id;
+	int pid;
+
+	if (ev->param.conn.private_data_len < sizeof(*req) || req->magic != WFI_CM_MAGIC ||
+	    req->name.sin_family != AF_INET || ep->nin == WFI_MAX_PEERS)
+		goto reject;
+	pid = wfi_peer_id(ep, &req->name);
+	if (pid < 0)
+		goto reject;
+	rep.id = (uint16_t)pid;
+	if (rdma_create_qp(id, ep->dom->pd, &a))
+		goto reject;
+	if (rdma_accept(id, &p)) {
+		rdma_destroy_qp(id);
+		goto reject;
+	}
+	id->context = NULL;
+	ep->in[ep->nin++] = id;
+	return;
+reject:
+	rdma_reject(id, NULL, 0);
+	rdma_destroy_id(id);
+}
+
+static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
+{
+	struct wfi_peer *p = ev->id->context;
+	const struct wfi_cm_rep *rep;
+	struct wfi_cm_req req = { .magic = WFI_CM_MAGIC, .name = ep->name.sin };
+	struct rdma_conn_param cp = conn_param(&req, sizeof(req));
+	struct ibv_qp_init_attr a;
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		on_request(ep, ev);
+		return;
+	}
+	if (!p || p->out != ev->id)
+		return;			/* accepted connections: nothing to do */
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rdma_resolve_route(ev->id, 2000))
+			p->state = WFI_C_FAILED;
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		a = qp_attr(ep);
+		if (rdma_create_qp(ev->id, ep->dom->pd, &a) || rdma_connect(ev->id, &cp))
+			p->state = WFI_C_FAILED;
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		rep = ev->param.conn.private_data;
+		if (ev->param.conn.private_data_len < sizeof(*rep) || rep->magic != WFI_CM_MAGIC ||
+		    !rep->id || rep->id > WFI_MAX_PEERS) {
+			p->state = WFI_C_FAILED;
+			break;
+		}
+		p->my_id = rep->id;
+		p->state = WFI_C_UP;
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		p->err = -FI_ECONNREFUSED;
+		p->state = WFI_C_FAILED;
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		p->err = -FI_ECONNRESET;
+		p->state = WFI_C_FAILED;
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		p->err = -FI_EHOSTUNREACH;
+		p->state = WFI_C_FAILED;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Handles the connection events queued (at most 32 a call). */
+void wfi_conn_progress(struct wfi_ep *ep)
+{
+	struct rdma_cm_event *ev;
+	int n;
+
+	for (n = 0; n < 32 && ep->ch && !rdma_get_cm_event(ep->ch, &ev); n++) {
+		struct rdma_cm_event copy = *ev;
+		uint8_t pd[64];
+
+		/* The event's private data lives in the event: keep a copy. */
+		if (ev->param.conn.private_data_len && ev->param.conn.private_data) {
+			size_t len = ev->param.conn.private_data_len < sizeof(pd) ?
+				     ev->param.conn.private_data_len : sizeof(pd);
+
+			memcpy(pd, ev->param.conn.private_data, len);
+			copy.param.conn.private_data = pd;
+			copy.param.conn.private_data_len = (uint8_t)len;
+		}
+		rdma_ack_cm_event(ev);
+		on_event(ep, &copy);
+	}
+}
+
+static uint64_t ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int start(struct wfi_ep *ep, struct wfi_peer *p)
+{
+	struct sockaddr_in src = ep->name.sin;
+
+	src.sin_port = 0;
+	p->err = 0;
+	if (rdma_create_id(ep->ch, &p->out, p, RDMA_PS_TCP)) {
+		p->out = NULL;
+		return -FI_ENOMEM;
+	}
+	if (rdma_resolve_addr(p->out, (struct sockaddr *)&src, (struct sockaddr *)&p->sin, 2000)) {
+		drop_out(p);
+		return -FI_EHOSTUNREACH;
+	}
+	p->state = WFI_C_CONNECTING;
+	return 0;
+}
+
+/* The peer at dest, connected: waits (progressing the endpoint) until the
+ * connection is up, retrying a refused one, for at most WFI_CONNECT_MS. */
+int wfi_conn_get(struct wfi_ep *ep, fi_addr_t dest, struct wfi_peer **peer)
+{
+	uint64_t end = ms() + WFI_CONNECT_MS;
+	struct sockaddr_in sin;
+	struct wfi_peer *p;
+	int id, ret;
+
+	if (wfi_av_get(ep->av, dest, &sin))
+		return -FI_EINVAL;
+	id = wfi_peer_id(ep, &sin);
+	if (id < 0)
+		return id;
+	p = &ep->peers[id - 1];
+	*peer = p;
+	if (p->state == WFI_C_UP)
+		return 0;
+	if (p->state != WFI_C_CONNECTING) {
+		drop_out(p);
+		ret = start(ep, p);
+		if (ret)
+			return ret;
+	}
+	while (p->state == WFI_C_CONNECTING || (p->state == WFI_C_FAILED &&
+						 p->err == -FI_ECONNREFUSED && ms() < end)) {
+		if (p->state == WFI_C_FAILED) {
+			/* The peer may not listen yet: try again. */
+			drop_out(p);
+			ret = start(ep, p);
+			if (ret)
+				return ret;
+		}
+		wfi_progress(ep);
+		if (ms() >= end)
+			break;
+		sched_yield();
+	}
+	if (p->state == WFI_C_UP)
+		return 0;
+	ret = p->err ? p->err : -FI_ETIMEDOUT;
+	drop_out(p);
+	p->state = WFI_C_NONE;
+	return ret;
+}
+
+/* The connection whose QP has this number (accepted or ours). */
+struct rdma_cm_id *wfi_conn_by_qpn(struct wfi_ep *ep, uint32_t qpn)
+{
+	int i;
+
+	for (i = 0; i < ep->nin; i++)
+		if (ep->in[i]->qp && ep->in[i]->qp->qp_num == qpn)
+			return ep->in[i];
+	for (i = 0; i < ep->npeers; i++)
+		if (ep->peers[i].out && ep->peers[i].out->qp && ep->peers[i].out->qp->qp_num == qpn)
+			return ep->peers[i].out;
+	return NULL;
+}
+
+void wfi_conn_close(struct wfi_ep *ep)
+{
+	int i;
+
+	for (i = 0; i < ep->npeers; i++)
+		drop_out(&ep->peers[i]);
+	for (i = 0; i < ep->nin; i++) {
+		rdma_destroy_qp(ep->in[i]);
+		rdma_destroy_id(ep->in[i]);
+	}
+	ep->nin = 0;
+	if (ep->listen)
+		rdma_destroy_id(ep->listen);
+	ep->listen = NULL;
+	if (ep->ch)
+		rdma_destroy_event_channel(ep->ch);
+	ep->ch = NULL;
+}

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Manual progress: connection events, then at most WFI_POLL completions of
+ * the endpoint's verbs CQ, taken only while the bound CQs have room (so a
+ * full CQ leaves the rest in the adapter's queue).  A completion is routed
+ * by its wr_id, not its opcode (error completions carry no valid opcode).
+ */
+#include <stdio.h>
+
+#include "wfi.h"
+
+#define WFI_POLL 64
+
+static void one(struct wfi_ep *ep, bool *sync)
+{
+	struct ibv_cq_ex *cq = ep->vcq;
+	uint64_t wr_id = cq->wr_id;
+	int status = cq->status;
+	enum ibv_wc_opcode op = status ? IBV_WC_RECV : ibv_wc_read_opcode(cq);
+	unsigned int flags = status ? 0 : ibv_wc_read_wc_flags(cq);
+	struct ibv_wc_tm_info tm = { 0 };
+
+	if (flags & IBV_WC_TM_SYNC_REQ)
+		*sync = true;
+	if (status && ep->log)
+		fprintf(stderr, "weft: completion error: wr kind %d slot %d: %s (vendor_err %u)\n",
+			WFI_WR_KIND(wr_id), WFI_WR_IDX(wr_id), ibv_wc_status_str(status),
+			ibv_wc_read_vendor_err(cq));
+	switch (WFI_WR_KIND(wr_id)) {
+	case WFI_WR_TX:
+		wfi_tx_done(ep, WFI_WR_IDX(wr_id), status);
+		break;
+	case WFI_WR_READ:
+		wfi_rx_read_done(ep, WFI_WR_IDX(wr_id), status);
+		break;
+	case WFI_WR_OP:
+		wfi_rx_op_done(ep, wr_id, status);
+		break;
+	case WFI_WR_RX:
+		if (!status)
+			ibv_wc_read_tm_info(cq, &tm);
+		wfi_rx_tm(ep, wr_id, status, flags, status ? 0 : ibv_wc_read_byte_len(cq),
+			  status ? 0 : ibv_wc_read_qp_num(cq), &tm);
+		break;
+	case WFI_WR_UX:
+		if (status || (op != IBV_WC_TM_RECV && op != IBV_WC_TM_NO_TAG && op != IBV_WC_RECV)) {
+			if (status != IBV_WC_WR_FLUSH_ERR)
+				wfi_srq_post(ep, WFI_WR_IDX(wr_id));
+			break;
+		}
+		wfi_rx_unexpected(ep, WFI_WR_IDX(wr_id), ibv_wc_read_byte_len(cq),
+				  ibv_wc_read_qp_num(cq));
+		break;
+	default:
+		break;
+	}
+}
+
+static void sync_tags(struct wfi_ep *ep)
+{
+	struct ibv_ops_wr wr = {
+		.wr_id = WFI_WR(WFI_WR_OP, WFI_RX_SIZE), .opcode = IBV_WR_TAG_SYNC,
+		.flags = IBV_OPS_TM_SYNC, .tm = { .unexpected_cnt = ep->unexp_cnt },
+	}, *bad;
+
+	ibv_post_srq_ops(ep->srq, &wr, &bad);
+}
+
+void wfi_progress(struct wfi_ep *ep)
+{
+	struct ibv_poll_cq_attr pa = { 0 };
+	bool sync = false;
+	int n = 0;
+
+	if (!ep->enabled)
+		return;
+	wfi_conn_progress(ep);
+	if (!wfi_cq_room(ep->tx_cq) || !wfi_cq_room(ep->rx_cq) || !wfi_ux_room(ep))
+		goto fins;
+	if (ibv_start_poll(ep->vcq, &pa))
+		goto fins;
+	do {
+		one(ep, &sync);
+		n++;
+	} while (n < WFI_POLL && wfi_cq_room(ep->tx_cq) && wfi_cq_room(ep->rx_cq) &&
+		 wfi_ux_room(ep) && !ibv_next_poll(ep->vcq));
+	ibv_end_poll(ep->vcq);
+	if (sync)
+		sync_tags(ep);
+fins:
+	wfi_rx_retry_fin(ep);
+	wfi_trig_progress(ep);
+}

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+/*
+ * FI_RMA (docs/libfabric.md "RMA"): fi_read and fi_write are RDMA READ and
+ * WRITE on the connection to the target, with the target's virtual
+ * address and provider key (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY, the verbs
+ * rkey).  The local buffer is the descriptor's MR when the application
+ * gives one that covers it, else it is registered for the operation;
+ * fi_inject_write copies into a bounce slot.  Completion at the verbs
+ * completion (the target's adapter has placed the data).
+ */
+#include <endian.h>
+#include <string.h>
+
+#include "wfi.h"
+
+#define WFI_RMA_FLAGS (FI_COMPLETION | FI_INJECT | FI_TRIGGER | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | \
+		       FI_INJECT_COMPLETE | FI_MORE | FI_FENCE)
+
+static struct wfi_ep *to_ep(struct fid_ep *fep)
+{
+	return wfi_ep_of(fep);
+}
+
+ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
+		fi_addr_t peer_addr, uint64_t addr, uint64_t key, void *ctx, uint64_t flags)
+{
+	struct wfi_mr *m = desc;
+	struct wfi_peer *peer;
+	struct wfi_tx *t;
+	struct ibv_sge sge;
+	struct ibv_sge nsge;
+	struct ibv_send_wr nwr = { .sg_list = &nsge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	int i;
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	if (!(ep->info->caps & FI_RMA))
+		return -FI_EOPNOTSUPP;
+	if ((!buf && len) || len > WFI_MAX_MSG || key > UINT32_MAX)
+		return -FI_EINVAL;
+	if ((flags & FI_INJECT) && (!write || len > WFI_EAGER))
+		return -FI_EINVAL;
+	i = wfi_tx_begin(ep, peer_addr, len, ctx, FI_RMA | (write ? FI_WRITE : FI_READ), flags,
+			 &peer);
+	if (i < 0)
+		return i;
+	t = &ep->tx[i];
+	if (flags & FI_INJECT) {
+		memcpy(wfi_tx_slot(ep, i), buf, len);
+		sge = (struct ibv_sge){ (uintptr_t)wfi_tx_slot(ep, i), (uint32_t)len,
+					ep->slots_mr->lkey };
+	} else if (m && m->mr && (uint8_t *)buf >= (uint8_t *)m->mr->addr &&
+		   (uint8_t *)buf + len <= (uint8_t *)m->mr->addr + m->mr->length) {
+		sge = (struct ibv_sge){ (uintptr_t)buf, (uint32_t)len, m->mr->lkey };
+	} else if (len) {
+		t->umr = ibv_reg_mr(ep->dom->pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
+		if (!t->umr)
+			return -FI_ENOMEM;
+		sge = (struct ibv_sge){ (uintptr_t)buf, (uint32_t)len, t->umr->lkey };
+	} else {
+		sge = (struct ibv_sge){ (uintptr_t)wfi_tx_slot(ep, i), 0, ep->slots_mr->lkey };
+	}
+	wr.wr_id = WFI_WR(WFI_WR_TX, i);
+	wr.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = addr;
+	wr.wr.rdma.rkey = (uint32_t)key;
+	if (ep->info->caps & FI_RMA_EVENT) {
+		/* FI_RMA_EVENT: a NO_TAG note after the op on the same QP, which
+		 * the target counts (its FI_REMOTE_* counter) once RC order has
+		 * placed the data; the note's completion completes both. */
+		struct ibv_tmh note = { .opcode = IBV_TMH_NO_TAG,
+					.app_ctx = htobe32(write ? WFI_NOTE_WRITE : WFI_NOTE_READ) };
+
+		memcpy(wfi_tx_slot(ep, i) + WFI_EAGER, &note, sizeof(note));
+		nsge = (struct ibv_sge){ (uintptr_t)wfi_tx_slot(ep, i) + WFI_EAGER, WFI_HDR,
+					 ep->slots_mr->lkey };
+		nwr.wr_id = wr.wr_id;
+		wr.send_flags = 0;
+		wr.next = &nwr;
+	}
+	if (ibv_post_send(peer->out->qp, &wr, &bad)) {
+		if (t->umr)
+			ibv_dereg_mr(t->umr);
+		t->umr = NULL;
+		return -FI_EAGAIN;
+	}
+	t->busy = true;
+	return 0;
+}
+
+static ssize_t locked(struct fid_ep *fep, bool write, void *buf, size_t len, void *desc,
+		      fi_addr_t a, uint64_t addr, uint64_t key, void *ctx, uint64_t flags)
+{
+	struct wfi_ep *ep = to_ep(fep);
+	ssize_t ret;
+
+	if (flags & ~(uint64_t)WFI_RMA_FLAGS)
+		return -FI_EBADFLAGS;
+	pthread_mutex_lock(&ep->dom->lock);
+	if (flags & FI_TRIGGER)
+		ret = wfi_trig_add(ep, write, buf, len, desc, a, addr, key, ctx, flags);
+	else
+		ret = wfi_rma(ep, write, buf, len, desc, a, addr, key, ctx, flags);
+	pthread_mutex_unlock(&ep->dom->lock);
+	return ret;
+}
+
+static ssize_t r_read(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src,
+		      uint64_t addr, uint64_t key, void *ctx)
+{
+	return locked(ep, false, buf, len, desc, src, addr, key, ctx, wfi_op_flags(ep, FI_TRANSMIT));
+}
+
+static ssize_t r_readv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
+		       fi_addr_t src, uint64_t addr, uint64_t key, void *ctx)
+{
+	if (count != 1 || !iov)
+		return -FI_EINVAL;
+	return r_read(ep, iov[0].iov_base, iov[0].iov_len, desc ? desc[0] : NULL, src, addr, key,
+		      ctx);
+}
+
+static ssize_t r_readmsg(struct fid_ep *ep, const struct fi_msg_rma *m, uint64_t flags)
+{
+	if (!m || m->iov_count != 1 || !m->msg_iov || m->rma_iov_count != 1 || !m->rma_iov ||
+	    m->rma_iov[0].len != m->msg_iov[0].iov_len)
+		return -FI_EINVAL;
+	return locked(ep, false, m->msg_iov[0].iov_base, m->msg_iov[0].iov_len,
+		      m->desc ? m->desc[0] : NULL, m->addr, m->rma_iov[0].addr, m->rma_iov[0].key,
+		      m->context, flags);
+}
+
+static ssize_t r_write(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+		       fi_addr_t dest, uint64_t addr, uint64_t key, void *ctx)
+{
+	return locked(ep, true, (void *)buf, len, desc, dest, addr, key, ctx,
+		      wfi_op_flags(ep, FI_TRANSMIT));
+}
+
+static ssize_t r_writev(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
+			fi_addr_t dest, uint64_t addr, uint64_t key, void *ctx)
+{
+	if (count != 1 || !iov)
+		return -FI_EINVAL;
+	return r_write(ep, iov[0].iov_base, iov[0].iov_len, desc ? desc[0] : NULL, dest, addr, key,
+		       ctx);
+}
+
+static ssize_t r_writemsg(struct fid_ep *ep, const struct fi_msg_rma *m, uint64_t flags)
+{
+	if (!m || m->iov_count != 1 || !m->msg_iov || m->rma_iov_count != 1 || !m->rma_iov ||
+	    m->rma_iov[0].len != m->msg_iov[0].iov_len)
+		return -FI_EINVAL;
+	if (flags & FI_REMOTE_CQ_DATA)
+		return -FI_EBADFLAGS;
+	return locked(ep, true, m->msg_iov[0].iov_base, m->msg_iov[0].iov_len,
+		      m->desc ? m->desc[0] : NULL, m->addr, m->rma_iov[0].addr, m->rma_iov[0].key,
+		      m->context, flags);
+}
+
+static ssize_t r_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest,
+			uint64_t addr, uint64_t key)
+{
+	return locked(ep, true, (void *)buf, len, NULL, dest, addr, key, NULL, FI_INJECT);
+}
+
+static ssize_t r_writedata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+			   uint64_t data, fi_addr_t dest, uint64_t addr, uint64_t key, void *ctx)
+{
+	(void)ep;
+	(void)buf;
+	(void)len;
+	(void)desc;
+	(void)data;
+	(void)dest;
+	(void)addr;
+	(void)key;
+	(void)ctx;
+	return -FI_ENOSYS;		/* cq_data_size 0 */
+}
+
+static ssize_t r_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data,
+			    fi_addr_t dest, uint64_t addr, uint64_t key)
+{
+	return r_writedata(ep, buf, len, NULL, data, dest, addr, key, NULL);
+}
+
+struct fi_ops_rma wfi_rma_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.read = r_read,
+	.readv = r_readv,
+	.readmsg = r_readmsg,
+	.write = r_write,
+	.writev = r_writev,
+	.writemsg = r_writemsg,
+	.inject = r_inject,
+	.writedata = r_writedata,
+	.injectdata = r_injectdata,
+};

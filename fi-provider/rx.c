@@ -1,0 +1,615 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Receives (docs/libfabric.md "Matching").  A receive first looks at the
+ * unexpected messages the adapter handed to software (held in their SRQ
+ * buffers, in arrival order); when none matches it is listed in the
+ * adapter with TAG_ADD, which then matches arrivals itself.  An
+ * unexpected arrival that matches a listed receive (one listed after the
+ * adapter passed the message on, or a rendezvous, which the adapter does
+ * not match) takes that receive back with TAG_DEL first; if the adapter
+ * matched the receive meanwhile (the DEL fails), the message is matched
+ * again.  Rendezvous data is read by software when the adapter did not.
+ * FI_PEEK, FI_CLAIM, FI_DISCARD and fi_cancel of a posted receive are
+ * done here: the tag-matching verbs have no peek.
+ */
+#include <endian.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wfi.h"
+
+int wfi_srq_post(struct wfi_ep *ep, int slot)
+{
+	struct ibv_sge sge = { (uintptr_t)wfi_ux_slot(ep, slot), WFI_SLOT, ep->slots_mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = WFI_WR(WFI_WR_UX, slot), .sg_list = &sge,
+				  .num_sge = 1 }, *bad;
+
+	return ibv_post_srq_recv(ep->srq, &wr, &bad) ? -FI_EIO : 0;
+}
+
+int wfi_ux_init(struct wfi_ep *ep)
+{
+	int i;
+
+	ep->ux = calloc(WFI_UX_MAX, sizeof(*ep->ux));
+	ep->ux_free = calloc(WFI_UX_MAX, sizeof(*ep->ux_free));
+	if (!ep->ux || !ep->ux_free)
+		return -FI_ENOMEM;
+	for (i = 0; i < WFI_UX_MAX; i++)
+		ep->ux_free[i] = WFI_UX_MAX - 1 - i;
+	ep->ux_nfree = WFI_UX_MAX;
+	ep->ux_head = ep->ux_tail = -1;
+	return 0;
+}
+
+void wfi_ux_fini(struct wfi_ep *ep)
+{
+	int i;
+
+	for (i = 0; ep->ux && i < WFI_UX_MAX; i++)
+		free(ep->ux[i].buf);
+	free(ep->ux);
+	free(ep->ux_free);
+}
+
+/* Room for one more unexpected message (checked before each completion). */
+bool wfi_ux_room(struct wfi_ep *ep)
+{
+	return ep->ux_nfree > 0 && ep->ux_bytes + WFI_SLOT <= WFI_UX_BYTES;
+}
+
+static int ux_alloc(struct wfi_ep *ep)
+{
+	int i;
+
+	if (!ep->ux_nfree)
+		return -1;
+	i = ep->ux_free[--ep->ux_nfree];
+	memset(&ep->ux[i], 0, sizeof(ep->ux[i]));
+	ep->ux[i].used = true;
+	ep->ux[i].seq = ++ep->ux_seq;
+	ep->ux[i].prev = ep->ux_tail;
+	ep->ux[i].next = -1;
+	if (ep->ux_tail >= 0)
+		ep->ux[ep->ux_tail].next = i;
+	else
+		ep->ux_head = i;
+	ep->ux_tail = i;
+	return i;
+}
+
+static void ux_release(struct wfi_ep *ep, int i)
+{
+	struct wfi_ux *u = &ep->ux[i];
+
+	if (!u->used)
+		return;
+	if (u->prev >= 0)
+		ep->ux[u->prev].next = u->next;
+	else
+		ep->ux_head = u->next;
+	if (u->next >= 0)
+		ep->ux[u->next].prev = u->prev;
+	else
+		ep->ux_tail = u->prev;
+	if (u->buf)
+		ep->ux_bytes -= u->len;
+	free(u->buf);
+	memset(u, 0, sizeof(*u));
+	ep->ux_free[ep->ux_nfree++] = i;
+}
+
+static void rx_free(struct wfi_rx *r)
+{
+	if (r->umr)
+		ibv_dereg_mr(r->umr);
+	memset(r, 0, sizeof(*r));
+}
+
+static void complete(struct wfi_ep *ep, struct wfi_rx *r, int err)
+{
+	uint64_t fl = FI_RECV | (r->msg ? FI_MSG : FI_TAGGED) |
+		      (r->got_tag & WFI_DATA_BIT ? FI_REMOTE_CQ_DATA : 0);
+	uint64_t tag = r->msg ? 0 : r->got_tag & WFI_TAG_MASK;
+	size_t n = r->got_len < r->len ? r->got_len : r->len;
+
+	if (r->bounce && n && !err)
+		memcpy(r->buf, wfi_rx_slot(ep, (int)(r - ep->rx)), n);
+	wfi_cntr_inc(ep->rx_cntr, err || r->got_len > r->len);
+	if (!err && r->got_len > r->len)
+		wfi_cq_err(ep->rx_cq, r->ctx, fl, FI_ETRUNC, n, tag, r->got_len - r->len);
+	else if (err)
+		wfi_cq_err(ep->rx_cq, r->ctx, fl, err, 0, tag, 0);
+	else if (!ep->rx_sel || (r->flags & FI_COMPLETION))
+		wfi_cq_put(ep->rx_cq, r->ctx, fl, n, r->buf,
+			   r->got_tag & WFI_DATA_BIT ? r->got_data : 0, tag,
+			   wfi_peer_fi_addr(ep, r->got_tag));
+	if (r->del_pending) {
+		r->state = WFI_RX_DONE;	/* freed by its DEL's completion */
+		return;
+	}
+	rx_free(r);
+}
+
+/* The oldest unexpected message that (wire tag & mask) == tag takes. */
+static int ux_find(struct wfi_ep *ep, uint64_t tag, uint64_t mask, bool claimed, void *ctx)
+{
+	int i;
+
+	for (i = ep->ux_head; i >= 0; i = ep->ux[i].next) {
+		struct wfi_ux *u = &ep->ux[i];
+
+		if (u->taken || u->claimed != claimed || (u->tag & mask) != tag)
+			continue;
+		if (claimed && u->claim_ctx != ctx)
+			continue;
+		return i;
+	}
+	return -1;
+}
+
+/* The oldest listed receive that takes wire tag t. */
+static int rx_find(struct wfi_ep *ep, uint64_t t)
+{
+	int i, best = -1;
+
+	for (i = 0; i < WFI_RX_SIZE; i++) {
+		struct wfi_rx *r = &ep->rx[i];
+
+		if (r->state != WFI_RX_HW || (t & r->mask) != r->tag)
+			continue;
+		if (best < 0 || r->seq < ep->rx[best].seq)
+			best = i;
+	}
+	return best;
+}
+
+static int tag_op(struct wfi_ep *ep, int i, enum ibv_ops_wr_opcode op)
+{
+	struct ibv_ops_wr wr = {
+		.wr_id = WFI_WR(WFI_WR_OP, i), .opcode = op,
+		.flags = IBV_OPS_SIGNALED | IBV_OPS_TM_SYNC,
+		.tm = { .unexpected_cnt = ep->unexp_cnt, .handle = ep->rx[i].handle },
+	}, *bad;
+
+	return ibv_post_srq_ops(ep->srq, &wr, &bad) ? -FI_EAGAIN : 0;
+}
+
+/* The local buffer of receive r: its bounce slot or the user's buffer,
+ * registered. */
+static int rx_sge(struct wfi_ep *ep, struct wfi_rx *r, struct ibv_sge *sge, bool listing)
+{
+	int i = (int)(r - ep->rx);
+
+	/* Listed in the adapter, every receive gets its bounce slot (the
+	 * rendezvous header of a large message must not land in a user
+	 * buffer that other receives share), except in RVH mode, where the
+	 * adapter may READ into the user buffer itself. */
+	r->bounce = r->len <= WFI_EAGER || (listing && !ep->rvh);
+	if (r->bounce) {
+		*sge = (struct ibv_sge){ (uintptr_t)wfi_rx_slot(ep, i), WFI_EAGER,
+					 ep->slots_mr->lkey };
+		return 0;
+	}
+	if (!r->umr)
+		r->umr = ibv_reg_mr(ep->dom->pd, r->buf, r->len, IBV_ACCESS_LOCAL_WRITE);
+	if (!r->umr)
+		return -FI_ENOMEM;
+	*sge = (struct ibv_sge){ (uintptr_t)r->buf, (uint32_t)r->len, r->umr->lkey };
+	return 0;
+}
+
+/* Unexpected message u goes to receive r (which is not listed). */
+static void read_rndv(struct wfi_ep *ep, struct wfi_rx *r, const struct ibv_rvh *rvh);
+
+static void take(struct wfi_ep *ep, struct wfi_rx *r, int ui)
+{
+	struct wfi_ux *u = &ep->ux[ui];
+	struct ibv_rvh rvh;
+
+	r->got_tag = u->tag;
+	r->got_len = u->len;
+	r->got_data = u->data;
+	if (!u->rndv) {
+		uint64_t c = u->len < r->len ? u->len : r->len;
+
+		if (c)
+			memcpy(r->buf, u->buf, c);
+		r->bounce = false;
+		ux_release(ep, ui);
+		complete(ep, r, 0);
+		return;
+	}
+	r->from = u->from;
+	r->fin_ctx = u->app_ctx;
+	rvh = u->rvh;
+	ux_release(ep, ui);
+	read_rndv(ep, r, &rvh);
+}
+
+/* Receive r takes a rendezvous (r->got_len, from, fin_ctx set): READ the
+ * data into its buffer, then FIN (wfi_rx_read_done). */
+static void read_rndv(struct wfi_ep *ep, struct wfi_rx *r, const struct ibv_rvh *rvh)
+{
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+				  .sg_list = &sge, .num_sge = 1 }, *bad;
+	uint64_t n = r->got_len < r->len ? r->got_len : r->len;
+
+	wr.wr_id = WFI_WR(WFI_WR_READ, (int)(r - ep->rx));
+	wr.wr.rdma.remote_addr = be64toh(rvh->va);
+	wr.wr.rdma.rkey = be32toh(rvh->rkey);
+	r->state = WFI_RX_READ;
+	if (!n) {
+		wfi_rx_read_done(ep, (int)(r - ep->rx), 0);
+		return;
+	}
+	if (rx_sge(ep, r, &sge, false) || !r->from || !r->from->qp) {
+		complete(ep, r, FI_EIO);
+		return;
+	}
+	sge.length = (uint32_t)n;
+	if (ibv_post_send(r->from->qp, &wr, &bad))
+		complete(ep, r, FI_EIO);
+}
+
+/* Unexpected message ui: the oldest listed receive it matches is taken
+ * back from the adapter (DEL); else it waits for a receive. */
+static void ux_route(struct wfi_ep *ep, int ui)
+{
+	int ri = rx_find(ep, ep->ux[ui].tag);
+
+	if (ri < 0)
+		return;
+	if (tag_op(ep, ri, IBV_WR_TAG_DEL))
+		return;			/* the op ring is full: stays unexpected */
+	ep->ux[ui].taken = true;
+	ep->rx[ri].state = WFI_RX_DEL;
+	ep->rx[ri].del_pending = true;
+	ep->rx[ri].ux = ui;
+}
+
+/* The message in SRQ buffer slot (len bytes with its TMH): a FIN, or an
+ * unexpected message, copied out; the buffer is posted again at once.
+ * The caller checked wfi_ux_room(). */
+void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_num)
+{
+	const uint8_t *p;
+	struct wfi_ux *u;
+	struct ibv_tmh t;
+	bool rndv;
+	int ui;
+
+	if (slot < 0 || slot >= WFI_SRQ_WQES)
+		return;
+	p = wfi_ux_slot(ep, slot);
+	if (len < WFI_HDR || len > WFI_SLOT)
+		goto repost;
+	memcpy(&t, p, sizeof(t));
+	if (t.opcode == IBV_TMH_FIN) {
+		wfi_tx_fin(ep, be32toh(t.app_ctx), qp_num);
+		goto repost;
+	}
+	if (t.opcode == IBV_TMH_NO_TAG) {	/* an FI_RMA_EVENT note */
+		if (be32toh(t.app_ctx) == WFI_NOTE_WRITE)
+			wfi_cntr_inc(ep->rwr_cntr, false);
+		else if (be32toh(t.app_ctx) == WFI_NOTE_READ)
+			wfi_cntr_inc(ep->rrd_cntr, false);
+		goto repost;
+	}
+	rndv = t.opcode == IBV_TMH_RNDV ||
+	       (t.opcode == IBV_TMH_EAGER && (be64toh(t.tag) & WFI_RNDV_BIT));
+	if ((t.opcode != IBV_TMH_EAGER && t.opcode != IBV_TMH_RNDV) ||
+	    (rndv && len < WFI_HDR + WFI_RNDV_HDR))
+		goto repost;
+	ui = ux_alloc(ep);
+	if (ui < 0)
+		goto repost;		/* not reached: wfi_ux_room() */
+	ep->unexp_cnt++;
+	u = &ep->ux[ui];
+	u->tag = be64toh(t.tag);
+	u->from = wfi_conn_by_qpn(ep, qp_num);
+	if (rndv) {
+		memcpy(&u->rvh, p + WFI_HDR, sizeof(u->rvh));
+		memcpy(&u->data, p + WFI_HDR + sizeof(u->rvh), 4);
+		u->data = be32toh(u->data);
+		u->rndv = true;
+		u->len = be32toh(u->rvh.len);
+		u->app_ctx = be32toh(t.app_ctx);
+	} else {
+		u->len = len - WFI_HDR;
+		u->data = be32toh(t.app_ctx);
+		if (u->len) {
+			u->buf = malloc(u->len);
+			if (!u->buf) {
+				/* Out of memory: the message is lost (counted). */
+				ep->ux_dropped++;
+				ux_release(ep, ui);
+				goto repost;
+			}
+			memcpy(u->buf, p + WFI_HDR, u->len);
+			ep->ux_bytes += u->len;
+		}
+	}
+	ux_route(ep, ui);
+repost:
+	wfi_srq_post(ep, slot);
+}
+
+/* A TAG_ADD/DEL/SYNC completion. */
+void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status)
+{
+	int i = WFI_WR_IDX(wr_id);
+	struct wfi_rx *r;
+	int ui;
+
+	if (i < 0 || i >= WFI_RX_SIZE)
+		return;
+	r = &ep->rx[i];
+	if (!r->del_pending) {
+		if (status && r->state == WFI_RX_HW)
+			complete(ep, r, FI_EIO);	/* a TAG_ADD that failed */
+		return;
+	}
+	r->del_pending = false;
+	if (r->state == WFI_RX_DONE) {		/* the adapter matched it first */
+		if (r->ux >= 0 && r->ux < WFI_UX_MAX && ep->ux[r->ux].taken) {
+			ui = r->ux;
+			ep->ux[ui].taken = false;
+			rx_free(r);
+			ux_route(ep, ui);
+			return;
+		}
+		rx_free(r);
+		return;
+	}
+	if (status) {
+		/* Its message is on the way in a completion of its own. */
+		r->state = WFI_RX_MATCHED;
+		if (r->ux >= 0 && ep->ux[r->ux].taken) {
+			ui = r->ux;
+			ep->ux[ui].taken = false;
+			ux_route(ep, ui);
+		}
+		return;
+	}
+	if (r->state == WFI_RX_CANCEL) {
+		wfi_cntr_inc(ep->rx_cntr, true);
+		wfi_cq_err(ep->rx_cq, r->ctx, FI_RECV | (r->msg ? FI_MSG : FI_TAGGED),
+			   FI_ECANCELED, 0, 0, 0);
+		rx_free(r);
+		return;
+	}
+	ui = r->ux;
+	ep->ux[ui].taken = false;
+	take(ep, r, ui);
+}
+
+/* The adapter matched receive wr_id (the first completion MATCH, the data
+ * with DATA_VALID; both in one for a one-packet message). */
+void wfi_rx_tm(struct wfi_ep *ep, uint64_t wr_id, int status, unsigned int wc_flags,
+	       uint32_t len, uint32_t qp_num, const struct ibv_wc_tm_info *tm)
+{
+	int i = WFI_WR_IDX(wr_id);
+	struct wfi_rx *r;
+
+	if (i < 0 || i >= WFI_RX_SIZE)
+		return;
+	r = &ep->rx[i];
+	if (r->state == WFI_RX_FREE || r->state == WFI_RX_DONE)
+		return;
+	if (wc_flags & IBV_WC_TM_MATCH) {
+		r->got_tag = tm->tag;
+		r->got_data = tm->priv;
+		if (r->state == WFI_RX_HW)
+			r->state = WFI_RX_MATCHED;
+	}
+	if (status) {
+		complete(ep, r, status == IBV_WC_LOC_LEN_ERR ? FI_ETRUNC : FI_EIO);
+		return;
+	}
+	if (!(wc_flags & IBV_WC_TM_DATA_VALID))
+		return;
+	if (r->got_tag & WFI_RNDV_BIT) {
+		/* A rendezvous header the adapter matched: read the data. */
+		const uint8_t *h = r->bounce ? wfi_rx_slot(ep, i) : r->buf;
+		struct ibv_rvh rvh;
+		uint32_t data;
+
+		if (len < WFI_RNDV_HDR) {
+			complete(ep, r, FI_EIO);
+			return;
+		}
+		memcpy(&rvh, h, sizeof(rvh));
+		memcpy(&data, h + sizeof(rvh), 4);
+		r->fin_ctx = r->got_data;	/* the TMH's app_ctx: the sender's slot */
+		r->got_data = be32toh(data);
+		r->got_len = be32toh(rvh.len);
+		r->from = wfi_conn_by_qpn(ep, qp_num);
+		read_rndv(ep, r, &rvh);
+		return;
+	}
+	r->got_len = len;
+	complete(ep, r, 0);
+}
+
+void wfi_rx_read_done(struct wfi_ep *ep, int i, int status)
+{
+	struct wfi_rx *r;
+
+	if (i < 0 || i >= WFI_RX_SIZE || ep->rx[i].state != WFI_RX_READ)
+		return;
+	r = &ep->rx[i];
+	if (wfi_post_fin(ep, r->from, r->fin_ctx) && !status) {
+		r->state = WFI_RX_FIN;		/* retried by the progress loop */
+		return;
+	}
+	complete(ep, r, status ? FI_EIO : 0);
+}
+
+/* Receives whose FIN found no free slot. */
+void wfi_rx_retry_fin(struct wfi_ep *ep)
+{
+	int i;
+
+	for (i = 0; i < WFI_RX_SIZE; i++)
+		if (ep->rx[i].state == WFI_RX_FIN &&
+		    !wfi_post_fin(ep, ep->rx[i].from, ep->rx[i].fin_ctx))
+			complete(ep, &ep->rx[i], 0);
+}
+
+static int rx_alloc(struct wfi_ep *ep)
+{
+	int i;
+
+	for (i = 0; i < WFI_RX_SIZE; i++)
+		if (ep->rx[i].state == WFI_RX_FREE)
+			return i;
+	return -1;
+}
+
+static int list_hw(struct wfi_ep *ep, int i)
+{
+	struct wfi_rx *r = &ep->rx[i];
+	struct ibv_sge sge;
+	struct ibv_ops_wr wr = {
+		.wr_id = WFI_WR(WFI_WR_OP, i), .opcode = IBV_WR_TAG_ADD, .flags = IBV_OPS_TM_SYNC,
+		.tm = { .unexpected_cnt = ep->unexp_cnt,
+			.add = { .recv_wr_id = WFI_WR(WFI_WR_RX, i), .sg_list = &sge, .num_sge = 1,
+				 .tag = r->tag, .mask = r->mask } },
+	}, *bad;
+	int ret = rx_sge(ep, r, &sge, true);
+
+	if (ret)
+		return ret;
+	if (ibv_post_srq_ops(ep->srq, &wr, &bad))
+		return -FI_EAGAIN;
+	r->handle = wr.tm.handle;
+	r->state = WFI_RX_HW;
+	return 0;
+}
+
+/* FI_PEEK (with FI_CLAIM or FI_DISCARD) and FI_CLAIM: software only. */
+static ssize_t peek(struct wfi_ep *ep, uint64_t wt, uint64_t wm, void *ctx, void *buf,
+		    size_t len, uint64_t flags, bool msg)
+{
+	uint64_t fl = FI_RECV | (msg ? FI_MSG : FI_TAGGED);
+	int ui, i;
+
+	wfi_progress(ep);
+	if (flags & FI_PEEK) {
+		ui = ux_find(ep, wt, wm, false, NULL);
+		if (ui < 0) {
+			wfi_cq_err(ep->rx_cq, ctx, fl, FI_ENOMSG, 0, 0, 0);
+			return 0;
+		}
+		wfi_cq_put(ep->rx_cq, ctx, fl | (ep->ux[ui].tag & WFI_DATA_BIT ? FI_REMOTE_CQ_DATA : 0),
+			   ep->ux[ui].len, NULL, ep->ux[ui].tag & WFI_DATA_BIT ? ep->ux[ui].data : 0,
+			   ep->ux[ui].tag & WFI_TAG_MASK, wfi_peer_fi_addr(ep, ep->ux[ui].tag));
+		if (flags & FI_DISCARD) {
+			ux_release(ep, ui);
+		} else if (flags & FI_CLAIM) {
+			ep->ux[ui].claimed = true;
+			ep->ux[ui].claim_ctx = ctx;
+		}
+		return 0;
+	}
+	ui = ux_find(ep, 0, 0, true, ctx);
+	if (ui < 0)
+		return -FI_EINVAL;
+	if (flags & FI_DISCARD) {
+		wfi_cq_put(ep->rx_cq, ctx, fl, 0, NULL, 0, ep->ux[ui].tag & WFI_TAG_MASK,
+			   wfi_peer_fi_addr(ep, ep->ux[ui].tag));
+		ux_release(ep, ui);
+		return 0;
+	}
+	i = rx_alloc(ep);
+	if (i < 0)
+		return -FI_EAGAIN;
+	memset(&ep->rx[i], 0, sizeof(ep->rx[i]));
+	ep->rx[i] = (struct wfi_rx){ .ctx = ctx, .buf = buf, .len = len, .flags = flags | FI_COMPLETION,
+				     .msg = msg, .seq = ++ep->rx_seq, .ux = -1,
+				     .state = WFI_RX_MATCHED };
+	take(ep, &ep->rx[i], ui);
+	return 0;
+}
+
+ssize_t wfi_recv(struct wfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag,
+		 uint64_t ignore, void *ctx, uint64_t flags, bool msg)
+{
+	uint64_t wt = msg ? WFI_MSG_BIT : tag & ~ignore & WFI_TAG_MASK;
+	uint64_t wm = WFI_MSG_BIT | (msg ? 0 : ~ignore & WFI_TAG_MASK);
+	struct wfi_rx *r;
+	int i, ui, ret;
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	if ((!buf && len && !(flags & (FI_PEEK | FI_DISCARD))) || len > WFI_MAX_MSG)
+		return -FI_EINVAL;
+	if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM)))
+		return -FI_EINVAL;
+	if (src != FI_ADDR_UNSPEC && (ep->info->caps & FI_DIRECTED_RECV)) {
+		struct sockaddr_in sin;
+		int id;
+
+		if (wfi_av_get(ep->av, src, &sin))
+			return -FI_EINVAL;
+		id = wfi_peer_id(ep, &sin);
+		if (id < 0)
+			return id;
+		wt |= (uint64_t)id << WFI_SRC_SHIFT;
+		wm |= WFI_SRC_MASK;
+	}
+	if (flags & (FI_PEEK | FI_CLAIM))
+		return peek(ep, wt, wm, ctx, buf, len, flags, msg);
+	i = rx_alloc(ep);
+	if (i < 0) {
+		wfi_progress(ep);
+		i = rx_alloc(ep);
+		if (i < 0)
+			return -FI_EAGAIN;
+	}
+	r = &ep->rx[i];
+	*r = (struct wfi_rx){ .ctx = ctx, .buf = buf, .len = len, .tag = wt, .mask = wm,
+			      .flags = flags, .msg = msg, .seq = ++ep->rx_seq, .ux = -1 };
+	ui = ux_find(ep, wt, wm, false, NULL);
+	if (ui >= 0) {
+		r->state = WFI_RX_MATCHED;
+			take(ep, r, ui);
+		return 0;
+	}
+	ret = list_hw(ep, i);
+	if (ret == -FI_EAGAIN) {
+		wfi_progress(ep);
+		ret = list_hw(ep, i);
+	}
+	if (ret)
+		rx_free(r);
+	return ret;
+}
+
+ssize_t wfi_cancel(fid_t fid, void *context)
+{
+	struct wfi_ep *ep;
+	ssize_t ret = -FI_ENOENT;
+	int i;
+
+	if (!fid || fid->fclass != FI_CLASS_EP)
+		return -FI_EINVAL;
+	ep = wfi_ep_of(container_of(fid, struct fid_ep, fid));
+	pthread_mutex_lock(&ep->dom->lock);
+	for (i = 0; i < WFI_RX_SIZE; i++) {
+		struct wfi_rx *r = &ep->rx[i];
+
+		if (r->state != WFI_RX_HW || r->ctx != context)
+			continue;
+		ret = tag_op(ep, i, IBV_WR_TAG_DEL);
+		if (!ret) {
+			r->state = WFI_RX_CANCEL;
+			r->del_pending = true;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&ep->dom->lock);
+	return ret;
+}

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Sends (docs/libfabric.md "Protocol"): up to WFI_EAGER bytes an eager
+ * SEND of [TMH EAGER | data] from a registered bounce buffer; above it
+ * rdma-core's rendezvous, a SEND of [TMH RNDV (app_ctx = the send's slot)
+ * | RVH (the user buffer, registered for remote reads)], completed when
+ * the receiver's FIN (TMH FIN, the same app_ctx) arrives, whoever (its
+ * software or its adapter) did the READ.
+ */
+#include <endian.h>
+#include <string.h>
+
+#include "wfi.h"
+
+int wfi_tx_slot_find(struct wfi_ep *ep, int first, int end)
+{
+	int i;
+
+	for (i = first; i < end; i++)
+		if (!ep->tx[i].busy)
+			return i;
+	return -1;
+}
+
+/* The connection to dest and a free send slot (progressing once when
+ * none) set up for an operation of len bytes: its index, or a negative
+ * error.  The caller marks it busy once posted. */
+int wfi_tx_begin(struct wfi_ep *ep, fi_addr_t dest, size_t len, void *ctx, uint64_t cflags,
+		 uint64_t flags, struct wfi_peer **peer)
+{
+	struct wfi_tx *t;
+	int i, ret;
+
+	ret = wfi_conn_get(ep, dest, peer);
+	if (ret)
+		return ret;
+	i = wfi_tx_slot_find(ep, 0, WFI_TX_USER);
+	if (i < 0) {
+		wfi_progress(ep);
+		i = wfi_tx_slot_find(ep, 0, WFI_TX_USER);
+		if (i < 0)
+			return -FI_EAGAIN;
+	}
+	t = &ep->tx[i];
+	memset(t, 0, sizeof(*t));
+	t->ctx = ctx;
+	t->len = len;
+	t->cflags = cflags;
+	t->signal = !(flags & FI_INJECT) && (!ep->tx_sel || (flags & FI_COMPLETION));
+	return i;
+}
+
+static int post(struct wfi_ep *ep, struct rdma_cm_id *id, int i, uint32_t bytes)
+{
+	struct ibv_sge sge = { (uintptr_t)wfi_tx_slot(ep, i), bytes, ep->slots_mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = WFI_WR(WFI_WR_TX, i), .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	return ibv_post_send(id->qp, &wr, &bad) ? -FI_EAGAIN : 0;
+}
+
+static void tmh(uint8_t *p, uint8_t op, uint32_t app_ctx, uint64_t tag)
+{
+	struct ibv_tmh t = { .opcode = op, .app_ctx = htobe32(app_ctx), .tag = htobe64(tag) };
+
+	memcpy(p, &t, sizeof(t));
+}
+
+ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
+		 uint64_t data, void *ctx, uint64_t flags, bool msg)
+{
+	struct wfi_peer *peer;
+	struct wfi_tx *t;
+	uint64_t wire;
+	int i, ret;
+
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	if ((!buf && len) || len > WFI_MAX_MSG || (!msg && (tag & ~WFI_TAG_MASK)))
+		return -FI_EINVAL;
+	if ((flags & FI_INJECT) && len > WFI_EAGER)
+		return -FI_EINVAL;
+	i = wfi_tx_begin(ep, dest, len, ctx, FI_SEND | (msg ? FI_MSG : FI_TAGGED), flags, &peer);
+	if (i < 0)
+		return i;
+	t = &ep->tx[i];
+	t->tag = tag;
+	wire = (msg ? WFI_MSG_BIT : tag) | ((uint64_t)peer->my_id << WFI_SRC_SHIFT);
+	if (flags & FI_REMOTE_CQ_DATA)
+		wire |= WFI_DATA_BIT;
+	if (len <= WFI_EAGER) {
+		/* app_ctx carries the remote CQ data (tm_info.priv at the receiver). */
+		tmh(wfi_tx_slot(ep, i), IBV_TMH_EAGER, (uint32_t)data, wire);
+		if (len)
+			memcpy(wfi_tx_slot(ep, i) + WFI_HDR, buf, len);
+		ret = post(ep, peer->out, i, WFI_HDR + (uint32_t)len);
+	} else {
+		struct ibv_rvh rvh;
+
+		t->umr = ibv_reg_mr(ep->dom->pd, (void *)buf, len, IBV_ACCESS_REMOTE_READ);
+		if (!t->umr)
+			return -FI_ENOMEM;
+		t->rndv = true;
+		t->qpn = peer->out->qp->qp_num;
+		rvh.va = htobe64((uintptr_t)buf);
+		rvh.rkey = htobe32(t->umr->rkey);
+		rvh.len = htobe32((uint32_t)len);
+		/* rdma-core's RNDV, or (by default) the same header in an EAGER
+		 * message flagged WFI_RNDV_BIT, which the adapter matches in
+		 * order with the eager messages (docs/libfabric.md). */
+		if (!ep->rvh)
+			wire |= WFI_RNDV_BIT;
+		tmh(wfi_tx_slot(ep, i), ep->rvh ? IBV_TMH_RNDV : IBV_TMH_EAGER, (uint32_t)i, wire);
+		memcpy(wfi_tx_slot(ep, i) + WFI_HDR, &rvh, sizeof(rvh));
+		/* The remote CQ data after the RVH (app_ctx names the send for the FIN). */
+		rvh.rkey = htobe32((uint32_t)data);
+		memcpy(wfi_tx_slot(ep, i) + WFI_HDR + sizeof(rvh), &rvh.rkey, 4);
+		ret = post(ep, peer->out, i, WFI_HDR + (uint32_t)sizeof(rvh) + 4);
+		if (ret) {
+			ibv_dereg_mr(t->umr);
+			t->umr = NULL;
+		}
+	}
+	if (ret)
+		return ret;
+	t->busy = true;
+	return 0;
+}
+
+/* FIN for app_ctx on the connection a rendezvous came on (reserved slots). */
+int wfi_post_fin(struct wfi_ep *ep, struct rdma_cm_id *id, uint32_t app_ctx)
+{
+	int i = wfi_tx_slot_find(ep, WFI_TX_USER, WFI_TX_SIZE);
+
+	if (i < 0 || !id || !id->qp)
+		return -FI_EAGAIN;
+	memset(&ep->tx[i], 0, sizeof(ep->tx[i]));
+	tmh(wfi_tx_slot(ep, i), IBV_TMH_FIN, app_ctx, 0);
+	if (post(ep, id, i, WFI_HDR))
+		return -FI_EAGAIN;
+	ep->tx[i].busy = true;
+	ep->tx[i].internal = true;
+	return 0;
+}
+
+void wfi_tx_finish(struct wfi_ep *ep, struct wfi_tx *t, int status)
+{
+	uint64_t fl = t->cflags;
+
+	if (t->umr)
+		ibv_dereg_mr(t->umr);
+	t->umr = NULL;
+	t->busy = false;
+	if (t->internal)
+		return;
+	wfi_cntr_inc(fl & FI_SEND ? ep->tx_cntr : fl & FI_WRITE ? ep->wr_cntr : ep->rd_cntr,
+		     status != 0);
+	if (status)
+		wfi_cq_err(ep->tx_cq, t->ctx, fl, status, t->len, t->tag, 0);
+	else if (t->signal)
+		wfi_cq_put(ep->tx_cq, t->ctx, fl, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
+}
+
+/* The send's verbs completion. */
+void wfi_tx_done(struct wfi_ep *ep, int i, int status)
+{
+	struct wfi_tx *t;
+
+	if (i < 0 || i >= WFI_TX_SIZE || !ep->tx[i].busy)
+		return;
+	t = &ep->tx[i];
+	if (status) {
+		wfi_tx_finish(ep, t, FI_EIO);
+		return;
+	}
+	t->sent = true;
+	if (!t->rndv || t->fin)
+		wfi_tx_finish(ep, t, 0);
+}
+
+/* A FIN: the receiver has the rendezvous data of slot app_ctx. */
+void wfi_tx_fin(struct wfi_ep *ep, uint32_t app_ctx, uint32_t qpn)
+{
+	struct wfi_tx *t;
+
+	/* Only the connection the rendezvous went on may finish it. */
+	if (app_ctx >= WFI_TX_USER || !ep->tx[app_ctx].busy || !ep->tx[app_ctx].rndv ||
+	    ep->tx[app_ctx].qpn != qpn || ep->tx[app_ctx].fin)
+		return;
+	t = &ep->tx[app_ctx];
+	t->fin = true;
+	if (t->sent)
+		wfi_tx_finish(ep, t, 0);
+}

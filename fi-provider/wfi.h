@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Weft's libfabric provider (docs/libfabric.md): FI_EP_RDM over RC QPs of
+ * the Weft rdma-core provider, all attached to one tag-matching SRQ per
+ * endpoint, so the adapter matches FI_TAGGED (and FI_MSG) receives.
+ * Written against libfabric's public headers only.
+ */
+#ifndef WFI_H
+#define WFI_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <infiniband/tm_types.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/fi_trigger.h>
+#include <rdma/providers/fi_prov.h>
+
+#define WFI_NAME "weft"
+#define WFI_PROV_VERSION FI_VERSION(1, 0)
+#define WFI_IFACE "weft0"		/* the netdev of weft_ib0 (docs/net.md) */
+
+/* Wire tag (docs/libfabric.md "Tags"): bit 63 marks FI_MSG, bit 62 remote
+ * CQ data, bit 61 a rendezvous header sent as an eager message, bits
+ * 60..48 the sender's id at the receiver (FI_DIRECTED_RECV), 47..0 the
+ * application's tag. */
+#define WFI_TAG_BITS 48
+#define WFI_TAG_MASK ((1ull << WFI_TAG_BITS) - 1)
+#define WFI_SRC_SHIFT WFI_TAG_BITS
+#define WFI_SRC_MASK (0x1fffull << WFI_SRC_SHIFT)
+#define WFI_DATA_BIT (1ull << 62)
+#define WFI_RNDV_BIT (1ull << 61)
+#define WFI_RNDV_HDR 20u		/* RVH and the remote CQ data */
+
+/* FI_RMA_EVENT: the TMH NO_TAG note that follows an RDMA op (app_ctx). */
+enum { WFI_NOTE_READ = 1, WFI_NOTE_WRITE = 2 };
+#define WFI_MSG_BIT (1ull << 63)
+#define WFI_MAX_PEERS 1024		/* ids 1 .. 1024 (13 bits on the wire) */
+
+/* Limits (fi_info, docs/libfabric.md "Limits"). */
+#define WFI_SLOT 8192			/* bounce and SRQ buffer size */
+#define WFI_HDR ((uint32_t)sizeof(struct ibv_tmh))
+#define WFI_EAGER (WFI_SLOT - WFI_HDR)	/* largest eager message, inject size */
+#define WFI_TX_SIZE 256			/* send operations per endpoint */
+#define WFI_RX_SIZE 256			/* receives posted per endpoint */
+#define WFI_SRQ_WQES 128		/* SRQ buffers */
+#define WFI_UX_MAX 16384		/* unexpected messages held per endpoint */
+#define WFI_UX_BYTES (64u << 20)	/* and their payload bytes */
+#define WFI_CQ_SIZE 1024		/* default fi_cq size */
+#define WFI_VCQ_SIZE 16384		/* the endpoint's verbs CQ */
+#define WFI_QP_WR 128			/* send WRs per RC QP */
+#define WFI_MAX_MSG (1ull << 30)
+#define WFI_AV_MAX 4096
+#define WFI_CONNECT_MS 20000
+
+/* fi_ep_alias: another fid_ep of an endpoint with its own default flags. */
+struct wfi_alias {
+	struct fid_ep ep_fid;
+	struct wfi_ep *ep;
+	uint64_t flags;			/* FI_TRANSMIT or FI_RECV and op flags */
+};
+
+/* An operation deferred until a counter reaches a threshold (FI_TRIGGER). */
+struct wfi_trig {
+	bool used, write;
+	void *buf, *desc, *ctx;
+	size_t len;
+	fi_addr_t dest;
+	uint64_t addr, key, flags, threshold;
+	struct fid_cntr *cntr;
+};
+#define WFI_TRIG_MAX 64
+
+struct wfi_addr {			/* the endpoint name: its rdma_cm address */
+	struct sockaddr_in sin;
+};
+
+struct wfi_fabric {
+	struct fid_fabric fabric_fid;
+};
+
+struct wfi_domain {
+	struct fid_domain domain_fid;
+	struct wfi_fabric *fabric;
+	struct ibv_context *ctx;	/* librdmacm's context of weft_ib0 */
+	struct ibv_pd *pd;
+	uint32_t max_tags;		/* tm_caps.max_num_tags */
+	uint64_t mr_mode;
+	pthread_mutex_t lock;		/* FI_THREAD_SAFE: every call under it */
+	int refs;
+};
+
+struct wfi_av {
+	struct fid_av av_fid;
+	struct wfi_domain *dom;
+	enum fi_av_type type;
+	size_t count, cap;
+	struct sockaddr_in *tab;
+	uint8_t *used;
+	int refs;
+};
+
+struct wfi_cq_ent {
+	struct fi_cq_tagged_entry e;
+	fi_addr_t src;
+};
+
+struct wfi_cq {
+	struct fid_cq cq_fid;
+	struct wfi_domain *dom;
+	enum fi_cq_format format;
+	struct wfi_cq_ent *ring;	/* bounded: size entries */
+	size_t size, head, count;
+	struct fi_cq_err_entry *err;	/* bounded: size entries */
+	size_t ehead, ecount;
+	struct wfi_ep *eps[8];		/* endpoints bound to it (progress) */
+	int signaled;			/* fi_cq_signal: the next sread returns */
+	int neps;
+	int refs;
+};
+
+struct wfi_mr {
+	struct fid_mr mr_fid;
+	struct wfi_domain *dom;
+	struct ibv_mr *mr;
+};
+
+enum wfi_conn_state { WFI_C_NONE, WFI_C_CONNECTING, WFI_C_UP, WFI_C_FAILED };
+
+struct wfi_peer {
+	struct sockaddr_in sin;		/* the peer endpoint's name */
+	uint16_t my_id;			/* our id at the peer (from its accept) */
+	enum wfi_conn_state state;
+	struct rdma_cm_id *out;		/* the connection we opened to send */
+	int err;
+};
+
+/* A send: eager (bounce buffer) or rendezvous (the user buffer, FIN). */
+struct wfi_tx {
+	void *ctx;
+	uint64_t tag, len;
+	uint64_t cflags;		/* the completion's flags */
+	struct ibv_mr *umr;		/* rendezvous, RMA: the user buffer's MR */
+	uint32_t qpn;			/* rendezvous: the QP it went on (FIN) */
+	bool busy, signal, internal, rndv, sent, fin;
+};
+#define WFI_TX_FIN 16			/* slots kept for FINs */
+#define WFI_TX_USER (WFI_TX_SIZE - WFI_TX_FIN)
+
+/* A posted receive: listed in the adapter (HW), matched by it (MATCHED),
+ * being deleted to take an unexpected message (DEL) or to cancel it
+ * (CANCEL), reading a rendezvous (READ), waiting for a FIN slot (FIN),
+ * completed but waiting for its DEL's completion (DONE). */
+enum wfi_rx_state {
+	WFI_RX_FREE, WFI_RX_HW, WFI_RX_MATCHED, WFI_RX_DEL, WFI_RX_CANCEL, WFI_RX_READ,
+	WFI_RX_FIN, WFI_RX_DONE,
+};
+
+struct wfi_rx {
+	void *ctx;
+	uint8_t *buf;			/* the user's buffer */
+	uint64_t len, tag, mask, flags;	/* wire tag and mask */
+	uint64_t seq;			/* post order */
+	uint32_t handle;		/* TM handle while listed */
+	struct ibv_mr *umr;		/* > eager: the user buffer's MR */
+	int ux;				/* DEL: the unexpected message (SRQ slot) */
+	uint64_t got_tag, got_len;
+	uint32_t got_data;		/* remote CQ data (WFI_DATA_BIT) */
+	struct rdma_cm_id *from;	/* rendezvous: the sender's connection */
+	uint32_t fin_ctx;		/* rendezvous: the sender's app_ctx */
+	enum wfi_rx_state state;
+	bool msg, bounce, del_pending;
+};
+
+/* An unexpected message: its eager payload copied out of the SRQ buffer
+ * (so the SRQ never stalls on messages software holds), or its
+ * rendezvous header.  WFI_UX_MAX of them and WFI_UX_BYTES of payload at
+ * most: beyond, the progress loop stops taking arrivals and the adapter's
+ * RNR flow control holds the senders. */
+struct wfi_ux {
+	uint8_t *buf;			/* eager payload (malloc) */
+	int next, prev;			/* arrival-order list of held messages */
+	uint64_t tag, len;		/* wire tag, payload length */
+	uint64_t seq;			/* arrival order */
+	bool used, rndv, claimed, taken;
+	void *claim_ctx;		/* FI_CLAIM */
+	struct ibv_rvh rvh;
+	uint32_t app_ctx;
+	uint32_t data;			/* remote CQ data */
+	struct rdma_cm_id *from;
+};
+
+struct wfi_ep {
+	struct fid_ep ep_fid;
+	struct wfi_domain *dom;
+	struct fi_info *info;
+	struct wfi_av *av;
+	struct wfi_cq *tx_cq, *rx_cq;
+	struct fid_cntr *tx_cntr, *rx_cntr, *rd_cntr, *wr_cntr;	/* FI_SEND, RECV, READ, WRITE */
+	struct fid_cntr *rrd_cntr, *rwr_cntr;	/* FI_REMOTE_READ, FI_REMOTE_WRITE (FI_RMA_EVENT) */
+	bool tx_sel, rx_sel, enabled;
+	uint64_t tx_op_flags, rx_op_flags;
+	struct wfi_addr name;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen;
+	struct ibv_cq_ex *vcq;
+	struct ibv_srq *srq;
+	uint8_t *slots;			/* tx bounces, rx bounces, SRQ buffers */
+	struct ibv_mr *slots_mr;
+	struct wfi_tx tx[WFI_TX_SIZE];
+	struct wfi_rx rx[WFI_RX_SIZE];
+	struct wfi_ux *ux;		/* WFI_UX_MAX */
+	int *ux_free;			/* stack of free ux indices */
+	int ux_nfree, ux_head, ux_tail;
+	size_t ux_bytes;
+	uint64_t ux_dropped;		/* arrivals lost to a failed malloc */
+	uint64_t rx_seq, ux_seq;
+	bool rvh;			/* rendezvous as TMH RNDV (WEFT_FI_RNDV=rvh) */
+	struct wfi_trig trig[WFI_TRIG_MAX];	/* FI_TRIGGER, bounded */
+	int ntrig;
+	bool log;			/* WEFT_FI_LOG: completion errors on stderr */
+	uint32_t unexp_cnt;		/* unexpected messages seen (TM sync) */
+	struct wfi_peer *peers;		/* index + 1 = the peer's id here */
+	int npeers;
+	struct rdma_cm_id *in[WFI_MAX_PEERS];	/* accepted connections */
+	int nin;
+};
+
+extern struct fi_provider wfi_prov;
+
+static inline uint8_t *wfi_tx_slot(struct wfi_ep *ep, int i)
+{
+	return ep->slots + (size_t)i * WFI_SLOT;
+}
+
+static inline uint8_t *wfi_rx_slot(struct wfi_ep *ep, int i)
+{
+	return ep->slots + (size_t)(WFI_TX_SIZE + i) * WFI_SLOT;
+}
+
+static inline uint8_t *wfi_ux_slot(struct wfi_ep *ep, int i)
+{
+	return ep->slots + (size_t)(WFI_TX_SIZE + WFI_RX_SIZE + i) * WFI_SLOT;
+}
+
+#define WFI_NSLOTS (WFI_TX_SIZE + WFI_RX_SIZE + WFI_SRQ_WQES)
+
+/* wr_id of the endpoint's work requests: kind in the top byte. */
+enum { WFI_WR_TX = 1, WFI_WR_RX, WFI_WR_UX, WFI_WR_OP, WFI_WR_READ };
+#define WFI_WR(kind, i) (((uint64_t)(kind) << 56) | (uint32_t)(i))
+#define WFI_WR_KIND(w) ((int)((w) >> 56))
+#define WFI_WR_IDX(w) ((int)(uint32_t)(w))
+
+/* info.c */
+int wfi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+		const struct fi_info *hints, struct fi_info **info);
+int wfi_local_addr(struct sockaddr_in *sin);
+/* fabric.c */
+int wfi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+/* eq.c */
+int wfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
+		void *context);
+/* domain.c */
+int wfi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
+		    void *context);
+/* av.c */
+int wfi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,
+		void *context);
+int wfi_av_get(struct wfi_av *av, fi_addr_t a, struct sockaddr_in *sin);
+fi_addr_t wfi_av_find(struct wfi_av *av, const struct sockaddr_in *sin);
+/* cq.c */
+int wfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
+		void *context);
+bool wfi_cq_room(struct wfi_cq *cq);
+void wfi_cq_put(struct wfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf,
+		uint64_t data, uint64_t tag, fi_addr_t src);
+void wfi_cq_err(struct wfi_cq *cq, void *ctx, uint64_t flags, int err, size_t len, uint64_t tag,
+		size_t olen);
+/* trigger.c */
+int wfi_trig_add(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc, fi_addr_t dest,
+		 uint64_t addr, uint64_t key, void *ctx, uint64_t flags);
+void wfi_trig_progress(struct wfi_ep *ep);
+ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
+		fi_addr_t peer_addr, uint64_t addr, uint64_t key, void *ctx, uint64_t flags);
+uint64_t wfi_cntr_value(struct fid_cntr *c);
+/* cntr.c */
+int wfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
+		  void *context);
+void wfi_cntr_inc(struct fid_cntr *c, bool err);
+int wfi_cntr_bind_ep(struct fid_cntr *c, struct wfi_ep *ep);
+void wfi_cntr_unbind_ep(struct fid_cntr *c, struct wfi_ep *ep);
+/* mr.c */
+int wfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
+	       uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context);
+int wfi_mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access,
+		uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
+		void *context);
+int wfi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
+		   struct fid_mr **mr);
+/* ep.c */
+struct wfi_ep *wfi_ep_of(struct fid_ep *fep);
+uint64_t wfi_op_flags(struct fid_ep *fep, uint64_t dir);
+int wfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
+		void *context);
+/* conn.c */
+int wfi_conn_listen(struct wfi_ep *ep);
+void wfi_conn_progress(struct wfi_ep *ep);
+int wfi_conn_get(struct wfi_ep *ep, fi_addr_t dest, struct wfi_peer **peer);
+int wfi_peer_id(struct wfi_ep *ep, const struct sockaddr_in *sin);
+fi_addr_t wfi_peer_fi_addr(struct wfi_ep *ep, uint64_t wire_tag);
+void wfi_conn_close(struct wfi_ep *ep);
+struct rdma_cm_id *wfi_conn_by_qpn(struct wfi_ep *ep, uint32_t qpn);
+/* tx.c */
+ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
+		 uint64_t data, void *ctx, uint64_t flags, bool msg);
+void wfi_tx_done(struct wfi_ep *ep, int i, int status);
+int wfi_tx_slot_find(struct wfi_ep *ep, int first, int end);
+int wfi_tx_begin(struct wfi_ep *ep, fi_addr_t dest, size_t len, void *ctx, uint64_t cflags,
+		 uint64_t flags, struct wfi_peer **peer);
+void wfi_tx_finish(struct wfi_ep *ep, struct wfi_tx *t, int status);
+void wfi_tx_fin(struct wfi_ep *ep, uint32_t app_ctx, uint32_t qpn);
+int wfi_post_fin(struct wfi_ep *ep, struct rdma_cm_id *id, uint32_t app_ctx);
+/* rx.c */
+ssize_t wfi_recv(struct wfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag,
+		 uint64_t ignore, void *ctx, uint64_t flags, bool msg);
+ssize_t wfi_cancel(fid_t fid, void *context);
+void wfi_rx_tm(struct wfi_ep *ep, uint64_t wr_id, int status, unsigned int wc_flags,
+	       uint32_t len, uint32_t qp_num, const struct ibv_wc_tm_info *tm);
+void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_num);
+void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status);
+void wfi_rx_read_done(struct wfi_ep *ep, int i, int status);
+void wfi_rx_retry_fin(struct wfi_ep *ep);
+int wfi_srq_post(struct wfi_ep *ep, int slot);
+bool wfi_ux_room(struct wfi_ep *ep);
+int wfi_ux_init(struct wfi_ep *ep);
+void wfi_ux_fini(struct wfi_ep *ep);
+/* progress.c */
+void wfi_progress(struct wfi_ep *ep);
+/* api.c: the data-path entry points */
+extern struct fi_ops_msg wfi_msg_ops;
+extern struct fi_ops_tagged wfi_tagged_ops;
+/* rma.c */
+extern struct fi_ops_rma wfi_rma_ops;
+/* ops.c: the operations the provider does not offer */
+int wfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int wfi_no_control(struct fid *fid, int command, void *arg);
+int wfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *ctx);
+
+#endif

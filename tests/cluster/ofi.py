@@ -1,0 +1,124 @@
+"""Weft's libfabric provider, `weft` (docs/libfabric.md): libweft-fi.so from
+the hpc layer, loaded by Debian's libfabric1 1.17 and by the staged
+libfabric 2.1 that fabtests run with.  weft-fi-check runs the provider's
+argument checks and a loopback on one node; fabtests' programs run with
+`-p weft` between node1 (the server, bound to its weft0 address) and node0
+(the client), with data verification (-v) where the program offers it.
+Each scenario passes only when every side exits 0 and prints what it
+prints on success."""
+
+import re
+
+from fabtests import BIN, fabtest
+from mpi import mpi_check
+from weftcluster.testing import scenario
+
+PROV = "weft"
+
+
+@scenario("ofi-check", "CM", "weft libfabric provider: fi_info lists it under libfabric 1.17 and 2.1; "
+          "weft-fi-check's bad-argument checks and loopback tagged messages on node0")
+def check(t):
+    t.need((0,), "/usr/bin/weft-fi-check", f"{BIN}/fi_info")
+    for cmd, label in (("fi_info -p weft", "Debian's libfabric1 1.17"),
+                       (f"{BIN}/fi_info -p weft", "the staged libfabric 2.1")):
+        r = t.gx(0, f"{cmd} 2>&1")
+        if r.ok and re.search(r"^provider: weft$", r.out, re.M) and "FI_EP_RDM" in r.out:
+            t.checked(f"{label}: `{cmd}` lists provider weft, FI_EP_RDM")
+        else:
+            t.show(r.out, "fi_info | ", 12)
+            t.fail(f"{label}: `{cmd}` exit {r.rc}, no weft provider listed")
+    r = t.gx(0, "weft-fi-check 2>&1", timeout=240)
+    oks = [x for x in r.lines() if x.startswith("ok ")]
+    bad = [x for x in r.lines() if x.startswith("not ok")]
+    if r.ok and oks and not bad:
+        t.checked(f"weft-fi-check: {len(oks)} checks held (bad arguments answered with the manual's "
+                  "errors, loopback eager/unexpected/rendezvous byte-exact, fi_cancel)")
+    else:
+        t.show(r.out, "check | ", 40)
+        t.fail(f"weft-fi-check exit {r.rc}: {len(bad)} failed: {bad[:3]}")
+    t.require(t.no_oops(0), None)
+
+
+LINE = r"^\s*\S+\s+\d+\s+\S+\s+[\d.]+s\s"
+
+# scenario, program, runs (arguments, what held), server and client success
+# patterns, description.
+RUNS = (
+    ("ofi-tagged-pingpong", "fi_rdm_tagged_pingpong",
+     (("-v -S 4096 -I 100", "100 round trips of 4 KiB matched by the adapter, data verified"),),
+     LINE, LINE, "4 KiB eager tagged round trips, data verified"),
+    ("ofi-tagged-bw", "fi_rdm_tagged_bw",
+     (("-v -S 262144 -I 5", "5 windows of 256 KiB tagged sends (rendezvous, RDMA READ), data verified"),),
+     LINE, LINE, "256 KiB rendezvous tagged sends, data verified"),
+    ("ofi-rdm", "fi_rdm", (("", "the greeting arrived and the server's data check passed"),),
+     r"^Data check OK$", r"^Send completion received$", "FI_MSG greeting checked byte for byte"),
+    ("ofi-unexpected-msg", "fi_unexpected_msg",
+     (("-v -I 20", "20 rounds of unexpected tagged messages, each matched late and verified"),),
+     r"GOOD all done$", r"GOOD all done$", "unexpected tagged messages matched late, verified"),
+    ("ofi-tagged-peek", "fi_rdm_tagged_peek",
+     (("", "peek, peek with claim, claim and discard of 10 tagged messages, data checked"),),
+     r"^Waiting for messages to complete$", r"^Receive msg 7$", "FI_PEEK, FI_CLAIM, FI_DISCARD"),
+    ("ofi-recv-cancel", "fi_recv_cancel",
+     (("-V", "fi_cancel of a listed tagged receive (IBV_WR_TAG_DEL) gave one FI_ECANCELED error entry with FI_RECV; "
+       "the uncancelled receive and the reposted cancelled one completed with their messages"),),
+     r"^GOOD: Completed Recv Cancel Test$", r"^CANCEL msg posted to server$", "fi_cancel of a posted receive"),
+    ("ofi-rma-bw", "fi_rma_bw",
+     (("-v -o write -S 65536 -I 10", "10 windows of 64 KiB RMA writes, data verified"),
+      ("-v -o read -S 65536 -I 10", "10 windows of 64 KiB RMA reads, data verified"),
+      ("-o write -S 1024 -I 50", "50 windows of 1 KiB RMA writes through fi_inject_write")),
+     LINE, LINE, "FI_RMA write, read and inject write"),
+    ("ofi-rma-event", "fi_rdm_rma_event",
+     (("", "an RMA write counted at the target by its FI_REMOTE_WRITE counter, then its data checked"),),
+     r"^Data check OK$", r"^Received a completion event for RMA write$", "FI_RMA_EVENT remote write counter"),
+    ("ofi-rma-trigger", "fi_rdm_rma_trigger",
+     (("", "an RMA write triggered at a counter threshold and a plain one, both counted at the target"),),
+     r"^Data check OK$", r"^Received completion events for RMA write operations$",
+     "FI_TRIGGER: an RMA write posted when the send counter reaches its threshold"),
+    ("ofi-cntr-pingpong", "fi_rdm_cntr_pingpong",
+     (("-v -S 1024 -I 50", "50 round trips of 1 KiB counted by fi_cntr (fi_cntr_wait), data verified"),),
+     LINE, LINE, "completions counted by fi_cntr, data verified"),
+)
+
+
+def declare(name, prog, runs, server_ok, client_ok, description):
+    @scenario(name, "CM", f"weft libfabric provider: fabtests {prog} -p weft, {description}")
+    def run(t):
+        for args, what in runs:
+            fabtest(t, prog, args, server_ok, client_ok, what, PROV)
+
+
+for r in RUNS:
+    declare(*r)
+
+
+@scenario("ofi-cntr-test", "CM", "weft libfabric provider: fabtests' unit fi_cntr_test -p weft (open, set, add, "
+          "seterr, adderr, read, readerr of 64 counters)")
+def cntr_test(t):
+    t.need((0,), f"{BIN}/fi_cntr_test")
+    r = t.gx(0, f"timeout 100 {BIN}/fi_cntr_test -p {PROV} 2>&1", timeout=120)
+    if r.ok and re.search(r"^Summary: all tests passed$", r.out, re.M):
+        t.checked("fi_cntr_test -p weft: all tests passed")
+    else:
+        t.show(r.out, "cntr_test | ", 12)
+        t.fail(f"fi_cntr_test -p weft exit {r.rc}")
+    t.require(t.no_oops(0), None)
+
+
+def tm_counters(t):
+    """The adapters' tag-matching counters (V_TM_MATCHED, V_TM_OPS) of the 4 nodes."""
+    return [(t.counter(i, "V_TM_MATCHED"), t.counter(i, "V_TM_OPS")) for i in range(4)]
+
+
+@scenario("ofi-mpi", "CM", "weft libfabric provider: weft-mpi-check through weft-cluster mpirun --transport ofi "
+          "(Open MPI's pml cm, mtl ofi, mtl_ofi_provider_include weft), 8 ranks 2 per node; the adapters' "
+          "tag-matching counters show the matching was done in the adapters")
+def mpi(t):
+    before = tm_counters(t)
+    mpi_check(t, "ofi (weft provider)", ("--transport", "ofi", "--ofi-provider", "weft"), rdma=True)
+    after = tm_counters(t)
+    matched = [b[0] - a[0] for a, b in zip(before, after)]
+    ops = [b[1] - a[1] for a, b in zip(before, after)]
+    t.require(min(matched) > 0 and min(ops) > 0,
+              f"ofi: the adapters' V_TM_MATCHED moved by {matched}, V_TM_OPS by {ops}: matching not in the adapters")
+    t.checked(f"ofi: every adapter matched messages itself: V_TM_MATCHED +{matched}, V_TM_OPS (tag operations) +{ops}")
