@@ -900,6 +900,12 @@ static int weft_net_start(struct weft_net *net)
 	net->up = true;
 	spin_unlock_bh(&net->tx_lock);
 	napi_enable(&net->napi);
+	/*
+	 * A frame that came between Open Window and napi_enable() raised its
+	 * threshold event while NAPI was off, and the threshold is behind us
+	 * now: poll once, so that frame is taken and the threshold re-armed.
+	 */
+	napi_schedule(&net->napi);
 	weft_net_carrier(net);
 	netif_wake_queue(net->ndev);
 	weft_net_announce(net, WEFT_NODE_BROADCAST, 0, 0);
