@@ -130,7 +130,7 @@ static int enable(struct wfi_ep *ep)
 	ret = wfi_conn_listen(ep);
 	if (ret)
 		return ret;
-	ep->rvh = getenv("WEFT_FI_RNDV") && !strcmp(getenv("WEFT_FI_RNDV"), "rvh");
+	ep->rvh = !getenv("WEFT_FI_RNDV") || strcmp(getenv("WEFT_FI_RNDV"), "eager");
 	ep->log = getenv("WEFT_FI_LOG") != NULL;
 	ep->enabled = true;
 	return 0;

@@ -225,7 +225,7 @@ struct wfi_ep {
 	size_t ux_bytes;
 	uint64_t ux_dropped;		/* arrivals lost to a failed malloc */
 	uint64_t rx_seq, ux_seq;
-	bool rvh;			/* rendezvous as TMH RNDV (WEFT_FI_RNDV=rvh) */
+	bool rvh;			/* rendezvous as TMH RNDV (unless WEFT_FI_RNDV=eager) */
 	struct wfi_trig trig[WFI_TRIG_MAX];	/* FI_TRIGGER, bounded */
 	int ntrig;
 	bool log;			/* WEFT_FI_LOG: completion errors on stderr */
