@@ -5,6 +5,7 @@
  * full CQ leaves the rest in the adapter's queue).  A completion is routed
  * by its wr_id, not its opcode (error completions carry no valid opcode).
  */
+#include <errno.h>
 #include <stdio.h>
 
 #include "wfi.h"
@@ -69,25 +70,32 @@ static void sync_tags(struct wfi_ep *ep)
 void wfi_progress(struct wfi_ep *ep)
 {
 	struct ibv_poll_cq_attr pa = { 0 };
-	bool sync = false;
-	int n = 0;
+	bool sync = false, empty = false;
+	int n = 0, more = 0;
 
 	if (!ep->enabled)
 		return;
 	wfi_conn_progress(ep);
 	if (!wfi_cq_room(ep->tx_cq) || !wfi_cq_room(ep->rx_cq) || !wfi_ux_room(ep))
 		goto fins;
-	if (ibv_start_poll(ep->vcq, &pa))
+	more = ibv_start_poll(ep->vcq, &pa);
+	if (more) {
+		empty = more == ENOENT;
 		goto fins;
+	}
 	do {
 		one(ep, &sync);
 		n++;
 	} while (n < WFI_POLL && wfi_cq_room(ep->tx_cq) && wfi_cq_room(ep->rx_cq) &&
-		 wfi_ux_room(ep) && !ibv_next_poll(ep->vcq));
+		 wfi_ux_room(ep) && !(more = ibv_next_poll(ep->vcq)));
 	ibv_end_poll(ep->vcq);
+	empty = more == ENOENT;
 	if (sync)
 		sync_tags(ep);
 fins:
+	if (ep->settle && empty)
+		wfi_conn_settle(ep);
 	wfi_rx_retry_fin(ep);
+	wfi_rx_peer_dead(ep);
 	wfi_trig_progress(ep);
 }

@@ -3,7 +3,8 @@
  * Sends (docs/libfabric.md "Protocol"): up to WFI_EAGER bytes an eager
  * SEND of [TMH EAGER | data] from a registered bounce buffer; above it
  * rdma-core's rendezvous, a SEND of [TMH RNDV (app_ctx = the send's slot)
- * | RVH (the user buffer, registered for remote reads)], completed when
+ * | RVH (the user buffer, registered for remote reads through the
+ * registration cache)], completed when
  * the receiver's FIN (TMH FIN, the same app_ctx) arrives, whoever (its
  * software or its adapter) did the READ.
  */
@@ -99,13 +100,13 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 	} else {
 		struct ibv_rvh rvh;
 
-		t->umr = ibv_reg_mr(ep->dom->pd, (void *)buf, len, IBV_ACCESS_REMOTE_READ);
-		if (!t->umr)
+		t->reg = wfi_reg_get(ep->dom, (void *)buf, len, IBV_ACCESS_REMOTE_READ);
+		if (!t->reg)
 			return -FI_ENOMEM;
 		t->rndv = true;
 		t->qpn = peer->out->qp->qp_num;
 		rvh.va = htobe64((uintptr_t)buf);
-		rvh.rkey = htobe32(t->umr->rkey);
+		rvh.rkey = htobe32(t->reg->mr->rkey);
 		rvh.len = htobe32((uint32_t)len);
 		/* rdma-core's RNDV, or (by default) the same header in an EAGER
 		 * message flagged WFI_RNDV_BIT, which the adapter matches in
@@ -119,8 +120,8 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 		memcpy(wfi_tx_slot(ep, i) + WFI_HDR + sizeof(rvh), &rvh.rkey, 4);
 		ret = post(ep, peer->out, i, WFI_HDR + (uint32_t)sizeof(rvh) + 4);
 		if (ret) {
-			ibv_dereg_mr(t->umr);
-			t->umr = NULL;
+			wfi_reg_put(ep->dom, t->reg);
+			t->reg = NULL;
 		}
 	}
 	if (ret)
@@ -149,9 +150,8 @@ void wfi_tx_finish(struct wfi_ep *ep, struct wfi_tx *t, int status)
 {
 	uint64_t fl = t->cflags;
 
-	if (t->umr)
-		ibv_dereg_mr(t->umr);
-	t->umr = NULL;
+	wfi_reg_put(ep->dom, t->reg);
+	t->reg = NULL;
 	t->busy = false;
 	if (t->internal)
 		return;
@@ -176,8 +176,24 @@ void wfi_tx_done(struct wfi_ep *ep, int i, int status)
 		return;
 	}
 	t->sent = true;
-	if (!t->rndv || t->fin)
+	if (t->rndv && !t->fin && wfi_qpn_dead(ep, t->qpn))
+		wfi_tx_finish(ep, t, FI_ECONNRESET);	/* no FIN will come */
+	else if (!t->rndv || t->fin)
 		wfi_tx_finish(ep, t, 0);
+}
+
+/* The peer of connection qpn went away: its rendezvous sends already
+ * sent will get no FIN.  (Those not sent yet get their flush error.) */
+void wfi_tx_peer_dead(struct wfi_ep *ep, uint32_t qpn)
+{
+	int i;
+
+	for (i = 0; i < WFI_TX_USER; i++) {
+		struct wfi_tx *t = &ep->tx[i];
+
+		if (t->busy && t->rndv && t->sent && !t->fin && t->qpn == qpn)
+			wfi_tx_finish(ep, t, FI_ECONNRESET);
+	}
 }
 
 /* A FIN: the receiver has the rendezvous data of slot app_ctx. */
