@@ -17,8 +17,10 @@ static void one(struct wfi_ep *ep, bool *sync)
 	struct ibv_cq_ex *cq = ep->vcq;
 	uint64_t wr_id = cq->wr_id;
 	int status = cq->status;
-	enum ibv_wc_opcode op = status ? IBV_WC_RECV : ibv_wc_read_opcode(cq);
-	unsigned int flags = status ? 0 : ibv_wc_read_wc_flags(cq);
+	/* An RNDV left to software is a status with a valid completion. */
+	bool valid = !status || status == IBV_WC_TM_RNDV_INCOMPLETE;
+	enum ibv_wc_opcode op = valid ? ibv_wc_read_opcode(cq) : IBV_WC_RECV;
+	unsigned int flags = valid ? ibv_wc_read_wc_flags(cq) : 0;
 	struct ibv_wc_tm_info tm = { 0 };
 
 	if (flags & IBV_WC_TM_SYNC_REQ)
@@ -38,10 +40,10 @@ static void one(struct wfi_ep *ep, bool *sync)
 		wfi_rx_op_done(ep, wr_id, status);
 		break;
 	case WFI_WR_RX:
-		if (!status)
+		if (valid)
 			ibv_wc_read_tm_info(cq, &tm);
-		wfi_rx_tm(ep, wr_id, status, flags, status ? 0 : ibv_wc_read_byte_len(cq),
-			  status ? 0 : ibv_wc_read_qp_num(cq), &tm);
+		wfi_rx_tm(ep, wr_id, status, flags, valid ? ibv_wc_read_byte_len(cq) : 0,
+			  valid ? ibv_wc_read_qp_num(cq) : 0, &tm);
 		break;
 	case WFI_WR_UX:
 		if (status || (op != IBV_WC_TM_RECV && op != IBV_WC_TM_NO_TAG && op != IBV_WC_RECV)) {

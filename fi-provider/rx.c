@@ -299,7 +299,7 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 	rndv = t.opcode == IBV_TMH_RNDV ||
 	       (t.opcode == IBV_TMH_EAGER && (be64toh(t.tag) & WFI_RNDV_BIT));
 	if ((t.opcode != IBV_TMH_EAGER && t.opcode != IBV_TMH_RNDV) ||
-	    (rndv && len < WFI_HDR + WFI_RNDV_HDR))
+	    (rndv && len < WFI_HDR + WFI_RVH))
 		goto repost;
 	ui = ux_alloc(ep);
 	if (ui < 0)
@@ -310,8 +310,13 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 	u->from = wfi_conn_by_qpn(ep, qp_num);
 	if (rndv) {
 		memcpy(&u->rvh, p + WFI_HDR, sizeof(u->rvh));
-		memcpy(&u->data, p + WFI_HDR + sizeof(u->rvh), 4);
-		u->data = be32toh(u->data);
+		/* Remote CQ data: the 4 bytes after the RVH, when sent. */
+		u->tag &= ~WFI_DATA_BIT;
+		if (len >= WFI_HDR + WFI_RNDV_HDR) {
+			memcpy(&u->data, p + WFI_HDR + WFI_RVH, 4);
+			u->data = be32toh(u->data);
+			u->tag |= WFI_DATA_BIT;
+		}
 		u->rndv = true;
 		u->len = be32toh(u->rvh.len);
 		u->app_ctx = be32toh(t.app_ctx);
@@ -384,6 +389,32 @@ void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status)
 	take(ep, r, ui);
 }
 
+/* A rendezvous header of receive r, n bytes at h ([RVH | remote CQ data
+ * when sent]), from the connection of QP qp_num, whose FIN names
+ * fin_ctx: software reads the data. */
+static void rndv_hdr(struct wfi_ep *ep, struct wfi_rx *r, const uint8_t *h, uint32_t n,
+		     uint32_t fin_ctx, uint32_t qp_num)
+{
+	struct ibv_rvh rvh;
+	uint32_t data;
+
+	if (n < WFI_RVH) {
+		complete(ep, r, FI_EIO);
+		return;
+	}
+	memcpy(&rvh, h, sizeof(rvh));
+	r->got_tag &= ~WFI_DATA_BIT;
+	if (n >= WFI_RNDV_HDR) {
+		memcpy(&data, h + WFI_RVH, 4);
+		r->got_data = be32toh(data);
+		r->got_tag |= WFI_DATA_BIT;
+	}
+	r->fin_ctx = fin_ctx;
+	r->got_len = be32toh(rvh.len);
+	r->from = wfi_conn_by_qpn(ep, qp_num);
+	read_rndv(ep, r, &rvh);
+}
+
 /* The adapter matched receive wr_id (the first completion MATCH, the data
  * with DATA_VALID; both in one for a one-packet message). */
 void wfi_rx_tm(struct wfi_ep *ep, uint64_t wr_id, int status, unsigned int wc_flags,
@@ -403,31 +434,26 @@ void wfi_rx_tm(struct wfi_ep *ep, uint64_t wr_id, int status, unsigned int wc_fl
 		if (r->state == WFI_RX_HW)
 			r->state = WFI_RX_MATCHED;
 	}
+	if (status == IBV_WC_TM_RNDV_INCOMPLETE && len >= WFI_HDR) {
+		/* An RNDV the adapter left to software (docs/matching.md): the
+		 * whole request, TMH included, is in the tagged buffer. */
+		rndv_hdr(ep, r, (r->bounce ? wfi_rx_slot(ep, i) : r->buf) + WFI_HDR, len - WFI_HDR,
+			 r->got_data, qp_num);
+		return;
+	}
 	if (status) {
 		complete(ep, r, status == IBV_WC_LOC_LEN_ERR ? FI_ETRUNC : FI_EIO);
 		return;
 	}
 	if (!(wc_flags & IBV_WC_TM_DATA_VALID))
 		return;
-	if (r->got_tag & WFI_RNDV_BIT) {
-		/* A rendezvous header the adapter matched: read the data. */
-		const uint8_t *h = r->bounce ? wfi_rx_slot(ep, i) : r->buf;
-		struct ibv_rvh rvh;
-		uint32_t data;
-
-		if (len < WFI_RNDV_HDR) {
-			complete(ep, r, FI_EIO);
-			return;
-		}
-		memcpy(&rvh, h, sizeof(rvh));
-		memcpy(&data, h + sizeof(rvh), 4);
-		r->fin_ctx = r->got_data;	/* the TMH's app_ctx: the sender's slot */
-		r->got_data = be32toh(data);
-		r->got_len = be32toh(rvh.len);
-		r->from = wfi_conn_by_qpn(ep, qp_num);
-		read_rndv(ep, r, &rvh);
+	if ((r->got_tag & (WFI_RNDV_BIT | WFI_DATA_BIT)) == WFI_RNDV_BIT) {
+		/* A rendezvous header in an eager message (its app_ctx the FIN's). */
+		rndv_hdr(ep, r, r->bounce ? wfi_rx_slot(ep, i) : r->buf, len, r->got_data, qp_num);
 		return;
 	}
+	if (r->got_tag & WFI_RNDV_BIT)
+		r->got_data >>= 8;	/* an RNDV the adapter read: the data in its app_ctx */
 	r->got_len = len;
 	complete(ep, r, 0);
 }

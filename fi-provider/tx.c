@@ -75,6 +75,7 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 	struct wfi_peer *peer;
 	struct wfi_tx *t;
 	uint64_t wire;
+	bool dev;
 	int i, ret;
 
 	if (!ep->enabled)
@@ -108,17 +109,28 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 		rvh.va = htobe64((uintptr_t)buf);
 		rvh.rkey = htobe32(t->reg->mr->rkey);
 		rvh.len = htobe32((uint32_t)len);
-		/* rdma-core's RNDV, or (by default) the same header in an EAGER
-		 * message flagged WFI_RNDV_BIT, which the adapter matches in
-		 * order with the eager messages (docs/libfabric.md). */
-		if (!ep->rvh)
+		/* rdma-core's RNDV (by default), which the adapter matches in
+		 * order with the eager messages and reads itself; its app_ctx
+		 * names the send for the FIN (bits 7..0) and carries remote CQ
+		 * data below 2^24 (bits 31..8, wire bits 62 and 61), since the
+		 * adapter delivers no byte after the RVH.  Else the same header
+		 * in an EAGER message flagged WFI_RNDV_BIT alone, the data after
+		 * the RVH (docs/libfabric.md "Protocol"). */
+		dev = ep->rvh && (!(flags & FI_REMOTE_CQ_DATA) || data < (1ull << 24));
+		t->app_ctx = (uint32_t)i;
+		if (dev && (flags & FI_REMOTE_CQ_DATA)) {
+			t->app_ctx |= (uint32_t)data << 8;
 			wire |= WFI_RNDV_BIT;
-		tmh(wfi_tx_slot(ep, i), ep->rvh ? IBV_TMH_RNDV : IBV_TMH_EAGER, (uint32_t)i, wire);
+		} else if (!dev) {
+			wire = (wire & ~WFI_DATA_BIT) | WFI_RNDV_BIT;
+		}
+		tmh(wfi_tx_slot(ep, i), dev ? IBV_TMH_RNDV : IBV_TMH_EAGER, t->app_ctx, wire);
 		memcpy(wfi_tx_slot(ep, i) + WFI_HDR, &rvh, sizeof(rvh));
-		/* The remote CQ data after the RVH (app_ctx names the send for the FIN). */
+		/* The remote CQ data after the RVH, when there is some. */
 		rvh.rkey = htobe32((uint32_t)data);
 		memcpy(wfi_tx_slot(ep, i) + WFI_HDR + sizeof(rvh), &rvh.rkey, 4);
-		ret = post(ep, peer->out, i, WFI_HDR + (uint32_t)sizeof(rvh) + 4);
+		ret = post(ep, peer->out, i, WFI_HDR + (uint32_t)sizeof(rvh) +
+			   (flags & FI_REMOTE_CQ_DATA ? 4 : 0));
 		if (ret) {
 			wfi_reg_put(ep->dom, t->reg);
 			t->reg = NULL;
@@ -196,16 +208,18 @@ void wfi_tx_peer_dead(struct wfi_ep *ep, uint32_t qpn)
 	}
 }
 
-/* A FIN: the receiver has the rendezvous data of slot app_ctx. */
+/* A FIN: the receiver has the rendezvous data of the send app_ctx names
+ * (its slot in bits 7..0). */
 void wfi_tx_fin(struct wfi_ep *ep, uint32_t app_ctx, uint32_t qpn)
 {
+	uint32_t i = app_ctx & 0xff;
 	struct wfi_tx *t;
 
 	/* Only the connection the rendezvous went on may finish it. */
-	if (app_ctx >= WFI_TX_USER || !ep->tx[app_ctx].busy || !ep->tx[app_ctx].rndv ||
-	    ep->tx[app_ctx].qpn != qpn || ep->tx[app_ctx].fin)
+	if (i >= WFI_TX_USER || !ep->tx[i].busy || !ep->tx[i].rndv || ep->tx[i].qpn != qpn ||
+	    ep->tx[i].fin || ep->tx[i].app_ctx != app_ctx)
 		return;
-	t = &ep->tx[app_ctx];
+	t = &ep->tx[i];
 	t->fin = true;
 	if (t->sent)
 		wfi_tx_finish(ep, t, 0);

@@ -33,7 +33,8 @@
 #define WFI_IFACE "weft0"		/* the netdev of weft_ib0 (docs/net.md) */
 
 /* Wire tag (docs/libfabric.md "Tags"): bit 63 marks FI_MSG, bit 62 remote
- * CQ data, bit 61 a rendezvous header sent as an eager message, bits
+ * CQ data, bit 61 a rendezvous header sent as an eager message (alone) or
+ * an RNDV with remote CQ data in its app_ctx (with bit 62), bits
  * 60..48 the sender's id at the receiver (FI_DIRECTED_RECV), 47..0 the
  * application's tag. */
 #define WFI_TAG_BITS 48
@@ -42,7 +43,8 @@
 #define WFI_SRC_MASK (0x1fffull << WFI_SRC_SHIFT)
 #define WFI_DATA_BIT (1ull << 62)
 #define WFI_RNDV_BIT (1ull << 61)
-#define WFI_RNDV_HDR 20u		/* RVH and the remote CQ data */
+#define WFI_RVH ((uint32_t)sizeof(struct ibv_rvh))
+#define WFI_RNDV_HDR (WFI_RVH + 4)	/* RVH and the remote CQ data */
 
 /* FI_RMA_EVENT: the TMH NO_TAG note that follows an RDMA op (app_ctx). */
 enum { WFI_NOTE_READ = 1, WFI_NOTE_WRITE = 2 };
@@ -182,6 +184,7 @@ struct wfi_tx {
 	uint64_t cflags;		/* the completion's flags */
 	struct wfi_reg *reg;		/* rendezvous, RMA: the user buffer's MR */
 	uint32_t qpn;			/* rendezvous: the QP it went on (FIN) */
+	uint32_t app_ctx;		/* rendezvous: its TMH app_ctx (FIN) */
 	bool busy, signal, internal, rndv, sent, fin;
 };
 #define WFI_TX_FIN 16			/* slots kept for FINs */
