@@ -13,7 +13,7 @@
  * exits non-zero when a check failed.
  *
  * With --peer-death, two processes on two nodes: the server (the
- * survivor) and a client that the caller kills (SIGKILL) while a 64 MiB
+ * survivor) and a client that the caller kills (SIGKILL) while a 256 MiB
  * rendezvous between them is under way, client to server (recv) or
  * server to client (send).  The server checks that its transfer and a
  * receive directed to the client fail with error completions within 60 s
@@ -418,11 +418,11 @@ static void mrc_checks(struct fid_domain *dom, struct fid_ep *ep, struct fid_cq 
 		munmap(many, 80 * (size_t)(16 << 10));
 }
 
-#define BIG (64u << 20)
+#define BIG (256u << 20)
 
 /* --peer-death client SERVER PORT MODE: connects, sends its name, waits
- * for the server's go, then (recv) sends 64 MiB or (send) lets the
- * server send 64 MiB into its listed receive, says so, and waits to be
+ * for the server's go, then (recv) sends 256 MiB or (send) lets the
+ * server send 256 MiB into its listed receive, says so, and waits to be
  * killed. */
 static int death_client(const char *host, const char *port, bool send)
 {
@@ -451,10 +451,10 @@ static int death_client(const char *host, const char *port, bool send)
 		return 2;
 	}
 	if (!send && fi_tsend(s.ep, buf, BIG, NULL, srv, 3, &c3)) {
-		printf("client: fi_tsend 64 MiB failed\n");
+		printf("client: fi_tsend 256 MiB failed\n");
 		return 2;
 	}
-	printf("client: 64 MiB transfer under way (%s)\n", send ? "server to client" : "client to server");
+	printf("client: 256 MiB transfer under way (%s)\n", send ? "server to client" : "client to server");
 	fflush(stdout);
 	for (end = now() + 120; now() < end;)
 		wait_one(s.cq, &e, 1);
@@ -491,7 +491,7 @@ static int death_server(const char *port, bool send)
 	ret = ret ? ret : send ? 0 : (int)fi_trecv(s.ep, buf, BIG, NULL, cli, 3, 0, &c3);
 	ret = ret ? ret : (int)fi_tsend(s.ep, go, sizeof(go), NULL, cli, 2, &c2);
 	ret = ret ? ret : send ? (int)fi_tsend(s.ep, buf, BIG, NULL, cli, 3, &c3) : 0;
-	CHECK(!ret, "server: a receive directed to the client posted, 64 MiB %s under way: %d",
+	CHECK(!ret, "server: a receive directed to the client posted, 256 MiB %s under way: %d",
 	      send ? "send to it" : "receive from it", ret);
 	if (ret)
 		return 1;
@@ -509,7 +509,7 @@ static int death_server(const char *port, bool send)
 		}
 		e.op_context = NULL;
 	}
-	CHECK(e3 > 0, "the 64 MiB %s ended with an error completion: %s after %.1f s",
+	CHECK(e3 > 0, "the 256 MiB %s ended with an error completion: %s after %.1f s",
 	      send ? "send to the killed client" : "receive from the killed client",
 	      e3 > 0 ? fi_strerror(e3) : e3 < 0 ? "no: it finished before the kill" : "none in 60 s", t3);
 	CHECK(e4 > 0, "the receive directed to the killed client ended with an error completion: %s after %.1f s",
