@@ -133,18 +133,18 @@ def cntr_test(t):
     t.require(t.no_oops(0), None)
 
 
-@scenario("ofi-peer-death", "CM", "weft libfabric provider: a process killed (SIGKILL) during a 64 MiB rendezvous "
+@scenario("ofi-peer-death", "CM", "weft libfabric provider: a process killed (SIGKILL) during a 256 MiB rendezvous "
           "with weft-fi-check --peer-death on node1, as the sender and as the receiver: the survivor's transfer "
           "and its receive directed to the dead peer end with error completions, a later send fails, it exits")
 def peer_death(t):
     t.need((0, 1), "/usr/bin/weft-fi-check")
-    for port, mode, what in ((47591, "recv", "node0 sending 64 MiB to node1"),
-                             (47592, "send", "node1 sending 64 MiB to node0")):
+    for port, mode, what in ((47591, "recv", "node0 sending 256 MiB to node1"),
+                             (47592, "send", "node1 sending 256 MiB to node0")):
         srv = t.bg(1, f"timeout 150 weft-fi-check --peer-death server {port} {mode} 2>&1", timeout=180)
-        # The client is killed half a second after its transfer began.
+        # The client is killed 0.3 s after its transfer began.
         cli = t.gx(0, f"weft-fi-check --peer-death client {SERVER} {port} {mode} >/tmp/pd.log 2>&1 & p=$!; "
                    "i=0; while [ $i -lt 900 ] && ! grep -q 'under way' /tmp/pd.log; do sleep 0.1; i=$((i+1)); done; "
-                   "sleep 0.5; kill -9 $p; wait $p; echo \"client exit $?\"; cat /tmp/pd.log", timeout=180)
+                   "sleep 0.3; kill -9 $p; wait $p; echo \"client exit $?\"; cat /tmp/pd.log", timeout=180)
         s = srv.wait()
         bad = [x for x in s.lines() if x.startswith("not ok")]
         oks = [x for x in s.lines() if x.startswith("ok ")]
