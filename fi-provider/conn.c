@@ -131,12 +131,61 @@ static void on_request(struct wfi_ep *ep, struct rdma_cm_event *ev)
 		rdma_destroy_qp(id);
 		goto reject;
 	}
-	id->context = NULL;
+	id->context = &ep->peers[pid - 1];	/* its drop is the peer's (peer_dead) */
 	ep->in[ep->nin++] = id;
 	return;
 reject:
 	rdma_reject(id, NULL, 0);
 	rdma_destroy_id(id);
+}
+
+static void qp_err(struct rdma_cm_id *id)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+	if (id && id->qp)
+		ibv_modify_qp(id->qp, &a, IBV_QP_STATE);
+}
+
+/* A connection with peer p dropped (a killed process's kernel disconnects
+ * its connections; docs/libfabric.md "A peer that goes away"): every QP
+ * to and from it moves to the error state, so what is posted on them
+ * (sends, software READs, the adapter's rendezvous READs) completes with
+ * a flush error, and sends to it answer -FI_ECONNRESET.  Once the verbs
+ * CQ has been emptied of what arrived before (wfi_conn_settle), sends
+ * waiting for its FIN and receives directed to it fail. */
+static void peer_dead(struct wfi_ep *ep, struct wfi_peer *p)
+{
+	int i;
+
+	if (p->dead)
+		return;
+	p->dead = true;
+	p->err = -FI_ECONNRESET;
+	ep->settle = true;
+	qp_err(p->out);
+	for (i = 0; i < ep->nin; i++)
+		if (ep->in[i]->context == p)
+			qp_err(ep->in[i]);
+}
+
+/* The progress loop found the verbs CQ empty: the dead peers' messages
+ * and FINs that came before their connections dropped are taken. */
+void wfi_conn_settle(struct wfi_ep *ep)
+{
+	int i;
+
+	ep->settle = false;
+	for (i = 0; i < ep->npeers; i++) {
+		struct wfi_peer *p = &ep->peers[i];
+
+		if (!p->dead || p->gone)
+			continue;
+		p->gone = true;
+		ep->ndead++;
+		if (p->out && p->out->qp)
+			wfi_tx_peer_dead(ep, p->out->qp->qp_num);
+	}
 }
 
 static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
@@ -151,8 +200,13 @@ static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
 		on_request(ep, ev);
 		return;
 	}
-	if (!p || p->out != ev->id)
-		return;			/* accepted connections: nothing to do */
+	if (p && p->out != ev->id) {	/* an accepted connection */
+		if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
+			peer_dead(ep, p);
+		return;
+	}
+	if (!p)
+		return;
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		if (rdma_resolve_route(ev->id, 2000))
@@ -178,8 +232,8 @@ static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
 		p->state = WFI_C_FAILED;
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		p->err = -FI_ECONNRESET;
 		p->state = WFI_C_FAILED;
+		peer_dead(ep, p);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
@@ -259,6 +313,8 @@ int wfi_conn_get(struct wfi_ep *ep, fi_addr_t dest, struct wfi_peer **peer)
 		return id;
 	p = &ep->peers[id - 1];
 	*peer = p;
+	if (p->dead)
+		return p->err;
 	if (p->state == WFI_C_UP)
 		return 0;
 	if (p->state != WFI_C_CONNECTING) {
@@ -301,6 +357,18 @@ struct rdma_cm_id *wfi_conn_by_qpn(struct wfi_ep *ep, uint32_t qpn)
 		if (ep->peers[i].out && ep->peers[i].out->qp && ep->peers[i].out->qp->qp_num == qpn)
 			return ep->peers[i].out;
 	return NULL;
+}
+
+/* Is qpn our connection to a peer that is gone? */
+bool wfi_qpn_dead(struct wfi_ep *ep, uint32_t qpn)
+{
+	int i;
+
+	for (i = 0; ep->ndead && i < ep->npeers; i++)
+		if (ep->peers[i].gone && ep->peers[i].out && ep->peers[i].out->qp &&
+		    ep->peers[i].out->qp->qp_num == qpn)
+			return true;
+	return false;
 }
 
 void wfi_conn_close(struct wfi_ep *ep)

@@ -12,6 +12,7 @@ static int domain_close(struct fid *fid)
 
 	if (d->refs)
 		return -FI_EBUSY;
+	wfi_mrc_fini(d);
 	ibv_dealloc_pd(d->pd);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
@@ -87,7 +88,7 @@ static struct fi_ops domain_fi_ops = {
 	.close = domain_close,
 	.bind = wfi_no_bind,
 	.control = wfi_no_control,
-	.ops_open = wfi_no_ops_open,
+	.ops_open = wfi_domain_ops_open,
 };
 
 static struct fi_ops_domain domain_ops = {
@@ -161,6 +162,7 @@ int wfi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 		return -FI_ENOMEM;
 	}
 	pthread_mutex_init(&d->lock, NULL);
+	wfi_mrc_init(d);
 	d->fabric = container_of(fabric, struct wfi_fabric, fabric_fid);
 	d->mr_mode = info->domain_attr ? (uint64_t)info->domain_attr->mr_mode : 0;
 	d->domain_fid.fid.fclass = FI_CLASS_DOMAIN;

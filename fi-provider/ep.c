@@ -238,11 +238,9 @@ static int ep_close(struct fid *fid)
 	pthread_mutex_lock(&ep->dom->lock);
 	wfi_conn_close(ep);
 	for (i = 0; i < WFI_TX_SIZE; i++)
-		if (ep->tx[i].umr)
-			ibv_dereg_mr(ep->tx[i].umr);
+		wfi_reg_put(ep->dom, ep->tx[i].reg);
 	for (i = 0; i < WFI_RX_SIZE; i++)
-		if (ep->rx[i].umr)
-			ibv_dereg_mr(ep->rx[i].umr);
+		wfi_reg_put(ep->dom, ep->rx[i].reg);
 	if (ep->srq)
 		ibv_destroy_srq(ep->srq);
 	if (ep->vcq)

@@ -5,6 +5,7 @@
  * full CQ leaves the rest in the adapter's queue).  A completion is routed
  * by its wr_id, not its opcode (error completions carry no valid opcode).
  */
+#include <errno.h>
 #include <stdio.h>
 
 #include "wfi.h"
@@ -16,8 +17,10 @@ static void one(struct wfi_ep *ep, bool *sync)
 	struct ibv_cq_ex *cq = ep->vcq;
 	uint64_t wr_id = cq->wr_id;
 	int status = cq->status;
-	enum ibv_wc_opcode op = status ? IBV_WC_RECV : ibv_wc_read_opcode(cq);
-	unsigned int flags = status ? 0 : ibv_wc_read_wc_flags(cq);
+	/* An RNDV left to software is a status with a valid completion. */
+	bool valid = !status || status == IBV_WC_TM_RNDV_INCOMPLETE;
+	enum ibv_wc_opcode op = valid ? ibv_wc_read_opcode(cq) : IBV_WC_RECV;
+	unsigned int flags = valid ? ibv_wc_read_wc_flags(cq) : 0;
 	struct ibv_wc_tm_info tm = { 0 };
 
 	if (flags & IBV_WC_TM_SYNC_REQ)
@@ -37,10 +40,10 @@ static void one(struct wfi_ep *ep, bool *sync)
 		wfi_rx_op_done(ep, wr_id, status);
 		break;
 	case WFI_WR_RX:
-		if (!status)
+		if (valid)
 			ibv_wc_read_tm_info(cq, &tm);
-		wfi_rx_tm(ep, wr_id, status, flags, status ? 0 : ibv_wc_read_byte_len(cq),
-			  status ? 0 : ibv_wc_read_qp_num(cq), &tm);
+		wfi_rx_tm(ep, wr_id, status, flags, valid ? ibv_wc_read_byte_len(cq) : 0,
+			  valid ? ibv_wc_read_qp_num(cq) : 0, &tm);
 		break;
 	case WFI_WR_UX:
 		if (status || (op != IBV_WC_TM_RECV && op != IBV_WC_TM_NO_TAG && op != IBV_WC_RECV)) {
@@ -69,25 +72,32 @@ static void sync_tags(struct wfi_ep *ep)
 void wfi_progress(struct wfi_ep *ep)
 {
 	struct ibv_poll_cq_attr pa = { 0 };
-	bool sync = false;
-	int n = 0;
+	bool sync = false, empty = false;
+	int n = 0, more = 0;
 
 	if (!ep->enabled)
 		return;
 	wfi_conn_progress(ep);
 	if (!wfi_cq_room(ep->tx_cq) || !wfi_cq_room(ep->rx_cq) || !wfi_ux_room(ep))
 		goto fins;
-	if (ibv_start_poll(ep->vcq, &pa))
+	more = ibv_start_poll(ep->vcq, &pa);
+	if (more) {
+		empty = more == ENOENT;
 		goto fins;
+	}
 	do {
 		one(ep, &sync);
 		n++;
 	} while (n < WFI_POLL && wfi_cq_room(ep->tx_cq) && wfi_cq_room(ep->rx_cq) &&
-		 wfi_ux_room(ep) && !ibv_next_poll(ep->vcq));
+		 wfi_ux_room(ep) && !(more = ibv_next_poll(ep->vcq)));
 	ibv_end_poll(ep->vcq);
+	empty = more == ENOENT;
 	if (sync)
 		sync_tags(ep);
 fins:
+	if (ep->settle && empty)
+		wfi_conn_settle(ep);
 	wfi_rx_retry_fin(ep);
+	wfi_rx_peer_dead(ep);
 	wfi_trig_progress(ep);
 }

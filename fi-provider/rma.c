@@ -4,7 +4,7 @@
  * WRITE on the connection to the target, with the target's virtual
  * address and provider key (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY, the verbs
  * rkey).  The local buffer is the descriptor's MR when the application
- * gives one that covers it, else it is registered for the operation;
+ * gives one that covers it, else the registration cache's (mrcache.c);
  * fi_inject_write copies into a bounce slot.  Completion at the verbs
  * completion (the target's adapter has placed the data).
  */
@@ -56,10 +56,10 @@ ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc
 		   (uint8_t *)buf + len <= (uint8_t *)m->mr->addr + m->mr->length) {
 		sge = (struct ibv_sge){ (uintptr_t)buf, (uint32_t)len, m->mr->lkey };
 	} else if (len) {
-		t->umr = ibv_reg_mr(ep->dom->pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
-		if (!t->umr)
+		t->reg = wfi_reg_get(ep->dom, buf, len, IBV_ACCESS_LOCAL_WRITE);
+		if (!t->reg)
 			return -FI_ENOMEM;
-		sge = (struct ibv_sge){ (uintptr_t)buf, (uint32_t)len, t->umr->lkey };
+		sge = (struct ibv_sge){ (uintptr_t)buf, (uint32_t)len, t->reg->mr->lkey };
 	} else {
 		sge = (struct ibv_sge){ (uintptr_t)wfi_tx_slot(ep, i), 0, ep->slots_mr->lkey };
 	}
@@ -82,9 +82,8 @@ ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc
 		wr.next = &nwr;
 	}
 	if (ibv_post_send(peer->out->qp, &wr, &bad)) {
-		if (t->umr)
-			ibv_dereg_mr(t->umr);
-		t->umr = NULL;
+		wfi_reg_put(ep->dom, t->reg);
+		t->reg = NULL;
 		return -FI_EAGAIN;
 	}
 	t->busy = true;

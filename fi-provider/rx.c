@@ -99,10 +99,9 @@ static void ux_release(struct wfi_ep *ep, int i)
 	ep->ux_free[ep->ux_nfree++] = i;
 }
 
-static void rx_free(struct wfi_rx *r)
+static void rx_free(struct wfi_ep *ep, struct wfi_rx *r)
 {
-	if (r->umr)
-		ibv_dereg_mr(r->umr);
+	wfi_reg_put(ep->dom, r->reg);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -128,7 +127,7 @@ static void complete(struct wfi_ep *ep, struct wfi_rx *r, int err)
 		r->state = WFI_RX_DONE;	/* freed by its DEL's completion */
 		return;
 	}
-	rx_free(r);
+	rx_free(ep, r);
 }
 
 /* The oldest unexpected message that (wire tag & mask) == tag takes. */
@@ -191,11 +190,11 @@ static int rx_sge(struct wfi_ep *ep, struct wfi_rx *r, struct ibv_sge *sge, bool
 					 ep->slots_mr->lkey };
 		return 0;
 	}
-	if (!r->umr)
-		r->umr = ibv_reg_mr(ep->dom->pd, r->buf, r->len, IBV_ACCESS_LOCAL_WRITE);
-	if (!r->umr)
+	if (!r->reg)
+		r->reg = wfi_reg_get(ep->dom, r->buf, r->len, IBV_ACCESS_LOCAL_WRITE);
+	if (!r->reg)
 		return -FI_ENOMEM;
-	*sge = (struct ibv_sge){ (uintptr_t)r->buf, (uint32_t)r->len, r->umr->lkey };
+	*sge = (struct ibv_sge){ (uintptr_t)r->buf, (uint32_t)r->len, r->reg->mr->lkey };
 	return 0;
 }
 
@@ -300,7 +299,7 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 	rndv = t.opcode == IBV_TMH_RNDV ||
 	       (t.opcode == IBV_TMH_EAGER && (be64toh(t.tag) & WFI_RNDV_BIT));
 	if ((t.opcode != IBV_TMH_EAGER && t.opcode != IBV_TMH_RNDV) ||
-	    (rndv && len < WFI_HDR + WFI_RNDV_HDR))
+	    (rndv && len < WFI_HDR + WFI_RVH))
 		goto repost;
 	ui = ux_alloc(ep);
 	if (ui < 0)
@@ -311,8 +310,13 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 	u->from = wfi_conn_by_qpn(ep, qp_num);
 	if (rndv) {
 		memcpy(&u->rvh, p + WFI_HDR, sizeof(u->rvh));
-		memcpy(&u->data, p + WFI_HDR + sizeof(u->rvh), 4);
-		u->data = be32toh(u->data);
+		/* Remote CQ data: the 4 bytes after the RVH, when sent. */
+		u->tag &= ~WFI_DATA_BIT;
+		if (len >= WFI_HDR + WFI_RNDV_HDR) {
+			memcpy(&u->data, p + WFI_HDR + WFI_RVH, 4);
+			u->data = be32toh(u->data);
+			u->tag |= WFI_DATA_BIT;
+		}
 		u->rndv = true;
 		u->len = be32toh(u->rvh.len);
 		u->app_ctx = be32toh(t.app_ctx);
@@ -356,11 +360,11 @@ void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status)
 		if (r->ux >= 0 && r->ux < WFI_UX_MAX && ep->ux[r->ux].taken) {
 			ui = r->ux;
 			ep->ux[ui].taken = false;
-			rx_free(r);
+			rx_free(ep, r);
 			ux_route(ep, ui);
 			return;
 		}
-		rx_free(r);
+		rx_free(ep, r);
 		return;
 	}
 	if (status) {
@@ -376,13 +380,39 @@ void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status)
 	if (r->state == WFI_RX_CANCEL) {
 		wfi_cntr_inc(ep->rx_cntr, true);
 		wfi_cq_err(ep->rx_cq, r->ctx, FI_RECV | (r->msg ? FI_MSG : FI_TAGGED),
-			   FI_ECANCELED, 0, 0, 0);
-		rx_free(r);
+			   r->err ? r->err : FI_ECANCELED, 0, 0, 0);
+		rx_free(ep, r);
 		return;
 	}
 	ui = r->ux;
 	ep->ux[ui].taken = false;
 	take(ep, r, ui);
+}
+
+/* A rendezvous header of receive r, n bytes at h ([RVH | remote CQ data
+ * when sent]), from the connection of QP qp_num, whose FIN names
+ * fin_ctx: software reads the data. */
+static void rndv_hdr(struct wfi_ep *ep, struct wfi_rx *r, const uint8_t *h, uint32_t n,
+		     uint32_t fin_ctx, uint32_t qp_num)
+{
+	struct ibv_rvh rvh;
+	uint32_t data;
+
+	if (n < WFI_RVH) {
+		complete(ep, r, FI_EIO);
+		return;
+	}
+	memcpy(&rvh, h, sizeof(rvh));
+	r->got_tag &= ~WFI_DATA_BIT;
+	if (n >= WFI_RNDV_HDR) {
+		memcpy(&data, h + WFI_RVH, 4);
+		r->got_data = be32toh(data);
+		r->got_tag |= WFI_DATA_BIT;
+	}
+	r->fin_ctx = fin_ctx;
+	r->got_len = be32toh(rvh.len);
+	r->from = wfi_conn_by_qpn(ep, qp_num);
+	read_rndv(ep, r, &rvh);
 }
 
 /* The adapter matched receive wr_id (the first completion MATCH, the data
@@ -404,31 +434,26 @@ void wfi_rx_tm(struct wfi_ep *ep, uint64_t wr_id, int status, unsigned int wc_fl
 		if (r->state == WFI_RX_HW)
 			r->state = WFI_RX_MATCHED;
 	}
+	if (status == IBV_WC_TM_RNDV_INCOMPLETE && len >= WFI_HDR) {
+		/* An RNDV the adapter left to software (docs/matching.md): the
+		 * whole request, TMH included, is in the tagged buffer. */
+		rndv_hdr(ep, r, (r->bounce ? wfi_rx_slot(ep, i) : r->buf) + WFI_HDR, len - WFI_HDR,
+			 r->got_data, qp_num);
+		return;
+	}
 	if (status) {
 		complete(ep, r, status == IBV_WC_LOC_LEN_ERR ? FI_ETRUNC : FI_EIO);
 		return;
 	}
 	if (!(wc_flags & IBV_WC_TM_DATA_VALID))
 		return;
-	if (r->got_tag & WFI_RNDV_BIT) {
-		/* A rendezvous header the adapter matched: read the data. */
-		const uint8_t *h = r->bounce ? wfi_rx_slot(ep, i) : r->buf;
-		struct ibv_rvh rvh;
-		uint32_t data;
-
-		if (len < WFI_RNDV_HDR) {
-			complete(ep, r, FI_EIO);
-			return;
-		}
-		memcpy(&rvh, h, sizeof(rvh));
-		memcpy(&data, h + sizeof(rvh), 4);
-		r->fin_ctx = r->got_data;	/* the TMH's app_ctx: the sender's slot */
-		r->got_data = be32toh(data);
-		r->got_len = be32toh(rvh.len);
-		r->from = wfi_conn_by_qpn(ep, qp_num);
-		read_rndv(ep, r, &rvh);
+	if ((r->got_tag & (WFI_RNDV_BIT | WFI_DATA_BIT)) == WFI_RNDV_BIT) {
+		/* A rendezvous header in an eager message (its app_ctx the FIN's). */
+		rndv_hdr(ep, r, r->bounce ? wfi_rx_slot(ep, i) : r->buf, len, r->got_data, qp_num);
 		return;
 	}
+	if (r->got_tag & WFI_RNDV_BIT)
+		r->got_data >>= 8;	/* an RNDV the adapter read: the data in its app_ctx */
 	r->got_len = len;
 	complete(ep, r, 0);
 }
@@ -456,6 +481,38 @@ void wfi_rx_retry_fin(struct wfi_ep *ep)
 		if (ep->rx[i].state == WFI_RX_FIN &&
 		    !wfi_post_fin(ep, ep->rx[i].from, ep->rx[i].fin_ctx))
 			complete(ep, &ep->rx[i], 0);
+}
+
+/* The peer a directed receive names (0: any source). */
+static int rx_source(const struct wfi_rx *r)
+{
+	return r->mask & WFI_SRC_MASK ? (int)((r->tag & WFI_SRC_MASK) >> WFI_SRC_SHIFT) : 0;
+}
+
+static bool source_dead(struct wfi_ep *ep, const struct wfi_rx *r)
+{
+	int id = rx_source(r);
+
+	return id >= 1 && id <= ep->npeers && ep->peers[id - 1].gone;
+}
+
+/* Listed receives directed to a peer that went away are taken back from
+ * the adapter (DEL) and fail with FI_ECONNRESET; one that lost the DEL
+ * to a message of that peer gets it.  Called when a peer goes away and
+ * by the progress loop while a DEL found the op ring full. */
+void wfi_rx_peer_dead(struct wfi_ep *ep)
+{
+	int i;
+
+	for (i = 0; ep->ndead && i < WFI_RX_SIZE; i++) {
+		struct wfi_rx *r = &ep->rx[i];
+
+		if (r->state != WFI_RX_HW || !source_dead(ep, r) || tag_op(ep, i, IBV_WR_TAG_DEL))
+			continue;
+		r->state = WFI_RX_CANCEL;
+		r->err = FI_ECONNRESET;
+		r->del_pending = true;
+	}
 }
 
 static int rx_alloc(struct wfi_ep *ep)
@@ -575,7 +632,13 @@ ssize_t wfi_recv(struct wfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64
 	ui = ux_find(ep, wt, wm, false, NULL);
 	if (ui >= 0) {
 		r->state = WFI_RX_MATCHED;
-			take(ep, r, ui);
+		take(ep, r, ui);
+		return 0;
+	}
+	if (source_dead(ep, r)) {
+		/* Nothing of it is held and nothing more will come. */
+		r->state = WFI_RX_MATCHED;
+		complete(ep, r, FI_ECONNRESET);
 		return 0;
 	}
 	ret = list_hw(ep, i);
@@ -584,7 +647,7 @@ ssize_t wfi_recv(struct wfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64
 		ret = list_hw(ep, i);
 	}
 	if (ret)
-		rx_free(r);
+		rx_free(ep, r);
 	return ret;
 }
 

@@ -3,7 +3,8 @@
  * Sends (docs/libfabric.md "Protocol"): up to WFI_EAGER bytes an eager
  * SEND of [TMH EAGER | data] from a registered bounce buffer; above it
  * rdma-core's rendezvous, a SEND of [TMH RNDV (app_ctx = the send's slot)
- * | RVH (the user buffer, registered for remote reads)], completed when
+ * | RVH (the user buffer, registered for remote reads through the
+ * registration cache)], completed when
  * the receiver's FIN (TMH FIN, the same app_ctx) arrives, whoever (its
  * software or its adapter) did the READ.
  */
@@ -74,6 +75,7 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 	struct wfi_peer *peer;
 	struct wfi_tx *t;
 	uint64_t wire;
+	bool dev;
 	int i, ret;
 
 	if (!ep->enabled)
@@ -99,28 +101,39 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 	} else {
 		struct ibv_rvh rvh;
 
-		t->umr = ibv_reg_mr(ep->dom->pd, (void *)buf, len, IBV_ACCESS_REMOTE_READ);
-		if (!t->umr)
+		t->reg = wfi_reg_get(ep->dom, (void *)buf, len, IBV_ACCESS_REMOTE_READ);
+		if (!t->reg)
 			return -FI_ENOMEM;
 		t->rndv = true;
 		t->qpn = peer->out->qp->qp_num;
 		rvh.va = htobe64((uintptr_t)buf);
-		rvh.rkey = htobe32(t->umr->rkey);
+		rvh.rkey = htobe32(t->reg->mr->rkey);
 		rvh.len = htobe32((uint32_t)len);
-		/* rdma-core's RNDV, or (by default) the same header in an EAGER
-		 * message flagged WFI_RNDV_BIT, which the adapter matches in
-		 * order with the eager messages (docs/libfabric.md). */
-		if (!ep->rvh)
+		/* rdma-core's RNDV (by default), which the adapter matches in
+		 * order with the eager messages and reads itself; its app_ctx
+		 * names the send for the FIN (bits 7..0) and carries remote CQ
+		 * data below 2^24 (bits 31..8, wire bits 62 and 61), since the
+		 * adapter delivers no byte after the RVH.  Else the same header
+		 * in an EAGER message flagged WFI_RNDV_BIT alone, the data after
+		 * the RVH (docs/libfabric.md "Protocol"). */
+		dev = ep->rvh && (!(flags & FI_REMOTE_CQ_DATA) || data < (1ull << 24));
+		t->app_ctx = (uint32_t)i;
+		if (dev && (flags & FI_REMOTE_CQ_DATA)) {
+			t->app_ctx |= (uint32_t)data << 8;
 			wire |= WFI_RNDV_BIT;
-		tmh(wfi_tx_slot(ep, i), ep->rvh ? IBV_TMH_RNDV : IBV_TMH_EAGER, (uint32_t)i, wire);
+		} else if (!dev) {
+			wire = (wire & ~WFI_DATA_BIT) | WFI_RNDV_BIT;
+		}
+		tmh(wfi_tx_slot(ep, i), dev ? IBV_TMH_RNDV : IBV_TMH_EAGER, t->app_ctx, wire);
 		memcpy(wfi_tx_slot(ep, i) + WFI_HDR, &rvh, sizeof(rvh));
-		/* The remote CQ data after the RVH (app_ctx names the send for the FIN). */
+		/* The remote CQ data after the RVH, when there is some. */
 		rvh.rkey = htobe32((uint32_t)data);
 		memcpy(wfi_tx_slot(ep, i) + WFI_HDR + sizeof(rvh), &rvh.rkey, 4);
-		ret = post(ep, peer->out, i, WFI_HDR + (uint32_t)sizeof(rvh) + 4);
+		ret = post(ep, peer->out, i, WFI_HDR + (uint32_t)sizeof(rvh) +
+			   (flags & FI_REMOTE_CQ_DATA ? 4 : 0));
 		if (ret) {
-			ibv_dereg_mr(t->umr);
-			t->umr = NULL;
+			wfi_reg_put(ep->dom, t->reg);
+			t->reg = NULL;
 		}
 	}
 	if (ret)
@@ -149,9 +162,8 @@ void wfi_tx_finish(struct wfi_ep *ep, struct wfi_tx *t, int status)
 {
 	uint64_t fl = t->cflags;
 
-	if (t->umr)
-		ibv_dereg_mr(t->umr);
-	t->umr = NULL;
+	wfi_reg_put(ep->dom, t->reg);
+	t->reg = NULL;
 	t->busy = false;
 	if (t->internal)
 		return;
@@ -176,20 +188,38 @@ void wfi_tx_done(struct wfi_ep *ep, int i, int status)
 		return;
 	}
 	t->sent = true;
-	if (!t->rndv || t->fin)
+	if (t->rndv && !t->fin && wfi_qpn_dead(ep, t->qpn))
+		wfi_tx_finish(ep, t, FI_ECONNRESET);	/* no FIN will come */
+	else if (!t->rndv || t->fin)
 		wfi_tx_finish(ep, t, 0);
 }
 
-/* A FIN: the receiver has the rendezvous data of slot app_ctx. */
+/* The peer of connection qpn went away: its rendezvous sends already
+ * sent will get no FIN.  (Those not sent yet get their flush error.) */
+void wfi_tx_peer_dead(struct wfi_ep *ep, uint32_t qpn)
+{
+	int i;
+
+	for (i = 0; i < WFI_TX_USER; i++) {
+		struct wfi_tx *t = &ep->tx[i];
+
+		if (t->busy && t->rndv && t->sent && !t->fin && t->qpn == qpn)
+			wfi_tx_finish(ep, t, FI_ECONNRESET);
+	}
+}
+
+/* A FIN: the receiver has the rendezvous data of the send app_ctx names
+ * (its slot in bits 7..0). */
 void wfi_tx_fin(struct wfi_ep *ep, uint32_t app_ctx, uint32_t qpn)
 {
+	uint32_t i = app_ctx & 0xff;
 	struct wfi_tx *t;
 
 	/* Only the connection the rendezvous went on may finish it. */
-	if (app_ctx >= WFI_TX_USER || !ep->tx[app_ctx].busy || !ep->tx[app_ctx].rndv ||
-	    ep->tx[app_ctx].qpn != qpn || ep->tx[app_ctx].fin)
+	if (i >= WFI_TX_USER || !ep->tx[i].busy || !ep->tx[i].rndv || ep->tx[i].qpn != qpn ||
+	    ep->tx[i].fin || ep->tx[i].app_ctx != app_ctx)
 		return;
-	t = &ep->tx[app_ctx];
+	t = &ep->tx[i];
 	t->fin = true;
 	if (t->sent)
 		wfi_tx_finish(ep, t, 0);

@@ -26,12 +26,15 @@
 #include <rdma/fi_trigger.h>
 #include <rdma/providers/fi_prov.h>
 
+#include "fi_weft.h"
+
 #define WFI_NAME "weft"
 #define WFI_PROV_VERSION FI_VERSION(1, 0)
 #define WFI_IFACE "weft0"		/* the netdev of weft_ib0 (docs/net.md) */
 
 /* Wire tag (docs/libfabric.md "Tags"): bit 63 marks FI_MSG, bit 62 remote
- * CQ data, bit 61 a rendezvous header sent as an eager message, bits
+ * CQ data, bit 61 a rendezvous header sent as an eager message (alone) or
+ * an RNDV with remote CQ data in its app_ctx (with bit 62), bits
  * 60..48 the sender's id at the receiver (FI_DIRECTED_RECV), 47..0 the
  * application's tag. */
 #define WFI_TAG_BITS 48
@@ -40,7 +43,8 @@
 #define WFI_SRC_MASK (0x1fffull << WFI_SRC_SHIFT)
 #define WFI_DATA_BIT (1ull << 62)
 #define WFI_RNDV_BIT (1ull << 61)
-#define WFI_RNDV_HDR 20u		/* RVH and the remote CQ data */
+#define WFI_RVH ((uint32_t)sizeof(struct ibv_rvh))
+#define WFI_RNDV_HDR (WFI_RVH + 4)	/* RVH and the remote CQ data */
 
 /* FI_RMA_EVENT: the TMH NO_TAG note that follows an RDMA op (app_ctx). */
 enum { WFI_NOTE_READ = 1, WFI_NOTE_WRITE = 2 };
@@ -89,6 +93,31 @@ struct wfi_fabric {
 	struct fid_fabric fabric_fid;
 };
 
+/* A registration of a user buffer (docs/libfabric.md "Registration
+ * cache"): cached in the domain's table, or made for one operation. */
+struct wfi_reg {
+	struct ibv_mr *mr;
+	uintptr_t start;		/* the registered range */
+	size_t len;
+	uint64_t *pfn;			/* cached: each page's frame when registered */
+	uint64_t last;			/* cached: last use (LRU) */
+	int refs;			/* operations using it */
+	bool cached;			/* in the table */
+};
+#define WFI_MRC_ENTRIES 64		/* cached registrations per domain */
+#define WFI_MRC_BYTES (256ull << 20)	/* and the bytes they pin */
+#define WFI_MRC_REGION (64ull << 20)	/* largest registration cached */
+
+struct wfi_mrc {
+	struct wfi_reg *ent[WFI_MRC_ENTRIES];
+	int n;
+	int pagemap;			/* /proc/self/pagemap; -1: cache off */
+	long page;
+	uint64_t tick;
+	uint64_t *scratch;		/* WFI_MRC_REGION's frames */
+	struct fi_weft_mrc_stats st;
+};
+
 struct wfi_domain {
 	struct fid_domain domain_fid;
 	struct wfi_fabric *fabric;
@@ -98,6 +127,7 @@ struct wfi_domain {
 	uint64_t mr_mode;
 	pthread_mutex_t lock;		/* FI_THREAD_SAFE: every call under it */
 	int refs;
+	struct wfi_mrc mrc;		/* the registration cache */
 };
 
 struct wfi_av {
@@ -143,6 +173,8 @@ struct wfi_peer {
 	enum wfi_conn_state state;
 	struct rdma_cm_id *out;		/* the connection we opened to send */
 	int err;
+	bool dead;			/* a connection with it dropped (peer_dead) */
+	bool gone;			/* and what came before is taken (wfi_conn_settle) */
 };
 
 /* A send: eager (bounce buffer) or rendezvous (the user buffer, FIN). */
@@ -150,8 +182,9 @@ struct wfi_tx {
 	void *ctx;
 	uint64_t tag, len;
 	uint64_t cflags;		/* the completion's flags */
-	struct ibv_mr *umr;		/* rendezvous, RMA: the user buffer's MR */
+	struct wfi_reg *reg;		/* rendezvous, RMA: the user buffer's MR */
 	uint32_t qpn;			/* rendezvous: the QP it went on (FIN) */
+	uint32_t app_ctx;		/* rendezvous: its TMH app_ctx (FIN) */
 	bool busy, signal, internal, rndv, sent, fin;
 };
 #define WFI_TX_FIN 16			/* slots kept for FINs */
@@ -172,7 +205,7 @@ struct wfi_rx {
 	uint64_t len, tag, mask, flags;	/* wire tag and mask */
 	uint64_t seq;			/* post order */
 	uint32_t handle;		/* TM handle while listed */
-	struct ibv_mr *umr;		/* > eager: the user buffer's MR */
+	struct wfi_reg *reg;		/* > eager: the user buffer's MR */
 	int ux;				/* DEL: the unexpected message (SRQ slot) */
 	uint64_t got_tag, got_len;
 	uint32_t got_data;		/* remote CQ data (WFI_DATA_BIT) */
@@ -180,6 +213,7 @@ struct wfi_rx {
 	uint32_t fin_ctx;		/* rendezvous: the sender's app_ctx */
 	enum wfi_rx_state state;
 	bool msg, bounce, del_pending;
+	int err;			/* CANCEL: the error (0: FI_ECANCELED) */
 };
 
 /* An unexpected message: its eager payload copied out of the SRQ buffer
@@ -234,6 +268,8 @@ struct wfi_ep {
 	int npeers;
 	struct rdma_cm_id *in[WFI_MAX_PEERS];	/* accepted connections */
 	int nin;
+	int ndead;			/* peers gone */
+	bool settle;			/* a peer is dead, not gone yet */
 };
 
 extern struct fi_provider wfi_prov;
@@ -307,6 +343,12 @@ int wfi_mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t
 		void *context);
 int wfi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
 		   struct fid_mr **mr);
+/* mrcache.c */
+void wfi_mrc_init(struct wfi_domain *d);
+void wfi_mrc_fini(struct wfi_domain *d);
+struct wfi_reg *wfi_reg_get(struct wfi_domain *d, void *buf, size_t len, int access);
+void wfi_reg_put(struct wfi_domain *d, struct wfi_reg *r);
+int wfi_domain_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *ctx);
 /* ep.c */
 struct wfi_ep *wfi_ep_of(struct fid_ep *fep);
 uint64_t wfi_op_flags(struct fid_ep *fep, uint64_t dir);
@@ -320,6 +362,8 @@ int wfi_peer_id(struct wfi_ep *ep, const struct sockaddr_in *sin);
 fi_addr_t wfi_peer_fi_addr(struct wfi_ep *ep, uint64_t wire_tag);
 void wfi_conn_close(struct wfi_ep *ep);
 struct rdma_cm_id *wfi_conn_by_qpn(struct wfi_ep *ep, uint32_t qpn);
+bool wfi_qpn_dead(struct wfi_ep *ep, uint32_t qpn);
+void wfi_conn_settle(struct wfi_ep *ep);
 /* tx.c */
 ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
 		 uint64_t data, void *ctx, uint64_t flags, bool msg);
@@ -330,6 +374,7 @@ int wfi_tx_begin(struct wfi_ep *ep, fi_addr_t dest, size_t len, void *ctx, uint6
 void wfi_tx_finish(struct wfi_ep *ep, struct wfi_tx *t, int status);
 void wfi_tx_fin(struct wfi_ep *ep, uint32_t app_ctx, uint32_t qpn);
 int wfi_post_fin(struct wfi_ep *ep, struct rdma_cm_id *id, uint32_t app_ctx);
+void wfi_tx_peer_dead(struct wfi_ep *ep, uint32_t qpn);
 /* rx.c */
 ssize_t wfi_recv(struct wfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag,
 		 uint64_t ignore, void *ctx, uint64_t flags, bool msg);
@@ -340,6 +385,7 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status);
 void wfi_rx_read_done(struct wfi_ep *ep, int i, int status);
 void wfi_rx_retry_fin(struct wfi_ep *ep);
+void wfi_rx_peer_dead(struct wfi_ep *ep);
 int wfi_srq_post(struct wfi_ep *ep, int slot);
 bool wfi_ux_room(struct wfi_ep *ep);
 int wfi_ux_init(struct wfi_ep *ep);

@@ -20,8 +20,10 @@ enum { TAG_FREE = 0, TAG_LISTED, TAG_DELETING };
 
 struct weft_tm_tag {
 	uint64_t wr_id;			/* recv_wr_id of TAG_ADD */
+	uint64_t tag;			/* the message's, while the adapter reads it */
 	uint8_t state;
 	bool del_signaled;		/* the application asked for the DEL's CQE */
+	bool reading;			/* matched an RNDV: DATA_VALID or an error to come */
 };
 
 struct weft_tm {
@@ -169,6 +171,7 @@ static int tm_op(struct weft_tm *tm, struct ibv_ops_wr *wr, struct weft_vtmop *o
 			return ENOMEM;
 		h = tm->free[--tm->nfree];
 		tm->tags[h].wr_id = wr->tm.add.recv_wr_id;
+		tm->tags[h].reading = false;
 		tm->tags[h].state = TAG_LISTED;
 		wr->tm.handle = h;
 		op->opcode = WEFT_VTM_ADD;
@@ -305,8 +308,21 @@ bool weft_tm_fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe, struct ibv
 		qp = weft_find_qp(ctx, qpn);
 		if (qp && qp->vqp.qp.srq)
 			srq = to_wsrq(qp->vqp.qp.srq);
-		if (!(flags & (WEFT_VCQE_TM_MATCH | WEFT_VCQE_TM_DATA_VALID)))
-			break;		/* unexpected: the SRQ WQE's wr_id */
+		if (!(flags & (WEFT_VCQE_TM_MATCH | WEFT_VCQE_TM_DATA_VALID))) {
+			/* Unexpected: the SRQ WQE's wr_id.  But a rendezvous
+			 * the adapter was reading fails with no flag (a READ
+			 * refused, a flush): its handle and tag name the
+			 * receive (docs/matching.md, "Device rendezvous"). */
+			if (wc->status != IBV_WC_SUCCESS && srq && srq->tm && h < srq->tm->max_tags &&
+			    srq->tm->tags[h].state != TAG_FREE && srq->tm->tags[h].reading &&
+			    srq->tm->tags[h].tag == le64toh(cqe->wr_id)) {
+				wc->wr_id = srq->tm->tags[h].wr_id;
+				cq->cur_tm.tag = srq->tm->tags[h].tag;
+				cq->cur_tm.priv = le32toh(cqe->imm_inv);
+				tag_release(srq->tm, h);
+			}
+			break;
+		}
 		if (flags & WEFT_VCQE_TM_MATCH)
 			wc->wc_flags |= IBV_WC_TM_MATCH;
 		if (flags & WEFT_VCQE_TM_DATA_VALID)
@@ -318,8 +334,12 @@ bool weft_tm_fill_wc(struct weft_cq *cq, const struct weft_vcqe *cqe, struct ibv
 			break;
 		}
 		wc->wr_id = srq->tm->tags[h].wr_id;
-		if ((flags & WEFT_VCQE_TM_DATA_VALID) || wc->status != IBV_WC_SUCCESS)
+		if ((flags & WEFT_VCQE_TM_DATA_VALID) || wc->status != IBV_WC_SUCCESS) {
 			tag_release(srq->tm, h);
+		} else {
+			srq->tm->tags[h].reading = true;
+			srq->tm->tags[h].tag = cq->cur_tm.tag;
+		}
 		break;
 	default:
 		wc->opcode = IBV_WC_TM_NO_TAG;

@@ -5,21 +5,42 @@
  * manual pages call invalid and must answer the error they name, without
  * crashing; then one endpoint sends to itself (loopback over an RC QP to
  * its own listener) eager, unexpected and rendezvous tagged messages and
- * checks the bytes.  Prints "ok N - ..." / "not ok N - ..." and exits
- * non-zero when a check failed.
+ * checks the bytes; the registration cache's checks (a buffer unmapped and
+ * mapped again with other pages at the same address must send and receive
+ * the new bytes; hits, misses, evictions); and a second process on the
+ * node, with receives that take any tag, never receives, peeks or
+ * completes any of them.  Prints "ok N - ..." / "not ok N - ..." and
+ * exits non-zero when a check failed.
+ *
+ * With --peer-death, two processes on two nodes: the server (the
+ * survivor) and a client that the caller kills (SIGKILL) while a 256 MiB
+ * rendezvous between them is under way, client to server (recv) or
+ * server to client (send).  The server checks that its transfer and a
+ * receive directed to the client fail with error completions within 60 s
+ * and that a later send to the client fails, then exits.
  *
  * Usage: weft-fi-check [--no-loopback]
+ *        weft-fi-check --peer-death server PORT recv|send
+ *        weft-fi-check --peer-death client SERVER PORT recv|send
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
+
+#include "../fi_weft.h"
 
 static int n_checks, n_failed;
 
@@ -160,6 +181,368 @@ static void loop_msg(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, size_
 	free(r);
 }
 
+#define ANY_TAG 0x0000ffffffffffffull	/* mem_tag_format: ignore every tag bit */
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A completion or an error entry within secs seconds: 0 or the error
+ * (err->err, its context in e->op_context); -FI_ETIMEDOUT. */
+static int wait_one(struct fid_cq *cq, struct fi_cq_tagged_entry *e, double secs)
+{
+	double end = now() + secs;
+	struct fi_cq_err_entry err;
+
+	while (now() < end) {
+		ssize_t r = fi_cq_read(cq, e, 1);
+
+		if (r == 1)
+			return 0;
+		if (r == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			if (fi_cq_readerr(cq, &err, 0) != 1)
+				return -FI_EIO;
+			e->op_context = err.op_context;
+			return err.err ? err.err : FI_EIO;
+		}
+		if (r != -FI_EAGAIN)
+			return (int)r;
+	}
+	return -FI_ETIMEDOUT;
+}
+
+/* An endpoint of its own: fabric, domain, AV, CQ, enabled endpoint. */
+struct side {
+	struct fi_info *info;
+	struct fid_fabric *fab;
+	struct fid_domain *dom;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+};
+
+static int side_open(struct side *s, const char *node, const char *service, uint64_t flags)
+{
+	struct fi_info *h = hints_rdm();
+	struct fi_av_attr ava = { .type = FI_AV_MAP };
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED };
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	h->caps |= FI_DIRECTED_RECV;
+	ret = fi_getinfo(FI_VERSION(1, 5), node, service, flags, h, &s->info);
+	fi_freeinfo(h);
+	ret = ret ? ret : fi_fabric(s->info->fabric_attr, &s->fab, NULL);
+	ret = ret ? ret : fi_domain(s->fab, s->info, &s->dom, NULL);
+	ret = ret ? ret : fi_av_open(s->dom, &ava, &s->av, NULL);
+	ret = ret ? ret : fi_cq_open(s->dom, &cqa, &s->cq, NULL);
+	ret = ret ? ret : fi_endpoint(s->dom, s->info, &s->ep, NULL);
+	ret = ret ? ret : fi_ep_bind(s->ep, &s->av->fid, 0);
+	ret = ret ? ret : fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV);
+	return ret ? ret : fi_enable(s->ep);
+}
+
+static void side_close(struct side *s)
+{
+	if (s->ep)
+		fi_close(&s->ep->fid);
+	if (s->cq)
+		fi_close(&s->cq->fid);
+	if (s->av)
+		fi_close(&s->av->fid);
+	if (s->dom)
+		fi_close(&s->dom->fid);
+	if (s->fab)
+		fi_close(&s->fab->fid);
+	fi_freeinfo(s->info);
+}
+
+/* The second process on the node: its own endpoint, 8 tagged receives
+ * that take any tag (4 of 64 KiB, listed with their own buffers, 4 of
+ * 64 B) and an FI_MSG receive.  It polls its CQ until the parent writes
+ * to `done`, peeks for any tag, and writes to `out` what it got. */
+static void intruder(int out, int done)
+{
+	static uint8_t big[4][65536], small[5][64];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct side s;
+	int ctx[10], got = 0, ret, i;
+	char c;
+
+	ret = side_open(&s, NULL, NULL, 0);
+	for (i = 0; !ret && i < 8; i++)
+		ret = (int)fi_trecv(s.ep, i < 4 ? big[i] : small[i - 4], i < 4 ? sizeof(big[0]) : sizeof(small[0]),
+				    NULL, FI_ADDR_UNSPEC, 0, ANY_TAG, &ctx[i]);
+	if (!ret)
+		ret = (int)fi_recv(s.ep, small[4], sizeof(small[4]), NULL, FI_ADDR_UNSPEC, &ctx[8]);
+	if (write(out, &ret, sizeof(ret)) != sizeof(ret))
+		_exit(2);
+	fcntl(done, F_SETFL, O_NONBLOCK);
+	while (!ret) {
+		ssize_t r = read(done, &c, 1);
+
+		if (r == 1 || r == 0)
+			break;
+		r = fi_cq_read(s.cq, &e, 1);
+		if (r == 1)
+			got++;
+		else if (r == -FI_EAVAIL && fi_cq_readerr(s.cq, &err, 0) == 1)
+			got++;
+		else
+			usleep(1000);
+	}
+	if (!ret) {
+		struct fi_msg_tagged m = { .addr = FI_ADDR_UNSPEC, .tag = 0, .ignore = ANY_TAG,
+					   .context = &ctx[9] };
+
+		/* A peek for any tag sees nothing: FI_ENOMSG. */
+		ret = (int)fi_trecvmsg(s.ep, &m, FI_PEEK);
+		if (!ret && wait_one(s.cq, &e, 10) != FI_ENOMSG)
+			got++;
+	}
+	got = ret ? -1 : got;
+	if (write(out, &got, sizeof(got)) != sizeof(got))
+		_exit(2);
+	side_close(&s);
+	_exit(0);
+}
+
+/* One rendezvous-sized (or any) tagged message to ourselves, receive
+ * first: both completions came. */
+static bool xfer(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, void *s, void *r,
+		 size_t n, uint64_t tag)
+{
+	struct fi_cq_tagged_entry e;
+	int cs, cr, got = 0, i;
+
+	if (fi_trecv(ep, r, n, NULL, FI_ADDR_UNSPEC, tag, 0, &cr) ||
+	    fi_tsend(ep, s, n, NULL, self, tag, &cs))
+		return false;
+	for (i = 0; i < 2; i++) {
+		if (poll_one(cq, &e))
+			return false;
+		got |= e.op_context == &cs ? 1 : e.op_context == &cr ? 2 : 4;
+	}
+	return got == 3;
+}
+
+static void *map(void *at, size_t n)
+{
+	void *p = mmap(at, n, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED : 0), -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The registration cache (docs/libfabric.md "Registration cache"), with
+ * 256 KiB rendezvous messages to ourselves. */
+static void mrc_checks(struct fid_domain *dom, struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self)
+{
+	struct fi_weft_mrc_ops *ops = NULL;
+	struct fi_weft_mrc_stats a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 };
+	size_t n = 256 << 10, k;
+	uint8_t *s, *r, *many, *at_s, *at_r;
+	bool ok;
+	int ret;
+
+	ret = fi_open_ops(&dom->fid, FI_WEFT_MRC_OPS, 0, (void **)&ops, NULL);
+	ret = ret ? ret : ops->stats(dom, &a);
+	CHECK(!ret && a.enabled, "fi_open_ops(%s): %d, the registration cache is %s", FI_WEFT_MRC_OPS,
+	      ret, a.enabled ? "on" : "off");
+	ret = fi_open_ops(&dom->fid, "no_such_ops", 0, (void **)&ops, NULL);
+	CHECK(ret == -FI_ENOSYS, "fi_open_ops(no_such_ops): %d (-FI_ENOSYS)", ret);
+	ops = NULL;
+	if (fi_open_ops(&dom->fid, FI_WEFT_MRC_OPS, 0, (void **)&ops, NULL) || !a.enabled)
+		return;
+	s = map(NULL, n);
+	r = map(NULL, n);
+	if (!s || !r) {
+		CHECK(0, "mmap of 2 x 256 KiB");
+		return;
+	}
+	fill(s, n, 0x21);
+	ok = xfer(ep, cq, self, s, r, n, 0x31) && same(r, n, 0x21);
+	ops->stats(dom, &a);
+	fill(s, n, 0x22);
+	memset(r, 0, n);
+	ok = ok && xfer(ep, cq, self, s, r, n, 0x32) && same(r, n, 0x22);
+	ops->stats(dom, &b);
+	CHECK(ok && b.hits >= a.hits + 2,
+	      "256 KiB twice from and into the same buffers: byte-exact, cache hits +%llu (sender and receiver)",
+	      (unsigned long long)(b.hits - a.hits));
+	/* Freed and mapped again at the same addresses: other pages, other
+	 * bytes.  A cache that trusted the address would move the old ones. */
+	at_s = s;
+	at_r = r;
+	munmap(s, n);
+	munmap(r, n);
+	s = map(at_s, n);
+	r = map(at_r, n);
+	if (s != at_s || r != at_r) {
+		CHECK(0, "mmap MAP_FIXED at the old addresses");
+		return;
+	}
+	fill(s, n, 0x23);
+	ok = xfer(ep, cq, self, s, r, n, 0x33) && same(r, n, 0x23);
+	ops->stats(dom, &c);
+	CHECK(ok && c.invalidations >= b.invalidations + 2,
+	      "both buffers munmapped, other pages mapped at the same addresses: the receiver got the new "
+	      "bytes (%s), %llu cached registrations invalidated", ok ? "byte-exact" : "differs",
+	      (unsigned long long)(c.invalidations - b.invalidations));
+	/* More buffers than the cache holds (64): the least recently used go. */
+	many = map(NULL, 80 * (size_t)(16 << 10));
+	ok = many != NULL;
+	for (k = 0; ok && k < 80; k++) {
+		fill(many + k * (16 << 10), 16 << 10, (uint8_t)k);
+		ok = xfer(ep, cq, self, many + k * (16 << 10), r, 16 << 10, 0x40 + k) &&
+		     same(r, 16 << 10, (uint8_t)k);
+	}
+	ops->stats(dom, &d);
+	CHECK(ok && d.evictions >= 16 && d.entries <= 64,
+	      "80 send buffers of 16 KiB: byte-exact, %llu evictions, %llu entries cached (<= 64)",
+	      (unsigned long long)d.evictions, (unsigned long long)d.entries);
+	printf("# registration cache: %llu hits, %llu misses, %llu evictions, %llu invalidations, "
+	       "%llu uncached; %llu entries, %llu bytes\n", (unsigned long long)d.hits,
+	       (unsigned long long)d.misses, (unsigned long long)d.evictions,
+	       (unsigned long long)d.invalidations, (unsigned long long)d.uncached,
+	       (unsigned long long)d.entries, (unsigned long long)d.bytes);
+	munmap(s, n);
+	munmap(r, n);
+	if (many)
+		munmap(many, 80 * (size_t)(16 << 10));
+}
+
+#define BIG (256u << 20)
+
+/* --peer-death client SERVER PORT MODE: connects, sends its name, waits
+ * for the server's go, then (recv) sends 256 MiB or (send) lets the
+ * server send 256 MiB into its listed receive, says so, and waits to be
+ * killed. */
+static int death_client(const char *host, const char *port, bool send)
+{
+	uint8_t name[64], go[8], *buf = malloc(BIG);
+	struct fi_cq_tagged_entry e;
+	struct side s;
+	fi_addr_t srv;
+	size_t len = sizeof(name);
+	int c1, c2, c3, ret;
+	double end;
+
+	ret = side_open(&s, host, port, 0);
+	if (ret || !buf || fi_av_insert(s.av, s.info->dest_addr, 1, &srv, 0, NULL) != 1) {
+		printf("client: setup failed: %d\n", ret);
+		return 2;
+	}
+	memset(buf, 0x5a, BIG);
+	ret = send ? (int)fi_trecv(s.ep, buf, BIG, NULL, srv, 3, 0, &c3) : 0;
+	ret = ret ? ret : (int)fi_trecv(s.ep, go, sizeof(go), NULL, srv, 2, 0, &c2);
+	ret = ret ? ret : fi_getname(&s.ep->fid, name, &len);
+	ret = ret ? ret : (int)fi_tsend(s.ep, name, len, NULL, srv, 1, &c1);
+	while (!ret && !(ret = wait_one(s.cq, &e, 60)) && e.op_context != &c2)
+		;
+	if (ret) {
+		printf("client: no go from the server: %d\n", ret);
+		return 2;
+	}
+	if (!send && fi_tsend(s.ep, buf, BIG, NULL, srv, 3, &c3)) {
+		printf("client: fi_tsend 256 MiB failed\n");
+		return 2;
+	}
+	printf("client: 256 MiB transfer under way (%s)\n", send ? "server to client" : "client to server");
+	fflush(stdout);
+	for (end = now() + 120; now() < end;)
+		wait_one(s.cq, &e, 1);
+	printf("client: not killed within 120 s\n");
+	return 3;
+}
+
+/* --peer-death server PORT MODE: the survivor. */
+static int death_server(const char *port, bool send)
+{
+	uint8_t name[64] = { 0 }, go[8] = { 0 }, small[8], *buf = malloc(BIG);
+	struct fi_cq_tagged_entry e;
+	struct side s;
+	fi_addr_t cli;
+	int c1, c2, c3, c4, c5, ret, e3 = 0, e4 = 0;
+	double t0, t3 = 0, t4 = 0, t;
+
+	ret = side_open(&s, NULL, port, FI_SOURCE);
+	if (ret || !buf) {
+		printf("server: setup failed: %d\n", ret);
+		return 2;
+	}
+	memset(buf, 0xa5, BIG);
+	printf("server: listening on port %s\n", port);
+	fflush(stdout);
+	ret = (int)fi_trecv(s.ep, name, sizeof(name), NULL, FI_ADDR_UNSPEC, 1, 0, &c1);
+	while (!ret && !(ret = wait_one(s.cq, &e, 90)) && e.op_context != &c1)
+		;
+	if (ret || fi_av_insert(s.av, name, 1, &cli, 0, NULL) != 1) {
+		printf("server: no client: %d\n", ret);
+		return 2;
+	}
+	ret = (int)fi_trecv(s.ep, small, sizeof(small), NULL, cli, 4, 0, &c4);
+	ret = ret ? ret : send ? 0 : (int)fi_trecv(s.ep, buf, BIG, NULL, cli, 3, 0, &c3);
+	ret = ret ? ret : (int)fi_tsend(s.ep, go, sizeof(go), NULL, cli, 2, &c2);
+	ret = ret ? ret : send ? (int)fi_tsend(s.ep, buf, BIG, NULL, cli, 3, &c3) : 0;
+	CHECK(!ret, "server: a receive directed to the client posted, 256 MiB %s under way: %d",
+	      send ? "send to it" : "receive from it", ret);
+	if (ret)
+		return 1;
+	fflush(stdout);
+	t0 = now();
+	while ((!e3 || !e4) && now() < t0 + 60) {
+		ret = wait_one(s.cq, &e, t0 + 60 - now());
+		t = now() - t0;
+		if (e.op_context == &c3 && !e3) {
+			e3 = ret ? ret : -1;	/* -1: it finished */
+			t3 = t;
+		} else if (e.op_context == &c4 && !e4) {
+			e4 = ret ? ret : -1;
+			t4 = t;
+		}
+		e.op_context = NULL;
+	}
+	CHECK(e3 > 0, "the 256 MiB %s ended with an error completion: %s after %.1f s",
+	      send ? "send to the killed client" : "receive from the killed client",
+	      e3 > 0 ? fi_strerror(e3) : e3 < 0 ? "no: it finished before the kill" : "none in 60 s", t3);
+	CHECK(e4 > 0, "the receive directed to the killed client ended with an error completion: %s after %.1f s",
+	      e4 > 0 ? fi_strerror(e4) : e4 < 0 ? "no: it got a message" : "none in 60 s", t4);
+	ret = (int)fi_tsend(s.ep, small, sizeof(small), NULL, cli, 5, &c5);
+	if (!ret) {
+		while (!(ret = wait_one(s.cq, &e, 30)) && e.op_context != &c5)
+			;
+		ret = ret ? -ret : 0;
+	}
+	CHECK(ret < 0, "a later send to the killed client fails: %s", ret < 0 ? fi_strerror(-ret) : "it succeeded");
+	side_close(&s);
+	free(buf);
+	printf("1..%d\n%d of %d checks failed\n", n_checks, n_failed, n_checks);
+	return n_failed ? 1 : 0;
+}
+
+static int peer_death(int argc, char **argv)
+{
+	bool server = argc == 5 && !strcmp(argv[2], "server");
+	bool client = argc == 6 && !strcmp(argv[2], "client");
+	const char *mode = argv[argc - 1];
+
+	if ((!server && !client) || (strcmp(mode, "recv") && strcmp(mode, "send"))) {
+		fprintf(stderr, "usage: weft-fi-check --peer-death server PORT recv|send\n"
+			"       weft-fi-check --peer-death client SERVER PORT recv|send\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	return server ? death_server(argv[3], !strcmp(mode, "send")) :
+			death_client(argv[3], argv[4], !strcmp(mode, "send"));
+}
+
 int main(int argc, char **argv)
 {
 	bool loopback = !(argc > 1 && !strcmp(argv[1], "--no-loopback"));
@@ -178,8 +561,22 @@ int main(int argc, char **argv)
 	uint8_t name[64], buf[64] = { 0 };
 	size_t len;
 	fi_addr_t self = FI_ADDR_NOTAVAIL, a;
-	int ret;
+	int ret, up[2] = { -1, -1 }, down[2] = { -1, -1 }, got = -1;
+	pid_t pid = -1;
 
+	if (argc > 1 && !strcmp(argv[1], "--peer-death"))
+		return peer_death(argc, argv);
+	/* The second process forks before either touches libfabric. */
+	if (loopback && !pipe(up) && !pipe(down)) {
+		pid = fork();
+		if (pid == 0) {
+			close(up[0]);
+			close(down[1]);
+			intruder(up[1], down[0]);
+		}
+		close(up[1]);
+		close(down[0]);
+	}
 	getinfo_checks();
 	ret = fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, h, &info);
 	CHECK(!ret && info && !strcmp(info->fabric_attr->prov_name, "weft"),
@@ -282,6 +679,11 @@ int main(int argc, char **argv)
 	ret = fi_close(&dom->fid);
 	CHECK(ret == -FI_EBUSY, "fi_close domain with objects open: %d (-FI_EBUSY)", ret);
 	if (loopback) {
+		ret = -1;
+		if (pid > 0 && read(up[0], &ret, sizeof(ret)) != sizeof(ret))
+			ret = -1;
+		CHECK(!ret, "a second process on the node: its own endpoint with 8 tagged receives for any tag "
+		      "and an FI_MSG receive posted: %d", ret);
 		loop_msg(ep, cq, self, 100, true, 0x11);
 		loop_msg(ep, cq, self, 100, false, 0x12);
 		loop_msg(ep, cq, self, 0, true, 0x13);
@@ -306,6 +708,15 @@ int main(int argc, char **argv)
 		      (unsigned long long)fi_cntr_read(cntr), (unsigned long long)fi_cntr_readerr(cntr));
 		ret = fi_cntr_wait(cntr, 17, 20);
 		CHECK(ret == -FI_ETIMEDOUT, "fi_cntr_wait 17, 20 ms: %d (-FI_ETIMEDOUT)", ret);
+		mrc_checks(dom, ep, cq, self);
+		if (pid > 0 && (write(down[1], "x", 1) != 1 || read(up[0], &got, sizeof(got)) != sizeof(got)))
+			got = -1;
+		CHECK(got == 0, "the second process's any-tag receives, FI_MSG receive and FI_PEEK got %d of "
+		      "this endpoint's messages (0): tags and queues belong to their endpoint", got);
+	}
+	if (pid > 0) {
+		close(down[1]);
+		waitpid(pid, NULL, 0);
 	}
 	fi_close(&ep->fid);
 	fi_close(&cntr->fid);

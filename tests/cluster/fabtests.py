@@ -17,14 +17,16 @@ SERVER = "10.87.0.2"  # node1's weft0 address (docs/net.md)
 RESULT = re.compile(r"^\s*\S+\s+\d+\s+\S+\s+[\d.]+s\s+[\d.]+\s+[\d.]+\s+[\d.]+\s*$")
 
 
-def fabtest(t, prog, args, server_ok, client_ok, what, prov=PROV):
+def fabtest(t, prog, args, server_ok, client_ok, what, prov=PROV, env=""):
     """PROG ARGS on node1 (server) and node0 (client) over libfabric
-    provider PROV: both exit 0, and the server's and client's output match
-    SERVER_OK and CLIENT_OK (regular expressions); WHAT says what held."""
+    provider PROV, with ENV (VAR=VALUE words) on both: both exit 0, and the
+    server's and client's output match SERVER_OK and CLIENT_OK (regular
+    expressions); WHAT says what held.  The client's last figures line of
+    a benchmark, or None."""
     t.need((0, 1), f"{BIN}/{prog}")
-    srv = t.bg(1, f"timeout 150 {BIN}/{prog} -p '{prov}' -s {SERVER} {args} 2>&1", timeout=180)
+    srv = t.bg(1, f"{env} timeout 150 {BIN}/{prog} -p '{prov}' -s {SERVER} {args} 2>&1", timeout=180)
     # The server must listen before the client's first message.
-    cli = t.gx(0, f"sleep 3; timeout 140 {BIN}/{prog} -p '{prov}' {args} {SERVER} 2>&1", timeout=180)
+    cli = t.gx(0, f"sleep 3; {env} timeout 140 {BIN}/{prog} -p '{prov}' {args} {SERVER} 2>&1", timeout=180)
     s = srv.wait()
     good = s.ok and cli.ok and re.search(server_ok, s.out, re.M) and re.search(client_ok, cli.out, re.M)
     if not good:
@@ -35,10 +37,11 @@ def fabtest(t, prog, args, server_ok, client_ok, what, prov=PROV):
     else:
         figures = [x for x in cli.lines() if RESULT.match(x)]
         if figures:
-            t.say(f"{prog} {args} (TCG): {' '.join(figures[-1].split())}")
+            t.say(f"{env + ' ' if env else ''}{prog} {args} (TCG): {' '.join(figures[-1].split())}")
         t.checked(f"{prog} {args} over {prov} on weft_ib0, node0 -> node1: {what}")
     for i in range(2):
         t.require(t.no_oops(i), None)
+    return figures[-1] if good and figures else None
 
 
 def benchmark(t, prog, args, what):
