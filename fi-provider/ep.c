@@ -273,6 +273,7 @@ static int ep_close(struct fid *fid)
 			if (c[i])
 				wfi_cntr_unbind_ep(c[i], ep);
 	}
+	wfi_dom_forget_ep(ep->dom, ep);
 	ep->dom->refs--;
 	pthread_mutex_unlock(&ep->dom->lock);
 	fi_freeinfo(ep->info);
@@ -505,7 +506,18 @@ int wfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	ep->ep_fid.msg = &wfi_msg_ops;
 	ep->ep_fid.tagged = &wfi_tagged_ops;
 	ep->ep_fid.rma = &wfi_rma_ops;
+	ep->ep_fid.atomic = &wfi_atomic_ops;
+	pthread_mutex_lock(&d->lock);
+	if (d->neps == WFI_DOM_EPS) {
+		pthread_mutex_unlock(&d->lock);
+		fi_freeinfo(ep->info);
+		free(ep->peers);
+		free(ep);
+		return -FI_ENOSPC;	/* domain_attr ep_cnt */
+	}
+	d->eps[d->neps++] = ep;
 	d->refs++;
+	pthread_mutex_unlock(&d->lock);
 	*fep = &ep->ep_fid;
 	return 0;
 }

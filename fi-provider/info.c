@@ -16,7 +16,8 @@
 #define WFI_CAPS (FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_DIRECTED_RECV | \
 		  FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SOURCE | FI_REMOTE_CQ_DATA | WFI_RMA_CAPS | \
 		  FI_TRIGGER)
-#define WFI_RMA_CAPS (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT)
+#define WFI_RMA_CAPS (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | \
+		      FI_RMA_EVENT)
 /* RMA addresses the target's virtual address with the verbs rkey. */
 #define WFI_RMA_MR (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED)
 
@@ -117,8 +118,8 @@ static const char *hints_misfit(const struct fi_info *h)
 			return "cq_data_size or auth key";
 		if (d->max_ep_tx_ctx > 1 || d->max_ep_rx_ctx > 1)
 			return "max_ep_tx_ctx or max_ep_rx_ctx";
-		if ((h->caps & FI_RMA) && (d->mr_mode & WFI_RMA_MR) != WFI_RMA_MR)
-			return "FI_RMA without FI_MR_VIRT_ADDR|FI_MR_PROV_KEY|FI_MR_ALLOCATED";
+		if ((h->caps & (FI_RMA | FI_ATOMIC)) && (d->mr_mode & WFI_RMA_MR) != WFI_RMA_MR)
+			return "FI_RMA or FI_ATOMIC without FI_MR_VIRT_ADDR|FI_MR_PROV_KEY|FI_MR_ALLOCATED";
 		if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
 			return "FI_PROGRESS_AUTO";
 	}
@@ -133,9 +134,9 @@ static int fill(struct fi_info *fi, const struct fi_info *h, uint32_t version)
 
 	if (h && h->caps)
 		caps = h->caps & WFI_CAPS;
-	if (!(caps & (FI_TAGGED | FI_MSG | FI_RMA)))
+	if (!(caps & (FI_TAGGED | FI_MSG | FI_RMA | FI_ATOMIC)))
 		caps |= FI_TAGGED | FI_MSG;
-	if (caps & FI_RMA && !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
+	if (caps & (FI_RMA | FI_ATOMIC) && !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
 		caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 	if (!(h && h->domain_attr && (h->domain_attr->mr_mode & WFI_RMA_MR) == WFI_RMA_MR))
 		caps &= ~(uint64_t)WFI_RMA_CAPS;
@@ -156,7 +157,7 @@ static int fill(struct fi_info *fi, const struct fi_info *h, uint32_t version)
 	fi->tx_attr->inject_size = WFI_EAGER;
 	fi->tx_attr->size = WFI_TX_USER;
 	fi->tx_attr->iov_limit = 1;
-	fi->tx_attr->rma_iov_limit = caps & FI_RMA ? 1 : 0;
+	fi->tx_attr->rma_iov_limit = caps & (FI_RMA | FI_ATOMIC) ? 1 : 0;
 	fi->rx_attr->caps = caps & ~(uint64_t)(FI_SEND | FI_READ | FI_WRITE);
 	fi->rx_attr->op_flags = h && h->rx_attr ? h->rx_attr->op_flags & FI_COMPLETION : 0;
 	fi->rx_attr->msg_order = FI_ORDER_SAS;
@@ -180,7 +181,7 @@ static int fill(struct fi_info *fi, const struct fi_info *h, uint32_t version)
 	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
 	fi->domain_attr->av_type = h && h->domain_attr && h->domain_attr->av_type ?
 				   h->domain_attr->av_type : FI_AV_TABLE;
-	fi->domain_attr->mr_mode = caps & FI_RMA ? WFI_RMA_MR : 0;
+	fi->domain_attr->mr_mode = caps & (FI_RMA | FI_ATOMIC) ? WFI_RMA_MR : 0;
 	fi->domain_attr->mr_key_size = 4;
 	fi->domain_attr->cq_data_size = 4;
 	fi->domain_attr->cq_cnt = 64;

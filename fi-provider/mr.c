@@ -48,7 +48,7 @@ int wfi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flag
 	if (attr->access & FI_REMOTE_READ)
 		access |= IBV_ACCESS_REMOTE_READ;
 	if (attr->access & FI_REMOTE_WRITE)
-		access |= IBV_ACCESS_REMOTE_WRITE;
+		access |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;	/* FI_ATOMIC targets */
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -FI_ENOMEM;

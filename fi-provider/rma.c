@@ -100,9 +100,13 @@ static ssize_t locked(struct fid_ep *fep, bool write, void *buf, size_t len, voi
 	if (flags & ~(uint64_t)WFI_RMA_FLAGS)
 		return -FI_EBADFLAGS;
 	pthread_mutex_lock(&ep->dom->lock);
-	if (flags & FI_TRIGGER)
-		ret = wfi_trig_add(ep, write, buf, len, desc, a, addr, key, ctx, flags);
-	else
+	if (flags & FI_TRIGGER) {
+		struct wfi_trig w = { .type = write ? FI_OP_WRITE : FI_OP_READ, .buf = buf,
+				      .len = len, .desc = desc, .dest = a, .addr = addr, .key = key,
+				      .ctx = ctx, .flags = flags };
+
+		ret = wfi_trig_add(ep, &w);
+	} else
 		ret = wfi_rma(ep, write, buf, len, desc, a, addr, key, ctx, flags);
 	pthread_mutex_unlock(&ep->dom->lock);
 	return ret;

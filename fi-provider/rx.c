@@ -116,6 +116,7 @@ static void complete(struct wfi_ep *ep, struct wfi_rx *r, int err)
 	if (r->bounce && n && !err)
 		memcpy(r->buf, wfi_rx_slot(ep, (int)(r - ep->rx)), n);
 	wfi_cntr_inc(ep->rx_cntr, err || r->got_len > r->len);
+	wfi_cntr_inc(r->ccntr, err || r->got_len > r->len);
 	if (!err && r->got_len > r->len)
 		wfi_cq_err(ep->rx_cq, r->ctx, fl, FI_ETRUNC, n, tag, r->got_len - r->len);
 	else if (err)
@@ -571,7 +572,8 @@ ssize_t wfi_recv(struct wfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64
 	}
 	r = &ep->rx[i];
 	*r = (struct wfi_rx){ .ctx = ctx, .buf = buf, .len = len, .tag = wt, .mask = wm,
-			      .flags = flags, .msg = msg, .seq = ++ep->rx_seq, .ux = -1 };
+			      .flags = flags, .msg = msg, .seq = ++ep->rx_seq, .ux = -1,
+			      .ccntr = ep->work_cntr };
 	ui = ux_find(ep, wt, wm, false, NULL);
 	if (ui >= 0) {
 		r->state = WFI_RX_MATCHED;

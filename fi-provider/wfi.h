@@ -16,6 +16,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -70,16 +71,27 @@ struct wfi_alias {
 	uint64_t flags;			/* FI_TRANSMIT or FI_RECV and op flags */
 };
 
-/* An operation deferred until a counter reaches a threshold (FI_TRIGGER). */
+/* An operation deferred until a counter reaches a threshold: posted with
+ * FI_TRIGGER (per endpoint) or queued with fi_control(FI_QUEUE_WORK) (per
+ * domain), copied in full when queued (trigger.c). */
 struct wfi_trig {
-	bool used, write;
-	void *buf, *desc, *ctx;
+	bool used;
+	enum fi_op_type type;
+	struct wfi_ep *ep;		/* NULL for FI_OP_CNTR_SET/ADD */
+	void *buf, *desc, *ctx, *result;
 	size_t len;
 	fi_addr_t dest;
-	uint64_t addr, key, flags, threshold;
-	struct fid_cntr *cntr;
+	uint64_t addr, key, tag, ignore, data, flags, threshold;
+	uint64_t operand, compare;	/* atomics */
+	enum fi_datatype dt;
+	enum fi_op op;
+	struct fid_cntr *cntr;		/* the triggering counter */
+	struct fid_cntr *comp;		/* FI_QUEUE_WORK's completion counter */
+	struct fid_cntr *target;	/* FI_OP_CNTR_SET/ADD: the counter and value */
+	uint64_t value;
 };
 #define WFI_TRIG_MAX 64
+#define WFI_DOM_EPS 64
 
 struct wfi_addr {			/* the endpoint name: its rdma_cm address */
 	struct sockaddr_in sin;
@@ -98,6 +110,11 @@ struct wfi_domain {
 	uint64_t mr_mode;
 	pthread_mutex_t lock;		/* FI_THREAD_SAFE: every call under it */
 	int refs;
+	struct wfi_trig work[WFI_TRIG_MAX];	/* FI_QUEUE_WORK, bounded */
+	int nwork;
+	bool working;			/* running deferred work (no reentry) */
+	struct wfi_ep *eps[WFI_DOM_EPS];	/* its endpoints (unbound counters) */
+	int neps;
 };
 
 struct wfi_av {
@@ -152,6 +169,8 @@ struct wfi_tx {
 	uint64_t cflags;		/* the completion's flags */
 	struct ibv_mr *umr;		/* rendezvous, RMA: the user buffer's MR */
 	uint32_t qpn;			/* rendezvous: the QP it went on (FIN) */
+	void *result;			/* fetching atomic: 8 bytes from the slot */
+	struct fid_cntr *ccntr;		/* deferred work's completion counter */
 	bool busy, signal, internal, rndv, sent, fin;
 };
 #define WFI_TX_FIN 16			/* slots kept for FINs */
@@ -178,6 +197,7 @@ struct wfi_rx {
 	uint32_t got_data;		/* remote CQ data (WFI_DATA_BIT) */
 	struct rdma_cm_id *from;	/* rendezvous: the sender's connection */
 	uint32_t fin_ctx;		/* rendezvous: the sender's app_ctx */
+	struct fid_cntr *ccntr;		/* deferred work's completion counter */
 	enum wfi_rx_state state;
 	bool msg, bounce, del_pending;
 };
@@ -228,6 +248,7 @@ struct wfi_ep {
 	bool rvh;			/* rendezvous as TMH RNDV (unless WEFT_FI_RNDV=eager) */
 	struct wfi_trig trig[WFI_TRIG_MAX];	/* FI_TRIGGER, bounded */
 	int ntrig;
+	struct fid_cntr *work_cntr;	/* completion counter of the op being posted */
 	bool log;			/* WEFT_FI_LOG: completion errors on stderr */
 	uint32_t unexp_cnt;		/* unexpected messages seen (TM sync) */
 	struct wfi_peer *peers;		/* index + 1 = the peer's id here */
@@ -287,9 +308,20 @@ void wfi_cq_put(struct wfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *
 void wfi_cq_err(struct wfi_cq *cq, void *ctx, uint64_t flags, int err, size_t len, uint64_t tag,
 		size_t olen);
 /* trigger.c */
-int wfi_trig_add(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc, fi_addr_t dest,
-		 uint64_t addr, uint64_t key, void *ctx, uint64_t flags);
+int wfi_trig_add(struct wfi_ep *ep, const struct wfi_trig *w);
 void wfi_trig_progress(struct wfi_ep *ep);
+int wfi_queue_work(struct wfi_domain *d, const struct fi_deferred_work *w);
+void wfi_dom_forget_ep(struct wfi_domain *d, struct wfi_ep *ep);
+/* atomic.c */
+enum { WFI_ATOMIC_BASE, WFI_ATOMIC_FETCH, WFI_ATOMIC_COMPARE };
+int wfi_atomic_valid(int kind, enum fi_datatype dt, enum fi_op op, size_t *count);
+ssize_t wfi_atomic_post(struct wfi_ep *ep, int kind, const void *operand, size_t count,
+			const void *compare, void *result, fi_addr_t dest, uint64_t addr,
+			uint64_t key, enum fi_datatype dt, enum fi_op op, void *ctx,
+			uint64_t flags);
+int wfi_query_atomic(struct fid_domain *d, enum fi_datatype dt, enum fi_op op,
+		     struct fi_atomic_attr *attr, uint64_t flags);
+extern struct fi_ops_atomic wfi_atomic_ops;
 ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
 		fi_addr_t peer_addr, uint64_t addr, uint64_t key, void *ctx, uint64_t flags);
 uint64_t wfi_cntr_value(struct fid_cntr *c);
@@ -297,6 +329,7 @@ uint64_t wfi_cntr_value(struct fid_cntr *c);
 int wfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
 		  void *context);
 void wfi_cntr_inc(struct fid_cntr *c, bool err);
+void wfi_cntr_move(struct fid_cntr *c, bool set, uint64_t value);
 int wfi_cntr_bind_ep(struct fid_cntr *c, struct wfi_ep *ep);
 void wfi_cntr_unbind_ep(struct fid_cntr *c, struct wfi_ep *ep);
 /* mr.c */
