@@ -73,10 +73,15 @@ ssize_t wfi_atomic_post(struct wfi_ep *ep, int kind, const void *operand, size_t
 	ret = wfi_atomic_valid(kind, dt, op, NULL);
 	if (ret)
 		return ret;
-	if (count != 1 || (addr & 7) || key > UINT32_MAX || (!operand && op != FI_ATOMIC_READ) ||
+	if (count != 1 || (!operand && op != FI_ATOMIC_READ) ||
 	    (kind != WFI_ATOMIC_BASE && !result) || (kind == WFI_ATOMIC_COMPARE && !compare))
 		return -FI_EINVAL;
 	if ((flags & FI_INJECT) && kind != WFI_ATOMIC_BASE)
+		return -FI_EINVAL;
+	ret = wfi_key_target(ep, dest, 8, &addr, &key);
+	if (ret)
+		return ret;
+	if (addr & 7)
 		return -FI_EINVAL;
 	if (operand && op != FI_ATOMIC_READ)
 		memcpy(&v, operand, 8);

@@ -13,6 +13,7 @@ static int domain_close(struct fid *fid)
 	if (d->refs)
 		return -FI_EBUSY;
 	ibv_dealloc_pd(d->pd);
+	free(d->keyed);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 	return 0;
@@ -169,6 +170,7 @@ int wfi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 	pthread_mutex_init(&d->lock, NULL);
 	d->fabric = container_of(fabric, struct wfi_fabric, fabric_fid);
 	d->mr_mode = info->domain_attr ? (uint64_t)info->domain_attr->mr_mode : 0;
+	d->keyed_mode = (info->caps & (FI_RMA | FI_ATOMIC)) && !(d->mr_mode & FI_MR_PROV_KEY);
 	d->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
 	d->domain_fid.fid.context = context;
 	d->domain_fid.fid.ops = &domain_fi_ops;

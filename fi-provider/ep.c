@@ -498,6 +498,7 @@ int wfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 	ep->dom = d;
+	ep->keyq_peer = -1;
 	ep->ep_fid.fid.fclass = FI_CLASS_EP;
 	ep->ep_fid.fid.context = context;
 	ep->ep_fid.fid.ops = &ep_fi_ops;

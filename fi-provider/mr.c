@@ -14,6 +14,11 @@ static int mr_close(struct fid *fid)
 
 	if (ret)
 		return -ret;
+	if (m->dom->keyed_mode) {
+		pthread_mutex_lock(&m->dom->lock);
+		wfi_key_del(m->dom, m);
+		pthread_mutex_unlock(&m->dom->lock);
+	}
 	m->dom->refs--;
 	free(m);
 	return 0;
@@ -59,11 +64,23 @@ int wfi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flag
 		return -FI_ENOMEM;
 	}
 	m->dom = d;
+	if (d->keyed_mode) {		/* the application's key (key.c) */
+		int ret;
+
+		pthread_mutex_lock(&d->lock);
+		ret = wfi_key_add(d, m, attr->requested_key);
+		pthread_mutex_unlock(&d->lock);
+		if (ret) {
+			ibv_dereg_mr(m->mr);
+			free(m);
+			return ret;
+		}
+	}
 	m->mr_fid.fid.fclass = FI_CLASS_MR;
 	m->mr_fid.fid.context = attr->context;
 	m->mr_fid.fid.ops = &mr_fi_ops;
 	m->mr_fid.mem_desc = m;
-	m->mr_fid.key = m->mr->rkey;
+	m->mr_fid.key = d->keyed_mode ? attr->requested_key : m->mr->rkey;
 	d->refs++;
 	*mr = &m->mr_fid;
 	return 0;

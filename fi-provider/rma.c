@@ -39,10 +39,13 @@ ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc
 		return -FI_EOPBADSTATE;
 	if (!(ep->info->caps & FI_RMA))
 		return -FI_EOPNOTSUPP;
-	if ((!buf && len) || len > WFI_MAX_MSG || key > UINT32_MAX)
+	if ((!buf && len) || len > WFI_MAX_MSG)
 		return -FI_EINVAL;
 	if ((flags & FI_INJECT) && (!write || len > WFI_EAGER))
 		return -FI_EINVAL;
+	i = wfi_key_target(ep, peer_addr, len, &addr, &key);
+	if (i)
+		return i;
 	i = wfi_tx_begin(ep, peer_addr, len, ctx, FI_RMA | (write ? FI_WRITE : FI_READ), flags,
 			 &peer);
 	if (i < 0)

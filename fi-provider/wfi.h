@@ -45,6 +45,8 @@
 
 /* FI_RMA_EVENT: the TMH NO_TAG note that follows an RDMA op (app_ctx). */
 enum { WFI_NOTE_READ = 1, WFI_NOTE_WRITE = 2 };
+/* Keys chosen by the application (key.c): a key's query and its answer. */
+enum { WFI_NOTE_KEYQ = 3, WFI_NOTE_KEYA = 4 };
 #define WFI_MSG_BIT (1ull << 63)
 #define WFI_MAX_PEERS 1024		/* ids 1 .. 1024 (13 bits on the wire) */
 
@@ -115,6 +117,9 @@ struct wfi_domain {
 	bool working;			/* running deferred work (no reentry) */
 	struct wfi_ep *eps[WFI_DOM_EPS];	/* its endpoints (unbound counters) */
 	int neps;
+	bool keyed_mode;		/* FI_RMA without FI_MR_PROV_KEY (key.c) */
+	struct wfi_mr **keyed;		/* its regions by requested key */
+	size_t nkeyed, capkeyed;
 };
 
 struct wfi_av {
@@ -150,7 +155,17 @@ struct wfi_mr {
 	struct fid_mr mr_fid;
 	struct wfi_domain *dom;
 	struct ibv_mr *mr;
+	uint64_t key;			/* the requested key (keyed mode) */
 };
+
+/* A target region learnt from its endpoint (key.c). */
+struct wfi_rkey {
+	bool used, found;
+	int peer;			/* index in the endpoint's peers */
+	uint32_t rkey;
+	uint64_t key, va, len;
+};
+#define WFI_RKEYS 32
 
 enum wfi_conn_state { WFI_C_NONE, WFI_C_CONNECTING, WFI_C_UP, WFI_C_FAILED };
 
@@ -249,6 +264,10 @@ struct wfi_ep {
 	struct wfi_trig trig[WFI_TRIG_MAX];	/* FI_TRIGGER, bounded */
 	int ntrig;
 	struct fid_cntr *work_cntr;	/* completion counter of the op being posted */
+	struct wfi_rkey rkeys[WFI_RKEYS];	/* keyed mode: regions learnt */
+	unsigned int rkey_next;
+	int keyq_peer;			/* the peer a key query waits on, or -1 */
+	uint64_t keyq_key;
 	bool log;			/* WEFT_FI_LOG: completion errors on stderr */
 	uint32_t unexp_cnt;		/* unexpected messages seen (TM sync) */
 	struct wfi_peer *peers;		/* index + 1 = the peer's id here */
@@ -312,6 +331,12 @@ int wfi_trig_add(struct wfi_ep *ep, const struct wfi_trig *w);
 void wfi_trig_progress(struct wfi_ep *ep);
 int wfi_queue_work(struct wfi_domain *d, const struct fi_deferred_work *w);
 void wfi_dom_forget_ep(struct wfi_domain *d, struct wfi_ep *ep);
+/* key.c */
+int wfi_key_add(struct wfi_domain *d, struct wfi_mr *m, uint64_t key);
+void wfi_key_del(struct wfi_domain *d, struct wfi_mr *m);
+void wfi_key_note(struct wfi_ep *ep, uint32_t kind, const uint8_t *p, uint32_t n, uint32_t qpn);
+int wfi_key_target(struct wfi_ep *ep, fi_addr_t dest, size_t len, uint64_t *addr,
+		   uint64_t *key);
 /* atomic.c */
 enum { WFI_ATOMIC_BASE, WFI_ATOMIC_FETCH, WFI_ATOMIC_COMPARE };
 int wfi_atomic_valid(int kind, enum fi_datatype dt, enum fi_op op, size_t *count);
