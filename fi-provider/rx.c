@@ -297,7 +297,7 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 		else if (be32toh(t.app_ctx) == WFI_NOTE_READ)
 			wfi_cntr_inc(ep->rrd_cntr, false);
 		else
-			wfi_key_note(ep, be32toh(t.app_ctx), p + WFI_HDR, len - WFI_HDR, qp_num);
+			wfi_rma_note(ep, &t, p + WFI_HDR, len - WFI_HDR, qp_num);
 		goto repost;
 	}
 	rndv = t.opcode == IBV_TMH_RNDV ||

@@ -203,6 +203,7 @@ static int work_copy(struct wfi_domain *d, const struct fi_deferred_work *w, str
 		t->addr = w->op.rma->msg.rma_iov[0].addr;
 		t->key = w->op.rma->msg.rma_iov[0].key;
 		t->ctx = w->op.rma->msg.context;
+		t->data = w->op.rma->msg.data;
 		t->flags = w->op.rma->flags;
 		return 0;
 	case FI_OP_ATOMIC:
@@ -277,7 +278,7 @@ static ssize_t run(struct wfi_trig *t)
 	case FI_OP_READ:
 	case FI_OP_WRITE:
 		return wfi_rma(ep, t->type == FI_OP_WRITE, t->buf, t->len, t->desc, t->dest,
-			       t->addr, t->key, t->ctx, t->flags);
+			       t->addr, t->key, t->data, t->ctx, t->flags);
 	case FI_OP_CNTR_SET:
 	case FI_OP_CNTR_ADD:
 		wfi_cntr_move(t->target, t->type == FI_OP_CNTR_SET, t->value);

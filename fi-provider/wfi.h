@@ -47,6 +47,8 @@
 enum { WFI_NOTE_READ = 1, WFI_NOTE_WRITE = 2 };
 /* Keys chosen by the application (key.c): a key's query and its answer. */
 enum { WFI_NOTE_KEYQ = 3, WFI_NOTE_KEYA = 4 };
+/* fi_writedata: the remote CQ data after the WRITE (rma.c). */
+#define WFI_NOTE_WDATA 5
 #define WFI_MSG_BIT (1ull << 63)
 #define WFI_MAX_PEERS 1024		/* ids 1 .. 1024 (13 bits on the wire) */
 
@@ -348,7 +350,10 @@ int wfi_query_atomic(struct fid_domain *d, enum fi_datatype dt, enum fi_op op,
 		     struct fi_atomic_attr *attr, uint64_t flags);
 extern struct fi_ops_atomic wfi_atomic_ops;
 ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
-		fi_addr_t peer_addr, uint64_t addr, uint64_t key, void *ctx, uint64_t flags);
+		fi_addr_t peer_addr, uint64_t addr, uint64_t key, uint64_t data, void *ctx,
+		uint64_t flags);
+void wfi_rma_note(struct wfi_ep *ep, const struct ibv_tmh *t, const uint8_t *p, uint32_t n,
+		  uint32_t qpn);
 uint64_t wfi_cntr_value(struct fid_cntr *c);
 /* cntr.c */
 int wfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,

@@ -24,6 +24,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 #include <rdma/fi_trigger.h>
 
@@ -295,6 +296,29 @@ static void atomic_ops(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, uin
 	}
 }
 
+/* fi_writedata to ourselves: the data lands, the initiator's completion
+ * and the target's remote CQ data completion (context NULL) both come. */
+static void writedata(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, uint64_t *tgt,
+		      uint64_t key)
+{
+	struct fi_cq_tagged_entry e[2];
+	uint64_t v = 0x1122334455667788ull;
+	int c, got = 0, i;
+	ssize_t r;
+
+	*tgt = 0;
+	r = fi_writedata(ep, &v, 8, NULL, 0xfeedbeef, self, (uintptr_t)tgt, key, &c);
+	for (i = 0; i < 2 && !r && !poll_one(cq, &e[i]); i++)
+		got |= e[i].op_context == &c && (e[i].flags & (FI_RMA | FI_WRITE)) == (FI_RMA | FI_WRITE) ? 1 :
+		       !e[i].op_context && (e[i].flags & FI_REMOTE_CQ_DATA) && (e[i].flags & FI_REMOTE_WRITE) &&
+		       e[i].data == 0xfeedbeef ? 2 : 4;
+	CHECK(!r && got == 3 && *tgt == v,
+	      "fi_writedata 8 B with data 0xfeedbeef: %zd, completions 0x%x (3: ours and the remote CQ data), "
+	      "data %s", r, got, *tgt == v ? "placed" : "missing");
+	r = fi_writedata(ep, &v, 8, NULL, 1ull << 40, self, (uintptr_t)tgt, key, &c);
+	CHECK(r == -FI_EINVAL, "fi_writedata data 2^40 (cq_data_size 4): %zd (-FI_EINVAL)", r);
+}
+
 /* fi_control(FI_QUEUE_WORK): a counter set and a fetching atomic fire
  * when their triggering counter reaches its threshold, counting on the
  * completion counter; and a triggered tagged send (FI_TRIGGER). */
@@ -422,6 +446,7 @@ static void atomic_checks(void)
 	}
 	valid_checks(dom, ep);
 	atomic_ops(ep, cq, self, tgt, fi_mr_key(mr));
+	writedata(ep, cq, self, tgt, fi_mr_key(mr));
 	deferred(dom, ep, cq, self, tgt, fi_mr_key(mr));
 	fi_close(&ep->fid);
 	fi_close(&mr->fid);
