@@ -15,7 +15,6 @@
  * in the operation's bounce slot and is copied to the result buffer at
  * the completion.
  */
-#include <endian.h>
 #include <string.h>
 
 #include "wfi.h"
@@ -59,10 +58,8 @@ ssize_t wfi_atomic_post(struct wfi_ep *ep, int kind, const void *operand, size_t
 	struct wfi_peer *peer;
 	struct wfi_tx *t;
 	struct ibv_sge sge, nsge;
-	struct ibv_send_wr nwr = { .sg_list = &nsge, .num_sge = 1, .opcode = IBV_WR_SEND,
-				   .send_flags = IBV_SEND_SIGNALED };
-	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED },
-			   *bad;
+	struct ibv_send_wr nwr, wr = { .sg_list = &sge, .num_sge = 1,
+				       .send_flags = IBV_SEND_SIGNALED }, *bad;
 	uint64_t v = 0, c = 0;
 	int i, ret;
 
@@ -105,19 +102,9 @@ ssize_t wfi_atomic_post(struct wfi_ep *ep, int kind, const void *operand, size_t
 		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
 		wr.wr.atomic.compare_add = v;
 	}
-	if (ep->info->caps & FI_RMA_EVENT) {
-		/* The target counts the update (FI_REMOTE_WRITE) as it counts
-		 * an RDMA WRITE: a NO_TAG note after it on the same QP. */
-		struct ibv_tmh note = { .opcode = IBV_TMH_NO_TAG,
-					.app_ctx = htobe32(WFI_NOTE_WRITE) };
-
-		memcpy(wfi_tx_slot(ep, i) + WFI_EAGER, &note, sizeof(note));
-		nsge = (struct ibv_sge){ (uintptr_t)wfi_tx_slot(ep, i) + WFI_EAGER, WFI_HDR,
-					 ep->slots_mr->lkey };
-		nwr.wr_id = wr.wr_id;
-		wr.send_flags = 0;
-		wr.next = &nwr;
-	}
+	/* The target counts the update (FI_REMOTE_WRITE) as an RDMA WRITE. */
+	if (ep->info->caps & FI_RMA_EVENT)
+		wfi_note_after(ep, i, &wr, &nwr, &nsge, WFI_NOTE_WRITE, 0);
 	if (ibv_post_send(peer->out->qp, &wr, &bad))
 		return -FI_EAGAIN;
 	t->busy = true;

@@ -24,6 +24,25 @@ static struct wfi_ep *to_ep(struct fid_ep *fep)
 	return wfi_ep_of(fep);
 }
 
+/* Chains after wr, the op of send slot i, a 16-byte SEND [TMH NO_TAG,
+ * app_ctx = kind, tag = data] from the slot's tail, signalled in its
+ * place: the target's progress sees it once RC order has placed the op
+ * (FI_RMA_EVENT, remote CQ data), and its completion completes both. */
+void wfi_note_after(struct wfi_ep *ep, int i, struct ibv_send_wr *wr, struct ibv_send_wr *nwr,
+		    struct ibv_sge *nsge, uint32_t kind, uint64_t data)
+{
+	struct ibv_tmh note = { .opcode = IBV_TMH_NO_TAG, .app_ctx = htobe32(kind),
+				.tag = htobe64(data) };
+
+	memcpy(wfi_tx_slot(ep, i) + WFI_EAGER, &note, sizeof(note));
+	*nsge = (struct ibv_sge){ (uintptr_t)wfi_tx_slot(ep, i) + WFI_EAGER, WFI_HDR,
+				  ep->slots_mr->lkey };
+	*nwr = (struct ibv_send_wr){ .wr_id = wr->wr_id, .sg_list = nsge, .num_sge = 1,
+				     .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+	wr->send_flags = 0;
+	wr->next = nwr;
+}
+
 ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
 		fi_addr_t peer_addr, uint64_t addr, uint64_t key, uint64_t data, void *ctx,
 		uint64_t flags)
@@ -33,10 +52,8 @@ ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc
 	struct wfi_tx *t;
 	struct ibv_sge sge;
 	struct ibv_sge nsge;
-	struct ibv_send_wr nwr = { .sg_list = &nsge, .num_sge = 1, .opcode = IBV_WR_SEND,
-				   .send_flags = IBV_SEND_SIGNALED };
-	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED },
-			   *bad;
+	struct ibv_send_wr nwr, wr = { .sg_list = &sge, .num_sge = 1,
+				       .send_flags = IBV_SEND_SIGNALED }, *bad;
 	int i;
 
 	if (!ep->enabled)
@@ -76,25 +93,13 @@ ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc
 	wr.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
 	wr.wr.rdma.remote_addr = addr;
 	wr.wr.rdma.rkey = (uint32_t)key;
-	if ((ep->info->caps & FI_RMA_EVENT) || (flags & FI_REMOTE_CQ_DATA)) {
-		/* FI_RMA_EVENT: a NO_TAG note after the op on the same QP, which
-		 * the target counts (its FI_REMOTE_* counter) once RC order has
-		 * placed the data; the note's completion completes both.  With
-		 * remote CQ data the note carries it (and counts as well). */
-		struct ibv_tmh note = {
-			.opcode = IBV_TMH_NO_TAG,
-			.app_ctx = htobe32(flags & FI_REMOTE_CQ_DATA ? WFI_NOTE_WDATA :
-					   write ? WFI_NOTE_WRITE : WFI_NOTE_READ),
-			.tag = htobe64(data),
-		};
-
-		memcpy(wfi_tx_slot(ep, i) + WFI_EAGER, &note, sizeof(note));
-		nsge = (struct ibv_sge){ (uintptr_t)wfi_tx_slot(ep, i) + WFI_EAGER, WFI_HDR,
-					 ep->slots_mr->lkey };
-		nwr.wr_id = wr.wr_id;
-		wr.send_flags = 0;
-		wr.next = &nwr;
-	}
+	/* FI_RMA_EVENT: a note after the op, which the target counts (its
+	 * FI_REMOTE_* counter); with remote CQ data the note carries it (and
+	 * counts as well). */
+	if ((ep->info->caps & FI_RMA_EVENT) || (flags & FI_REMOTE_CQ_DATA))
+		wfi_note_after(ep, i, &wr, &nwr, &nsge,
+			       flags & FI_REMOTE_CQ_DATA ? WFI_NOTE_WDATA :
+			       write ? WFI_NOTE_WRITE : WFI_NOTE_READ, data);
 	if (ibv_post_send(peer->out->qp, &wr, &bad)) {
 		if (t->umr)
 			ibv_dereg_mr(t->umr);

@@ -352,6 +352,8 @@ extern struct fi_ops_atomic wfi_atomic_ops;
 ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
 		fi_addr_t peer_addr, uint64_t addr, uint64_t key, uint64_t data, void *ctx,
 		uint64_t flags);
+void wfi_note_after(struct wfi_ep *ep, int i, struct ibv_send_wr *wr, struct ibv_send_wr *nwr,
+		    struct ibv_sge *nsge, uint32_t kind, uint64_t data);
 void wfi_rma_note(struct wfi_ep *ep, const struct ibv_tmh *t, const uint8_t *p, uint32_t n,
 		  uint32_t qpn);
 uint64_t wfi_cntr_value(struct fid_cntr *c);

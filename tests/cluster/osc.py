@@ -8,6 +8,7 @@ crossed Weft's verbs."""
 
 import re
 
+from mpi import program_checks
 from weftcluster.testing import scenario
 
 PROG = "weft-mpi-osc"
@@ -43,17 +44,7 @@ def osc_rdma(t):
     else:
         t.show(r.out, "mpirun | ", 30)
         t.fail(f"btl ofi initialised in {picked} of 8 ranks")
-    seen = {}
-    for line in r.lines():
-        m = re.match(r"^(ok|FAIL) ([a-z-]+): (.*)$", line)
-        if m:
-            seen[m.group(2)] = (m.group(1), m.group(3))
-    for name in CHECKS:
-        verdict, detail = seen.get(name, ("missing", ""))
-        if verdict == "ok":
-            t.checked(f"osc rdma: {name}: {detail}")
-        else:
-            t.fail(f"osc rdma: {name}: {verdict} {detail}")
+    program_checks(t, r, "osc rdma", CHECKS)
     if not r.ok or not re.search(rf"^{PROG}: PASS: ", r.out, re.M):
         t.show("\n".join(x for x in r.lines() if "mca:" not in x and "select:" not in x), "osc | ", 30)
         t.fail(f"{PROG}: weft-cluster mpirun exited {r.rc}: "
