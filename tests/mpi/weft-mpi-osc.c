@@ -25,47 +25,13 @@
  *   --iters     atomic operations per rank (default 50)
  */
 #include <mpi.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, size, checks, failed, local_fail;
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, "weft-mpi-osc: rank %d: ", rank);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	local_fail = 1;
-}
-
-static void verdict(const char *name, const char *fmt, ...)
-{
-	char detail[256];
-	int any = 0;
-	va_list ap;
-
-	MPI_Allreduce(&local_fail, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	checks++;
-	failed += any;
-	if (rank == 0) {
-		if (any)
-			printf("FAIL %s: see the ranks' messages\n", name);
-		else
-			printf("ok %s: %s\n", name, detail);
-		fflush(stdout);
-	}
-	local_fail = 0;
-}
+#define WEFT_MPI_PROG "weft-mpi-osc"
+#include "weft-mpi-report.h"
 
 /* Byte i of the data that rank `from` sends in round `round`. */
 static inline uint8_t byte_of(int from, int round, size_t i)
@@ -331,6 +297,7 @@ int main(int argc, char **argv)
 	}
 	set_sizes(max);
 	buf = xmalloc(max);
+	t_check = MPI_Wtime();
 	MPI_Win_allocate((MPI_Aint)max, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
 	fence_put(win, base, buf, "fence-put");
 	fence_get(win, base, buf, "fence-get");
@@ -347,12 +314,12 @@ int main(int argc, char **argv)
 	compare_and_swap();
 	free(buf);
 	if (rank == 0) {
-		if (failed)
-			printf("weft-mpi-osc: FAIL: %d of %d checks failed (%d ranks)\n", failed, checks,
-			       size);
+		if (failed_checks)
+			printf("weft-mpi-osc: FAIL: %d of %d checks failed (%d ranks)\n", failed_checks,
+			       checks, size);
 		else
 			printf("weft-mpi-osc: PASS: %d checks (%d ranks)\n", checks, size);
 	}
 	MPI_Finalize();
-	return failed ? 1 : 0;
+	return failed_checks ? 1 : 0;
 }
