@@ -10,15 +10,16 @@
 static int mr_close(struct fid *fid)
 {
 	struct wfi_mr *m = container_of(fid, struct wfi_mr, mr_fid.fid);
-	int ret = ibv_dereg_mr(m->mr);
+	int ret;
 
-	if (ret)
-		return -ret;
-	if (m->dom->keyed_mode) {
+	if (m->dom->keyed_mode) {	/* no key answer may read m->mr from now on */
 		pthread_mutex_lock(&m->dom->lock);
 		wfi_key_del(m->dom, m);
 		pthread_mutex_unlock(&m->dom->lock);
 	}
+	ret = ibv_dereg_mr(m->mr);
+	if (ret)
+		return -ret;
 	m->dom->refs--;
 	free(m);
 	return 0;
