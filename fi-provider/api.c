@@ -4,7 +4,7 @@
 #include "wfi.h"
 
 #define WFI_TX_FLAGS (FI_COMPLETION | FI_INJECT | FI_REMOTE_CQ_DATA | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | \
-		      FI_INJECT_COMPLETE | FI_MORE | FI_FENCE)
+		      FI_INJECT_COMPLETE | FI_MORE | FI_FENCE | FI_TRIGGER)
 #define WFI_RX_FLAGS (FI_COMPLETION | FI_PEEK | FI_CLAIM | FI_DISCARD | FI_MORE)
 
 static struct wfi_ep *to_ep(struct fid_ep *fep)
@@ -21,7 +21,20 @@ static ssize_t send_locked(struct fid_ep *fep, const void *buf, size_t len, fi_a
 	if (flags & ~(uint64_t)WFI_TX_FLAGS)
 		return -FI_EBADFLAGS;
 	pthread_mutex_lock(&ep->dom->lock);
-	ret = wfi_send(ep, buf, len, dest, tag, data, ctx, flags, msg);
+	if (flags & FI_TRIGGER) {
+		/* Checked as the send would be, posted at the threshold (trigger.c). */
+		struct wfi_trig w = { .type = msg ? FI_OP_SEND : FI_OP_TSEND, .buf = (void *)buf,
+				      .len = len, .dest = dest, .tag = tag, .data = data,
+				      .ctx = ctx, .flags = flags };
+
+		if ((!buf && len) || len > WFI_MAX_MSG || (!msg && (tag & ~WFI_TAG_MASK)) ||
+		    ((flags & FI_INJECT) && len > WFI_EAGER))
+			ret = -FI_EINVAL;
+		else
+			ret = wfi_trig_add(ep, &w);
+	} else {
+		ret = wfi_send(ep, buf, len, dest, tag, data, ctx, flags, msg);
+	}
 	pthread_mutex_unlock(&ep->dom->lock);
 	return ret;
 }

@@ -73,10 +73,25 @@ void wfi_cntr_unbind_ep(struct fid_cntr *c, struct wfi_ep *ep)
 	k->neps = j;
 }
 
+/* FI_OP_CNTR_SET and FI_OP_CNTR_ADD of deferred work. */
+void wfi_cntr_move(struct fid_cntr *c, bool set, uint64_t value)
+{
+	struct wfi_cntr *k = to_cntr(c);
+
+	k->value = set ? value : k->value + value;
+}
+
+/* The bound endpoints; a counter bound to none (a deferred work's
+ * completion or target counter) is moved by any endpoint of its domain. */
 static void progress(struct wfi_cntr *k)
 {
 	int i;
 
+	if (!k->neps) {
+		for (i = 0; i < k->dom->neps; i++)
+			wfi_progress(k->dom->eps[i]);
+		return;
+	}
 	for (i = 0; i < k->neps; i++)
 		wfi_progress(k->eps[i]);
 }

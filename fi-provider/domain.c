@@ -14,6 +14,7 @@ static int domain_close(struct fid *fid)
 		return -FI_EBUSY;
 	wfi_mrc_fini(d);
 	ibv_dealloc_pd(d->pd);
+	free(d->keyed);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 	return 0;
@@ -54,17 +55,6 @@ static int no_srx(struct fid_domain *d, struct fi_rx_attr *attr, struct fid_ep *
 	return -FI_ENOSYS;
 }
 
-static int no_atomic(struct fid_domain *d, enum fi_datatype dt, enum fi_op op,
-		     struct fi_atomic_attr *attr, uint64_t flags)
-{
-	(void)d;
-	(void)dt;
-	(void)op;
-	(void)attr;
-	(void)flags;
-	return -FI_ENOSYS;
-}
-
 static int no_coll(struct fid_domain *d, enum fi_collective_op coll,
 		   struct fi_collective_attr *attr, uint64_t flags)
 {
@@ -83,11 +73,28 @@ static int endpoint2(struct fid_domain *d, struct fi_info *info, struct fid_ep *
 	return wfi_ep_open(d, info, ep, ctx);
 }
 
+/* FI_QUEUE_WORK (trigger.c); FI_FLUSH_WORK is not offered. */
+static int domain_control(struct fid *fid, int command, void *arg)
+{
+	struct wfi_domain *d;
+	int ret;
+
+	if (!fid)
+		return -FI_EINVAL;
+	if (command != FI_QUEUE_WORK)
+		return -FI_ENOSYS;
+	d = container_of(fid, struct wfi_domain, domain_fid.fid);
+	pthread_mutex_lock(&d->lock);
+	ret = wfi_queue_work(d, arg);
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
 static struct fi_ops domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = domain_close,
 	.bind = wfi_no_bind,
-	.control = wfi_no_control,
+	.control = domain_control,
 	.ops_open = wfi_domain_ops_open,
 };
 
@@ -101,7 +108,7 @@ static struct fi_ops_domain domain_ops = {
 	.poll_open = no_poll,
 	.stx_ctx = no_stx,
 	.srx_ctx = no_srx,
-	.query_atomic = no_atomic,
+	.query_atomic = wfi_query_atomic,
 	.query_collective = no_coll,
 	.endpoint2 = endpoint2,
 };
@@ -165,6 +172,7 @@ int wfi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 	wfi_mrc_init(d);
 	d->fabric = container_of(fabric, struct wfi_fabric, fabric_fid);
 	d->mr_mode = info->domain_attr ? (uint64_t)info->domain_attr->mr_mode : 0;
+	d->keyed_mode = (info->caps & (FI_RMA | FI_ATOMIC)) && !(d->mr_mode & FI_MR_PROV_KEY);
 	d->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
 	d->domain_fid.fid.context = context;
 	d->domain_fid.fid.ops = &domain_fi_ops;

@@ -271,6 +271,7 @@ static int ep_close(struct fid *fid)
 			if (c[i])
 				wfi_cntr_unbind_ep(c[i], ep);
 	}
+	wfi_dom_forget_ep(ep->dom, ep);
 	ep->dom->refs--;
 	pthread_mutex_unlock(&ep->dom->lock);
 	fi_freeinfo(ep->info);
@@ -495,6 +496,7 @@ int wfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 	ep->dom = d;
+	ep->keyq_peer = -1;
 	ep->ep_fid.fid.fclass = FI_CLASS_EP;
 	ep->ep_fid.fid.context = context;
 	ep->ep_fid.fid.ops = &ep_fi_ops;
@@ -503,7 +505,18 @@ int wfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	ep->ep_fid.msg = &wfi_msg_ops;
 	ep->ep_fid.tagged = &wfi_tagged_ops;
 	ep->ep_fid.rma = &wfi_rma_ops;
+	ep->ep_fid.atomic = &wfi_atomic_ops;
+	pthread_mutex_lock(&d->lock);
+	if (d->neps == WFI_DOM_EPS) {
+		pthread_mutex_unlock(&d->lock);
+		fi_freeinfo(ep->info);
+		free(ep->peers);
+		free(ep);
+		return -FI_ENOSPC;	/* domain_attr ep_cnt */
+	}
+	d->eps[d->neps++] = ep;
 	d->refs++;
+	pthread_mutex_unlock(&d->lock);
 	*fep = &ep->ep_fid;
 	return 0;
 }

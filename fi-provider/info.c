@@ -16,9 +16,25 @@
 #define WFI_CAPS (FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | FI_DIRECTED_RECV | \
 		  FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SOURCE | FI_REMOTE_CQ_DATA | WFI_RMA_CAPS | \
 		  FI_TRIGGER)
-#define WFI_RMA_CAPS (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT)
-/* RMA addresses the target's virtual address with the verbs rkey. */
+#define WFI_RMA_CAPS (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | \
+		      FI_RMA_EVENT)
+/* RMA addresses the target's virtual address with the verbs rkey; or,
+ * with keys the application chooses (no FI_MR_PROV_KEY in the hints),
+ * an offset into the region of that key (key.c). */
 #define WFI_RMA_MR (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED)
+#define WFI_KEYED_MR FI_MR_ALLOCATED
+
+/* The mr_mode FI_RMA and FI_ATOMIC get with these hints, 0 when none fits. */
+static uint64_t rma_mr_mode(const struct fi_info *h)
+{
+	uint64_t m = h && h->domain_attr ? (uint64_t)h->domain_attr->mr_mode : 0;
+
+	if ((m & WFI_RMA_MR) == WFI_RMA_MR)
+		return WFI_RMA_MR;
+	if (!(m & FI_MR_PROV_KEY) && (m & WFI_KEYED_MR))
+		return WFI_KEYED_MR;
+	return 0;
+}
 
 static void wfi_cleanup(void)
 {
@@ -117,8 +133,9 @@ static const char *hints_misfit(const struct fi_info *h)
 			return "cq_data_size or auth key";
 		if (d->max_ep_tx_ctx > 1 || d->max_ep_rx_ctx > 1)
 			return "max_ep_tx_ctx or max_ep_rx_ctx";
-		if ((h->caps & FI_RMA) && (d->mr_mode & WFI_RMA_MR) != WFI_RMA_MR)
-			return "FI_RMA without FI_MR_VIRT_ADDR|FI_MR_PROV_KEY|FI_MR_ALLOCATED";
+		if ((h->caps & (FI_RMA | FI_ATOMIC)) && !rma_mr_mode(h))
+			return "FI_RMA or FI_ATOMIC without FI_MR_VIRT_ADDR|FI_MR_PROV_KEY|FI_MR_ALLOCATED "
+			       "or FI_MR_ALLOCATED (keys chosen by the application)";
 		if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
 			return "FI_PROGRESS_AUTO";
 	}
@@ -133,11 +150,11 @@ static int fill(struct fi_info *fi, const struct fi_info *h, uint32_t version)
 
 	if (h && h->caps)
 		caps = h->caps & WFI_CAPS;
-	if (!(caps & (FI_TAGGED | FI_MSG | FI_RMA)))
+	if (!(caps & (FI_TAGGED | FI_MSG | FI_RMA | FI_ATOMIC)))
 		caps |= FI_TAGGED | FI_MSG;
-	if (caps & FI_RMA && !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
+	if (caps & (FI_RMA | FI_ATOMIC) && !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
 		caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-	if (!(h && h->domain_attr && (h->domain_attr->mr_mode & WFI_RMA_MR) == WFI_RMA_MR))
+	if (!rma_mr_mode(h))
 		caps &= ~(uint64_t)WFI_RMA_CAPS;
 	if (!(caps & (FI_SEND | FI_RECV)))
 		caps |= FI_SEND | FI_RECV;
@@ -156,7 +173,7 @@ static int fill(struct fi_info *fi, const struct fi_info *h, uint32_t version)
 	fi->tx_attr->inject_size = WFI_EAGER;
 	fi->tx_attr->size = WFI_TX_USER;
 	fi->tx_attr->iov_limit = 1;
-	fi->tx_attr->rma_iov_limit = caps & FI_RMA ? 1 : 0;
+	fi->tx_attr->rma_iov_limit = caps & (FI_RMA | FI_ATOMIC) ? 1 : 0;
 	fi->rx_attr->caps = caps & ~(uint64_t)(FI_SEND | FI_READ | FI_WRITE);
 	fi->rx_attr->op_flags = h && h->rx_attr ? h->rx_attr->op_flags & FI_COMPLETION : 0;
 	fi->rx_attr->msg_order = FI_ORDER_SAS;
@@ -180,8 +197,8 @@ static int fill(struct fi_info *fi, const struct fi_info *h, uint32_t version)
 	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
 	fi->domain_attr->av_type = h && h->domain_attr && h->domain_attr->av_type ?
 				   h->domain_attr->av_type : FI_AV_TABLE;
-	fi->domain_attr->mr_mode = caps & FI_RMA ? WFI_RMA_MR : 0;
-	fi->domain_attr->mr_key_size = 4;
+	fi->domain_attr->mr_mode = caps & (FI_RMA | FI_ATOMIC) ? rma_mr_mode(h) : 0;
+	fi->domain_attr->mr_key_size = fi->domain_attr->mr_mode == WFI_KEYED_MR ? 8 : 4;
 	fi->domain_attr->cq_data_size = 4;
 	fi->domain_attr->cq_cnt = 64;
 	fi->domain_attr->ep_cnt = 64;

@@ -10,8 +10,14 @@
 static int mr_close(struct fid *fid)
 {
 	struct wfi_mr *m = container_of(fid, struct wfi_mr, mr_fid.fid);
-	int ret = ibv_dereg_mr(m->mr);
+	int ret;
 
+	if (m->dom->keyed_mode) {	/* no key answer may read m->mr from now on */
+		pthread_mutex_lock(&m->dom->lock);
+		wfi_key_del(m->dom, m);
+		pthread_mutex_unlock(&m->dom->lock);
+	}
+	ret = ibv_dereg_mr(m->mr);
 	if (ret)
 		return -ret;
 	m->dom->refs--;
@@ -48,7 +54,7 @@ int wfi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flag
 	if (attr->access & FI_REMOTE_READ)
 		access |= IBV_ACCESS_REMOTE_READ;
 	if (attr->access & FI_REMOTE_WRITE)
-		access |= IBV_ACCESS_REMOTE_WRITE;
+		access |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;	/* FI_ATOMIC targets */
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -FI_ENOMEM;
@@ -59,11 +65,23 @@ int wfi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flag
 		return -FI_ENOMEM;
 	}
 	m->dom = d;
+	if (d->keyed_mode) {		/* the application's key (key.c) */
+		int ret;
+
+		pthread_mutex_lock(&d->lock);
+		ret = wfi_key_add(d, m, attr->requested_key);
+		pthread_mutex_unlock(&d->lock);
+		if (ret) {
+			ibv_dereg_mr(m->mr);
+			free(m);
+			return ret;
+		}
+	}
 	m->mr_fid.fid.fclass = FI_CLASS_MR;
 	m->mr_fid.fid.context = attr->context;
 	m->mr_fid.fid.ops = &mr_fi_ops;
 	m->mr_fid.mem_desc = m;
-	m->mr_fid.key = m->mr->rkey;
+	m->mr_fid.key = d->keyed_mode ? attr->requested_key : m->mr->rkey;
 	d->refs++;
 	*mr = &m->mr_fid;
 	return 0;

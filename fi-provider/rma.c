@@ -6,7 +6,10 @@
  * rkey).  The local buffer is the descriptor's MR when the application
  * gives one that covers it, else the registration cache's (mrcache.c);
  * fi_inject_write copies into a bounce slot.  Completion at the verbs
- * completion (the target's adapter has placed the data).
+ * completion (the target's adapter has placed the data).  fi_writedata
+ * follows the WRITE with a 16-byte [TMH NO_TAG, app_ctx WDATA, tag = the
+ * data] on the same QP, from which the target's progress makes its
+ * remote CQ data completion once RC order has placed the data.
  */
 #include <endian.h>
 #include <string.h>
@@ -14,35 +17,58 @@
 #include "wfi.h"
 
 #define WFI_RMA_FLAGS (FI_COMPLETION | FI_INJECT | FI_TRIGGER | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | \
-		       FI_INJECT_COMPLETE | FI_MORE | FI_FENCE)
+		       FI_INJECT_COMPLETE | FI_MORE | FI_FENCE | FI_REMOTE_CQ_DATA)
 
 static struct wfi_ep *to_ep(struct fid_ep *fep)
 {
 	return wfi_ep_of(fep);
 }
 
+/* Chains after wr, the op of send slot i, a 16-byte SEND [TMH NO_TAG,
+ * app_ctx = kind, tag = data] from the slot's tail, signalled in its
+ * place: the target's progress sees it once RC order has placed the op
+ * (FI_RMA_EVENT, remote CQ data), and its completion completes both. */
+void wfi_note_after(struct wfi_ep *ep, int i, struct ibv_send_wr *wr, struct ibv_send_wr *nwr,
+		    struct ibv_sge *nsge, uint32_t kind, uint64_t data)
+{
+	struct ibv_tmh note = { .opcode = IBV_TMH_NO_TAG, .app_ctx = htobe32(kind),
+				.tag = htobe64(data) };
+
+	memcpy(wfi_tx_slot(ep, i) + WFI_EAGER, &note, sizeof(note));
+	*nsge = (struct ibv_sge){ (uintptr_t)wfi_tx_slot(ep, i) + WFI_EAGER, WFI_HDR,
+				  ep->slots_mr->lkey };
+	*nwr = (struct ibv_send_wr){ .wr_id = wr->wr_id, .sg_list = nsge, .num_sge = 1,
+				     .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+	wr->send_flags = 0;
+	wr->next = nwr;
+}
+
 ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
-		fi_addr_t peer_addr, uint64_t addr, uint64_t key, void *ctx, uint64_t flags)
+		fi_addr_t peer_addr, uint64_t addr, uint64_t key, uint64_t data, void *ctx,
+		uint64_t flags)
 {
 	struct wfi_mr *m = desc;
 	struct wfi_peer *peer;
 	struct wfi_tx *t;
 	struct ibv_sge sge;
 	struct ibv_sge nsge;
-	struct ibv_send_wr nwr = { .sg_list = &nsge, .num_sge = 1, .opcode = IBV_WR_SEND,
-				   .send_flags = IBV_SEND_SIGNALED };
-	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED },
-			   *bad;
+	struct ibv_send_wr nwr, wr = { .sg_list = &sge, .num_sge = 1,
+				       .send_flags = IBV_SEND_SIGNALED }, *bad;
 	int i;
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
 	if (!(ep->info->caps & FI_RMA))
 		return -FI_EOPNOTSUPP;
-	if ((!buf && len) || len > WFI_MAX_MSG || key > UINT32_MAX)
+	if ((!buf && len) || len > WFI_MAX_MSG)
 		return -FI_EINVAL;
 	if ((flags & FI_INJECT) && (!write || len > WFI_EAGER))
 		return -FI_EINVAL;
+	if ((flags & FI_REMOTE_CQ_DATA) && (!write || data > UINT32_MAX))
+		return -FI_EINVAL;	/* cq_data_size 4 */
+	i = wfi_key_target(ep, peer_addr, len, &addr, &key);
+	if (i)
+		return i;
 	i = wfi_tx_begin(ep, peer_addr, len, ctx, FI_RMA | (write ? FI_WRITE : FI_READ), flags,
 			 &peer);
 	if (i < 0)
@@ -67,20 +93,13 @@ ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc
 	wr.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
 	wr.wr.rdma.remote_addr = addr;
 	wr.wr.rdma.rkey = (uint32_t)key;
-	if (ep->info->caps & FI_RMA_EVENT) {
-		/* FI_RMA_EVENT: a NO_TAG note after the op on the same QP, which
-		 * the target counts (its FI_REMOTE_* counter) once RC order has
-		 * placed the data; the note's completion completes both. */
-		struct ibv_tmh note = { .opcode = IBV_TMH_NO_TAG,
-					.app_ctx = htobe32(write ? WFI_NOTE_WRITE : WFI_NOTE_READ) };
-
-		memcpy(wfi_tx_slot(ep, i) + WFI_EAGER, &note, sizeof(note));
-		nsge = (struct ibv_sge){ (uintptr_t)wfi_tx_slot(ep, i) + WFI_EAGER, WFI_HDR,
-					 ep->slots_mr->lkey };
-		nwr.wr_id = wr.wr_id;
-		wr.send_flags = 0;
-		wr.next = &nwr;
-	}
+	/* FI_RMA_EVENT: a note after the op, which the target counts (its
+	 * FI_REMOTE_* counter); with remote CQ data the note carries it (and
+	 * counts as well). */
+	if ((ep->info->caps & FI_RMA_EVENT) || (flags & FI_REMOTE_CQ_DATA))
+		wfi_note_after(ep, i, &wr, &nwr, &nsge,
+			       flags & FI_REMOTE_CQ_DATA ? WFI_NOTE_WDATA :
+			       write ? WFI_NOTE_WRITE : WFI_NOTE_READ, data);
 	if (ibv_post_send(peer->out->qp, &wr, &bad)) {
 		wfi_reg_put(ep->dom, t->reg);
 		t->reg = NULL;
@@ -91,7 +110,8 @@ ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc
 }
 
 static ssize_t locked(struct fid_ep *fep, bool write, void *buf, size_t len, void *desc,
-		      fi_addr_t a, uint64_t addr, uint64_t key, void *ctx, uint64_t flags)
+		      fi_addr_t a, uint64_t addr, uint64_t key, uint64_t data, void *ctx,
+		      uint64_t flags)
 {
 	struct wfi_ep *ep = to_ep(fep);
 	ssize_t ret;
@@ -99,10 +119,14 @@ static ssize_t locked(struct fid_ep *fep, bool write, void *buf, size_t len, voi
 	if (flags & ~(uint64_t)WFI_RMA_FLAGS)
 		return -FI_EBADFLAGS;
 	pthread_mutex_lock(&ep->dom->lock);
-	if (flags & FI_TRIGGER)
-		ret = wfi_trig_add(ep, write, buf, len, desc, a, addr, key, ctx, flags);
-	else
-		ret = wfi_rma(ep, write, buf, len, desc, a, addr, key, ctx, flags);
+	if (flags & FI_TRIGGER) {
+		struct wfi_trig w = { .type = write ? FI_OP_WRITE : FI_OP_READ, .buf = buf,
+				      .len = len, .desc = desc, .dest = a, .addr = addr, .key = key,
+				      .data = data, .ctx = ctx, .flags = flags };
+
+		ret = wfi_trig_add(ep, &w);
+	} else
+		ret = wfi_rma(ep, write, buf, len, desc, a, addr, key, data, ctx, flags);
 	pthread_mutex_unlock(&ep->dom->lock);
 	return ret;
 }
@@ -110,7 +134,8 @@ static ssize_t locked(struct fid_ep *fep, bool write, void *buf, size_t len, voi
 static ssize_t r_read(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src,
 		      uint64_t addr, uint64_t key, void *ctx)
 {
-	return locked(ep, false, buf, len, desc, src, addr, key, ctx, wfi_op_flags(ep, FI_TRANSMIT));
+	return locked(ep, false, buf, len, desc, src, addr, key, 0, ctx,
+		      wfi_op_flags(ep, FI_TRANSMIT));
 }
 
 static ssize_t r_readv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
@@ -127,15 +152,17 @@ static ssize_t r_readmsg(struct fid_ep *ep, const struct fi_msg_rma *m, uint64_t
 	if (!m || m->iov_count != 1 || !m->msg_iov || m->rma_iov_count != 1 || !m->rma_iov ||
 	    m->rma_iov[0].len != m->msg_iov[0].iov_len)
 		return -FI_EINVAL;
+	if (flags & FI_REMOTE_CQ_DATA)
+		return -FI_EBADFLAGS;
 	return locked(ep, false, m->msg_iov[0].iov_base, m->msg_iov[0].iov_len,
-		      m->desc ? m->desc[0] : NULL, m->addr, m->rma_iov[0].addr, m->rma_iov[0].key,
+		      m->desc ? m->desc[0] : NULL, m->addr, m->rma_iov[0].addr, m->rma_iov[0].key, 0,
 		      m->context, flags);
 }
 
 static ssize_t r_write(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 		       fi_addr_t dest, uint64_t addr, uint64_t key, void *ctx)
 {
-	return locked(ep, true, (void *)buf, len, desc, dest, addr, key, ctx,
+	return locked(ep, true, (void *)buf, len, desc, dest, addr, key, 0, ctx,
 		      wfi_op_flags(ep, FI_TRANSMIT));
 }
 
@@ -153,38 +180,46 @@ static ssize_t r_writemsg(struct fid_ep *ep, const struct fi_msg_rma *m, uint64_
 	if (!m || m->iov_count != 1 || !m->msg_iov || m->rma_iov_count != 1 || !m->rma_iov ||
 	    m->rma_iov[0].len != m->msg_iov[0].iov_len)
 		return -FI_EINVAL;
-	if (flags & FI_REMOTE_CQ_DATA)
-		return -FI_EBADFLAGS;
 	return locked(ep, true, m->msg_iov[0].iov_base, m->msg_iov[0].iov_len,
 		      m->desc ? m->desc[0] : NULL, m->addr, m->rma_iov[0].addr, m->rma_iov[0].key,
-		      m->context, flags);
+		      m->data, m->context, flags);
 }
 
 static ssize_t r_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 			uint64_t addr, uint64_t key)
 {
-	return locked(ep, true, (void *)buf, len, NULL, dest, addr, key, NULL, FI_INJECT);
+	return locked(ep, true, (void *)buf, len, NULL, dest, addr, key, 0, NULL, FI_INJECT);
 }
 
 static ssize_t r_writedata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 			   uint64_t data, fi_addr_t dest, uint64_t addr, uint64_t key, void *ctx)
 {
-	(void)ep;
-	(void)buf;
-	(void)len;
-	(void)desc;
-	(void)data;
-	(void)dest;
-	(void)addr;
-	(void)key;
-	(void)ctx;
-	return -FI_ENOSYS;		/* cq_data_size 0 */
+	return locked(ep, true, (void *)buf, len, desc, dest, addr, key, data, ctx,
+		      wfi_op_flags(ep, FI_TRANSMIT) | FI_REMOTE_CQ_DATA);
 }
 
 static ssize_t r_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data,
 			    fi_addr_t dest, uint64_t addr, uint64_t key)
 {
-	return r_writedata(ep, buf, len, NULL, data, dest, addr, key, NULL);
+	return locked(ep, true, (void *)buf, len, NULL, dest, addr, key, data, NULL,
+		      FI_INJECT | FI_REMOTE_CQ_DATA);
+}
+
+/* A NO_TAG note that is not an FI_RMA_EVENT count: a key's query or
+ * answer (key.c), or the remote CQ data of an fi_writedata, whose
+ * completion goes to the receive CQ once the write is placed. */
+void wfi_rma_note(struct wfi_ep *ep, const struct ibv_tmh *t, const uint8_t *p, uint32_t n,
+		  uint32_t qpn)
+{
+	uint32_t kind = be32toh(t->app_ctx);
+
+	if (kind != WFI_NOTE_WDATA) {
+		wfi_key_note(ep, kind, p, n, qpn);
+		return;
+	}
+	wfi_cntr_inc(ep->rwr_cntr, false);
+	wfi_cq_put(ep->rx_cq, NULL, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, 0, NULL,
+		   be64toh(t->tag), 0, FI_ADDR_NOTAVAIL);
 }
 
 struct fi_ops_rma wfi_rma_ops = {

@@ -115,6 +115,7 @@ static void complete(struct wfi_ep *ep, struct wfi_rx *r, int err)
 	if (r->bounce && n && !err)
 		memcpy(r->buf, wfi_rx_slot(ep, (int)(r - ep->rx)), n);
 	wfi_cntr_inc(ep->rx_cntr, err || r->got_len > r->len);
+	wfi_cntr_inc(r->ccntr, err || r->got_len > r->len);
 	if (!err && r->got_len > r->len)
 		wfi_cq_err(ep->rx_cq, r->ctx, fl, FI_ETRUNC, n, tag, r->got_len - r->len);
 	else if (err)
@@ -294,6 +295,8 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 			wfi_cntr_inc(ep->rwr_cntr, false);
 		else if (be32toh(t.app_ctx) == WFI_NOTE_READ)
 			wfi_cntr_inc(ep->rrd_cntr, false);
+		else
+			wfi_rma_note(ep, &t, p + WFI_HDR, len - WFI_HDR, qp_num);
 		goto repost;
 	}
 	rndv = t.opcode == IBV_TMH_RNDV ||
@@ -628,7 +631,8 @@ ssize_t wfi_recv(struct wfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64
 	}
 	r = &ep->rx[i];
 	*r = (struct wfi_rx){ .ctx = ctx, .buf = buf, .len = len, .tag = wt, .mask = wm,
-			      .flags = flags, .msg = msg, .seq = ++ep->rx_seq, .ux = -1 };
+			      .flags = flags, .msg = msg, .seq = ++ep->rx_seq, .ux = -1,
+			      .ccntr = ep->work_cntr };
 	ui = ux_find(ep, wt, wm, false, NULL);
 	if (ui >= 0) {
 		r->state = WFI_RX_MATCHED;

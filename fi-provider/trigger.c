@@ -1,58 +1,352 @@
 // SPDX-License-Identifier: MIT
 /*
- * Triggered operations (FI_TRIGGER, docs/libfabric.md "Triggered
- * operations"): an RMA operation posted with FI_TRIGGER and a
- * struct fi_triggered_context of type FI_TRIGGER_THRESHOLD waits, in a
- * bounded table, until its counter reaches the threshold; the progress
- * loop then posts it.  In software: seed 000's conditional-RDMA engine is
- * not reachable through verbs.
+ * Triggered operations and the deferred work queue (docs/libfabric.md
+ * "Triggered operations"), in software: seed 000's conditional-RDMA
+ * engine is not reachable through verbs.
+ *
+ * An RMA, atomic or send operation posted with FI_TRIGGER and a
+ * struct fi_triggered_context of type FI_TRIGGER_THRESHOLD waits in its
+ * endpoint's bounded table until its counter reaches the threshold.
+ * fi_control(domain, FI_QUEUE_WORK) queues any fi_op_type (sends, tagged
+ * sends, receives, tagged receives, RMA, the three atomics, counter set
+ * and add) in the domain's bounded table, copied in full (the caller's
+ * fi_deferred_work and its op may be reused at once); its completion also
+ * counts on the work's completion counter.  The progress of any endpoint
+ * of the domain posts what is ready, in table order; an operation that
+ * cannot be posted yet (-FI_EAGAIN) stays, one that fails is reported as
+ * an error completion (and an error on the completion counter).
  */
+#include <string.h>
+
 #include "wfi.h"
 
-int wfi_trig_add(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc, fi_addr_t dest,
-		 uint64_t addr, uint64_t key, void *ctx, uint64_t flags)
+static int slot_add(struct wfi_trig *tab, int *n, const struct wfi_trig *w)
 {
-	struct fi_triggered_context *tc = ctx;
 	int i;
+
+	for (i = 0; i < WFI_TRIG_MAX; i++)
+		if (!tab[i].used)
+			break;
+	if (i == WFI_TRIG_MAX)
+		return -FI_EAGAIN;
+	tab[i] = *w;
+	tab[i].used = true;
+	(*n)++;
+	return 0;
+}
+
+/* FI_TRIGGER: w's ctx is the struct fi_triggered_context. */
+int wfi_trig_add(struct wfi_ep *ep, const struct wfi_trig *w)
+{
+	struct fi_triggered_context *tc = w->ctx;
+	struct wfi_trig t = *w;
 
 	if (!(ep->info->caps & FI_TRIGGER))
 		return -FI_EOPNOTSUPP;
 	if (!tc || tc->event_type != FI_TRIGGER_THRESHOLD || !tc->trigger.threshold.cntr)
 		return -FI_EINVAL;
-	for (i = 0; i < WFI_TRIG_MAX; i++)
-		if (!ep->trig[i].used)
-			break;
-	if (i == WFI_TRIG_MAX)
-		return -FI_EAGAIN;
-	ep->trig[i] = (struct wfi_trig){
-		.used = true, .write = write, .buf = buf, .desc = desc, .ctx = ctx, .len = len,
-		.dest = dest, .addr = addr, .key = key, .flags = flags & ~(uint64_t)FI_TRIGGER,
-		.threshold = tc->trigger.threshold.threshold, .cntr = tc->trigger.threshold.cntr,
-	};
-	ep->ntrig++;
+	t.ep = ep;
+	t.flags &= ~(uint64_t)FI_TRIGGER;
+	t.threshold = tc->trigger.threshold.threshold;
+	t.cntr = tc->trigger.threshold.cntr;
+	return slot_add(ep->trig, &ep->ntrig, &t);
+}
+
+static int one_iov(const struct iovec *iov, size_t n, void **buf, size_t *len)
+{
+	if (n > 1 || (n && !iov))
+		return -FI_EINVAL;
+	*buf = n ? iov[0].iov_base : NULL;
+	*len = n ? iov[0].iov_len : 0;
 	return 0;
 }
 
-/* Posts the operations whose counter reached its threshold, in table
- * order; one that cannot be posted yet (-FI_EAGAIN) stays. */
-void wfi_trig_progress(struct wfi_ep *ep)
+static int one_ioc(const struct fi_ioc *ioc, size_t n, void **addr)
+{
+	if (n != 1 || !ioc || ioc[0].count != 1)
+		return -FI_EINVAL;
+	*addr = ioc[0].addr;
+	return 0;
+}
+
+/* The endpoint an operation names, checked. */
+static int work_ep(struct wfi_domain *d, struct fid_ep *fep, struct wfi_ep **ep)
+{
+	if (!fep)
+		return -FI_EINVAL;
+	*ep = wfi_ep_of(fep);
+	return (*ep)->dom == d ? 0 : -FI_EINVAL;
+}
+
+static int atomic_work(struct wfi_domain *d, const struct fi_deferred_work *w, struct wfi_trig *t)
+{
+	const struct fi_msg_atomic *m;
+	struct fid_ep *fep;
+	void *p = NULL, *cmp = NULL, *res = NULL;
+	int kind, ret;
+
+	switch (w->op_type) {
+	case FI_OP_ATOMIC:
+		if (!w->op.atomic)
+			return -FI_EINVAL;
+		m = &w->op.atomic->msg;
+		fep = w->op.atomic->ep;
+		t->flags = w->op.atomic->flags;
+		kind = WFI_ATOMIC_BASE;
+		break;
+	case FI_OP_FETCH_ATOMIC:
+		if (!w->op.fetch_atomic)
+			return -FI_EINVAL;
+		m = &w->op.fetch_atomic->msg;
+		fep = w->op.fetch_atomic->ep;
+		t->flags = w->op.fetch_atomic->flags;
+		kind = WFI_ATOMIC_FETCH;
+		if (one_ioc(w->op.fetch_atomic->fetch.msg_iov,
+			    w->op.fetch_atomic->fetch.iov_count, &res))
+			return -FI_EINVAL;
+		break;
+	default:
+		if (!w->op.compare_atomic)
+			return -FI_EINVAL;
+		m = &w->op.compare_atomic->msg;
+		fep = w->op.compare_atomic->ep;
+		t->flags = w->op.compare_atomic->flags;
+		kind = WFI_ATOMIC_COMPARE;
+		if (one_ioc(w->op.compare_atomic->fetch.msg_iov,
+			    w->op.compare_atomic->fetch.iov_count, &res) ||
+		    one_ioc(w->op.compare_atomic->compare.msg_iov,
+			    w->op.compare_atomic->compare.iov_count, &cmp))
+			return -FI_EINVAL;
+		break;
+	}
+	ret = work_ep(d, fep, &t->ep);
+	if (ret)
+		return ret;
+	if (!(t->ep->info->caps & FI_ATOMIC))
+		return -FI_EOPNOTSUPP;
+	ret = wfi_atomic_valid(kind, m->datatype, m->op, NULL);
+	if (ret)
+		return ret;
+	if (m->rma_iov_count != 1 || !m->rma_iov || (m->op != FI_ATOMIC_READ &&
+						      one_ioc(m->msg_iov, m->iov_count, &p)))
+		return -FI_EINVAL;
+	if (p)
+		memcpy(&t->operand, p, 8);
+	if (cmp)
+		memcpy(&t->compare, cmp, 8);
+	t->result = res;
+	t->len = 1;
+	t->dt = m->datatype;
+	t->op = m->op;
+	t->dest = m->addr;
+	t->addr = m->rma_iov[0].addr;
+	t->key = m->rma_iov[0].key;
+	t->ctx = m->context;
+	return 0;
+}
+
+/* Copies the fi_deferred_work into a table entry. */
+static int work_copy(struct wfi_domain *d, const struct fi_deferred_work *w, struct wfi_trig *t)
+{
+	int ret;
+
+	*t = (struct wfi_trig){ .type = w->op_type, .threshold = w->threshold,
+				.cntr = w->triggering_cntr, .comp = w->completion_cntr };
+	switch (w->op_type) {
+	case FI_OP_SEND:
+	case FI_OP_RECV:
+		if (!w->op.msg)
+			return -FI_EINVAL;
+		ret = work_ep(d, w->op.msg->ep, &t->ep);
+		if (!ret)
+			ret = one_iov(w->op.msg->msg.msg_iov, w->op.msg->msg.iov_count, &t->buf,
+				      &t->len);
+		t->dest = w->op.msg->msg.addr;
+		t->ctx = w->op.msg->msg.context;
+		t->data = w->op.msg->msg.data;
+		t->flags = w->op.msg->flags;
+		return ret;
+	case FI_OP_TSEND:
+	case FI_OP_TRECV:
+		if (!w->op.tagged)
+			return -FI_EINVAL;
+		ret = work_ep(d, w->op.tagged->ep, &t->ep);
+		if (!ret)
+			ret = one_iov(w->op.tagged->msg.msg_iov, w->op.tagged->msg.iov_count,
+				      &t->buf, &t->len);
+		if (!ret && !(t->ep->info->caps & FI_TAGGED))
+			ret = -FI_EOPNOTSUPP;
+		t->dest = w->op.tagged->msg.addr;
+		t->ctx = w->op.tagged->msg.context;
+		t->data = w->op.tagged->msg.data;
+		t->tag = w->op.tagged->msg.tag;
+		t->ignore = w->op.tagged->msg.ignore;
+		t->flags = w->op.tagged->flags;
+		return ret;
+	case FI_OP_READ:
+	case FI_OP_WRITE:
+		if (!w->op.rma)
+			return -FI_EINVAL;
+		ret = work_ep(d, w->op.rma->ep, &t->ep);
+		if (!ret)
+			ret = one_iov(w->op.rma->msg.msg_iov, w->op.rma->msg.iov_count, &t->buf,
+				      &t->len);
+		if (!ret && (w->op.rma->msg.rma_iov_count != 1 || !w->op.rma->msg.rma_iov ||
+			     w->op.rma->msg.rma_iov[0].len != t->len))
+			ret = -FI_EINVAL;
+		if (!ret && !(t->ep->info->caps & FI_RMA))
+			ret = -FI_EOPNOTSUPP;
+		if (ret)
+			return ret;
+		t->desc = w->op.rma->msg.desc ? w->op.rma->msg.desc[0] : NULL;
+		t->dest = w->op.rma->msg.addr;
+		t->addr = w->op.rma->msg.rma_iov[0].addr;
+		t->key = w->op.rma->msg.rma_iov[0].key;
+		t->ctx = w->op.rma->msg.context;
+		t->data = w->op.rma->msg.data;
+		t->flags = w->op.rma->flags;
+		return 0;
+	case FI_OP_ATOMIC:
+	case FI_OP_FETCH_ATOMIC:
+	case FI_OP_COMPARE_ATOMIC:
+		return atomic_work(d, w, t);
+	case FI_OP_CNTR_SET:
+	case FI_OP_CNTR_ADD:
+		if (!w->op.cntr || !w->op.cntr->cntr)
+			return -FI_EINVAL;
+		t->target = w->op.cntr->cntr;
+		t->value = w->op.cntr->value;
+		return 0;
+	default:
+		return -FI_EINVAL;
+	}
+}
+
+int wfi_queue_work(struct wfi_domain *d, const struct fi_deferred_work *w)
+{
+	struct wfi_trig t;
+	int ret;
+
+	if (!w || !w->triggering_cntr)
+		return -FI_EINVAL;
+	ret = work_copy(d, w, &t);
+	if (ret)
+		return ret;
+	if (t.ep && !(t.ep->info->caps & FI_TRIGGER))
+		return -FI_EOPNOTSUPP;
+	if (t.flags & FI_TRIGGER)
+		return -FI_EINVAL;
+	return slot_add(d->work, &d->nwork, &t);
+}
+
+static uint64_t fail_flags(const struct wfi_trig *t)
+{
+	switch (t->type) {
+	case FI_OP_SEND:
+		return FI_SEND | FI_MSG;
+	case FI_OP_TSEND:
+		return FI_SEND | FI_TAGGED;
+	case FI_OP_RECV:
+		return FI_RECV | FI_MSG;
+	case FI_OP_TRECV:
+		return FI_RECV | FI_TAGGED;
+	case FI_OP_READ:
+		return FI_RMA | FI_READ;
+	case FI_OP_WRITE:
+		return FI_RMA | FI_WRITE;
+	case FI_OP_ATOMIC:
+		return FI_ATOMIC | FI_WRITE;
+	default:
+		return FI_ATOMIC | FI_READ;
+	}
+}
+
+static ssize_t run(struct wfi_trig *t)
+{
+	struct wfi_ep *ep = t->ep;
+	int kind;
+
+	switch (t->type) {
+	case FI_OP_SEND:
+	case FI_OP_TSEND:
+		return wfi_send(ep, t->buf, t->len, t->dest, t->tag, t->data, t->ctx, t->flags,
+				t->type == FI_OP_SEND);
+	case FI_OP_RECV:
+	case FI_OP_TRECV:
+		return wfi_recv(ep, t->buf, t->len, t->dest, t->tag, t->ignore, t->ctx, t->flags,
+				t->type == FI_OP_RECV);
+	case FI_OP_READ:
+	case FI_OP_WRITE:
+		return wfi_rma(ep, t->type == FI_OP_WRITE, t->buf, t->len, t->desc, t->dest,
+			       t->addr, t->key, t->data, t->ctx, t->flags);
+	case FI_OP_CNTR_SET:
+	case FI_OP_CNTR_ADD:
+		wfi_cntr_move(t->target, t->type == FI_OP_CNTR_SET, t->value);
+		wfi_cntr_inc(t->comp, false);
+		return 0;
+	default:
+		kind = t->type == FI_OP_ATOMIC ? WFI_ATOMIC_BASE : t->type == FI_OP_FETCH_ATOMIC ?
+		       WFI_ATOMIC_FETCH : WFI_ATOMIC_COMPARE;
+		return wfi_atomic_post(ep, kind, &t->operand, t->len, &t->compare, t->result,
+				       t->dest, t->addr, t->key, t->dt, t->op, t->ctx, t->flags);
+	}
+}
+
+static void table_progress(struct wfi_trig *tab, int *n)
 {
 	int i;
 
-	for (i = 0; ep->ntrig && i < WFI_TRIG_MAX; i++) {
-		struct wfi_trig *t = &ep->trig[i];
+	for (i = 0; *n && i < WFI_TRIG_MAX; i++) {
+		struct wfi_trig *t = &tab[i];
 		ssize_t ret;
 
 		if (!t->used || wfi_cntr_value(t->cntr) < t->threshold)
 			continue;
-		ret = wfi_rma(ep, t->write, t->buf, t->len, t->desc, t->dest, t->addr, t->key,
-			      t->ctx, t->flags);
+		if (t->ep)
+			t->ep->work_cntr = t->target ? NULL : t->comp;
+		ret = run(t);
+		if (t->ep)
+			t->ep->work_cntr = NULL;
 		if (ret == -FI_EAGAIN)
 			continue;
-		if (ret)
-			wfi_cq_err(ep->tx_cq, t->ctx, FI_RMA | (t->write ? FI_WRITE : FI_READ),
-				   (int)-ret, t->len, 0, 0);
+		if (ret && t->ep) {
+			struct wfi_cq *cq = t->type == FI_OP_RECV || t->type == FI_OP_TRECV ?
+					    t->ep->rx_cq : t->ep->tx_cq;
+
+			wfi_cntr_inc(t->comp, true);
+			wfi_cq_err(cq, t->ctx, fail_flags(t), (int)-ret, t->len, t->tag, 0);
+		}
 		t->used = false;
-		ep->ntrig--;
+		(*n)--;
 	}
+}
+
+/* Posts the triggered operations and the deferred work whose counter
+ * reached its threshold (not from within a post that runs progress). */
+void wfi_trig_progress(struct wfi_ep *ep)
+{
+	struct wfi_domain *d = ep->dom;
+
+	if (d->working || (!ep->ntrig && !d->nwork))
+		return;
+	d->working = true;
+	table_progress(ep->trig, &ep->ntrig);
+	table_progress(d->work, &d->nwork);
+	d->working = false;
+}
+
+/* A closing endpoint leaves its domain: its queued work goes with it. */
+void wfi_dom_forget_ep(struct wfi_domain *d, struct wfi_ep *ep)
+{
+	int i, j;
+
+	for (i = j = 0; i < d->neps; i++)
+		if (d->eps[i] != ep)
+			d->eps[j++] = d->eps[i];
+	d->neps = j;
+	for (i = 0; i < WFI_TRIG_MAX; i++)
+		if (d->work[i].used && d->work[i].ep == ep) {
+			d->work[i].used = false;
+			d->nwork--;
+		}
 }

@@ -47,6 +47,7 @@ int wfi_tx_begin(struct wfi_ep *ep, fi_addr_t dest, size_t len, void *ctx, uint6
 	t->ctx = ctx;
 	t->len = len;
 	t->cflags = cflags;
+	t->ccntr = ep->work_cntr;
 	t->signal = !(flags & FI_INJECT) && (!ep->tx_sel || (flags & FI_COMPLETION));
 	return i;
 }
@@ -167,6 +168,9 @@ void wfi_tx_finish(struct wfi_ep *ep, struct wfi_tx *t, int status)
 	t->busy = false;
 	if (t->internal)
 		return;
+	if (t->result && !status)
+		memcpy(t->result, wfi_tx_slot(ep, (int)(t - ep->tx)), 8);
+	wfi_cntr_inc(t->ccntr, status != 0);
 	wfi_cntr_inc(fl & FI_SEND ? ep->tx_cntr : fl & FI_WRITE ? ep->wr_cntr : ep->rd_cntr,
 		     status != 0);
 	if (status)

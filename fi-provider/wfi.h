@@ -16,6 +16,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -48,6 +49,10 @@
 
 /* FI_RMA_EVENT: the TMH NO_TAG note that follows an RDMA op (app_ctx). */
 enum { WFI_NOTE_READ = 1, WFI_NOTE_WRITE = 2 };
+/* Keys chosen by the application (key.c): a key's query and its answer. */
+enum { WFI_NOTE_KEYQ = 3, WFI_NOTE_KEYA = 4 };
+/* fi_writedata: the remote CQ data after the WRITE (rma.c). */
+#define WFI_NOTE_WDATA 5
 #define WFI_MSG_BIT (1ull << 63)
 #define WFI_MAX_PEERS 1024		/* ids 1 .. 1024 (13 bits on the wire) */
 
@@ -74,16 +79,27 @@ struct wfi_alias {
 	uint64_t flags;			/* FI_TRANSMIT or FI_RECV and op flags */
 };
 
-/* An operation deferred until a counter reaches a threshold (FI_TRIGGER). */
+/* An operation deferred until a counter reaches a threshold: posted with
+ * FI_TRIGGER (per endpoint) or queued with fi_control(FI_QUEUE_WORK) (per
+ * domain), copied in full when queued (trigger.c). */
 struct wfi_trig {
-	bool used, write;
-	void *buf, *desc, *ctx;
+	bool used;
+	enum fi_op_type type;
+	struct wfi_ep *ep;		/* NULL for FI_OP_CNTR_SET/ADD */
+	void *buf, *desc, *ctx, *result;
 	size_t len;
 	fi_addr_t dest;
-	uint64_t addr, key, flags, threshold;
-	struct fid_cntr *cntr;
+	uint64_t addr, key, tag, ignore, data, flags, threshold;
+	uint64_t operand, compare;	/* atomics */
+	enum fi_datatype dt;
+	enum fi_op op;
+	struct fid_cntr *cntr;		/* the triggering counter */
+	struct fid_cntr *comp;		/* FI_QUEUE_WORK's completion counter */
+	struct fid_cntr *target;	/* FI_OP_CNTR_SET/ADD: the counter and value */
+	uint64_t value;
 };
 #define WFI_TRIG_MAX 64
+#define WFI_DOM_EPS 64
 
 struct wfi_addr {			/* the endpoint name: its rdma_cm address */
 	struct sockaddr_in sin;
@@ -128,6 +144,14 @@ struct wfi_domain {
 	pthread_mutex_t lock;		/* FI_THREAD_SAFE: every call under it */
 	int refs;
 	struct wfi_mrc mrc;		/* the registration cache */
+	struct wfi_trig work[WFI_TRIG_MAX];	/* FI_QUEUE_WORK, bounded */
+	int nwork;
+	bool working;			/* running deferred work (no reentry) */
+	struct wfi_ep *eps[WFI_DOM_EPS];	/* its endpoints (unbound counters) */
+	int neps;
+	bool keyed_mode;		/* FI_RMA without FI_MR_PROV_KEY (key.c) */
+	struct wfi_mr **keyed;		/* its regions by requested key */
+	size_t nkeyed, capkeyed;
 };
 
 struct wfi_av {
@@ -163,7 +187,17 @@ struct wfi_mr {
 	struct fid_mr mr_fid;
 	struct wfi_domain *dom;
 	struct ibv_mr *mr;
+	uint64_t key;			/* the requested key (keyed mode) */
 };
+
+/* A target region learnt from its endpoint (key.c). */
+struct wfi_rkey {
+	bool used, found;
+	int peer;			/* index in the endpoint's peers */
+	uint32_t rkey;
+	uint64_t key, va, len;
+};
+#define WFI_RKEYS 32
 
 enum wfi_conn_state { WFI_C_NONE, WFI_C_CONNECTING, WFI_C_UP, WFI_C_FAILED };
 
@@ -185,6 +219,8 @@ struct wfi_tx {
 	struct wfi_reg *reg;		/* rendezvous, RMA: the user buffer's MR */
 	uint32_t qpn;			/* rendezvous: the QP it went on (FIN) */
 	uint32_t app_ctx;		/* rendezvous: its TMH app_ctx (FIN) */
+	void *result;			/* fetching atomic: 8 bytes from the slot */
+	struct fid_cntr *ccntr;		/* deferred work's completion counter */
 	bool busy, signal, internal, rndv, sent, fin;
 };
 #define WFI_TX_FIN 16			/* slots kept for FINs */
@@ -211,6 +247,7 @@ struct wfi_rx {
 	uint32_t got_data;		/* remote CQ data (WFI_DATA_BIT) */
 	struct rdma_cm_id *from;	/* rendezvous: the sender's connection */
 	uint32_t fin_ctx;		/* rendezvous: the sender's app_ctx */
+	struct fid_cntr *ccntr;		/* deferred work's completion counter */
 	enum wfi_rx_state state;
 	bool msg, bounce, del_pending;
 	int err;			/* CANCEL: the error (0: FI_ECANCELED) */
@@ -262,6 +299,11 @@ struct wfi_ep {
 	bool rvh;			/* rendezvous as TMH RNDV (unless WEFT_FI_RNDV=eager) */
 	struct wfi_trig trig[WFI_TRIG_MAX];	/* FI_TRIGGER, bounded */
 	int ntrig;
+	struct fid_cntr *work_cntr;	/* completion counter of the op being posted */
+	struct wfi_rkey rkeys[WFI_RKEYS];	/* keyed mode: regions learnt */
+	unsigned int rkey_next;
+	int keyq_peer;			/* the peer a key query waits on, or -1 */
+	uint64_t keyq_key;
 	bool log;			/* WEFT_FI_LOG: completion errors on stderr */
 	uint32_t unexp_cnt;		/* unexpected messages seen (TM sync) */
 	struct wfi_peer *peers;		/* index + 1 = the peer's id here */
@@ -323,16 +365,39 @@ void wfi_cq_put(struct wfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *
 void wfi_cq_err(struct wfi_cq *cq, void *ctx, uint64_t flags, int err, size_t len, uint64_t tag,
 		size_t olen);
 /* trigger.c */
-int wfi_trig_add(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc, fi_addr_t dest,
-		 uint64_t addr, uint64_t key, void *ctx, uint64_t flags);
+int wfi_trig_add(struct wfi_ep *ep, const struct wfi_trig *w);
 void wfi_trig_progress(struct wfi_ep *ep);
+int wfi_queue_work(struct wfi_domain *d, const struct fi_deferred_work *w);
+void wfi_dom_forget_ep(struct wfi_domain *d, struct wfi_ep *ep);
+/* key.c */
+int wfi_key_add(struct wfi_domain *d, struct wfi_mr *m, uint64_t key);
+void wfi_key_del(struct wfi_domain *d, struct wfi_mr *m);
+void wfi_key_note(struct wfi_ep *ep, uint32_t kind, const uint8_t *p, uint32_t n, uint32_t qpn);
+int wfi_key_target(struct wfi_ep *ep, fi_addr_t dest, size_t len, uint64_t *addr,
+		   uint64_t *key);
+/* atomic.c */
+enum { WFI_ATOMIC_BASE, WFI_ATOMIC_FETCH, WFI_ATOMIC_COMPARE };
+int wfi_atomic_valid(int kind, enum fi_datatype dt, enum fi_op op, size_t *count);
+ssize_t wfi_atomic_post(struct wfi_ep *ep, int kind, const void *operand, size_t count,
+			const void *compare, void *result, fi_addr_t dest, uint64_t addr,
+			uint64_t key, enum fi_datatype dt, enum fi_op op, void *ctx,
+			uint64_t flags);
+int wfi_query_atomic(struct fid_domain *d, enum fi_datatype dt, enum fi_op op,
+		     struct fi_atomic_attr *attr, uint64_t flags);
+extern struct fi_ops_atomic wfi_atomic_ops;
 ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
-		fi_addr_t peer_addr, uint64_t addr, uint64_t key, void *ctx, uint64_t flags);
+		fi_addr_t peer_addr, uint64_t addr, uint64_t key, uint64_t data, void *ctx,
+		uint64_t flags);
+void wfi_note_after(struct wfi_ep *ep, int i, struct ibv_send_wr *wr, struct ibv_send_wr *nwr,
+		    struct ibv_sge *nsge, uint32_t kind, uint64_t data);
+void wfi_rma_note(struct wfi_ep *ep, const struct ibv_tmh *t, const uint8_t *p, uint32_t n,
+		  uint32_t qpn);
 uint64_t wfi_cntr_value(struct fid_cntr *c);
 /* cntr.c */
 int wfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
 		  void *context);
 void wfi_cntr_inc(struct fid_cntr *c, bool err);
+void wfi_cntr_move(struct fid_cntr *c, bool set, uint64_t value);
 int wfi_cntr_bind_ep(struct fid_cntr *c, struct wfi_ep *ep);
 void wfi_cntr_unbind_ep(struct fid_cntr *c, struct wfi_ep *ep);
 /* mr.c */

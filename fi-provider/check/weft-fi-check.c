@@ -7,10 +7,14 @@
  * its own listener) eager, unexpected and rendezvous tagged messages and
  * checks the bytes; the registration cache's checks (a buffer unmapped and
  * mapped again with other pages at the same address must send and receive
- * the new bytes; hits, misses, evictions); and a second process on the
- * node, with receives that take any tag, never receives, peeks or
- * completes any of them.  Prints "ok N - ..." / "not ok N - ..." and
- * exits non-zero when a check failed.
+ * the new bytes; hits, misses, evictions); a second endpoint with
+ * FI_ATOMIC | FI_RMA | FI_TRIGGER checks the adapter's atomics on its own
+ * memory (fi_atomic, fi_fetch_atomic, fi_compare_atomic, inject, the valid
+ * and query calls, their bad arguments), deferred work (fi_control
+ * FI_QUEUE_WORK) and a triggered send; and a second process on the node,
+ * with receives that take any tag, never receives, peeks or completes any
+ * of the first endpoint's messages.  Prints "ok N - ..." / "not ok N - ..."
+ * and exits non-zero when a check failed.
  *
  * With --peer-death, two processes on two nodes: the server (the
  * survivor) and a client that the caller kills (SIGKILL) while a 256 MiB
@@ -34,11 +38,14 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/fi_trigger.h>
 
 #include "../fi_weft.h"
 
@@ -81,7 +88,7 @@ static void getinfo_checks(void)
 	h->ep_attr->type = FI_EP_RDM;
 	h->caps = FI_TAGGED | FI_ATOMIC;
 	ret = fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, h, &info);
-	CHECK(ret == -FI_ENODATA, "fi_getinfo FI_ATOMIC: %d (-FI_ENODATA)", ret);
+	CHECK(ret == -FI_ENODATA, "fi_getinfo FI_ATOMIC with mr_mode 0: %d (-FI_ENODATA)", ret);
 	h->caps = FI_TAGGED;
 	h->tx_attr->inject_size = 1 << 20;
 	ret = fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, h, &info);
@@ -543,6 +550,299 @@ static int peer_death(int argc, char **argv)
 			death_client(argv[3], argv[4], !strcmp(mode, "send"));
 }
 
+/* Waits for one completion on cq with context ctx (others are errors). */
+static bool done(struct fid_cq *cq, void *ctx, uint64_t flags)
+{
+	struct fi_cq_tagged_entry e;
+
+	return !poll_one(cq, &e) && e.op_context == ctx && (e.flags & flags) == flags;
+}
+
+static void valid_checks(struct fid_domain *dom, struct fid_ep *ep)
+{
+	struct fi_atomic_attr attr = { 0 };
+	size_t count = 0;
+	int ret;
+
+	ret = fi_query_atomic(dom, FI_UINT64, FI_SUM, &attr, 0);
+	CHECK(!ret && attr.count == 1 && attr.size == 8,
+	      "fi_query_atomic UINT64 SUM: %d, count %zu, size %zu (0, 1, 8)", ret, attr.count,
+	      attr.size);
+	ret = fi_query_atomic(dom, FI_INT64, FI_ATOMIC_READ, &attr, FI_FETCH_ATOMIC);
+	CHECK(!ret, "fi_query_atomic INT64 ATOMIC_READ FI_FETCH_ATOMIC: %d (0)", ret);
+	ret = fi_query_atomic(dom, FI_UINT64, FI_CSWAP, &attr, FI_COMPARE_ATOMIC);
+	CHECK(!ret, "fi_query_atomic UINT64 CSWAP FI_COMPARE_ATOMIC: %d (0)", ret);
+	ret = fi_query_atomic(dom, FI_UINT8, FI_BOR, &attr, 0);
+	CHECK(ret == -FI_EOPNOTSUPP, "fi_query_atomic UINT8 BOR (not atomic in the adapter): %d "
+	      "(-FI_EOPNOTSUPP)", ret);
+	ret = fi_query_atomic(dom, FI_UINT64, FI_MIN, &attr, FI_FETCH_ATOMIC);
+	CHECK(ret == -FI_EOPNOTSUPP, "fi_query_atomic UINT64 MIN fetch: %d (-FI_EOPNOTSUPP)", ret);
+	ret = fi_query_atomic(dom, FI_UINT64, FI_CSWAP, &attr, 0);
+	CHECK(ret == -FI_EOPNOTSUPP, "fi_query_atomic CSWAP without FI_COMPARE_ATOMIC: %d "
+	      "(-FI_EOPNOTSUPP)", ret);
+	ret = fi_query_atomic(dom, FI_UINT64, FI_SUM, &attr, FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC);
+	CHECK(ret == -FI_EINVAL, "fi_query_atomic FETCH|COMPARE: %d (-FI_EINVAL)", ret);
+	ret = fi_query_atomic(dom, FI_UINT64, (enum fi_op)1000, &attr, 0);
+	CHECK(ret == -FI_EINVAL, "fi_query_atomic op 1000: %d (-FI_EINVAL)", ret);
+	ret = fi_query_atomic(dom, FI_UINT64, FI_SUM, &attr, 1ull << 44);
+	CHECK(ret == -FI_EBADFLAGS, "fi_query_atomic flag 1<<44: %d (-FI_EBADFLAGS)", ret);
+	ret = fi_atomicvalid(ep, FI_UINT64, FI_SUM, &count);
+	CHECK(!ret && count == 1, "fi_atomicvalid UINT64 SUM: %d, count %zu (0, 1)", ret, count);
+	ret = fi_atomicvalid(ep, FI_UINT64, FI_SUM, NULL);
+	CHECK(ret == -FI_EINVAL, "fi_atomicvalid NULL count: %d (-FI_EINVAL)", ret);
+	ret = fi_atomicvalid(ep, FI_DOUBLE, FI_SUM, &count);
+	CHECK(ret == -FI_EOPNOTSUPP, "fi_atomicvalid DOUBLE SUM: %d (-FI_EOPNOTSUPP)", ret);
+	ret = fi_fetch_atomicvalid(ep, FI_UINT64, FI_ATOMIC_WRITE, &count);
+	CHECK(ret == -FI_EOPNOTSUPP, "fi_fetch_atomicvalid ATOMIC_WRITE (swap): %d (-FI_EOPNOTSUPP)",
+	      ret);
+	ret = fi_compare_atomicvalid(ep, FI_UINT64, FI_CSWAP, &count);
+	CHECK(!ret && count == 1, "fi_compare_atomicvalid UINT64 CSWAP: %d (0)", ret);
+	ret = fi_compare_atomicvalid(ep, FI_UINT8, FI_CSWAP_LE, &count);
+	CHECK(ret == -FI_EOPNOTSUPP, "fi_compare_atomicvalid UINT8 CSWAP_LE: %d (-FI_EOPNOTSUPP)",
+	      ret);
+}
+
+/* Atomics on our own registered memory through the adapter (loopback). */
+static void atomic_ops(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, uint64_t *tgt,
+		       uint64_t key)
+{
+	uint64_t addr = (uintptr_t)tgt, v, res = 0, cmp;
+	int c1, c2, c3, c4, c5;
+	ssize_t r;
+
+	*tgt = 100;
+	v = 5;
+	r = fi_atomic(ep, &v, 1, NULL, self, addr, key, FI_UINT64, FI_SUM, &c1);
+	CHECK(!r && done(cq, &c1, FI_ATOMIC | FI_WRITE) && *tgt == 105,
+	      "fi_atomic UINT64 SUM 5 on 100: %zd, target %llu (105)", r, (unsigned long long)*tgt);
+	v = 10;
+	r = fi_fetch_atomic(ep, &v, 1, NULL, &res, NULL, self, addr, key, FI_UINT64, FI_SUM, &c2);
+	CHECK(!r && done(cq, &c2, FI_ATOMIC | FI_READ) && res == 105 && *tgt == 115,
+	      "fi_fetch_atomic SUM 10: %zd, fetched %llu (105), target %llu (115)", r,
+	      (unsigned long long)res, (unsigned long long)*tgt);
+	res = 0;
+	r = fi_fetch_atomic(ep, NULL, 1, NULL, &res, NULL, self, addr, key, FI_INT64, FI_ATOMIC_READ,
+			    &c3);
+	CHECK(!r && done(cq, &c3, FI_ATOMIC | FI_READ) && res == 115 && *tgt == 115,
+	      "fi_fetch_atomic ATOMIC_READ: %zd, fetched %llu (115)", r, (unsigned long long)res);
+	v = 7;
+	cmp = 115;
+	r = fi_compare_atomic(ep, &v, 1, NULL, &cmp, NULL, &res, NULL, self, addr, key, FI_UINT64,
+			      FI_CSWAP, &c4);
+	CHECK(!r && done(cq, &c4, FI_ATOMIC | FI_READ) && res == 115 && *tgt == 7,
+	      "fi_compare_atomic CSWAP 115 -> 7: %zd, fetched %llu (115), target %llu (7)", r,
+	      (unsigned long long)res, (unsigned long long)*tgt);
+	v = 9;
+	cmp = 1;
+	r = fi_compare_atomic(ep, &v, 1, NULL, &cmp, NULL, &res, NULL, self, addr, key, FI_UINT64,
+			      FI_CSWAP, &c5);
+	CHECK(!r && done(cq, &c5, FI_ATOMIC | FI_READ) && res == 7 && *tgt == 7,
+	      "fi_compare_atomic CSWAP that does not match: %zd, fetched %llu (7), target %llu (7)",
+	      r, (unsigned long long)res, (unsigned long long)*tgt);
+	v = 1ull << 40;
+	r = fi_inject_atomic(ep, &v, 1, self, addr, key, FI_UINT64, FI_SUM);
+	res = 0;
+	if (!r)
+		r = fi_fetch_atomic(ep, NULL, 1, NULL, &res, NULL, self, addr, key, FI_UINT64,
+				    FI_ATOMIC_READ, &c1);
+	CHECK(!r && done(cq, &c1, FI_ATOMIC) && res == (1ull << 40) + 7,
+	      "fi_inject_atomic SUM 2^40, then read: %zd, %llu (2^40 + 7)", r,
+	      (unsigned long long)res);
+	r = fi_atomic(ep, &v, 1, NULL, self, addr + 1, key, FI_UINT64, FI_SUM, &c1);
+	CHECK(r == -FI_EINVAL, "fi_atomic unaligned target: %zd (-FI_EINVAL)", r);
+	r = fi_atomic(ep, &v, 2, NULL, self, addr, key, FI_UINT64, FI_SUM, &c1);
+	CHECK(r == -FI_EINVAL, "fi_atomic count 2 (count limit 1): %zd (-FI_EINVAL)", r);
+	r = fi_atomic(ep, &v, 1, NULL, self, addr, key, FI_UINT32, FI_SUM, &c1);
+	CHECK(r == -FI_EOPNOTSUPP, "fi_atomic UINT32: %zd (-FI_EOPNOTSUPP)", r);
+	r = fi_atomic(ep, &v, 1, NULL, self, addr, key, FI_UINT64, FI_BAND, &c1);
+	CHECK(r == -FI_EOPNOTSUPP, "fi_atomic BAND (not emulated): %zd (-FI_EOPNOTSUPP)", r);
+	r = fi_fetch_atomic(ep, &v, 1, NULL, NULL, NULL, self, addr, key, FI_UINT64, FI_SUM, &c1);
+	CHECK(r == -FI_EINVAL, "fi_fetch_atomic NULL result: %zd (-FI_EINVAL)", r);
+	r = fi_atomic(ep, &v, 1, NULL, self, addr, 1ull << 40, FI_UINT64, FI_SUM, &c1);
+	CHECK(r == -FI_EINVAL, "fi_atomic key 2^40 (mr_key_size 4): %zd (-FI_EINVAL)", r);
+	r = fi_atomic(ep, &v, 1, NULL, 4000, addr, key, FI_UINT64, FI_SUM, &c1);
+	CHECK(r == -FI_EINVAL, "fi_atomic to fi_addr 4000: %zd (-FI_EINVAL)", r);
+	{
+		struct fi_ioc ioc = { &v, 1 };
+		struct fi_rma_ioc rioc = { addr, 1, key };
+		struct fi_msg_atomic m = { .msg_iov = &ioc, .iov_count = 1, .addr = self,
+					   .rma_iov = &rioc, .rma_iov_count = 1,
+					   .datatype = FI_UINT64, .op = FI_SUM };
+
+		r = fi_atomicmsg(ep, &m, 1ull << 57);
+		CHECK(r == -FI_EBADFLAGS, "fi_atomicmsg flag 1<<57: %zd (-FI_EBADFLAGS)", r);
+		m.iov_count = 2;
+		r = fi_atomicmsg(ep, &m, 0);
+		CHECK(r == -FI_EINVAL, "fi_atomicmsg 2 iocs: %zd (-FI_EINVAL)", r);
+		r = fi_atomicmsg(ep, NULL, 0);
+		CHECK(r == -FI_EINVAL, "fi_atomicmsg NULL msg: %zd (-FI_EINVAL)", r);
+	}
+}
+
+/* fi_writedata to ourselves: the data lands, the initiator's completion
+ * and the target's remote CQ data completion (context NULL) both come. */
+static void writedata(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, uint64_t *tgt,
+		      uint64_t key)
+{
+	struct fi_cq_tagged_entry e[2];
+	uint64_t v = 0x1122334455667788ull;
+	int c, got = 0, i;
+	ssize_t r;
+
+	*tgt = 0;
+	r = fi_writedata(ep, &v, 8, NULL, 0xfeedbeef, self, (uintptr_t)tgt, key, &c);
+	for (i = 0; i < 2 && !r && !poll_one(cq, &e[i]); i++)
+		got |= e[i].op_context == &c && (e[i].flags & (FI_RMA | FI_WRITE)) == (FI_RMA | FI_WRITE) ? 1 :
+		       !e[i].op_context && (e[i].flags & FI_REMOTE_CQ_DATA) && (e[i].flags & FI_REMOTE_WRITE) &&
+		       e[i].data == 0xfeedbeef ? 2 : 4;
+	CHECK(!r && got == 3 && *tgt == v,
+	      "fi_writedata 8 B with data 0xfeedbeef: %zd, completions 0x%x (3: ours and the remote CQ data), "
+	      "data %s", r, got, *tgt == v ? "placed" : "missing");
+	r = fi_writedata(ep, &v, 8, NULL, 1ull << 40, self, (uintptr_t)tgt, key, &c);
+	CHECK(r == -FI_EINVAL, "fi_writedata data 2^40 (cq_data_size 4): %zd (-FI_EINVAL)", r);
+}
+
+/* fi_control(FI_QUEUE_WORK): a counter set and a fetching atomic fire
+ * when their triggering counter reaches its threshold, counting on the
+ * completion counter; and a triggered tagged send (FI_TRIGGER). */
+static void deferred(struct fid_domain *dom, struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self,
+		     uint64_t *tgt, uint64_t key)
+{
+	struct fid_cntr *trig, *comp, *target;
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+	struct fi_deferred_work w;
+	struct fi_op_cntr oc;
+	struct fi_op_fetch_atomic fa;
+	struct fi_ioc ioc, fioc;
+	struct fi_rma_ioc rioc;
+	struct fi_triggered_context tc;
+	uint64_t v = 3, res = 0;
+	uint8_t s[32], r[32] = { 0 };
+	int rc;
+	int ret;
+
+	if (fi_cntr_open(dom, &ca, &trig, NULL) || fi_cntr_open(dom, &ca, &comp, NULL) ||
+	    fi_cntr_open(dom, &ca, &target, NULL)) {
+		CHECK(0, "fi_cntr_open x3");
+		return;
+	}
+	ret = fi_control(&dom->fid, FI_QUEUE_WORK, NULL);
+	CHECK(ret == -FI_EINVAL, "fi_control FI_QUEUE_WORK NULL: %d (-FI_EINVAL)", ret);
+	memset(&w, 0, sizeof(w));
+	w.op_type = (enum fi_op_type)99;
+	w.triggering_cntr = trig;
+	ret = fi_control(&dom->fid, FI_QUEUE_WORK, &w);
+	CHECK(ret == -FI_EINVAL, "fi_control FI_QUEUE_WORK op_type 99: %d (-FI_EINVAL)", ret);
+	oc = (struct fi_op_cntr){ .cntr = target, .value = 5 };
+	w = (struct fi_deferred_work){ .threshold = 2, .triggering_cntr = trig,
+				       .completion_cntr = comp, .op_type = FI_OP_CNTR_SET,
+				       .op.cntr = &oc };
+	ret = fi_control(&dom->fid, FI_QUEUE_WORK, &w);
+	*tgt = 40;
+	ioc = (struct fi_ioc){ &v, 1 };
+	fioc = (struct fi_ioc){ &res, 1 };
+	rioc = (struct fi_rma_ioc){ (uintptr_t)tgt, 1, key };
+	fa = (struct fi_op_fetch_atomic){
+		.ep = ep, .msg = { .msg_iov = &ioc, .iov_count = 1, .addr = self, .rma_iov = &rioc,
+				   .rma_iov_count = 1, .datatype = FI_UINT64, .op = FI_SUM,
+				   .context = &w.context },
+		.fetch = { .msg_iov = &fioc, .iov_count = 1 },
+	};
+	w.op_type = FI_OP_FETCH_ATOMIC;
+	w.op.fetch_atomic = &fa;
+	ret = ret ? ret : fi_control(&dom->fid, FI_QUEUE_WORK, &w);
+	CHECK(!ret, "fi_control FI_QUEUE_WORK CNTR_SET and FETCH_ATOMIC at threshold 2: %d", ret);
+	/* The work's structures are copied: scribbling on them changes nothing. */
+	memset(&fa, 0, sizeof(fa));
+	oc.value = 77;
+	ret = fi_cntr_wait(comp, 1, 50);
+	CHECK(ret == -FI_ETIMEDOUT && *tgt == 40 && fi_cntr_read(target) == 0,
+	      "below the threshold nothing ran: wait %d (-FI_ETIMEDOUT), target %llu (40)", ret,
+	      (unsigned long long)*tgt);
+	fi_cntr_add(trig, 2);
+	ret = fi_cntr_wait(comp, 2, 5000);
+	CHECK(!ret && fi_cntr_read(target) == 5 && res == 40 && *tgt == 43 &&
+	      done(cq, &w.context, FI_ATOMIC | FI_READ),
+	      "at the threshold: completion counter %d, counter set to %llu (5), fetched %llu (40), "
+	      "target %llu (43)", ret, (unsigned long long)fi_cntr_read(target),
+	      (unsigned long long)res, (unsigned long long)*tgt);
+	/* A triggered tagged send (FI_TRIGGER), matched by a plain receive. */
+	fill(s, sizeof(s), 0x5a);
+	tc = (struct fi_triggered_context){ .event_type = FI_TRIGGER_THRESHOLD,
+					    .trigger.threshold = { .cntr = trig, .threshold = 3 } };
+	ret = fi_tsendmsg(ep, &(struct fi_msg_tagged){
+		.msg_iov = &(struct iovec){ s, sizeof(s) }, .iov_count = 1, .addr = self,
+		.tag = 0x77, .context = &tc }, FI_TRIGGER | FI_COMPLETION);
+	ret = ret ? ret : (int)fi_trecv(ep, r, sizeof(r), NULL, FI_ADDR_UNSPEC, 0x77, 0, &rc);
+	{
+		struct fi_cq_tagged_entry e;
+
+		ssize_t n = -FI_EAGAIN;
+		int i;
+
+		for (i = 0; i < 2000 && n == -FI_EAGAIN; i++)
+			n = fi_cq_read(cq, &e, 1);
+		CHECK(!ret && n == -FI_EAGAIN,
+		      "triggered fi_tsendmsg below its threshold: %d, nothing completes in 2000 reads (%zd)",
+		      ret, n);
+		fi_cntr_add(trig, 1);
+		CHECK(!poll_one(cq, &e) && !poll_one(cq, &e) && same(r, sizeof(r), 0x5a),
+		      "triggered fi_tsendmsg at its threshold: sent and received byte-exact");
+	}
+	fi_close(&trig->fid);
+	fi_close(&comp->fid);
+	fi_close(&target->fid);
+}
+
+static void atomic_checks(void)
+{
+	struct fi_info *h = hints_rdm(), *info = NULL;
+	struct fid_fabric *fab;
+	struct fid_domain *dom;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	struct fid_mr *mr;
+	struct fi_av_attr ava = { .type = FI_AV_TABLE };
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED };
+	uint8_t name[64];
+	uint64_t *tgt = aligned_alloc(64, 64);
+	size_t len = sizeof(name);
+	fi_addr_t self;
+	int ret;
+
+	h->caps = FI_TAGGED | FI_RMA | FI_ATOMIC | FI_TRIGGER;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+	ret = fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, h, &info);
+	CHECK(!ret && (info->caps & FI_ATOMIC) && info->domain_attr->mr_mode ==
+	      (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED),
+	      "fi_getinfo FI_ATOMIC with FI_MR_VIRT_ADDR|PROV_KEY|ALLOCATED: %d", ret);
+	if (ret || !tgt || fi_fabric(info->fabric_attr, &fab, NULL) ||
+	    fi_domain(fab, info, &dom, NULL) || fi_av_open(dom, &ava, &av, NULL) ||
+	    fi_cq_open(dom, &cqa, &cq, NULL) || fi_endpoint(dom, info, &ep, NULL) ||
+	    fi_ep_bind(ep, &av->fid, 0) || fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) ||
+	    fi_enable(ep) || fi_getname(&ep->fid, name, &len) ||
+	    fi_av_insert(av, name, 1, &self, 0, NULL) != 1 ||
+	    fi_mr_reg(dom, tgt, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL)) {
+		CHECK(0, "atomic endpoint set up");
+		return;
+	}
+	valid_checks(dom, ep);
+	atomic_ops(ep, cq, self, tgt, fi_mr_key(mr));
+	writedata(ep, cq, self, tgt, fi_mr_key(mr));
+	deferred(dom, ep, cq, self, tgt, fi_mr_key(mr));
+	fi_close(&ep->fid);
+	fi_close(&mr->fid);
+	fi_close(&cq->fid);
+	fi_close(&av->fid);
+	ret = fi_close(&dom->fid);
+	CHECK(!ret, "fi_close atomic domain: %d", ret);
+	fi_close(&fab->fid);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+	free(tgt);
+}
+
 int main(int argc, char **argv)
 {
 	bool loopback = !(argc > 1 && !strcmp(argv[1], "--no-loopback"));
@@ -709,6 +1009,7 @@ int main(int argc, char **argv)
 		ret = fi_cntr_wait(cntr, 17, 20);
 		CHECK(ret == -FI_ETIMEDOUT, "fi_cntr_wait 17, 20 ms: %d (-FI_ETIMEDOUT)", ret);
 		mrc_checks(dom, ep, cq, self);
+		atomic_checks();
 		if (pid > 0 && (write(down[1], "x", 1) != 1 || read(up[0], &got, sizeof(got)) != sizeof(got)))
 			got = -1;
 		CHECK(got == 0, "the second process's any-tag receives, FI_MSG receive and FI_PEEK got %d of "

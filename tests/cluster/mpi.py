@@ -50,6 +50,22 @@ def verbs_packets(t):
     return [t.counter(i, "V_TX_PKTS") for i in range(4)]
 
 
+def program_checks(t, r, label, names):
+    """One point for each of NAMES from an MPI program's output R, where
+    rank 0 printed "ok NAME: DETAIL" or "FAIL NAME: ..." (tests/mpi)."""
+    seen = {}
+    for line in r.lines():
+        m = re.match(r"^(ok|FAIL) ([a-z-]+): (.*)$", line)
+        if m:
+            seen[m.group(2)] = (m.group(1), m.group(3))
+    for name in names:
+        verdict, detail = seen.get(name, ("missing", ""))
+        if verdict == "ok":
+            t.checked(f"{label}: {name}: {detail}")
+        else:
+            t.fail(f"{label}: {name}: {verdict} {detail}")
+
+
 def mpi_check(t, label, opts, prog=CHECK, rdma=False):
     """weft-mpi-check (PROG, an MPICH build for --impl mpich) through
     weft-cluster mpirun with OPTS, 8 ranks on 4 nodes: one check per line
@@ -58,17 +74,7 @@ def mpi_check(t, label, opts, prog=CHECK, rdma=False):
     before = verbs_packets(t)
     r = t.wc("mpirun", "-np", 8, "--per-node", 2, *opts, "--timeout", 900, "--",
              prog, "--per-node", 2, "--flood", 1000)
-    seen = {}
-    for line in r.lines():
-        m = re.match(r"^(ok|FAIL) ([a-z-]+): (.*)$", line)
-        if m:
-            seen[m.group(2)] = (m.group(1), m.group(3))
-    for name in CHECKS:
-        verdict, detail = seen.get(name, ("missing", ""))
-        if verdict == "ok":
-            t.checked(f"{label}: {name}: {detail}")
-        else:
-            t.fail(f"{label}: {name}: {verdict} {detail}")
+    program_checks(t, r, label, CHECKS)
     if not r.ok or not re.search(r"^weft-mpi-check: PASS: ", r.out, re.M):
         t.show(r.out, f"{label} | ", 40)
         t.fail(f"{label}: weft-cluster mpirun exited {r.rc}: "

@@ -179,3 +179,48 @@ def mpi(t):
     t.require(min(matched) > 0 and min(ops) > 0,
               f"ofi: the adapters' V_TM_MATCHED moved by {matched}, V_TM_OPS by {ops}: matching not in the adapters")
     t.checked(f"ofi: every adapter matched messages itself: V_TM_MATCHED +{matched}, V_TM_OPS (tag operations) +{ops}")
+
+
+@scenario("ofi-atomic", "CM", "weft libfabric provider: fabtests fi_rdm_atomic -p weft -o all -z all -v: FI_SUM, "
+          "FI_ATOMIC_READ and FI_CSWAP on FI_INT64 and FI_UINT64 by the adapter's verbs atomics, verified; every "
+          "other operation and type answered as unsupported")
+def atomic(t):
+    # -S 64: without a size fabtests allocate 64 windows of 8 MiB (ENOMEM on the CM nodes).
+    args = "-o all -z all -v -I 3 -S 64"
+    ok = "".join(f"(?=[\\s\\S]*^FI_{dt}_FI_{op}_lat\\s+8\\s+3\\s)"
+                 for dt in ("INT64", "UINT64") for op in ("SUM", "ATOMIC_READ", "CSWAP"))
+    fabtest(t, "fi_rdm_atomic", args, ok, ok,
+            "FI_SUM (fi_atomic), FI_ATOMIC_READ (fi_fetch_atomic) and FI_CSWAP (fi_compare_atomic) on "
+            "FI_INT64 and FI_UINT64, 3 verified iterations each", PROV)
+
+
+@scenario("ofi-deferred-wq", "CM", "weft libfabric provider: fabtests fi_rdm_deferred_wq -p weft (fi_control "
+          "FI_QUEUE_WORK counter set and add at a counter threshold, on the endpoint and on an FI_TRIGGER alias): "
+          "the client's side passes; the server's side waits for its FI_RECV counter to count the client's RMA "
+          "write (docs/libfabric.md), so only the client is checked")
+def deferred_wq(t):
+    prog = f"{BIN}/fi_rdm_deferred_wq"
+    t.need((0, 1), prog)
+    for args, what in (("", "on the endpoint"), ("-a", "on an alias with FI_TRANSMIT | FI_TRIGGER")):
+        srv = t.bg(1, f"timeout 60 {prog} -p {PROV} -s {SERVER} {args} 2>&1", timeout=90)
+        cli = t.gx(0, f"sleep 3; timeout 50 {prog} -p {PROV} {args} {SERVER} 2>&1", timeout=90)
+        s = srv.wait()
+        if cli.ok and re.search(r"^Testing triggered FI_OP_CNTR_SET/FI_OP_CNTR_ADD with counters\.\.\.PASS$",
+                                cli.out, re.M):
+            t.checked(f"fi_rdm_deferred_wq {args} (client, node0): FI_OP_CNTR_SET and FI_OP_CNTR_ADD queued with "
+                      f"fi_control(FI_QUEUE_WORK) {what} ran at the send counter's threshold, after an RMA write "
+                      "to the server's region by its key (FI_MR_ALLOCATED, keys chosen by the application); PASS")
+        else:
+            t.show(cli.out, "client | ", 12)
+            t.fail(f"fi_rdm_deferred_wq {args}: client exit {cli.rc}: "
+                   f"{next((x for x in reversed(cli.lines()) if x.strip()), 'no output')}")
+        t.say(f"fi_rdm_deferred_wq {args}: server exit {s.rc} (not checked: it waits for its FI_RECV counter)")
+    for i in range(2):
+        t.require(t.no_oops(i), None)
+
+
+@scenario("ofi-rma-writedata", "CM", "weft libfabric provider: fabtests fi_rma_bw -p weft -o writedata -v: RMA writes "
+          "with remote CQ data (a NO_TAG note after the WRITE), the server's completions carry the data, verified")
+def rma_writedata(t):
+    fabtest(t, "fi_rma_bw", "-v -o writedata -S 4096 -I 10", LINE, LINE,
+            "10 windows of 4 KiB fi_writedata, the target's remote CQ data completions, data verified", PROV)

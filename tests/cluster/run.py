@@ -36,7 +36,7 @@ from weftcluster.testing import REGISTRY, ClusterSpec, Runner  # noqa: E402
 # The scenario files (tests/cluster/NAME.py); each declares its scenarios
 # with @scenario.  A new file is one more name here.
 SCENARIO_FILES = ("basic", "failover", "net", "ops", "ib", "verbs_user", "srq", "tm", "counters", "dbg",
-                  "mpi", "fabtests", "ofi", "snapshot")
+                  "mpi", "fabtests", "ofi", "osc", "snapshot")
 for f in SCENARIO_FILES:
     importlib.import_module(f)
 
