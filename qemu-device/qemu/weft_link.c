@@ -13,13 +13,21 @@
  * memfd instead of the socket; an fd handler on the device's eventfd
  * hands the ring's frames over, many per wake-up.
  *
+ * Threads: every callback from the chardev or the ring's eventfd takes
+ * the device's lock (l->lock) before it touches the link or calls the
+ * device; the device calls into the link with that lock held.  The
+ * ring's eventfd is watched in l->ctx (the device's IOThread, which also
+ * polls the ring while frames flow) or, without one, in the main loop.
+ *
  * SPDX-License-Identifier: MIT
  */
 
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qemu/error-report.h"
+#include "qemu/lockable.h"
 #include "qemu/main-loop.h"
+#include "block/aio.h"
 #include "trace.h"
 
 #include <glib-unix.h>
@@ -43,6 +51,7 @@ static gboolean weft_tx_writable(void *do_not_use, GIOCondition cond,
 {
     WeftLink *l = opaque;
 
+    QEMU_LOCK_GUARD(l->lock);
     l->tx_watch = 0;
     weft_tx_flush(l);
     if (l->tx_blocked && l->tx_tail - l->tx_head < WEFT_TXBUF_SIZE / 2) {
@@ -159,10 +168,22 @@ int weft_link_xmit(WeftLink *l, const void *pkt, size_t len)
     return 0;
 }
 
+/* Watches the ring's eventfd in the link's context, or stops (NULL). */
+static void weft_shm_watch(WeftLink *l, IOHandler *io_read, AioPollFn *poll,
+                           IOHandler *poll_ready)
+{
+    if (l->ctx) {
+        aio_set_fd_handler(l->ctx, l->shm_efd, io_read, NULL, poll,
+                           poll_ready, l);
+    } else {
+        qemu_set_fd_handler(l->shm_efd, io_read, NULL, l);
+    }
+}
+
 static void weft_shm_close(WeftLink *l)
 {
     if (l->shm_efd >= 0) {
-        qemu_set_fd_handler(l->shm_efd, NULL, NULL, NULL);
+        weft_shm_watch(l, NULL, NULL, NULL);
         close(l->shm_efd);
         l->shm_efd = -1;
     }
@@ -239,6 +260,8 @@ static void weft_link_abort(WeftLink *l, const char *why, uint64_t val)
 }
 
 static void weft_shm_doorbell(void *opaque);
+static bool weft_shm_poll(void *opaque);
+static void weft_shm_poll_ready(void *opaque);
 
 /*
  * Takes the descriptors that came with a HELLO_ACK granting shared memory
@@ -300,7 +323,7 @@ static bool weft_shm_open(WeftLink *l, bool granted)
     g_unix_set_fd_nonblocking(l->shm_efd_switch, TRUE, NULL);
     weft_shm_view_init(&l->shm_rx, l->shm, WEFT_SHM_S2A_OFF, false);
     weft_shm_view_init(&l->shm_tx, l->shm, WEFT_SHM_A2S_OFF, true);
-    qemu_set_fd_handler(l->shm_efd, weft_shm_doorbell, NULL, l);
+    weft_shm_watch(l, weft_shm_doorbell, weft_shm_poll, weft_shm_poll_ready);
     trace_weft_link_transport(l->node_id, "shm");
     /* Frames the switch put in the ring before we mapped it. */
     l->ops->kick(l->opaque);
@@ -420,6 +443,7 @@ static int weft_chr_can_read(void *opaque)
 {
     WeftLink *l = opaque;
 
+    QEMU_LOCK_GUARD(l->lock);
     if (!l->ops->can_receive(l->opaque)) {
         l->rx_throttled = true;
         return 0;
@@ -444,6 +468,7 @@ static void weft_chr_read(void *opaque, const uint8_t *buf, int size)
 {
     WeftLink *l = opaque;
 
+    QEMU_LOCK_GUARD(l->lock);
     if ((size_t)size > WEFT_RXBUF_SIZE - l->rx_len) {
         weft_link_abort(l, "receive buffer overrun", size);
         return;
@@ -459,6 +484,11 @@ static void weft_shm_doorbell(void *opaque)
     WeftLink *l = opaque;
     uint64_t cnt;
 
+    QEMU_LOCK_GUARD(l->lock);
+    if (!l->shm) {
+        /* Closed while this handler waited for the lock. */
+        return;
+    }
     if (read(l->shm_efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN) {
         trace_weft_link_error("eventfd read", errno);
     }
@@ -466,10 +496,36 @@ static void weft_shm_doorbell(void *opaque)
     l->ops->input(l->opaque);
 }
 
+/*
+ * The IOThread's busy poll (AioContext polling, between its sleeps on
+ * the eventfd): true when the switch published a frame that the device
+ * can take now.
+ */
+static bool weft_shm_poll(void *opaque)
+{
+    WeftLink *l = opaque;
+
+    QEMU_LOCK_GUARD(l->lock);
+    return l->shm &&
+           qatomic_load_acquire(&l->shm_rx.ctl->head) != l->shm_rx.pos &&
+           l->ops->can_receive(l->opaque);
+}
+
+static void weft_shm_poll_ready(void *opaque)
+{
+    WeftLink *l = opaque;
+
+    QEMU_LOCK_GUARD(l->lock);
+    if (l->shm) {
+        l->ops->input(l->opaque);
+    }
+}
+
 static void weft_chr_event(void *opaque, QEMUChrEvent event)
 {
     WeftLink *l = opaque;
 
+    QEMU_LOCK_GUARD(l->lock);
     switch (event) {
     case CHR_EVENT_OPENED:
         weft_link_reset(l);
@@ -520,9 +576,12 @@ bool weft_link_is_up(const WeftLink *l)
 
 void weft_link_init(WeftLink *l, CharBackend *chr, uint16_t node_id,
                     const uint8_t *token, WeftLinkTransport transport,
+                    QemuRecMutex *lock, AioContext *ctx,
                     const WeftLinkOps *ops, void *opaque)
 {
     l->chr = chr;
+    l->lock = lock;
+    l->ctx = ctx;
     l->node_id = node_id;
     l->ops = ops;
     l->opaque = opaque;
@@ -544,6 +603,7 @@ void weft_link_init(WeftLink *l, CharBackend *chr, uint16_t node_id,
 void weft_link_fini(WeftLink *l)
 {
     qemu_chr_fe_deinit(l->chr, false);
+    QEMU_LOCK_GUARD(l->lock);
     weft_shm_close(l);
     memset(l->token, 0, sizeof(l->token));
     l->has_token = false;

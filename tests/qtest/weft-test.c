@@ -78,6 +78,13 @@ typedef struct WeftNode {
 } WeftNode;
 
 static char *tmpdir;
+/*
+ * With WEFT_QTEST_IOTHREAD set in the environment, every device runs its
+ * adapter in an IOThread (docs/qemu-device.md, "IOThread"): the object
+ * on each command line and the device's iothread property.
+ */
+static const char *io_obj = "";
+static const char *io_prop = "";
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -389,13 +396,24 @@ static WeftNode *node_start_full(unsigned int node, SwitchMode mode,
     n->qts = qtest_initf("-machine pc -nodefaults "
                          "-d guest_errors,invalid_mem -D %s "
                          "-trace weft_dma_write -trace 'weft_link_*' %s %s "
-                         "-device weft,node-id=%u,windows=%u,rcxts=%u,"
-                         "handlers=%u%s%s%s",
-                         n->log, chr ? chr : "", obj ? obj : "", node,
+                         "%s-device weft,node-id=%u,windows=%u,rcxts=%u,"
+                         "handlers=%u%s%s%s%s",
+                         n->log, chr ? chr : "", obj ? obj : "", io_obj, node,
                          TEST_WINDOWS, TEST_RCXTS, TEST_HANDLERS,
                          mode != SW_NONE ? ",chardev=sw" : "",
-                         token ? ",token-secret=weft-token" : "", props);
+                         token ? ",token-secret=weft-token" : "", props,
+                         io_prop);
     node_attach(n);
+    if (*io_prop) {
+        QDict *rsp = qtest_qmp(n->qts, "{ 'execute': 'qom-get', 'arguments': "
+                               "{ 'path': '/machine/peripheral-anon/device[0]',"
+                               " 'property': 'iothread' } }");
+
+        /* The device took the IOThread. */
+        g_assert_cmpstr(qdict_get_try_str(rsp, "return"), ==,
+                        "/objects/weft-io");
+        qobject_unref(rsp);
+    }
 
     if (mode == SW_UP) {
         sw_handshake(n, WEFT_SW_OK);
@@ -1223,9 +1241,9 @@ static void test_migration(void)
     b->log = g_strdup(log);
     b->qts = qtest_initf("-machine pc -nodefaults -d guest_errors,invalid_mem "
                          "-D %s -trace weft_state_loaded -incoming file:%s "
-                         "-device weft,node-id=11,windows=%u,rcxts=%u,"
-                         "handlers=%u", log, file, TEST_WINDOWS, TEST_RCXTS,
-                         TEST_HANDLERS);
+                         "%s-device weft,node-id=11,windows=%u,rcxts=%u,"
+                         "handlers=%u%s", log, file, io_obj, TEST_WINDOWS,
+                         TEST_RCXTS, TEST_HANDLERS, io_prop);
     wait_running(b->qts);
     node_attach(b);
     g_assert_cmpuint(reg_read(b, WEFT_REG_NODE_ID), ==, 11);
@@ -1375,9 +1393,15 @@ static void test_hotplug(void)
         "'backend': { 'type': 'socket', 'data': { 'server': false, "
         "'reconnect-ms': 200, 'addr': { 'type': 'unix', "
         "'data': { 'path': %s } } } } } }", sock);
-    qtest_qmp_device_add(n->qts, "weft", "hp",
-                         "{ 'addr': %s, 'node-id': 22, 'chardev': 'hsw' }",
-                         addr);
+    if (*io_prop) {
+        qtest_qmp_device_add(n->qts, "weft", "hp",
+                             "{ 'addr': %s, 'node-id': 22, 'chardev': 'hsw', "
+                             "'iothread': 'weft-io' }", addr);
+    } else {
+        qtest_qmp_device_add(n->qts, "weft", "hp",
+                             "{ 'addr': %s, 'node-id': 22, 'chardev': 'hsw' }",
+                             addr);
+    }
     sw_handshake(&hp, WEFT_SW_OK);
 
     dev = qpci_device_find(n->bus, QPCI_DEVFN(HP_SLOT, 0));
@@ -2497,6 +2521,10 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     tmpdir = g_dir_make_tmp("weft-qtest-XXXXXX", NULL);
     g_assert_nonnull(tmpdir);
+    if (g_getenv("WEFT_QTEST_IOTHREAD")) {
+        io_obj = "-object iothread,id=weft-io ";
+        io_prop = ",iothread=weft-io";
+    }
 
     qtest_add_func("/weft/identity", test_identity);
     qtest_add_func("/weft/key-epoch", test_key_epoch);
