@@ -34,7 +34,8 @@ Environment: WEFT_QEMU (a QEMU with the weft device instead of
 scripts/build-qemu.sh), WEFT_SWITCH (a weft-switch binary), WEFT_BUILD
 (meson build folder, default build/), WEFT_ACCEL=kvm|tcg,
 WEFT_KERNEL_APPEND (more guest kernel arguments), WEFT_QEMU_ARGS (more
-QEMU arguments for every node) and WEFT_QEMU_ARGS_<N> (for node N).
+QEMU arguments for every node), WEFT_QEMU_ARGS_<N> (for node N) and
+WEFT_IOTHREAD=1 (each weft device runs in its own IOThread).
 With --adapters A each node has A weft devices, each on its own switch
 port: adapter a of node N has node id N + a*n (adapter 0 keeps id N).
 Node N gets address N+1 of --net (default 10.87.0.0/16) and of --net6
