@@ -326,7 +326,8 @@ def cmd_up(c, args):
         image=image, layer=ldir, switch=sw, devprops=a.device_props, swargs=a.switch_args, transport=a.transport,
         listen=a.listen, remote=a.remote, base=a.first_node, net4=a.net, net6=a.net6, vnet4=a.vnet,
         vnet_mcast=mcast, trace=a.trace, qemu_args=os.environ.get("WEFT_QEMU_ARGS", ""),
-        qemu_args_node=[os.environ.get(f"WEFT_QEMU_ARGS_{i}", "") for i in range(n)], start=a.start)
+        qemu_args_node=[os.environ.get(f"WEFT_QEMU_ARGS_{i}", "") for i in range(n)], start=a.start,
+        iothread=os.environ.get("WEFT_IOTHREAD") == "1")
     if ldir:
         s.initrd = layer.make_initrd(c, ldir)
     if a.start == "snapshot":

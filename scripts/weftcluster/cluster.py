@@ -341,12 +341,11 @@ class Cluster:
             # command line.  Adapter a of node i has node id i + a*nodes.
             dev = "auto" if s.transport == "tcp" else s.transport
             props = f",{s.devprops}" if s.devprops else ""
-            iothread = os.environ.get("WEFT_IOTHREAD") == "1"
             for a in range(s.adapters):
                 nid = self.nid(i) if a == 0 else i + a * s.nodes
                 sfx = str(a) if a else ""
-                io = f",iothread=weft-io{sfx}" if iothread else ""
-                if iothread:
+                io = f",iothread=weft-io{sfx}" if s.iothread else ""
+                if s.iothread:
                     # The adapter's work off the main loop (docs/qemu-device.md).
                     args += ["-object", f"iothread,id=weft-io{sfx}"]
                 args += ["-chardev", self.sw_chardev(f"sw{sfx}"),
