@@ -940,6 +940,14 @@ static void weft_exit(PCIDevice *pdev)
 {
     WeftState *s = WEFT(pdev);
 
+    WITH_QEMU_LOCK_GUARD(&s->lock) {
+        /*
+         * With an IOThread: from here on it neither runs the adapter nor
+         * uses the link (nor schedules the link's bottom half), whatever
+         * is still queued for it.
+         */
+        s->paused = s->iothread != NULL;
+    }
     weft_link_fini(&s->link);
     weft_fini_context(s);
     msix_uninit_exclusive_bar(pdev);

@@ -18,6 +18,11 @@
  * device; the device calls into the link with that lock held.  The
  * ring's eventfd is watched in l->ctx (the device's IOThread, which also
  * polls the ring while frames flow) or, without one, in the main loop.
+ * The chardev is only used with the big lock held: the socket chardev
+ * reports a close with its write lock held, so a thread that wrote to it
+ * under the device's lock could deadlock with it.  The IOThread hands
+ * its chardev work (writes, the frames read from the socket, a
+ * disconnect, re-opening input) to chr_bh in the main loop.
  *
  * SPDX-License-Identifier: MIT
  */
@@ -46,6 +51,16 @@ QEMU_BUILD_BUG_ON(WEFT_TXBUF_SIZE < 2 * WEFT_WIRE_FRAME_MAX);
 
 static void weft_tx_flush(WeftLink *l);
 
+/* Whether this thread may use the chardev now (see the top comment). */
+static bool weft_chr_here(WeftLink *l)
+{
+    if (!l->ctx || bql_locked()) {
+        return true;
+    }
+    qemu_bh_schedule(l->chr_bh);
+    return false;
+}
+
 static gboolean weft_tx_writable(void *do_not_use, GIOCondition cond,
                                  void *opaque)
 {
@@ -64,6 +79,9 @@ static gboolean weft_tx_writable(void *do_not_use, GIOCondition cond,
 /* Writes what the socket takes; waits for writability for the rest. */
 static void weft_tx_flush(WeftLink *l)
 {
+    if (l->tx_head < l->tx_tail && !weft_chr_here(l)) {
+        return;
+    }
     while (l->tx_head < l->tx_tail) {
         int n = qemu_chr_fe_write(l->chr, l->txbuf + l->tx_head,
                                   l->tx_tail - l->tx_head);
@@ -256,7 +274,11 @@ static void weft_link_abort(WeftLink *l, const char *why, uint64_t val)
     warn_report("weft: node %u: protocol error from the switch: %s (0x%"
                 PRIx64 "); disconnecting", l->node_id, why, val);
     weft_link_reset(l);
-    qemu_chr_fe_disconnect(l->chr);
+    if (weft_chr_here(l)) {
+        qemu_chr_fe_disconnect(l->chr);
+    } else {
+        l->disconnect = true;
+    }
 }
 
 static void weft_shm_doorbell(void *opaque);
@@ -547,7 +569,7 @@ static void weft_chr_event(void *opaque, QEMUChrEvent event)
 
 void weft_link_deliver(WeftLink *l)
 {
-    if (l->rx_len) {
+    if (l->rx_len && weft_chr_here(l)) {
         weft_rx_drain(l);
     }
     weft_shm_rx_drain(l);
@@ -558,6 +580,36 @@ void weft_link_flush(WeftLink *l)
     weft_tx_flush(l);
     weft_shm_flush(l);
     weft_link_deliver(l);
+    if (l->rx_throttled && l->connected && l->ops->can_receive(l->opaque) &&
+        weft_chr_here(l)) {
+        l->rx_throttled = false;
+        qemu_chr_fe_accept_input(l->chr);
+    }
+}
+
+/*
+ * With an IOThread: the chardev work it handed over, in the main loop.
+ * The frames read from the socket go to the device's input, which runs
+ * the adapter on them here.
+ */
+static void weft_link_chr_bh(void *opaque)
+{
+    WeftLink *l = opaque;
+
+    QEMU_LOCK_GUARD(l->lock);
+    if (l->disconnect) {
+        l->disconnect = false;
+        qemu_chr_fe_disconnect(l->chr);
+        return;
+    }
+    weft_tx_flush(l);
+    if (l->tx_blocked && l->tx_tail - l->tx_head < WEFT_TXBUF_SIZE / 2) {
+        l->tx_blocked = false;
+        l->ops->kick(l->opaque);
+    }
+    if (l->rx_len) {
+        l->ops->input(l->opaque);
+    }
     if (l->rx_throttled && l->connected && l->ops->can_receive(l->opaque)) {
         l->rx_throttled = false;
         qemu_chr_fe_accept_input(l->chr);
@@ -582,6 +634,9 @@ void weft_link_init(WeftLink *l, CharBackend *chr, uint16_t node_id,
     l->chr = chr;
     l->lock = lock;
     l->ctx = ctx;
+    if (ctx) {
+        l->chr_bh = qemu_bh_new(weft_link_chr_bh, l);
+    }
     l->node_id = node_id;
     l->ops = ops;
     l->opaque = opaque;
@@ -614,4 +669,8 @@ void weft_link_fini(WeftLink *l)
     g_free(l->txbuf);
     g_free(l->rxbuf);
     l->txbuf = l->rxbuf = NULL;
+    if (l->chr_bh) {
+        qemu_bh_delete(l->chr_bh);
+        l->chr_bh = NULL;
+    }
 }

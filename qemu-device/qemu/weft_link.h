@@ -52,6 +52,9 @@ typedef struct WeftLink {
     QemuRecMutex *lock;
     /* Where the ring's eventfd is watched and polled; NULL: main loop. */
     AioContext *ctx;
+    /* With ctx: the main-loop bottom half that does the chardev's work. */
+    QEMUBH *chr_bh;
+    bool disconnect;        /* chr_bh drops the connection (protocol error) */
     uint16_t node_id;
     const WeftLinkOps *ops;
     void *opaque;
