@@ -799,20 +799,31 @@ static void test_open_window(void)
 }
 
 /*
+ * A node whose switch is up, with interrupts set up, window 0 (handler
+ * 0) to send from and window 1 (handler 2) to receive in.
+ */
+static WeftNode *loopback_node(unsigned int node)
+{
+    WeftNode *n = node_start(node, SW_UP);
+
+    setup_interrupts(n);
+    open_window(n, 0, 0);
+    open_window(n, 1, 2);
+    return n;
+}
+
+/*
  * A FIFO packet from window 0 to window 1 of the same node, relayed by
  * the test's switch back into the same device.
  */
 static void test_fifo_loopback(void)
 {
-    WeftNode *n = node_start(5, SW_UP);
+    WeftNode *n = loopback_node(5);
     static const char msg[] = "weft loopback packet";
     RecvWait rw = { .node = n, .window = 1, .slot = 0 };
     struct weft_recv_hdr h;
     char buf[sizeof(msg)];
 
-    setup_interrupts(n);
-    open_window(n, 0, 0);
-    open_window(n, 1, 2);
     db_write(n, 1, WEFT_DB_RECV_THRESHOLD, 1);
 
     post_fifo(n, 0, 5, 1, msg, sizeof(msg));
@@ -855,16 +866,13 @@ static void test_fifo_loopback(void)
  */
 static void test_iothread_paused(void)
 {
-    WeftNode *n = node_start(24, SW_UP);
+    WeftNode *n = loopback_node(24);
     static const char msg[] = "sent after cont";
     RecvWait rw = { .node = n, .window = 1, .slot = 0 };
     struct weft_recv_hdr h;
     char buf[sizeof(msg)];
     int i;
 
-    setup_interrupts(n);
-    open_window(n, 0, 0);
-    open_window(n, 1, 2);
     qtest_qmp_assert_success(n->qts, "{ 'execute': 'stop' }");
     post_fifo(n, 0, 24, 1, msg, sizeof(msg));
     for (i = 0; i < 20; i++) {
