@@ -1,18 +1,20 @@
 #!/bin/bash
 # Runs the weft device's qtests (tests/qtest/weft-test.c) against the QEMU
 # that scripts/build-qemu.sh builds (and builds it first when needed).
-# Two runs of the qtest binary:
+# Three runs of the qtest binary:
 #
 #   1. the whole suite (glib's TAP);
 #   2. the loopback and no-link tests again with -trace 'weft_*', checking
 #      that the trace names registers and shows packets sent, received
-#      and dropped.
+#      and dropped;
+#   3. the whole suite with every device's adapter in an IOThread
+#      (WEFT_QTEST_IOTHREAD: -object iothread and the device's iothread).
 #
-# Output is TAP (docs/testing.md): the plan "1..2", and each run as one
+# Output is TAP (docs/testing.md): the plan "1..3", and each run as one
 # point preceded by its own points as an indented subtest.  A run passes
 # when the binary exited 0, planned at least one point and every point of
 # its plan passed (none skipped).  Exits non-zero when a run failed.  WEFT_QTEST_ARGS adds
-# arguments to the first run (e.g. "-p /x86_64/weft/misuse").
+# arguments to the first and third runs (e.g. "-p /x86_64/weft/misuse").
 set -euo pipefail
 
 # shellcheck source=lib.sh
@@ -46,7 +48,7 @@ run_point() {
 	fi
 }
 
-echo "1..2"
+echo "1..3"
 
 # ---- 1. the suite --------------------------------------------------------
 weft_log "running $test_bin (TAP)" >&2
@@ -90,5 +92,12 @@ rc=0
 [ "$(grep -c '^ok ' "$out/trace.out" || true)" -eq 2 ] || { [ "$rc" -ne 0 ] || rc=1; }
 [ "$rc" -eq 0 ] || tail -n 40 "$out/trace.err" | sed 's/^/# stderr: /'
 run_point 2 "trace run (-trace 'weft_*')" "$out/trace.tap" "$rc"
+
+weft_log "running $test_bin again with every device in an IOThread" >&2
+rc=0
+(cd "$build" && QTEST_QEMU_BINARY=./qemu-system-x86_64 WEFT_QTEST_IOTHREAD=1 \
+	"$test_bin" --tap -k ${WEFT_QTEST_ARGS:-}) >"$out/iothread.tap" 2>"$out/iothread.err" || rc=$?
+[ "$rc" -eq 0 ] || tail -n 60 "$out/iothread.err" | sed 's/^/# stderr: /'
+run_point 3 "qtest suite, iothread=" "$out/iothread.tap" "$rc"
 
 [ "$failed" -eq 0 ]

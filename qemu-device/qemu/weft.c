@@ -9,6 +9,16 @@
  * shared-memory rings).  While the link is down the core counts what it
  * drops.
  *
+ * With the iothread property the adapter runs in that IOThread instead
+ * of the main loop: its bottom half, its timer and the shared-memory
+ * ring's eventfd (polled while frames flow) live in the IOThread's
+ * AioContext, DMA goes straight to guest RAM without the big lock, and
+ * MSI-X messages are sent by a main-loop bottom half.  The core is
+ * single-threaded: one lock (WeftState.lock) is held around every call
+ * into it, from the vCPUs' MMIO, the IOThread, the chardev in the main
+ * loop, reset and migration.  Lock order: the big lock, then the
+ * device's; nothing takes the big lock with the device's held.
+ *
  * SPDX-License-Identifier: MIT
  */
 
@@ -18,10 +28,15 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
+#include "qemu/lockable.h"
 #include "qemu/rcu.h"
 #include "qemu/timer.h"
 #include "qapi/error.h"
 #include "qemu/error-report.h"
+#include "block/aio.h"
+#include "block/aio-wait.h"
+#include "system/iothread.h"
+#include "system/runstate.h"
 #include "chardev/char-fe.h"
 #include "crypto/secret_common.h"
 #include "exec/memory.h"
@@ -54,6 +69,12 @@ struct WeftState {
     MemoryRegion db;
 
     struct weft_core *core;
+    /*
+     * Held around every call into the core and the link (the core is
+     * single-threaded); recursive because a chardev disconnect from
+     * inside the link reports its close event at once.
+     */
+    QemuRecMutex lock;
     QEMUBH *poll_bh;
     /*
      * poll_bh is scheduled, or the adapter is being run inline
@@ -64,6 +85,20 @@ struct WeftState {
     bool poll_pending;
     bool kicked;            /* the core asked for a poll since the last one */
     QEMUTimer *timer;       /* the core's one timer (verbs transport) */
+
+    /* With an IOThread (property iothread); all NULL/0 without. */
+    IOThread *iothread;
+    AioContext *ctx;        /* the IOThread's: poll_bh, timer, the ring */
+    QEMUBH *irq_bh;         /* main loop: sends the vectors in irq_pending */
+    uint32_t irq_pending;   /* vectors raised since irq_bh last ran */
+    VMChangeStateEntry *vmsc;
+    /*
+     * The VM is stopped: the IOThread neither runs the adapter nor takes
+     * frames, so guest RAM and the core stay as a snapshot or migration
+     * saves them.  The main loop cannot run while they are saved; the
+     * IOThread could.
+     */
+    bool paused;
     /* The core's saved state while a migration stream is written or read. */
     uint8_t *state;
     uint32_t state_len;
@@ -162,14 +197,58 @@ out:
     return done;
 }
 
+/*
+ * A range over several regions of RAM, as one direct copy per region,
+ * after the check of the whole range.  With an IOThread the general
+ * path of pci_dma_* is not used: it dispatches to MMIO when the guest
+ * remapped memory since the check, which needs the big lock.  A range
+ * remapped between the check and the copy is refused part way.
+ */
+static bool weft_dma_split(WeftState *s, uint64_t addr, uint8_t *buf,
+                           size_t len, bool is_write)
+{
+    AddressSpace *as = pci_get_address_space(&s->parent_obj);
+
+    if (!weft_dma_is_ram(s, addr, len, is_write)) {
+        return false;
+    }
+    while (len) {
+        hwaddr xlat, l = len;
+
+        WITH_RCU_READ_LOCK_GUARD() {
+            address_space_translate(as, addr, &xlat, &l, is_write,
+                                    MEMTXATTRS_UNSPECIFIED);
+        }
+        if (!l || !weft_dma_direct(s, addr, buf, l, is_write)) {
+            return false;
+        }
+        addr += l;
+        buf += l;
+        len -= l;
+    }
+    return true;
+}
+
+static bool weft_dma(WeftState *s, uint64_t addr, void *buf, size_t len,
+                     bool is_write)
+{
+    if (weft_dma_direct(s, addr, buf, len, is_write)) {
+        return true;
+    }
+    if (s->iothread) {
+        return weft_dma_split(s, addr, buf, len, is_write);
+    }
+    return weft_dma_is_ram(s, addr, len, is_write) &&
+           (is_write ? pci_dma_write(&s->parent_obj, addr, buf, len) :
+            pci_dma_read(&s->parent_obj, addr, buf, len)) == MEMTX_OK;
+}
+
 static int weft_op_dma_read(void *opaque, uint64_t addr, void *buf,
                             size_t len)
 {
     WeftState *s = opaque;
 
-    if (!weft_dma_direct(s, addr, buf, len, false) &&
-        (!weft_dma_is_ram(s, addr, len, false) ||
-         pci_dma_read(&s->parent_obj, addr, buf, len) != MEMTX_OK)) {
+    if (!weft_dma(s, addr, buf, len, false)) {
         trace_weft_dma_error("read", addr, len);
         return -1;
     }
@@ -182,9 +261,7 @@ static int weft_op_dma_write(void *opaque, uint64_t addr, const void *buf,
 {
     WeftState *s = opaque;
 
-    if (!weft_dma_direct(s, addr, (void *)buf, len, true) &&
-        (!weft_dma_is_ram(s, addr, len, true) ||
-         pci_dma_write(&s->parent_obj, addr, buf, len) != MEMTX_OK)) {
+    if (!weft_dma(s, addr, (void *)buf, len, true)) {
         trace_weft_dma_error("write", addr, len);
         return -1;
     }
@@ -192,21 +269,52 @@ static int weft_op_dma_write(void *opaque, uint64_t addr, const void *buf,
     return 0;
 }
 
-static void weft_op_irq(void *opaque, unsigned int vector)
+/* Sends an MSI-X message; with the big lock held. */
+static void weft_msix_notify(WeftState *s, unsigned int vector)
 {
-    WeftState *s = opaque;
     PCIDevice *pdev = PCI_DEVICE(s);
 
-    if (vector >= s->nr_handlers) {
-        trace_weft_irq_dropped(vector, "no such MSI-X vector");
-        return;
-    }
     if (!msix_enabled(pdev)) {
         trace_weft_irq_dropped(vector, "MSI-X disabled");
         return;
     }
     trace_weft_irq(vector);
     msix_notify(pdev, vector);
+}
+
+/*
+ * The vectors the IOThread raised, one message each however often it
+ * raised them since the last run: the interrupts of a batch of
+ * completions are coalesced until the main loop's next iteration.
+ */
+static void weft_irq_bh(void *opaque)
+{
+    WeftState *s = opaque;
+    uint32_t pending = qatomic_xchg(&s->irq_pending, 0);
+
+    while (pending) {
+        unsigned int v = ctz32(pending);
+
+        pending &= pending - 1;
+        weft_msix_notify(s, v);
+    }
+}
+
+static void weft_op_irq(void *opaque, unsigned int vector)
+{
+    WeftState *s = opaque;
+
+    if (vector >= s->nr_handlers) {
+        trace_weft_irq_dropped(vector, "no such MSI-X vector");
+        return;
+    }
+    if (s->irq_bh) {
+        /* msix_notify needs the big lock, which the IOThread never takes. */
+        qatomic_or(&s->irq_pending, 1u << vector);
+        qemu_bh_schedule(s->irq_bh);
+        return;
+    }
+    weft_msix_notify(s, vector);
 }
 
 static uint64_t weft_op_now_ns(void *opaque)
@@ -385,6 +493,12 @@ static void weft_poll_bh(void *opaque)
 {
     WeftState *s = opaque;
 
+    QEMU_LOCK_GUARD(&s->lock);
+    if (s->paused) {
+        /* The VM is stopped: resuming schedules a run. */
+        s->poll_pending = false;
+        return;
+    }
     s->poll_pending = true;
     weft_run_adapter(s);
 }
@@ -395,7 +509,7 @@ static bool weft_link_can_receive(void *opaque)
 {
     WeftState *s = opaque;
 
-    return weft_core_can_receive(s->core);
+    return !s->paused && weft_core_can_receive(s->core);
 }
 
 static bool weft_link_receive(void *opaque, const uint8_t *pkt, size_t len)
@@ -414,6 +528,10 @@ static void weft_link_input(void *opaque)
     WeftState *s = opaque;
     bool pending = s->poll_pending;
 
+    if (s->paused) {
+        /* Frames wait in the link until the VM runs again. */
+        return;
+    }
     s->poll_pending = true;
     weft_link_deliver(&s->link);
     if (pending) {
@@ -455,6 +573,7 @@ static const WeftLinkOps weft_link_ops = {
     {                                                                       \
         WeftState *s = opaque;                                              \
                                                                             \
+        QEMU_LOCK_GUARD(&s->lock);                                          \
         return fn##_read(s->core, addr, size);                              \
     }                                                                       \
                                                                             \
@@ -463,6 +582,7 @@ static const WeftLinkOps weft_link_ops = {
     {                                                                       \
         WeftState *s = opaque;                                              \
                                                                             \
+        QEMU_LOCK_GUARD(&s->lock);                                          \
         fn##_write(s->core, addr, val, size);                               \
     }                                                                       \
                                                                             \
@@ -542,6 +662,15 @@ static void weft_timer_cb(void *opaque)
 {
     WeftState *s = opaque;
 
+    QEMU_LOCK_GUARD(&s->lock);
+    if (s->paused) {
+        /*
+         * Fired as the VM stopped: again once it runs (the virtual clock
+         * stands still meanwhile).
+         */
+        timer_mod(s->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+        return;
+    }
     trace_weft_timer(qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
     weft_core_timer(s->core);
     weft_schedule_poll(s);
@@ -696,6 +825,79 @@ static bool weft_init_bars(WeftState *s, Error **errp)
     return true;
 }
 
+/*
+ * With an IOThread: the VM stops (the adapter stops touching guest RAM
+ * and the core before the state is saved; a run in progress finishes
+ * first, under the lock) or runs again (the adapter resumes).
+ */
+static void weft_vm_state_change(void *opaque, bool running, RunState state)
+{
+    WeftState *s = opaque;
+
+    QEMU_LOCK_GUARD(&s->lock);
+    s->paused = !running;
+    if (running) {
+        weft_schedule_poll(s);
+    }
+}
+
+/*
+ * The adapter's context: the main loop, or with the iothread property
+ * that IOThread's AioContext for poll_bh, the timer and the ring, and a
+ * main-loop bottom half for MSI-X.
+ */
+static void weft_init_context(WeftState *s)
+{
+    DeviceState *dev = DEVICE(s);
+
+    if (!s->iothread) {
+        s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, weft_timer_cb, s);
+        s->poll_bh = qemu_bh_new_guarded(weft_poll_bh, s,
+                                         &dev->mem_reentrancy_guard);
+        return;
+    }
+    object_ref(OBJECT(s->iothread));
+    s->ctx = iothread_get_aio_context(s->iothread);
+    s->timer = aio_timer_new(s->ctx, QEMU_CLOCK_VIRTUAL, SCALE_NS,
+                             weft_timer_cb, s);
+    /*
+     * No re-entrancy guard: it would refuse the vCPUs' MMIO while the
+     * IOThread runs.  DMA never reaches MMIO (weft_dma_is_ram).
+     */
+    s->poll_bh = aio_bh_new(s->ctx, weft_poll_bh, s);
+    s->irq_bh = qemu_bh_new(weft_irq_bh, s);
+    s->paused = !runstate_is_running();
+    s->vmsc = qemu_add_vm_change_state_handler(weft_vm_state_change, s);
+}
+
+static void weft_iothread_quiesce(void *opaque)
+{
+}
+
+/* Undoes weft_init_context once nothing schedules work any more. */
+static void weft_fini_context(WeftState *s)
+{
+    if (s->timer) {
+        timer_del(s->timer);
+    }
+    if (s->iothread) {
+        qemu_del_vm_change_state_handler(s->vmsc);
+        s->vmsc = NULL;
+        /* A handler or bottom half running in the IOThread finishes. */
+        aio_wait_bh_oneshot(s->ctx, weft_iothread_quiesce, NULL);
+        qemu_bh_delete(s->irq_bh);
+        s->irq_bh = NULL;
+        object_unref(OBJECT(s->iothread));
+        s->ctx = NULL;
+    }
+    if (s->poll_bh) {
+        qemu_bh_delete(s->poll_bh);
+        s->poll_bh = NULL;
+    }
+    timer_free(s->timer);
+    s->timer = NULL;
+}
+
 static void weft_realize(PCIDevice *pdev, Error **errp)
 {
     WeftState *s = WEFT(pdev);
@@ -709,7 +911,8 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
                                errp)) {
         goto out;
     }
-    s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, weft_timer_cb, s);
+    qemu_rec_mutex_init(&s->lock);
+    weft_init_context(s);
     s->core = weft_core_new(&cfg, &weft_core_ops, s, err, sizeof(err));
     if (!s->core) {
         error_setg(errp, "weft: %s", err[0] ? err : "bad configuration");
@@ -719,18 +922,16 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
         goto fail;
     }
     /* The link may report the chardev open at once: it kicks poll_bh. */
-    s->poll_bh = qemu_bh_new_guarded(weft_poll_bh, s,
-                                     &DEVICE(pdev)->mem_reentrancy_guard);
     weft_link_init(&s->link, &s->chr, s->node_id, has_token ? token : NULL,
-                   transport, &weft_link_ops, s);
+                   transport, &s->lock, s->ctx, &weft_link_ops, s);
     goto out;
 
 fail:
+    weft_fini_context(s);
     /* A NULL core is a no-op here. */
     weft_core_free(s->core);
     s->core = NULL;
-    timer_free(s->timer);
-    s->timer = NULL;
+    qemu_rec_mutex_destroy(&s->lock);
 out:
     memset(token, 0, sizeof(token));
 }
@@ -739,14 +940,20 @@ static void weft_exit(PCIDevice *pdev)
 {
     WeftState *s = WEFT(pdev);
 
+    WITH_QEMU_LOCK_GUARD(&s->lock) {
+        /*
+         * With an IOThread: from here on it neither runs the adapter nor
+         * uses the link (nor schedules the link's bottom half), whatever
+         * is still queued for it.
+         */
+        s->paused = s->iothread != NULL;
+    }
     weft_link_fini(&s->link);
-    qemu_bh_delete(s->poll_bh);
-    s->poll_bh = NULL;
-    timer_free(s->timer);
-    s->timer = NULL;
+    weft_fini_context(s);
     msix_uninit_exclusive_bar(pdev);
     weft_core_free(s->core);
     s->core = NULL;
+    qemu_rec_mutex_destroy(&s->lock);
 }
 
 static void weft_reset_hold(Object *obj, ResetType type)
@@ -754,6 +961,7 @@ static void weft_reset_hold(Object *obj, ResetType type)
     WeftState *s = WEFT(obj);
 
     trace_weft_reset(s->node_id);
+    QEMU_LOCK_GUARD(&s->lock);
     weft_core_reset(s->core);
     /*
      * The connection to the switch is not adapter state and survives a
@@ -780,6 +988,8 @@ static int weft_pre_save(void *opaque)
     uint8_t *buf;
     size_t len;
 
+    /* With an IOThread, the VM stopped first (weft_vm_state_change). */
+    QEMU_LOCK_GUARD(&s->lock);
     if (weft_core_save(s->core, &buf, &len) < 0) {
         error_report("weft: node %u: out of memory saving the adapter state",
                      s->node_id);
@@ -819,6 +1029,7 @@ static int weft_post_load(void *opaque, int version_id)
     char err[256] = "";
     int rc;
 
+    QEMU_LOCK_GUARD(&s->lock);
     rc = weft_core_load(s->core, s->state, s->state_len, err, sizeof(err));
     g_free(s->state);
     s->state = NULL;
@@ -873,6 +1084,8 @@ static const Property weft_properties[] = {
     DEFINE_PROP_STRING("epoch-file", WeftState, epoch_file),
     DEFINE_PROP_STRING("token-secret", WeftState, token_secret),
     DEFINE_PROP_STRING("transport", WeftState, transport),
+    DEFINE_PROP_LINK("iothread", WeftState, iothread, TYPE_IOTHREAD,
+                     IOThread *),
 };
 
 static void weft_class_init(ObjectClass *klass, void *data)
@@ -925,6 +1138,9 @@ static void weft_class_init(ObjectClass *klass, void *data)
         "auto (default): shared-memory rings with a switch on this host "
         "that grants them, else the socket; shm: only shared memory; "
         "socket: frames only over the chardev");
+    object_class_property_set_description(klass, "iothread",
+        "id of an IOThread object (-object iothread,id=ID) that runs the "
+        "adapter and polls the shared-memory ring, off the main loop");
     object_class_property_set_description(klass, "epoch-file",
         "file that stores the adapter's non-volatile key epoch (KEY_EPOCH) "
         "across power cycles; without it the epoch starts at 0");

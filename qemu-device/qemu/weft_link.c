@@ -13,13 +13,26 @@
  * memfd instead of the socket; an fd handler on the device's eventfd
  * hands the ring's frames over, many per wake-up.
  *
+ * Threads: every callback from the chardev or the ring's eventfd takes
+ * the device's lock (l->lock) before it touches the link or calls the
+ * device; the device calls into the link with that lock held.  The
+ * ring's eventfd is watched in l->ctx (the device's IOThread, which also
+ * polls the ring while frames flow) or, without one, in the main loop.
+ * The chardev is only used with the big lock held: the socket chardev
+ * reports a close with its write lock held, so a thread that wrote to it
+ * under the device's lock could deadlock with it.  The IOThread hands
+ * its chardev work (writes, the frames read from the socket, a
+ * disconnect, re-opening input) to chr_bh in the main loop.
+ *
  * SPDX-License-Identifier: MIT
  */
 
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qemu/error-report.h"
+#include "qemu/lockable.h"
 #include "qemu/main-loop.h"
+#include "block/aio.h"
 #include "trace.h"
 
 #include <glib-unix.h>
@@ -38,11 +51,22 @@ QEMU_BUILD_BUG_ON(WEFT_TXBUF_SIZE < 2 * WEFT_WIRE_FRAME_MAX);
 
 static void weft_tx_flush(WeftLink *l);
 
+/* Whether this thread may use the chardev now (see the top comment). */
+static bool weft_chr_here(WeftLink *l)
+{
+    if (!l->ctx || bql_locked()) {
+        return true;
+    }
+    qemu_bh_schedule(l->chr_bh);
+    return false;
+}
+
 static gboolean weft_tx_writable(void *do_not_use, GIOCondition cond,
                                  void *opaque)
 {
     WeftLink *l = opaque;
 
+    QEMU_LOCK_GUARD(l->lock);
     l->tx_watch = 0;
     weft_tx_flush(l);
     if (l->tx_blocked && l->tx_tail - l->tx_head < WEFT_TXBUF_SIZE / 2) {
@@ -55,6 +79,9 @@ static gboolean weft_tx_writable(void *do_not_use, GIOCondition cond,
 /* Writes what the socket takes; waits for writability for the rest. */
 static void weft_tx_flush(WeftLink *l)
 {
+    if (l->tx_head < l->tx_tail && !weft_chr_here(l)) {
+        return;
+    }
     while (l->tx_head < l->tx_tail) {
         int n = qemu_chr_fe_write(l->chr, l->txbuf + l->tx_head,
                                   l->tx_tail - l->tx_head);
@@ -159,10 +186,22 @@ int weft_link_xmit(WeftLink *l, const void *pkt, size_t len)
     return 0;
 }
 
+/* Watches the ring's eventfd in the link's context, or stops (NULL). */
+static void weft_shm_watch(WeftLink *l, IOHandler *io_read, AioPollFn *poll,
+                           IOHandler *poll_ready)
+{
+    if (l->ctx) {
+        aio_set_fd_handler(l->ctx, l->shm_efd, io_read, NULL, poll,
+                           poll_ready, l);
+    } else {
+        qemu_set_fd_handler(l->shm_efd, io_read, NULL, l);
+    }
+}
+
 static void weft_shm_close(WeftLink *l)
 {
     if (l->shm_efd >= 0) {
-        qemu_set_fd_handler(l->shm_efd, NULL, NULL, NULL);
+        weft_shm_watch(l, NULL, NULL, NULL);
         close(l->shm_efd);
         l->shm_efd = -1;
     }
@@ -235,10 +274,16 @@ static void weft_link_abort(WeftLink *l, const char *why, uint64_t val)
     warn_report("weft: node %u: protocol error from the switch: %s (0x%"
                 PRIx64 "); disconnecting", l->node_id, why, val);
     weft_link_reset(l);
-    qemu_chr_fe_disconnect(l->chr);
+    if (weft_chr_here(l)) {
+        qemu_chr_fe_disconnect(l->chr);
+    } else {
+        l->disconnect = true;
+    }
 }
 
 static void weft_shm_doorbell(void *opaque);
+static bool weft_shm_poll(void *opaque);
+static void weft_shm_poll_ready(void *opaque);
 
 /*
  * Takes the descriptors that came with a HELLO_ACK granting shared memory
@@ -300,7 +345,7 @@ static bool weft_shm_open(WeftLink *l, bool granted)
     g_unix_set_fd_nonblocking(l->shm_efd_switch, TRUE, NULL);
     weft_shm_view_init(&l->shm_rx, l->shm, WEFT_SHM_S2A_OFF, false);
     weft_shm_view_init(&l->shm_tx, l->shm, WEFT_SHM_A2S_OFF, true);
-    qemu_set_fd_handler(l->shm_efd, weft_shm_doorbell, NULL, l);
+    weft_shm_watch(l, weft_shm_doorbell, weft_shm_poll, weft_shm_poll_ready);
     trace_weft_link_transport(l->node_id, "shm");
     /* Frames the switch put in the ring before we mapped it. */
     l->ops->kick(l->opaque);
@@ -420,6 +465,7 @@ static int weft_chr_can_read(void *opaque)
 {
     WeftLink *l = opaque;
 
+    QEMU_LOCK_GUARD(l->lock);
     if (!l->ops->can_receive(l->opaque)) {
         l->rx_throttled = true;
         return 0;
@@ -444,6 +490,7 @@ static void weft_chr_read(void *opaque, const uint8_t *buf, int size)
 {
     WeftLink *l = opaque;
 
+    QEMU_LOCK_GUARD(l->lock);
     if ((size_t)size > WEFT_RXBUF_SIZE - l->rx_len) {
         weft_link_abort(l, "receive buffer overrun", size);
         return;
@@ -459,6 +506,11 @@ static void weft_shm_doorbell(void *opaque)
     WeftLink *l = opaque;
     uint64_t cnt;
 
+    QEMU_LOCK_GUARD(l->lock);
+    if (!l->shm) {
+        /* Closed while this handler waited for the lock. */
+        return;
+    }
     if (read(l->shm_efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN) {
         trace_weft_link_error("eventfd read", errno);
     }
@@ -466,10 +518,36 @@ static void weft_shm_doorbell(void *opaque)
     l->ops->input(l->opaque);
 }
 
+/*
+ * The IOThread's busy poll (AioContext polling, between its sleeps on
+ * the eventfd): true when the switch published a frame that the device
+ * can take now.
+ */
+static bool weft_shm_poll(void *opaque)
+{
+    WeftLink *l = opaque;
+
+    QEMU_LOCK_GUARD(l->lock);
+    return l->shm &&
+           qatomic_load_acquire(&l->shm_rx.ctl->head) != l->shm_rx.pos &&
+           l->ops->can_receive(l->opaque);
+}
+
+static void weft_shm_poll_ready(void *opaque)
+{
+    WeftLink *l = opaque;
+
+    QEMU_LOCK_GUARD(l->lock);
+    if (l->shm) {
+        l->ops->input(l->opaque);
+    }
+}
+
 static void weft_chr_event(void *opaque, QEMUChrEvent event)
 {
     WeftLink *l = opaque;
 
+    QEMU_LOCK_GUARD(l->lock);
     switch (event) {
     case CHR_EVENT_OPENED:
         weft_link_reset(l);
@@ -491,7 +569,7 @@ static void weft_chr_event(void *opaque, QEMUChrEvent event)
 
 void weft_link_deliver(WeftLink *l)
 {
-    if (l->rx_len) {
+    if (l->rx_len && weft_chr_here(l)) {
         weft_rx_drain(l);
     }
     weft_shm_rx_drain(l);
@@ -502,6 +580,36 @@ void weft_link_flush(WeftLink *l)
     weft_tx_flush(l);
     weft_shm_flush(l);
     weft_link_deliver(l);
+    if (l->rx_throttled && l->connected && l->ops->can_receive(l->opaque) &&
+        weft_chr_here(l)) {
+        l->rx_throttled = false;
+        qemu_chr_fe_accept_input(l->chr);
+    }
+}
+
+/*
+ * With an IOThread: the chardev work it handed over, in the main loop.
+ * The frames read from the socket go to the device's input, which runs
+ * the adapter on them here.
+ */
+static void weft_link_chr_bh(void *opaque)
+{
+    WeftLink *l = opaque;
+
+    QEMU_LOCK_GUARD(l->lock);
+    if (l->disconnect) {
+        l->disconnect = false;
+        qemu_chr_fe_disconnect(l->chr);
+        return;
+    }
+    weft_tx_flush(l);
+    if (l->tx_blocked && l->tx_tail - l->tx_head < WEFT_TXBUF_SIZE / 2) {
+        l->tx_blocked = false;
+        l->ops->kick(l->opaque);
+    }
+    if (l->rx_len) {
+        l->ops->input(l->opaque);
+    }
     if (l->rx_throttled && l->connected && l->ops->can_receive(l->opaque)) {
         l->rx_throttled = false;
         qemu_chr_fe_accept_input(l->chr);
@@ -520,9 +628,15 @@ bool weft_link_is_up(const WeftLink *l)
 
 void weft_link_init(WeftLink *l, CharBackend *chr, uint16_t node_id,
                     const uint8_t *token, WeftLinkTransport transport,
+                    QemuRecMutex *lock, AioContext *ctx,
                     const WeftLinkOps *ops, void *opaque)
 {
     l->chr = chr;
+    l->lock = lock;
+    l->ctx = ctx;
+    if (ctx) {
+        l->chr_bh = qemu_bh_new(weft_link_chr_bh, l);
+    }
     l->node_id = node_id;
     l->ops = ops;
     l->opaque = opaque;
@@ -544,6 +658,7 @@ void weft_link_init(WeftLink *l, CharBackend *chr, uint16_t node_id,
 void weft_link_fini(WeftLink *l)
 {
     qemu_chr_fe_deinit(l->chr, false);
+    QEMU_LOCK_GUARD(l->lock);
     weft_shm_close(l);
     memset(l->token, 0, sizeof(l->token));
     l->has_token = false;
@@ -554,4 +669,8 @@ void weft_link_fini(WeftLink *l)
     g_free(l->txbuf);
     g_free(l->rxbuf);
     l->txbuf = l->rxbuf = NULL;
+    if (l->chr_bh) {
+        qemu_bh_delete(l->chr_bh);
+        l->chr_bh = NULL;
+    }
 }

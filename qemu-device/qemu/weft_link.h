@@ -16,6 +16,7 @@
 #define HW_WEFT_LINK_H
 
 #include "chardev/char-fe.h"
+#include "qemu/thread.h"
 #include "weft/wire.h"
 #include "weft-host/shm.h"
 
@@ -47,6 +48,13 @@ typedef struct WeftLinkOps {
 
 typedef struct WeftLink {
     CharBackend *chr;       /* the device's chardev property */
+    /* The device's lock, taken by every callback into the link. */
+    QemuRecMutex *lock;
+    /* Where the ring's eventfd is watched and polled; NULL: main loop. */
+    AioContext *ctx;
+    /* With ctx: the main-loop bottom half that does the chardev's work. */
+    QEMUBH *chr_bh;
+    bool disconnect;        /* chr_bh drops the connection (protocol error) */
     uint16_t node_id;
     const WeftLinkOps *ops;
     void *opaque;
@@ -86,10 +94,13 @@ typedef struct WeftLink {
 /*
  * Sets up the link on chr (which may have no backend: the link then stays
  * down) and installs the chardev handlers.  token is NULL or
- * WEFT_WIRE_TOKEN_SIZE bytes, copied.
+ * WEFT_WIRE_TOKEN_SIZE bytes, copied.  lock is the device's (its callbacks
+ * into the link's users run with it held); ctx is the AioContext that
+ * watches and polls the shared-memory ring, NULL for the main loop.
  */
 void weft_link_init(WeftLink *l, CharBackend *chr, uint16_t node_id,
                     const uint8_t *token, WeftLinkTransport transport,
+                    QemuRecMutex *lock, AioContext *ctx,
                     const WeftLinkOps *ops, void *opaque);
 /* Closes the chardev and the rings, wipes the token, frees the buffers. */
 void weft_link_fini(WeftLink *l);

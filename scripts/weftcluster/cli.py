@@ -34,7 +34,8 @@ Environment: WEFT_QEMU (a QEMU with the weft device instead of
 scripts/build-qemu.sh), WEFT_SWITCH (a weft-switch binary), WEFT_BUILD
 (meson build folder, default build/), WEFT_ACCEL=kvm|tcg,
 WEFT_KERNEL_APPEND (more guest kernel arguments), WEFT_QEMU_ARGS (more
-QEMU arguments for every node) and WEFT_QEMU_ARGS_<N> (for node N).
+QEMU arguments for every node), WEFT_QEMU_ARGS_<N> (for node N) and
+WEFT_IOTHREAD=1 (each weft device runs in its own IOThread).
 With --adapters A each node has A weft devices, each on its own switch
 port: adapter a of node N has node id N + a*n (adapter 0 keeps id N).
 Node N gets address N+1 of --net (default 10.87.0.0/16) and of --net6
@@ -325,7 +326,8 @@ def cmd_up(c, args):
         image=image, layer=ldir, switch=sw, devprops=a.device_props, swargs=a.switch_args, transport=a.transport,
         listen=a.listen, remote=a.remote, base=a.first_node, net4=a.net, net6=a.net6, vnet4=a.vnet,
         vnet_mcast=mcast, trace=a.trace, qemu_args=os.environ.get("WEFT_QEMU_ARGS", ""),
-        qemu_args_node=[os.environ.get(f"WEFT_QEMU_ARGS_{i}", "") for i in range(n)], start=a.start)
+        qemu_args_node=[os.environ.get(f"WEFT_QEMU_ARGS_{i}", "") for i in range(n)], start=a.start,
+        iothread=os.environ.get("WEFT_IOTHREAD") == "1")
     if ldir:
         s.initrd = layer.make_initrd(c, ldir)
     if a.start == "snapshot":

@@ -344,10 +344,14 @@ class Cluster:
             for a in range(s.adapters):
                 nid = self.nid(i) if a == 0 else i + a * s.nodes
                 sfx = str(a) if a else ""
+                io = f",iothread=weft-io{sfx}" if s.iothread else ""
+                if s.iothread:
+                    # The adapter's work off the main loop (docs/qemu-device.md).
+                    args += ["-object", f"iothread,id=weft-io{sfx}"]
                 args += ["-chardev", self.sw_chardev(f"sw{sfx}"),
                          "-object", f"secret,id=weft-token{sfx},file={self.path(f'node{nid}.token')},format=raw",
                          "-device", f"weft,node-id={nid},chardev=sw{sfx},token-secret=weft-token{sfx},"
-                                    f"epoch-file={self.path(f'node{nid}.epoch')},transport={dev}{props}"]
+                                    f"epoch-file={self.path(f'node{nid}.epoch')},transport={dev}{props}{io}"]
         if s.vnet4:
             args += self.vnet_args(i)
         args += self.debug_args(i)

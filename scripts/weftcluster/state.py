@@ -37,6 +37,7 @@ class Settings:
     trace: str = ""         # --trace: QEMU trace event patterns, comma-separated
     qemu_args: str = ""     # WEFT_QEMU_ARGS
     qemu_args_node: list = dataclasses.field(default_factory=list)  # WEFT_QEMU_ARGS_<N>
+    iothread: bool = False  # WEFT_IOTHREAD=1: each weft device in its own IOThread
     start: str = "boot"     # --start: boot, or snapshot (restored from `snapshot`)
     snapshot: str = ""      # --start snapshot: the template's saved state (snapshot.py)
 

@@ -78,6 +78,13 @@ typedef struct WeftNode {
 } WeftNode;
 
 static char *tmpdir;
+/*
+ * With WEFT_QTEST_IOTHREAD set in the environment, every device runs its
+ * adapter in an IOThread (docs/qemu-device.md, "IOThread"): the object
+ * on each command line and the device's iothread property.
+ */
+static const char *io_obj = "";
+static const char *io_prop = "";
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -389,13 +396,24 @@ static WeftNode *node_start_full(unsigned int node, SwitchMode mode,
     n->qts = qtest_initf("-machine pc -nodefaults "
                          "-d guest_errors,invalid_mem -D %s "
                          "-trace weft_dma_write -trace 'weft_link_*' %s %s "
-                         "-device weft,node-id=%u,windows=%u,rcxts=%u,"
-                         "handlers=%u%s%s%s",
-                         n->log, chr ? chr : "", obj ? obj : "", node,
+                         "%s-device weft,node-id=%u,windows=%u,rcxts=%u,"
+                         "handlers=%u%s%s%s%s",
+                         n->log, chr ? chr : "", obj ? obj : "", io_obj, node,
                          TEST_WINDOWS, TEST_RCXTS, TEST_HANDLERS,
                          mode != SW_NONE ? ",chardev=sw" : "",
-                         token ? ",token-secret=weft-token" : "", props);
+                         token ? ",token-secret=weft-token" : "", props,
+                         io_prop);
     node_attach(n);
+    if (*io_prop) {
+        QDict *rsp = qtest_qmp(n->qts, "{ 'execute': 'qom-get', 'arguments': "
+                               "{ 'path': '/machine/peripheral-anon/device[0]',"
+                               " 'property': 'iothread' } }");
+
+        /* The device took the IOThread. */
+        g_assert_cmpstr(qdict_get_try_str(rsp, "return"), ==,
+                        "/objects/weft-io");
+        qobject_unref(rsp);
+    }
 
     if (mode == SW_UP) {
         sw_handshake(n, WEFT_SW_OK);
@@ -781,20 +799,31 @@ static void test_open_window(void)
 }
 
 /*
+ * A node whose switch is up, with interrupts set up, window 0 (handler
+ * 0) to send from and window 1 (handler 2) to receive in.
+ */
+static WeftNode *loopback_node(unsigned int node)
+{
+    WeftNode *n = node_start(node, SW_UP);
+
+    setup_interrupts(n);
+    open_window(n, 0, 0);
+    open_window(n, 1, 2);
+    return n;
+}
+
+/*
  * A FIFO packet from window 0 to window 1 of the same node, relayed by
  * the test's switch back into the same device.
  */
 static void test_fifo_loopback(void)
 {
-    WeftNode *n = node_start(5, SW_UP);
+    WeftNode *n = loopback_node(5);
     static const char msg[] = "weft loopback packet";
     RecvWait rw = { .node = n, .window = 1, .slot = 0 };
     struct weft_recv_hdr h;
     char buf[sizeof(msg)];
 
-    setup_interrupts(n);
-    open_window(n, 0, 0);
-    open_window(n, 1, 2);
     db_write(n, 1, WEFT_DB_RECV_THRESHOLD, 1);
 
     post_fifo(n, 0, 5, 1, msg, sizeof(msg));
@@ -825,6 +854,41 @@ static void test_fifo_loopback(void)
     g_assert_true(find_event(n, WEFT_EV_RECV_THRESHOLD, 1));
     g_assert_true(qpci_msix_pending(n->dev, 2));
     g_assert_cmphex(reg_read(n, WEFT_REG_INT_PENDING) & (1u << 2), !=, 0);
+    node_stop(n);
+}
+
+/*
+ * The adapter in an IOThread stops with the VM (docs/qemu-device.md,
+ * "IOThread"), so that guest RAM and the core stay as a snapshot saves
+ * them: a FIFO packet posted while the VM is stopped is not sent, and it
+ * goes once the VM runs again.  Only with WEFT_QTEST_IOTHREAD (in the
+ * main loop the migration's big lock stops the adapter instead).
+ */
+static void test_iothread_paused(void)
+{
+    WeftNode *n = loopback_node(24);
+    static const char msg[] = "sent after cont";
+    RecvWait rw = { .node = n, .window = 1, .slot = 0 };
+    struct weft_recv_hdr h;
+    char buf[sizeof(msg)];
+    int i;
+
+    qtest_qmp_assert_success(n->qts, "{ 'execute': 'stop' }");
+    post_fifo(n, 0, 24, 1, msg, sizeof(msg));
+    for (i = 0; i < 20; i++) {
+        g_usleep(10000);
+        g_assert_cmpuint(counter(n, WEFT_CNT_TX_PACKETS), ==, 0);
+    }
+    g_assert_false(recv_valid(n, 1, 0, &h));
+
+    qtest_qmp_assert_success(n->qts, "{ 'execute': 'cont' }");
+    relay_until(&n, 1, relay_done_recv, &rw, "the packet posted while stopped");
+    g_assert_cmpuint(wait_send_done(n, 0), ==, WEFT_R_OK);
+    g_assert_true(recv_valid(n, 1, 0, &h));
+    qtest_memread(n->qts, n->recv_fifo[1] + WEFT_FRAME_HDR_SIZE, buf,
+                  sizeof(buf));
+    g_assert_cmpstr(buf, ==, msg);
+    g_assert_cmpuint(counter(n, WEFT_CNT_TX_PACKETS), ==, 1);
     node_stop(n);
 }
 
@@ -1223,9 +1287,9 @@ static void test_migration(void)
     b->log = g_strdup(log);
     b->qts = qtest_initf("-machine pc -nodefaults -d guest_errors,invalid_mem "
                          "-D %s -trace weft_state_loaded -incoming file:%s "
-                         "-device weft,node-id=11,windows=%u,rcxts=%u,"
-                         "handlers=%u", log, file, TEST_WINDOWS, TEST_RCXTS,
-                         TEST_HANDLERS);
+                         "%s-device weft,node-id=11,windows=%u,rcxts=%u,"
+                         "handlers=%u%s", log, file, io_obj, TEST_WINDOWS,
+                         TEST_RCXTS, TEST_HANDLERS, io_prop);
     wait_running(b->qts);
     node_attach(b);
     g_assert_cmpuint(reg_read(b, WEFT_REG_NODE_ID), ==, 11);
@@ -1375,9 +1439,15 @@ static void test_hotplug(void)
         "'backend': { 'type': 'socket', 'data': { 'server': false, "
         "'reconnect-ms': 200, 'addr': { 'type': 'unix', "
         "'data': { 'path': %s } } } } } }", sock);
-    qtest_qmp_device_add(n->qts, "weft", "hp",
-                         "{ 'addr': %s, 'node-id': 22, 'chardev': 'hsw' }",
-                         addr);
+    if (*io_prop) {
+        qtest_qmp_device_add(n->qts, "weft", "hp",
+                             "{ 'addr': %s, 'node-id': 22, 'chardev': 'hsw', "
+                             "'iothread': 'weft-io' }", addr);
+    } else {
+        qtest_qmp_device_add(n->qts, "weft", "hp",
+                             "{ 'addr': %s, 'node-id': 22, 'chardev': 'hsw' }",
+                             addr);
+    }
     sw_handshake(&hp, WEFT_SW_OK);
 
     dev = qpci_device_find(n->bus, QPCI_DEVFN(HP_SLOT, 0));
@@ -2497,6 +2567,10 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     tmpdir = g_dir_make_tmp("weft-qtest-XXXXXX", NULL);
     g_assert_nonnull(tmpdir);
+    if (g_getenv("WEFT_QTEST_IOTHREAD")) {
+        io_obj = "-object iothread,id=weft-io ";
+        io_prop = ",iothread=weft-io";
+    }
 
     qtest_add_func("/weft/identity", test_identity);
     qtest_add_func("/weft/key-epoch", test_key_epoch);
@@ -2522,6 +2596,9 @@ int main(int argc, char **argv)
     qtest_add_func("/weft/match/loopback", test_match_loopback);
     qtest_add_func("/weft/verbs/ud-grh", test_verbs_ud_grh);
     qtest_add_func("/weft/counters/regs", test_counters_regs);
+    if (*io_prop) {
+        qtest_add_func("/weft/iothread/paused", test_iothread_paused);
+    }
 
     r = g_test_run();
     rmdir(tmpdir);
