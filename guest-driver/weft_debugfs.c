@@ -172,9 +172,11 @@ static void weft_mdump_show(struct seq_file *m, const char *list, u32 n,
 			   d->flags & WEFT_MDUMPF_MULTI ? " multi" : "");
 		break;
 	default:
-		seq_printf(m, "  %s %u: match 0x%016llx seq %u len %u src %u %s slot %u\n",
-			   list, n, d->match, d->id, d->len, d->node, weft_mdump_kind(d->kind),
-			   d->aux);
+		seq_printf(m, "  %s %u: match 0x%016llx seq %u len %u src %u %s", list, n,
+			   d->match, d->id, d->len, d->node, weft_mdump_kind(d->kind));
+		if (d->kind == WEFT_MDUMP_RNDV)
+			seq_printf(m, " slot %u", d->aux);
+		seq_putc(m, '\n');
 		break;
 	}
 }
