@@ -8,6 +8,8 @@
  *   weftN/rcxt_first, weftN/rcxt_count  the range shown (writable)
  *   weftN/tce         job slots and the TCEs in use
  *   weftN/counters    adapter counters by name
+ *   weftN/match       header matching: registers, every live queue and its
+ *                     entries (QUERY_HQ), tag-matching SRQs' tags included
  *   weftN/state       driver state of this adapter (windows, rCxt pool, irqs)
  *   weftN/recover     write 1: adapter recovery
  *   weftN/cnt         counter objects and exposures, driver and adapter view
@@ -18,6 +20,8 @@
 #include <linux/uaccess.h>
 
 #include "weft_drv.h"
+#include "weft_verbs.h"
+#include "weft/match.h"
 #include "weft/names.h"
 
 #define WEFT_DBG_RCXT_MAX	4096
@@ -137,14 +141,97 @@ static int weft_counters_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(weft_counters);
 
+#define WEFT_DBG_HQ_BYTES	(WEFT_MATCH_QUERY_MAX * sizeof(struct weft_match_dump))
+
+static const char *weft_mdump_kind(u8 kind)
+{
+	switch (kind) {
+	case WEFT_MDUMP_UMB:
+		return "umb";
+	case WEFT_MDUMP_HOST:
+		return "host";
+	case WEFT_MDUMP_RNDV:
+		return "rndv";
+	default:
+		return "?";
+	}
+}
+
+static void weft_mdump_show(struct seq_file *m, const char *list, u32 n,
+			    const struct weft_match_dump *d)
+{
+	switch (d->kind) {
+	case WEFT_MDUMP_TAG:
+		seq_printf(m, "  tag %u: tag 0x%016llx mask 0x%016llx len %u lkey 0x%x %s\n",
+			   d->id, d->match, d->ignore, d->len, d->aux,
+			   d->flags & WEFT_MDUMPF_INACTIVE ? "inactive" : "active");
+		break;
+	case WEFT_MDUMP_POSTED:
+		seq_printf(m, "  %s %u: match 0x%016llx ignore 0x%016llx id %u len %u src 0x%x%s\n",
+			   list, n, d->match, d->ignore, d->id, d->len, d->node,
+			   d->flags & WEFT_MDUMPF_MULTI ? " multi" : "");
+		break;
+	default:
+		seq_printf(m, "  %s %u: match 0x%016llx seq %u len %u src %u %s", list, n,
+			   d->match, d->id, d->len, d->node, weft_mdump_kind(d->kind));
+		if (d->kind == WEFT_MDUMP_RNDV)
+			seq_printf(m, " slot %u", d->aux);
+		seq_putc(m, '\n');
+		break;
+	}
+}
+
+/*
+ * One list of queue q with QUERY_HQ (hw-spec 17.4): the adapter writes the
+ * entries at dma before the command returns.
+ */
+static int weft_hq_query(struct weft_dev *wdev, u32 q, bool ueq, dma_addr_t dma,
+			 struct weft_vcmd_resp *r)
+{
+	struct weft_vcmd cmd = { .op = WEFT_VCMD_QUERY_HQ, .handle = q };
+
+	cmd.u.hq.addr = dma;
+	cmd.u.hq.len = WEFT_DBG_HQ_BYTES;
+	cmd.u.hq.flags = ueq ? WEFT_HQF_UEQ : 0;
+	memset(r, 0, sizeof(*r));
+	return weft_vcmd(wdev, &cmd, r);
+}
+
+static void weft_match_list_show(struct seq_file *m, const char *list, int ret,
+				 const struct weft_vcmd_resp *r,
+				 const struct weft_match_dump *buf)
+{
+	struct weft_match_dump d;
+	u32 n, i;
+
+	if (ret) {
+		seq_printf(m, "  %s: QUERY_HQ failed: %d (%s)\n", list, ret,
+			   weft_reason_name(r->reason));
+		return;
+	}
+	n = min_t(u64, r->out[0], WEFT_MATCH_QUERY_MAX);
+	for (i = 0; i < n; i++) {
+		memcpy(&d, &buf[i], sizeof(d));
+		weft_mdump_show(m, list, i, &d);
+	}
+	if (r->out[1] > n)
+		seq_printf(m, "  %s: %llu more not shown\n", list, r->out[1] - n);
+}
+
 /*
  * Header matching (docs/matching.md): the engine's registers and every
- * queue that is enabled or holds entries.
+ * queue that is enabled or holds entries, then its entries: posted
+ * receives and unexpected headers, or the tags of the tag-matching SRQ
+ * the queue is lent to ("tm").
  */
 static int weft_match_show(struct seq_file *m, void *v)
 {
 	struct weft_dev *wdev = m->private;
 	u64 caps = weft_rd(wdev, WEFT_REG_MATCH_CAPS);
+	struct weft_match_dump *buf;
+	struct weft_vcmd_resp r;
+	dma_addr_t dma;
+	int ret = 0;
 	u32 q;
 
 	seq_printf(m, "queues %u matchers %u store %u free %llu umb_free %llu pool %llu\n",
@@ -155,17 +242,32 @@ static int weft_match_show(struct seq_file *m, void *v)
 		   weft_rd(wdev, WEFT_REG_MATCH_CQ_BASE), weft_rd(wdev, WEFT_REG_MATCH_CQ_SIZE),
 		   weft_rd(wdev, WEFT_REG_MATCH_CQ_PROD), weft_rd(wdev, WEFT_REG_MATCH_CQ_CONS),
 		   weft_rd(wdev, WEFT_REG_MATCH_STOPPED0), weft_rd(wdev, WEFT_REG_MATCH_STOPPED1));
+	buf = weft_coherent_alloc(wdev, WEFT_DBG_HQ_BYTES, &dma);
+	if (!buf)
+		seq_puts(m, "no memory for the queue entries\n");
 	for (q = 0; q < WEFT_MATCH_NR_QUEUES; q++) {
 		u64 cfg = weft_rd(wdev, WEFT_REG_MATCH_QCFG(q));
 		u64 st = weft_rd(wdev, WEFT_REG_MATCH_QSTAT(q));
 
 		if (!(cfg & WEFT_QCFG_ENABLE) && !WEFT_QSTAT_PRQ(st) && !WEFT_QSTAT_UEQ(st))
 			continue;
-		seq_printf(m, "queue %u: cfg 0x%llx prq %u ueq %u seq %u%s%s\n", q, cfg,
+		if (buf)
+			ret = weft_hq_query(wdev, q, false, dma, &r);
+		seq_printf(m, "queue %u: cfg 0x%llx prq %u ueq %u seq %u%s%s%s\n", q, cfg,
 			   WEFT_QSTAT_PRQ(st), WEFT_QSTAT_UEQ(st), WEFT_QSTAT_SEQ(st),
 			   st & WEFT_QSTAT_STOPPED ? " stopped" : "",
-			   st & WEFT_QSTAT_SYNC ? " sync" : "");
+			   st & WEFT_QSTAT_SYNC ? " sync" : "",
+			   buf && !ret && (r.out[2] & WEFT_HQS_TM) ? " tm" : "");
+		if (!buf)
+			continue;
+		weft_match_list_show(m, "prq", ret, &r, buf);
+		if (ret || (r.out[2] & WEFT_HQS_TM))
+			continue;
+		ret = weft_hq_query(wdev, q, true, dma, &r);
+		weft_match_list_show(m, "ueq", ret, &r, buf);
 	}
+	if (buf)
+		weft_coherent_free(wdev, WEFT_DBG_HQ_BYTES, buf, dma);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(weft_match);

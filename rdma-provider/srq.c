@@ -37,6 +37,37 @@ int weft_srq_map(struct weft_srq *srq, int cmd_fd, const struct weft_ib_create_s
 	return 0;
 }
 
+/* A zeroed SRQ with its lock initialised, or NULL. */
+struct weft_srq *weft_srq_alloc(void)
+{
+	struct weft_srq *srq = calloc(1, sizeof(*srq));
+
+	if (!srq)
+		return NULL;
+	if (pthread_spin_init(&srq->wq.lock, PTHREAD_PROCESS_PRIVATE)) {
+		free(srq);
+		return NULL;
+	}
+	return srq;
+}
+
+/*
+ * Undoes a create that failed after weft_srq_alloc (basic and
+ * tag-matching SRQs alike).  err is 0 when the kernel refused the SRQ
+ * (errno already says why); otherwise the kernel's SRQ is destroyed and
+ * errno = err.  Returns NULL, the create's answer.
+ */
+struct ibv_srq *weft_srq_abort(struct weft_srq *srq, int err)
+{
+	if (err) {
+		ibv_cmd_destroy_srq(&srq->ibv_srq);
+		errno = err;
+	}
+	pthread_spin_destroy(&srq->wq.lock);
+	free(srq);
+	return NULL;
+}
+
 struct ibv_srq *weft_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
 	struct weft_create_srq_resp resp = {};
@@ -44,27 +75,16 @@ struct ibv_srq *weft_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *att
 	struct weft_srq *srq;
 	int err;
 
-	srq = calloc(1, sizeof(*srq));
+	srq = weft_srq_alloc();
 	if (!srq)
 		return NULL;
-	if (pthread_spin_init(&srq->wq.lock, PTHREAD_PROCESS_PRIVATE))
-		goto err_free;
 	if (ibv_cmd_create_srq(pd, &srq->ibv_srq, attr, &cmd, sizeof(cmd),
 			       &resp.ibv_resp, sizeof(resp)))
-		goto err_lock;
+		return weft_srq_abort(srq, 0);
 	err = weft_srq_map(srq, pd->context->cmd_fd, &resp.drv_payload);
 	if (err)
-		goto err_destroy;
+		return weft_srq_abort(srq, err);
 	return &srq->ibv_srq;
-
-err_destroy:
-	ibv_cmd_destroy_srq(&srq->ibv_srq);
-	errno = err;
-err_lock:
-	pthread_spin_destroy(&srq->wq.lock);
-err_free:
-	free(srq);
-	return NULL;
 }
 
 int weft_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)

@@ -123,33 +123,22 @@ struct ibv_srq *weft_create_srq_ex(struct ibv_context *context,
 		return NULL;
 	}
 	log2 = log2_up(attr->tm_cap.max_ops ? attr->tm_cap.max_ops : 1);
-	srq = calloc(1, sizeof(*srq));
+	srq = weft_srq_alloc();
 	if (!srq)
 		return NULL;
-	if (pthread_spin_init(&srq->wq.lock, PTHREAD_PROCESS_PRIVATE))
-		goto err_free;
 	cmd.tm_log2 = log2;
 	if (ibv_cmd_create_srq_ex(context, &srq->vsrq, attr, &cmd.ibv_cmd, sizeof(cmd),
 				  &resp.ibv_resp, sizeof(resp)))
-		goto err_lock;
+		return weft_srq_abort(srq, 0);
 	err = weft_srq_map(srq, context->cmd_fd, &resp.drv_payload);
 	if (err)
-		goto err_destroy;
+		return weft_srq_abort(srq, err);
 	err = tm_init(srq, attr, &resp.drv_payload, log2);
 	if (err) {
 		weft_wq_unmap(&srq->wq);
-		goto err_destroy;
+		return weft_srq_abort(srq, err);
 	}
 	return &srq->ibv_srq;
-
-err_destroy:
-	ibv_cmd_destroy_srq(&srq->ibv_srq);
-	errno = err;
-err_lock:
-	pthread_spin_destroy(&srq->wq.lock);
-err_free:
-	free(srq);
-	return NULL;
 }
 
 static int tm_op(struct weft_tm *tm, struct ibv_ops_wr *wr, struct weft_vtmop *op)

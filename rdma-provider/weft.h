@@ -170,6 +170,10 @@ struct weft_qp *weft_find_qp(struct weft_context *ctx, uint32_t qpn);
 /* srq.c */
 struct weft_ib_create_srq_resp;
 int weft_srq_map(struct weft_srq *srq, int cmd_fd, const struct weft_ib_create_srq_resp *resp);
+/* Create helpers shared with tm.c: a zeroed SRQ with its lock, and the
+ * undoing of a failed create (err 0: the kernel refused it). */
+struct weft_srq *weft_srq_alloc(void);
+struct ibv_srq *weft_srq_abort(struct weft_srq *srq, int err);
 struct ibv_srq *weft_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
 int weft_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
 int weft_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);

@@ -115,7 +115,10 @@
 	X(MATCH_BAD_ACK,   "match: ack beyond what was sent or for another incarnation") \
 	X(MATCH_NO_ROOM,   "match: no room for a packet's answers: not acknowledged (resent)") \
 	X(MATCH_PEER_DEAD, "match: peer did not acknowledge after every resend") \
-	X(MATCH_PEERS,     "match: peer channel table full")
+	X(MATCH_PEERS,     "match: peer channel table full") \
+	X(HQ_QUEUE,        "match: QUERY_HQ of a header queue >= 128") \
+	X(HQ_BUF,          "match: QUERY_HQ buffer misaligned or not in guest memory") \
+	X(HQ_SHORT,        "match: QUERY_HQ buffer shorter than one entry")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,

@@ -240,16 +240,20 @@ struct weft_match_cqe {
 };
 WEFT_STATIC_ASSERT(sizeof(struct weft_match_cqe) == 64, "match cqe");
 
-/* ---- Queue dump entry (32 bytes, one header, in list order) ------------- */
+/*
+ * ---- Queue dump entry (32 bytes, one header, in list order) -------------
+ * Written by the DUMP operation and by the verbs command QUERY_HQ
+ * (weft/verbs.h), which snapshots any queue, a tag-matching SRQ's too.
+ */
 struct weft_match_dump {
-	uint64_t match;
-	uint64_t ignore;        /* PRQ: ignore mask; UEQ: 0 */
-	uint32_t len;           /* PRQ: buffer bytes; UEQ: message bytes */
-	uint32_t id;            /* PRQ: Match Compl ID; UEQ: its seq */
-	uint16_t node;          /* PRQ: source filter; UEQ: source node */
+	uint64_t match;         /* TAG: the tag */
+	uint64_t ignore;        /* PRQ: ignore mask; TAG: mask (bits that must match); UEQ: 0 */
+	uint32_t len;           /* PRQ, TAG: buffer bytes; UEQ: message bytes */
+	uint32_t id;            /* PRQ: Match Compl ID; TAG: handle; UEQ: its seq */
+	uint16_t node;          /* PRQ: source filter; UEQ: source node; TAG: 0 */
 	uint8_t  kind;          /* WEFT_MDUMP_* */
-	uint8_t  reserved;
-	uint32_t aux;           /* UEQ rendezvous: sender slot */
+	uint8_t  flags;         /* WEFT_MDUMPF_* */
+	uint32_t aux;           /* UEQ rendezvous: sender slot; TAG: lkey */
 };
 WEFT_STATIC_ASSERT(sizeof(struct weft_match_dump) == WEFT_MATCH_HDR_BYTES, "match dump");
 
@@ -257,6 +261,16 @@ WEFT_STATIC_ASSERT(sizeof(struct weft_match_dump) == WEFT_MATCH_HDR_BYTES, "matc
 #define WEFT_MDUMP_UMB          2u      /* unexpected eager in UMB fragments */
 #define WEFT_MDUMP_HOST         3u      /* unexpected eager in a host buffer */
 #define WEFT_MDUMP_RNDV         4u      /* unexpected rendezvous request */
+#define WEFT_MDUMP_TAG          5u      /* a tag of a tag-matching SRQ (lent queue) */
+
+#define WEFT_MDUMPF_MULTI       0x01u   /* POSTED: with a claim flag (item 82) */
+#define WEFT_MDUMPF_INACTIVE    0x02u   /* TAG: added behind the phase, off until a sync (109) */
+
+/* QUERY_HQ writes at most this many entries per command (32 KiB). */
+#define WEFT_MATCH_QUERY_MAX    1024u
+#define WEFT_HQF_UEQ            0x01u   /* QUERY_HQ: the UEQ instead of the PRQ */
+#define WEFT_HQS_TM             0x01u   /* QUERY_HQ out[2]: lent to a tag-matching SRQ */
+#define WEFT_HQS_STOPPED        0x02u   /* QUERY_HQ out[2]: stopped after an overflow */
 
 /*
  * ---- Wire: WEFT_PKT_MATCH (weft_wire_hdr + this header + data) ----------

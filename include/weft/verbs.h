@@ -128,7 +128,8 @@ enum weft_cq_arm {
 	X(MODIFY_SRQ, 19) /* handle = srqn, u.srq.limit: arms the limit event */ \
 	X(QUERY_SRQ, 20)  /* handle = srqn: struct weft_vsrqc at u.query.addr */ \
 	X(DESTROY_SRQ, 21) /* handle = srqn */ \
-	X(RESIZE_CQ, 22)  /* handle = cqn, u.cq ring_addr, ci_addr, log2_entries: resp.out[0] = prod */
+	X(RESIZE_CQ, 22)  /* handle = cqn, u.cq ring_addr, ci_addr, log2_entries: resp.out[0] = prod */ \
+	X(QUERY_HQ, 23)   /* handle = header queue, u.hq: struct weft_match_dump entries; out[0..2] */
 
 enum weft_vcmd_op {
 #define WEFT_VCMD_ENUM(name, val) WEFT_VCMD_##name = (val),
@@ -329,6 +330,12 @@ struct weft_vcmd {
 			uint64_t addr;          /* where the entry is written */
 			uint64_t reserved[6];
 		} query;
+		struct {                /* QUERY_HQ: a snapshot of one list of a header queue */
+			uint64_t addr;          /* 8-byte aligned, [addr, addr + len) guest RAM */
+			uint32_t len;           /* bytes: at least one entry (32) */
+			uint32_t flags;         /* WEFT_HQF_UEQ */
+			uint64_t reserved[5];
+		} hq;
 		uint8_t raw[56];
 	} u;
 };

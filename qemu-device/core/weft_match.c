@@ -28,6 +28,7 @@
 
 #include "weft/match.h"
 #include "weft/names.h"
+#include "weft/verbs.h"
 #include "weft_core_int.h"
 #include "weft_match.h"
 #include "weft_state.h"
@@ -1326,20 +1327,44 @@ static void dump_finish(struct weft_core *c, unsigned int qi, const struct weft_
 	weft_count(c, WEFT_CNT_M_DUMPS, 1);
 }
 
+/* The public form of a store entry (hw-spec 17.4). */
+static void dump_fill(const struct m_entry *x, struct weft_match_dump *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->match = x->match;
+	d->len = x->len;
+	d->id = x->id;
+	switch (x->kind) {
+	case E_POSTED:
+		d->kind = WEFT_MDUMP_POSTED;
+		d->ignore = x->ignore;
+		d->node = x->node;
+		d->flags = x->flags & WEFT_MOPF_MULTI ? WEFT_MDUMPF_MULTI : 0;
+		break;
+	case E_TM:
+		d->kind = WEFT_MDUMP_TAG;
+		d->ignore = x->ignore;
+		d->aux = x->req_id;
+		d->flags = x->flags & TM_INACTIVE ? WEFT_MDUMPF_INACTIVE : 0;
+		break;
+	case E_RNDV:
+		d->kind = WEFT_MDUMP_RNDV;
+		d->node = x->node;
+		d->aux = x->sslot;
+		break;
+	default:
+		d->kind = x->kind == E_UMB ? WEFT_MDUMP_UMB : WEFT_MDUMP_HOST;
+		d->node = x->node;
+		break;
+	}
+}
+
 static void dump_entry(struct weft_core *c, const struct weft_match_op *op, uint32_t n,
 		       const struct m_entry *x)
 {
 	struct weft_match_dump d;
 
-	memset(&d, 0, sizeof(d));
-	d.match = x->match;
-	d.ignore = x->kind == E_POSTED ? x->ignore : 0;
-	d.len = x->len;
-	d.id = x->id;
-	d.node = x->node;
-	d.kind = x->kind == E_POSTED ? WEFT_MDUMP_POSTED : x->kind == E_UMB ? WEFT_MDUMP_UMB :
-		 x->kind == E_HOST ? WEFT_MDUMP_HOST : WEFT_MDUMP_RNDV;
-	d.aux = x->kind == E_RNDV ? x->sslot : 0;
+	dump_fill(x, &d);
 	if (weft_dma_write(c, op->addr + (uint64_t)n * sizeof(d), &d, sizeof(d)) != 0)
 		mdrop(c, WEFT_R_DMA_ERROR);
 }
@@ -2385,6 +2410,71 @@ void weft_match_reg_write(struct weft_core *c, uint64_t reg, uint64_t val)
 	default:
 		return;
 	}
+}
+
+/* ---- QUERY_HQ: a synchronous snapshot of one list ----------------------------- */
+
+static unsigned int hq_refuse(struct weft_core *c, unsigned int qi, unsigned int reason,
+			      unsigned int status, unsigned int *why)
+{
+	mdrop(c, reason);
+	mtrace(c, "MATCH_QUERY_HQ", qi, status, reason);
+	*why = reason;
+	return status;
+}
+
+/*
+ * The verbs command QUERY_HQ (hw-spec 17.4): the first entries of queue
+ * k->handle's PRQ (or UEQ), lent queues included, written in list order
+ * at u.hq.addr before the command returns.  The source is the adapter's
+ * own store, so nothing software can change is read; at most
+ * WEFT_MATCH_QUERY_MAX entries are visited.
+ */
+unsigned int weft_match_query(struct weft_core *c, const struct weft_vcmd *k,
+			      struct weft_vcmd_resp *resp, unsigned int *why)
+{
+	struct weft_match *m = c->match;
+	const struct m_queue *q;
+	const struct m_list *l;
+	uint64_t addr = k->u.hq.addr, room;
+	uint32_t n = 0, i;
+	unsigned int j;
+	uint8_t b;
+
+	for (j = 0; j < sizeof(k->u.hq.reserved) / sizeof(k->u.hq.reserved[0]); j++)
+		if (k->u.hq.reserved[j])
+			return hq_refuse(c, k->handle, WEFT_R_MATCH_BAD_OP, WEFT_CMD_EINVAL, why);
+	if (k->u.hq.flags & ~WEFT_HQF_UEQ || k->reserved0[0] || k->reserved0[1] ||
+	    k->reserved0[2])
+		return hq_refuse(c, k->handle, WEFT_R_MATCH_BAD_OP, WEFT_CMD_EINVAL, why);
+	if (k->handle >= WEFT_MATCH_NR_QUEUES)
+		return hq_refuse(c, k->handle, WEFT_R_HQ_QUEUE, WEFT_CMD_EINVAL, why);
+	if (k->u.hq.len < sizeof(struct weft_match_dump))
+		return hq_refuse(c, k->handle, WEFT_R_HQ_SHORT, WEFT_CMD_EINVAL, why);
+	room = k->u.hq.len / sizeof(struct weft_match_dump);
+	if (room > WEFT_MATCH_QUERY_MAX)
+		room = WEFT_MATCH_QUERY_MAX;
+	/* The whole area the entries may take must be guest RAM. */
+	if (!addr || (addr & 7) || addr + room * sizeof(struct weft_match_dump) < addr ||
+	    c->ops.dma_read(c->opaque, addr, &b, 1) != 0 ||
+	    c->ops.dma_read(c->opaque, addr + room * sizeof(struct weft_match_dump) - 1, &b, 1) != 0)
+		return hq_refuse(c, k->handle, WEFT_R_HQ_BUF, WEFT_CMD_EFAULT, why);
+	q = &m->q[k->handle];
+	l = k->u.hq.flags & WEFT_HQF_UEQ ? &q->ueq : &q->prq;
+	for (i = l->head; i != NIL && n < room; i = m->e[i].next, n++) {
+		struct weft_match_dump d;
+
+		dump_fill(&m->e[i], &d);
+		if (weft_dma_write(c, addr + (uint64_t)n * sizeof(d), &d, sizeof(d)) != 0)
+			return hq_refuse(c, k->handle, WEFT_R_HQ_BUF, WEFT_CMD_EFAULT, why);
+	}
+	resp->out[0] = n;
+	resp->out[1] = l->n;
+	resp->out[2] = (q->tm ? WEFT_HQS_TM : 0) | (q->stopped ? WEFT_HQS_STOPPED : 0);
+	weft_count(c, WEFT_CNT_M_DUMPS, 1);
+	mtrace(c, "MATCH_QUERY_HQ", k->handle, n, 0);
+	*why = WEFT_R_OK;
+	return WEFT_CMD_OK;
 }
 
 /* ---- tag-matching SRQs of the verbs engine ------------------------------------ */

@@ -12,6 +12,8 @@
 #include "weft_core.h"
 
 struct weft_match;
+struct weft_vcmd;
+struct weft_vcmd_resp;
 
 /* Fill the defaults of the matching fields of cf; NULL or what is wrong. */
 const char *weft_match_config(struct weft_core_config *cf);
@@ -38,6 +40,11 @@ void weft_match_timer(struct weft_core *c);
  * match_step entries, one rendezvous packet streams, queued packets go.
  * Returns 1 if it did work, 0 if idle, -EAGAIN when the link is busy. */
 int weft_match_poll(struct weft_core *c);
+
+/* The verbs command QUERY_HQ (weft/verbs.h, hw-spec 17.4): returns the
+ * command status, the reason in *why, the counts in resp->out[0..2]. */
+unsigned int weft_match_query(struct weft_core *c, const struct weft_vcmd *k,
+			      struct weft_vcmd_resp *resp, unsigned int *why);
 
 /*
  * Tag-matching SRQs of the verbs engine (weft_verbs_tm.c).  A TM SRQ

@@ -897,7 +897,10 @@ void weft_verbs_cmd(struct weft_core *c, uint64_t addr)
 		weft_trace(c, &t);
 		return;
 	}
-	if (!v->qp) {
+	if (k.op == WEFT_VCMD_QUERY_HQ) {
+		/* The matching engine's: there with or without verbs objects. */
+		status = weft_match_query(c, &k, &resp, &reason);
+	} else if (!v->qp) {
 		status = WEFT_CMD_ENOMEM;
 		reason = WEFT_R_LENGTH;
 	} else {

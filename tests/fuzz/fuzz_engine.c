@@ -60,6 +60,7 @@ struct fz_node {
 	uint32_t tm_prod;
 	uint64_t cq_ring, cq_ci, vbuf, vatt, cmdblk, fatt;
 	uint64_t cmd_at, dump_at;       /* last VERBS_CMD block and its dump target */
+	uint64_t dump_len;              /* bytes of the dump target (QUERY_HQ: u.hq.len) */
 	bool cmd_set;
 	uint8_t *mrpage;        /* byte per 4 KiB page: named by a writable region */
 	uint8_t tpt_sum[FZ_VTPT][64];   /* TPT entries the map was built from */
@@ -277,7 +278,7 @@ static int verbs_allowed(struct fz *f, unsigned int node, uint64_t addr, size_t 
 			return 7;
 	}
 	if (n->cmd_set && (inside(n->cmd_at + 64, 64, addr, len) ||
-			   inside(n->dump_at, 128, addr, len)))
+			   inside(n->dump_at, n->dump_len, addr, len)))
 		return 5;
 	if (n->mr_stale || mr_changed(f, node))
 		mr_map(f, node);
@@ -1149,6 +1150,9 @@ static void act_reg(struct fz *f, struct fz_src *src)
 		f->n[0].cmd_set = true;
 		q = mem_u64(f, 0, a + 8, &ok);
 		f->n[0].dump_at = ok ? q : 0;
+		f->n[0].dump_len = 128;
+		if (ok && (uint8_t)mem_u64(f, 0, a, &ok) == WEFT_VCMD_QUERY_HQ)
+			f->n[0].dump_len = (uint32_t)mem_u64(f, 0, a + 16, &ok);
 	}
 	if ((off & ~7ull) == WEFT_REG_CNT_CMD && !(off & 4)) {
 		/* A raw counter command: whatever block it names runs. */
@@ -1499,7 +1503,7 @@ static void act_vcmd(struct fz *f, struct fz_src *src)
 		WEFT_VCMD_SET_GID, WEFT_VCMD_CLEAR_GID, WEFT_VCMD_QUERY_GID,
 		WEFT_VCMD_CREATE_SRQ, WEFT_VCMD_MODIFY_SRQ, WEFT_VCMD_MODIFY_SRQ,
 		WEFT_VCMD_QUERY_SRQ, WEFT_VCMD_DESTROY_SRQ, WEFT_VCMD_CREATE_QP,
-		WEFT_VCMD_RESIZE_CQ, WEFT_VCMD_RESIZE_CQ,
+		WEFT_VCMD_RESIZE_CQ, WEFT_VCMD_RESIZE_CQ, WEFT_VCMD_QUERY_HQ, WEFT_VCMD_QUERY_HQ,
 	};
 	struct fz_node *n = &f->n[0];
 	struct weft_vcmd k;
@@ -1593,6 +1597,19 @@ static void act_vcmd(struct fz *f, struct fz_src *src)
 	case WEFT_VCMD_QUERY_SRQ:
 		k.u.query.addr = below(src, 2) ? n->vbuf + below(src, FZ_VBUF) : interesting(f, src);
 		break;
+	case WEFT_VCMD_QUERY_HQ:
+		/* Mostly the queue TM SRQ 5 borrowed (the highest), a buffer in
+		 * vbuf; or any queue, address, length, flags and reserved bits. */
+		k.handle = below(src, 2) ? WEFT_MATCH_NR_QUEUES - 1 - (uint32_t)below(src, 2) :
+			   below(src, 2) ? (uint32_t)below(src, WEFT_MATCH_NR_QUEUES + 2) : k.handle;
+		k.u.hq.addr = below(src, 2) ? n->vbuf + 8 * below(src, FZ_VBUF / 8) :
+			      interesting(f, src);
+		k.u.hq.len = below(src, 2) ? (uint32_t)below(src, FZ_VBUF + 64) :
+			     (uint32_t)src_u64(src);
+		k.u.hq.flags = below(src, 4) ? (uint32_t)below(src, 2) : (uint32_t)src_u64(src);
+		if (below(src, 2))
+			memset(k.u.hq.reserved, 0, sizeof(k.u.hq.reserved));
+		break;
 	default:
 		break;
 	}
@@ -1600,8 +1617,18 @@ static void act_vcmd(struct fz *f, struct fz_src *src)
 	n->cmd_at = n->cmdblk;
 	n->cmd_set = true;
 	n->dump_at = k.u.query.addr;
+	n->dump_len = k.op == WEFT_VCMD_QUERY_HQ ? k.u.hq.len : 128;
 	f->st.verbs_cmds++;
 	weft_core_reg_write(weft_sim_core(f->s, 0), WEFT_REG_VERBS_CMD, n->cmdblk, 8);
+	if (k.op == WEFT_VCMD_QUERY_HQ) {
+		struct weft_vcmd_resp r;
+
+		memcpy(&r, blk + sizeof(k), sizeof(r));
+		if (r.status != WEFT_CMD_OK)
+			f->st.hq_refused++;
+		else if (r.out[2] & WEFT_HQS_TM)
+			f->st.hq_tags += r.out[0];
+	}
 }
 
 /* UAR doorbells, CQ consumer index and arming, forged verbs packets. */

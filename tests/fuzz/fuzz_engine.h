@@ -42,6 +42,7 @@ struct fz_stats {
 	uint64_t dma_cnt, cnt_cmds, cnt_pkts;   /* counter engine */
 	uint64_t tm_actions, tm_ops, tm_matched, tm_unexpected; /* tag-matching SRQ */
 	uint64_t tm_rndv;               /* rendezvous the device started */
+	uint64_t hq_tags, hq_refused;   /* QUERY_HQ: TM tags dumped, commands refused */
 };
 
 /* A two-node sim; node 0 is set up (job, windows, buffers, rCxts), a pool

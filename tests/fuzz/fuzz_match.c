@@ -6,6 +6,7 @@
 
 #include "fuzz_match.h"
 #include "weft/match.h"
+#include "weft/verbs.h"
 #include "weft_sim.h"
 
 #define FM_NODES 2u
@@ -19,6 +20,7 @@ struct fm_node {
 	struct { uint64_t a, b; } far[FAR_MAX]; /* named ranges outside the box */
 	unsigned int nfar;
 	uint64_t op;                    /* operation block */
+	uint64_t cmd;                   /* verbs command block (QUERY_HQ) */
 	uint64_t cons;
 };
 
@@ -169,6 +171,40 @@ static void random_op(struct fm *f, unsigned int node, struct fz_src *src)
 	if (op.opcode == WEFT_MOP_SEND && op.node != node)
 		op.node = (uint16_t)fz_src_below(src, FM_NODES);
 	doorbell(f, node, &op);
+}
+
+/* The verbs command QUERY_HQ (hw-spec 17.4): a snapshot of any queue's
+ * PRQ or UEQ, into a buffer it names (which becomes writable) or
+ * anywhere, with any length, flags and reserved fields. */
+static void query_hq(struct fm *f, struct fz_src *src)
+{
+	unsigned int node = (unsigned int)fz_src_below(src, FM_NODES);
+	struct fm_node *n = &f->n[node];
+	struct weft_vcmd k;
+	struct weft_vcmd_resp r;
+
+	memset(&k, 0, sizeof(k));
+	k.op = WEFT_VCMD_QUERY_HQ;
+	k.handle = (uint32_t)(fz_src_below(src, 8) ? fz_src_below(src, 12) :
+			      fz_src_below(src, 2) ? fz_src_below(src, 200) : fz_src_u64(src));
+	k.u.hq.len = fz_src_below(src, 4) ? 32 * (1 + (uint32_t)fz_src_below(src, 80)) :
+		     length(src);
+	k.u.hq.addr = box_addr(f, node, src, k.u.hq.len > SANDBOX ? 0 : k.u.hq.len);
+	if (fz_src_below(src, 16) == 0)
+		k.u.hq.addr += fz_src_below(src, 8);
+	k.u.hq.flags = (uint32_t)(fz_src_below(src, 8) ? fz_src_below(src, 2) : fz_src_u64(src));
+	if (fz_src_below(src, 32) == 0)
+		k.u.hq.reserved[fz_src_below(src, 5)] = fz_src_u64(src);
+	name_range(f, node, k.u.hq.addr, k.u.hq.len);
+	memcpy(weft_sim_ptr(f->s, node, n->cmd, sizeof(k)), &k, sizeof(k));
+	weft_sim_reg_write(f->s, node, WEFT_REG_VERBS_CMD, n->cmd);
+	memcpy(&r, weft_sim_ptr(f->s, node, n->cmd + sizeof(k), sizeof(r)), sizeof(r));
+	if (r.status == WEFT_CMD_OK) {
+		f->st.hq_ok++;
+		f->st.hq_entries += r.out[0];
+	} else {
+		f->st.hq_refused++;
+	}
 }
 
 static void forged(struct fm *f, struct fz_src *src)
@@ -417,11 +453,14 @@ struct fm *fm_new(uint64_t seed)
 
 		n->box = weft_sim_alloc(f->s, k, SANDBOX, 4096);
 		n->op = weft_sim_alloc(f->s, k, 64, 64);
+		n->cmd = weft_sim_alloc(f->s, k, WEFT_VCMD_BLOCK_SIZE, 64);
 		n->named = calloc(1, SANDBOX);
-		if (!n->box || !n->op || !n->named) {
+		if (!n->box || !n->op || !n->cmd || !n->named) {
 			fm_free(f);
 			return NULL;
 		}
+		/* The response of a command (its second half). */
+		name_range(f, k, n->cmd + sizeof(struct weft_vcmd), sizeof(struct weft_vcmd_resp));
 		set_ring(f, k, n->box + SANDBOX - (64u << 8), 8);
 		for (q = 0; q < 12; q++)
 			weft_sim_reg_write(f->s, k, WEFT_REG_MATCH_QCFG(q),
@@ -458,6 +497,7 @@ void fm_action(struct fm *f, struct fz_src *src)
 	case 5:
 	case 6: traffic(f, src); break;
 	case 7: if (fz_src_below(src, 8) == 0) overflow_run(f, src); else traffic(f, src); break;
+	case 8: if (fz_src_below(src, 4) == 0) query_hq(f, src); else poll_some(f, src); break;
 	default: poll_some(f, src); break;
 	}
 }

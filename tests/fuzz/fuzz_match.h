@@ -24,6 +24,8 @@ struct fm_stats {
 	uint64_t dma_writes, violations, cqes;
 	/* Channel drops (duplicates, out of sequence, bad ACKs), at the end. */
 	uint64_t dups, seqs, bad_acks;
+	/* QUERY_HQ commands: answered, entries they wrote, refused. */
+	uint64_t hq_ok, hq_entries, hq_refused;
 };
 
 struct fm *fm_new(uint64_t seed);

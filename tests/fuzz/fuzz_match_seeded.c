@@ -40,5 +40,10 @@ int main(int argc, char **argv)
 	CHECK(st.dups && st.seqs && st.bad_acks, "replays and forgeries reached the channels");
 	CHECK(st.cqes > inputs / 100, "the run produced completions");
 	t_point("fuzz-match: the run reached the engine (%" PRIu64 " completions)", st.cqes);
+	t_diag("fuzz-match: QUERY_HQ: %" PRIu64 " answered with %" PRIu64 " entries, %" PRIu64
+	       " refused", st.hq_ok, st.hq_entries, st.hq_refused);
+	CHECK(st.hq_entries > 0 && st.hq_refused > 0,
+	      "QUERY_HQ never wrote an entry or was never refused");
+	t_point("fuzz-match: QUERY_HQ snapshots written and hostile ones refused");
 	return t_done();
 }

@@ -68,5 +68,10 @@ int main(int argc, char **argv)
 	      "the run never ran tag operations, matched, took an unexpected tagged message or "
 	      "started a device rendezvous");
 	t_point("fuzz: the run reached tag operations, tag matches, unexpected messages and device rendezvous");
+	t_diag("fuzz: QUERY_HQ: %" PRIu64 " tags of the TM SRQ dumped, %" PRIu64 " commands refused",
+	       st->hq_tags, st->hq_refused);
+	CHECK(st->hq_tags > 0 && st->hq_refused > 0,
+	      "QUERY_HQ never dumped a tag of the TM SRQ's queue or was never refused");
+	t_point("fuzz: QUERY_HQ dumped the TM SRQ's tags and refused hostile commands");
 	return t_done();
 }

@@ -2412,8 +2412,9 @@ static void mpoll(WeftNode *n, uint64_t ring, uint64_t idx,
  * The matching registers and doorbell of the real device: a receive
  * posted with CR, a loopback send that matches it (one copy, the Match
  * Compl ID), an unexpected send kept in the UMB and taken by a later
- * post, a queue dump, an overflow that stops the queue with an event,
- * and refused hostile operations.
+ * post, a queue dump (the DUMP operation and the command QUERY_HQ), an
+ * overflow that stops the queue with an event, and refused hostile
+ * operations.
  */
 static void test_match_loopback(void)
 {
@@ -2508,6 +2509,39 @@ static void test_match_loopback(void)
     qtest_memread(n->qts, dump, &d, sizeof(d));
     g_assert_cmphex(d.match, ==, WEFT_MW(0, 1, 7, 43));
     g_assert_cmpuint(d.kind, ==, WEFT_MDUMP_UMB);
+    /* The same entry through the verbs command QUERY_HQ: written before
+     * VERBS_CMD returns, no completion; refusals with their reasons. */
+    {
+        struct weft_vcmd k = { .op = WEFT_VCMD_QUERY_HQ, .handle = 3 };
+        struct weft_vcmd_resp r;
+        uint64_t prod = reg_read(n, WEFT_REG_MATCH_CQ_PROD);
+
+        qtest_memset(n->qts, dump, 0, 4 * sizeof(d));
+        k.u.hq.addr = dump;
+        k.u.hq.len = 4 * sizeof(d);
+        k.u.hq.flags = WEFT_HQF_UEQ;
+        g_assert_cmpuint(vcmd(n, &k, &r), ==, WEFT_CMD_OK);
+        g_assert_cmpuint(r.out[0], ==, 1);
+        g_assert_cmpuint(r.out[1], ==, 1);
+        g_assert_cmpuint(r.out[2], ==, 0);
+        qtest_memread(n->qts, dump, &d, sizeof(d));
+        g_assert_cmphex(d.match, ==, WEFT_MW(0, 1, 7, 43));
+        g_assert_cmpuint(d.kind, ==, WEFT_MDUMP_UMB);
+        g_assert_cmpuint(d.len, ==, sizeof(data));
+        g_assert_cmpuint(reg_read(n, WEFT_REG_MATCH_CQ_PROD), ==, prod);
+        k.handle = WEFT_MATCH_NR_QUEUES;
+        g_assert_cmpuint(vcmd(n, &k, &r), ==, WEFT_CMD_EINVAL);
+        g_assert_cmpuint(r.reason, ==, WEFT_R_HQ_QUEUE);
+        k.handle = 3;
+        k.u.hq.len = sizeof(d) - 1;
+        g_assert_cmpuint(vcmd(n, &k, &r), ==, WEFT_CMD_EINVAL);
+        g_assert_cmpuint(r.reason, ==, WEFT_R_HQ_SHORT);
+        k.u.hq.len = sizeof(d);
+        k.u.hq.addr = 0xfec00000ull;    /* not RAM */
+        g_assert_cmpuint(vcmd(n, &k, &r), ==, WEFT_CMD_EFAULT);
+        g_assert_cmpuint(r.reason, ==, WEFT_R_HQ_BUF);
+        g_assert_cmpuint(counter(n, WEFT_CNT_DROP(WEFT_R_HQ_BUF)), ==, 1);
+    }
     g_assert_cmpuint(reg_read(n, WEFT_REG_MATCH_UMB_FREE), ==,
                      WEFT_MATCH_DEF_UMB / WEFT_MATCH_DEF_FRAG - 8);
     qtest_memset(n->qts, dst, 0, sizeof(data));

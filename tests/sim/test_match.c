@@ -9,6 +9,7 @@
 
 #include "mt.h"
 #include "simtest.h"
+#include "weft_sim_verbs.h"
 
 #define Q0 0u
 #define CTX 1u
@@ -873,6 +874,118 @@ static void item112(void)
 	mt_fini(&t);
 }
 
+/* QUERY_HQ (hw-spec 17.4) of node's queue q: status, response in *r. */
+static int hq_query(struct mt *t, unsigned int node, uint32_t q, uint64_t addr, uint32_t len,
+		    uint32_t flags, struct weft_vcmd_resp *r)
+{
+	struct weft_vcmd k = { .op = WEFT_VCMD_QUERY_HQ, .handle = q };
+
+	k.u.hq.addr = addr;
+	k.u.hq.len = len;
+	k.u.hq.flags = flags;
+	memset(r, 0, sizeof(*r));
+	return wsv_cmd(t->s, node, &k, r);
+}
+
+/* The synchronous dump of native queues: PRQ (a claim-flag entry among
+ * them) and UEQ in list order, written before the command returns, with
+ * no completion; at most WEFT_MATCH_QUERY_MAX entries whatever the
+ * buffer; a stopped queue says so. */
+static void query_hq(void)
+{
+	enum { BIG = WEFT_MATCH_QUERY_MAX + 76 };
+	struct mt t;
+	struct weft_match_op op;
+	struct weft_match_dump d[8], last;
+	struct weft_vcmd_resp r;
+	uint64_t rb, s, buf, big, flag, prod;
+	unsigned int k;
+	int st;
+
+	mt_init(&t, 2, NULL);
+	mt_qcfg(&t, 1, Q0, ENABLE);
+	mt_qcfg(&t, 1, 1, ENABLE);
+	rb = mt_alloc(&t, 1, 8);
+	s = mt_alloc(&t, 0, 8);
+	flag = mt_alloc(&t, 1, 8);
+	buf = mt_alloc(&t, 1, sizeof(d));
+	big = mt_alloc(&t, 1, (BIG + 1) * sizeof(d[0]));
+	for (k = 0; k < 3; k++)
+		REQUIRE(mt_post(&t, 1, Q0, W(0, 100 + k), 0xff00, 1, rb, 8, 200 + k, 0) == 0);
+	memset(&op, 0, sizeof(op));
+	op.opcode = WEFT_MOP_POST;
+	op.flags = WEFT_MOPF_MULTI;
+	op.queue = Q0;
+	op.match = W(0, 103);
+	op.node = ANY;
+	op.addr = rb;
+	op.len = 8;
+	op.match_id = 203;
+	op.claim = flag;
+	REQUIRE(mt_op(&t, 1, &op) == 0);
+	for (k = 0; k < 2; k++)
+		REQUIRE(mt_send(&t, 0, 1, Q0, W(0, 300 + k), s, 8, k, 0) == 0);
+	mt_run(&t);
+	prod = mt_reg(&t, 1, WEFT_REG_MATCH_CQ_PROD);
+	st = hq_query(&t, 1, Q0, buf, sizeof(d), 0, &r);
+	REQUIRE(st == WEFT_CMD_OK, "PRQ: %d", st);
+	CHECK_EQ(r.out[0], 4, "PRQ entries written");
+	CHECK_EQ(r.out[1], 4, "PRQ entries listed");
+	CHECK_EQ(r.out[2], 0, "native, running");
+	memcpy(d, mt_ptr(&t, 1, buf, sizeof(d)), sizeof(d));
+	for (k = 0; k < 4; k++) {
+		CHECK_EQ(d[k].kind, WEFT_MDUMP_POSTED, "kind");
+		CHECK_EQ(d[k].id, 200 + k, "PRQ in order");
+		CHECK_EQ(d[k].match, W(0, 100 + k), "word");
+		CHECK_EQ(d[k].ignore, k < 3 ? 0xff00 : 0, "ignore mask");
+		CHECK_EQ(d[k].node, k < 3 ? 1 : ANY, "source filter");
+		CHECK_EQ(d[k].flags, k < 3 ? 0 : WEFT_MDUMPF_MULTI, "claim flag");
+	}
+	st = hq_query(&t, 1, Q0, buf, sizeof(d), WEFT_HQF_UEQ, &r);
+	REQUIRE(st == WEFT_CMD_OK, "UEQ: %d", st);
+	CHECK(r.out[0] == 2 && r.out[1] == 2, "UEQ entries %llu", (unsigned long long)r.out[0]);
+	memcpy(d, mt_ptr(&t, 1, buf, sizeof(d)), sizeof(d));
+	for (k = 0; k < 2; k++) {
+		CHECK_EQ(d[k].kind, WEFT_MDUMP_UMB, "in the UMB");
+		CHECK_EQ(d[k].match, W(0, 300 + k), "UEQ in order");
+		CHECK_EQ(d[k].len, 8, "message bytes");
+		CHECK_EQ(d[k].node, 0, "source");
+	}
+	CHECK_EQ(mt_reg(&t, 1, WEFT_REG_MATCH_CQ_PROD), prod, "no completion written");
+	/* A queue longer than a command's bound: the first 1024 only, even
+	 * with room for more. */
+	for (k = 0; k < BIG; k++) {
+		REQUIRE(mt_post(&t, 1, 1, W(0, 1 + k), 0, ANY, rb, 8, k, 0) == 0, "post %u", k);
+		if (k % 128 == 127)
+			mt_run(&t);
+	}
+	mt_run(&t);
+	memset(mt_ptr(&t, 1, big, (BIG + 1) * sizeof(d[0])), 0xee, (BIG + 1) * sizeof(d[0]));
+	st = hq_query(&t, 1, 1, big, (BIG + 1) * sizeof(d[0]), 0, &r);
+	REQUIRE(st == WEFT_CMD_OK, "long PRQ: %d", st);
+	CHECK_EQ(r.out[0], WEFT_MATCH_QUERY_MAX, "entries written");
+	CHECK_EQ(r.out[1], BIG, "entries listed");
+	memcpy(&last, mt_ptr(&t, 1, big + (WEFT_MATCH_QUERY_MAX - 1) * sizeof(last), sizeof(last)),
+	       sizeof(last));
+	CHECK_EQ(last.id, WEFT_MATCH_QUERY_MAX - 1, "entry 1023");
+	memcpy(&last, mt_ptr(&t, 1, big + WEFT_MATCH_QUERY_MAX * sizeof(last), sizeof(last)),
+	       sizeof(last));
+	CHECK_EQ(last.match, 0xeeeeeeeeeeeeeeeeull, "nothing past entry 1023");
+	/* A stopped queue (quota 1, second post) keeps its list and says so. */
+	mt_qcfg(&t, 1, 2, WEFT_QCFG(WEFT_QCFG_ENABLE, 1, 0));
+	REQUIRE(mt_post(&t, 1, 2, W(0, 7), 0, ANY, rb, 8, 70, 0) == 0);
+	REQUIRE(mt_post(&t, 1, 2, W(0, 8), 0, ANY, rb, 8, 71, 0) == 0);
+	mt_run(&t);
+	st = hq_query(&t, 1, 2, buf, sizeof(d), 0, &r);
+	CHECK(st == WEFT_CMD_OK && r.out[0] == 1 && r.out[2] == WEFT_HQS_STOPPED,
+	      "stopped queue: %d %llu 0x%llx", st, (unsigned long long)r.out[0],
+	      (unsigned long long)r.out[2]);
+	CHECK_EQ(mt_cnt(&t, 1, WEFT_CNT_M_DUMPS), 4, "M_DUMPS");
+	t_checked("QUERY_HQ: native PRQ (4, one with a claim flag) and UEQ (2 in the UMB) in list order, no completion; %u listed, %u written; a stopped queue flagged",
+		  BIG, WEFT_MATCH_QUERY_MAX);
+	mt_fini(&t);
+}
+
 /* 113: header-store capacity moves between queues and between PRQ and
  * UEQ without losing entries. */
 static void item113(void)
@@ -1078,6 +1191,7 @@ static const struct {
 	{ "item111-rndv-unmatched", item111 },
 	{ "item112-queue-dump", item112 },
 	{ "item113-dynamic-partitioning", item113 },
+	{ "query-hq", query_hq },
 	{ "dead-peer", dead_peer },
 	{ "both-full", both_full },
 };

@@ -561,6 +561,148 @@ static void case_queues(void)
 	weft_sim_free(x.s);
 }
 
+/* QUERY_HQ on b: status, the response in *r. */
+static int hq_query(struct ctx *x, uint32_t q, uint64_t addr, uint32_t len, uint32_t flags,
+		    struct weft_vcmd_resp *r)
+{
+	struct weft_vcmd k = { .op = WEFT_VCMD_QUERY_HQ, .handle = q };
+
+	k.u.hq.addr = addr;
+	k.u.hq.len = len;
+	k.u.hq.flags = flags;
+	memset(r, 0, sizeof(*r));
+	return wsv_cmd(x->s, 1, &k, r);
+}
+
+/* The lent header queue's tags through QUERY_HQ (hw-spec 17.4): tag,
+ * mask, handle, buffer length, lkey and the phase state, in list order,
+ * written before the command returns; a short buffer bounds the entries;
+ * every refusal with its reason and drop counter. */
+static void case_dump(void)
+{
+	static const struct { uint32_t h; uint64_t tag, mask; } want[3] = {
+		{ 2, 42, ~0ull }, { 3, 43, ~0ull }, { 9, 0x1234, 0xffff },
+	};
+	struct weft_vcmd k = { .op = WEFT_VCMD_QUERY_SRQ, .handle = SRQN };
+	struct weft_vcmd_resp r;
+	struct weft_match_dump d[4];
+	struct weft_vsrqc sq;
+	struct ctx x;
+	struct weft_vcqe e;
+	uint64_t buf, qa, drops;
+	unsigned int i, q;
+	int st;
+
+	setup(&x);
+	/* One unexpected message (tag 42), then three tags added by software
+	 * that had seen none: 42 stays inactive, the CAM clears 43 and
+	 * 0x1234/0xffff. */
+	srq_recv(&x, 0);
+	send_tm(&x, 0, WEFT_TMH_EAGER, 42, 300);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && !(e.flags & WEFT_VCQE_TM_MATCH), "unexpected");
+	tag_add(&x, 2, 42, ~0ull, 0, 0, false);
+	tag_add(&x, 3, 43, ~0ull, 0, 0, false);
+	tag_add(&x, 9, 0x1234, 0xffff, WEFT_VTMF_SIGNALED, 0, true);
+	/* The first two complete with SYNC_REQ (software is behind). */
+	for (i = 0; i < 3; i++) {
+		e = tm_cqe(&x);
+		REQUIRE(e.opcode == WEFT_VWC_TM_ADD && e.status == 0 && e.wqe_index == want[i].h,
+			"ADD %u: opcode 0x%x status %u handle %u", i, e.opcode, e.status,
+			e.wqe_index);
+	}
+	qa = weft_sim_alloc(x.s, 1, 64, 64);
+	buf = weft_sim_alloc(x.s, 1, sizeof(d), 64);
+	REQUIRE(qa && buf, "alloc");
+	k.u.query.addr = qa;
+	REQUIRE(wsv_cmd(x.s, 1, &k, NULL) == 0, "QUERY_SRQ");
+	memcpy(&sq, weft_sim_ptr(x.s, 1, qa, sizeof(sq)), sizeof(sq));
+	q = sq.tm_queue;
+	REQUIRE(q < WEFT_MATCH_NR_QUEUES, "tm_queue %u", q);
+
+	memset(weft_sim_ptr(x.s, 1, buf, sizeof(d)), 0xee, sizeof(d));
+	st = hq_query(&x, q, buf, sizeof(d), 0, &r);
+	REQUIRE(st == WEFT_CMD_OK && r.status == WEFT_CMD_OK, "QUERY_HQ: %d", st);
+	CHECK_EQ(r.out[0], 3, "entries written");
+	CHECK_EQ(r.out[1], 3, "tags listed");
+	CHECK_EQ(r.out[2], WEFT_HQS_TM, "lent to a TM SRQ");
+	memcpy(d, weft_sim_ptr(x.s, 1, buf, sizeof(d)), sizeof(d));
+	for (i = 0; i < 3; i++) {
+		CHECK_EQ(d[i].kind, WEFT_MDUMP_TAG, "kind");
+		CHECK_EQ(d[i].id, want[i].h, "handle, in list order");
+		CHECK_EQ(d[i].match, want[i].tag, "tag");
+		CHECK_EQ(d[i].ignore, want[i].mask, "mask");
+		CHECK_EQ(d[i].len, SLOT, "buffer length");
+		CHECK_EQ(d[i].aux, VT_MR, "lkey");
+		CHECK_EQ(d[i].flags, i == 0 ? WEFT_MDUMPF_INACTIVE : 0, "phase state");
+	}
+	CHECK_EQ(d[3].match, 0xeeeeeeeeeeeeeeeeull, "nothing written past the list");
+	/* The UEQ of a lent queue is software's: empty. */
+	st = hq_query(&x, q, buf, sizeof(d), WEFT_HQF_UEQ, &r);
+	CHECK(st == WEFT_CMD_OK && r.out[0] == 0 && r.out[1] == 0, "UEQ: %d %llu", st,
+	      (unsigned long long)r.out[1]);
+	/* Room for two: two written, three listed, the third slot untouched. */
+	memset(weft_sim_ptr(x.s, 1, buf, sizeof(d)), 0xee, sizeof(d));
+	st = hq_query(&x, q, buf, 2 * sizeof(d[0]) + 31, 0, &r);
+	CHECK(st == WEFT_CMD_OK && r.out[0] == 2 && r.out[1] == 3, "bounded: %d %llu %llu", st,
+	      (unsigned long long)r.out[0], (unsigned long long)r.out[1]);
+	memcpy(d, weft_sim_ptr(x.s, 1, buf, sizeof(d)), sizeof(d));
+	CHECK(d[1].id == 3 && d[2].match == 0xeeeeeeeeeeeeeeeeull, "third entry written");
+	/* A tag taken by a message leaves the snapshot. */
+	send_tm(&x, 1, WEFT_TMH_EAGER, 0xab1234, 100);
+	e = tm_cqe(&x);
+	REQUIRE(e.flags & WEFT_VCQE_TM_MATCH && e.wqe_index == 9, "0x1234 matched");
+	st = hq_query(&x, q, buf, sizeof(d), 0, &r);
+	CHECK(st == WEFT_CMD_OK && r.out[0] == 2, "after the match: %llu",
+	      (unsigned long long)r.out[0]);
+
+	/* Refusals: nothing written, a reason, its drop counter. */
+	memset(weft_sim_ptr(x.s, 1, buf, sizeof(d)), 0xee, sizeof(d));
+	drops = vt_drops(x.s, 1, WEFT_R_HQ_QUEUE);
+	st = hq_query(&x, WEFT_MATCH_NR_QUEUES, buf, sizeof(d), 0, &r);
+	CHECK(st == WEFT_CMD_EINVAL && r.reason == WEFT_R_HQ_QUEUE, "queue 128: %d %u", st,
+	      r.reason);
+	CHECK_EQ(vt_drops(x.s, 1, WEFT_R_HQ_QUEUE), drops + 1, "HQ_QUEUE counted");
+	st = hq_query(&x, 0xffffffffu, buf, sizeof(d), 0, &r);
+	CHECK(st == WEFT_CMD_EINVAL && r.reason == WEFT_R_HQ_QUEUE, "queue ~0: %d", st);
+	st = hq_query(&x, q, buf, sizeof(d[0]) - 1, 0, &r);
+	CHECK(st == WEFT_CMD_EINVAL && r.reason == WEFT_R_HQ_SHORT, "31 bytes: %d %u", st,
+	      r.reason);
+	st = hq_query(&x, q, buf, 0, 0, &r);
+	CHECK(st == WEFT_CMD_EINVAL && r.reason == WEFT_R_HQ_SHORT, "0 bytes: %d", st);
+	CHECK_EQ(vt_drops(x.s, 1, WEFT_R_HQ_SHORT), 2, "HQ_SHORT counted");
+	st = hq_query(&x, q, 1ull << 44, sizeof(d), 0, &r);
+	CHECK(st == WEFT_CMD_EFAULT && r.reason == WEFT_R_HQ_BUF, "outside RAM: %d %u", st,
+	      r.reason);
+	st = hq_query(&x, q, 0, sizeof(d), 0, &r);
+	CHECK(st == WEFT_CMD_EFAULT && r.reason == WEFT_R_HQ_BUF, "address 0: %d", st);
+	st = hq_query(&x, q, buf + 4, sizeof(d), 0, &r);
+	CHECK(st == WEFT_CMD_EFAULT && r.reason == WEFT_R_HQ_BUF, "misaligned: %d", st);
+	st = hq_query(&x, q, 0xfffffffffffffff8ull, sizeof(d), 0, &r);
+	CHECK(st == WEFT_CMD_EFAULT && r.reason == WEFT_R_HQ_BUF, "wrapping: %d", st);
+	st = hq_query(&x, q, (48ull << 20) - 32, sizeof(d), 0, &r);
+	CHECK(st == WEFT_CMD_EFAULT && r.reason == WEFT_R_HQ_BUF, "past the end of RAM: %d", st);
+	CHECK_EQ(vt_drops(x.s, 1, WEFT_R_HQ_BUF), 5, "HQ_BUF counted");
+	drops = vt_drops(x.s, 1, WEFT_R_MATCH_BAD_OP);
+	st = hq_query(&x, q, buf, sizeof(d), 0x2, &r);
+	CHECK(st == WEFT_CMD_EINVAL && r.reason == WEFT_R_MATCH_BAD_OP, "unknown flag: %d", st);
+	{
+		struct weft_vcmd bad = { .op = WEFT_VCMD_QUERY_HQ, .handle = q };
+
+		bad.u.hq.addr = buf;
+		bad.u.hq.len = sizeof(d);
+		bad.u.hq.reserved[4] = 1;
+		st = wsv_cmd(x.s, 1, &bad, &r);
+		CHECK(st == WEFT_CMD_EINVAL && r.reason == WEFT_R_MATCH_BAD_OP, "reserved: %d", st);
+	}
+	CHECK_EQ(vt_drops(x.s, 1, WEFT_R_MATCH_BAD_OP), drops + 2, "MATCH_BAD_OP counted");
+	memcpy(d, weft_sim_ptr(x.s, 1, buf, sizeof(d)), sizeof(d));
+	CHECK(d[0].match == 0xeeeeeeeeeeeeeeeeull, "a refused query wrote");
+	t_checked("QUERY_HQ of TM queue %u: tags 42 (inactive), 43, 0x1234/0xffff with handle, length, lkey and state in list order, before the command returns; bounded by the buffer; a matched tag leaves it; queue >= 128 (HQ_QUEUE), short buffers (HQ_SHORT), address 0, outside RAM, misaligned, wrapping or past RAM (HQ_BUF), unknown flags and reserved fields (MATCH_BAD_OP) refused, counted, nothing written",
+		  q);
+	weft_sim_free(x.s);
+}
+
 /* ---- the adapter's RVH rendezvous (docs/matching.md "Device rendezvous") ---- */
 
 #define RV_SRC          (4u << 20)      /* a: rendezvous source data */
@@ -959,6 +1101,7 @@ int main(int argc, char **argv)
 		{ "random", case_random },
 		{ "hostile", case_hostile },
 		{ "queues", case_queues },
+		{ "dump", case_dump },
 		{ "rndv", case_rndv },
 		{ "rndv-lossy", case_rndv_lossy },
 		{ "rndv-bad-rkey", case_rndv_bad_rkey },

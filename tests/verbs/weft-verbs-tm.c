@@ -9,9 +9,10 @@
  * CQ: an eager message matched into its tagged buffer (one and several
  * packets), an unexpected message in an SRQ buffer followed by the sync,
  * NO_TAG, a TAG_DEL that loses the race with its message (IBV_WC_TM_ERR),
- * a 16 MiB rendezvous (TMH RNDV + RVH) that node0's adapter reads into the
- * tagged buffer and answers with a FIN that node1 receives, and 10,000
- * random tags and masks against a reference, all byte-exact.
+ * the tags it holds in weft.ko's debugfs match file, a 16 MiB rendezvous
+ * (TMH RNDV + RVH) that node0's adapter reads into the tagged buffer and
+ * answers with a FIN that node1 receives, and 10,000 random tags and
+ * masks against a reference, all byte-exact.
  *
  * Usage: weft-verbs-tm -s -g GIDX (node0) | -c NODE0_ADDR -g GIDX (node1)
  */
@@ -238,6 +239,59 @@ static void phase_del_race(struct srv *s)
 	t_checked("node0: TAG_DEL after its message arrived: TM_RECV for the tag and TAG_DEL IBV_WC_TM_ERR; TAG_DEL of a listed tag: success");
 }
 
+/* weft.ko's debugfs match file lists each live header queue's entries
+ * (QUERY_HQ, docs/matching.md "Traces and counters"): while the TM SRQ
+ * holds three tags it lists, under a queue marked "tm", each with its
+ * handle, tag, mask, buffer length, lkey and state. */
+#define DBG_MATCH "/sys/kernel/debug/weft/weft0/match"
+
+static void phase_debugfs(struct srv *s)
+{
+	static const struct { uint64_t tag, mask; } want[3] = {
+		{ 0xfeed0001, ~0ull }, { 0xfeed0200, 0xffffff00 },
+		{ 0x7eadbeef00000003ull, 0x7fffffff0000ffffull },
+	};
+	char line[256], exp[3][160];
+	int found[3] = { 0 }, in_tm = 0, tm_queues = 0, i;
+	uint32_t h[3];
+	struct cqe c;
+	FILE *f;
+
+	t_begin("node0: debugfs shows the TM SRQ's tags");
+	for (i = 0; i < 3; i++) {
+		h[i] = tag_add(s, want[i].tag, want[i].mask, 8 + i, 0xd00 + i, IBV_OPS_SIGNALED);
+		CHECK(next_cqe(s, &c) && c.op == IBV_WC_TM_ADD && c.status == IBV_WC_SUCCESS,
+		      "TAG_ADD %d: op %d status %d", i, c.op, c.status);
+		snprintf(exp[i], sizeof(exp[i]),
+			 "  tag %u: tag 0x%016llx mask 0x%016llx len %u lkey 0x%x active", h[i],
+			 (unsigned long long)want[i].tag, (unsigned long long)want[i].mask, SLOT,
+			 s->mr->lkey);
+	}
+	f = fopen(DBG_MATCH, "r");
+	CHECK(f != NULL, "open %s: %s", DBG_MATCH, strerror(errno));
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (!strncmp(line, "queue ", 6)) {
+			in_tm = strlen(line) > 3 && !strcmp(line + strlen(line) - 3, " tm");
+			tm_queues += in_tm;
+		}
+		for (i = 0; i < 3; i++)
+			if (in_tm && !strcmp(line, exp[i]))
+				found[i]++;
+	}
+	if (f)
+		fclose(f);
+	CHECK(tm_queues >= 1, "no queue marked tm in %s", DBG_MATCH);
+	for (i = 0; i < 3; i++)
+		CHECK(found[i] == 1, "%d times: \"%s\"", found[i], exp[i]);
+	for (i = 0; i < 3; i++)
+		CHECK(!tag_op(s, IBV_WR_TAG_DEL, h[i], 0xdd0 + i) && next_cqe(s, &c) &&
+		      c.op == IBV_WC_TM_DEL && c.status == IBV_WC_SUCCESS, "TAG_DEL %d: %d", i,
+		      c.status);
+	t_checked("node0: " DBG_MATCH " lists the 3 tags the TM SRQ holds (handles %u %u %u) with tag, mask, length %u, lkey and state, under a queue marked tm",
+		  h[0], h[1], h[2], SLOT);
+}
+
 /* A 16 MiB rendezvous: node0's adapter matches the RNDV, READs node1's
  * buffer into the tagged one (MATCH, then DATA_VALID when it landed)
  * and sends node1 the FIN. */
@@ -427,6 +481,7 @@ static void server(struct vt *v)
 	phase_unexpected(&s);
 	phase_no_tag(&s);
 	phase_del_race(&s);
+	phase_debugfs(&s);
 	phase_rndv(&s);
 	phase_random(&s);
 	vt_sync(v, 9999);
