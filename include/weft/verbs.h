@@ -158,7 +158,7 @@ enum weft_vcmd_op {
  * matched, unexpected and NO_TAG messages) goes to CQ tm_cq.  An RC SEND
  * arriving on a QP attached to it starts with a TMH (struct weft_vtmh).
  */
-#define WEFT_VERBS_TM_MAX_TAGS  1024u   /* tags per SRQ (tm_caps.max_num_tags) */
+#define WEFT_VERBS_TM_MAX_TAGS  8192u   /* tags per SRQ (tm_caps.max_num_tags) */
 #define WEFT_VERBS_TM_OPS_LOG2  10u     /* tag-operation ring (tm_caps.max_ops) */
 #define WEFT_VERBS_TM_MAX_SGE   1u      /* SGEs per tagged buffer */
 /* RVH rendezvous done by the adapter (docs/matching.md "Device
