@@ -95,15 +95,16 @@ static int enable(struct wfi_ep *ep)
 		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
 			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM,
 		.srq_type = IBV_SRQT_TM,
-		.tm_cap = { .max_num_tags = WFI_RX_SIZE, .max_ops = 2 * WFI_RX_SIZE },
+		.tm_cap = { .max_num_tags = WFI_HW_RX, .max_ops = 2 * WFI_HW_RX },
 	};
 	size_t bytes = (size_t)WFI_NSLOTS * WFI_SLOT;
 	int i, ret;
 
 	if (!ep->av || (!ep->tx_cq && !ep->rx_cq && !ep->tx_cntr && !ep->rx_cntr))
 		return -FI_ENOAV;
-	if (ep->dom->max_tags < WFI_RX_SIZE)
+	if (ep->dom->max_tags < WFI_HW_RX)
 		sa.tm_cap.max_num_tags = ep->dom->max_tags;
+	wfi_rx_init(ep, sa.tm_cap.max_num_tags);
 	ep->vcq = ibv_create_cq_ex(ep->dom->ctx, &ca);
 	if (!ep->vcq)
 		return -FI_ENOMEM;

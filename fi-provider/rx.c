@@ -11,6 +11,13 @@
  * again.  Rendezvous data is read by software when the adapter did not.
  * FI_PEEK, FI_CLAIM, FI_DISCARD and fi_cancel of a posted receive are
  * done here: the tag-matching verbs have no peek.
+ *
+ * Beyond the adapter's tags (hw_rx of them) receives are listed in
+ * software, in post order; while any is, every new receive is too, so each
+ * receive listed in the adapter is older than each one listed in software
+ * and the adapter's own match is the earliest.  An unexpected arrival that
+ * no receive listed in the adapter takes goes to the oldest matching
+ * software-listed one; rendezvous data of those is read by software.
  */
 #include <endian.h>
 #include <stdlib.h>
@@ -99,10 +106,70 @@ static void ux_release(struct wfi_ep *ep, int i)
 	ep->ux_free[ep->ux_nfree++] = i;
 }
 
+void wfi_rx_init(struct wfi_ep *ep, uint32_t max_tags)
+{
+	int i;
+
+	ep->hw_rx = (int)(max_tags < WFI_HW_RX ? max_tags : WFI_HW_RX);
+	ep->sw_nfree = 0;
+	for (i = WFI_RX_SIZE - 1; i >= ep->hw_rx; i--)
+		ep->sw_free[ep->sw_nfree++] = i;
+	ep->sw_head = ep->sw_tail = -1;
+	ep->nsw = 0;
+}
+
 static void rx_free(struct wfi_ep *ep, struct wfi_rx *r)
 {
+	int i = (int)(r - ep->rx);
+
 	wfi_reg_put(ep->dom, r->reg);
 	memset(r, 0, sizeof(*r));
+	if (i >= ep->hw_rx)
+		ep->sw_free[ep->sw_nfree++] = i;
+}
+
+/* Software list: append receive i (the newest), or take it off. */
+static void sw_append(struct wfi_ep *ep, int i)
+{
+	struct wfi_rx *r = &ep->rx[i];
+
+	r->state = WFI_RX_SW;
+	r->sw_prev = ep->sw_tail;
+	r->sw_next = -1;
+	if (ep->sw_tail >= 0)
+		ep->rx[ep->sw_tail].sw_next = i;
+	else
+		ep->sw_head = i;
+	ep->sw_tail = i;
+	ep->nsw++;
+}
+
+static void sw_unlink(struct wfi_ep *ep, int i)
+{
+	struct wfi_rx *r = &ep->rx[i];
+
+	if (r->sw_prev >= 0)
+		ep->rx[r->sw_prev].sw_next = r->sw_next;
+	else
+		ep->sw_head = r->sw_next;
+	if (r->sw_next >= 0)
+		ep->rx[r->sw_next].sw_prev = r->sw_prev;
+	else
+		ep->sw_tail = r->sw_prev;
+	r->sw_next = r->sw_prev = -1;
+	r->state = WFI_RX_MATCHED;
+	ep->nsw--;
+}
+
+/* The oldest software-listed receive that takes wire tag t. */
+static int sw_find(struct wfi_ep *ep, uint64_t t)
+{
+	int i;
+
+	for (i = ep->sw_head; i >= 0; i = ep->rx[i].sw_next)
+		if ((t & ep->rx[i].mask) == ep->rx[i].tag)
+			return i;
+	return -1;
 }
 
 static void complete(struct wfi_ep *ep, struct wfi_rx *r, int err)
@@ -148,12 +215,12 @@ static int ux_find(struct wfi_ep *ep, uint64_t tag, uint64_t mask, bool claimed,
 	return -1;
 }
 
-/* The oldest listed receive that takes wire tag t. */
+/* The oldest receive listed in the adapter that takes wire tag t. */
 static int rx_find(struct wfi_ep *ep, uint64_t t)
 {
 	int i, best = -1;
 
-	for (i = 0; i < WFI_RX_SIZE; i++) {
+	for (i = 0; i < ep->hw_rx; i++) {
 		struct wfi_rx *r = &ep->rx[i];
 
 		if (r->state != WFI_RX_HW || (t & r->mask) != r->tag)
@@ -184,8 +251,9 @@ static int rx_sge(struct wfi_ep *ep, struct wfi_rx *r, struct ibv_sge *sge, bool
 	/* Listed in the adapter, every receive gets its bounce slot (the
 	 * rendezvous header of a large message must not land in a user
 	 * buffer that other receives share), except in RVH mode, where the
-	 * adapter may READ into the user buffer itself. */
-	r->bounce = r->len <= WFI_EAGER || (listing && !ep->rvh);
+	 * adapter may READ into the user buffer itself.  Software-listed
+	 * receives have no bounce slot. */
+	r->bounce = i < WFI_HW_RX && (r->len <= WFI_EAGER || (listing && !ep->rvh));
 	if (r->bounce) {
 		*sge = (struct ibv_sge){ (uintptr_t)wfi_rx_slot(ep, i), WFI_EAGER,
 					 ep->slots_mr->lkey };
@@ -253,14 +321,21 @@ static void read_rndv(struct wfi_ep *ep, struct wfi_rx *r, const struct ibv_rvh 
 		complete(ep, r, FI_EIO);
 }
 
-/* Unexpected message ui: the oldest listed receive it matches is taken
- * back from the adapter (DEL); else it waits for a receive. */
+/* Unexpected message ui: the oldest receive listed in the adapter that
+ * it matches is taken back (DEL); else the oldest software-listed one
+ * takes it (all of them are newer); else it waits for a receive. */
 static void ux_route(struct wfi_ep *ep, int ui)
 {
 	int ri = rx_find(ep, ep->ux[ui].tag);
 
-	if (ri < 0)
+	if (ri < 0) {
+		ri = ep->nsw ? sw_find(ep, ep->ux[ui].tag) : -1;
+		if (ri >= 0) {
+			sw_unlink(ep, ri);
+			take(ep, &ep->rx[ri], ui);
+		}
 		return;
+	}
 	if (tag_op(ep, ri, IBV_WR_TAG_DEL))
 		return;			/* the op ring is full: stays unexpected */
 	ep->ux[ui].taken = true;
@@ -470,6 +545,7 @@ void wfi_rx_read_done(struct wfi_ep *ep, int i, int status)
 	r = &ep->rx[i];
 	if (wfi_post_fin(ep, r->from, r->fin_ctx) && !status) {
 		r->state = WFI_RX_FIN;		/* retried by the progress loop */
+		ep->nfin++;
 		return;
 	}
 	complete(ep, r, status ? FI_EIO : 0);
@@ -480,10 +556,12 @@ void wfi_rx_retry_fin(struct wfi_ep *ep)
 {
 	int i;
 
-	for (i = 0; i < WFI_RX_SIZE; i++)
+	for (i = 0; ep->nfin && i < WFI_RX_SIZE; i++)
 		if (ep->rx[i].state == WFI_RX_FIN &&
-		    !wfi_post_fin(ep, ep->rx[i].from, ep->rx[i].fin_ctx))
+		    !wfi_post_fin(ep, ep->rx[i].from, ep->rx[i].fin_ctx)) {
+			ep->nfin--;
 			complete(ep, &ep->rx[i], 0);
+		}
 }
 
 /* The peer a directed receive names (0: any source). */
@@ -501,13 +579,22 @@ static bool source_dead(struct wfi_ep *ep, const struct wfi_rx *r)
 
 /* Listed receives directed to a peer that went away are taken back from
  * the adapter (DEL) and fail with FI_ECONNRESET; one that lost the DEL
- * to a message of that peer gets it.  Called when a peer goes away and
- * by the progress loop while a DEL found the op ring full. */
+ * to a message of that peer gets it.  Software-listed ones fail at once
+ * (what the peer sent before is taken: wfi_conn_settle).  Called when a
+ * peer goes away and by the progress loop while a DEL found the op ring
+ * full or the CQ no room. */
 void wfi_rx_peer_dead(struct wfi_ep *ep)
 {
-	int i;
+	int i, next;
 
-	for (i = 0; ep->ndead && i < WFI_RX_SIZE; i++) {
+	for (i = ep->ndead ? ep->sw_head : -1; i >= 0 && wfi_cq_room(ep->rx_cq); i = next) {
+		next = ep->rx[i].sw_next;
+		if (!source_dead(ep, &ep->rx[i]))
+			continue;
+		sw_unlink(ep, i);
+		complete(ep, &ep->rx[i], FI_ECONNRESET);
+	}
+	for (i = 0; ep->ndead && i < ep->hw_rx; i++) {
 		struct wfi_rx *r = &ep->rx[i];
 
 		if (r->state != WFI_RX_HW || !source_dead(ep, r) || tag_op(ep, i, IBV_WR_TAG_DEL))
@@ -518,14 +605,27 @@ void wfi_rx_peer_dead(struct wfi_ep *ep)
 	}
 }
 
-static int rx_alloc(struct wfi_ep *ep)
+/* A free receive that may be listed in the adapter (hw), or one that
+ * may not (-1: none). */
+static int rx_alloc(struct wfi_ep *ep, bool hw)
 {
 	int i;
 
-	for (i = 0; i < WFI_RX_SIZE; i++)
+	if (!hw)
+		return ep->sw_nfree ? ep->sw_free[--ep->sw_nfree] : -1;
+	for (i = 0; i < ep->hw_rx; i++)
 		if (ep->rx[i].state == WFI_RX_FREE)
 			return i;
 	return -1;
+}
+
+/* A receive slot for a new posted receive: listable in the adapter while
+ * no receive is software-listed. */
+static int rx_post_alloc(struct wfi_ep *ep)
+{
+	int i = ep->nsw ? -1 : rx_alloc(ep, true);
+
+	return i >= 0 ? i : rx_alloc(ep, false);
 }
 
 static int list_hw(struct wfi_ep *ep, int i)
@@ -583,10 +683,11 @@ static ssize_t peek(struct wfi_ep *ep, uint64_t wt, uint64_t wm, void *ctx, void
 		ux_release(ep, ui);
 		return 0;
 	}
-	i = rx_alloc(ep);
+	i = rx_alloc(ep, false);
+	if (i < 0)
+		i = rx_alloc(ep, true);
 	if (i < 0)
 		return -FI_EAGAIN;
-	memset(&ep->rx[i], 0, sizeof(ep->rx[i]));
 	ep->rx[i] = (struct wfi_rx){ .ctx = ctx, .buf = buf, .len = len, .flags = flags | FI_COMPLETION,
 				     .msg = msg, .seq = ++ep->rx_seq, .ux = -1,
 				     .state = WFI_RX_MATCHED };
@@ -622,32 +723,42 @@ ssize_t wfi_recv(struct wfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64
 	}
 	if (flags & (FI_PEEK | FI_CLAIM))
 		return peek(ep, wt, wm, ctx, buf, len, flags, msg);
-	i = rx_alloc(ep);
+	i = rx_post_alloc(ep);
 	if (i < 0) {
+		/* All WFI_RX_SIZE receives are posted: the one bound. */
 		wfi_progress(ep);
-		i = rx_alloc(ep);
+		i = rx_post_alloc(ep);
 		if (i < 0)
 			return -FI_EAGAIN;
 	}
 	r = &ep->rx[i];
 	*r = (struct wfi_rx){ .ctx = ctx, .buf = buf, .len = len, .tag = wt, .mask = wm,
 			      .flags = flags, .msg = msg, .seq = ++ep->rx_seq, .ux = -1,
-			      .ccntr = ep->work_cntr };
+			      .ccntr = ep->work_cntr, .state = WFI_RX_MATCHED };
 	ui = ux_find(ep, wt, wm, false, NULL);
 	if (ui >= 0) {
-		r->state = WFI_RX_MATCHED;
 		take(ep, r, ui);
 		return 0;
 	}
 	if (source_dead(ep, r)) {
 		/* Nothing of it is held and nothing more will come. */
-		r->state = WFI_RX_MATCHED;
 		complete(ep, r, FI_ECONNRESET);
+		return 0;
+	}
+	if (i >= ep->hw_rx) {
+		sw_append(ep, i);
 		return 0;
 	}
 	ret = list_hw(ep, i);
 	if (ret == -FI_EAGAIN) {
+		/* The op ring is full: progress may route arrivals meanwhile,
+		 * so the receive looks at the unexpected messages again. */
 		wfi_progress(ep);
+		ui = ux_find(ep, wt, wm, false, NULL);
+		if (ui >= 0) {
+			take(ep, r, ui);
+			return 0;
+		}
 		ret = list_hw(ep, i);
 	}
 	if (ret)
@@ -665,7 +776,7 @@ ssize_t wfi_cancel(fid_t fid, void *context)
 		return -FI_EINVAL;
 	ep = wfi_ep_of(container_of(fid, struct fid_ep, fid));
 	pthread_mutex_lock(&ep->dom->lock);
-	for (i = 0; i < WFI_RX_SIZE; i++) {
+	for (i = 0; i < ep->hw_rx; i++) {
 		struct wfi_rx *r = &ep->rx[i];
 
 		if (r->state != WFI_RX_HW || r->ctx != context)
@@ -675,6 +786,24 @@ ssize_t wfi_cancel(fid_t fid, void *context)
 			r->state = WFI_RX_CANCEL;
 			r->del_pending = true;
 		}
+		break;
+	}
+	/* A software-listed receive is taken off its list and fails at once. */
+	for (i = ret == -FI_ENOENT ? ep->sw_head : -1; i >= 0; i = ep->rx[i].sw_next) {
+		struct wfi_rx *r = &ep->rx[i];
+
+		if (r->ctx != context)
+			continue;
+		if (!wfi_cq_room(ep->rx_cq)) {
+			ret = -FI_EAGAIN;
+			break;
+		}
+		sw_unlink(ep, i);
+		wfi_cntr_inc(ep->rx_cntr, true);
+		wfi_cq_err(ep->rx_cq, r->ctx, FI_RECV | (r->msg ? FI_MSG : FI_TAGGED),
+			   FI_ECANCELED, 0, 0, 0);
+		rx_free(ep, r);
+		ret = 0;
 		break;
 	}
 	pthread_mutex_unlock(&ep->dom->lock);

@@ -61,7 +61,8 @@ enum { WFI_NOTE_KEYQ = 3, WFI_NOTE_KEYA = 4 };
 #define WFI_HDR ((uint32_t)sizeof(struct ibv_tmh))
 #define WFI_EAGER (WFI_SLOT - WFI_HDR)	/* largest eager message, inject size */
 #define WFI_TX_SIZE 256			/* send operations per endpoint */
-#define WFI_RX_SIZE 256			/* receives posted per endpoint */
+#define WFI_HW_RX 256			/* receives listed in the adapter (TM tags) */
+#define WFI_RX_SIZE 8192		/* receives posted per endpoint, the rest software-listed */
 #define WFI_SRQ_WQES 128		/* SRQ buffers */
 #define WFI_UX_MAX 16384		/* unexpected messages held per endpoint */
 #define WFI_UX_BYTES (64u << 20)	/* and their payload bytes */
@@ -226,12 +227,14 @@ struct wfi_tx {
 #define WFI_TX_FIN 16			/* slots kept for FINs */
 #define WFI_TX_USER (WFI_TX_SIZE - WFI_TX_FIN)
 
-/* A posted receive: listed in the adapter (HW), matched by it (MATCHED),
+/* A posted receive: listed in the adapter (HW) or in software (SW, once
+ * the adapter's tags are taken: docs/libfabric.md "Posted receives beyond
+ * the adapter"), matched (MATCHED),
  * being deleted to take an unexpected message (DEL) or to cancel it
  * (CANCEL), reading a rendezvous (READ), waiting for a FIN slot (FIN),
  * completed but waiting for its DEL's completion (DONE). */
 enum wfi_rx_state {
-	WFI_RX_FREE, WFI_RX_HW, WFI_RX_MATCHED, WFI_RX_DEL, WFI_RX_CANCEL, WFI_RX_READ,
+	WFI_RX_FREE, WFI_RX_HW, WFI_RX_SW, WFI_RX_MATCHED, WFI_RX_DEL, WFI_RX_CANCEL, WFI_RX_READ,
 	WFI_RX_FIN, WFI_RX_DONE,
 };
 
@@ -241,6 +244,7 @@ struct wfi_rx {
 	uint64_t len, tag, mask, flags;	/* wire tag and mask */
 	uint64_t seq;			/* post order */
 	uint32_t handle;		/* TM handle while listed */
+	int sw_next, sw_prev;		/* SW: the software list, in post order */
 	struct wfi_reg *reg;		/* > eager: the user buffer's MR */
 	int ux;				/* DEL: the unexpected message (SRQ slot) */
 	uint64_t got_tag, got_len;
@@ -289,7 +293,12 @@ struct wfi_ep {
 	uint8_t *slots;			/* tx bounces, rx bounces, SRQ buffers */
 	struct ibv_mr *slots_mr;
 	struct wfi_tx tx[WFI_TX_SIZE];
-	struct wfi_rx rx[WFI_RX_SIZE];
+	struct wfi_rx rx[WFI_RX_SIZE];	/* [0, hw_rx): may be listed in the adapter */
+	int hw_rx;			/* adapter tags used (tm_caps.max_num_tags, <= WFI_HW_RX) */
+	int sw_free[WFI_RX_SIZE];	/* stack of free receives [hw_rx, WFI_RX_SIZE) */
+	int sw_nfree;
+	int sw_head, sw_tail, nsw;	/* the software-listed receives, oldest first */
+	int nfin;			/* receives in WFI_RX_FIN */
 	struct wfi_ux *ux;		/* WFI_UX_MAX */
 	int *ux_free;			/* stack of free ux indices */
 	int ux_nfree, ux_head, ux_tail;
@@ -328,10 +337,10 @@ static inline uint8_t *wfi_rx_slot(struct wfi_ep *ep, int i)
 
 static inline uint8_t *wfi_ux_slot(struct wfi_ep *ep, int i)
 {
-	return ep->slots + (size_t)(WFI_TX_SIZE + WFI_RX_SIZE + i) * WFI_SLOT;
+	return ep->slots + (size_t)(WFI_TX_SIZE + WFI_HW_RX + i) * WFI_SLOT;
 }
 
-#define WFI_NSLOTS (WFI_TX_SIZE + WFI_RX_SIZE + WFI_SRQ_WQES)
+#define WFI_NSLOTS (WFI_TX_SIZE + WFI_HW_RX + WFI_SRQ_WQES)
 
 /* wr_id of the endpoint's work requests: kind in the top byte. */
 enum { WFI_WR_TX = 1, WFI_WR_RX, WFI_WR_UX, WFI_WR_OP, WFI_WR_READ };
@@ -454,6 +463,7 @@ void wfi_rx_peer_dead(struct wfi_ep *ep);
 int wfi_srq_post(struct wfi_ep *ep, int slot);
 bool wfi_ux_room(struct wfi_ep *ep);
 int wfi_ux_init(struct wfi_ep *ep);
+void wfi_rx_init(struct wfi_ep *ep, uint32_t max_tags);
 void wfi_ux_fini(struct wfi_ep *ep);
 /* progress.c */
 void wfi_progress(struct wfi_ep *ep);

@@ -7,14 +7,16 @@
  * its own listener) eager, unexpected and rendezvous tagged messages and
  * checks the bytes; the registration cache's checks (a buffer unmapped and
  * mapped again with other pages at the same address must send and receive
- * the new bytes; hits, misses, evictions); a second endpoint with
- * FI_ATOMIC | FI_RMA | FI_TRIGGER checks the adapter's atomics on its own
- * memory (fi_atomic, fi_fetch_atomic, fi_compare_atomic, inject, the valid
- * and query calls, their bad arguments), deferred work (fi_control
- * FI_QUEUE_WORK) and a triggered send; and a second process on the node,
- * with receives that take any tag, never receives, peeks or completes any
- * of the first endpoint's messages.  Prints "ok N - ..." / "not ok N - ..."
- * and exits non-zero when a check failed.
+ * the new bytes; hits, misses, evictions); 4096 receives posted at once
+ * (software-listed beyond the adapter's tags) that must each take the
+ * earliest-posted match; a second endpoint with FI_ATOMIC | FI_RMA |
+ * FI_TRIGGER checks the adapter's atomics on its own memory (fi_atomic,
+ * fi_fetch_atomic, fi_compare_atomic, inject, the valid and query calls,
+ * their bad arguments), deferred work (fi_control FI_QUEUE_WORK) and a
+ * triggered send; and a second process on the node, with receives that
+ * take any tag, never receives, peeks or completes any of the first
+ * endpoint's messages.  Prints "ok N - ..." / "not ok N - ..." and exits
+ * non-zero when a check failed.
  *
  * With --peer-death, two processes on two nodes: the server (the
  * survivor) and a client that the caller kills (SIGKILL) while a 256 MiB
@@ -337,6 +339,199 @@ static bool xfer(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, void *s, 
 		got |= e.op_context == &cs ? 1 : e.op_context == &cr ? 2 : 4;
 	}
 	return got == 3;
+}
+
+/* Software-listed receives (docs/libfabric.md "Posted receives beyond the
+ * adapter"): SPILL_N tagged receives posted at once, exact tags, tags with
+ * ignored bits and wildcards, then SPILL_N messages; each must land in the
+ * earliest-posted receive that takes it (a reference model says which),
+ * across the adapter's tags and the software list.  The messages no
+ * receive took are held in arrival order; the receives nothing took are
+ * cancelled. */
+#define SPILL_N 4096
+
+struct spill {
+	struct fid_ep *ep;
+	struct fid_cq *cq;
+	int ctx[SPILL_N];
+	uint32_t rb[SPILL_N][2];
+	uint64_t rtag[SPILL_N], rign[SPILL_N];
+	int want[SPILL_N];		/* the message receive i must get (-1: none) */
+	int got[SPILL_N];		/* the message it got (-1: none yet; -2: error) */
+	uint64_t mtag[SPILL_N];
+	int sends, recvs, errs;
+};
+
+/* Reads what the CQ holds: send completions counted, receive completions
+ * noted by their context. */
+static void spill_reap(struct spill *sp)
+{
+	struct fi_cq_tagged_entry e[32];
+	struct fi_cq_err_entry err;
+	ssize_t n, j;
+
+	n = fi_cq_read(sp->cq, e, 32);
+	if (n == -FI_EAVAIL && fi_cq_readerr(sp->cq, &err, 0) == 1) {
+		sp->errs++;
+		if (err.op_context >= (void *)sp->ctx && err.op_context < (void *)(sp->ctx + SPILL_N))
+			sp->got[(int *)err.op_context - sp->ctx] = -2;
+		return;
+	}
+	for (j = 0; j < n; j++) {
+		int i = (int *)e[j].op_context - sp->ctx;
+
+		if (e[j].flags & FI_SEND) {
+			sp->sends++;
+			continue;
+		}
+		sp->recvs++;
+		if (i >= 0 && i < SPILL_N)
+			sp->got[i] = e[j].tag == sp->mtag[sp->rb[i][0] % SPILL_N] && e[j].len == 4 ?
+				     (int)sp->rb[i][0] : -3;
+	}
+}
+
+static bool spill_wait(struct spill *sp, int sends, int recvs)
+{
+	double t0 = now();
+
+	while ((sp->sends < sends || sp->recvs < recvs) && now() - t0 < 120)
+		spill_reap(sp);
+	return sp->sends >= sends && sp->recvs >= recvs;
+}
+
+static void spill_checks(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, size_t rx_size)
+{
+	struct spill *sp = calloc(1, sizeof(*sp));
+	uint32_t sb[SPILL_N];
+	int i, k, matched = 0, bad = 0, left[SPILL_N], nleft = 0, ncancel = 0, posted = 0;
+	bool used[SPILL_N] = { false };
+	ssize_t ret = 0;
+	int *big_ctx;
+	uint8_t *big_s, *big_r;
+
+	if (!sp)
+		return;
+	sp->ep = ep;
+	sp->cq = cq;
+	for (i = 0; i < SPILL_N; i++) {
+		switch (i % 4) {
+		case 0: sp->rtag[i] = (uint64_t)(i / 4) % 8; sp->rign[i] = 0; break;
+		case 1: sp->rtag[i] = 0; sp->rign[i] = 7; break;
+		case 2: sp->rtag[i] = (uint64_t)(i / 4) % 8 & 6; sp->rign[i] = 1; break;
+		default: sp->rtag[i] = 8 + (uint64_t)i % 5; sp->rign[i] = 0; break;
+		}
+		sp->want[i] = sp->got[i] = -1;
+	}
+	/* The model: message k goes to the earliest receive not yet taken. */
+	for (k = 0; k < SPILL_N; k++) {
+		sp->mtag[k] = (uint64_t)(k * 5 + 3) % 13;
+		sb[k] = (uint32_t)k;
+		for (i = 0; i < SPILL_N; i++)
+			if (!used[i] && (sp->mtag[k] | sp->rign[i]) == (sp->rtag[i] | sp->rign[i]))
+				break;
+		if (i < SPILL_N) {
+			used[i] = true;
+			sp->want[i] = k;
+			matched++;
+		} else {
+			left[nleft++] = k;
+		}
+	}
+	for (i = 0; i < SPILL_N && !ret; i++, posted++)
+		ret = fi_trecv(ep, sp->rb[i], sizeof(sp->rb[i]), NULL, FI_ADDR_UNSPEC, sp->rtag[i],
+			       sp->rign[i], &sp->ctx[i]);
+	CHECK(!ret, "%d tagged receives posted at once (beyond the adapter's 256 tags): %zd",
+	      posted, ret);
+	for (k = 0; k < SPILL_N && !ret; k++) {
+		while ((ret = fi_tsend(ep, &sb[k], 4, NULL, self, sp->mtag[k], NULL)) == -FI_EAGAIN)
+			spill_reap(sp);
+	}
+	spill_wait(sp, SPILL_N, matched);
+	for (i = 0; i < SPILL_N; i++)
+		bad += sp->got[i] != sp->want[i];
+	CHECK(!ret && !bad && !sp->errs && sp->recvs == matched,
+	      "%d messages to %d receives with overlapping tags and wildcards: %d receives took the "
+	      "message the earliest-posted-receive model names (%d), %d wrong, %d errors",
+	      SPILL_N, SPILL_N, sp->recvs - bad, matched, bad, sp->errs);
+	/* The messages no receive took, in arrival order. */
+	bad = 0;
+	for (k = 0; k < nleft; k++) {
+		uint32_t v[2] = { 0 };
+		int c;
+		struct fi_cq_tagged_entry e;
+
+		ret = fi_trecv(ep, v, sizeof(v), NULL, FI_ADDR_UNSPEC, 0, ~0ull, &c);
+		ret = ret ? ret : poll_one(cq, &e);
+		bad += ret || e.op_context != &c || v[0] != (uint32_t)left[k];
+	}
+	CHECK(!bad, "the %d messages no receive took: held, and taken by any-tag receives in "
+	      "arrival order (%d wrong)", nleft, bad);
+	/* The receives nothing took, adapter- and software-listed, cancelled. */
+	bad = 0;
+	for (i = 0; i < SPILL_N; i++) {
+		struct fi_cq_err_entry err;
+		struct fi_cq_tagged_entry e;
+
+		if (sp->want[i] >= 0)
+			continue;
+		ncancel++;
+		ret = fi_cancel(&ep->fid, &sp->ctx[i]);
+		ret = ret ? ret : poll_one(cq, &e);
+		bad += ret != -FI_EAVAIL || fi_cq_readerr(cq, &err, 0) != 1 ||
+		       err.err != FI_ECANCELED || err.op_context != &sp->ctx[i];
+	}
+	CHECK(!bad, "fi_cancel of the %d receives no message took (software-listed: the model gives "
+	      "the first 256 a message each): FI_ECANCELED each (%d wrong)", ncancel, bad);
+	/* A rendezvous taken by a software-listed receive: read by software. */
+	big_ctx = calloc(300, sizeof(*big_ctx));
+	big_s = calloc(1, 100000);
+	big_r = calloc(1, 100000);
+	memset(sp->got, -1, sizeof(sp->got));
+	sp->sends = sp->recvs = sp->errs = 0;
+	ret = 0;
+	for (i = 0; i < 300 && !ret; i++) {
+		sp->mtag[i] = 0x600;
+		ret = fi_trecv(ep, sp->rb[i], sizeof(sp->rb[i]), NULL, FI_ADDR_UNSPEC, 0x600, 0,
+			       &sp->ctx[i]);
+	}
+	fill(big_s, 100000, 0x61);
+	ret = ret ? ret : fi_trecv(ep, big_r, 100000, NULL, FI_ADDR_UNSPEC, 0x601, 0, big_ctx);
+	ret = ret ? ret : fi_tsend(ep, big_s, 100000, NULL, self, 0x601, NULL);
+	for (k = 0; k < 300 && !ret; k++) {
+		sb[k] = (uint32_t)k;
+		while ((ret = fi_tsend(ep, &sb[k], 4, NULL, self, 0x600, NULL)) == -FI_EAGAIN)
+			spill_reap(sp);
+	}
+	spill_wait(sp, 301, 301);
+	bad = 0;
+	for (i = 0; i < 300; i++)
+		bad += sp->got[i] != i;
+	CHECK(!ret && !bad && !sp->errs && same(big_r, 100000, 0x61),
+	      "300 receives of one tag and a 100000 B receive listed after them (software): the "
+	      "rendezvous lands whole (%s), the 300 messages in post order (%d wrong, %d errors)",
+	      same(big_r, 100000, 0x61) ? "yes" : "no", bad, sp->errs);
+	/* The bound: rx_size receives, then -FI_EAGAIN. */
+	for (i = 0, ret = 0; (size_t)i < rx_size && !ret; i++)
+		ret = fi_trecv(ep, sp->rb[0], 8, NULL, FI_ADDR_UNSPEC, 0x777, 0, big_ctx + 1);
+	k = (int)fi_trecv(ep, sp->rb[0], 8, NULL, FI_ADDR_UNSPEC, 0x777, 0, big_ctx + 1);
+	CHECK(!ret && i == (int)rx_size && k == -FI_EAGAIN,
+	      "fi_info rx_size %zu receives posted (%d: %zd), one more: %d (-FI_EAGAIN)", rx_size, i,
+	      ret, k);
+	for (bad = 0, i = 0; (size_t)i < rx_size; i++) {
+		struct fi_cq_err_entry err;
+		struct fi_cq_tagged_entry e;
+
+		ret = fi_cancel(&ep->fid, big_ctx + 1);
+		ret = ret ? ret : poll_one(cq, &e);
+		bad += ret != -FI_EAVAIL || fi_cq_readerr(cq, &err, 0) != 1 ||
+		       err.err != FI_ECANCELED;
+	}
+	CHECK(!bad, "and all %zu cancelled (%d wrong)", rx_size, bad);
+	free(big_ctx);
+	free(big_s);
+	free(big_r);
+	free(sp);
 }
 
 static void *map(void *at, size_t n)
@@ -1009,6 +1204,7 @@ int main(int argc, char **argv)
 		ret = fi_cntr_wait(cntr, 17, 20);
 		CHECK(ret == -FI_ETIMEDOUT, "fi_cntr_wait 17, 20 ms: %d (-FI_ETIMEDOUT)", ret);
 		mrc_checks(dom, ep, cq, self);
+		spill_checks(ep, cq, self, info->rx_attr->size);
 		atomic_checks();
 		if (pid > 0 && (write(down[1], "x", 1) != 1 || read(up[0], &got, sizeof(got)) != sizeof(got)))
 			got = -1;
