@@ -18,10 +18,14 @@ def ip6(n):
     return f"fd57:6566::{n + 1:x}"
 
 
-@scenario("boot", "C2", "both nodes boot, load weft.ko, see their adapter with the right node id, "
-          "switch ports attached")
+@scenario("boot", "CB", "both nodes boot (no -incoming: the cluster is booted, up --start boot), load weft.ko, "
+          "see their adapter with the right node id, switch ports attached")
 def boot(t):
     for i in (0, 1):
+        cmd = t.file(f"node{i}.cmdline")
+        t.require(cmd and "-incoming" not in cmd and "weft_identity=wait" not in cmd,
+                  f"node{i}: not booted: its QEMU command line is '{cmd.strip()}'")
+        t.checked(f"node{i}: booted (its QEMU without -incoming, the identity on its kernel command line)")
         r = t.gx(i, "cat /run/weft/driver; ls /dev/weft0; cat /sys/kernel/debug/weft/weft0/state | head -1; hostname")
         if not r.ok:
             t.fail(f"node{i}: {r.out}")
@@ -127,7 +131,7 @@ def mrkey(t, n):
     return m.group(1), int(m.group(2))
 
 
-@scenario("reboot-keys", "C2", "node1 rebooted three times, the same buffer registered after each boot: three "
+@scenario("reboot-keys", "CB", "node1 of the booted cluster rebooted three times, the same buffer registered after each boot: three "
           "different PVO keys, each in the block of a new adapter key epoch (weft-test-mrkey)")
 def reboot_keys(t):
     key, epoch = mrkey(t, 1)
