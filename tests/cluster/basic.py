@@ -117,6 +117,14 @@ def modload(t):
     if not r.ok:
         t.fail(f"node1: no adapter after the load/unload cycles: {r.out}")
     t.checked("node1: weft.ko loaded again afterwards, /dev/weft0 back")
+    # The new weft0 has none of the addresses /etc/weft/rc gave the first
+    # one: give them back, so that the scenarios after this one find node1
+    # as it started.
+    r = t.gx(1, f"/sbin/ip link set weft0 up && /sbin/ip addr add {ip4(1)}/16 dev weft0 && "
+                f"/sbin/ip addr add {ip6(1)}/64 dev weft0 nodad && /sbin/ip -br addr show weft0")
+    t.require(r.ok and f"{ip4(1)}/16" in r.out and f"{ip6(1)}/64" in r.out,
+              f"node1: weft0's addresses not restored: {r.out}")
+    t.checked(f"node1: weft0 up again with {ip4(1)}/16 and {ip6(1)}/64")
 
 
 guest_test("fork", 0, "weft-test-fork", "a forked child that touches the parent's doorbell page or FIFOs gets "
