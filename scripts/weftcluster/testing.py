@@ -315,7 +315,7 @@ class Runner:
         lines = p.stdout.splitlines()
         if p.returncode == 0:
             for line in lines:
-                if re.search(r"ready after|NODE|node[0-9] |up:", line):
+                if re.search(r"ready after|NODE|node[0-9] |up:|snapshot:|start:", line):
                     self.out(f"# | {line}")
             self.up_error[key] = ""
         else:
