@@ -139,8 +139,8 @@ def mrkey(t, n):
     return m.group(1), int(m.group(2))
 
 
-@scenario("reboot-keys", "CB", "node1 of the booted cluster rebooted three times, the same buffer registered after each boot: three "
-          "different PVO keys, each in the block of a new adapter key epoch (weft-test-mrkey)")
+@scenario("reboot-keys", "CB", "node1 of the booted cluster rebooted three times, the same buffer registered after "
+          "each boot: three different PVO keys, each in the block of a new adapter key epoch (weft-test-mrkey)")
 def reboot_keys(t):
     key, epoch = mrkey(t, 1)
     keys, epochs = [key], [epoch]
