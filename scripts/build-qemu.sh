@@ -58,8 +58,10 @@ ensure_packages() {
 
 # ---- Source ----------------------------------------------------------------
 # Sets TREE to the newest cached tree of this recipe; returns 1 if none.
+# (The trailing slash: find does not enter a starting point that is a
+# symbolic link, and a shared cache may link its qemu folder.)
 find_cached_tree() {
-	TREE=$(find "$WEFT_CACHE/qemu" -mindepth 1 -maxdepth 1 -type d \
+	TREE=$(find "$WEFT_CACHE/qemu/" -mindepth 1 -maxdepth 1 -type d \
 		-name "$QEMU_SERIES.*-$RECIPE_HASH" 2>/dev/null | sort -V | tail -n1)
 	[ -n "$TREE" ] && [ -f "$TREE/.source-ok" ]
 }

@@ -25,6 +25,7 @@ import sys
 import time
 
 HELLO_PERIOD = 1.0      # seconds between hellos until a node answers READY
+FIRST_HELLO_PERIOD = 0.1  # the same until the node said anything (see _hello)
 RECONNECT_PERIOD = 0.2  # seconds between connection attempts to a VM
 KILL_GRACE = 10.0       # seconds to wait for a killed command's output
 PROGRESS_PERIOD = 10.0  # seconds between "still waiting" lines
@@ -43,6 +44,7 @@ class Node:
         self.boots = 0             # distinct boot ids seen
         self.last_boot = None
         self.pending = {}          # id -> [future, list of base64 lines]
+        self.heard = False         # a line came since the connection
 
     def info(self):
         d = {"node": self.index, "connected": self.connected,
@@ -77,9 +79,14 @@ class Node:
             await asyncio.sleep(RECONNECT_PERIOD)
 
     async def _hello(self):
+        # Until the guest says anything, often: a node restored from a
+        # snapshot answers only a hello (with WAITID), and a hello sent
+        # while its QEMU still loads the saved state is lost with the
+        # serial port's old state (docs/performance.md).
+        self.heard = False
         while self.ready is None:
             self._send(b"H\n")
-            await asyncio.sleep(HELLO_PERIOD)
+            await asyncio.sleep(HELLO_PERIOD if self.heard else FIRST_HELLO_PERIOD)
 
     def _send(self, data):
         if self.writer is not None:
@@ -95,6 +102,7 @@ class Node:
             if not line:
                 return
             line = line.decode("ascii", "replace").strip("\r\n")
+            self.heard = True
             if current is not None:
                 if line.startswith("E "):
                     parts = line.split()

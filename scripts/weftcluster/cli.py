@@ -6,7 +6,7 @@
                [--switch HOST:PORT --tokens DIR [--first-node F]]
                [--net A.B.C.D/LEN|none] [--net6 PREFIX::/LEN|none]
                [--vnet A.B.C.D/LEN] [--trace PATTERN[,PATTERN...]] [--layer NAME]
-               [--start boot|snapshot]
+               [--start snapshot|boot]
   weft-cluster [--name NAME] exec [--timeout S] NODE|N,M,...|all -- CMD...
   weft-cluster [--name NAME] mpirun -np N [--per-node K] [--impl openmpi|mpich]
                [--transport tcp|ucx|ofi] [--ofi-provider NAME]
@@ -48,11 +48,15 @@ archive of the cluster's own (/etc/hosts, dropbear keys made at up).
 mpirun runs Open MPI's mpirun (--impl mpich: MPICH's mpiexec.hydra) on
 node0 of a cluster up with --layer hpc, its output streamed, its exit
 status passed back (docs/mpi.md).
---start snapshot starts every node from a snapshot of a template VM
-taken where the guest waits for its identity, cached per image, kernel,
-QEMU and device build; the identity (node id, addresses, boot id,
-entropy, time) comes after the restore (docs/cluster.md, "Snapshot
-start").  --start boot (default) boots every node.
+--start snapshot (the default where it can) starts every node from a
+snapshot of a template VM taken where the guest waits for its identity,
+cached per image, kernel, QEMU and device build; the nodes share the
+template's memory copy on write, and their identity (node id, addresses,
+boot id, entropy, time) comes after the restore (docs/cluster.md,
+"Snapshot start").  --start boot boots every node; without --start, up
+boots them where a snapshot cannot serve (--vnet, --layer,
+WEFT_QEMU_ARGS_<N>).  WEFT_SNAPSHOT_KEEP (default 2): snapshots kept in
+the cache per cluster shape.
 --transport: how frames go between each QEMU and the switch: auto
 (default; shared-memory rings, the socket if the switch does not grant
 them), shm (only shared memory), socket, or tcp (the switch's TCP
@@ -168,7 +172,7 @@ def up_parser():
     p.add_argument("--trace", default="", type=checked(
         "--trace needs QEMU trace event patterns, e.g. 'weft_*' or weft_db_write,weft_pkt_*",
         lambda t: t if not t or TRACE.match(t) else None))
-    p.add_argument("--start", default="boot", choices=("boot", "snapshot"))
+    p.add_argument("--start", default="", choices=("boot", "snapshot"))
     p.add_argument("--layer", default="", type=checked("--layer needs a layer name (images/layers/NAME)",
                                                        lambda t: t if not t or layer.LAYER_NAME.match(t) else None))
     return p
@@ -245,6 +249,29 @@ def find_switch(rdir):
     return sw
 
 
+def in_parallel(*fns):
+    """Call FNS at once, each in a thread: their results, in order (the
+    first exception raised by one of them is raised)."""
+    out = [None] * len(fns)
+    err = [None] * len(fns)
+
+    def one(k):
+        try:
+            out[k] = fns[k]()
+        except Exception as e:  # passed on to the caller below
+            err[k] = e
+
+    threads = [threading.Thread(target=one, args=(k,), daemon=True) for k in range(len(fns))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for e in err:
+        if e is not None:
+            raise e
+    return out
+
+
 def kernel_release(image):
     return "".join(tail(f"{image}/kernel-release", 1) or [])
 
@@ -306,14 +333,19 @@ def cmd_up(c, args):
             raise Die(f"cluster '{c.name}' is already up (weft-cluster --name {c.name} down first)")
     t0 = time.monotonic()
     qemu = find_qemu()
-    log("guest image: scripts/build-image.sh")
-    image = run_script([f"{ROOT}/scripts/build-image.sh"] + ([] if a.adapter else ["--without-driver"]),
-                       "scripts/build-image.sh")
-    ldir = ""
-    if a.layer:
-        log(f"image layer: scripts/build-layer.sh {a.layer}")
-        ldir = layer.build(a.layer)
-    sw = find_switch(os.path.dirname(c.dir)) if a.adapter and not a.remote else ""
+
+    def image_and_layer():
+        log("guest image: scripts/build-image.sh")
+        image = run_script([f"{ROOT}/scripts/build-image.sh"] + ([] if a.adapter else ["--without-driver"]),
+                           "scripts/build-image.sh")
+        if a.layer:
+            log(f"image layer: scripts/build-layer.sh {a.layer}")
+        return image, layer.build(a.layer) if a.layer else ""
+
+    # The image's checks and the switch's meson run side by side (QEMU's
+    # build first: it installs the packages and meson both need).
+    (image, ldir), sw = in_parallel(
+        image_and_layer, lambda: find_switch(os.path.dirname(c.dir)) if a.adapter and not a.remote else "")
     accel = accelerator()
     mcast = ""
     if a.vnet and n != 2:
@@ -330,8 +362,14 @@ def cmd_up(c, args):
         iothread=os.environ.get("WEFT_IOTHREAD") == "1")
     if ldir:
         s.initrd = layer.make_initrd(c, ldir)
-    if a.start == "snapshot":
-        snapshot.check(c)
+    why = snapshot.why_boot(s)
+    if a.start == "snapshot" and why:
+        raise Die(f"up: --start snapshot goes without {why}")
+    if not a.start:
+        s.start = "boot" if why else "snapshot"
+        if why:
+            log(f"start: every node boots (a snapshot start goes without {why})")
+    if s.start == "snapshot":
         s.snapshot = snapshot.make(c)
     s.save(c.dir)
     c.start_chan()
@@ -351,10 +389,12 @@ def cmd_up(c, args):
             log(f"tokens for nodes {n * a.adapters}..{a.fabric_nodes - 1} of other hosts: "
                 f"{c.dir}/node<ID>.token (copy them to a 0700 folder there: up --switch {c.switch_addr()} "
                 "--tokens DIR --first-node ID)")
-    how = "restored from the snapshot" if a.start == "snapshot" else "booting"
+    how = "restored from the snapshot" if s.start == "snapshot" else "booting"
     log(f"starting {n} VM(s) ({accel}, {a.mem} MiB each, kernel {kernel_release(image)}, {how})")
     for i in range(n):
         c.start_node(i)
+    if s.start == "snapshot":
+        snapshot.restore(c, range(n))
     log(f"waiting for the nodes to report ready (timeout {timeout} s)")
     if not c.channel.wait(range(n), timeout):
         st = c.node_status()
@@ -538,7 +578,14 @@ def cmd_reboot(c, args):
     stop_pid(pid)
     with open(c.path(f"node{i}.console"), "a") as f:
         f.write(f"\n==== weft-cluster: node{i} rebooted at {time.strftime('%F %T')} ====\n")
+    if c.settings.start == "snapshot" and not os.path.isdir(c.settings.snapshot):
+        # Pruned meanwhile (snapshot.prune keeps what a running QEMU
+        # uses; a 1-node cluster has none while it reboots).
+        c.settings.snapshot = snapshot.make(c)
+        c.settings.save(c.dir)
     c.start_node(i)
+    if c.settings.start == "snapshot":
+        snapshot.restore(c, [i])
     log(f"node{i}: VM restarted (pid {c.node_pid(i)}), waiting for ready")
     if not c.channel.wait([i], a.timeout, not_boot={i: boot}):
         c.show_tail(i)
@@ -562,7 +609,7 @@ def cmd_down(c, args):
         kill(pid, signal.SIGTERM)
     for pid in pids:
         stop_pid(pid)
-    gone = [f"node{i}.{f}" for i in range(s.nodes) for f in ("pid", "cmd.sock", "gdb.sock", "identity")]
+    gone = [f"node{i}.{f}" for i in range(s.nodes) for f in ("pid", "cmd.sock", "gdb.sock", "qmp.sock", "identity")]
     for what in ("switch", "chan"):
         stop_pid(c.pid(what))
         gone += [f"{what}.pid", f"{what}.sock"]

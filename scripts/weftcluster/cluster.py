@@ -316,7 +316,8 @@ class Cluster:
         of a snapshot included: machine, kernel, the console and command
         channel serial ports, the accelerator."""
         s = self.settings
-        args = ["-nodefaults", "-machine", "q35", "-m", str(s.mem), "-smp", "1", "-display", "none",
+        machine = "q35,memory-backend=weft-ram" if s.start == "snapshot" else "q35"
+        args = ["-nodefaults", "-machine", machine, "-m", str(s.mem), "-smp", "1", "-display", "none",
                 "-no-reboot", "-no-user-config", "-name", name,
                 "-kernel", f"{s.image}/vmlinux", "-initrd", s.initrd or f"{s.image}/initrd.img",
                 "-append", " ".join(append),
@@ -358,8 +359,16 @@ class Cluster:
         args += s.qemu_args.split()
         args += s.qemu_args_node[i].split() if i < len(s.qemu_args_node) else []
         if s.start == "snapshot":
+            # The guest memory is the template's file, mapped copy on
+            # write; the devices' state comes through QMP
+            # (snapshot.restore).
             self.identity(i)
-            args += ["-incoming", f"file:{s.snapshot}"]
+            qmp = self.path(f"node{i}.qmp.sock")
+            if os.path.lexists(qmp):
+                os.unlink(qmp)
+            args += ["-object", f"memory-backend-file,id=weft-ram,size={s.mem}M,"
+                                f"mem-path={os.path.join(s.snapshot, 'ram')},share=off",
+                     "-qmp", f"unix:{qmp},server=on,wait=off", "-incoming", "defer"]
         try:
             os.unlink(self.path(f"node{i}.cmd.sock"))
         except FileNotFoundError:

@@ -38,8 +38,8 @@ class Settings:
     qemu_args: str = ""     # WEFT_QEMU_ARGS
     qemu_args_node: list = dataclasses.field(default_factory=list)  # WEFT_QEMU_ARGS_<N>
     iothread: bool = False  # WEFT_IOTHREAD=1: each weft device in its own IOThread
-    start: str = "boot"     # --start: boot, or snapshot (restored from `snapshot`)
-    snapshot: str = ""      # --start snapshot: the template's saved state (snapshot.py)
+    start: str = "boot"     # boot, or snapshot (restored from `snapshot`; up's default where it can)
+    snapshot: str = ""      # a snapshot start: the template's folder in the cache (snapshot.py)
 
     def save(self, directory):
         path = os.path.join(directory, STATE)

@@ -265,23 +265,25 @@ class ClusterSpec:
     """One line of the runner's cluster table."""
 
     def __init__(self, prefix, nodes, adapters=1, switch_args="", props="", transport="auto", fixed=False, trace="",
-                 layer="", mem=0, start="boot"):
+                 layer="", mem=0, start=""):
         self.prefix, self.nodes, self.adapters = prefix, nodes, adapters
         self.switch_args, self.props = switch_args, props
         self.transport, self.fixed = transport, fixed
         self.trace = trace            # QEMU trace event patterns kept in nodeN.trace ("": none)
         self.layer = layer            # an image layer (up --layer; "": none)
         self.mem = mem                # MiB per VM (0: weft-cluster's default)
-        self.start = start            # up --start: boot, or snapshot (restored from a template)
+        self.start = start            # up --start: boot, snapshot (restored from a template), "": the default
 
     def up_args(self):
         """`weft-cluster up` options (WEFT_TRANSPORT, when set, is every
-        cluster's transport but a fixed one's)."""
+        cluster's transport but a fixed one's; WEFT_START, when set, is
+        the --start of every cluster that names none)."""
         t = self.transport if self.fixed else os.environ.get("WEFT_TRANSPORT") or self.transport
+        start = self.start or os.environ.get("WEFT_START", "")
         return ["up", "-n", str(self.nodes), "--adapters", str(self.adapters), "--switch-args", self.switch_args,
                 "--device-props", self.props, "--transport", t] + (["--trace", self.trace] if self.trace else []) + \
             (["--layer", self.layer] if self.layer else []) + (["--mem", str(self.mem)] if self.mem else []) + \
-            (["--start", self.start] if self.start != "boot" else [])
+            (["--start", start] if start else [])
 
 
 class Runner:
@@ -313,7 +315,7 @@ class Runner:
         lines = p.stdout.splitlines()
         if p.returncode == 0:
             for line in lines:
-                if re.search(r"ready after|NODE|node[0-9] |up:", line):
+                if re.search(r"ready after|NODE|node[0-9] |up:|snapshot:|start:", line):
                     self.out(f"# | {line}")
             self.up_error[key] = ""
         else:

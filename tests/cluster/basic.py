@@ -18,10 +18,14 @@ def ip6(n):
     return f"fd57:6566::{n + 1:x}"
 
 
-@scenario("boot", "C2", "both nodes boot, load weft.ko, see their adapter with the right node id, "
-          "switch ports attached")
+@scenario("boot", "CB", "both nodes boot (no -incoming: the cluster is booted, up --start boot), load weft.ko, "
+          "see their adapter with the right node id, switch ports attached")
 def boot(t):
     for i in (0, 1):
+        cmd = t.file(f"node{i}.cmdline")
+        t.require(cmd and "-incoming" not in cmd and "weft_identity=wait" not in cmd,
+                  f"node{i}: not booted: its QEMU command line is '{cmd.strip()}'")
+        t.checked(f"node{i}: booted (its QEMU without -incoming, the identity on its kernel command line)")
         r = t.gx(i, "cat /run/weft/driver; ls /dev/weft0; cat /sys/kernel/debug/weft/weft0/state | head -1; hostname")
         if not r.ok:
             t.fail(f"node{i}: {r.out}")
@@ -113,6 +117,14 @@ def modload(t):
     if not r.ok:
         t.fail(f"node1: no adapter after the load/unload cycles: {r.out}")
     t.checked("node1: weft.ko loaded again afterwards, /dev/weft0 back")
+    # The new weft0 has none of the addresses /etc/weft/rc gave the first
+    # one: give them back, so that the scenarios after this one find node1
+    # as it started.
+    r = t.gx(1, f"/sbin/ip link set weft0 up && /sbin/ip addr add {ip4(1)}/16 dev weft0 && "
+                f"/sbin/ip addr add {ip6(1)}/64 dev weft0 nodad && /sbin/ip -br addr show weft0")
+    t.require(r.ok and f"{ip4(1)}/16" in r.out and f"{ip6(1)}/64" in r.out,
+              f"node1: weft0's addresses not restored: {r.out}")
+    t.checked(f"node1: weft0 up again with {ip4(1)}/16 and {ip6(1)}/64")
 
 
 guest_test("fork", 0, "weft-test-fork", "a forked child that touches the parent's doorbell page or FIFOs gets "
@@ -127,8 +139,8 @@ def mrkey(t, n):
     return m.group(1), int(m.group(2))
 
 
-@scenario("reboot-keys", "C2", "node1 rebooted three times, the same buffer registered after each boot: three "
-          "different PVO keys, each in the block of a new adapter key epoch (weft-test-mrkey)")
+@scenario("reboot-keys", "CB", "node1 of the booted cluster rebooted three times, the same buffer registered after "
+          "each boot: three different PVO keys, each in the block of a new adapter key epoch (weft-test-mrkey)")
 def reboot_keys(t):
     key, epoch = mrkey(t, 1)
     keys, epochs = [key], [epoch]

@@ -18,7 +18,10 @@ Environment: WEFT_QEMU / WEFT_SWITCH / WEFT_BUILD as for weft-cluster;
 WEFT_TRANSPORT=auto|shm|socket, when set, is every cluster's
 `weft-cluster up --transport` (by default the 4-node cluster runs on the
 socket, ctt-<pid> always over TCP, the others on shared memory;
-docs/cluster.md).
+docs/cluster.md).  WEFT_START=boot|snapshot, when set, is the
+`up --start` of every cluster that names none (by default ctb-<pid> and
+the MPI cluster boot, ctr-<pid> is restored, and the others start as
+`up` does by default: restored from a snapshot).
 """
 
 import importlib
@@ -42,6 +45,10 @@ for f in SCENARIO_FILES:
 
 # The clusters a run needs; a cluster is named PREFIX-<pid>.
 CLUSTERS = {
+    # Booted (up --start boot), for the scenarios that test booting
+    # itself; every other cluster starts as weft-cluster's default
+    # does, restored from a snapshot, unless it needs booting.
+    "CB": ClusterSpec("ctb", 2, start="boot"),
     "C2": ClusterSpec("ct2", 2),
     # The failover campaign (failover.py) replays old frames while a new
     # stream runs: its switch keeps 8192 frames, so the old ones outlive
@@ -71,10 +78,11 @@ CLUSTERS = {
     # for 64 MiB messages; 2 GiB each for fabtests' fi_recv_cancel, whose
     # buffers take 1 GiB (docs/fabtests.md).  Guest memory is only
     # allocated on the host when touched.
-    "CM": ClusterSpec("ctm", 4, layer="hpc", mem=2048),
+    # It boots: a snapshot start goes without a layer (docs/cluster.md).
+    "CM": ClusterSpec("ctm", 4, layer="hpc", mem=2048, start="boot"),
     # Snapshot start (snapshot.py): both nodes restored from the template
-    # snapshot (up --start snapshot), their identity given after the
-    # restore.
+    # snapshot (up --start snapshot, whatever WEFT_START says), their
+    # identity given after the restore.
     "CR": ClusterSpec("ctr", 2, start="snapshot"),
 }
 

@@ -27,10 +27,11 @@ def identity(t, n):
 
 
 def restored(t, n):
-    """Node N's QEMU was started with -incoming from the snapshot and its
-    kernel command line is the template's (no identity in it)."""
+    """Node N's QEMU was started to be restored (-incoming, the state comes
+    through QMP) with the template's memory file mapped copy on write."""
     cmd = t.file(f"node{n}.cmdline")
-    return "-incoming file:" in cmd
+    return "-incoming defer" in cmd and re.search(r"memory-backend-file,[^ ]*mem-path=[^ ,]*/snapshots/[0-9a-f-]+/ram,"
+                                                  r"share=off", cmd) is not None
 
 
 def check_identity(t, n, ids):
@@ -38,7 +39,8 @@ def check_identity(t, n, ids):
     i = ids
     t.require(restored(t, n) and "weft_identity=wait" in i["cmdline"] and "weft_node=" not in i["cmdline"],
               f"node{n}: not restored from the snapshot (cmdline {i['cmdline']})")
-    t.checked(f"node{n}: restored from the snapshot (-incoming), kernel command line without identity")
+    t.checked(f"node{n}: restored from the snapshot (-incoming, the template's memory copy on write), "
+              "kernel command line without identity")
     t.require(i["hostname"] == f"node{n}" and i["node"] == str(n) and re.match(rf"node {n} windows", i["state"]),
               f"node{n}: hostname {i['hostname']}, /run/weft/node {i['node']}, adapter '{i['state']}'")
     t.checked(f"node{n}: hostname node{n}, adapter node id {n}")
