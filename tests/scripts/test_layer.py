@@ -16,18 +16,7 @@ from weftcluster import layer, mpirun  # noqa: E402
 from weftcluster.cluster import Cluster  # noqa: E402
 from weftcluster.rundir import Die  # noqa: E402
 from weftcluster.state import Settings  # noqa: E402
-
-checks = failures = 0
-
-
-def check(what, ok, detail=""):
-    global checks, failures
-    checks += 1
-    print(f"{'ok' if ok else 'not ok'} {checks} - {what}")
-    if not ok:
-        failures += 1
-        print(f"# | {detail}")
-
+from tap import check, plan  # noqa: E402
 
 def read_newc(data):
     """[(name, mode, bytes)] of a newc archive, up to its trailer; raises
@@ -152,8 +141,7 @@ def main():
         except Die:
             ok = True
         check("mpirun: refused: 9 ranks at 2 per node need 5 of the 4 nodes", ok)
-    print(f"1..{checks}")
-    return 1 if failures else 0
+    return plan()
 
 
 if __name__ == "__main__":

@@ -20,18 +20,7 @@ from weftcluster import snapshot  # noqa: E402
 from weftcluster.cluster import Cluster  # noqa: E402
 from weftcluster.rundir import Die  # noqa: E402
 from weftcluster.state import Settings  # noqa: E402
-
-checks = failures = 0
-
-
-def check(what, ok, detail=""):
-    global checks, failures
-    checks += 1
-    print(f"{'ok' if ok else 'not ok'} {checks} - {what}")
-    if not ok:
-        failures += 1
-        print(f"# | {detail}")
-
+from tap import check, plan  # noqa: E402
 
 def entry(root, name, age, state=True):
     """A snapshot folder NAME last used AGE seconds ago (without state: a
@@ -132,8 +121,7 @@ def main():
         os.environ.pop("WEFT_SNAPSHOT_KEEP", None)
         keys(t)
         prune(t)
-    print(f"1..{checks}")
-    return 1 if failures else 0
+    return plan()
 
 
 if __name__ == "__main__":
