@@ -2597,11 +2597,14 @@ bool weft_match_tm_find(struct weft_core *c, unsigned int qi, uint64_t tag,
 	for (i = q->prq.head; i != NIL; i = m->e[i].next) {
 		struct m_entry *p = &m->e[i];
 
-		if (p->flags & TM_INACTIVE)
-			continue;
 		weft_count(c, WEFT_CNT_M_COMPARES, 1);
 		if (!entry_matches(q, p, tag, 0))
 			continue;
+		/* A tag added behind the phase takes nothing, and no later tag
+		 * may take what it matches (item 99): the message is
+		 * unexpected, for software to give to that older receive. */
+		if (p->flags & TM_INACTIVE)
+			return false;
 		out->tag = p->match;
 		out->mask = p->ignore;
 		out->addr = p->addr;

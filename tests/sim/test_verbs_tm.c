@@ -298,6 +298,47 @@ static void case_unexpected_sync(void)
 	weft_sim_free(x.s);
 }
 
+/* Order across the phase (item 99): a tag added behind the phase (tag
+ * 0x10, bit 0 ignored) and a later one the CAM clears (exact 0x11).  A
+ * message 0x11 matches both: the later tag must not take it ahead of the
+ * older one; it is unexpected, for software to give to the older
+ * receive.  After the sync the older tag takes the next 0x11. */
+static void case_inactive_order(void)
+{
+	struct ctx x;
+	struct weft_vcqe e;
+
+	setup(&x);
+	srq_recv(&x, 0);
+	srq_recv(&x, 1);
+	send_tm(&x, 0, WEFT_TMH_EAGER, 0x10, 200);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && !(e.flags & WEFT_VCQE_TM_MATCH) && e.wr_id == 0,
+		"first 0x10 unexpected: opcode 0x%x flags 0x%x", e.opcode, e.flags);
+	/* Software had seen 0 unexpected messages when it added these. */
+	tag_add(&x, 2, 0x10, ~1ull, WEFT_VTMF_SIGNALED, 0, false);
+	tag_add(&x, 3, 0x11, ~0ull, WEFT_VTMF_SIGNALED, 0, true);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_ADD && (e.flags & WEFT_VCQE_TM_SYNC_REQ), "SYNC_REQ");
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_ADD && e.wqe_index == 3, "second ADD");
+	send_tm(&x, 1, WEFT_TMH_EAGER, 0x11, 200);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && !(e.flags & WEFT_VCQE_TM_MATCH) && e.wr_id == 1,
+		"0x11 taken by the later tag ahead of the inactive older one (flags 0x%x, index %u)",
+		e.flags, e.wqe_index);
+	tag_sync(&x, 2);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_SYNC && e.status == 0, "TM_SYNC CQE");
+	send_tm(&x, 2, WEFT_TMH_EAGER, 0x11, 200);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && (e.flags & WEFT_VCQE_TM_MATCH) && e.wqe_index == 2,
+		"0x11 after the sync: flags 0x%x index %u (want the older tag 2)", e.flags,
+		e.wqe_index);
+	t_checked("a message that an inactive tag matches is unexpected, not taken by a later active tag (item 99 across the phase); after TAG_SYNC the older tag takes it");
+	weft_sim_free(x.s);
+}
+
 /* NO_TAG, FIN and a message shorter than a TMH: SRQ WQE, TM_NO_TAG, not
  * counted as unexpected even with a matching tag listed. */
 static void case_no_tag(void)
@@ -1096,6 +1137,7 @@ int main(int argc, char **argv)
 		{ "eager", case_eager },
 		{ "split", case_split },
 		{ "unexpected-sync", case_unexpected_sync },
+		{ "inactive-order", case_inactive_order },
 		{ "no-tag", case_no_tag },
 		{ "del-race", case_del_race },
 		{ "random", case_random },
