@@ -1394,7 +1394,7 @@ static bool rx_one(struct weft_core *c)
 
 bool weft_core_poll(struct weft_core *c, unsigned int budget)
 {
-	bool blocked = false;
+	bool blocked = false, engines = true;
 
 	weft_tx_reap(c);
 	if (!c->ops.timer_arm) {
@@ -1405,11 +1405,17 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 	if (c->fatal)
 		rxq_discard(c, WEFT_R_ADAPTER_FATAL);
 	c->rx_batch = true;
+	/* The matching, verbs and counter engines are asked for work while
+	 * one of them did some or a packet was received since they last had
+	 * none: within a poll nothing else gives them work (the window
+	 * engines' sends do not), and what comes meanwhile from elsewhere is
+	 * in the return value.  Saves three calls per packet on a stream. */
 	while (budget > 0 && !c->fatal) {
-		bool did = false;
+		bool did = false, busy = false;
 
 		if (rx_one(c)) {
 			did = true;
+			engines = true;
 			budget--;
 		}
 		if (budget > 0 && !blocked) {
@@ -1423,36 +1429,38 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 				weft_count(c, WEFT_CNT_TX_BLOCKED, 1);
 			}
 		}
-		if (budget > 0 && !blocked && weft_match_has_work(c)) {
+		if (budget > 0 && !blocked && engines && weft_match_has_work(c)) {
 			int r = weft_match_poll(c);
 
 			if (r > 0) {
-				did = true;
+				did = busy = true;
 				budget--;
 			} else if (r == -EAGAIN) {
 				blocked = true;
 			}
 		}
-		if (budget > 0 && !blocked && weft_verbs_has_work(c)) {
+		if (budget > 0 && !blocked && engines && weft_verbs_has_work(c)) {
 			int r = weft_verbs_poll(c);
 
 			if (r > 0) {
-				did = true;
+				did = busy = true;
 				budget--;
 			} else if (r == -EAGAIN) {
 				blocked = true;
 			}
 		}
-		if (budget > 0 && !blocked && weft_cnt_has_work(c)) {
+		if (budget > 0 && !blocked && engines && weft_cnt_has_work(c)) {
 			int r = weft_cnt_poll(c);
 
 			if (r > 0) {
-				did = true;
+				did = busy = true;
 				budget--;
 			} else if (r == -EAGAIN) {
 				blocked = true;
 			}
 		}
+		if (!blocked && !busy)
+			engines = false;
 		if (!did)
 			break;
 	}
