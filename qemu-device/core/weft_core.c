@@ -1376,17 +1376,46 @@ bool weft_core_can_receive(const struct weft_core *c)
 	return c->rxq_count < c->rxq_len;
 }
 
-static bool rx_one(struct weft_core *c)
+/* Whether a received packet may give the matching, verbs or counter
+ * engine work: every type but the window engines' own (weft_rx_process),
+ * which reach none of them. */
+static bool rx_for_engines(const uint8_t *pkt, size_t len)
+{
+	if (len < sizeof(struct weft_wire_hdr))
+		return true;
+	switch (pkt[offsetof(struct weft_wire_hdr, type)]) {
+	case WEFT_PKT_FIFO:
+	case WEFT_PKT_RDMAW:
+	case WEFT_PKT_TP_RDMAW:
+	case WEFT_PKT_RDMAR_REQ:
+	case WEFT_PKT_TP_RDMAR_REQ:
+	case WEFT_PKT_RDMAR_FIFO_REQ:
+	case WEFT_PKT_FIFO_DATA:
+	case WEFT_PKT_RDMAR_PUT_REQ:
+	case WEFT_PKT_COMPLETION:
+		return false;
+	default:
+		return true;
+	}
+}
+
+/* Process one received packet; *engines is set when it may have given
+ * the other engines work.  Returns false when there was none. */
+static bool rx_one(struct weft_core *c, bool *engines)
 {
 	struct weft_pkt *p;
 	unsigned int task;
+	const uint8_t *pkt;
 
 	/* A received packet may queue one completion packet: keep room. */
 	if (c->rxq_count == 0 || c->ctlq_count >= WEFT_CTLQ_LEN)
 		return false;
 	task = weft_task_alloc(c, WEFT_TASK_RX, WEFT_NO_WINDOW);
 	p = rxq_pop(c);
-	weft_rx_process(c, rxq_bytes(p), p->len);
+	pkt = rxq_bytes(p);
+	if (rx_for_engines(pkt, p->len))
+		*engines = true;
+	weft_rx_process(c, pkt, p->len);
 	rxq_done(c, p);
 	weft_task_free(c, task);
 	return true;
@@ -1406,16 +1435,16 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 		rxq_discard(c, WEFT_R_ADAPTER_FATAL);
 	c->rx_batch = true;
 	/* The matching, verbs and counter engines are asked for work while
-	 * one of them did some or a packet was received since they last had
-	 * none: within a poll nothing else gives them work (the window
-	 * engines' sends do not), and what comes meanwhile from elsewhere is
-	 * in the return value.  Saves three calls per packet on a stream. */
+	 * one of them did some or a packet for them was received since they
+	 * last had none: within a poll nothing else gives them work (the
+	 * window engines' packets and sends do not), and what comes
+	 * meanwhile from elsewhere is in the return value.  Saves three
+	 * calls per packet on a window stream. */
 	while (budget > 0 && !c->fatal) {
 		bool did = false, busy = false;
 
-		if (rx_one(c)) {
+		if (rx_one(c, &engines)) {
 			did = true;
-			engines = true;
 			budget--;
 		}
 		if (budget > 0 && !blocked) {
