@@ -155,6 +155,10 @@ struct weft_core {
 	/* Per rCxt: conditional queue + 1 its current RDMA write is a
 	 * member of (0 = none), cleared when its completion counts. */
 	uint8_t *cond_tag;
+	/* Per window: 1 while its LMT is known to pass weft_lmt_check, that
+	 * is since it passed and no SRAM write has touched it (cleared by
+	 * weft_core_sram_write, reset and a state load). */
+	uint8_t *lmt_ok;
 
 	/* Receive entries whose header line is still to be written
 	 * (cfg.rx_overlap), only inside weft_core_poll (rx_batch). */
@@ -207,7 +211,15 @@ void weft_guest_error(struct weft_core *c, const char *fmt, ...)
 void weft_drop(struct weft_core *c, const struct weft_wire_hdr *h,
 	       unsigned int window, unsigned int reason);
 bool weft_window_valid(struct weft_core *c, unsigned int w);
-unsigned int weft_lmt_check(const struct weft_lmt *l, unsigned int w);
+unsigned int weft_lmt_recheck(struct weft_core *c, unsigned int w);
+
+/* Every LMT field the engines rely on, valid for window w (< nr_windows).
+ * Checked again after any SRAM write to the window's LMT, because the
+ * driver can rewrite it at any time.  Returns a reason. */
+static inline unsigned int weft_lmt_check(struct weft_core *c, unsigned int w)
+{
+	return c->lmt_ok[w] ? WEFT_R_OK : weft_lmt_recheck(c, w);
+}
 unsigned int weft_task_alloc(struct weft_core *c, enum weft_task_kind kind,
 			     unsigned int window);
 void weft_task_free(struct weft_core *c, unsigned int task);

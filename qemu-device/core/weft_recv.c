@@ -594,7 +594,7 @@ void weft_rx_process(struct weft_core *c, const uint8_t *pkt, size_t len)
 	}
 	w = h->dst_window;
 	if (w >= c->cfg.nr_windows || !weft_window_valid(c, w) ||
-	    weft_lmt_check(weft_lmt(c, w), w) != WEFT_R_OK) {
+	    weft_lmt_check(c, w) != WEFT_R_OK) {
 		weft_drop(c, h, w, WEFT_R_WINDOW_INVALID);
 		return;
 	}

@@ -671,7 +671,7 @@ static int serve_window(struct weft_core *c, unsigned int w)
 	bool fifo, rq;
 	int rc;
 
-	if (!weft_window_valid(c, w) || weft_lmt_check(l, w) != WEFT_R_OK) {
+	if (!weft_window_valid(c, w) || weft_lmt_check(c, w) != WEFT_R_OK) {
 		weft_tx_window_stop(c, w);
 		return 0;
 	}

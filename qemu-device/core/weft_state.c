@@ -294,7 +294,7 @@ bool weft_state_get_table(struct weft_state_r *r, const char *name, void *base, 
 /* A change of struct weft_core stops here: its author checks that a new
  * field is no pointer, deadline or embedder's value (core_scrub and
  * core_load) nor an index used unchecked (core_check). */
-WEFT_STATIC_ASSERT(sizeof(struct weft_core) == 183728, "weft_core changed: see core_scrub");
+WEFT_STATIC_ASSERT(sizeof(struct weft_core) == 183736, "weft_core changed: see core_scrub");
 
 /* The fields of struct weft_core that are not carried: the configuration
  * (the loading core's own, compared), the embedder's hooks, the key
@@ -315,6 +315,7 @@ static void core_scrub(struct weft_core *x)
 	x->track = NULL;
 	x->cmpl_tid = NULL;
 	x->cond_tag = NULL;
+	x->lmt_ok = NULL;
 	x->tx = NULL;
 	x->key_epoch = 0;
 	x->link_up = false;
@@ -546,6 +547,8 @@ static bool core_load(struct weft_core *c, struct weft_state_r *r)
 	c->track = x->track;
 	c->cmpl_tid = x->cmpl_tid;
 	c->cond_tag = x->cond_tag;
+	c->lmt_ok = x->lmt_ok;
+	memset(c->lmt_ok, 0, c->cfg.nr_windows ? c->cfg.nr_windows : 1);
 	c->tx = c->txbuf.data;
 	c->key_epoch = x->key_epoch;
 	c->link_up = x->link_up;

@@ -28,16 +28,28 @@ static bool mem_range_ok(const struct weft_sim *s, uint64_t addr, size_t len)
 	return addr <= s->mem_size && len <= s->mem_size - addr;
 }
 
+/* dma_at with a DMA hook: out of line, so that the common path (every
+ * payload and TCE access of the core, about six a packet) needs no stack
+ * frame. */
+static __attribute__((noinline)) uint8_t *dma_hooked(struct sim_node *n, uint64_t addr,
+						     size_t len, bool is_write)
+{
+	struct weft_sim *s = n->sim;
+
+	s->dma_hook(s->dma_hook_opaque, n->id, addr, len, is_write);
+	return n->mem + addr;
+}
+
 /* The host address of a DMA of len bytes at guest address addr, after
  * the DMA hook has seen it; NULL when the range is not all guest memory. */
 static uint8_t *dma_at(struct sim_node *n, uint64_t addr, size_t len, bool is_write)
 {
-	struct weft_sim *s = n->sim;
+	const struct weft_sim *s = n->sim;
 
 	if (!mem_range_ok(s, addr, len))
 		return NULL;
 	if (s->dma_hook)
-		s->dma_hook(s->dma_hook_opaque, n->id, addr, len, is_write);
+		return dma_hooked(n, addr, len, is_write);
 	return n->mem + addr;
 }
 
