@@ -49,6 +49,14 @@ static unsigned int weft_handlers;
 module_param_named(handlers, weft_handlers, uint, 0444);
 MODULE_PARM_DESC(handlers, "interrupt handlers (MSI-X vectors) to use, 0 = all the adapter offers");
 
+static unsigned int weft_irq_mod_us = 20;
+module_param_named(irq_mod_us, weft_irq_mod_us, uint, 0444);
+MODULE_PARM_DESC(irq_mod_us, "interrupt moderation: each handler's interrupts at least this many microseconds apart, 0..1000, 0 = off (default 20)");
+
+static unsigned int weft_irq_mod_count = 32;
+module_param_named(irq_mod_count, weft_irq_mod_count, uint, 0444);
+MODULE_PARM_DESC(irq_mod_count, "interrupt moderation: an interrupt without waiting once this many events wait, 0..65535, 0 = no count (default 32)");
+
 struct weft_res weft_res;
 
 static DEFINE_IDA(weft_ida);
@@ -243,6 +251,18 @@ static irqreturn_t weft_irq(int irq, void *data)
 /* ---- adapter set-up ----------------------------------------------------- */
 
 /*
+ * INT_MOD from the module parameters, clamped to what the adapter takes
+ * (docs/hw-spec.md 8.1): a count needs a period.
+ */
+static u64 weft_int_mod(void)
+{
+	u32 us = min_t(u32, weft_irq_mod_us, WEFT_INT_MOD_MAX_US);
+	u32 count = min_t(u32, weft_irq_mod_count, 0xffff);
+
+	return us ? WEFT_INT_MOD(us, count) : 0;
+}
+
+/*
  * Program the interrupt handlers, the event queue and the TCE tables.
  * Used at probe and after recovery.  Called with wdev->lock held (or
  * before the device is visible).
@@ -256,6 +276,8 @@ void weft_hw_setup(struct weft_dev *wdev)
 	weft_wr(wdev, WEFT_REG_EVQ_SIZE, 0);
 	memset(wdev->evq, 0, wdev->evq_entries * sizeof(*wdev->evq));
 	weft_wr(wdev, WEFT_REG_INT_CONFIG, wdev->nr_handlers);
+	for (h = 0; h < wdev->nr_handlers; h++)
+		weft_wr(wdev, WEFT_REG_INT_MOD(h), weft_int_mod());
 	weft_wr(wdev, WEFT_REG_EVQ_BASE, wdev->evq_dma);
 	wdev->evq_cons = weft_rd(wdev, WEFT_REG_EVQ_PROD);
 	if (wdev->evq_cons == ~0ull)

@@ -154,7 +154,9 @@ enum weft_reason {
 	/* tag-matching SRQs (weft/verbs.h) */                                \
 	X(V_TM_OPS)        X(V_TM_MATCHED)    X(V_TM_UNEXPECTED) X(V_TM_NO_TAG) \
 	X(V_TM_SYNC_REQS)  X(V_TM_RNDV)       X(V_TM_RNDV_DONE)  X(V_TM_RNDV_SW) \
-	X(V_TM_RNDV_ERR)
+	X(V_TM_RNDV_ERR)                                                      \
+	/* interrupt moderation (INT_MOD, docs/hw-spec.md 8.1) */             \
+	X(INT_HELD)
 
 enum weft_counter {
 #define WEFT_CNT_ENUM(name) WEFT_CNT_##name,

@@ -178,6 +178,27 @@ WEFT_FIELD(WEFT_INT_CONFIG, EARLY_MODE, 8, 1);
 #define WEFT_INT_CONFIG_HANDLERS(v) ((uint32_t)WEFT_FIELD_GET(WEFT_INT_CONFIG, NR_HANDLERS, v))
 #define WEFT_INT_CONFIG_EARLY       WEFT_FIELD_PREP(WEFT_INT_CONFIG, EARLY_MODE, 1)
 
+/*
+ * INT_MOD(h): interrupt moderation of handler h (docs/hw-spec.md 8.1), RW,
+ * 0 after reset (every event interrupts at once).  Period in
+ * microseconds in bits 15:0 (0..WEFT_INT_MOD_MAX_US): the handler's
+ * interrupts are at least that far apart; an event held back goes out
+ * when the period since the handler's last interrupt ends, so no event
+ * waits longer than the period.  Count in bits 31:16 (0 = no count): an
+ * interrupt goes out without waiting once that many events wait for the
+ * handler.  A count needs a period; bits 63:32 must be 0.
+ */
+#define WEFT_REG_INT_MOD_BASE   0x200u
+#define WEFT_REG_INT_MOD(h)     (WEFT_REG_INT_MOD_BASE + 8u * (unsigned int)(h))
+#define WEFT_REG_INT_MOD_END    WEFT_REG_INT_MOD(WEFT_MAX_HANDLERS)
+#define WEFT_INT_MOD_MAX_US     1000u
+WEFT_FIELD(WEFT_INT_MOD, PERIOD_US, 0, 16);
+WEFT_FIELD(WEFT_INT_MOD, COUNT, 16, 16);
+#define WEFT_INT_MOD(us, count) \
+	(WEFT_FIELD_PREP(WEFT_INT_MOD, PERIOD_US, us) | WEFT_FIELD_PREP(WEFT_INT_MOD, COUNT, count))
+#define WEFT_INT_MOD_US(v)      ((uint32_t)WEFT_FIELD_GET(WEFT_INT_MOD, PERIOD_US, v))
+#define WEFT_INT_MOD_COUNT(v)   ((uint32_t)WEFT_FIELD_GET(WEFT_INT_MOD, COUNT, v))
+
 /* CMD_ACQUIRE_RCXT data: rCxt id 31:0, window 47:32, key 63:48. */
 WEFT_FIELD(WEFT_ACQ, RCXT_ID, 0, 32);
 WEFT_FIELD(WEFT_ACQ, WINDOW_NR, 32, 16);

@@ -205,13 +205,40 @@ static bool events_pending(const struct weft_core *c)
 	return c->irq_unpresented || (evq_enabled(c) && c->evq_prod != c->evq_cons);
 }
 
-/* Present the pending events to a ready handler, preferring pref. */
-static void irq_present(struct weft_core *c, unsigned int pref, bool force)
+/*
+ * Interrupt moderation (INT_MOD, hw-spec 8.1).  True when handler h must
+ * not be interrupted yet: its period since the last interrupt has not
+ * ended and fewer than its count of events wait.  The first hold arms the
+ * due time at the period's end, so a held event waits at most a period.
+ */
+static bool imod_hold(struct weft_core *c, unsigned int h, bool event)
+{
+	struct weft_imod *m = &c->imod[h];
+	uint32_t count = WEFT_INT_MOD_COUNT(m->reg);
+
+	if (WEFT_INT_MOD_US(m->reg) == 0 || !c->ops.now_ns)
+		return false;
+	if (event && m->waiting < UINT32_MAX)
+		m->waiting++;
+	if ((count && m->waiting >= count) || c->ops.now_ns(c->opaque) >= m->gap_end)
+		return false;
+	if (!m->due) {
+		m->due = m->gap_end;
+		weft_count(c, WEFT_CNT_INT_HELD, 1);
+		weft_timer_sync(c);
+	}
+	return true;
+}
+
+/* Present the pending events to a ready handler, preferring pref.  event:
+ * a new event asks (otherwise only when events are pending). */
+static void irq_present(struct weft_core *c, unsigned int pref, bool event)
 {
 	unsigned int n = nr_handlers(c), h = WEFT_MAX_HANDLERS, i;
 	struct weft_trace t = { .kind = WEFT_TR_IRQ };
+	struct weft_imod *m;
 
-	if (!force && !events_pending(c))
+	if (!event && !events_pending(c))
 		return;
 	if (pref < n && (c->int_ready & (1u << pref))) {
 		h = pref;
@@ -227,6 +254,16 @@ static void irq_present(struct weft_core *c, unsigned int pref, bool force)
 	}
 	if (h >= n)
 		return; /* presented when a handler writes INT_READY */
+	if (imod_hold(c, h, event))
+		return; /* presented when its due time comes (weft_core_timer) */
+	m = &c->imod[h];
+	m->waiting = 0;
+	if (m->due) {
+		m->due = 0;
+		weft_timer_sync(c);
+	}
+	if (WEFT_INT_MOD_US(m->reg) && c->ops.now_ns)
+		m->gap_end = c->ops.now_ns(c->opaque) + WEFT_INT_MOD_US(m->reg) * 1000ull;
 	c->irq_rr = (h + 1) % n;
 	c->int_ready &= ~(1u << h);
 	c->int_pending |= 1u << h;
@@ -235,6 +272,73 @@ static void irq_present(struct weft_core *c, unsigned int pref, bool force)
 	t.val = h;
 	weft_trace(c, &t);
 	c->ops.irq(c->opaque, h);
+}
+
+/* The earliest due time of a held interrupt, 0 = none. */
+static uint64_t imod_deadline(const struct weft_core *c)
+{
+	uint64_t d = 0;
+	unsigned int h;
+
+	for (h = 0; h < WEFT_MAX_HANDLERS; h++)
+		if (c->imod[h].due && (!d || c->imod[h].due < d))
+			d = c->imod[h].due;
+	return d;
+}
+
+/* Held interrupts whose due time has come go out (to another ready
+ * handler if INT_CONFIG dropped theirs); nothing when a handler that
+ * interrupted meanwhile had the driver drain the events. */
+static void imod_timer(struct weft_core *c, uint64_t now)
+{
+	unsigned int h;
+
+	for (h = 0; h < WEFT_MAX_HANDLERS; h++) {
+		struct weft_imod *m = &c->imod[h];
+
+		if (!m->due || m->due > now)
+			continue;
+		m->due = 0;
+		if (events_pending(c))
+			irq_present(c, h, false);
+		else
+			m->waiting = 0;
+	}
+}
+
+/* INT_MOD(h) write: a new setting starts a new period (the next event
+ * interrupts at once); an interrupt it held goes out now. */
+static void int_mod_write(struct weft_core *c, unsigned int h, uint64_t v)
+{
+	struct weft_imod *m = &c->imod[h];
+
+	if (h >= nr_handlers(c)) {
+		weft_guest_error(c, "INT_MOD: handler %u beyond the %u in use", h, nr_handlers(c));
+		return;
+	}
+	if (v >> 32) {
+		weft_guest_error(c, "INT_MOD(%u): reserved bits set in 0x%llx", h,
+				 (unsigned long long)v);
+		return;
+	}
+	if (WEFT_INT_MOD_US(v) > WEFT_INT_MOD_MAX_US) {
+		weft_guest_error(c, "INT_MOD(%u): period %u us above the maximum %u us", h,
+				 WEFT_INT_MOD_US(v), WEFT_INT_MOD_MAX_US);
+		return;
+	}
+	if (WEFT_INT_MOD_COUNT(v) && !WEFT_INT_MOD_US(v)) {
+		weft_guest_error(c, "INT_MOD(%u): count %u without a period", h,
+				 WEFT_INT_MOD_COUNT(v));
+		return;
+	}
+	m->reg = v;
+	m->gap_end = 0;
+	m->waiting = 0;
+	if (m->due) {
+		m->due = 0;
+		weft_timer_sync(c);
+		irq_present(c, h, false);
+	}
 }
 
 static void event_post(struct weft_core *c, unsigned int type, unsigned int window,
@@ -529,6 +633,7 @@ void weft_core_reset(struct weft_core *c)
 	c->int_pending = 0;
 	c->irq_rr = 0;
 	c->irq_unpresented = false;
+	memset(c->imod, 0, sizeof(c->imod));
 	c->evq_base = c->evq_size = c->evq_prod = c->evq_cons = 0;
 	weft_verbs_reset(c);
 	weft_match_reset(c);
@@ -867,7 +972,10 @@ uint64_t weft_core_reg_read(struct weft_core *c, uint64_t off, unsigned int size
 		reg_trace(c, WEFT_TR_REG_READ, NULL, off, 0, size);
 		return 0;
 	}
-	if (reg < WEFT_REG_TCE_BASE_OFF) {
+	if (reg >= WEFT_REG_INT_MOD_BASE && reg < WEFT_REG_INT_MOD_END) {
+		name = "INT_MOD";
+		val = c->imod[(reg - WEFT_REG_INT_MOD_BASE) / 8].reg;
+	} else if (reg < WEFT_REG_TCE_BASE_OFF) {
 		char acc = weft_reg_access(reg);
 
 		name = weft_reg_name(reg);
@@ -1040,6 +1148,13 @@ void weft_core_reg_write(struct weft_core *c, uint64_t off, uint64_t val, unsign
 	}
 	if (size == 4)
 		val &= 0xffffffffu;
+	if (reg >= WEFT_REG_INT_MOD_BASE && reg < WEFT_REG_INT_MOD_END) {
+		unsigned int h = (unsigned int)((reg - WEFT_REG_INT_MOD_BASE) / 8);
+
+		reg_trace(c, WEFT_TR_REG_WRITE, "INT_MOD", off, val, size);
+		int_mod_write(c, h, sub_merge(c->imod[h].reg, off, val, size));
+		return;
+	}
 	if (reg < WEFT_REG_TCE_BASE_OFF) {
 		char acc = weft_reg_access(reg);
 
@@ -1427,6 +1542,8 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 
 	weft_tx_reap(c);
 	if (!c->ops.timer_arm) {
+		if (c->ops.now_ns && imod_deadline(c))
+			imod_timer(c, c->ops.now_ns(c->opaque));
 		weft_verbs_poll_timer(c);
 		weft_cnt_poll_timer(c);
 		weft_match_timer(c);
@@ -1505,18 +1622,22 @@ bool weft_core_poll(struct weft_core *c, unsigned int budget)
 void weft_timer_sync(struct weft_core *c)
 {
 	uint64_t d = weft_verbs_deadline(c), k = weft_cnt_deadline(c);
-	uint64_t mt = c->match ? weft_match_deadline(c) : 0;
+	uint64_t mt = c->match ? weft_match_deadline(c) : 0, im = imod_deadline(c);
 
 	if (k && (!d || k < d))
 		d = k;
 	if (mt && (!d || mt < d))
 		d = mt;
+	if (im && (!d || im < d))
+		d = im;
 	if (c->ops.timer_arm)
 		c->ops.timer_arm(c->opaque, d);
 }
 
 void weft_core_timer(struct weft_core *c)
 {
+	if (c->ops.now_ns)
+		imod_timer(c, c->ops.now_ns(c->opaque));
 	weft_verbs_timer(c);
 	weft_cnt_timer(c);
 	weft_match_timer(c);

@@ -93,6 +93,15 @@ struct weft_verbs;
 struct weft_match;
 struct weft_cnt;
 
+/* Interrupt moderation of one handler (INT_MOD, hw-spec 8.1). */
+struct weft_imod {
+	uint64_t reg;                   /* INT_MOD as written */
+	uint64_t gap_end;               /* deadline: no interrupt before it */
+	uint64_t due;                   /* deadline: a held interrupt goes out, 0 = none */
+	uint32_t waiting;               /* events held for it since its last interrupt */
+	uint32_t pad;
+};
+
 struct weft_core {
 	struct weft_core_config cfg;
 	struct weft_verbs *verbs;       /* second personality (weft_verbs_*.c) */
@@ -122,6 +131,7 @@ struct weft_core {
 	uint32_t int_pending;
 	unsigned int irq_rr;
 	bool irq_unpresented;
+	struct weft_imod imod[WEFT_MAX_HANDLERS];
 	bool link_up;
 	bool fatal;                     /* STATUS.FATAL: adapter-internal error */
 	uint64_t tce_base[WEFT_NR_TCE_TABLES];

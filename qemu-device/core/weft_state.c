@@ -294,7 +294,18 @@ bool weft_state_get_table(struct weft_state_r *r, const char *name, void *base, 
 /* A change of struct weft_core stops here: its author checks that a new
  * field is no pointer, deadline or embedder's value (core_scrub and
  * core_load) nor an index used unchecked (core_check). */
-WEFT_STATIC_ASSERT(sizeof(struct weft_core) == 183736, "weft_core changed: see core_scrub");
+WEFT_STATIC_ASSERT(sizeof(struct weft_core) == 184264, "weft_core changed: see core_scrub");
+
+/* The deadlines of struct weft_core: each handler's interrupt moderation. */
+#define IMOD_DL(h) offsetof(struct weft_core, imod[h].gap_end), \
+		   offsetof(struct weft_core, imod[h].due)
+static const size_t core_dl[] = {
+	IMOD_DL(0), IMOD_DL(1), IMOD_DL(2), IMOD_DL(3), IMOD_DL(4), IMOD_DL(5),
+	IMOD_DL(6), IMOD_DL(7), IMOD_DL(8), IMOD_DL(9), IMOD_DL(10), IMOD_DL(11),
+	IMOD_DL(12), IMOD_DL(13), IMOD_DL(14), IMOD_DL(15),
+};
+WEFT_STATIC_ASSERT(WEFT_STATE_N(core_dl) == 2 * WEFT_MAX_HANDLERS, "a deadline pair per handler");
+static const struct weft_state_layout core_lay = { .dl = core_dl, .ndl = WEFT_STATE_N(core_dl) };
 
 /* The fields of struct weft_core that are not carried: the configuration
  * (the loading core's own, compared), the embedder's hooks, the key
@@ -383,7 +394,7 @@ static void core_save(const struct weft_core *c, struct weft_state_w *w)
 	/* Work inside weft_core_poll only: never pending between calls. */
 	x->rx_npend = 0;
 	x->rx_batch = false;
-	weft_state_put_struct(w, "weft_core", x, sizeof(*x), NULL);
+	weft_state_put_struct(w, "weft_core", x, sizeof(*x), &core_lay);
 	free(x);
 	weft_state_put_table(w, "sram", c->sram, (uint32_t)(c->sram_size / SRAM_PAGE), SRAM_PAGE,
 			     NULL);
@@ -486,6 +497,16 @@ static bool core_check(struct weft_core *c, struct weft_state_r *r)
 	if (c->tx_cur >= c->cfg.nr_windows || c->irq_rr >= WEFT_MAX_HANDLERS)
 		return weft_state_fail(r, "window %u or handler %u out of range", c->tx_cur,
 				       c->irq_rr);
+	for (i = 0; i < WEFT_MAX_HANDLERS; i++) {
+		uint64_t m = c->imod[i].reg;
+
+		if ((m >> 32) || WEFT_INT_MOD_US(m) > WEFT_INT_MOD_MAX_US ||
+		    (WEFT_INT_MOD_COUNT(m) && !WEFT_INT_MOD_US(m)) ||
+		    (c->imod[i].due && !WEFT_INT_MOD_US(m)))
+			return weft_state_fail(r, "handler %u: INT_MOD 0x%llx, due %llu", i,
+					       (unsigned long long)m,
+					       (unsigned long long)c->imod[i].due);
+	}
 	if (c->evq_size > WEFT_EVQ_MAX_LOG2 || c->evq_cons > c->evq_prod ||
 	    (c->evq_size && c->evq_prod - c->evq_cons > (1ull << c->evq_size)))
 		return weft_state_fail(r, "event queue: size %llu prod %llu cons %llu",
@@ -532,7 +553,7 @@ static bool core_load(struct weft_core *c, struct weft_state_r *r)
 		goto out;
 	}
 	*x = *c;
-	if (!weft_state_get_struct(r, "weft_core", c, sizeof(*c), NULL))
+	if (!weft_state_get_struct(r, "weft_core", c, sizeof(*c), &core_lay))
 		goto out;
 	/* Back what is not carried, from the fresh core. */
 	c->cfg = x->cfg;

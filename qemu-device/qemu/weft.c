@@ -84,7 +84,7 @@ struct WeftState {
      */
     bool poll_pending;
     bool kicked;            /* the core asked for a poll since the last one */
-    QEMUTimer *timer;       /* the core's one timer (verbs transport) */
+    QEMUTimer *timer;       /* the core's one timer (verbs, held irqs) */
 
     /* With an IOThread (property iothread); all NULL/0 without. */
     IOThread *iothread;

@@ -1109,9 +1109,12 @@ static void act_reg(struct fz *f, struct fz_src *src)
 	uint64_t off, val;
 	unsigned int sz;
 
-	switch (below(src, 4)) {
+	switch (below(src, 5)) {
 	case 0:
 		off = reg_offs[below(src, sizeof(reg_offs) / sizeof(reg_offs[0]))];
+		break;
+	case 4:
+		off = WEFT_REG_INT_MOD(below(src, WEFT_MAX_HANDLERS + 1));
 		break;
 	case 1:
 		off = WEFT_REG_TCE_BASE_OFF + below(src, WEFT_NR_TCE_TABLES) * WEFT_REG_TCE_STRIDE +
@@ -1134,7 +1137,12 @@ static void act_reg(struct fz *f, struct fz_src *src)
 	switch (below(src, 6)) {
 	case 0: val = off == WEFT_REG_RESET ? WEFT_RESET_MAGIC : WEFT_RECOVER_MAGIC; break;
 	case 1: val = WEFT_ACQ(below(src, 80), below(src, 6), below(src, 4)); break;
-	case 2: val = WEFT_TCE_CFG(below(src, 2048), below(src, 3) ? 12 : 24); break;
+	case 2:
+		if (off >= WEFT_REG_INT_MOD_BASE && off < WEFT_REG_INT_MOD_END + 8)
+			val = WEFT_INT_MOD(below(src, WEFT_INT_MOD_MAX_US + 100), below(src, 40));
+		else
+			val = WEFT_TCE_CFG(below(src, 2048), below(src, 3) ? 12 : 24);
+		break;
 	case 3: val = FZ_JOB | (below(src, 2) ? WEFT_TCE_OWNER_VALID : 0); break;
 	default: val = interesting(f, src); break;
 	}

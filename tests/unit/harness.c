@@ -123,8 +123,9 @@ static void op_rx_release(void *opaque, const void *pkt)
 
 static uint64_t op_now(void *opaque)
 {
-	(void)opaque;
-	return 0;
+	struct h_node *n = opaque;
+
+	return n->now;
 }
 
 static void op_kick(void *opaque)

@@ -57,6 +57,7 @@ struct h_node {
 	size_t irq_wlog[H_MAX_IRQ];     /* DMA writes logged when it fired */
 	size_t nirq;
 	unsigned int kicks;
+	uint64_t now;                   /* the core's clock (ns); the test moves it */
 	unsigned int guest_errors;      /* GUEST_ERROR traces */
 	unsigned int named_reg_traces;  /* register traces with a name */
 	unsigned int reg_traces;
