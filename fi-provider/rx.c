@@ -356,6 +356,10 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 	if (slot < 0 || slot >= WFI_SRQ_WQES)
 		return;
 	why = wfi_wire_decode(wfi_ux_slot(ep, slot), len, &m);
+	/* The adapter counts every EAGER or RNDV it hands over as
+	 * unexpected, whatever software makes of it: so does the TM sync. */
+	if (m.op == WFI_OP_EAGER || m.op == WFI_OP_RNDV)
+		ep->unexp_cnt++;
 	if (why) {
 		wfi_refuse(ep, why, qp_num);
 		goto repost;
@@ -381,7 +385,6 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 	ui = ux_alloc(ep);
 	if (ui < 0)
 		goto repost;		/* not reached: wfi_ux_room() */
-	ep->unexp_cnt++;
 	u = &ep->ux[ui];
 	u->tag = m.tag;
 	u->from = wfi_conn_by_qpn(ep, qp_num);

@@ -153,12 +153,12 @@ enum wfi_wire_reason wfi_wire_decode(const uint8_t *buf, size_t len, struct wfi_
 	memset(m, 0, sizeof(*m));
 	if (len < WFI_HDR)
 		return WFI_WIRE_SHORT;
-	if (len > WFI_SLOT)
-		return WFI_WIRE_LONG;
-	n = (uint32_t)(len - WFI_HDR);
 	m->op = buf[0];
 	m->app_ctx = get32(buf + 4);
 	m->tag = get64(buf + 8);
+	if (len > WFI_SLOT)
+		return WFI_WIRE_LONG;
+	n = (uint32_t)(len - WFI_HDR);
 	if (buf[1] || buf[2] || buf[3])
 		return WFI_WIRE_RESERVED;
 	switch (m->op) {

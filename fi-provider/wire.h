@@ -120,7 +120,9 @@ struct wfi_wire_cm_req {
 
 const char *wfi_wire_reason_name(enum wfi_wire_reason r);
 
-/* len bytes at buf, one SRQ buffer's message. */
+/* len bytes at buf, one SRQ buffer's message.  Refused, m's op, app_ctx
+ * and tag are the TMH's when there was a whole TMH (else 0), and its other
+ * fields mean nothing. */
 enum wfi_wire_reason wfi_wire_decode(const uint8_t *buf, size_t len, struct wfi_wire_msg *m);
 /* Encodes m into buf (cap bytes): its length, or 0 when it does not fit.
  * An EAGER copies plen bytes from payload. */
