@@ -5,7 +5,8 @@
  * (our "out" connection) and waits until it is up; a peer's connection to
  * us is accepted from the progress loop.  Every QP is attached to the
  * endpoint's tag-matching SRQ.  The accept names the id the sender puts
- * in its wire tags (our index of the sender, FI_DIRECTED_RECV).
+ * in its wire tags (our index of the sender, FI_DIRECTED_RECV).  Both
+ * private data are encoded and decoded by wire.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,19 +15,6 @@
 #include <time.h>
 
 #include "wfi.h"
-
-#define WFI_CM_MAGIC 0x57464931u	/* "WFI1" */
-
-struct wfi_cm_req {			/* connect private data */
-	uint32_t magic;
-	struct sockaddr_in name;	/* the connecting endpoint's name */
-};
-
-struct wfi_cm_rep {			/* accept private data */
-	uint32_t magic;
-	uint16_t id;			/* the connecting endpoint's id here */
-	uint16_t reserved;
-};
 
 int wfi_conn_listen(struct wfi_ep *ep)
 {
@@ -109,22 +97,42 @@ static void drop_out(struct wfi_peer *p)
 	}
 }
 
+/* Is connection id (accepted or ours) the one of the peer with this id? */
+bool wfi_conn_of_peer(struct wfi_ep *ep, const struct rdma_cm_id *id, int peer_id)
+{
+	return id && peer_id >= 1 && peer_id <= ep->npeers && id->context == &ep->peers[peer_id - 1];
+}
+
 static void on_request(struct wfi_ep *ep, struct rdma_cm_event *ev)
 {
-	const struct wfi_cm_req *req = ev->param.conn.private_data;
 	struct ibv_qp_init_attr a = qp_attr(ep);
-	struct wfi_cm_rep rep = { .magic = WFI_CM_MAGIC };
-	struct rdma_conn_param p = conn_param(&rep, sizeof(rep));
+	uint8_t rep[WFI_CM_REP_LEN];
+	struct rdma_conn_param p = conn_param(rep, sizeof(rep));
 	struct rdma_cm_id *id = ev->id;
+	const struct sockaddr_in *from = (const struct sockaddr_in *)rdma_get_peer_addr(id);
+	struct sockaddr_in name = { .sin_family = AF_INET };
+	struct wfi_wire_cm_req req;
+	enum wfi_wire_reason why;
 	int pid;
 
-	if (ev->param.conn.private_data_len < sizeof(*req) || req->magic != WFI_CM_MAGIC ||
-	    req->name.sin_family != AF_INET || ep->nin == WFI_MAX_PEERS)
+	why = wfi_wire_cm_req_decode(ev->param.conn.private_data, ev->param.conn.private_data_len,
+				     &req);
+	/* The name's address is the one the connection comes from (its
+	 * port, the peer's listening one, is not the connection's). */
+	if (!why && (from->sin_family != AF_INET || from->sin_addr.s_addr != req.addr))
+		why = WFI_WIRE_CM_ADDR;
+	if (why) {
+		wfi_refuse(ep, why, 0);
 		goto reject;
-	pid = wfi_peer_id(ep, &req->name);
+	}
+	if (ep->nin == WFI_MAX_PEERS)
+		goto reject;
+	name.sin_addr.s_addr = req.addr;
+	name.sin_port = req.port;
+	pid = wfi_peer_id(ep, &name);
 	if (pid < 0)
 		goto reject;
-	rep.id = (uint16_t)pid;
+	wfi_wire_cm_rep_encode(rep, (uint16_t)pid);
 	if (rdma_create_qp(id, ep->dom->pd, &a))
 		goto reject;
 	if (rdma_accept(id, &p)) {
@@ -191,10 +199,12 @@ void wfi_conn_settle(struct wfi_ep *ep)
 static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
 {
 	struct wfi_peer *p = ev->id->context;
-	const struct wfi_cm_rep *rep;
-	struct wfi_cm_req req = { .magic = WFI_CM_MAGIC, .name = ep->name.sin };
-	struct rdma_conn_param cp = conn_param(&req, sizeof(req));
+	struct wfi_wire_cm_req req = { ep->name.sin.sin_addr.s_addr, ep->name.sin.sin_port };
+	uint8_t pd[WFI_CM_REQ_LEN];
+	struct rdma_conn_param cp = conn_param(pd, sizeof(pd));
+	enum wfi_wire_reason why;
 	struct ibv_qp_init_attr a;
+	uint16_t id;
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 		on_request(ep, ev);
@@ -214,17 +224,19 @@ static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		a = qp_attr(ep);
+		wfi_wire_cm_req_encode(pd, &req);
 		if (rdma_create_qp(ev->id, ep->dom->pd, &a) || rdma_connect(ev->id, &cp))
 			p->state = WFI_C_FAILED;
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		rep = ev->param.conn.private_data;
-		if (ev->param.conn.private_data_len < sizeof(*rep) || rep->magic != WFI_CM_MAGIC ||
-		    !rep->id || rep->id > WFI_MAX_PEERS) {
+		why = wfi_wire_cm_rep_decode(ev->param.conn.private_data,
+					     ev->param.conn.private_data_len, &id);
+		if (why) {
+			wfi_refuse(ep, why, ev->id->qp ? ev->id->qp->qp_num : 0);
 			p->state = WFI_C_FAILED;
 			break;
 		}
-		p->my_id = rep->id;
+		p->my_id = id;
 		p->state = WFI_C_UP;
 		break;
 	case RDMA_CM_EVENT_REJECTED:

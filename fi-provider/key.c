@@ -7,15 +7,14 @@
  * unique in the domain, and remote addresses are offsets into the region.
  * The RDMA itself still needs the target's verbs rkey and virtual
  * address: the first operation on (peer, key) asks the target for them
- * with a 16-byte [TMH NO_TAG, app_ctx KEYQ | key] on the connection to it,
- * and waits (progressing the endpoint, bounded) for the answer
+ * with a [TMH NO_TAG, app_ctx KEYQ | key] on the connection to it, and
+ * waits (progressing the endpoint, bounded) for the answer
  * [TMH NO_TAG, app_ctx KEYA | key, va, length, rkey, found] on the same
- * connection; the answer is kept in the endpoint's table of WFI_RKEYS.
+ * connection (both encoded and decoded by wire.c); the answer is kept in the endpoint's table of WFI_RKEYS.
  * The target's progress loop answers from its domain's table; a key it
  * does not have is answered "not found" and the operation fails with
  * -FI_EINVAL (an offset beyond the region too).
  */
-#include <endian.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -23,11 +22,6 @@
 #include "wfi.h"
 
 #define WFI_KEY_WAIT_MS 5000
-
-struct wfi_keya {			/* the answer's payload, big-endian */
-	uint64_t key, va, len;
-	uint32_t rkey, found;
-};
 
 int wfi_key_add(struct wfi_domain *d, struct wfi_mr *m, uint64_t key)
 {
@@ -71,23 +65,21 @@ static struct wfi_mr *key_find(struct wfi_domain *d, uint64_t key)
 	return NULL;
 }
 
-/* A 16-byte note with a payload from an internal send slot (the slots
- * kept for FINs), on connection id. */
-static int post_note(struct wfi_ep *ep, struct rdma_cm_id *id, uint32_t kind, const void *p,
-		     uint32_t n)
+/* A key note m from an internal send slot (the slots kept for FINs), on
+ * connection id. */
+static int post_note(struct wfi_ep *ep, struct rdma_cm_id *id, const struct wfi_wire_msg *m)
 {
-	struct ibv_tmh t = { .opcode = IBV_TMH_NO_TAG, .app_ctx = htobe32(kind) };
 	int i = wfi_tx_slot_find(ep, WFI_TX_USER, WFI_TX_SIZE);
 	struct ibv_sge sge;
 	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
 				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	size_t n;
 
 	if (i < 0 || !id || !id->qp)
 		return -FI_EAGAIN;
 	memset(&ep->tx[i], 0, sizeof(ep->tx[i]));
-	memcpy(wfi_tx_slot(ep, i), &t, sizeof(t));
-	memcpy(wfi_tx_slot(ep, i) + WFI_HDR, p, n);
-	sge = (struct ibv_sge){ (uintptr_t)wfi_tx_slot(ep, i), WFI_HDR + n, ep->slots_mr->lkey };
+	n = wfi_wire_encode(wfi_tx_slot(ep, i), WFI_SLOT, m);
+	sge = (struct ibv_sge){ (uintptr_t)wfi_tx_slot(ep, i), (uint32_t)n, ep->slots_mr->lkey };
 	wr.wr_id = WFI_WR(WFI_WR_TX, i);
 	if (ibv_post_send(id->qp, &wr, &bad))
 		return -FI_EAGAIN;
@@ -96,50 +88,47 @@ static int post_note(struct wfi_ep *ep, struct rdma_cm_id *id, uint32_t kind, co
 	return 0;
 }
 
-/* A KEYQ or KEYA note of n payload bytes that came on QP qpn. */
-void wfi_key_note(struct wfi_ep *ep, uint32_t kind, const uint8_t *p, uint32_t n, uint32_t qpn)
+/* A KEYQ or KEYA note (decoded by wire.c) that came on QP qpn. */
+void wfi_key_note(struct wfi_ep *ep, const struct wfi_wire_msg *m, uint32_t qpn)
 {
-	struct wfi_keya a;
+	const struct wfi_wire_keya *a = &m->keya;
 	int i;
 
-	if (kind == WFI_NOTE_KEYQ) {
-		struct wfi_mr *m;
-		uint64_t key;
+	if (m->note == WFI_NOTE_KEYQ) {
+		struct wfi_wire_msg ans = { .kind = WFI_MSG_NOTE, .note = WFI_NOTE_KEYA,
+					    .keya.key = m->key };
+		struct wfi_mr *mr;
 
-		if (n < 8 || !ep->dom->keyed_mode)
+		if (!ep->dom->keyed_mode) {
+			wfi_refuse(ep, WFI_WIRE_KEYQ_MODE, qpn);
 			return;
-		memcpy(&key, p, 8);
-		m = key_find(ep->dom, be64toh(key));
-		a = (struct wfi_keya){ .key = key };
-		if (m) {
-			a.va = htobe64((uintptr_t)m->mr->addr);
-			a.len = htobe64(m->mr->length);
-			a.rkey = htobe32(m->mr->rkey);
-			a.found = htobe32(1);
+		}
+		mr = key_find(ep->dom, m->key);
+		if (mr) {
+			ans.keya.va = (uintptr_t)mr->mr->addr;
+			ans.keya.len = mr->mr->length;
+			ans.keya.rkey = mr->mr->rkey;
+			ans.keya.found = true;
 		}
 		/* A lost answer (no slot) leaves the asker to its timeout. */
-		post_note(ep, wfi_conn_by_qpn(ep, qpn), WFI_NOTE_KEYA, &a, sizeof(a));
+		post_note(ep, wfi_conn_by_qpn(ep, qpn), &ans);
 		return;
 	}
-	if (n < sizeof(a))
-		return;
-	memcpy(&a, p, sizeof(a));
 	for (i = 0; i < ep->npeers; i++) {
 		struct wfi_peer *pr = &ep->peers[i];
-		struct wfi_rkey *e;
 
 		if (!pr->out || !pr->out->qp || pr->out->qp->qp_num != qpn)
 			continue;
 		/* Only an answer the endpoint is waiting for is taken. */
-		if (ep->keyq_peer != i || ep->keyq_key != be64toh(a.key))
-			return;
-		e = &ep->rkeys[ep->rkey_next++ % WFI_RKEYS];
-		*e = (struct wfi_rkey){ .used = true, .peer = i, .key = be64toh(a.key),
-					.va = be64toh(a.va), .len = be64toh(a.len),
-					.rkey = be32toh(a.rkey), .found = a.found != 0 };
+		if (ep->keyq_peer != i || ep->keyq_key != a->key)
+			break;
+		ep->rkeys[ep->rkey_next++ % WFI_RKEYS] =
+			(struct wfi_rkey){ .used = true, .peer = i, .key = a->key, .va = a->va,
+					   .len = a->len, .rkey = a->rkey, .found = a->found };
 		ep->keyq_peer = -1;
 		return;
 	}
+	wfi_refuse(ep, WFI_WIRE_KEYA_STRAY, qpn);
 }
 
 static uint64_t now_ms(void)
@@ -167,7 +156,8 @@ int wfi_key_target(struct wfi_ep *ep, fi_addr_t dest, size_t len, uint64_t *addr
 {
 	struct wfi_peer *peer;
 	struct wfi_rkey *e;
-	uint64_t k = htobe64(*key), end;
+	struct wfi_wire_msg q = { .kind = WFI_MSG_NOTE, .note = WFI_NOTE_KEYQ, .key = *key };
+	uint64_t end;
 	int pi, ret;
 
 	if (!ep->dom->keyed_mode)
@@ -180,7 +170,7 @@ int wfi_key_target(struct wfi_ep *ep, fi_addr_t dest, size_t len, uint64_t *addr
 	if (!e) {
 		if (ep->keyq_peer >= 0)
 			return -FI_EAGAIN;	/* another query is waiting */
-		ret = post_note(ep, peer->out, WFI_NOTE_KEYQ, &k, sizeof(k));
+		ret = post_note(ep, peer->out, &q);
 		if (ret)
 			return ret;
 		ep->keyq_peer = pi;

@@ -101,3 +101,18 @@ fins:
 	wfi_rx_peer_dead(ep);
 	wfi_trig_progress(ep);
 }
+
+/* A peer's message refused (docs/libfabric.md "Wire messages"): counted
+ * per reason, and a line on stderr at the 1st, 2nd, 4th, 8th ... refusal
+ * of each reason, so that a flood costs no more than a few lines. */
+void wfi_refuse(struct wfi_ep *ep, enum wfi_wire_reason why, uint32_t qpn)
+{
+	uint64_t n;
+
+	if ((unsigned int)why >= WFI_WIRE_NREASONS)
+		return;
+	n = ++ep->wire_refused[why];
+	if (!(n & (n - 1)))
+		fprintf(stderr, "weft: refused a peer's message (QP %u): %s, %llu so far\n", qpn,
+			wfi_wire_reason_name(why), (unsigned long long)n);
+}

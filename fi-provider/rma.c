@@ -11,7 +11,6 @@
  * data] on the same QP, from which the target's progress makes its
  * remote CQ data completion once RC order has placed the data.
  */
-#include <endian.h>
 #include <string.h>
 
 #include "wfi.h"
@@ -25,16 +24,15 @@ static struct wfi_ep *to_ep(struct fid_ep *fep)
 }
 
 /* Chains after wr, the op of send slot i, a 16-byte SEND [TMH NO_TAG,
- * app_ctx = kind, tag = data] from the slot's tail, signalled in its
+ * app_ctx = kind, tag = data (WDATA) or 0] from the slot's tail, signalled in its
  * place: the target's progress sees it once RC order has placed the op
  * (FI_RMA_EVENT, remote CQ data), and its completion completes both. */
 void wfi_note_after(struct wfi_ep *ep, int i, struct ibv_send_wr *wr, struct ibv_send_wr *nwr,
 		    struct ibv_sge *nsge, uint32_t kind, uint64_t data)
 {
-	struct ibv_tmh note = { .opcode = IBV_TMH_NO_TAG, .app_ctx = htobe32(kind),
-				.tag = htobe64(data) };
+	struct wfi_wire_msg note = { .kind = WFI_MSG_NOTE, .note = kind, .data = (uint32_t)data };
 
-	memcpy(wfi_tx_slot(ep, i) + WFI_EAGER, &note, sizeof(note));
+	wfi_wire_encode(wfi_tx_slot(ep, i) + WFI_EAGER, WFI_HDR, &note);
 	*nsge = (struct ibv_sge){ (uintptr_t)wfi_tx_slot(ep, i) + WFI_EAGER, WFI_HDR,
 				  ep->slots_mr->lkey };
 	*nwr = (struct ibv_send_wr){ .wr_id = wr->wr_id, .sg_list = nsge, .num_sge = 1,
@@ -205,21 +203,19 @@ static ssize_t r_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint
 		      FI_INJECT | FI_REMOTE_CQ_DATA);
 }
 
-/* A NO_TAG note that is not an FI_RMA_EVENT count: a key's query or
- * answer (key.c), or the remote CQ data of an fi_writedata, whose
- * completion goes to the receive CQ once the write is placed. */
-void wfi_rma_note(struct wfi_ep *ep, const struct ibv_tmh *t, const uint8_t *p, uint32_t n,
-		  uint32_t qpn)
+/* A NO_TAG note (decoded by wire.c) that is not an FI_RMA_EVENT count: a
+ * key's query or answer (key.c), or the remote CQ data of an
+ * fi_writedata, whose completion goes to the receive CQ once the write is
+ * placed. */
+void wfi_rma_note(struct wfi_ep *ep, const struct wfi_wire_msg *m, uint32_t qpn)
 {
-	uint32_t kind = be32toh(t->app_ctx);
-
-	if (kind != WFI_NOTE_WDATA) {
-		wfi_key_note(ep, kind, p, n, qpn);
+	if (m->note != WFI_NOTE_WDATA) {
+		wfi_key_note(ep, m, qpn);
 		return;
 	}
 	wfi_cntr_inc(ep->rwr_cntr, false);
 	wfi_cq_put(ep->rx_cq, NULL, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, 0, NULL,
-		   be64toh(t->tag), 0, FI_ADDR_NOTAVAIL);
+		   m->data, 0, FI_ADDR_NOTAVAIL);
 }
 
 struct fi_ops_rma wfi_rma_ops = {

@@ -19,7 +19,6 @@
  * no receive listed in the adapter takes goes to the oldest matching
  * software-listed one; rendezvous data of those is read by software.
  */
-#include <endian.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -268,12 +267,12 @@ static int rx_sge(struct wfi_ep *ep, struct wfi_rx *r, struct ibv_sge *sge, bool
 }
 
 /* Unexpected message u goes to receive r (which is not listed). */
-static void read_rndv(struct wfi_ep *ep, struct wfi_rx *r, const struct ibv_rvh *rvh);
+static void read_rndv(struct wfi_ep *ep, struct wfi_rx *r, const struct wfi_wire_rvh *rvh);
 
 static void take(struct wfi_ep *ep, struct wfi_rx *r, int ui)
 {
 	struct wfi_ux *u = &ep->ux[ui];
-	struct ibv_rvh rvh;
+	struct wfi_wire_rvh rvh;
 
 	r->got_tag = u->tag;
 	r->got_len = u->len;
@@ -297,7 +296,7 @@ static void take(struct wfi_ep *ep, struct wfi_rx *r, int ui)
 
 /* Receive r takes a rendezvous (r->got_len, from, fin_ctx set): READ the
  * data into its buffer, then FIN (wfi_rx_read_done). */
-static void read_rndv(struct wfi_ep *ep, struct wfi_rx *r, const struct ibv_rvh *rvh)
+static void read_rndv(struct wfi_ep *ep, struct wfi_rx *r, const struct wfi_wire_rvh *rvh)
 {
 	struct ibv_sge sge;
 	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
@@ -305,8 +304,8 @@ static void read_rndv(struct wfi_ep *ep, struct wfi_rx *r, const struct ibv_rvh 
 	uint64_t n = r->got_len < r->len ? r->got_len : r->len;
 
 	wr.wr_id = WFI_WR(WFI_WR_READ, (int)(r - ep->rx));
-	wr.wr.rdma.remote_addr = be64toh(rvh->va);
-	wr.wr.rdma.rkey = be32toh(rvh->rkey);
+	wr.wr.rdma.remote_addr = rvh->va;
+	wr.wr.rdma.rkey = rvh->rkey;
 	r->state = WFI_RX_READ;
 	if (!n) {
 		wfi_rx_read_done(ep, (int)(r - ep->rx), 0);
@@ -344,63 +343,65 @@ static void ux_route(struct wfi_ep *ep, int ui)
 	ep->rx[ri].ux = ui;
 }
 
-/* The message in SRQ buffer slot (len bytes with its TMH): a FIN, or an
- * unexpected message, copied out; the buffer is posted again at once.
- * The caller checked wfi_ux_room(). */
+/* The message in SRQ buffer slot (len bytes with its TMH), decoded by
+ * wire.c: a FIN, a note, or an unexpected message, copied out; the buffer
+ * is posted again at once.  The caller checked wfi_ux_room(). */
 void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_num)
 {
-	const uint8_t *p;
+	enum wfi_wire_reason why;
+	struct wfi_wire_msg m;
 	struct wfi_ux *u;
-	struct ibv_tmh t;
-	bool rndv;
 	int ui;
 
 	if (slot < 0 || slot >= WFI_SRQ_WQES)
 		return;
-	p = wfi_ux_slot(ep, slot);
-	if (len < WFI_HDR || len > WFI_SLOT)
-		goto repost;
-	memcpy(&t, p, sizeof(t));
-	if (t.opcode == IBV_TMH_FIN) {
-		wfi_tx_fin(ep, be32toh(t.app_ctx), qp_num);
+	why = wfi_wire_decode(wfi_ux_slot(ep, slot), len, &m);
+	/* The adapter counts every EAGER or RNDV it hands over as
+	 * unexpected, whatever software makes of it: so does the TM sync. */
+	if (m.op == WFI_OP_EAGER || m.op == WFI_OP_RNDV)
+		ep->unexp_cnt++;
+	if (why) {
+		wfi_refuse(ep, why, qp_num);
 		goto repost;
 	}
-	if (t.opcode == IBV_TMH_NO_TAG) {	/* an FI_RMA_EVENT note */
-		if (be32toh(t.app_ctx) == WFI_NOTE_WRITE)
+	if (m.kind == WFI_MSG_FIN) {
+		wfi_tx_fin(ep, m.app_ctx, qp_num);
+		goto repost;
+	}
+	if (m.kind == WFI_MSG_NOTE) {	/* an FI_RMA_EVENT count, or rma.c's */
+		if (m.note == WFI_NOTE_WRITE)
 			wfi_cntr_inc(ep->rwr_cntr, false);
-		else if (be32toh(t.app_ctx) == WFI_NOTE_READ)
+		else if (m.note == WFI_NOTE_READ)
 			wfi_cntr_inc(ep->rrd_cntr, false);
 		else
-			wfi_rma_note(ep, &t, p + WFI_HDR, len - WFI_HDR, qp_num);
+			wfi_rma_note(ep, &m, qp_num);
 		goto repost;
 	}
-	rndv = t.opcode == IBV_TMH_RNDV ||
-	       (t.opcode == IBV_TMH_EAGER && (be64toh(t.tag) & WFI_RNDV_BIT));
-	if ((t.opcode != IBV_TMH_EAGER && t.opcode != IBV_TMH_RNDV) ||
-	    (rndv && len < WFI_HDR + WFI_RVH))
+	/* The source id the message names is its connection's peer. */
+	if (!wfi_conn_of_peer(ep, wfi_conn_by_qpn(ep, qp_num), wfi_wire_src(m.tag))) {
+		wfi_refuse(ep, WFI_WIRE_SRC_FORGED, qp_num);
 		goto repost;
+	}
 	ui = ux_alloc(ep);
 	if (ui < 0)
 		goto repost;		/* not reached: wfi_ux_room() */
-	ep->unexp_cnt++;
 	u = &ep->ux[ui];
-	u->tag = be64toh(t.tag);
+	u->tag = m.tag;
 	u->from = wfi_conn_by_qpn(ep, qp_num);
-	if (rndv) {
-		memcpy(&u->rvh, p + WFI_HDR, sizeof(u->rvh));
+	if (m.kind == WFI_MSG_RNDV) {
+		u->rvh = m.rvh;
 		/* Remote CQ data: the 4 bytes after the RVH, when sent. */
 		u->tag &= ~WFI_DATA_BIT;
-		if (len >= WFI_HDR + WFI_RNDV_HDR) {
-			memcpy(&u->data, p + WFI_HDR + WFI_RVH, 4);
-			u->data = be32toh(u->data);
+		if (m.has_data) {
+			u->data = m.data;
 			u->tag |= WFI_DATA_BIT;
 		}
 		u->rndv = true;
-		u->len = be32toh(u->rvh.len);
-		u->app_ctx = be32toh(t.app_ctx);
+		u->len = m.rvh.len;
+		u->app_ctx = m.app_ctx;
 	} else {
-		u->len = len - WFI_HDR;
-		u->data = be32toh(t.app_ctx);
+		u->len = m.plen;
+		u->data = m.data;
 		if (u->len) {
 			u->buf = malloc(u->len);
 			if (!u->buf) {
@@ -409,7 +410,7 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 				ux_release(ep, ui);
 				goto repost;
 			}
-			memcpy(u->buf, p + WFI_HDR, u->len);
+			memcpy(u->buf, m.payload, u->len);
 			ep->ux_bytes += u->len;
 		}
 	}
@@ -468,27 +469,30 @@ void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status)
 }
 
 /* A rendezvous header of receive r, n bytes at h ([RVH | remote CQ data
- * when sent]), from the connection of QP qp_num, whose FIN names
- * fin_ctx: software reads the data. */
+ * when sent]) in a buffer with cap bytes from h, from the connection of
+ * QP qp_num, whose FIN names fin_ctx: software reads the data. */
 static void rndv_hdr(struct wfi_ep *ep, struct wfi_rx *r, const uint8_t *h, uint32_t n,
-		     uint32_t fin_ctx, uint32_t qp_num)
+		     uint64_t cap, uint32_t fin_ctx, uint32_t qp_num)
 {
-	struct ibv_rvh rvh;
+	enum wfi_wire_reason why = n > cap ? WFI_WIRE_LONG : WFI_WIRE_OK;
+	struct wfi_wire_rvh rvh;
 	uint32_t data;
+	bool has_data;
 
-	if (n < WFI_RVH) {
+	if (!why)
+		why = wfi_wire_rndv_decode(h, n, &rvh, &has_data, &data);
+	if (why) {
+		wfi_refuse(ep, why, qp_num);
 		complete(ep, r, FI_EIO);
 		return;
 	}
-	memcpy(&rvh, h, sizeof(rvh));
 	r->got_tag &= ~WFI_DATA_BIT;
-	if (n >= WFI_RNDV_HDR) {
-		memcpy(&data, h + WFI_RVH, 4);
-		r->got_data = be32toh(data);
+	if (has_data) {
+		r->got_data = data;
 		r->got_tag |= WFI_DATA_BIT;
 	}
 	r->fin_ctx = fin_ctx;
-	r->got_len = be32toh(rvh.len);
+	r->got_len = rvh.len;
 	r->from = wfi_conn_by_qpn(ep, qp_num);
 	read_rndv(ep, r, &rvh);
 }
@@ -500,12 +504,14 @@ void wfi_rx_tm(struct wfi_ep *ep, uint64_t wr_id, int status, unsigned int wc_fl
 {
 	int i = WFI_WR_IDX(wr_id);
 	struct wfi_rx *r;
+	uint64_t cap;
 
 	if (i < 0 || i >= WFI_RX_SIZE)
 		return;
 	r = &ep->rx[i];
 	if (r->state == WFI_RX_FREE || r->state == WFI_RX_DONE)
 		return;
+	cap = r->bounce ? WFI_EAGER : r->len;	/* the tagged buffer's bytes */
 	if (wc_flags & IBV_WC_TM_MATCH) {
 		r->got_tag = tm->tag;
 		r->got_data = tm->priv;
@@ -516,7 +522,7 @@ void wfi_rx_tm(struct wfi_ep *ep, uint64_t wr_id, int status, unsigned int wc_fl
 		/* An RNDV the adapter left to software (docs/matching.md): the
 		 * whole request, TMH included, is in the tagged buffer. */
 		rndv_hdr(ep, r, (r->bounce ? wfi_rx_slot(ep, i) : r->buf) + WFI_HDR, len - WFI_HDR,
-			 r->got_data, qp_num);
+			 cap < WFI_HDR ? 0 : cap - WFI_HDR, r->got_data, qp_num);
 		return;
 	}
 	if (status) {
@@ -527,7 +533,8 @@ void wfi_rx_tm(struct wfi_ep *ep, uint64_t wr_id, int status, unsigned int wc_fl
 		return;
 	if ((r->got_tag & (WFI_RNDV_BIT | WFI_DATA_BIT)) == WFI_RNDV_BIT) {
 		/* A rendezvous header in an eager message (its app_ctx the FIN's). */
-		rndv_hdr(ep, r, r->bounce ? wfi_rx_slot(ep, i) : r->buf, len, r->got_data, qp_num);
+		rndv_hdr(ep, r, r->bounce ? wfi_rx_slot(ep, i) : r->buf, len, cap, r->got_data,
+			 qp_num);
 		return;
 	}
 	if (r->got_tag & WFI_RNDV_BIT)

@@ -8,7 +8,6 @@
  * the receiver's FIN (TMH FIN, the same app_ctx) arrives, whoever (its
  * software or its adapter) did the READ.
  */
-#include <endian.h>
 #include <string.h>
 
 #include "wfi.h"
@@ -63,11 +62,12 @@ static int post(struct wfi_ep *ep, struct rdma_cm_id *id, int i, uint32_t bytes)
 	return ibv_post_send(id->qp, &wr, &bad) ? -FI_EAGAIN : 0;
 }
 
-static void tmh(uint8_t *p, uint8_t op, uint32_t app_ctx, uint64_t tag)
+/* Message m (wire.c) into send slot i, posted on connection id. */
+static int post_msg(struct wfi_ep *ep, struct rdma_cm_id *id, int i, const struct wfi_wire_msg *m)
 {
-	struct ibv_tmh t = { .opcode = op, .app_ctx = htobe32(app_ctx), .tag = htobe64(tag) };
+	size_t n = wfi_wire_encode(wfi_tx_slot(ep, i), WFI_SLOT, m);
 
-	memcpy(p, &t, sizeof(t));
+	return n ? post(ep, id, i, (uint32_t)n) : -FI_EINVAL;
 }
 
 ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
@@ -95,21 +95,19 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 		wire |= WFI_DATA_BIT;
 	if (len <= WFI_EAGER) {
 		/* app_ctx carries the remote CQ data (tm_info.priv at the receiver). */
-		tmh(wfi_tx_slot(ep, i), IBV_TMH_EAGER, (uint32_t)data, wire);
-		if (len)
-			memcpy(wfi_tx_slot(ep, i) + WFI_HDR, buf, len);
-		ret = post(ep, peer->out, i, WFI_HDR + (uint32_t)len);
+		struct wfi_wire_msg m = { .kind = WFI_MSG_EAGER, .app_ctx = (uint32_t)data,
+					  .tag = wire, .payload = buf, .plen = (uint32_t)len };
+
+		ret = post_msg(ep, peer->out, i, &m);
 	} else {
-		struct ibv_rvh rvh;
+		struct wfi_wire_msg m = { .kind = WFI_MSG_RNDV };
 
 		t->reg = wfi_reg_get(ep->dom, (void *)buf, len, IBV_ACCESS_REMOTE_READ);
 		if (!t->reg)
 			return -FI_ENOMEM;
 		t->rndv = true;
 		t->qpn = peer->out->qp->qp_num;
-		rvh.va = htobe64((uintptr_t)buf);
-		rvh.rkey = htobe32(t->reg->mr->rkey);
-		rvh.len = htobe32((uint32_t)len);
+		m.rvh = (struct wfi_wire_rvh){ (uintptr_t)buf, t->reg->mr->rkey, (uint32_t)len };
 		/* rdma-core's RNDV (by default), which the adapter matches in
 		 * order with the eager messages and reads itself; its app_ctx
 		 * names the send for the FIN (bits 7..0) and carries remote CQ
@@ -125,13 +123,13 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 		} else if (!dev) {
 			wire = (wire & ~WFI_DATA_BIT) | WFI_RNDV_BIT;
 		}
-		tmh(wfi_tx_slot(ep, i), dev ? IBV_TMH_RNDV : IBV_TMH_EAGER, t->app_ctx, wire);
-		memcpy(wfi_tx_slot(ep, i) + WFI_HDR, &rvh, sizeof(rvh));
+		m.op = dev ? WFI_OP_RNDV : WFI_OP_EAGER;
+		m.app_ctx = t->app_ctx;
+		m.tag = wire;
 		/* The remote CQ data after the RVH, when there is some. */
-		rvh.rkey = htobe32((uint32_t)data);
-		memcpy(wfi_tx_slot(ep, i) + WFI_HDR + sizeof(rvh), &rvh.rkey, 4);
-		ret = post(ep, peer->out, i, WFI_HDR + (uint32_t)sizeof(rvh) +
-			   (flags & FI_REMOTE_CQ_DATA ? 4 : 0));
+		m.has_data = flags & FI_REMOTE_CQ_DATA;
+		m.data = (uint32_t)data;
+		ret = post_msg(ep, peer->out, i, &m);
 		if (ret) {
 			wfi_reg_put(ep->dom, t->reg);
 			t->reg = NULL;
@@ -146,13 +144,13 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 /* FIN for app_ctx on the connection a rendezvous came on (reserved slots). */
 int wfi_post_fin(struct wfi_ep *ep, struct rdma_cm_id *id, uint32_t app_ctx)
 {
+	struct wfi_wire_msg m = { .kind = WFI_MSG_FIN, .app_ctx = app_ctx };
 	int i = wfi_tx_slot_find(ep, WFI_TX_USER, WFI_TX_SIZE);
 
 	if (i < 0 || !id || !id->qp)
 		return -FI_EAGAIN;
 	memset(&ep->tx[i], 0, sizeof(ep->tx[i]));
-	tmh(wfi_tx_slot(ep, i), IBV_TMH_FIN, app_ctx, 0);
-	if (post(ep, id, i, WFI_HDR))
+	if (post_msg(ep, id, i, &m))
 		return -FI_EAGAIN;
 	ep->tx[i].busy = true;
 	ep->tx[i].internal = true;
@@ -221,8 +219,10 @@ void wfi_tx_fin(struct wfi_ep *ep, uint32_t app_ctx, uint32_t qpn)
 
 	/* Only the connection the rendezvous went on may finish it. */
 	if (i >= WFI_TX_USER || !ep->tx[i].busy || !ep->tx[i].rndv || ep->tx[i].qpn != qpn ||
-	    ep->tx[i].fin || ep->tx[i].app_ctx != app_ctx)
+	    ep->tx[i].fin || ep->tx[i].app_ctx != app_ctx) {
+		wfi_refuse(ep, WFI_WIRE_FIN_STRAY, qpn);
 		return;
+	}
 	t = &ep->tx[i];
 	t->fin = true;
 	if (t->sent)

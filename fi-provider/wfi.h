@@ -28,38 +28,19 @@
 #include <rdma/providers/fi_prov.h>
 
 #include "fi_weft.h"
+#include "wire.h"
 
 #define WFI_NAME "weft"
 #define WFI_PROV_VERSION FI_VERSION(1, 0)
 #define WFI_IFACE "weft0"		/* the netdev of weft_ib0 (docs/net.md) */
 
-/* Wire tag (docs/libfabric.md "Tags"): bit 63 marks FI_MSG, bit 62 remote
- * CQ data, bit 61 a rendezvous header sent as an eager message (alone) or
- * an RNDV with remote CQ data in its app_ctx (with bit 62), bits
- * 60..48 the sender's id at the receiver (FI_DIRECTED_RECV), 47..0 the
- * application's tag. */
-#define WFI_TAG_BITS 48
-#define WFI_TAG_MASK ((1ull << WFI_TAG_BITS) - 1)
-#define WFI_SRC_SHIFT WFI_TAG_BITS
-#define WFI_SRC_MASK (0x1fffull << WFI_SRC_SHIFT)
-#define WFI_DATA_BIT (1ull << 62)
-#define WFI_RNDV_BIT (1ull << 61)
-#define WFI_RVH ((uint32_t)sizeof(struct ibv_rvh))
-#define WFI_RNDV_HDR (WFI_RVH + 4)	/* RVH and the remote CQ data */
-
-/* FI_RMA_EVENT: the TMH NO_TAG note that follows an RDMA op (app_ctx). */
-enum { WFI_NOTE_READ = 1, WFI_NOTE_WRITE = 2 };
-/* Keys chosen by the application (key.c): a key's query and its answer. */
-enum { WFI_NOTE_KEYQ = 3, WFI_NOTE_KEYA = 4 };
-/* fi_writedata: the remote CQ data after the WRITE (rma.c). */
-#define WFI_NOTE_WDATA 5
-#define WFI_MSG_BIT (1ull << 63)
-#define WFI_MAX_PEERS 1024		/* ids 1 .. 1024 (13 bits on the wire) */
+/* The wire's layout, tag bits and messages are wire.h's. */
+_Static_assert(WFI_HDR == sizeof(struct ibv_tmh), "TMH size");
+_Static_assert(WFI_RVH == sizeof(struct ibv_rvh), "RVH size");
+_Static_assert((int)WFI_OP_NO_TAG == IBV_TMH_NO_TAG && (int)WFI_OP_RNDV == IBV_TMH_RNDV &&
+	       (int)WFI_OP_FIN == IBV_TMH_FIN && (int)WFI_OP_EAGER == IBV_TMH_EAGER, "TMH opcodes");
 
 /* Limits (fi_info, docs/libfabric.md "Limits"). */
-#define WFI_SLOT 8192			/* bounce and SRQ buffer size */
-#define WFI_HDR ((uint32_t)sizeof(struct ibv_tmh))
-#define WFI_EAGER (WFI_SLOT - WFI_HDR)	/* largest eager message, inject size */
 #define WFI_TX_SIZE 256			/* send operations per endpoint */
 #define WFI_HW_RX 256			/* receives listed in the adapter (TM tags) */
 #define WFI_RX_SIZE 8192		/* receives posted per endpoint, the rest software-listed */
@@ -69,7 +50,6 @@ enum { WFI_NOTE_KEYQ = 3, WFI_NOTE_KEYA = 4 };
 #define WFI_CQ_SIZE 1024		/* default fi_cq size */
 #define WFI_VCQ_SIZE 16384		/* the endpoint's verbs CQ */
 #define WFI_QP_WR 128			/* send WRs per RC QP */
-#define WFI_MAX_MSG (1ull << 30)
 #define WFI_AV_MAX 4096
 #define WFI_CONNECT_MS 20000
 
@@ -269,7 +249,7 @@ struct wfi_ux {
 	uint64_t seq;			/* arrival order */
 	bool used, rndv, claimed, taken;
 	void *claim_ctx;		/* FI_CLAIM */
-	struct ibv_rvh rvh;
+	struct wfi_wire_rvh rvh;
 	uint32_t app_ctx;
 	uint32_t data;			/* remote CQ data */
 	struct rdma_cm_id *from;
@@ -321,6 +301,7 @@ struct wfi_ep {
 	int nin;
 	int ndead;			/* peers gone */
 	bool settle;			/* a peer is dead, not gone yet */
+	uint64_t wire_refused[WFI_WIRE_NREASONS];	/* peers' messages refused (wfi_refuse) */
 };
 
 extern struct fi_provider wfi_prov;
@@ -381,7 +362,7 @@ void wfi_dom_forget_ep(struct wfi_domain *d, struct wfi_ep *ep);
 /* key.c */
 int wfi_key_add(struct wfi_domain *d, struct wfi_mr *m, uint64_t key);
 void wfi_key_del(struct wfi_domain *d, struct wfi_mr *m);
-void wfi_key_note(struct wfi_ep *ep, uint32_t kind, const uint8_t *p, uint32_t n, uint32_t qpn);
+void wfi_key_note(struct wfi_ep *ep, const struct wfi_wire_msg *m, uint32_t qpn);
 int wfi_key_target(struct wfi_ep *ep, fi_addr_t dest, size_t len, uint64_t *addr,
 		   uint64_t *key);
 /* atomic.c */
@@ -399,8 +380,7 @@ ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc
 		uint64_t flags);
 void wfi_note_after(struct wfi_ep *ep, int i, struct ibv_send_wr *wr, struct ibv_send_wr *nwr,
 		    struct ibv_sge *nsge, uint32_t kind, uint64_t data);
-void wfi_rma_note(struct wfi_ep *ep, const struct ibv_tmh *t, const uint8_t *p, uint32_t n,
-		  uint32_t qpn);
+void wfi_rma_note(struct wfi_ep *ep, const struct wfi_wire_msg *m, uint32_t qpn);
 uint64_t wfi_cntr_value(struct fid_cntr *c);
 /* cntr.c */
 int wfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
@@ -437,6 +417,7 @@ fi_addr_t wfi_peer_fi_addr(struct wfi_ep *ep, uint64_t wire_tag);
 void wfi_conn_close(struct wfi_ep *ep);
 struct rdma_cm_id *wfi_conn_by_qpn(struct wfi_ep *ep, uint32_t qpn);
 bool wfi_qpn_dead(struct wfi_ep *ep, uint32_t qpn);
+bool wfi_conn_of_peer(struct wfi_ep *ep, const struct rdma_cm_id *id, int peer_id);
 void wfi_conn_settle(struct wfi_ep *ep);
 /* tx.c */
 ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
@@ -467,6 +448,7 @@ void wfi_rx_init(struct wfi_ep *ep, uint32_t max_tags);
 void wfi_ux_fini(struct wfi_ep *ep);
 /* progress.c */
 void wfi_progress(struct wfi_ep *ep);
+void wfi_refuse(struct wfi_ep *ep, enum wfi_wire_reason why, uint32_t qpn);
 /* api.c: the data-path entry points */
 extern struct fi_ops_msg wfi_msg_ops;
 extern struct fi_ops_tagged wfi_tagged_ops;

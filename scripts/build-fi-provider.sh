@@ -3,7 +3,7 @@
 # libweft-fi.so, against the public headers of the guest's libfabric
 # (Debian bookworm's libfabric-dev 1.17, extracted from its .deb) and this
 # machine's rdma-core dev packages (the guest's libibverbs1/librdmacm1
-# version), and weft-fi-check (fi-provider/check/).  The staged tree
+# version), and weft-fi-check and weft-fi-wire (fi-provider/check/).  The staged tree
 # holds the library in Debian libfabric1's
 # provider folder and a link to it in the provider folder of the staged
 # libfabric 2.1 (/opt/libfabric, scripts/build-fabtests.sh), so both load it.
@@ -55,6 +55,11 @@ if [ ! -f "$out/.complete" ]; then
 	# shellcheck disable=SC2086
 	gcc $CFLAGS -I"$inc" -o "$work/root/usr/bin/weft-fi-check" "$SRC/check/weft-fi-check.c" \
 		/usr/lib/x86_64-linux-gnu/libfabric.so.1
+	# The hostile peer (fi-provider/check/weft-fi-wire.c): raw rdma_cm and
+	# verbs against the provider's endpoint.
+	# shellcheck disable=SC2086
+	gcc $CFLAGS -I"$inc" -o "$work/root/usr/bin/weft-fi-wire" "$SRC/check/weft-fi-wire.c" \
+		/usr/lib/x86_64-linux-gnu/libfabric.so.1 -lrdmacm -libverbs
 	ln -s ../../../../usr/lib/x86_64-linux-gnu/libfabric/libweft-fi.so \
 		"$work/root/opt/libfabric/lib/libfabric/libweft-fi.so"
 	nm -D --defined-only "$so" | grep -qw fi_prov_ini || weft_die "libweft-fi.so exports no fi_prov_ini"

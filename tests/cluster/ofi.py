@@ -16,6 +16,20 @@ from weftcluster.testing import scenario
 PROV = "weft"
 
 
+def check_program(t, cmd, label, what):
+    """A check program of the provider on node0 (its "ok N" / "not ok N"
+    lines): every check held, and it exited 0.  Its output."""
+    r = t.gx(0, f"{cmd} 2>&1", timeout=240)
+    oks = [x for x in r.lines() if x.startswith("ok ")]
+    bad = [x for x in r.lines() if x.startswith("not ok")]
+    if r.ok and oks and not bad:
+        t.checked(f"{cmd}: {len(oks)} checks held ({what})")
+    else:
+        t.show(r.out, f"{label} | ", 40)
+        t.fail(f"{cmd} exit {r.rc}: {len(bad)} failed: {bad[:3]}")
+    return r.out
+
+
 @scenario("ofi-check", "CM", "weft libfabric provider: fi_info lists it under libfabric 1.17 and 2.1; "
           "weft-fi-check's bad-argument checks and loopback tagged messages on node0")
 def check(t):
@@ -28,15 +42,26 @@ def check(t):
         else:
             t.show(r.out, "fi_info | ", 12)
             t.fail(f"{label}: `{cmd}` exit {r.rc}, no weft provider listed")
-    r = t.gx(0, "weft-fi-check 2>&1", timeout=240)
-    oks = [x for x in r.lines() if x.startswith("ok ")]
-    bad = [x for x in r.lines() if x.startswith("not ok")]
-    if r.ok and oks and not bad:
-        t.checked(f"weft-fi-check: {len(oks)} checks held (bad arguments answered with the manual's "
-                  "errors, loopback eager/unexpected/rendezvous byte-exact, fi_cancel)")
+    check_program(t, "weft-fi-check", "check", "bad arguments answered with the manual's errors, loopback "
+                  "eager/unexpected/rendezvous byte-exact, fi_cancel")
+    t.require(t.no_oops(0), None)
+
+
+@scenario("ofi-wire", "CM", "weft libfabric provider: weft-fi-wire, a raw rdma_cm/verbs peer on node0, connects "
+          "with bad private data (rejected) and sends one message of each kind the provider refuses; each refusal "
+          "is reported with its reason, none completes anything, and later messages still arrive whole")
+def wire(t):
+    t.need((0,), "/usr/bin/weft-fi-wire")
+    out = check_program(t, "weft-fi-wire", "wire", "bad connects rejected, the hostile messages completed "
+                        "nothing, a message before and one after its receive arrived whole")
+    sent = ["cm-magic", "cm-addr"] + re.findall(r"^weft-fi-wire: sent (\S+)$", out, re.M)
+    refused = set(re.findall(r"^weft: refused a peer's message \(QP \d+\): (\S+), 1 so far$", out, re.M))
+    missing = [x for x in sent if x not in refused]
+    if len(sent) > 2 and not missing:
+        t.checked(f"the provider refused each of the {len(sent)} hostile inputs with its reason: {' '.join(sent)}")
     else:
-        t.show(r.out, "check | ", 40)
-        t.fail(f"weft-fi-check exit {r.rc}: {len(bad)} failed: {bad[:3]}")
+        t.show(out, "wire | ", 40)
+        t.fail(f"refusals not reported: {' '.join(missing) or 'no hostile message sent'}")
     t.require(t.no_oops(0), None)
 
 

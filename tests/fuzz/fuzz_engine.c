@@ -87,50 +87,19 @@ struct fz {
 	struct fz_stats st;
 };
 
-/* ---- decision source -------------------------------------------------------- */
+/* ---- decision source (fuzz_src.h), by short names ---------------------------- */
 
 static uint64_t src_u64(struct fz_src *src)
 {
-	uint64_t v = 0;
-
-	if (src->from_data) {
-		size_t i;
-
-		for (i = 0; i < 8; i++)
-			v |= (uint64_t)(src->pos < src->len ? src->data[src->pos++] : 0) << (8 * i);
-		return v;
-	}
-	v = (src->rng += 0x9e3779b97f4a7c15ull);
-	v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
-	v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
-	return v ^ (v >> 31);
+	return fz_src_u64(src);
 }
 
 static uint64_t below(struct fz_src *src, uint64_t n)
 {
-	if (src->from_data) {
-		uint64_t v = 0;
-
-		if (n <= 256)
-			v = src->pos < src->len ? src->data[src->pos++] : 0;
-		else
-			v = src_u64(src);
-		return n ? v % n : 0;
-	}
-	return n ? src_u64(src) % n : 0;
+	return fz_src_below(src, n);
 }
 
 /* An "interesting" 64-bit value for a field. */
-uint64_t fz_src_u64(struct fz_src *src)
-{
-	return src_u64(src);
-}
-
-uint64_t fz_src_below(struct fz_src *src, uint64_t n)
-{
-	return below(src, n);
-}
-
 static uint64_t interesting(struct fz *f, struct fz_src *src)
 {
 	struct fz_node *n = &f->n[0];

@@ -18,20 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Source of fuzz decisions: a seeded generator, or fuzzer-provided bytes
- * (exhausted bytes read as zeros). */
-struct fz_src {
-	const uint8_t *data;
-	size_t len, pos;
-	uint64_t rng;
-	bool from_data;
-};
+#include "fuzz_src.h"
 
 struct fz;
-
-/* The next decision from src: 64 random bits, or a value below n. */
-uint64_t fz_src_u64(struct fz_src *src);
-uint64_t fz_src_below(struct fz_src *src, uint64_t n);
 
 struct fz_stats {
 	uint64_t actions, reg_writes, sram_writes, db_writes, packets, mutated, polls;

@@ -4,6 +4,7 @@
 #   tests/fuzz/run-libfuzzer.sh [RUNS] [-- extra libFuzzer options]
 #   WEFT_FUZZ_TARGET=match tests/fuzz/run-libfuzzer.sh ...   (matching engine)
 #   WEFT_FUZZ_TARGET=state tests/fuzz/run-libfuzzer.sh ...   (state loader)
+#   WEFT_FUZZ_TARGET=wire tests/fuzz/run-libfuzzer.sh ...    (libfabric provider's wire)
 #
 # Needs clang with -fsanitize=fuzzer (Debian: clang + libclang-rt-14-dev).
 # When that is missing it says so and exits 2: nothing is built and
@@ -39,9 +40,11 @@ src=(
 	"$WEFT_ROOT"/qemu-device/sim/*.c
 	"$WEFT_ROOT"/guest-driver/policy/weft_policy.c
 	"$WEFT_ROOT"/tests/fuzz/fuzz_engine.c
+	"$WEFT_ROOT"/tests/fuzz/fuzz_src.c
 )
 # WEFT_FUZZ_TARGET=match fuzzes the header-matching engine (fuzz_match.h),
-# WEFT_FUZZ_TARGET=state the adapter state loader (fuzz_state.h).
+# WEFT_FUZZ_TARGET=state the adapter state loader (fuzz_state.h),
+# WEFT_FUZZ_TARGET=wire the provider's wire decoders alone (fuzz_wire.h).
 target=weft-libfuzzer
 corpus=$out/corpus
 if [ "${WEFT_FUZZ_TARGET:-core}" = match ]; then
@@ -54,6 +57,12 @@ elif [ "${WEFT_FUZZ_TARGET:-core}" = state ]; then
 	target=weft-libfuzzer-state
 	corpus=$out/corpus-state
 	mkdir -p "$corpus"
+elif [ "${WEFT_FUZZ_TARGET:-core}" = wire ]; then
+	src=("$WEFT_ROOT"/tests/fuzz/fuzz_src.c "$WEFT_ROOT"/tests/fuzz/fuzz_wire.c
+		"$WEFT_ROOT"/tests/fuzz/fuzz_wire_libfuzzer.c "$WEFT_ROOT"/fi-provider/wire.c)
+	target=weft-libfuzzer-wire
+	corpus=$out/corpus-wire
+	mkdir -p "$corpus"
 else
 	src+=("$WEFT_ROOT"/tests/fuzz/fuzz_libfuzzer.c)
 fi
@@ -61,7 +70,7 @@ weft_log "building the libFuzzer target"
 "$CC" -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-I"$WEFT_ROOT/include" -I"$WEFT_ROOT/qemu-device/core" \
 	-I"$WEFT_ROOT/qemu-device/switch" -I"$WEFT_ROOT/qemu-device/sim" \
-	-I"$WEFT_ROOT/guest-driver/policy" \
+	-I"$WEFT_ROOT/guest-driver/policy" -I"$WEFT_ROOT/fi-provider" \
 	"${src[@]}" -o "$out/$target"
 weft_log "running $runs inputs"
 "$out/$target" -runs="$runs" -max_len=4096 -seed=1 "$@" "$corpus"
