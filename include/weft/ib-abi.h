@@ -143,6 +143,14 @@ struct weft_ib_resize_cq_resp {
  */
 #define WEFT_IB_NS			(1u << 12)
 
+/* ibv_post_send: bits 29..28 of a work request's send_flags (no
+ * IBV_SEND_* flag uses them) name the counter slot 1..3 its completion
+ * counts on; the provider copies them into weft_vwqe.cnt_slot.
+ */
+#define WEFT_IB_SEND_CNT_SHIFT		28
+#define WEFT_IB_SEND_CNT_SLOT(n)	((unsigned int)(n) << WEFT_IB_SEND_CNT_SHIFT)
+#define WEFT_IB_SEND_CNT_SLOT_GET(f)	(((unsigned int)(f) >> WEFT_IB_SEND_CNT_SHIFT) & 3u)
+
 enum weft_ib_objects {
 	WEFT_IB_OBJECT_CNTR = WEFT_IB_NS,
 };
