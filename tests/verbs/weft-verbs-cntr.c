@@ -148,6 +148,17 @@ static void open_all(struct vt *v, struct ibv_pd **pd, struct ibv_cq **cq, struc
 		t_bail("ibv_reg_mr: errno %d", errno);
 }
 
+static void close_all(struct vt *v, struct ibv_qp *qp, struct ibv_mr *mr, struct ibv_cq *cq,
+		      struct ibv_pd *pd, uint8_t *buf)
+{
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(v->ctx);
+	free(buf);
+}
+
 static void server(struct vt *v)
 {
 	struct ibv_pd *pd;
@@ -186,12 +197,7 @@ static void server(struct vt *v)
 		  NW, WLEN, (unsigned long long)nw, NR, (unsigned long long)nr);
 	cntr_destroy(v, &w);
 	cntr_destroy(v, &r);
-	ibv_destroy_qp(qp);
-	ibv_dereg_mr(mr);
-	ibv_destroy_cq(cq);
-	ibv_dealloc_pd(pd);
-	ibv_close_device(v->ctx);
-	free(buf);
+	close_all(v, qp, mr, cq, pd, buf);
 }
 
 static void client(struct vt *v)
@@ -255,12 +261,7 @@ static void client(struct vt *v)
 	t_checked("node1: %d unsignaled WRITEs and %d unsignaled READs on slot 1 counted %llu by the adapter, a WRITE without a slot not; the READ data in place when counted",
 		  NW, NR, (unsigned long long)n);
 	cntr_destroy(v, &k);
-	ibv_destroy_qp(qp);
-	ibv_dereg_mr(mr);
-	ibv_destroy_cq(cq);
-	ibv_dealloc_pd(pd);
-	ibv_close_device(v->ctx);
-	free(buf);
+	close_all(v, qp, mr, cq, pd, buf);
 }
 
 int main(int argc, char **argv)
