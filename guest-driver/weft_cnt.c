@@ -59,6 +59,7 @@ struct weft_cnt_drv {
 	dma_addr_t cmd_dma;
 	struct weft_cobj *obj[WEFT_CNT_NR_OBJ];
 	struct weft_cexp *exp[WEFT_CNT_NR_EXP];
+	DECLARE_BITMAP(ev, WEFT_CNT_NR_OBJ);	/* ids of weft_ib's event counters */
 	wait_queue_head_t wq;
 };
 
@@ -267,7 +268,7 @@ int weft_cnt_create(struct weft_ctx *ctx, struct weft_ioc_cnt_create *a)
 		goto err_unlock;
 	ret = -ENOSPC;
 	for (id = 0; id < WEFT_CNT_NR_OBJ; id++)
-		if (!cd->obj[id])
+		if (!cd->obj[id] && !test_bit(id, cd->ev))
 			break;
 	if (id == WEFT_CNT_NR_OBJ)
 		goto err_unlock;
@@ -450,6 +451,86 @@ int weft_cnt_wait(struct weft_ctx *ctx, struct weft_ioc_cnt_wait *a)
 	kref_put(&o->ref, weft_cobj_release);
 	return ret;
 }
+
+/* ---- event counters, for weft_ib.ko (docs/counters.md "Event counters") --- */
+
+/*
+ * An EVENT object over the status block at block (16 bytes, 8-aligned, the
+ * caller's DMA address): its id and generation.  The caller owns the block
+ * and destroys the object before freeing it.
+ */
+int weft_cnt_ev_create(struct weft_dev *wdev, dma_addr_t block, u32 *id, u16 *gen)
+{
+	struct weft_cnt_drv *cd = wdev->cnt;
+	struct weft_cnt_cmd m = { .op = WEFT_CNT_CMD_CREATE };
+	u64 g;
+	u32 i;
+	int ret;
+
+	if (!cd || (block & 7))
+		return -EINVAL;
+	mutex_lock(&wdev->lock);
+	ret = -ENODEV;
+	if (wdev->dead || !cd->cmd)
+		goto out;
+	ret = -ENOSPC;
+	for (i = 0; i < WEFT_CNT_NR_OBJ; i++)
+		if (!cd->obj[i] && !test_bit(i, cd->ev))
+			break;
+	if (i == WEFT_CNT_NR_OBJ)
+		goto out;
+	m.handle = i;
+	m.u.create.block_addr = block;
+	m.u.create.mode = WEFT_CNT_MODE_EVENT;
+	ret = weft_cnt_cmd(wdev, &m, &g);
+	if (ret)
+		goto out;
+	set_bit(i, cd->ev);
+	*id = i;
+	*gen = g;
+out:
+	mutex_unlock(&wdev->lock);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(weft_cnt_ev_create);
+
+/* Slot 1..3 of verbs QP qpn counts on event counter (id, gen). */
+int weft_cnt_ev_bind(struct weft_dev *wdev, u32 id, u16 gen, u32 qpn, u8 slot, u8 events)
+{
+	struct weft_cnt_cmd m = { .op = WEFT_CNT_CMD_BIND_QP, .handle = id };
+	int ret;
+
+	if (!wdev->cnt || id >= WEFT_CNT_NR_OBJ || !slot || slot >= WEFT_CNT_QP_SLOTS ||
+	    (events & ~WEFT_CNT_EV_ALL))
+		return -EINVAL;
+	m.u.bind.gen = gen;
+	m.u.bind.slot = slot;
+	m.u.bind.events = events;
+	m.u.bind.qpn = qpn;
+	mutex_lock(&wdev->lock);
+	if (wdev->dead || !wdev->cnt->cmd || !test_bit(id, wdev->cnt->ev))
+		ret = -ENODEV;
+	else
+		ret = weft_cnt_cmd(wdev, &m, NULL);
+	mutex_unlock(&wdev->lock);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(weft_cnt_ev_bind);
+
+/* The object goes; its block is the caller's again once this returns. */
+void weft_cnt_ev_destroy(struct weft_dev *wdev, u32 id, u16 gen)
+{
+	struct weft_cnt_cmd m = { .op = WEFT_CNT_CMD_DESTROY, .handle = id };
+
+	if (!wdev->cnt || id >= WEFT_CNT_NR_OBJ)
+		return;
+	m.u.obj.gen = gen;
+	mutex_lock(&wdev->lock);
+	if (test_and_clear_bit(id, wdev->cnt->ev) && !wdev->dead && wdev->cnt->cmd)
+		weft_cnt_cmd(wdev, &m, NULL);
+	mutex_unlock(&wdev->lock);
+}
+EXPORT_SYMBOL_GPL(weft_cnt_ev_destroy);
 
 /* ---- mmap: the status page, read-only ------------------------------------ */
 

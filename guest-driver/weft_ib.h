@@ -13,6 +13,7 @@
 #include <linux/xarray.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 #include "weft_verbs.h"
 #include "weft/ib-abi.h"
@@ -68,6 +69,7 @@ struct weft_ibucontext {
 enum weft_mmap_type {
 	WEFT_MMAP_UAR,
 	WEFT_MMAP_RING,
+	WEFT_MMAP_CNTR,		/* an event counter's page: a ring, read-only */
 };
 
 struct weft_mmap_entry {
@@ -217,6 +219,9 @@ int weft_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad);
 void weft_ib_qp_retire(struct weft_ibqp *qp, bool sq, u16 wqe_index);
 void weft_ib_qp_event(struct weft_ibdev *dev, u32 qpn, enum ib_event_type type);
+
+/* weft_ib_cntr.c: event counters (docs/counters.md) */
+extern const struct uapi_definition weft_ib_cntr_defs[];
 u8 weft_ib_access(int ib_access);
 
 /* weft_ib_srq.c */

@@ -359,6 +359,17 @@ static int weft_ib_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 	if (!re)
 		return -EINVAL;
 	e = container_of(re, struct weft_mmap_entry, rdma);
+	if (e->type == WEFT_MMAP_CNTR && (vma->vm_flags & VM_WRITE)) {
+		ret = -EPERM;		/* the adapter's block: read-only */
+		goto out;
+	}
+	if (e->type == WEFT_MMAP_CNTR) {
+#ifdef WEFT_HAVE_VM_FLAGS_SET
+		vm_flags_clear(vma, VM_MAYWRITE);
+#else
+		vma->vm_flags &= ~VM_MAYWRITE;
+#endif
+	}
 	if (e->type == WEFT_MMAP_UAR) {
 		if (vma->vm_flags & VM_READ) {
 			ret = -EPERM;
@@ -388,7 +399,7 @@ static void weft_ib_mmap_free(struct rdma_user_mmap_entry *re)
 {
 	struct weft_mmap_entry *e = container_of(re, struct weft_mmap_entry, rdma);
 
-	if (e->type == WEFT_MMAP_RING)
+	if (e->type != WEFT_MMAP_UAR)
 		weft_ib_ring_free(e->dev, &e->ring);
 	kfree(e);
 }
@@ -647,6 +658,7 @@ static int weft_ib_probe(struct auxiliary_device *adev,
 				  BIT_ULL(IB_USER_VERBS_CMD_POLL_CQ) |
 				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	ib_set_device_ops(ibdev, &weft_ib_ops);
+	ibdev->driver_def = weft_ib_cntr_defs;
 	ret = ib_device_set_netdev(ibdev, dev->ndev, 1);
 	if (ret)
 		goto err_uar;

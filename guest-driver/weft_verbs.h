@@ -56,5 +56,9 @@ void weft_verbs_get_caps(struct weft_dev *wdev, struct weft_verbs_caps *caps);
 struct net_device *weft_verbs_netdev(struct weft_dev *wdev);
 struct pci_dev *weft_verbs_pdev(struct weft_dev *wdev);
 phys_addr_t weft_verbs_uar_phys(struct weft_dev *wdev, u32 uar);
+/* Event counters (weft_cnt.c, docs/counters.md "Event counters"). */
+int weft_cnt_ev_create(struct weft_dev *wdev, dma_addr_t block, u32 *id, u16 *gen);
+int weft_cnt_ev_bind(struct weft_dev *wdev, u32 id, u16 gen, u32 qpn, u8 slot, u8 events);
+void weft_cnt_ev_destroy(struct weft_dev *wdev, u32 id, u16 gen);
 
 #endif /* WEFT_VERBS_DRV_H */

@@ -11,6 +11,7 @@
 #include <util/udma_barrier.h>
 
 #include "weft.h"
+#include "weft-abi.h"
 
 /* Bit 31 of a UD work request's Q_Key asks for the QP's own Q_Key. */
 #define WEFT_QKEY_USE_QP 0x80000000u
@@ -307,6 +308,8 @@ int weft_post_one(struct weft_qp *qp, const struct ibv_send_wr *wr)
 		wqe->flags |= WEFT_VWQE_SOLICITED;
 	if (wr->send_flags & IBV_SEND_FENCE)
 		wqe->flags |= WEFT_VWQE_FENCE;
+	/* The event-counter slot its completion counts on (weft/ib-abi.h). */
+	wqe->cnt_slot = WEFT_IB_SEND_CNT_SLOT_GET(wr->send_flags);
 	if (!(wr->send_flags & IBV_SEND_INLINE))
 		copy_sges((struct weft_vsge *)(wqe + 1), wr->sg_list, wr->num_sge);
 	__atomic_store_n(&sq->head, sq->head + 1, __ATOMIC_RELAXED);

@@ -62,7 +62,7 @@ fi
 # libibverbs.so.1 needs libnl, which the build does not: its own
 # dependencies are resolved in the guest.
 vflags=(-std=gnu11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -I"$sysroot/usr/include"
-	-I"$vsrc" -I"$common")
+	-I"$vsrc" -I"$common" -I"$WEFT_ROOT/include")
 for c in "$vsrc"/weft-verbs-*.c; do
 	name=$(basename "$c" .c)
 	if [ ! -x "$out/$name" ] || [ -n "$(find "$c" "$vsrc/vt.h" "$common" "${vdebs[@]}" \

@@ -22,6 +22,14 @@
  * cause (enum weft_reason); the operation then fails and can be posted
  * again.
  *
+ * Event counters (WEFT_CNT_MODE_EVENT, docs/counters.md "Event
+ * counters"): an object without a region whose status block (struct
+ * weft_cnt_ev_block) counts up: the verbs engine adds one per completion
+ * of a send WQE that names one of its QP's counter slots, and one per
+ * RDMA WRITE, atomic or READ served at a QP bound with the matching event
+ * bits, after the data is placed (the completion generated, the last
+ * response sent).  This is what libfabric's fi_cntr counts.
+ *
  * Only BAR 0 (the kernel driver) reaches these commands: requests that
  * name physical addresses are privileged.  All fields little-endian.
  */
@@ -44,6 +52,7 @@
 #define WEFT_CNT_RETRIES        8u      /* resends before the operation fails */
 #define WEFT_CNT_RESP_JOBS      32u     /* read requests a responder serves at once */
 #define WEFT_CNT_ANY_PEER       0xffffu /* exposure: any node may use it */
+#define WEFT_CNT_QP_SLOTS       4u      /* counter slots per verbs QP; slot 0 is "none" */
 
 /* ---- BAR 0 registers (in WEFT_REG_LIST of weft/hw.h) -------------------- */
 /*   CNT_NR_OBJ      RO  WEFT_CNT_NR_OBJ
@@ -63,10 +72,26 @@ struct weft_cnt_block {
 };
 WEFT_STATIC_ASSERT(sizeof(struct weft_cnt_block) == 16, "counter block");
 
+/* EVENT mode's status block: both words count up from 0 (CREATE writes
+ * zeros); the adapter writes the whole block after every event.  The
+ * driver never writes it: software offsets (fi_cntr_set) stay in software. */
+struct weft_cnt_ev_block {
+	uint64_t count;                 /* successful events */
+	uint64_t errors;                /* events that completed in error */
+};
+WEFT_STATIC_ASSERT(sizeof(struct weft_cnt_ev_block) == 16, "event counter block");
+
 enum weft_cnt_mode {
 	WEFT_CNT_MODE_BYTES = 0,        /* count = region length, minus bytes applied */
 	WEFT_CNT_MODE_OPS = 1,          /* count = ops given at CREATE, minus ops done */
+	WEFT_CNT_MODE_EVENT = 2,        /* counts verbs events up (no region, no ops) */
 };
+
+/* Event bits of a QP counter slot (BIND_QP): what the QP serves as the
+ * responder.  Send WQEs name the slot themselves (weft_vwqe.cnt_slot). */
+#define WEFT_CNT_EV_REMOTE_WRITE 0x01u /* an RDMA WRITE placed, an atomic applied */
+#define WEFT_CNT_EV_REMOTE_READ  0x02u /* an RDMA READ served (last response sent) */
+#define WEFT_CNT_EV_ALL          0x03u
 
 /* CREATE flags */
 #define WEFT_CNTF_IRQ           0x01u /* at zero: WEFT_EV_CNT_ZERO on the vector */
@@ -91,6 +116,8 @@ enum weft_cnt_cmd_op {
 					 * at u.query.addr */
 	WEFT_CNT_CMD_QUERY_EXP = 7,     /* handle = exposure index: struct
 					 * weft_cnt_exp_dump at u.query.addr */
+	WEFT_CNT_CMD_BIND_QP = 8,       /* handle = EVENT object id, u.bind */
+	WEFT_CNT_CMD_UNBIND_QP = 9,     /* handle = 0, u.bind.qpn and slot */
 };
 
 struct weft_cnt_cmd {
@@ -135,6 +162,13 @@ struct weft_cnt_cmd {
 			uint16_t gen;
 			uint8_t  reserved[54];
 		} obj;
+		struct {                /* BIND_QP, UNBIND_QP */
+			uint16_t gen;           /* BIND_QP: the object's */
+			uint8_t  slot;          /* 1 .. WEFT_CNT_QP_SLOTS - 1 */
+			uint8_t  events;        /* BIND_QP: WEFT_CNT_EV_* (0: WQEs only) */
+			uint32_t qpn;           /* a created RC or UC QP */
+			uint64_t reserved[6];
+		} bind;
 		struct {                /* QUERY, QUERY_EXP */
 			uint64_t addr;
 			uint64_t reserved[6];

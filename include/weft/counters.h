@@ -118,7 +118,9 @@
 	X(MATCH_PEERS,     "match: peer channel table full") \
 	X(HQ_QUEUE,        "match: QUERY_HQ of a header queue >= 128") \
 	X(HQ_BUF,          "match: QUERY_HQ buffer misaligned or not in guest memory") \
-	X(HQ_SHORT,        "match: QUERY_HQ buffer shorter than one entry")
+	X(HQ_SHORT,        "match: QUERY_HQ buffer shorter than one entry") \
+	X(CNT_SLOT,        "counter: QP counter slot out of range or bound to no live event counter") \
+	X(CNT_MODE,        "counter: object is not an event counter, or an event bit unknown")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,
@@ -156,7 +158,9 @@ enum weft_reason {
 	X(V_TM_SYNC_REQS)  X(V_TM_RNDV)       X(V_TM_RNDV_DONE)  X(V_TM_RNDV_SW) \
 	X(V_TM_RNDV_ERR)                                                      \
 	/* interrupt moderation (INT_MOD, docs/hw-spec.md 8.1) */             \
-	X(INT_HELD)
+	X(INT_HELD)                                                           \
+	/* event counters (weft/cnt.h WEFT_CNT_MODE_EVENT) */                 \
+	X(C_EVENTS)        X(C_EVENT_ERRS)
 
 enum weft_counter {
 #define WEFT_CNT_ENUM(name) WEFT_CNT_##name,

@@ -132,6 +132,51 @@ struct weft_ib_resize_cq_resp {
 	__u32 reserved;
 };
 
+/* ---- Event counters (weftdv_create_counter, docs/counters.md) ------------ */
+/* A driver object of ib_uverbs' ioctl interface (the driver namespace,
+ * UVERBS_ID_DRIVER_NS = 1 << 12): an EVENT counter of the adapter
+ * (weft/cnt.h) whose 16-byte status block (struct weft_cnt_ev_block) is
+ * the first bytes of a page the provider maps read-only at the returned
+ * offset, length 4096.  BIND names a QP of the same context (its handle)
+ * and a counter slot 1..3; events are WEFT_CNT_EV_* (weft/cnt.h).  A send
+ * WQE's cnt_slot names the slot (weft/verbs.h).
+ */
+#define WEFT_IB_NS			(1u << 12)
+
+/* ibv_post_send: bits 29..28 of a work request's send_flags (no
+ * IBV_SEND_* flag uses them) name the counter slot 1..3 its completion
+ * counts on; the provider copies them into weft_vwqe.cnt_slot.
+ */
+#define WEFT_IB_SEND_CNT_SHIFT		28
+#define WEFT_IB_SEND_CNT_SLOT(n)	((unsigned int)(n) << WEFT_IB_SEND_CNT_SHIFT)
+#define WEFT_IB_SEND_CNT_SLOT_GET(f)	(((unsigned int)(f) >> WEFT_IB_SEND_CNT_SHIFT) & 3u)
+
+enum weft_ib_objects {
+	WEFT_IB_OBJECT_CNTR = WEFT_IB_NS,
+};
+
+enum weft_ib_cntr_methods {
+	WEFT_IB_METHOD_CNTR_CREATE = WEFT_IB_NS,
+	WEFT_IB_METHOD_CNTR_DESTROY,
+	WEFT_IB_METHOD_CNTR_BIND,
+};
+
+enum weft_ib_cntr_create_attrs {
+	WEFT_IB_ATTR_CNTR_CREATE_HANDLE = WEFT_IB_NS,
+	WEFT_IB_ATTR_CNTR_CREATE_MMAP,	/* out: __aligned_u64 mmap offset */
+};
+
+enum weft_ib_cntr_destroy_attrs {
+	WEFT_IB_ATTR_CNTR_DESTROY_HANDLE = WEFT_IB_NS,
+};
+
+enum weft_ib_cntr_bind_attrs {
+	WEFT_IB_ATTR_CNTR_BIND_HANDLE = WEFT_IB_NS,
+	WEFT_IB_ATTR_CNTR_BIND_QP,	/* the QP's handle */
+	WEFT_IB_ATTR_CNTR_BIND_SLOT,	/* in: __u32, 1 .. 3 */
+	WEFT_IB_ATTR_CNTR_BIND_EVENTS,	/* in: __u32, WEFT_CNT_EV_* */
+};
+
 /* Doorbell offsets within the UAR page (weft/verbs.h WEFT_UAR_LIST):
  * SQ_DB 0x000, RQ_DB 0x008, CQ_ARM 0x010, SRQ_DB 0x018, SRQ_TM_DB 0x020;
  * 8-byte little-endian writes

@@ -208,6 +208,8 @@ static inline const char *weft_cnt_cmd_name(unsigned int op)
 	case WEFT_CNT_CMD_UNEXPOSE: return "CNT_UNEXPOSE";
 	case WEFT_CNT_CMD_QUERY: return "CNT_QUERY";
 	case WEFT_CNT_CMD_QUERY_EXP: return "CNT_QUERY_EXP";
+	case WEFT_CNT_CMD_BIND_QP: return "CNT_BIND_QP";
+	case WEFT_CNT_CMD_UNBIND_QP: return "CNT_UNBIND_QP";
 	default: return "UNKNOWN";
 	}
 }

@@ -387,7 +387,8 @@ struct weft_vwqe {
 	uint8_t  opcode;                /* enum weft_vwqe_op */
 	uint8_t  flags;                 /* WEFT_VWQE_* */
 	uint8_t  num_sge;
-	uint8_t  reserved0;
+	uint8_t  cnt_slot;              /* 0, or the QP's counter slot (weft/cnt.h BIND_QP)
+					 * that counts this WQE's completion */
 	uint32_t imm_inv;               /* immediate data or STag */
 	union {
 		struct {                /* WRITE*, READ, CAS, FAA */

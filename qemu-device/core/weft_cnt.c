@@ -10,6 +10,10 @@
  * exposure table the driver fills, the read jobs that stream data back,
  * and the placement of write data with an acknowledgement per chunk.
  *
+ * Event counters (WEFT_CNT_MODE_EVENT): objects without a region that the
+ * verbs engine moves up, through the counter slots of its QPs (BIND_QP),
+ * one event per call and one status-block write each.
+ *
  * Every packet is checked field by field; a refusal is a drop with a
  * named reason (counted and traced) or, for a request, a CNT_ERROR packet
  * with the cause.  One weft_cnt_poll() sends at most one packet.
@@ -23,6 +27,7 @@
 #include "weft/verbs.h"
 #include "weft_core_int.h"
 #include "weft_state.h"
+#include "weft_verbs_int.h"
 
 #define CTLQ_LEN        256u
 #define CNT_BUDGET      (96ull << 20) /* host bytes of page copies and bitmaps */
@@ -56,6 +61,7 @@ struct cnt_obj {
 	uint32_t first_off;
 	uint32_t npages;
 	uint64_t count;
+	uint64_t errors;                /* EVENT mode: events completed in error */
 	uint32_t error;
 	uint16_t failed;
 	uint32_t ops_total;             /* OPS mode: operations the counter covers */
@@ -337,8 +343,14 @@ static void block_write(struct weft_core *c, struct cnt_obj *o)
 	struct weft_cnt_block b = {
 		.count = o->count, .error = o->error, .gen = o->gen, .failed = o->failed,
 	};
+	struct weft_cnt_ev_block e = { .count = o->count, .errors = o->errors };
+	int ret;
 
-	if (weft_dma_write(c, o->block_addr, &b, sizeof(b)))
+	if (o->mode == WEFT_CNT_MODE_EVENT)
+		ret = weft_dma_write(c, o->block_addr, &e, sizeof(e));
+	else
+		ret = weft_dma_write(c, o->block_addr, &b, sizeof(b));
+	if (ret)
 		weft_guest_error(c, "counter block 0x%llx not in guest RAM",
 				 (unsigned long long)o->block_addr);
 }
@@ -432,6 +444,28 @@ static void exp_free(struct weft_core *c, struct cnt_exp *e)
 
 /* ---- commands ------------------------------------------------------------ */
 
+/* CREATE of an EVENT object: a status block, nothing else. */
+static unsigned int create_event(struct weft_core *c, struct cnt_obj *o,
+				 const struct weft_cnt_cmd *m, struct weft_vcmd_resp *r)
+{
+	uint16_t gen = o->gen;
+
+	if (m->u.create.length || m->u.create.pages_addr || m->u.create.first_off ||
+	    m->u.create.flags || m->u.create.ops || !m->u.create.block_addr ||
+	    (m->u.create.block_addr & 7)) {
+		r->reason = WEFT_R_CNT_MODE;
+		return WEFT_CMD_EINVAL;
+	}
+	memset(o, 0, offsetof(struct cnt_obj, op));
+	o->live = true;
+	o->gen = (uint16_t)(gen + 1);
+	o->mode = WEFT_CNT_MODE_EVENT;
+	o->block_addr = m->u.create.block_addr;
+	block_write(c, o);
+	r->out[0] = o->gen;
+	return WEFT_CMD_OK;
+}
+
 static unsigned int cmd_create(struct weft_core *c, const struct weft_cnt_cmd *m,
 			       struct weft_vcmd_resp *r)
 {
@@ -448,6 +482,8 @@ static unsigned int cmd_create(struct weft_core *c, const struct weft_cnt_cmd *m
 	o = &k->obj[id];
 	if (o->live)
 		return WEFT_CMD_EBUSY;
+	if (m->u.create.mode == WEFT_CNT_MODE_EVENT)
+		return create_event(c, o, m, r);
 	if (len == 0 || len > WEFT_CNT_MAX_LEN || m->u.create.first_off >= WEFT_CNT_PAGE ||
 	    !m->u.create.block_addr || (m->u.create.block_addr & 7) ||
 	    m->u.create.mode > WEFT_CNT_MODE_OPS || (m->u.create.flags & ~WEFT_CNTF_IRQ) ||
@@ -692,6 +728,92 @@ static unsigned int cmd_unexpose(struct weft_core *c, const struct weft_cnt_cmd 
 	return WEFT_CMD_OK;
 }
 
+/* BIND_QP: slot of an RC QP counts on EVENT object handle. */
+static unsigned int cmd_bind_qp(struct weft_core *c, const struct weft_cnt_cmd *m,
+				struct weft_vcmd_resp *r)
+{
+	struct weft_cnt *k = c->ctr;
+	struct vq_qp *qp = vq_qp(c, m->u.bind.qpn);
+	const struct cnt_obj *o;
+
+	if (m->handle >= WEFT_CNT_NR_OBJ || !k->obj[m->handle].live) {
+		r->reason = WEFT_R_CNT_OBJ_INVALID;
+		return WEFT_CMD_EINVAL;
+	}
+	o = &k->obj[m->handle];
+	if (o->gen != m->u.bind.gen) {
+		r->reason = WEFT_R_CNT_OBJ_STALE;
+		return WEFT_CMD_EINVAL;
+	}
+	if (o->mode != WEFT_CNT_MODE_EVENT || (m->u.bind.events & ~WEFT_CNT_EV_ALL)) {
+		r->reason = WEFT_R_CNT_MODE;
+		return WEFT_CMD_EINVAL;
+	}
+	if (!qp || qp->type != WEFT_VQPT_RC) {
+		r->reason = WEFT_R_QP_INVALID;
+		return WEFT_CMD_EINVAL;
+	}
+	if (m->u.bind.slot == 0 || m->u.bind.slot >= WEFT_CNT_QP_SLOTS) {
+		r->reason = WEFT_R_CNT_SLOT;
+		return WEFT_CMD_EINVAL;
+	}
+	qp->cnt[m->u.bind.slot] = (struct vq_cnt_slot){
+		.obj = (uint16_t)m->handle, .gen = o->gen, .events = m->u.bind.events,
+	};
+	return WEFT_CMD_OK;
+}
+
+static unsigned int cmd_unbind_qp(struct weft_core *c, const struct weft_cnt_cmd *m,
+				  struct weft_vcmd_resp *r)
+{
+	struct vq_qp *qp = vq_qp(c, m->u.bind.qpn);
+
+	if (!qp) {
+		r->reason = WEFT_R_QP_INVALID;
+		return WEFT_CMD_EINVAL;
+	}
+	if (m->u.bind.slot == 0 || m->u.bind.slot >= WEFT_CNT_QP_SLOTS) {
+		r->reason = WEFT_R_CNT_SLOT;
+		return WEFT_CMD_EINVAL;
+	}
+	memset(&qp->cnt[m->u.bind.slot], 0, sizeof(qp->cnt[0]));
+	return WEFT_CMD_OK;
+}
+
+void vq_cnt_slot_event(struct weft_core *c, struct vq_qp *qp, unsigned int slot, bool err)
+{
+	const struct vq_cnt_slot *b;
+	struct cnt_obj *o;
+
+	if (slot == 0 || slot >= WEFT_CNT_QP_SLOTS) {
+		weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_CNT_SLOT);
+		return;
+	}
+	b = &qp->cnt[slot];
+	o = b->obj < WEFT_CNT_NR_OBJ ? &c->ctr->obj[b->obj] : NULL;
+	if (!b->gen || !o || !o->live || o->mode != WEFT_CNT_MODE_EVENT || o->gen != b->gen) {
+		weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_CNT_SLOT);
+		return;
+	}
+	if (err) {
+		o->errors++;
+		weft_count(c, WEFT_CNT_C_EVENT_ERRS, 1);
+	} else {
+		o->count++;
+		weft_count(c, WEFT_CNT_C_EVENTS, 1);
+	}
+	block_write(c, o);
+}
+
+void vq_cnt_qp_event(struct weft_core *c, struct vq_qp *qp, unsigned int ev)
+{
+	unsigned int s;
+
+	for (s = 1; s < WEFT_CNT_QP_SLOTS; s++)
+		if (qp->cnt[s].gen && (qp->cnt[s].events & ev))
+			vq_cnt_slot_event(c, qp, s, false);
+}
+
 /* The commands, by enum weft_cnt_cmd_op. */
 static unsigned int (*const cmd_fn[])(struct weft_core *c, const struct weft_cnt_cmd *m,
 				      struct weft_vcmd_resp *r) = {
@@ -702,6 +824,8 @@ static unsigned int (*const cmd_fn[])(struct weft_core *c, const struct weft_cnt
 	[WEFT_CNT_CMD_UNEXPOSE] = cmd_unexpose,
 	[WEFT_CNT_CMD_QUERY] = cmd_query,
 	[WEFT_CNT_CMD_QUERY_EXP] = cmd_query_exp,
+	[WEFT_CNT_CMD_BIND_QP] = cmd_bind_qp,
+	[WEFT_CNT_CMD_UNBIND_QP] = cmd_unbind_qp,
 };
 
 void weft_cnt_cmd(struct weft_core *c, uint64_t addr)
@@ -1367,8 +1491,8 @@ bool weft_core_cnt_obj(const struct weft_core *c, uint32_t id, struct weft_cnt_o
 /* A change of these structs stops here: its author checks that a new
  * field is no pointer or deadline (handle it below) nor an index used
  * unchecked (add it to cnt_state_check). */
-WEFT_STATIC_ASSERT(sizeof(struct weft_cnt) == 215048, "weft_cnt changed: see weft_cnt_save");
-WEFT_STATIC_ASSERT(sizeof(struct cnt_obj) == 728, "cnt_obj changed: see weft_cnt_save");
+WEFT_STATIC_ASSERT(sizeof(struct weft_cnt) == 217096, "weft_cnt changed: see weft_cnt_save");
+WEFT_STATIC_ASSERT(sizeof(struct cnt_obj) == 736, "cnt_obj changed: see weft_cnt_save");
 WEFT_STATIC_ASSERT(sizeof(struct cnt_op) == 80, "cnt_op changed: see weft_cnt_save");
 WEFT_STATIC_ASSERT(sizeof(struct cnt_exp) == 48, "cnt_exp changed: see weft_cnt_save");
 
@@ -1401,7 +1525,7 @@ void weft_cnt_save(const struct weft_core *c, struct weft_state_w *w)
 	for (i = 0; i < WEFT_CNT_NR_OBJ; i++) {
 		const struct cnt_obj *o = &k->obj[i];
 
-		if (!o->live)
+		if (!o->live || o->mode == WEFT_CNT_MODE_EVENT)
 			continue;
 		weft_state_put(w, o->pages, (size_t)o->npages * sizeof(uint64_t));
 		weft_state_put(w, o->done, obj_words(o) * 8);
@@ -1414,6 +1538,8 @@ void weft_cnt_save(const struct weft_core *c, struct weft_state_w *w)
 
 static bool cnt_region_ok(uint32_t first_off, uint64_t length, uint32_t npages)
 {
+	if (length == 0)        /* an EVENT object */
+		return first_off == 0 && npages == 0;
 	return first_off < WEFT_CNT_PAGE && length && length <= WEFT_CNT_MAX_LEN &&
 	       npages == npages_of(first_off, length);
 }
@@ -1515,8 +1641,12 @@ bool weft_cnt_load(struct weft_core *c, struct weft_state_r *r)
 
 		if (!o->live)
 			continue;
-		if (!cnt_region_ok(o->first_off, o->length, o->npages))
+		if (o->mode > WEFT_CNT_MODE_EVENT ||
+		    (o->mode == WEFT_CNT_MODE_EVENT) != (o->length == 0) ||
+		    !cnt_region_ok(o->first_off, o->length, o->npages))
 			return weft_state_fail(r, "counters: object %u region", i);
+		if (o->mode == WEFT_CNT_MODE_EVENT)
+			continue;
 		words = obj_words(o);
 		o->host_bytes = (uint64_t)o->npages * 8 + words * 16;
 		k->host_bytes += o->host_bytes;

@@ -6,6 +6,7 @@
 #ifndef WEFT_VERBS_INT_H
 #define WEFT_VERBS_INT_H
 
+#include "weft/cnt.h"
 #include "weft/verbs.h"
 #include "weft_core_int.h"
 
@@ -36,7 +37,8 @@ struct vq_sw {
 	uint8_t  reason;
 	uint8_t  signaled;
 	uint8_t  chunks_sent;   /* read: requests sent so far (capped 255) */
-	uint16_t reserved;
+	uint8_t  cnt_slot;      /* counter slot its completion counts on, 0 = none */
+	uint8_t  reserved;
 };
 
 /* A copied, checked WQE. */
@@ -61,6 +63,7 @@ struct vq_rrq {
 	uint64_t va;
 	uint32_t len;
 	uint8_t  atomic;        /* response is an ATOMIC_RESP with value */
+	uint8_t  counted;       /* a new READ (not a duplicate): counts when served */
 	uint64_t value;
 };
 
@@ -86,6 +89,14 @@ struct vq_rvh {
 	uint32_t msn;           /* READ: read MSN of its first request */
 	uint32_t resp_psn;      /* READ: next response PSN expected */
 	uint64_t resp_bits;     /* READ: responses received ahead of resp_psn */
+};
+
+/* A QP counter slot: an EVENT counter object and the responder events it
+ * counts (weft/cnt.h BIND_QP).  Checked against the object at each event. */
+struct vq_cnt_slot {
+	uint16_t obj, gen;      /* gen 0: unbound */
+	uint8_t  events;        /* WEFT_CNT_EV_* */
+	uint8_t  reserved[3];
 };
 
 struct vq_qp {
@@ -133,6 +144,7 @@ struct vq_qp {
 	/* responder */
 	uint32_t epsn, msn, rd_emsn;
 	uint64_t rx_bits;       /* write packets placed ahead of epsn */
+	uint64_t rx_last;       /* those of rx_bits that end a WRITE (event counters) */
 	bool nak_sent, ack_owed, ack_now;
 	struct vq_rrq rrq[WEFT_VERBS_MAX_RD_ATOMIC];
 	uint32_t rrq_head, rrq_count;
@@ -140,6 +152,7 @@ struct vq_qp {
 	uint64_t atom_val[VQ_ATOMIC_CACHE];
 	uint32_t atom_next;
 	uint32_t touched[VQ_TOUCHED];   /* TPT index + 1 of early one-touch entries */
+	struct vq_cnt_slot cnt[WEFT_CNT_QP_SLOTS];     /* event counters (weft_cnt.c) */
 	/* scheduling */
 	bool in_tq;
 	bool in_work;
@@ -451,5 +464,12 @@ int vq_link_xmit(struct weft_core *c, const void *pkt, size_t len);
 /* Build and transmit a verbs packet for qp; 0, -EAGAIN (kept for later). */
 int vq_xmit(struct weft_core *c, const struct vq_qp *qp, uint16_t dst_node,
 	    const struct weft_vhdr *h, const void *data, uint32_t dlen);
+
+/* ---- weft_cnt.c: event counters (weft/cnt.h WEFT_CNT_MODE_EVENT) ------- */
+/* Slot of qp counts one event (an error when err): the object's block moves
+ * up.  A slot bound to no live EVENT object drops it (CNT_SLOT). */
+void vq_cnt_slot_event(struct weft_core *c, struct vq_qp *qp, unsigned int slot, bool err);
+/* Every slot of qp bound with event bit ev counts one event. */
+void vq_cnt_qp_event(struct weft_core *c, struct vq_qp *qp, unsigned int ev);
 
 #endif /* WEFT_VERBS_INT_H */

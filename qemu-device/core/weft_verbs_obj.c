@@ -1113,7 +1113,7 @@ void weft_verbs_poll_timer(struct weft_core *c)
  * change stop here so that its author checks that it is no pointer (add
  * it to the layout) nor an index used unchecked (add it to vq_state_check).
  */
-WEFT_STATIC_ASSERT(sizeof(struct vq_qp) == 4232, "vq_qp changed: see weft_verbs_save");
+WEFT_STATIC_ASSERT(sizeof(struct vq_qp) == 4272, "vq_qp changed: see weft_verbs_save");
 WEFT_STATIC_ASSERT(sizeof(struct weft_verbs) == 9328, "weft_verbs changed: see weft_verbs_save");
 
 static const size_t vq_verbs_ptr[] = {

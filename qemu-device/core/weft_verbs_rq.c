@@ -159,9 +159,15 @@ static bool advance(struct weft_core *c, struct vq_qp *qp, uint32_t n)
 
 	qp->epsn = psn_add(qp->epsn, n);
 	qp->rx_bits = n >= 64 ? 0 : qp->rx_bits >> n;
+	qp->rx_last = n >= 64 ? 0 : qp->rx_last >> n;
 	while (qp->rx_bits & 1) {
+		/* The last packet of a WRITE placed ahead: now every packet of
+		 * it is placed. */
+		if (qp->rx_last & 1)
+			vq_cnt_qp_event(c, qp, WEFT_CNT_EV_REMOTE_WRITE);
 		qp->epsn = psn_add(qp->epsn, 1);
 		qp->rx_bits >>= 1;
+		qp->rx_last >>= 1;
 		jumped = true;
 	}
 	qp->nak_sent = false;
@@ -272,8 +278,10 @@ static void rx_write(struct weft_core *c, struct vq_qp *qp, const struct weft_vh
 		violation(c, qp, h, why, imm ? WEFT_VWC_REM_ACCESS_ERR : 0);
 		return;
 	}
-	if (h->flags & WEFT_VF_LAST)
+	if (h->flags & WEFT_VF_LAST) {
 		qp->msn++;
+		vq_cnt_qp_event(c, qp, WEFT_CNT_EV_REMOTE_WRITE);
+	}
 	if (imm) {
 		qp->rcv_active = false;
 		rq_cqe(c, qp, &qp->rcv, WEFT_VWC_RECV_RDMA_IMM, WEFT_VWC_SUCCESS, h->dma_len,
@@ -455,6 +463,7 @@ static void rx_read(struct weft_core *c, struct vq_qp *qp, const struct weft_vhd
 		}
 		if (dup)
 			weft_count(c, WEFT_CNT_V_DUP_READS, 1);
+		e.counted = !dup;
 	} else {
 		uint64_t old = 0, nv;
 		unsigned int i;
@@ -492,6 +501,7 @@ static void rx_read(struct weft_core *c, struct vq_qp *qp, const struct weft_vhd
 		qp->atom_psn[qp->atom_next] = h->psn + 1;
 		qp->atom_val[qp->atom_next] = old;
 		qp->atom_next = (qp->atom_next + 1) % VQ_ATOMIC_CACHE;
+		vq_cnt_qp_event(c, qp, WEFT_CNT_EV_REMOTE_WRITE);
 	}
 	rrq_push(c, qp, &e);
 	if (!dup) {
@@ -526,8 +536,10 @@ void vq_rx_request(struct weft_core *c, struct vq_qp *qp, const struct weft_wire
 			if (why == WEFT_R_OK) {
 				qp->rx_bits |= 1ull << d;
 				weft_count(c, WEFT_CNT_V_OOO_PLACED, 1);
-				if (h->flags & WEFT_VF_LAST)
+				if (h->flags & WEFT_VF_LAST) {
 					qp->msn++;
+					qp->rx_last |= 1ull << d;
+				}
 			} else {
 				/* Checked again when it arrives in order. */
 				weft_drop(c, wh, WEFT_NO_WINDOW, why);
@@ -599,6 +611,8 @@ int vq_rrq_step(struct weft_core *c, struct vq_qp *qp)
 	if (vq_xmit(c, qp, qp->dest_node, &h, data, dlen) != 0)
 		return -EAGAIN;
 	if (++e->sent >= e->npkt) {
+		if (e->counted)
+			vq_cnt_qp_event(c, qp, WEFT_CNT_EV_REMOTE_READ);
 		qp->rrq_head = (qp->rrq_head + 1) % WEFT_VERBS_MAX_RD_ATOMIC;
 		qp->rrq_count--;
 	}

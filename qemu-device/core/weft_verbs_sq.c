@@ -119,21 +119,29 @@ void vq_sq_complete(struct weft_core *c, struct vq_qp *qp, unsigned int max)
 			e.byte_len = sw->status ? sw->reason : sw->byte_len;
 			if (sw->signaled || sw->status)
 				vq_cqe(c, qp->scq, &e, false);
+			/* After the completion, so never ahead of the data. */
+			if (sw->cnt_slot)
+				vq_cnt_slot_event(c, qp, sw->cnt_slot, sw->status != 0);
 		} else if (flush) {
 			struct weft_vwqe h;
+			unsigned int slot;
 
 			if (sw->state == SW_IDLE) {
 				memset(&h, 0, sizeof(h));
 				weft_dma_read(c, sq_slot(qp, qp->sq_ci), &h, sizeof(h));
 				e.wr_id = h.wr_id;
 				e.opcode = wc_op(h.opcode);
+				slot = h.cnt_slot;
 			} else {
 				e.wr_id = sw->wr_id;
 				e.opcode = wc_op(sw->op);
+				slot = sw->cnt_slot;
 			}
 			e.status = WEFT_VWC_WR_FLUSH_ERR;
 			e.byte_len = WEFT_R_FLUSHED;
 			vq_cqe(c, qp->scq, &e, false);
+			if (slot)
+				vq_cnt_slot_event(c, qp, slot, true);
 		} else {
 			break;
 		}
@@ -180,6 +188,12 @@ static uint8_t wqe_start(struct weft_core *c, struct vq_qp *qp, uint32_t idx,
 	sw->wr_id = w->h.wr_id;
 	sw->op = (uint8_t)op;
 	sw->signaled = (w->h.flags & WEFT_VWQE_SIGNALED) != 0;
+	/* A counter slot must be bound when the WQE starts (weft/cnt.h). */
+	if (w->h.cnt_slot && (w->h.cnt_slot >= WEFT_CNT_QP_SLOTS || !qp->cnt[w->h.cnt_slot].gen)) {
+		*reason = WEFT_R_CNT_SLOT;
+		return WEFT_VWC_LOC_QP_OP_ERR;
+	}
+	sw->cnt_slot = w->h.cnt_slot;
 	*reason = WEFT_R_QP_TYPE;
 	if (ud && op != WEFT_VWR_SEND && op != WEFT_VWR_SEND_IMM && op != WEFT_VWR_REG_MR &&
 	    op != WEFT_VWR_LOCAL_INV)

@@ -455,6 +455,13 @@ def verbs_cq(t):
     vrun(t, vpair, "weft-verbs-cq")
 
 
+@scenario("verbs-cntr", "C2", "user verbs: event counters through weft_ib's uverbs object: node1's unsignaled "
+          "WRITEs and READs naming slot 1 counted by the adapter, node0's REMOTE_WRITE and REMOTE_READ counters "
+          "moved with no poll on node0, the block read-only, bad slots EINVAL (weft-verbs-cntr)")
+def verbs_cntr(t):
+    vrun(t, vpair, "weft-verbs-cntr")
+
+
 @scenario("verbs-uc", "C2", "user verbs: UC QPs: node1's SEND of 3 packets, SEND_IMM, WRITE of 8 packets and WRITE_IMM "
           "land byte-exact on node0 with their completions; RDMA READ, atomics and SEND with invalidate on UC "
           "EINVAL at ibv_post_send (weft-verbs-uc)")

@@ -1414,6 +1414,8 @@ static void act_vwqe(struct fz *f, struct fz_src *src)
 	if (below(src, 6))
 		w.opcode = (uint8_t)below(src, WEFT_VWR__COUNT + 1);
 	w.flags = (uint8_t)below(src, 16);
+	if (below(src, 4) == 0)
+		w.cnt_slot = (uint8_t)below(src, WEFT_CNT_QP_SLOTS + 1);
 	w.imm_inv = below(src, 2) ? fz_stag(src) : (uint32_t)src_u64(src);
 	switch (w.opcode) {
 	case WEFT_VWR_REG_MR:
@@ -1838,7 +1840,8 @@ static void act_ccmd(struct fz *f, struct fz_src *src)
 	static const uint8_t ops[] = {
 		WEFT_CNT_CMD_CREATE, WEFT_CNT_CMD_DESTROY, WEFT_CNT_CMD_POST, WEFT_CNT_CMD_POST,
 		WEFT_CNT_CMD_POST, WEFT_CNT_CMD_EXPOSE, WEFT_CNT_CMD_UNEXPOSE, WEFT_CNT_CMD_QUERY,
-		WEFT_CNT_CMD_QUERY_EXP, 0, 99,
+		WEFT_CNT_CMD_QUERY_EXP, WEFT_CNT_CMD_BIND_QP, WEFT_CNT_CMD_BIND_QP,
+		WEFT_CNT_CMD_UNBIND_QP, 0, 99,
 	};
 	struct fz_node *n = &f->n[0];
 	struct weft_cnt_obj_dump d;
@@ -1863,6 +1866,19 @@ static void act_ccmd(struct fz *f, struct fz_src *src)
 		m.u.create.flags = (uint8_t)below(src, 4);
 		m.u.create.vector = (uint8_t)below(src, 3);
 		m.u.create.ops = (uint32_t)below(src, 6);
+		if (m.u.create.mode == WEFT_CNT_MODE_EVENT && below(src, 2)) {
+			/* Near-valid event counter: a block and nothing else. */
+			m.u.create.pages_addr = m.u.create.length = 0;
+			m.u.create.first_off = m.u.create.flags = 0;
+			m.u.create.ops = 0;
+		}
+		break;
+	case WEFT_CNT_CMD_BIND_QP:
+	case WEFT_CNT_CMD_UNBIND_QP:
+		m.u.bind.gen = below(src, 4) ? d.gen : (uint16_t)src_u64(src);
+		m.u.bind.slot = (uint8_t)below(src, WEFT_CNT_QP_SLOTS + 1);
+		m.u.bind.events = (uint8_t)below(src, 5);
+		m.u.bind.qpn = below(src, 4) ? (uint32_t)below(src, 16) : (uint32_t)interesting(f, src);
 		break;
 	case WEFT_CNT_CMD_DESTROY:
 	case WEFT_CNT_CMD_UNEXPOSE:

@@ -2344,6 +2344,29 @@ static void test_counters_regs(void)
     k.u.obj.gen = (uint16_t)resp.out[0];
     g_assert_cmpuint(ccmd(n, &k, NULL), ==, WEFT_CMD_OK);
 
+    /* An EVENT counter (18.7): a zeroed block, no region; BIND refusals
+     * name their reason. */
+    qtest_memset(n->qts, block, 0xff, 16);
+    k = (struct weft_cnt_cmd){ .op = WEFT_CNT_CMD_CREATE, .handle = 5 };
+    k.u.create.block_addr = block;
+    k.u.create.mode = WEFT_CNT_MODE_EVENT;
+    g_assert_cmpuint(ccmd(n, &k, &resp), ==, WEFT_CMD_OK);
+    qtest_memread(n->qts, block, &blk, sizeof(blk));
+    g_assert_cmpuint(blk.count, ==, 0);
+    g_assert_cmpuint(blk.error, ==, 0);
+    k = (struct weft_cnt_cmd){ .op = WEFT_CNT_CMD_BIND_QP, .handle = 5 };
+    k.u.bind.gen = (uint16_t)resp.out[0];
+    k.u.bind.slot = 1;
+    k.u.bind.qpn = 2;               /* no QP created */
+    g_assert_cmpuint(ccmd(n, &k, &resp), ==, WEFT_CMD_EINVAL);
+    g_assert_cmpuint(resp.reason, ==, WEFT_R_QP_INVALID);
+    k.u.bind.events = 0x80;         /* no such event */
+    g_assert_cmpuint(ccmd(n, &k, &resp), ==, WEFT_CMD_EINVAL);
+    g_assert_cmpuint(resp.reason, ==, WEFT_R_CNT_MODE);
+    k.handle = 6;                   /* not live */
+    g_assert_cmpuint(ccmd(n, &k, &resp), ==, WEFT_CMD_EINVAL);
+    g_assert_cmpuint(resp.reason, ==, WEFT_R_CNT_OBJ_INVALID);
+
     reg_write(n, WEFT_REG_CNT_CMD, 0xfec00000ull);  /* not RAM */
     g_assert_cmpuint(reg_read(n, WEFT_REG_CNT_CMD_STATUS), ==, WEFT_CMD_EFAULT);
     node_stop(n);
