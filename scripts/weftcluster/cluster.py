@@ -163,13 +163,16 @@ class Cluster:
             f.write(f"{pid}\n")
 
     def chan_started(self):
-        """Wait until the daemon that start_chan started listens."""
+        """Wait until the daemon that start_chan started answers (its
+        socket exists from its bind, before it listens)."""
         pid = self.pid("chan")
         for _ in range(500):
-            if os.path.exists(self.path("chan.sock")):
+            try:
+                self.channel.status()
                 return
-            if not alive(pid):
-                break
+            except (OSError, ValueError):
+                if not alive(pid):
+                    break
             time.sleep(0.02)
         sys.stderr.write("\n".join(tail(self.path("chan.log"), 50) or []) + "\n")
         raise Die("the command channel daemon did not start")
