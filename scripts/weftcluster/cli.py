@@ -428,7 +428,12 @@ def cmd_up(c, args):
     # while the snapshot is found or made and the switch starts.
     c.start_chan()
     if s.start == "snapshot":
-        s.snapshot = snapshot.make(c)
+        try:
+            s.snapshot = snapshot.make(c)
+        except Die:
+            # Nothing of the cluster runs: a new `up` may start it.
+            stop_pid(c.pid("chan"))
+            raise
         s.save(c.dir)
     ph.mark("snapshot")
 
