@@ -142,6 +142,21 @@ weft_hash() {
 	done | sed "s#$WEFT_ROOT/##" | sha256sum | cut -c1-16
 }
 
+# weft_stat_hash PATH... : a short hash of the names, sizes, modification
+# times and inodes of the files under the PATHs (a missing PATH counted as
+# such): cheap to take, and it changes with any file written, added or
+# removed, where weft_hash reads every byte.
+weft_stat_hash() {
+	local p
+	for p in "$@"; do
+		if [ -e "$p" ]; then
+			find "$p" -type f -printf '%p %s %T@ %i %m\n'
+		else
+			echo "missing $p"
+		fi
+	done | LC_ALL=C sort | sha256sum | cut -c1-16
+}
+
 # Debian packages as .debs in $WEFT_CACHE/debs (build-image.sh, build-layer.sh).
 WEFT_DEBS=$WEFT_CACHE/debs
 declare -A CAND=()

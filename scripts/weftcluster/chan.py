@@ -25,7 +25,7 @@ import sys
 import time
 
 HELLO_PERIOD = 1.0      # seconds between hellos until a node answers READY
-FIRST_HELLO_PERIOD = 0.1  # the same until the node said anything (see _hello)
+FIRST_HELLO_PERIOD = 0.1  # the same for a restored node until it said anything (see _hello)
 RECONNECT_PERIOD = 0.2  # seconds between connection attempts to a VM
 KILL_GRACE = 10.0       # seconds to wait for a killed command's output
 PROGRESS_PERIOD = 10.0  # seconds between "still waiting" lines
@@ -38,6 +38,7 @@ class Node:
     def __init__(self, index, path):
         self.index = index
         self.path = path
+        self.identity = path.replace(".cmd.sock", ".identity")  # a start from a snapshot only
         self.writer = None
         self.connected = False
         self.ready = None          # dict from the last READY, or None
@@ -79,14 +80,20 @@ class Node:
             await asyncio.sleep(RECONNECT_PERIOD)
 
     async def _hello(self):
-        # Until the guest says anything, often: a node restored from a
-        # snapshot answers only a hello (with WAITID), and a hello sent
-        # while its QEMU still loads the saved state is lost with the
-        # serial port's old state (docs/performance.md).
+        # Until the guest says anything, often for a node restored from a
+        # snapshot (it has an identity file): it answers only a hello (with
+        # WAITID), and a hello sent while its QEMU still loads the saved
+        # state is lost with the serial port's old state
+        # (docs/performance.md).  A booting guest reads its hellos only
+        # when its agent starts and answers every one queued meanwhile
+        # with a READY, a few forks each under TCG: ten a second of a
+        # minute's boot at load 25 kept its first commands waiting for
+        # minutes, so it gets one a second.
         self.heard = False
+        fast = os.path.exists(self.identity)
         while self.ready is None:
             self._send(b"H\n")
-            await asyncio.sleep(HELLO_PERIOD if self.heard else FIRST_HELLO_PERIOD)
+            await asyncio.sleep(FIRST_HELLO_PERIOD if fast and not self.heard else HELLO_PERIOD)
 
     def _send(self, data):
         if self.writer is not None:
@@ -144,7 +151,7 @@ class Node:
         (images/init/rc): the words of nodeI.identity (written by
         weft-cluster, mode 0600) and the time now."""
         try:
-            with open(self.path.replace(".cmd.sock", ".identity")) as f:
+            with open(self.identity) as f:
                 words = f.read().split()
         except OSError as e:
             print(f"node{self.index}: asks for its identity, none to give: {e}", file=sys.stderr, flush=True)

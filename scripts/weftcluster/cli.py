@@ -86,7 +86,7 @@ import sys
 import threading
 import time
 
-from . import layer, snapshot
+from . import layer, snapshot, stamp
 from .mpirun import cmd_mpirun
 from .chan import ChannelError, alive
 from .cluster import Cluster, kill, stop_pid, tail
@@ -272,6 +272,43 @@ def in_parallel(*fns):
     return out
 
 
+class Phases:
+    """Wall time of each phase of `up`, logged at its end (docs/performance.md,
+    "Cluster start from a snapshot")."""
+
+    def __init__(self):
+        self.t0 = self.last = time.monotonic()
+        self.parts = []
+
+    def timed(self, what, fn):
+        """FN's result; its own wall time noted as WHAT (for phases run side
+        by side)."""
+        t = time.monotonic()
+        try:
+            return fn()
+        finally:
+            self.parts.append((what, time.monotonic() - t, True))
+
+    def mark(self, what):
+        """The time since the previous mark, noted as WHAT."""
+        now = time.monotonic()
+        self.parts.append((what, now - self.last, False))
+        self.last = now
+
+    def total(self):
+        return time.monotonic() - self.t0
+
+    def line(self):
+        out, inner = [], []
+        for what, dt, side in self.parts:
+            if side:
+                inner.append(f"{what} {dt:.2f}")
+            else:
+                out.append(f"{what} {dt:.2f}" + (f" ({', '.join(inner)})" if inner else ""))
+                inner = []
+        return "; ".join(out) + " s"
+
+
 def kernel_release(image):
     return "".join(tail(f"{image}/kernel-release", 1) or [])
 
@@ -331,21 +368,38 @@ def cmd_up(c, args):
         c.settings = old
         if c.running():
             raise Die(f"cluster '{c.name}' is already up (weft-cluster --name {c.name} down first)")
-    t0 = time.monotonic()
-    qemu = find_qemu()
+    ph = Phases()
+    # What the checks answered last time, when nothing they read changed
+    # since (stamp.py; docs/cluster.md, "What up checks").
+    checks = stamp.Stamp({"driver": a.adapter, "switch": a.adapter and not a.remote})
+    known = checks.hit()
 
     def image_and_layer():
-        log("guest image: scripts/build-image.sh")
-        image = run_script([f"{ROOT}/scripts/build-image.sh"] + ([] if a.adapter else ["--without-driver"]),
-                           "scripts/build-image.sh")
+        if known:
+            image = known["image"]
+        else:
+            log("guest image: scripts/build-image.sh")
+            image = run_script([f"{ROOT}/scripts/build-image.sh"] + ([] if a.adapter else ["--without-driver"]),
+                               "scripts/build-image.sh")
         if a.layer:
             log(f"image layer: scripts/build-layer.sh {a.layer}")
         return image, layer.build(a.layer) if a.layer else ""
 
-    # The image's checks and the switch's meson run side by side (QEMU's
-    # build first: it installs the packages and meson both need).
-    (image, ldir), sw = in_parallel(
-        image_and_layer, lambda: find_switch(os.path.dirname(c.dir)) if a.adapter and not a.remote else "")
+    if known:
+        qemu, sw = known["qemu"], known["switch"]
+        log(f"checks: nothing they read changed since they passed ({checks.path}): QEMU {qemu}, "
+            f"image {known['image']}" + (f", weft-switch {sw}" if sw else ""))
+        image, ldir = ph.timed("build-layer.sh", image_and_layer) if a.layer else image_and_layer()
+    else:
+        qemu = ph.timed("build-qemu.sh", find_qemu)
+        # The image's checks and the switch's meson run side by side
+        # (QEMU's build first: it installs the packages and meson both need).
+        (image, ldir), sw = in_parallel(
+            lambda: ph.timed("build-image.sh", image_and_layer),
+            lambda: ph.timed("switch build", lambda: find_switch(os.path.dirname(c.dir)))
+            if a.adapter and not a.remote else "")
+        checks.save({"qemu": qemu, "image": image, "switch": sw})
+    ph.mark("checks")
     accel = accelerator()
     mcast = ""
     if a.vnet and n != 2:
@@ -369,10 +423,20 @@ def cmd_up(c, args):
         s.start = "boot" if why else "snapshot"
         if why:
             log(f"start: every node boots (a snapshot start goes without {why})")
-    if s.start == "snapshot":
-        s.snapshot = snapshot.make(c)
     s.save(c.dir)
+    # The channel daemon starts (a Python process: about half a second)
+    # while the snapshot is found or made and the switch starts.
     c.start_chan()
+    if s.start == "snapshot":
+        try:
+            s.snapshot = snapshot.make(c)
+        except Die:
+            # Nothing of the cluster runs: a new `up` may start it.
+            stop_pid(c.pid("chan"))
+            raise
+        s.save(c.dir)
+    ph.mark("snapshot")
+
     if a.remote:
         # Copies, mode 0600: down removes them, the folder given stays.
         for i in range(n):
@@ -389,12 +453,17 @@ def cmd_up(c, args):
             log(f"tokens for nodes {n * a.adapters}..{a.fabric_nodes - 1} of other hosts: "
                 f"{c.dir}/node<ID>.token (copy them to a 0700 folder there: up --switch {c.switch_addr()} "
                 "--tokens DIR --first-node ID)")
+    ph.mark("switch")
     how = "restored from the snapshot" if s.start == "snapshot" else "booting"
     log(f"starting {n} VM(s) ({accel}, {a.mem} MiB each, kernel {kernel_release(image)}, {how})")
     for i in range(n):
         c.start_node(i)
+    ph.mark("QEMU start")
     if s.start == "snapshot":
         snapshot.restore(c, range(n))
+        ph.mark("restore")
+    c.chan_started()
+    ph.mark("channel")
     log(f"waiting for the nodes to report ready (timeout {timeout} s)")
     if not c.channel.wait(range(n), timeout):
         st = c.node_status()
@@ -403,6 +472,7 @@ def cmd_up(c, args):
                 c.show_tail(i)
         print(c.table())
         raise Die(f"cluster '{c.name}': some nodes did not boot (weft-cluster --name {c.name} down to clean up)")
+    ph.mark("ready")
     bad = c.bad_nodes(c.node_status())
     if bad:
         for i, why in sorted(bad.items()):
@@ -416,7 +486,9 @@ def cmd_up(c, args):
     elif a.adapter:
         tcp = f" (TCP listener {c.switch_addr()})" if s.listen else ""
         log(f"up: transport {s.transport}{tcp}; the switch says: {c.transports()}")
-    log(f"cluster '{c.name}' up: {n} node(s) in {time.monotonic() - t0:.1f} s (state: {c.dir})")
+    ph.mark("report")
+    log(f"up: phases: {ph.line()}")
+    log(f"cluster '{c.name}' up: {n} node(s) in {ph.total():.1f} s (state: {c.dir})")
 
 
 def cmd_exec(c, args):

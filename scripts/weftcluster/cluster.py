@@ -154,16 +154,26 @@ class Cluster:
                 or alive(self.pid("switch")) or alive(self.pid("chan")))
 
     def start_chan(self):
+        """Start the command channel daemon; chan_started() waits for it.
+        It needs only the cluster's folder: it connects to each node's
+        serial socket as that appears."""
         pid = spawn([sys.executable, CHAN, "serve", "--dir", self.dir, "--nodes", str(self.settings.nodes)],
                     self.path("chan.log"), append=False)
         with open(self.path("chan.pid"), "w") as f:
             f.write(f"{pid}\n")
-        for _ in range(100):
-            if os.path.exists(self.path("chan.sock")):
+
+    def chan_started(self):
+        """Wait until the daemon that start_chan started answers (its
+        socket exists from its bind, before it listens)."""
+        pid = self.pid("chan")
+        for _ in range(500):
+            try:
+                self.channel.status()
                 return
-            if not alive(pid):
-                break
-            time.sleep(0.1)
+            except (OSError, ValueError):
+                if not alive(pid):
+                    break
+            time.sleep(0.02)
         sys.stderr.write("\n".join(tail(self.path("chan.log"), 50) or []) + "\n")
         raise Die("the command channel daemon did not start")
 

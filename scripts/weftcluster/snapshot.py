@@ -30,6 +30,7 @@ import time
 
 from .cluster import spawn, no_thp, stop_pid, tail, write_private
 from .rundir import Die, log
+from .stamp import cache_root
 
 TEMPLATE_TIMEOUT = 300          # seconds for the template to boot and be saved
 QMP_TIMEOUT = 60                # seconds for a restored node's QEMU to open its QMP socket
@@ -38,9 +39,7 @@ ENTRY = re.compile(r"^([0-9a-f]{8})-[0-9a-f]{16}$")
 
 
 def cache_dir():
-    c = os.environ.get("WEFT_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "weft")
-    return os.path.join(c, "snapshots")
+    return os.path.join(cache_root(), "snapshots")
 
 
 def file_hash(path):
