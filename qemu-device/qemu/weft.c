@@ -512,11 +512,28 @@ static bool weft_link_can_receive(void *opaque)
     return !s->paused && weft_core_can_receive(s->core);
 }
 
-static bool weft_link_receive(void *opaque, const uint8_t *pkt, size_t len)
+static int weft_link_receive(void *opaque, const uint8_t *pkt, size_t len,
+                             bool shared)
 {
     WeftState *s = opaque;
 
-    return weft_core_receive(s->core, pkt, len) != -EAGAIN;
+    return shared ? weft_core_receive_shared(s->core, pkt, len) :
+                    weft_core_receive(s->core, pkt, len);
+}
+
+static void weft_link_unlend(void *opaque)
+{
+    WeftState *s = opaque;
+
+    weft_core_rx_unlend(s->core);
+}
+
+/* The core is done with a packet it kept in the switch's ring. */
+static void weft_op_rx_release(void *opaque, const void *pkt)
+{
+    WeftState *s = opaque;
+
+    weft_link_release(&s->link, pkt);
 }
 
 /*
@@ -556,6 +573,7 @@ static void weft_link_set_up(void *opaque, bool up)
 static const WeftLinkOps weft_link_ops = {
     .can_receive = weft_link_can_receive,
     .receive = weft_link_receive,
+    .unlend = weft_link_unlend,
     .input = weft_link_input,
     .kick = weft_link_kick,
     .set_up = weft_link_set_up,
@@ -686,6 +704,7 @@ static int weft_op_xmit(void *opaque, const void *pkt, size_t len)
 static const struct weft_core_ops weft_core_ops = {
     .dma_read = weft_op_dma_read,
     .dma_write = weft_op_dma_write,
+    .rx_release = weft_op_rx_release,
     .irq = weft_op_irq,
     .xmit = weft_op_xmit,
     .now_ns = weft_op_now_ns,
