@@ -1204,18 +1204,20 @@ static void act_db(struct fz *f, struct fz_src *src)
 
 /* Hands a frame to node's core: copied, or (one in two) in a buffer the
  * core keeps, as from the switch's ring, which then changes under it as
- * a hostile switch would change it after the header was taken. */
-static void deliver(struct fz *f, struct fz_src *src, unsigned int node, uint8_t *pkt,
-		    size_t len)
+ * a hostile switch would change it after the header was taken.  Which
+ * and how come from the frame's number, not the input, so the actions
+ * an input makes are the same either way. */
+static void deliver(struct fz *f, unsigned int node, uint8_t *pkt, size_t len)
 {
 	struct weft_core *c = weft_sim_core(f->s, node);
 	struct weft_fabric *fab = weft_sim_fabric(f->s);
+	uint64_t x = (++f->st.packets + 1) * 0x9e3779b97f4a7c15ull;
 	uint8_t *fr = NULL;
 	unsigned int n;
 	int i, rc = -EAGAIN;
 
-	f->st.packets++;
-	if (len >= WEFT_WIRE_HDR_SIZE && len <= WEFT_WIRE_MAX_FRAME && below(src, 2))
+	x ^= x >> 29;
+	if (len >= WEFT_WIRE_HDR_SIZE && len <= WEFT_WIRE_MAX_FRAME && (x & 1))
 		fr = weft_fabric_frame_alloc(fab);
 	if (!fr) {
 		for (i = 0; i < 4 && weft_core_receive(c, pkt, len) != 0; i++)
@@ -1231,8 +1233,11 @@ static void deliver(struct fz *f, struct fz_src *src, unsigned int node, uint8_t
 		return;
 	}
 	/* Kept: the sim's rx_release gives it back to the fabric. */
-	for (n = (unsigned int)below(src, 4); n > 0; n--) {
-		fr[below(src, len)] = (uint8_t)src_u64(src);
+	for (n = (unsigned int)(x >> 1) % 4; n > 0; n--) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		fr[x % len] = (uint8_t)(x >> 56);
 		f->st.rx_shared_changed++;
 	}
 }
@@ -1273,7 +1278,7 @@ static void act_packet(struct fz *f, struct fz_src *src)
 	len = sizeof(h) + plen;
 	if (!below(src, 8))
 		len = below(src, sizeof(pkt) + 1);
-	deliver(f, src, 0, pkt, len);
+	deliver(f, 0, pkt, len);
 }
 
 static void act_mutated(struct fz *f, struct fz_src *src)
@@ -1322,7 +1327,7 @@ static void act_mutated(struct fz *f, struct fz_src *src)
 	}
 	memcpy(&h, pkt, sizeof(h));
 	f->st.mutated++;
-	deliver(f, src, h.dst_node < FZ_NODES ? h.dst_node : 0, pkt, len);
+	deliver(f, h.dst_node < FZ_NODES ? h.dst_node : 0, pkt, len);
 }
 
 /* A packet that is valid for node 0's current set-up (an RDMA write
@@ -1370,7 +1375,7 @@ static void act_current(struct fz *f, struct fz_src *src)
 	memcpy(pkt, &h, sizeof(h));
 	for (k = 0; k < h.length && k < WEFT_MAX_PAYLOAD; k++)
 		pkt[sizeof(h) + k] = (uint8_t)k;
-	deliver(f, src, 0, pkt, sizeof(h) + (h.length <= WEFT_MAX_PAYLOAD ? h.length : 0));
+	deliver(f, 0, pkt, sizeof(h) + (h.length <= WEFT_MAX_PAYLOAD ? h.length : 0));
 }
 
 static void act_read(struct fz *f, struct fz_src *src)
@@ -1720,7 +1725,7 @@ static void act_vmisc(struct fz *f, struct fz_src *src)
 			dlen += (uint32_t)sizeof(a);
 		}
 		len = wsv_forge(pkt, 1, 0, &h, data, dlen);
-		deliver(f, src, 0, pkt, len);
+		deliver(f, 0, pkt, len);
 		break;
 	}
 	}
@@ -1986,7 +1991,7 @@ static void act_cpkt(struct fz *f, struct fz_src *src)
 	for (i = 0; i < dlen; i++)
 		pkt[sizeof(wh) + sizeof(h) + i] = (uint8_t)src_u64(src);
 	f->st.cnt_pkts++;
-	deliver(f, src, 0, pkt, sizeof(wh) + sizeof(h) + dlen);
+	deliver(f, 0, pkt, sizeof(wh) + sizeof(h) + dlen);
 }
 
 void fz_action(struct fz *f, struct fz_src *src)
