@@ -510,12 +510,13 @@ static struct weft_pkt *rxq_pop(struct weft_core *c)
 	return p;
 }
 
-static const uint8_t *rxq_bytes(const struct weft_pkt *p)
+/* Byte off of a queued packet: from the copy or from the lent packet. */
+static const uint8_t *rxq_at(const struct weft_pkt *p, uint32_t off)
 {
-	return p->lent ? p->lent : p->data;
+	return off < p->ncopy ? p->data + off : p->lent + off;
 }
 
-/* The core is done with a popped packet: a lent one goes back. */
+/* The core is done with a packet: a lent one goes back. */
 static void rxq_done(struct weft_core *c, struct weft_pkt *p)
 {
 	if (p->lent) {
@@ -533,7 +534,7 @@ static void rxq_discard(struct weft_core *c, unsigned int reason)
 		struct weft_pkt *p = rxq_pop(c);
 		struct weft_wire_hdr h;
 
-		memcpy(&h, rxq_bytes(p), sizeof(h));
+		memcpy(&h, rxq_at(p, 0), sizeof(h));
 		weft_drop(c, &h, h.dst_window, reason);
 		rxq_done(c, p);
 	}
@@ -1449,9 +1450,21 @@ void weft_core_db_write(struct weft_core *c, uint64_t off, uint64_t val, unsigne
 
 /* ---- receive entry point and poll loop --------------------------------- */
 
-/* Queue a packet, lent (kept by reference) or copied.  Returns 1 when
- * lent and kept, 0 when copied or dropped, -EAGAIN when full. */
-static int rx_enqueue(struct weft_core *c, const void *pkt, size_t len, bool lend)
+enum rx_mode { RX_COPY, RX_LEND, RX_SHARED };
+
+/* Packet types whose payload the core only places, or reads its own
+ * sub-headers from once into a copy (weft_verbs_rx): theirs may stay in
+ * memory a peer changes meanwhile. */
+static bool payload_placed_only(uint8_t type)
+{
+	return type == WEFT_PKT_FIFO || type == WEFT_PKT_RDMAW ||
+	       type == WEFT_PKT_TP_RDMAW || type == WEFT_PKT_VERBS;
+}
+
+/* Queue a packet, lent (kept by reference, whole or its payload) or
+ * copied.  Returns 1 when lent and kept, 0 when copied or dropped,
+ * -EAGAIN when full. */
+static int rx_enqueue(struct weft_core *c, const void *pkt, size_t len, enum rx_mode mode)
 {
 	struct weft_pkt *slot;
 
@@ -1462,28 +1475,61 @@ static int rx_enqueue(struct weft_core *c, const void *pkt, size_t len, bool len
 	if (c->rxq_count >= c->rxq_len)
 		return -EAGAIN;
 	slot = &c->rxq[(c->rxq_head + c->rxq_count) % c->rxq_len];
-	if (lend) {
+	slot->len = (uint32_t)len;
+	slot->lent = NULL;
+	slot->ncopy = (uint32_t)len;
+	if (mode == RX_LEND) {
 		slot->lent = pkt;
+		slot->ncopy = 0;
+	} else if (mode == RX_SHARED) {
+		/* The header once, then only the copy: its type decides. */
+		memcpy(slot->data, pkt, WEFT_WIRE_HDR_SIZE);
+		if (payload_placed_only(((const struct weft_wire_hdr *)slot->data)->type) &&
+		    len > WEFT_WIRE_HDR_SIZE) {
+			slot->lent = pkt;
+			slot->ncopy = WEFT_WIRE_HDR_SIZE;
+		} else {
+			memcpy(slot->data + WEFT_WIRE_HDR_SIZE,
+			       (const uint8_t *)pkt + WEFT_WIRE_HDR_SIZE, len - WEFT_WIRE_HDR_SIZE);
+		}
 	} else {
-		slot->lent = NULL;
 		memcpy(slot->data, pkt, len);
 	}
-	slot->len = (uint32_t)len;
 	c->rxq_count++;
 	if (c->ops.kick)
 		c->ops.kick(c->opaque);
-	return lend ? 1 : 0;
+	return slot->lent ? 1 : 0;
 }
 
 int weft_core_receive(struct weft_core *c, const void *pkt, size_t len)
 {
-	return rx_enqueue(c, pkt, len, false);
+	return rx_enqueue(c, pkt, len, RX_COPY);
 }
 
 int weft_core_receive_lent(struct weft_core *c, const void *pkt, size_t len)
 {
 	return rx_enqueue(c, pkt, len,
-			  c->ops.rx_release && !((uintptr_t)pkt & 7));
+			  c->ops.rx_release && !((uintptr_t)pkt & 7) ? RX_LEND : RX_COPY);
+}
+
+int weft_core_receive_shared(struct weft_core *c, const void *pkt, size_t len)
+{
+	return rx_enqueue(c, pkt, len, c->ops.rx_release ? RX_SHARED : RX_COPY);
+}
+
+void weft_core_rx_unlend(struct weft_core *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->rxq_count; i++) {
+		struct weft_pkt *p = &c->rxq[(c->rxq_head + i) % c->rxq_len];
+
+		if (!p->lent)
+			continue;
+		memcpy(p->data + p->ncopy, p->lent + p->ncopy, p->len - p->ncopy);
+		p->ncopy = p->len;
+		rxq_done(c, p);
+	}
 }
 
 bool weft_core_can_receive(const struct weft_core *c)
@@ -1527,10 +1573,10 @@ static bool rx_one(struct weft_core *c, bool *engines)
 		return false;
 	task = weft_task_alloc(c, WEFT_TASK_RX, WEFT_NO_WINDOW);
 	p = rxq_pop(c);
-	pkt = rxq_bytes(p);
+	pkt = rxq_at(p, 0);
 	if (rx_for_engines(pkt, p->len))
 		*engines = true;
-	weft_rx_process(c, pkt, p->len);
+	weft_rx_process(c, pkt, rxq_at(p, WEFT_WIRE_HDR_SIZE), p->len);
 	rxq_done(c, p);
 	weft_task_free(c, task);
 	return true;

@@ -170,6 +170,17 @@ bool weft_core_can_receive(const struct weft_core *c);
  * counted, or copied: without ops->rx_release or when pkt is not
  * aligned) and the caller has it back, -EAGAIN as weft_core_receive. */
 int weft_core_receive_lent(struct weft_core *c, const void *pkt, size_t len);
+/* The same for a packet in memory that a peer may change until
+ * ops->rx_release(pkt) (a ring shared with a switch).  The core copies the
+ * header and checks only its copy; the payload of packet types that only
+ * place it or read their own sub-headers from it once (FIFO, RDMA write,
+ * verbs) stays lent and is placed straight from pkt, so a change after
+ * the checks changes placed bytes, never a decision.  Every other packet
+ * is copied whole.  Returns as weft_core_receive_lent. */
+int weft_core_receive_shared(struct weft_core *c, const void *pkt, size_t len);
+/* Copies the part still lent of every queued packet and gives each back
+ * (ops->rx_release): before the embedder unmaps the memory they lie in. */
+void weft_core_rx_unlend(struct weft_core *c);
 
 /* Run adapter tasks for at most budget packets/commands.  Returns true
  * when work remains (the caller polls again). */

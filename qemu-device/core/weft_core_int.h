@@ -63,9 +63,15 @@ struct weft_win {
 	struct weft_condq cond[WEFT_NR_COND];
 };
 
+/* A received packet: its first ncopy bytes in data, the rest at the same
+ * offsets in lent (the embedder's packet).  ncopy is len (copied), 0 (lent
+ * whole: memory only the embedder writes) or WEFT_WIRE_HDR_SIZE (the header
+ * copied, the payload lent in memory a peer may change meanwhile: only
+ * placed or read once, weft_core_receive_shared). */
 struct weft_pkt {
 	uint32_t len;
-	const uint8_t *lent;            /* the embedder's packet, or NULL: data */
+	uint32_t ncopy;
+	const uint8_t *lent;            /* the embedder's packet, or NULL */
 	_Alignas(8) uint8_t data[WEFT_WIRE_MAX_FRAME];
 };
 
@@ -301,9 +307,13 @@ void weft_tx_load_req(struct weft_core *c, unsigned int w, const struct weft_sen
 		      uint8_t type, uint8_t state, uint8_t direction);
 
 /* ---- weft_recv.c ------------------------------------------------------ */
-/* Process one received packet of len bytes (at least a wire header) in
- * place; pkt is 8-byte aligned. */
-void weft_rx_process(struct weft_core *c, const uint8_t *pkt, size_t len);
+/* Process one received packet of len bytes (at least a wire header): its
+ * header at hdr (8-byte aligned, memory no peer writes), its len -
+ * WEFT_WIRE_HDR_SIZE payload bytes at payload.  The payload may lie in
+ * memory a peer changes meanwhile: it is only placed, or read once into a
+ * copy where a packet type looks inside it (weft_core_receive_shared). */
+void weft_rx_process(struct weft_core *c, const uint8_t *hdr, const uint8_t *payload,
+		     size_t len);
 /* Deliver a receive entry into window w's FIFO, header line last.
  * Returns enum weft_reason (0 = delivered).  With cfg.rx_overlap > 1,
  * inside a poll, the header line waits in rx_pend for weft_rx_flush. */

@@ -553,11 +553,13 @@ static void rx_completion(struct weft_core *c, unsigned int w, const struct weft
 	}
 }
 
-void weft_rx_process(struct weft_core *c, const uint8_t *pkt, size_t len)
+void weft_rx_process(struct weft_core *c, const uint8_t *hdr, const uint8_t *payload,
+		     size_t len)
 {
-	/* pkt is an 8-byte aligned receive-queue slot of at least a header. */
-	const struct weft_wire_hdr *h = (const struct weft_wire_hdr *)pkt;
-	const uint8_t *payload = pkt + sizeof(*h);
+	/* hdr is an 8-byte aligned receive-queue slot (or the embedder's
+	 * own packet), payload maybe the shared ring: only placed, or read
+	 * once into a copy by the packet type's own parser. */
+	const struct weft_wire_hdr *h = (const struct weft_wire_hdr *)hdr;
 	struct weft_lmt *l;
 	unsigned int w;
 	uint16_t d;

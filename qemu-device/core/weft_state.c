@@ -342,7 +342,12 @@ static void put_pkts(struct weft_state_w *w, const char *name, const struct weft
 		const struct weft_pkt *p = &q[(head + i) % qlen];
 
 		weft_state_put_u32(w, p->len);
-		weft_state_put(w, p->lent ? p->lent : p->data, p->len);
+		if (p->lent) {
+			weft_state_put(w, p->data, p->ncopy);
+			weft_state_put(w, p->lent + p->ncopy, p->len - p->ncopy);
+		} else {
+			weft_state_put(w, p->data, p->len);
+		}
 	}
 }
 
@@ -365,6 +370,7 @@ static bool get_pkts(struct weft_state_r *r, const char *name, struct weft_pkt *
 			return weft_state_fail(r, "record %s: packet of %u bytes", name, q[i].len);
 		if (!weft_state_get(r, q[i].data, q[i].len))
 			return false;
+		q[i].ncopy = q[i].len;
 	}
 	*count = n;
 	return true;

@@ -118,6 +118,19 @@ struct WeftState {
     char *transport;        /* auto, shm or socket */
 
     WeftLink link;          /* to weft-switch over chr */
+
+    /*
+     * A region of guest RAM in the bus-master address space, mapped once
+     * (under lock) and used by every DMA that falls inside it: one
+     * translation for many DMAs.  Unmapped by dma_listener at every
+     * change of the memory map (begin and commit of a transaction, with
+     * the big lock, which is taken before the device's).
+     */
+    MemoryRegionCache ram;
+    bool ram_mapped;
+    hwaddr ram_base;        /* bus address of ram's first byte */
+    hwaddr ram_len;
+    MemoryListener dma_listener;
 };
 
 /* ---- Guest memory -------------------------------------------------------- */
@@ -156,25 +169,85 @@ static bool weft_dma_is_ram(WeftState *s, uint64_t addr, size_t len,
     return true;
 }
 
+static void weft_ram_unmap(WeftState *s)
+{
+    if (s->ram_mapped) {
+        address_space_cache_destroy(&s->ram);
+        s->ram_mapped = false;
+    }
+}
+
+/* A transaction on the memory map begins or ends: the mapping may go. */
+static void weft_dma_map_changed(MemoryListener *listener)
+{
+    WeftState *s = container_of(listener, WeftState, dma_listener);
+
+    QEMU_LOCK_GUARD(&s->lock);
+    weft_ram_unmap(s);
+}
+
 /*
- * A DMA with one address translation: when [addr, addr + len) lies in
- * one region of guest RAM (writable RAM for a write), a copy from or to
- * its host memory, then for a write the dirty marking and translated-code
- * invalidation of any DMA.  1 when done, 0 when the range needs the
- * general path (several regions, an IOMMU, not RAM: checked and refused
- * there).  With bus mastering off, the address space ends in no RAM.
+ * Maps the whole region of writable guest RAM that holds addr (its
+ * section of the bus-master address space) instead of the one mapped;
+ * false, and the mapping kept, when addr is not in such RAM.
  */
-static int weft_dma_direct(WeftState *s, uint64_t addr, void *buf,
-                           size_t len, bool is_write)
+static bool weft_ram_map(WeftState *s, uint64_t addr)
+{
+    AddressSpace *as = pci_get_address_space(&s->parent_obj);
+    MemoryRegionCache probe = { 0 };
+    hwaddr base, size;
+    MemoryRegion *mr;
+    int64_t l;
+
+    RCU_READ_LOCK_GUARD();
+    address_space_cache_init(&probe, as, addr, 1, true);
+    base = probe.mrs.offset_within_address_space;
+    size = int128_gethi(probe.mrs.size) ? UINT64_MAX - base + 1 :
+           int128_get64(probe.mrs.size);
+    mr = probe.mrs.mr;
+    if (!probe.ptr || !memory_region_is_ram(mr) ||
+        memory_region_is_ram_device(mr) || mr->readonly || !size) {
+        address_space_cache_destroy(&probe);
+        return false;
+    }
+    address_space_cache_destroy(&probe);
+    weft_ram_unmap(s);
+    l = address_space_cache_init(&s->ram, as, base, size, true);
+    s->ram_mapped = true;
+    if (l <= 0 || !s->ram.ptr) {
+        weft_ram_unmap(s);
+        return false;
+    }
+    s->ram_base = base;
+    s->ram_len = l;
+    trace_weft_dma_map(base, l);
+    return true;
+}
+
+static bool weft_ram_holds(const WeftState *s, uint64_t addr, size_t len)
+{
+    return s->ram_mapped && addr >= s->ram_base &&
+           addr - s->ram_base <= s->ram_len &&
+           len <= s->ram_len - (addr - s->ram_base);
+}
+
+/*
+ * A DMA with one address translation of its own: when [addr, addr + len)
+ * lies in one region of RAM (writable RAM for a write), a copy from or
+ * to its host memory, then for a write the dirty marking and
+ * translated-code invalidation of any DMA.  1 when done, 0 when the
+ * range needs the general path (several regions, an IOMMU, not RAM:
+ * checked and refused there).  With bus mastering off, the address space
+ * ends in no RAM.
+ */
+static int weft_dma_once(WeftState *s, uint64_t addr, void *buf,
+                         size_t len, bool is_write)
 {
     AddressSpace *as = pci_get_address_space(&s->parent_obj);
     MemoryRegionCache cache = { 0 };
     MemoryRegion *mr;
     int done = 0;
 
-    if (len == 0 || addr + len - 1 < addr) {
-        return 0;
-    }
     RCU_READ_LOCK_GUARD();
     if (address_space_cache_init(&cache, as, addr, len, is_write) <
         (int64_t)len || !cache.ptr) {
@@ -195,6 +268,36 @@ static int weft_dma_direct(WeftState *s, uint64_t addr, void *buf,
 out:
     address_space_cache_destroy(&cache);
     return done;
+}
+
+/*
+ * A DMA without a translation of its own where it can: into the region
+ * of writable guest RAM mapped (or mapped now: the first DMA into a
+ * region after a change of the memory map), a copy from or to its host
+ * memory, then for a write the dirty marking and translated-code
+ * invalidation of any DMA.  Anything else (read-only memory, not RAM)
+ * goes through weft_dma_once.  1 when done, 0 as weft_dma_once.
+ */
+static int weft_dma_direct(WeftState *s, uint64_t addr, void *buf,
+                           size_t len, bool is_write)
+{
+    hwaddr off;
+
+    if (len == 0 || addr + len - 1 < addr) {
+        return 0;
+    }
+    if (!weft_ram_holds(s, addr, len) &&
+        (!weft_ram_map(s, addr) || !weft_ram_holds(s, addr, len))) {
+        return weft_dma_once(s, addr, buf, len, is_write);
+    }
+    off = addr - s->ram_base;
+    if (is_write) {
+        address_space_write_cached(&s->ram, off, buf, len);
+        address_space_cache_invalidate(&s->ram, off, len);
+    } else {
+        address_space_read_cached(&s->ram, off, buf, len);
+    }
+    return 1;
 }
 
 /*
@@ -512,11 +615,28 @@ static bool weft_link_can_receive(void *opaque)
     return !s->paused && weft_core_can_receive(s->core);
 }
 
-static bool weft_link_receive(void *opaque, const uint8_t *pkt, size_t len)
+static int weft_link_receive(void *opaque, const uint8_t *pkt, size_t len,
+                             bool shared)
 {
     WeftState *s = opaque;
 
-    return weft_core_receive(s->core, pkt, len) != -EAGAIN;
+    return shared ? weft_core_receive_shared(s->core, pkt, len) :
+                    weft_core_receive(s->core, pkt, len);
+}
+
+static void weft_link_unlend(void *opaque)
+{
+    WeftState *s = opaque;
+
+    weft_core_rx_unlend(s->core);
+}
+
+/* The core is done with a packet it kept in the switch's ring. */
+static void weft_op_rx_release(void *opaque, const void *pkt)
+{
+    WeftState *s = opaque;
+
+    weft_link_release(&s->link, pkt);
 }
 
 /*
@@ -556,6 +676,7 @@ static void weft_link_set_up(void *opaque, bool up)
 static const WeftLinkOps weft_link_ops = {
     .can_receive = weft_link_can_receive,
     .receive = weft_link_receive,
+    .unlend = weft_link_unlend,
     .input = weft_link_input,
     .kick = weft_link_kick,
     .set_up = weft_link_set_up,
@@ -686,6 +807,7 @@ static int weft_op_xmit(void *opaque, const void *pkt, size_t len)
 static const struct weft_core_ops weft_core_ops = {
     .dma_read = weft_op_dma_read,
     .dma_write = weft_op_dma_write,
+    .rx_release = weft_op_rx_release,
     .irq = weft_op_irq,
     .xmit = weft_op_xmit,
     .now_ns = weft_op_now_ns,
@@ -912,6 +1034,12 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
         goto out;
     }
     qemu_rec_mutex_init(&s->lock);
+    s->dma_listener = (MemoryListener) {
+        .name = "weft-dma",
+        .begin = weft_dma_map_changed,
+        .commit = weft_dma_map_changed,
+    };
+    memory_listener_register(&s->dma_listener, &address_space_memory);
     weft_init_context(s);
     s->core = weft_core_new(&cfg, &weft_core_ops, s, err, sizeof(err));
     if (!s->core) {
@@ -927,6 +1055,7 @@ static void weft_realize(PCIDevice *pdev, Error **errp)
     goto out;
 
 fail:
+    memory_listener_unregister(&s->dma_listener);
     weft_fini_context(s);
     /* A NULL core is a no-op here. */
     weft_core_free(s->core);
@@ -953,6 +1082,8 @@ static void weft_exit(PCIDevice *pdev)
     msix_uninit_exclusive_bar(pdev);
     weft_core_free(s->core);
     s->core = NULL;
+    memory_listener_unregister(&s->dma_listener);
+    weft_ram_unmap(s);
     qemu_rec_mutex_destroy(&s->lock);
 }
 

@@ -11,7 +11,10 @@
  * the HELLO asks for it, and when the HELLO_ACK grants it (a memfd and
  * two eventfds come with it) data frames go through two rings in the
  * memfd instead of the socket; an fd handler on the device's eventfd
- * hands the ring's frames over, many per wake-up.
+ * hands the ring's frames over, many per wake-up.  The device copies a
+ * ring frame's header and keeps its payload where it is, to place it
+ * from there (weft_core_receive_shared): such a record stays in the ring,
+ * unconsumed, until the device gives it back (weft_link_release).
  *
  * Threads: every callback from the chardev or the ring's eventfd takes
  * the device's lock (l->lock) before it touches the link or calls the
@@ -45,6 +48,13 @@
 /* Reassembly buffer for frames from the switch. */
 #define WEFT_RXBUF_SIZE         (16 * 1024)
 #define WEFT_WIRE_FRAME_MAX     (WEFT_WIRE_LEN_PREFIX + WEFT_WIRE_MAX_FRAME)
+/*
+ * Ring records read and not yet consumed (at most what the ring holds,
+ * WEFT_SHM_RING_SIZE / 112 bytes of the smallest record; more are read
+ * once older ones are given back).
+ */
+#define WEFT_SHM_HELD_MAX       1024u
+#define WEFT_SHM_HELD_DONE      0x80000000u
 
 QEMU_BUILD_BUG_ON(WEFT_RXBUF_SIZE < 2 * WEFT_WIRE_FRAME_MAX);
 QEMU_BUILD_BUG_ON(WEFT_TXBUF_SIZE < 2 * WEFT_WIRE_FRAME_MAX);
@@ -200,6 +210,12 @@ static void weft_shm_watch(WeftLink *l, IOHandler *io_read, AioPollFn *poll,
 
 static void weft_shm_close(WeftLink *l)
 {
+    if (l->shm_lent) {
+        /* The device copies what it keeps of the ring before it goes. */
+        l->ops->unlend(l->opaque);
+    }
+    l->shm_held_head = l->shm_held_count = l->shm_lent = 0;
+    l->shm_freed = false;
     if (l->shm_efd >= 0) {
         weft_shm_watch(l, NULL, NULL, NULL);
         close(l->shm_efd);
@@ -344,6 +360,7 @@ static bool weft_shm_open(WeftLink *l, bool granted)
     g_unix_set_fd_nonblocking(l->shm_efd, TRUE, NULL);
     g_unix_set_fd_nonblocking(l->shm_efd_switch, TRUE, NULL);
     weft_shm_view_init(&l->shm_rx, l->shm, WEFT_SHM_S2A_OFF, false);
+    weft_shm_view_init(&l->shm_rd, l->shm, WEFT_SHM_S2A_OFF, false);
     weft_shm_view_init(&l->shm_tx, l->shm, WEFT_SHM_A2S_OFF, true);
     weft_shm_watch(l, weft_shm_doorbell, weft_shm_poll, weft_shm_poll_ready);
     trace_weft_link_transport(l->node_id, "shm");
@@ -354,12 +371,11 @@ static bool weft_shm_open(WeftLink *l, bool granted)
 
 /*
  * Handles one complete packet, whose header h the link looks at (a copy
- * when the packet lies in the switch's ring; the core copies the packet
- * before it checks it); false when the core's queue is full and the
- * packet has to be offered again later.
+ * when the packet lies in the switch's ring, shared; the core copies the
+ * header before it checks it).  Returns as WeftLinkOps.receive.
  */
-static bool weft_rx_packet(WeftLink *l, const struct weft_wire_hdr *h,
-                           const uint8_t *pkt, size_t len)
+static int weft_rx_packet(WeftLink *l, const struct weft_wire_hdr *h,
+                          const uint8_t *pkt, size_t len, bool shared)
 {
     if (h->type == WEFT_PKT_HELLO_ACK) {
         uint16_t status = le16_to_cpu(h->status);
@@ -375,15 +391,15 @@ static bool weft_rx_packet(WeftLink *l, const struct weft_wire_hdr *h,
             trace_weft_link_up(l->node_id);
             l->ops->set_up(l->opaque, true);
         }
-        return true;
+        return 0;
     }
     if (!l->up || h->type == WEFT_PKT_HELLO) {
         trace_weft_link_error(l->up ? "HELLO from the switch"
                                          : "packet before HELLO_ACK",
                               h->type);
-        return true;
+        return 0;
     }
-    return l->ops->receive(l->opaque, pkt, len);
+    return l->ops->receive(l->opaque, pkt, len, shared);
 }
 
 /* Parses the complete frames in rxbuf. */
@@ -403,7 +419,7 @@ static void weft_rx_drain(WeftLink *l)
         }
         const uint8_t *pkt = l->rxbuf + off + WEFT_WIRE_LEN_PREFIX;
 
-        if (!weft_rx_packet(l, (const void *)pkt, pkt, len)) {
+        if (weft_rx_packet(l, (const void *)pkt, pkt, len, false) < 0) {
             break;
         }
         if (!l->rx_len) {
@@ -418,43 +434,98 @@ static void weft_rx_drain(WeftLink *l)
     }
 }
 
+/* Consumes the records at the front of shm_held that are done. */
+static void weft_shm_held_pop(WeftLink *l)
+{
+    while (l->shm_held_count) {
+        uint32_t e = l->shm_held[l->shm_held_head];
+
+        if (!(e & WEFT_SHM_HELD_DONE)) {
+            break;
+        }
+        weft_shm_consume(&l->shm_rx, e & ~WEFT_SHM_HELD_DONE);
+        l->shm_held_head = (l->shm_held_head + 1) % WEFT_SHM_HELD_MAX;
+        l->shm_held_count--;
+        l->shm_freed = true;
+    }
+}
+
+/* Wakes the switch if it waits for room and records were consumed. */
+static void weft_shm_rx_wake(WeftLink *l)
+{
+    if (l->shm && l->shm_freed) {
+        l->shm_freed = false;
+        if (weft_shm_wake_producer(&l->shm_rx)) {
+            weft_shm_signal(l->shm_efd_switch);
+        }
+    }
+}
+
+void weft_link_release(WeftLink *l, const uint8_t *pkt)
+{
+    uint32_t i;
+
+    if (!l->shm || !l->shm_lent) {
+        trace_weft_link_error("release of a packet not kept", 0);
+        return;
+    }
+    /* The oldest entry kept: the ones before it are consumed already. */
+    for (i = 0; i < l->shm_held_count; i++) {
+        uint32_t *e = &l->shm_held[(l->shm_held_head + i) % WEFT_SHM_HELD_MAX];
+
+        if (!(*e & WEFT_SHM_HELD_DONE)) {
+            *e |= WEFT_SHM_HELD_DONE;
+            break;
+        }
+    }
+    l->shm_lent--;
+    weft_shm_held_pop(l);
+}
+
 /*
  * Hands the frames in the switch's ring to the core until the ring is
  * empty (then the consumer sleeps: the switch writes the eventfd for the
- * next frame) or the core is full (the next run of the adapter goes on).
- * A frame is copied once, by the core into its receive queue, straight
- * from the ring; the link decides on a copy of the header.
+ * next frame), the core is full (the next run of the adapter goes on) or
+ * too many records are held.  The core copies a frame's header straight
+ * from the ring and keeps the record for its payload, or copies it whole;
+ * the link decides on a copy of the header.
  */
 static void weft_shm_rx_drain(WeftLink *l)
 {
     struct weft_wire_hdr h;
     const uint8_t *pkt;
-    bool took = false;
     uint32_t rec;
-    int len;
+    int len, r;
 
-    while (l->shm) {
-        len = weft_shm_peek_ref(&l->shm_rx, &pkt, &rec);
+    while (l->shm && l->shm_held_count < WEFT_SHM_HELD_MAX) {
+        len = weft_shm_peek_ref(&l->shm_rd, &pkt, &rec);
         if (len < 0) {
             weft_link_abort(l, "impossible shared-memory ring index", len);
             return;
         }
         if (len == 0) {
-            if (weft_shm_consumer_sleep(&l->shm_rx)) {
+            if (weft_shm_consumer_sleep(&l->shm_rd)) {
                 break;
             }
             continue;
         }
         memcpy(&h, pkt, sizeof(h));
-        if (!weft_rx_packet(l, &h, pkt, len)) {
+        r = weft_rx_packet(l, &h, pkt, len, true);
+        if (r < 0) {
             break;
         }
-        weft_shm_consume(&l->shm_rx, rec);
-        took = true;
+        l->shm_rd.pos += rec;
+        if (r == 0 && !l->shm_held_count) {
+            weft_shm_consume(&l->shm_rx, rec);
+            l->shm_freed = true;
+            continue;
+        }
+        l->shm_held[(l->shm_held_head + l->shm_held_count) %
+                    WEFT_SHM_HELD_MAX] = rec | (r ? 0 : WEFT_SHM_HELD_DONE);
+        l->shm_held_count++;
+        l->shm_lent += r;
     }
-    if (l->shm && took && weft_shm_wake_producer(&l->shm_rx)) {
-        weft_shm_signal(l->shm_efd_switch);
-    }
+    weft_shm_rx_wake(l);
 }
 
 /*
@@ -529,7 +600,8 @@ static bool weft_shm_poll(void *opaque)
 
     QEMU_LOCK_GUARD(l->lock);
     return l->shm &&
-           qatomic_load_acquire(&l->shm_rx.ctl->head) != l->shm_rx.pos &&
+           qatomic_load_acquire(&l->shm_rd.ctl->head) != l->shm_rd.pos &&
+           l->shm_held_count < WEFT_SHM_HELD_MAX &&
            l->ops->can_receive(l->opaque);
 }
 
@@ -580,6 +652,7 @@ void weft_link_flush(WeftLink *l)
     weft_tx_flush(l);
     weft_shm_flush(l);
     weft_link_deliver(l);
+    weft_shm_rx_wake(l);
     if (l->rx_throttled && l->connected && l->ops->can_receive(l->opaque) &&
         weft_chr_here(l)) {
         l->rx_throttled = false;
@@ -649,6 +722,7 @@ void weft_link_init(WeftLink *l, CharBackend *chr, uint16_t node_id,
     l->shm_efd = l->shm_efd_switch = -1;
     l->txbuf = g_malloc(WEFT_TXBUF_SIZE);
     l->rxbuf = g_malloc(WEFT_RXBUF_SIZE);
+    l->shm_held = g_new(uint32_t, WEFT_SHM_HELD_MAX);
     if (qemu_chr_fe_backend_connected(chr)) {
         qemu_chr_fe_set_handlers(chr, weft_chr_can_read, weft_chr_read,
                                  weft_chr_event, NULL, l, NULL, true);
@@ -669,6 +743,8 @@ void weft_link_fini(WeftLink *l)
     g_free(l->txbuf);
     g_free(l->rxbuf);
     l->txbuf = l->rxbuf = NULL;
+    g_free(l->shm_held);
+    l->shm_held = NULL;
     if (l->chr_bh) {
         qemu_bh_delete(l->chr_bh);
         l->chr_bh = NULL;

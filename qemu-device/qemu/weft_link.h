@@ -31,10 +31,19 @@ typedef struct WeftLinkOps {
     bool (*can_receive)(void *opaque);
     /*
      * One packet from the switch, len WEFT_WIRE_HDR_SIZE ..
-     * WEFT_WIRE_MAX_FRAME, not yet validated beyond its length.  False:
-     * not taken (the device is full); it is offered again later.
+     * WEFT_WIRE_MAX_FRAME, not yet validated beyond its length.  shared:
+     * it lies in the switch's ring, which the switch may change until the
+     * device gives it back.  Returns -EAGAIN when not taken (the device
+     * is full; it is offered again later), 0 when taken (copied, or
+     * dropped), 1 when the device keeps it (shared only): the device then
+     * gives it back with weft_link_release(), in the order received.
      */
-    bool (*receive)(void *opaque, const uint8_t *pkt, size_t len);
+    int (*receive)(void *opaque, const uint8_t *pkt, size_t len, bool shared);
+    /*
+     * The device copies what it still keeps of the packets it was given
+     * and gives them back (weft_link_release()), before the ring goes.
+     */
+    void (*unlend)(void *opaque);
     /*
      * Frames arrived: the device calls weft_link_deliver() and runs the
      * adapter, now, from this callback.
@@ -85,6 +94,19 @@ typedef struct WeftLink {
     bool shm_failed;        /* the last grant was unusable: ask no more */
     void *shm;              /* the mapped memfd, NULL: the socket is used */
     struct weft_shm_view shm_rx;    /* switch -> adapter, consumed here */
+    /*
+     * The same ring, at the next record to read.  The records between
+     * shm_rx.pos and shm_rd.pos are read but still held: each entry of
+     * shm_held is one, oldest first, its size and WEFT_SHM_HELD_DONE once
+     * the device has given it back (or never kept it).  Records are
+     * consumed, in order, when no older one is held.
+     */
+    struct weft_shm_view shm_rd;
+    uint32_t *shm_held;
+    uint32_t shm_held_head;
+    uint32_t shm_held_count;
+    uint32_t shm_lent;      /* entries the device keeps */
+    bool shm_freed;         /* consumed since the switch was last woken */
     struct weft_shm_view shm_tx;    /* adapter -> switch, produced here */
     int shm_efd;            /* wakes the device */
     int shm_efd_switch;     /* wakes the switch */
@@ -118,6 +140,11 @@ int weft_link_xmit(WeftLink *l, const void *pkt, size_t len);
 void weft_link_flush(WeftLink *l);
 /* Hands the frames that wait (socket buffer, ring) to receive. */
 void weft_link_deliver(WeftLink *l);
+/*
+ * The device gives back a packet it kept from the ring (receive returned
+ * 1); packets come back in the order they were received.
+ */
+void weft_link_release(WeftLink *l, const uint8_t *pkt);
 /* Whether the last xmit found no room and none has come back yet. */
 bool weft_link_tx_blocked(const WeftLink *l);
 /* Whether the switch accepted the HELLO. */

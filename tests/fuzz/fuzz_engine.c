@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Weft core fuzz engine; see fuzz_engine.h. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1178,14 +1179,44 @@ static void act_db(struct fz *f, struct fz_src *src)
 	weft_core_db_write(c, w * WEFT_DB_PAGE_SIZE + off, val, pick_size(src));
 }
 
+/* Hands a frame to node's core: copied, or (one in two) in a buffer the
+ * core keeps, as from the switch's ring, which then changes under it as
+ * a hostile switch would change it after the header was taken.  Which
+ * and how come from the frame's number, not the input, so the actions
+ * an input makes are the same either way. */
 static void deliver(struct fz *f, unsigned int node, uint8_t *pkt, size_t len)
 {
 	struct weft_core *c = weft_sim_core(f->s, node);
-	int i;
+	struct weft_fabric *fab = weft_sim_fabric(f->s);
+	uint64_t x = (++f->st.packets + 1) * 0x9e3779b97f4a7c15ull;
+	uint8_t *fr = NULL;
+	unsigned int n;
+	int i, rc = -EAGAIN;
 
-	f->st.packets++;
-	for (i = 0; i < 4 && weft_core_receive(c, pkt, len) != 0; i++)
+	x ^= x >> 29;
+	if (len >= WEFT_WIRE_HDR_SIZE && len <= WEFT_WIRE_MAX_FRAME && (x & 1))
+		fr = weft_fabric_frame_alloc(fab);
+	if (!fr) {
+		for (i = 0; i < 4 && weft_core_receive(c, pkt, len) != 0; i++)
+			weft_sim_progress(f->s);
+		return;
+	}
+	memcpy(fr, pkt, len);
+	for (i = 0; i < 4 && (rc = weft_core_receive_shared(c, fr, len)) == -EAGAIN; i++)
 		weft_sim_progress(f->s);
+	f->st.rx_shared++;
+	if (rc != 1) {
+		weft_fabric_frame_release(fab, fr);
+		return;
+	}
+	/* Kept: the sim's rx_release gives it back to the fabric. */
+	for (n = (unsigned int)(x >> 1) % 4; n > 0; n--) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		fr[x % len] = (uint8_t)(x >> 56);
+		f->st.rx_shared_changed++;
+	}
 }
 
 static void act_packet(struct fz *f, struct fz_src *src)

@@ -32,6 +32,9 @@ struct fz_stats {
 	uint64_t tm_actions, tm_ops, tm_matched, tm_unexpected; /* tag-matching SRQ */
 	uint64_t tm_rndv;               /* rendezvous the device started */
 	uint64_t hq_tags, hq_refused;   /* QUERY_HQ: TM tags dumped, commands refused */
+	/* Frames handed over shared (weft_core_receive_shared), and bytes
+	 * changed in kept ones after their header was taken. */
+	uint64_t rx_shared, rx_shared_changed;
 };
 
 /* A two-node sim; node 0 is set up (job, windows, buffers, rCxts), a pool

@@ -56,6 +56,11 @@ int main(int argc, char **argv)
 	CHECK(st->dma_verbs_mr > 0, "the run never placed verbs data in a region");
 	CHECK(st->dma_verbs_srq > 0, "the run never took a WQE from an SRQ");
 	t_point("fuzz: the run reached verbs CQEs, verbs placement and SRQ takes");
+	t_diag("fuzz: %" PRIu64 " frames handed over shared, %" PRIu64
+	       " bytes of kept ones changed after the header was taken", st->rx_shared,
+	       st->rx_shared_changed);
+	CHECK(st->rx_shared_changed > 0, "no kept frame was changed after its header was taken");
+	t_point("fuzz: the run changed frames the core kept after taking their header");
 	t_diag("fuzz: counters: %" PRIu64 " commands, %" PRIu64 " forged packets; writes to "
 	       "status blocks, responses and object or exposure pages %" PRIu64, st->cnt_cmds,
 	       st->cnt_pkts, st->dma_cnt);

@@ -604,6 +604,83 @@ static void test_rx_lent(void)
 	h_fini(&b);
 }
 
+/* weft_core_receive_shared: the header is copied at once and decides
+ * alone; the payload is placed from the lent buffer, which a peer may
+ * change until it is given back. */
+static void test_rx_shared(void)
+{
+	static struct h_pkt lend[8];
+	struct weft_recv_hdr rh;
+	struct weft_wire_hdr *lh;
+	struct h_node a, b;
+	uint8_t v[3] = { 7, 8, 9 };
+	unsigned int i;
+
+	h_section("shared receive: header copied, payload placed from the lent buffer");
+	h_init(&a, 1, 4, 64, 1, 0);
+	h_init(&b, 2, 4, 64, 1, 8);
+	CHECK_EQ(h_open(&a, 0, KEY_A, 4, 4, 4), WEFT_CMD_OK, "open a");
+	CHECK_EQ(h_open(&b, 0, KEY_A, 4, 4, 4), WEFT_CMD_OK, "open b window 0");
+	CHECK_EQ(h_open(&b, 1, KEY_A, 4, 4, 4), WEFT_CMD_OK, "open b window 1");
+	for (i = 0; i < 6; i++)
+		h_put_fifo(&a, 0, 2, 0, &v[i % 3], 1, 0);
+	h_start(&a, 0, 6);
+	h_poll(&a, 64);
+	CHECK_EQ(a.ntx, 6, "six packets sent");
+	for (i = 0; i < 3; i++) {
+		memcpy(lend[i].data, a.tx[i].data, a.tx[i].len);
+		CHECK_EQ(weft_core_receive_shared(b.c, lend[i].data, a.tx[i].len), 1, "kept");
+	}
+	/* The peer rewrites the first frame after the core took it: its
+	 * header (window, key, length, type) and its payload. */
+	lh = (struct weft_wire_hdr *)lend[0].data;
+	lh->dst_window = 1;
+	lh->key = KEY_A + 1;
+	lh->length = 1900;
+	lh->type = WEFT_PKT_COMPLETION;
+	lend[0].data[WEFT_WIRE_HDR_SIZE] = 0x42;
+	/* The second one's header is wiped entirely. */
+	memset(lend[1].data, 0xff, WEFT_WIRE_HDR_SIZE);
+	h_poll(&b, 64);
+	CHECK_EQ(b.nreleased, 3, "three given back after processing");
+	for (i = 0; i < 3 && i < b.nreleased; i++)
+		CHECK(b.released[i] == lend[i].data, "given back in order: %u", i);
+	CHECK_EQ(h_db_r(&b, 0, WEFT_DB_RECV_COUNT), 3, "all three delivered to window 0");
+	CHECK_EQ(h_db_r(&b, 1, WEFT_DB_RECV_COUNT), 0, "none to window 1");
+	h_recv_hdr(&b, 0, 0, &rh);
+	CHECK_EQ(rh.length, 1, "the length checked, not the changed one");
+	CHECK_EQ(h_recv_payload(&b, 0, 0)[0], 0x42, "the payload placed as it was then");
+	CHECK_EQ(h_recv_payload(&b, 0, 1)[0], 8, "second payload");
+	CHECK_EQ(h_drops(&b, WEFT_R_KEY_MISMATCH) + h_drops(&b, WEFT_R_BAD_HEADER), 0,
+		 "nothing dropped");
+
+	h_section("shared receive: other packet types are copied whole at once");
+	memcpy(lend[3].data, a.tx[3].data, a.tx[3].len);
+	((struct weft_wire_hdr *)lend[3].data)->type = WEFT_PKT_COMPLETION;
+	CHECK_EQ(weft_core_receive_shared(b.c, lend[3].data, a.tx[3].len), 0, "copied");
+	h_poll(&b, 64);
+	CHECK_EQ(b.nreleased, 3, "not given back: never kept");
+	CHECK_EQ(h_drops(&b, WEFT_R_BAD_HEADER), 1, "a completion with a payload: BAD_HEADER");
+
+	h_section("shared receive: unlend copies what is still lent and gives it back");
+	memcpy(lend[4].data, a.tx[4].data, a.tx[4].len);
+	CHECK_EQ(weft_core_receive_shared(b.c, lend[4].data, a.tx[4].len), 1, "kept");
+	memcpy(lend[5].data, a.tx[5].data, a.tx[5].len);
+	CHECK_EQ(weft_core_receive_shared(b.c, lend[5].data, a.tx[5].len), 1, "kept");
+	weft_core_rx_unlend(b.c);
+	CHECK_EQ(b.nreleased, 5, "both given back at once");
+	CHECK(b.released[3] == lend[4].data && b.released[4] == lend[5].data, "in order");
+	memset(lend[4].data, 0, sizeof(lend[4].data));
+	memset(lend[5].data, 0, sizeof(lend[5].data));
+	h_poll(&b, 64);
+	CHECK_EQ(h_db_r(&b, 0, WEFT_DB_RECV_COUNT), 5, "both delivered from the copies");
+	CHECK_EQ(h_recv_payload(&b, 0, 3)[0], 8, "fourth payload from the copy");
+	CHECK_EQ(h_recv_payload(&b, 0, 4)[0], 9, "fifth payload from the copy");
+	CHECK_EQ(b.nreleased, 5, "nothing given back twice");
+	h_fini(&a);
+	h_fini(&b);
+}
+
 /* ops.tx_buf: the core builds a packet in the embedder's buffer and hands
  * that buffer to xmit; on -EAGAIN it builds again in the same buffer. */
 static void test_tx_buf(void)
@@ -658,6 +735,7 @@ int main(void)
 	test_early();
 	test_rx_backpressure();
 	test_rx_lent();
+	test_rx_shared();
 	test_tx_buf();
 	return h_end();
 }
