@@ -433,7 +433,7 @@ static struct fi_ops ep_fi_ops = {
 	.close = ep_close,
 	.bind = ep_bind,
 	.control = ep_control,
-	.ops_open = wfi_no_ops_open,
+	.ops_open = wfi_ep_ops_open,
 };
 
 static struct fi_ops_ep ep_ops = {

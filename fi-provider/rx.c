@@ -116,6 +116,11 @@ void wfi_rx_init(struct wfi_ep *ep, uint32_t max_tags)
 		ep->sw_free[ep->sw_nfree++] = i;
 	ep->sw_head = ep->sw_tail = -1;
 	ep->nsw = 0;
+	for (i = 0; i < WFI_SW_BUCKETS; i++)
+		ep->sw_bhead[i] = ep->sw_btail[i] = -1;
+	for (i = 0; i < WFI_SW_CLASSES; i++)
+		ep->sw_cref[i] = 0;
+	ep->sw_ohead = ep->sw_otail = -1;
 }
 
 static void rx_free(struct wfi_ep *ep, struct wfi_rx *r)
@@ -128,10 +133,52 @@ static void rx_free(struct wfi_ep *ep, struct wfi_rx *r)
 		ep->sw_free[ep->sw_nfree++] = i;
 }
 
-/* Software list: append receive i (the newest), or take it off. */
+/* The bucket of key (the wire tag's bits under class c's mask). */
+static unsigned int sw_bucket(int c, uint64_t key)
+{
+	return (unsigned int)(((key ^ ((uint64_t)c << 56)) * 0x9e3779b97f4a7c15ull) >>
+			      (64 - WFI_SW_BUCKET_BITS));
+}
+
+/* The head and tail of the chain receive i is on: its bucket's, or the
+ * unbucketed list's. */
+static int *sw_chain(struct wfi_ep *ep, int i, int **tail)
+{
+	struct wfi_rx *r = &ep->rx[i];
+	unsigned int b;
+
+	if (r->sw_class < 0) {
+		*tail = &ep->sw_otail;
+		return &ep->sw_ohead;
+	}
+	b = sw_bucket(r->sw_class, r->tag);
+	*tail = &ep->sw_btail[b];
+	return &ep->sw_bhead[b];
+}
+
+/* The class of mask m: the one that has it, else a free one, else -1
+ * (more than WFI_SW_CLASSES masks in use: the receive is unbucketed). */
+static int sw_class(struct wfi_ep *ep, uint64_t m)
+{
+	int c, free = -1;
+
+	for (c = 0; c < WFI_SW_CLASSES; c++) {
+		if (ep->sw_cref[c] && ep->sw_cmask[c] == m)
+			return c;
+		if (!ep->sw_cref[c] && free < 0)
+			free = c;
+	}
+	if (free >= 0)
+		ep->sw_cmask[free] = m;
+	return free;
+}
+
+/* Software list: append receive i (the newest: its chain stays in post
+ * order too), or take it off. */
 static void sw_append(struct wfi_ep *ep, int i)
 {
 	struct wfi_rx *r = &ep->rx[i];
+	int *head, *tail;
 
 	r->state = WFI_RX_SW;
 	r->sw_prev = ep->sw_tail;
@@ -142,11 +189,23 @@ static void sw_append(struct wfi_ep *ep, int i)
 		ep->sw_head = i;
 	ep->sw_tail = i;
 	ep->nsw++;
+	r->sw_class = sw_class(ep, r->mask);
+	if (r->sw_class >= 0)
+		ep->sw_cref[r->sw_class]++;
+	head = sw_chain(ep, i, &tail);
+	r->bk_prev = *tail;
+	r->bk_next = -1;
+	if (*tail >= 0)
+		ep->rx[*tail].bk_next = i;
+	else
+		*head = i;
+	*tail = i;
 }
 
 static void sw_unlink(struct wfi_ep *ep, int i)
 {
 	struct wfi_rx *r = &ep->rx[i];
+	int *head, *tail;
 
 	if (r->sw_prev >= 0)
 		ep->rx[r->sw_prev].sw_next = r->sw_next;
@@ -156,20 +215,52 @@ static void sw_unlink(struct wfi_ep *ep, int i)
 		ep->rx[r->sw_next].sw_prev = r->sw_prev;
 	else
 		ep->sw_tail = r->sw_prev;
-	r->sw_next = r->sw_prev = -1;
+	head = sw_chain(ep, i, &tail);
+	if (r->bk_prev >= 0)
+		ep->rx[r->bk_prev].bk_next = r->bk_next;
+	else
+		*head = r->bk_next;
+	if (r->bk_next >= 0)
+		ep->rx[r->bk_next].bk_prev = r->bk_prev;
+	else
+		*tail = r->bk_prev;
+	if (r->sw_class >= 0)
+		ep->sw_cref[r->sw_class]--;
+	r->sw_next = r->sw_prev = r->bk_next = r->bk_prev = -1;
 	r->state = WFI_RX_MATCHED;
 	ep->nsw--;
 }
 
-/* The oldest software-listed receive that takes wire tag t. */
+/* The oldest software-listed receive that takes wire tag t: in each
+ * class, the first receive of the bucket of (class, t under its mask)
+ * whose mask and tag are that key (a bucket is in post order), then the
+ * unbucketed receives up to the oldest found.  At most WFI_SW_CLASSES
+ * buckets; every software-listed receive compared is counted. */
 static int sw_find(struct wfi_ep *ep, uint64_t t)
 {
-	int i;
+	int c, i, best = -1;
 
-	for (i = ep->sw_head; i >= 0; i = ep->rx[i].sw_next)
+	for (c = 0; c < WFI_SW_CLASSES; c++) {
+		uint64_t m = ep->sw_cmask[c];
+
+		if (!ep->sw_cref[c])
+			continue;
+		for (i = ep->sw_bhead[sw_bucket(c, t & m)]; i >= 0; i = ep->rx[i].bk_next) {
+			ep->rx_st.sw_compares++;
+			if (ep->rx[i].sw_class == c && ep->rx[i].tag == (t & m))
+				break;
+		}
+		if (i >= 0 && (best < 0 || ep->rx[i].seq < ep->rx[best].seq))
+			best = i;
+	}
+	for (i = ep->sw_ohead; i >= 0; i = ep->rx[i].bk_next) {
+		if (best >= 0 && ep->rx[i].seq > ep->rx[best].seq)
+			break;
+		ep->rx_st.sw_compares++;
 		if ((t & ep->rx[i].mask) == ep->rx[i].tag)
 			return i;
-	return -1;
+	}
+	return best;
 }
 
 static void complete(struct wfi_ep *ep, struct wfi_rx *r, int err)
@@ -331,6 +422,7 @@ static void ux_route(struct wfi_ep *ep, int ui)
 	if (ri < 0) {
 		ri = ep->nsw ? sw_find(ep, ep->ux[ui].tag) : -1;
 		if (ri >= 0) {
+			ep->rx_st.sw_matched++;
 			sw_unlink(ep, ri);
 			take(ep, &ep->rx[ri], ui);
 		}
@@ -620,11 +712,13 @@ static int rx_alloc(struct wfi_ep *ep, bool hw)
 }
 
 /* A receive slot for a new posted receive: listable in the adapter while
- * no receive is software-listed. */
+ * no receive is software-listed (those move in first). */
 static int rx_post_alloc(struct wfi_ep *ep)
 {
-	int i = ep->nsw ? -1 : rx_alloc(ep, true);
+	int i;
 
+	wfi_rx_promote(ep);
+	i = ep->nsw ? -1 : rx_alloc(ep, true);
 	return i >= 0 ? i : rx_alloc(ep, false);
 }
 
@@ -647,6 +741,39 @@ static int list_hw(struct wfi_ep *ep, int i)
 	r->handle = wr.tm.handle;
 	r->state = WFI_RX_HW;
 	return 0;
+}
+
+/* Software-listed receives move into the adapter as its tags free up,
+ * oldest first (docs/libfabric.md "Posted receives beyond the adapter"):
+ * the head of the software list is newer than every receive the adapter
+ * lists and older than every other software-listed one, so, listed last
+ * in the adapter, it keeps the adapter's list in post order and each
+ * receive listed there older than each one in software.  At most
+ * WFI_PROMOTE per call; one whose TAG_ADD cannot be posted stays the
+ * head. */
+void wfi_rx_promote(struct wfi_ep *ep)
+{
+	int h = 0, n, i;
+
+	for (n = 0; ep->nsw && n < WFI_PROMOTE; n++) {
+		while (h < ep->hw_rx && ep->rx[h].state != WFI_RX_FREE)
+			h++;
+		if (h >= ep->hw_rx)
+			return;
+		i = ep->sw_head;
+		ep->rx[h] = ep->rx[i];
+		ep->rx[h].sw_next = ep->rx[h].sw_prev = ep->rx[h].bk_next = ep->rx[h].bk_prev = -1;
+		ep->rx[h].sw_class = -1;
+		if (list_hw(ep, h)) {
+			wfi_reg_put(ep->dom, ep->rx[h].reg);
+			memset(&ep->rx[h], 0, sizeof(ep->rx[h]));
+			return;
+		}
+		sw_unlink(ep, i);
+		ep->rx[i].reg = NULL;		/* none while software-listed */
+		rx_free(ep, &ep->rx[i]);
+		ep->rx_st.promoted++;
+	}
 }
 
 /* FI_PEEK (with FI_CLAIM or FI_DISCARD) and FI_CLAIM: software only. */
@@ -747,8 +874,10 @@ ssize_t wfi_recv(struct wfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64
 	}
 	if (i >= ep->hw_rx) {
 		sw_append(ep, i);
+		ep->rx_st.sw_posted++;
 		return 0;
 	}
+	ep->rx_st.hw_posted++;
 	ret = list_hw(ep, i);
 	if (ret == -FI_EAGAIN) {
 		/* The op ring is full: progress may route arrivals meanwhile,
@@ -808,4 +937,37 @@ ssize_t wfi_cancel(fid_t fid, void *context)
 	}
 	pthread_mutex_unlock(&ep->dom->lock);
 	return ret;
+}
+
+static int rx_stats(struct fid_ep *fep, struct fi_weft_rx_stats *st)
+{
+	struct wfi_ep *ep;
+
+	if (!fep || !st || fep->fid.fclass != FI_CLASS_EP)
+		return -FI_EINVAL;
+	ep = wfi_ep_of(fep);
+	pthread_mutex_lock(&ep->dom->lock);
+	*st = ep->rx_st;
+	st->sw_now = (uint64_t)ep->nsw;
+	pthread_mutex_unlock(&ep->dom->lock);
+	return 0;
+}
+
+static struct fi_weft_rx_ops rx_ops = {
+	.size = sizeof(struct fi_weft_rx_ops),
+	.stats = rx_stats,
+};
+
+/* fi_open_ops on the endpoint: FI_WEFT_RX_OPS (fi_weft.h). */
+int wfi_ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *ctx)
+{
+	(void)ctx;
+	if (!fid || !name || !ops)
+		return -FI_EINVAL;
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (strcmp(name, FI_WEFT_RX_OPS))
+		return -FI_ENOSYS;
+	*ops = &rx_ops;
+	return 0;
 }

@@ -63,6 +63,10 @@ enum { WFI_NOTE_KEYQ = 3, WFI_NOTE_KEYA = 4 };
 #define WFI_TX_SIZE 256			/* send operations per endpoint */
 #define WFI_HW_RX 256			/* receives listed in the adapter (TM tags) */
 #define WFI_RX_SIZE 8192		/* receives posted per endpoint, the rest software-listed */
+#define WFI_SW_CLASSES 8		/* masks of software-listed receives with buckets of their own */
+#define WFI_SW_BUCKET_BITS 10		/* (mask, tag) buckets of the software list: 1024 */
+#define WFI_SW_BUCKETS (1 << WFI_SW_BUCKET_BITS)
+#define WFI_PROMOTE 32			/* software-listed receives moved to the adapter per call */
 #define WFI_SRQ_WQES 128		/* SRQ buffers */
 #define WFI_UX_MAX 16384		/* unexpected messages held per endpoint */
 #define WFI_UX_BYTES (64u << 20)	/* and their payload bytes */
@@ -245,6 +249,8 @@ struct wfi_rx {
 	uint64_t seq;			/* post order */
 	uint32_t handle;		/* TM handle while listed */
 	int sw_next, sw_prev;		/* SW: the software list, in post order */
+	int bk_next, bk_prev;		/* SW: its bucket (or the unbucketed list), in post order */
+	int sw_class;			/* SW: its mask's class, -1: unbucketed */
 	struct wfi_reg *reg;		/* > eager: the user buffer's MR */
 	int ux;				/* DEL: the unexpected message (SRQ slot) */
 	uint64_t got_tag, got_len;
@@ -298,6 +304,15 @@ struct wfi_ep {
 	int sw_free[WFI_RX_SIZE];	/* stack of free receives [hw_rx, WFI_RX_SIZE) */
 	int sw_nfree;
 	int sw_head, sw_tail, nsw;	/* the software-listed receives, oldest first */
+	/* The software list again, by key (docs/libfabric.md "Posted receives
+	 * beyond the adapter"): each receive whose mask has a class is in the
+	 * bucket of (class, tag), the others in one unbucketed list; all in
+	 * post order. */
+	uint64_t sw_cmask[WFI_SW_CLASSES];	/* a class's mask */
+	int sw_cref[WFI_SW_CLASSES];	/* its receives (0: the class is free) */
+	int sw_bhead[WFI_SW_BUCKETS], sw_btail[WFI_SW_BUCKETS];
+	int sw_ohead, sw_otail;		/* the unbucketed receives */
+	struct fi_weft_rx_stats rx_st;	/* FI_WEFT_RX_OPS */
 	int nfin;			/* receives in WFI_RX_FIN */
 	struct wfi_ux *ux;		/* WFI_UX_MAX */
 	int *ux_free;			/* stack of free ux indices */
@@ -465,6 +480,8 @@ bool wfi_ux_room(struct wfi_ep *ep);
 int wfi_ux_init(struct wfi_ep *ep);
 void wfi_rx_init(struct wfi_ep *ep, uint32_t max_tags);
 void wfi_ux_fini(struct wfi_ep *ep);
+void wfi_rx_promote(struct wfi_ep *ep);
+int wfi_ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *ctx);
 /* progress.c */
 void wfi_progress(struct wfi_ep *ep);
 /* api.c: the data-path entry points */
