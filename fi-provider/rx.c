@@ -905,20 +905,10 @@ ssize_t wfi_cancel(fid_t fid, void *context)
 		return -FI_EINVAL;
 	ep = wfi_ep_of(container_of(fid, struct fid_ep, fid));
 	pthread_mutex_lock(&ep->dom->lock);
-	for (i = 0; i < ep->hw_rx; i++) {
-		struct wfi_rx *r = &ep->rx[i];
-
-		if (r->state != WFI_RX_HW || r->ctx != context)
-			continue;
-		ret = tag_op(ep, i, IBV_WR_TAG_DEL);
-		if (!ret) {
-			r->state = WFI_RX_CANCEL;
-			r->del_pending = true;
-		}
-		break;
-	}
-	/* A software-listed receive is taken off its list and fails at once. */
-	for (i = ret == -FI_ENOENT ? ep->sw_head : -1; i >= 0; i = ep->rx[i].sw_next) {
+	/* A software-listed receive is taken off its list and fails at once
+	 * (looked at first: no tag operation, and no receive moves into the
+	 * adapter just to be taken back). */
+	for (i = ep->sw_head; i >= 0; i = ep->rx[i].sw_next) {
 		struct wfi_rx *r = &ep->rx[i];
 
 		if (r->ctx != context)
@@ -934,6 +924,17 @@ ssize_t wfi_cancel(fid_t fid, void *context)
 		rx_free(ep, r);
 		ret = 0;
 		break;
+	}
+	for (i = 0; ret == -FI_ENOENT && i < ep->hw_rx; i++) {
+		struct wfi_rx *r = &ep->rx[i];
+
+		if (r->state != WFI_RX_HW || r->ctx != context)
+			continue;
+		ret = tag_op(ep, i, IBV_WR_TAG_DEL);
+		if (!ret) {
+			r->state = WFI_RX_CANCEL;
+			r->del_pending = true;
+		}
 	}
 	pthread_mutex_unlock(&ep->dom->lock);
 	return ret;
