@@ -963,12 +963,5 @@ static struct fi_weft_rx_ops rx_ops = {
 int wfi_ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *ctx)
 {
 	(void)ctx;
-	if (!fid || !name || !ops)
-		return -FI_EINVAL;
-	if (flags)
-		return -FI_EBADFLAGS;
-	if (strcmp(name, FI_WEFT_RX_OPS))
-		return -FI_ENOSYS;
-	*ops = &rx_ops;
-	return 0;
+	return wfi_ops_named(fid, name, flags, ops, FI_WEFT_RX_OPS, &rx_ops);
 }

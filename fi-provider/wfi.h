@@ -493,5 +493,7 @@ extern struct fi_ops_rma wfi_rma_ops;
 int wfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int wfi_no_control(struct fid *fid, int command, void *arg);
 int wfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *ctx);
+int wfi_ops_named(struct fid *fid, const char *name, uint64_t flags, void **ops,
+		  const char *want, void *table);
 
 #endif
