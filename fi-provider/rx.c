@@ -322,15 +322,30 @@ static int rx_find(struct wfi_ep *ep, uint64_t t)
 	return best;
 }
 
+/* Posts tag operation wr, which carries software's count of unexpected
+ * messages (IBV_OPS_TM_SYNC). */
+int wfi_tag_post(struct wfi_ep *ep, struct ibv_ops_wr *wr)
+{
+	struct ibv_ops_wr *bad;
+
+	wr->tm.unexpected_cnt = ep->unexp_cnt;
+	if (ibv_post_srq_ops(ep->srq, wr, &bad)) {
+		ep->rx_st.ops_refused++;
+		return -FI_EAGAIN;
+	}
+	ep->sync_sent = ep->unexp_cnt;
+	return 0;
+}
+
 static int tag_op(struct wfi_ep *ep, int i, enum ibv_ops_wr_opcode op)
 {
 	struct ibv_ops_wr wr = {
 		.wr_id = WFI_WR(WFI_WR_OP, i), .opcode = op,
 		.flags = IBV_OPS_SIGNALED | IBV_OPS_TM_SYNC,
-		.tm = { .unexpected_cnt = ep->unexp_cnt, .handle = ep->rx[i].handle },
-	}, *bad;
+		.tm = { .handle = ep->rx[i].handle },
+	};
 
-	return ibv_post_srq_ops(ep->srq, &wr, &bad) ? -FI_EAGAIN : 0;
+	return wfi_tag_post(ep, &wr);
 }
 
 /* The local buffer of receive r: its bounce slot or the user's buffer,
@@ -728,16 +743,16 @@ static int list_hw(struct wfi_ep *ep, int i)
 	struct ibv_sge sge;
 	struct ibv_ops_wr wr = {
 		.wr_id = WFI_WR(WFI_WR_OP, i), .opcode = IBV_WR_TAG_ADD, .flags = IBV_OPS_TM_SYNC,
-		.tm = { .unexpected_cnt = ep->unexp_cnt,
-			.add = { .recv_wr_id = WFI_WR(WFI_WR_RX, i), .sg_list = &sge, .num_sge = 1,
+		.tm = { .add = { .recv_wr_id = WFI_WR(WFI_WR_RX, i), .sg_list = &sge, .num_sge = 1,
 				 .tag = r->tag, .mask = r->mask } },
-	}, *bad;
+	};
 	int ret = rx_sge(ep, r, &sge, true);
 
 	if (ret)
 		return ret;
-	if (ibv_post_srq_ops(ep->srq, &wr, &bad))
-		return -FI_EAGAIN;
+	ret = wfi_tag_post(ep, &wr);
+	if (ret)
+		return ret;
 	r->handle = wr.tm.handle;
 	r->state = WFI_RX_HW;
 	return 0;

@@ -330,6 +330,7 @@ struct wfi_ep {
 	uint64_t keyq_key;
 	bool log;			/* WEFT_FI_LOG: completion errors on stderr */
 	uint32_t unexp_cnt;		/* unexpected messages seen (TM sync) */
+	uint32_t sync_sent;		/* the count the last tag operation carried */
 	struct wfi_peer *peers;		/* index + 1 = the peer's id here */
 	int npeers;
 	struct rdma_cm_id *in[WFI_MAX_PEERS];	/* accepted connections */
@@ -481,6 +482,7 @@ int wfi_ux_init(struct wfi_ep *ep);
 void wfi_rx_init(struct wfi_ep *ep, uint32_t max_tags);
 void wfi_ux_fini(struct wfi_ep *ep);
 void wfi_rx_promote(struct wfi_ep *ep);
+int wfi_tag_post(struct wfi_ep *ep, struct ibv_ops_wr *wr);
 int wfi_ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *ctx);
 /* progress.c */
 void wfi_progress(struct wfi_ep *ep);

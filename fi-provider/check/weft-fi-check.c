@@ -511,12 +511,12 @@ static void spill_checks(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, s
 			left[nleft++] = k;
 		}
 	}
+	stret = rx_stats(ep, &st0);
 	for (i = 0; i < SPILL_N && !ret; i++, posted++)
 		ret = fi_trecv(ep, sp->rb[i], sizeof(sp->rb[i]), NULL, FI_ADDR_UNSPEC, sp->rtag[i],
 			       sp->rign[i], &sp->ctx[i]);
 	CHECK(!ret, "%d tagged receives posted at once (beyond the adapter's 256 tags): %zd",
 	      posted, ret);
-	stret = rx_stats(ep, &st0);
 	for (k = 0; k < SPILL_N && !ret; k++) {
 		while ((ret = fi_tsend(ep, &sb[k], 4, NULL, self, sp->mtag[k], NULL)) == -FI_EAGAIN)
 			spill_reap(sp);
@@ -527,12 +527,15 @@ static void spill_checks(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, s
 		bad += sp->got[i] != sp->want[i];
 	printf("# receives: %llu listed in the adapter and %llu in software when posted; while the "
 	       "messages came, %llu moved from software into the adapter, %llu messages taken in "
-	       "software (%llu receives compared), %llu left in software\n",
-	       (unsigned long long)st0.hw_posted, (unsigned long long)st0.sw_posted,
+	       "software (%llu receives compared), %llu left in software; %llu tag operations "
+	       "refused by a full op ring\n",
+	       (unsigned long long)(st1.hw_posted - st0.hw_posted),
+	       (unsigned long long)(st1.sw_posted - st0.sw_posted),
 	       (unsigned long long)(st1.promoted - st0.promoted),
 	       (unsigned long long)(st1.sw_matched - st0.sw_matched),
 	       (unsigned long long)(st1.sw_compares - st0.sw_compares),
-	       (unsigned long long)st1.sw_now);
+	       (unsigned long long)st1.sw_now,
+	       (unsigned long long)(st1.ops_refused - st0.ops_refused));
 	CHECK(!ret && !bad && !sp->errs && sp->recvs == matched,
 	      "%d messages to %d receives with overlapping tags and wildcards: %d receives took the "
 	      "message the earliest-posted-receive model names (%d), %d wrong, %d errors",

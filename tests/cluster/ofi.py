@@ -31,6 +31,9 @@ def check(t):
     r = t.gx(0, "weft-fi-check 2>&1", timeout=240)
     oks = [x for x in r.lines() if x.startswith("ok ")]
     bad = [x for x in r.lines() if x.startswith("not ok")]
+    for x in r.lines():
+        if x.startswith("# ") and "receives" in x:
+            t.say(x[2:])
     if r.ok and oks and not bad:
         t.checked(f"weft-fi-check: {len(oks)} checks held (bad arguments answered with the manual's "
                   "errors, loopback eager/unexpected/rendezvous byte-exact, fi_cancel)")
