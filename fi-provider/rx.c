@@ -535,11 +535,16 @@ void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status)
 	if (i < 0 || i >= WFI_RX_SIZE)
 		return;
 	r = &ep->rx[i];
-	if (!r->del_pending) {
+	/* A TAG_ADD completes when it failed or asks for a sync (a receive
+	 * listed behind the phase): never the completion of a DEL posted
+	 * for that receive since. */
+	if (wr_id & WFI_WR_ADD) {
 		if (status && r->state == WFI_RX_HW)
-			complete(ep, r, FI_EIO);	/* a TAG_ADD that failed */
+			complete(ep, r, FI_EIO);
 		return;
 	}
+	if (!r->del_pending)
+		return;
 	r->del_pending = false;
 	if (r->state == WFI_RX_DONE) {		/* the adapter matched it first */
 		if (r->ux >= 0 && r->ux < WFI_UX_MAX && ep->ux[r->ux].taken) {
@@ -742,7 +747,8 @@ static int list_hw(struct wfi_ep *ep, int i)
 	struct wfi_rx *r = &ep->rx[i];
 	struct ibv_sge sge;
 	struct ibv_ops_wr wr = {
-		.wr_id = WFI_WR(WFI_WR_OP, i), .opcode = IBV_WR_TAG_ADD, .flags = IBV_OPS_TM_SYNC,
+		.wr_id = WFI_WR(WFI_WR_OP, i) | WFI_WR_ADD, .opcode = IBV_WR_TAG_ADD,
+		.flags = IBV_OPS_TM_SYNC,
 		.tm = { .add = { .recv_wr_id = WFI_WR(WFI_WR_RX, i), .sg_list = &sge, .num_sge = 1,
 				 .tag = r->tag, .mask = r->mask } },
 	};

@@ -363,6 +363,7 @@ enum { WFI_WR_TX = 1, WFI_WR_RX, WFI_WR_UX, WFI_WR_OP, WFI_WR_READ };
 #define WFI_WR(kind, i) (((uint64_t)(kind) << 56) | (uint32_t)(i))
 #define WFI_WR_KIND(w) ((int)((w) >> 56))
 #define WFI_WR_IDX(w) ((int)(uint32_t)(w))
+#define WFI_WR_ADD (1ull << 32)		/* WFI_WR_OP: a TAG_ADD (else DEL or SYNC) */
 
 /* info.c */
 int wfi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
