@@ -36,7 +36,6 @@ struct fi_weft_mrc_ops {
 struct fi_weft_rx_stats {
 	uint64_t hw_posted;	/* receives listed in the adapter when posted */
 	uint64_t sw_posted;	/* receives listed in software when posted (tags all taken) */
-	uint64_t promoted;	/* software-listed receives moved into the adapter since */
 	uint64_t sw_matched;	/* arrivals a software-listed receive took */
 	uint64_t sw_compares;	/* software-listed receives compared to find them */
 	uint64_t sw_now;	/* receives listed in software now */

@@ -4,7 +4,6 @@
  * the endpoint's verbs CQ, taken only while the bound CQs have room (so a
  * full CQ leaves the rest in the adapter's queue).  A completion is routed
  * by its wr_id, not its opcode (error completions carry no valid opcode).
- * Then software-listed receives move into the adapter's free tags.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -100,7 +99,6 @@ void wfi_progress(struct wfi_ep *ep)
 	if (sync)
 		sync_tags(ep);
 fins:
-	wfi_rx_promote(ep);
 	if (ep->settle && empty)
 		wfi_conn_settle(ep);
 	wfi_rx_retry_fin(ep);

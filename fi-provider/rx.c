@@ -17,7 +17,8 @@
  * receive listed in the adapter is older than each one listed in software
  * and the adapter's own match is the earliest.  An unexpected arrival that
  * no receive listed in the adapter takes goes to the oldest matching
- * software-listed one; rendezvous data of those is read by software.
+ * software-listed one, found in the buckets of (mask, tag) rather than by
+ * a walk of the list; rendezvous data of those is read by software.
  */
 #include <endian.h>
 #include <stdlib.h>
@@ -732,13 +733,11 @@ static int rx_alloc(struct wfi_ep *ep, bool hw)
 }
 
 /* A receive slot for a new posted receive: listable in the adapter while
- * no receive is software-listed (those move in first). */
+ * no receive is software-listed. */
 static int rx_post_alloc(struct wfi_ep *ep)
 {
-	int i;
+	int i = ep->nsw ? -1 : rx_alloc(ep, true);
 
-	wfi_rx_promote(ep);
-	i = ep->nsw ? -1 : rx_alloc(ep, true);
 	return i >= 0 ? i : rx_alloc(ep, false);
 }
 
@@ -762,39 +761,6 @@ static int list_hw(struct wfi_ep *ep, int i)
 	r->handle = wr.tm.handle;
 	r->state = WFI_RX_HW;
 	return 0;
-}
-
-/* Software-listed receives move into the adapter as its tags free up,
- * oldest first (docs/libfabric.md "Posted receives beyond the adapter"):
- * the head of the software list is newer than every receive the adapter
- * lists and older than every other software-listed one, so, listed last
- * in the adapter, it keeps the adapter's list in post order and each
- * receive listed there older than each one in software.  At most
- * WFI_PROMOTE per call; one whose TAG_ADD cannot be posted stays the
- * head. */
-void wfi_rx_promote(struct wfi_ep *ep)
-{
-	int h = 0, n, i;
-
-	for (n = 0; ep->nsw && n < WFI_PROMOTE; n++) {
-		while (h < ep->hw_rx && ep->rx[h].state != WFI_RX_FREE)
-			h++;
-		if (h >= ep->hw_rx)
-			return;
-		i = ep->sw_head;
-		ep->rx[h] = ep->rx[i];
-		ep->rx[h].sw_next = ep->rx[h].sw_prev = ep->rx[h].bk_next = ep->rx[h].bk_prev = -1;
-		ep->rx[h].sw_class = -1;
-		if (list_hw(ep, h)) {
-			wfi_reg_put(ep->dom, ep->rx[h].reg);
-			memset(&ep->rx[h], 0, sizeof(ep->rx[h]));
-			return;
-		}
-		sw_unlink(ep, i);
-		ep->rx[i].reg = NULL;		/* none while software-listed */
-		rx_free(ep, &ep->rx[i]);
-		ep->rx_st.promoted++;
-	}
 }
 
 /* FI_PEEK (with FI_CLAIM or FI_DISCARD) and FI_CLAIM: software only. */
@@ -926,10 +892,20 @@ ssize_t wfi_cancel(fid_t fid, void *context)
 		return -FI_EINVAL;
 	ep = wfi_ep_of(container_of(fid, struct fid_ep, fid));
 	pthread_mutex_lock(&ep->dom->lock);
-	/* A software-listed receive is taken off its list and fails at once
-	 * (looked at first: no tag operation, and no receive moves into the
-	 * adapter just to be taken back). */
-	for (i = ep->sw_head; i >= 0; i = ep->rx[i].sw_next) {
+	for (i = 0; i < ep->hw_rx; i++) {
+		struct wfi_rx *r = &ep->rx[i];
+
+		if (r->state != WFI_RX_HW || r->ctx != context)
+			continue;
+		ret = tag_op(ep, i, IBV_WR_TAG_DEL);
+		if (!ret) {
+			r->state = WFI_RX_CANCEL;
+			r->del_pending = true;
+		}
+		break;
+	}
+	/* A software-listed receive is taken off its list and fails at once. */
+	for (i = ret == -FI_ENOENT ? ep->sw_head : -1; i >= 0; i = ep->rx[i].sw_next) {
 		struct wfi_rx *r = &ep->rx[i];
 
 		if (r->ctx != context)
@@ -945,17 +921,6 @@ ssize_t wfi_cancel(fid_t fid, void *context)
 		rx_free(ep, r);
 		ret = 0;
 		break;
-	}
-	for (i = 0; ret == -FI_ENOENT && i < ep->hw_rx; i++) {
-		struct wfi_rx *r = &ep->rx[i];
-
-		if (r->state != WFI_RX_HW || r->ctx != context)
-			continue;
-		ret = tag_op(ep, i, IBV_WR_TAG_DEL);
-		if (!ret) {
-			r->state = WFI_RX_CANCEL;
-			r->del_pending = true;
-		}
 	}
 	pthread_mutex_unlock(&ep->dom->lock);
 	return ret;

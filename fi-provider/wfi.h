@@ -66,7 +66,6 @@ enum { WFI_NOTE_KEYQ = 3, WFI_NOTE_KEYA = 4 };
 #define WFI_SW_CLASSES 8		/* masks of software-listed receives with buckets of their own */
 #define WFI_SW_BUCKET_BITS 10		/* (mask, tag) buckets of the software list: 1024 */
 #define WFI_SW_BUCKETS (1 << WFI_SW_BUCKET_BITS)
-#define WFI_PROMOTE 32			/* software-listed receives moved to the adapter per call */
 #define WFI_SRQ_WQES 128		/* SRQ buffers */
 #define WFI_UX_MAX 16384		/* unexpected messages held per endpoint */
 #define WFI_UX_BYTES (64u << 20)	/* and their payload bytes */
@@ -482,7 +481,6 @@ bool wfi_ux_room(struct wfi_ep *ep);
 int wfi_ux_init(struct wfi_ep *ep);
 void wfi_rx_init(struct wfi_ep *ep, uint32_t max_tags);
 void wfi_ux_fini(struct wfi_ep *ep);
-void wfi_rx_promote(struct wfi_ep *ep);
 int wfi_tag_post(struct wfi_ep *ep, struct ibv_ops_wr *wr);
 int wfi_ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *ctx);
 /* progress.c */
