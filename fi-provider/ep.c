@@ -95,7 +95,7 @@ static int enable(struct wfi_ep *ep)
 		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
 			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM,
 		.srq_type = IBV_SRQT_TM,
-		.tm_cap = { .max_num_tags = WFI_HW_RX, .max_ops = 2 * WFI_HW_RX },
+		.tm_cap = { .max_num_tags = WFI_HW_RX, .max_ops = 4 * WFI_HW_RX },
 	};
 	size_t bytes = (size_t)WFI_NSLOTS * WFI_SLOT;
 	int i, ret;
@@ -433,7 +433,7 @@ static struct fi_ops ep_fi_ops = {
 	.close = ep_close,
 	.bind = ep_bind,
 	.control = ep_control,
-	.ops_open = wfi_no_ops_open,
+	.ops_open = wfi_ep_ops_open,
 };
 
 static struct fi_ops_ep ep_ops = {

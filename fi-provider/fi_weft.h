@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The weft provider's own extension (docs/libfabric.md "Registration
- * cache"), opened with fi_open_ops(&domain->fid, FI_WEFT_MRC_OPS, 0, &ops,
- * NULL), as providers' *dv extensions are: the counters of the domain's
- * registration cache.
+ * The weft provider's own extensions, opened with fi_open_ops() as
+ * providers' *dv extensions are: on a domain, FI_WEFT_MRC_OPS, the
+ * counters of its registration cache (docs/libfabric.md "Registration
+ * cache"); on an endpoint, FI_WEFT_RX_OPS, the counters of its posted
+ * receives (docs/libfabric.md "Posted receives beyond the adapter").
  */
 #ifndef FI_WEFT_H
 #define FI_WEFT_H
 
 #include <stdint.h>
 #include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
 
 #define FI_WEFT_MRC_OPS "weft_mr_cache"
 
@@ -27,6 +29,22 @@ struct fi_weft_mrc_stats {
 struct fi_weft_mrc_ops {
 	size_t size;
 	int (*stats)(struct fid_domain *domain, struct fi_weft_mrc_stats *stats);
+};
+
+#define FI_WEFT_RX_OPS "weft_rx"
+
+struct fi_weft_rx_stats {
+	uint64_t hw_posted;	/* receives listed in the adapter when posted */
+	uint64_t sw_posted;	/* receives listed in software when posted (tags all taken) */
+	uint64_t sw_matched;	/* arrivals a software-listed receive took */
+	uint64_t sw_compares;	/* software-listed receives compared to find them */
+	uint64_t sw_now;	/* receives listed in software now */
+	uint64_t ops_refused;	/* tag operations the full op ring refused (retried or held) */
+};
+
+struct fi_weft_rx_ops {
+	size_t size;
+	int (*stats)(struct fid_ep *ep, struct fi_weft_rx_stats *stats);
 };
 
 #endif

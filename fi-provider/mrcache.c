@@ -247,12 +247,5 @@ static struct fi_weft_mrc_ops mrc_ops = {
 int wfi_domain_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *ctx)
 {
 	(void)ctx;
-	if (!fid || !name || !ops)
-		return -FI_EINVAL;
-	if (flags)
-		return -FI_EBADFLAGS;
-	if (strcmp(name, FI_WEFT_MRC_OPS))
-		return -FI_ENOSYS;
-	*ops = &mrc_ops;
-	return 0;
+	return wfi_ops_named(fid, name, flags, ops, FI_WEFT_MRC_OPS, &mrc_ops);
 }

@@ -59,14 +59,18 @@ static void one(struct wfi_ep *ep, bool *sync)
 	}
 }
 
+/* A SYNC only when software's count moved since the last tag operation
+ * carried it: one with the same count activates nothing more, and
+ * repeated ones would fill the op ring that DELs need. */
 static void sync_tags(struct wfi_ep *ep)
 {
 	struct ibv_ops_wr wr = {
 		.wr_id = WFI_WR(WFI_WR_OP, WFI_RX_SIZE), .opcode = IBV_WR_TAG_SYNC,
-		.flags = IBV_OPS_TM_SYNC, .tm = { .unexpected_cnt = ep->unexp_cnt },
-	}, *bad;
+		.flags = IBV_OPS_TM_SYNC,
+	};
 
-	ibv_post_srq_ops(ep->srq, &wr, &bad);
+	if (ep->sync_sent != ep->unexp_cnt)
+		wfi_tag_post(ep, &wr);
 }
 
 void wfi_progress(struct wfi_ep *ep)

@@ -17,7 +17,8 @@
  * receive listed in the adapter is older than each one listed in software
  * and the adapter's own match is the earliest.  An unexpected arrival that
  * no receive listed in the adapter takes goes to the oldest matching
- * software-listed one; rendezvous data of those is read by software.
+ * software-listed one, found in the buckets of (mask, tag) rather than by
+ * a walk of the list; rendezvous data of those is read by software.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,11 @@ void wfi_rx_init(struct wfi_ep *ep, uint32_t max_tags)
 		ep->sw_free[ep->sw_nfree++] = i;
 	ep->sw_head = ep->sw_tail = -1;
 	ep->nsw = 0;
+	for (i = 0; i < WFI_SW_BUCKETS; i++)
+		ep->sw_bhead[i] = ep->sw_btail[i] = -1;
+	for (i = 0; i < WFI_SW_CLASSES; i++)
+		ep->sw_cref[i] = 0;
+	ep->sw_ohead = ep->sw_otail = -1;
 }
 
 static void rx_free(struct wfi_ep *ep, struct wfi_rx *r)
@@ -127,10 +133,52 @@ static void rx_free(struct wfi_ep *ep, struct wfi_rx *r)
 		ep->sw_free[ep->sw_nfree++] = i;
 }
 
-/* Software list: append receive i (the newest), or take it off. */
+/* The bucket of key (the wire tag's bits under class c's mask). */
+static unsigned int sw_bucket(int c, uint64_t key)
+{
+	return (unsigned int)(((key ^ ((uint64_t)c << 56)) * 0x9e3779b97f4a7c15ull) >>
+			      (64 - WFI_SW_BUCKET_BITS));
+}
+
+/* The head and tail of the chain receive i is on: its bucket's, or the
+ * unbucketed list's. */
+static int *sw_chain(struct wfi_ep *ep, int i, int **tail)
+{
+	struct wfi_rx *r = &ep->rx[i];
+	unsigned int b;
+
+	if (r->sw_class < 0) {
+		*tail = &ep->sw_otail;
+		return &ep->sw_ohead;
+	}
+	b = sw_bucket(r->sw_class, r->tag);
+	*tail = &ep->sw_btail[b];
+	return &ep->sw_bhead[b];
+}
+
+/* The class of mask m: the one that has it, else a free one, else -1
+ * (more than WFI_SW_CLASSES masks in use: the receive is unbucketed). */
+static int sw_class(struct wfi_ep *ep, uint64_t m)
+{
+	int c, free = -1;
+
+	for (c = 0; c < WFI_SW_CLASSES; c++) {
+		if (ep->sw_cref[c] && ep->sw_cmask[c] == m)
+			return c;
+		if (!ep->sw_cref[c] && free < 0)
+			free = c;
+	}
+	if (free >= 0)
+		ep->sw_cmask[free] = m;
+	return free;
+}
+
+/* Software list: append receive i (the newest: its chain stays in post
+ * order too), or take it off. */
 static void sw_append(struct wfi_ep *ep, int i)
 {
 	struct wfi_rx *r = &ep->rx[i];
+	int *head, *tail;
 
 	r->state = WFI_RX_SW;
 	r->sw_prev = ep->sw_tail;
@@ -141,11 +189,23 @@ static void sw_append(struct wfi_ep *ep, int i)
 		ep->sw_head = i;
 	ep->sw_tail = i;
 	ep->nsw++;
+	r->sw_class = sw_class(ep, r->mask);
+	if (r->sw_class >= 0)
+		ep->sw_cref[r->sw_class]++;
+	head = sw_chain(ep, i, &tail);
+	r->bk_prev = *tail;
+	r->bk_next = -1;
+	if (*tail >= 0)
+		ep->rx[*tail].bk_next = i;
+	else
+		*head = i;
+	*tail = i;
 }
 
 static void sw_unlink(struct wfi_ep *ep, int i)
 {
 	struct wfi_rx *r = &ep->rx[i];
+	int *head, *tail;
 
 	if (r->sw_prev >= 0)
 		ep->rx[r->sw_prev].sw_next = r->sw_next;
@@ -155,20 +215,52 @@ static void sw_unlink(struct wfi_ep *ep, int i)
 		ep->rx[r->sw_next].sw_prev = r->sw_prev;
 	else
 		ep->sw_tail = r->sw_prev;
-	r->sw_next = r->sw_prev = -1;
+	head = sw_chain(ep, i, &tail);
+	if (r->bk_prev >= 0)
+		ep->rx[r->bk_prev].bk_next = r->bk_next;
+	else
+		*head = r->bk_next;
+	if (r->bk_next >= 0)
+		ep->rx[r->bk_next].bk_prev = r->bk_prev;
+	else
+		*tail = r->bk_prev;
+	if (r->sw_class >= 0)
+		ep->sw_cref[r->sw_class]--;
+	r->sw_next = r->sw_prev = r->bk_next = r->bk_prev = -1;
 	r->state = WFI_RX_MATCHED;
 	ep->nsw--;
 }
 
-/* The oldest software-listed receive that takes wire tag t. */
+/* The oldest software-listed receive that takes wire tag t: in each
+ * class, the first receive of the bucket of (class, t under its mask)
+ * whose mask and tag are that key (a bucket is in post order), then the
+ * unbucketed receives up to the oldest found.  At most WFI_SW_CLASSES
+ * buckets; every software-listed receive compared is counted. */
 static int sw_find(struct wfi_ep *ep, uint64_t t)
 {
-	int i;
+	int c, i, best = -1;
 
-	for (i = ep->sw_head; i >= 0; i = ep->rx[i].sw_next)
+	for (c = 0; c < WFI_SW_CLASSES; c++) {
+		uint64_t m = ep->sw_cmask[c];
+
+		if (!ep->sw_cref[c])
+			continue;
+		for (i = ep->sw_bhead[sw_bucket(c, t & m)]; i >= 0; i = ep->rx[i].bk_next) {
+			ep->rx_st.sw_compares++;
+			if (ep->rx[i].sw_class == c && ep->rx[i].tag == (t & m))
+				break;
+		}
+		if (i >= 0 && (best < 0 || ep->rx[i].seq < ep->rx[best].seq))
+			best = i;
+	}
+	for (i = ep->sw_ohead; i >= 0; i = ep->rx[i].bk_next) {
+		if (best >= 0 && ep->rx[i].seq > ep->rx[best].seq)
+			break;
+		ep->rx_st.sw_compares++;
 		if ((t & ep->rx[i].mask) == ep->rx[i].tag)
 			return i;
-	return -1;
+	}
+	return best;
 }
 
 static void complete(struct wfi_ep *ep, struct wfi_rx *r, int err)
@@ -230,15 +322,30 @@ static int rx_find(struct wfi_ep *ep, uint64_t t)
 	return best;
 }
 
+/* Posts tag operation wr, which carries software's count of unexpected
+ * messages (IBV_OPS_TM_SYNC). */
+int wfi_tag_post(struct wfi_ep *ep, struct ibv_ops_wr *wr)
+{
+	struct ibv_ops_wr *bad;
+
+	wr->tm.unexpected_cnt = ep->unexp_cnt;
+	if (ibv_post_srq_ops(ep->srq, wr, &bad)) {
+		ep->rx_st.ops_refused++;
+		return -FI_EAGAIN;
+	}
+	ep->sync_sent = ep->unexp_cnt;
+	return 0;
+}
+
 static int tag_op(struct wfi_ep *ep, int i, enum ibv_ops_wr_opcode op)
 {
 	struct ibv_ops_wr wr = {
 		.wr_id = WFI_WR(WFI_WR_OP, i), .opcode = op,
 		.flags = IBV_OPS_SIGNALED | IBV_OPS_TM_SYNC,
-		.tm = { .unexpected_cnt = ep->unexp_cnt, .handle = ep->rx[i].handle },
-	}, *bad;
+		.tm = { .handle = ep->rx[i].handle },
+	};
 
-	return ibv_post_srq_ops(ep->srq, &wr, &bad) ? -FI_EAGAIN : 0;
+	return wfi_tag_post(ep, &wr);
 }
 
 /* The local buffer of receive r: its bounce slot or the user's buffer,
@@ -330,6 +437,7 @@ static void ux_route(struct wfi_ep *ep, int ui)
 	if (ri < 0) {
 		ri = ep->nsw ? sw_find(ep, ep->ux[ui].tag) : -1;
 		if (ri >= 0) {
+			ep->rx_st.sw_matched++;
 			sw_unlink(ep, ri);
 			take(ep, &ep->rx[ri], ui);
 		}
@@ -429,11 +537,16 @@ void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status)
 	if (i < 0 || i >= WFI_RX_SIZE)
 		return;
 	r = &ep->rx[i];
-	if (!r->del_pending) {
+	/* A TAG_ADD completes when it failed or asks for a sync (a receive
+	 * listed behind the phase): never the completion of a DEL posted
+	 * for that receive since. */
+	if (wr_id & WFI_WR_ADD) {
 		if (status && r->state == WFI_RX_HW)
-			complete(ep, r, FI_EIO);	/* a TAG_ADD that failed */
+			complete(ep, r, FI_EIO);
 		return;
 	}
+	if (!r->del_pending)
+		return;
 	r->del_pending = false;
 	if (r->state == WFI_RX_DONE) {		/* the adapter matched it first */
 		if (r->ux >= 0 && r->ux < WFI_UX_MAX && ep->ux[r->ux].taken) {
@@ -640,17 +753,18 @@ static int list_hw(struct wfi_ep *ep, int i)
 	struct wfi_rx *r = &ep->rx[i];
 	struct ibv_sge sge;
 	struct ibv_ops_wr wr = {
-		.wr_id = WFI_WR(WFI_WR_OP, i), .opcode = IBV_WR_TAG_ADD, .flags = IBV_OPS_TM_SYNC,
-		.tm = { .unexpected_cnt = ep->unexp_cnt,
-			.add = { .recv_wr_id = WFI_WR(WFI_WR_RX, i), .sg_list = &sge, .num_sge = 1,
+		.wr_id = WFI_WR(WFI_WR_OP, i) | WFI_WR_ADD, .opcode = IBV_WR_TAG_ADD,
+		.flags = IBV_OPS_TM_SYNC,
+		.tm = { .add = { .recv_wr_id = WFI_WR(WFI_WR_RX, i), .sg_list = &sge, .num_sge = 1,
 				 .tag = r->tag, .mask = r->mask } },
-	}, *bad;
+	};
 	int ret = rx_sge(ep, r, &sge, true);
 
 	if (ret)
 		return ret;
-	if (ibv_post_srq_ops(ep->srq, &wr, &bad))
-		return -FI_EAGAIN;
+	ret = wfi_tag_post(ep, &wr);
+	if (ret)
+		return ret;
 	r->handle = wr.tm.handle;
 	r->state = WFI_RX_HW;
 	return 0;
@@ -754,8 +868,10 @@ ssize_t wfi_recv(struct wfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64
 	}
 	if (i >= ep->hw_rx) {
 		sw_append(ep, i);
+		ep->rx_st.sw_posted++;
 		return 0;
 	}
+	ep->rx_st.hw_posted++;
 	ret = list_hw(ep, i);
 	if (ret == -FI_EAGAIN) {
 		/* The op ring is full: progress may route arrivals meanwhile,
@@ -815,4 +931,30 @@ ssize_t wfi_cancel(fid_t fid, void *context)
 	}
 	pthread_mutex_unlock(&ep->dom->lock);
 	return ret;
+}
+
+static int rx_stats(struct fid_ep *fep, struct fi_weft_rx_stats *st)
+{
+	struct wfi_ep *ep;
+
+	if (!fep || !st || fep->fid.fclass != FI_CLASS_EP)
+		return -FI_EINVAL;
+	ep = wfi_ep_of(fep);
+	pthread_mutex_lock(&ep->dom->lock);
+	*st = ep->rx_st;
+	st->sw_now = (uint64_t)ep->nsw;
+	pthread_mutex_unlock(&ep->dom->lock);
+	return 0;
+}
+
+static struct fi_weft_rx_ops rx_ops = {
+	.size = sizeof(struct fi_weft_rx_ops),
+	.stats = rx_stats,
+};
+
+/* fi_open_ops on the endpoint: FI_WEFT_RX_OPS (fi_weft.h). */
+int wfi_ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *ctx)
+{
+	(void)ctx;
+	return wfi_ops_named(fid, name, flags, ops, FI_WEFT_RX_OPS, &rx_ops);
 }

@@ -44,6 +44,9 @@ _Static_assert((int)WFI_OP_NO_TAG == IBV_TMH_NO_TAG && (int)WFI_OP_RNDV == IBV_T
 #define WFI_TX_SIZE 256			/* send operations per endpoint */
 #define WFI_HW_RX 256			/* receives listed in the adapter (TM tags) */
 #define WFI_RX_SIZE 8192		/* receives posted per endpoint, the rest software-listed */
+#define WFI_SW_CLASSES 8		/* masks of software-listed receives with buckets of their own */
+#define WFI_SW_BUCKET_BITS 10		/* (mask, tag) buckets of the software list: 1024 */
+#define WFI_SW_BUCKETS (1 << WFI_SW_BUCKET_BITS)
 #define WFI_SRQ_WQES 128		/* SRQ buffers */
 #define WFI_UX_MAX 16384		/* unexpected messages held per endpoint */
 #define WFI_UX_BYTES (64u << 20)	/* and their payload bytes */
@@ -225,6 +228,8 @@ struct wfi_rx {
 	uint64_t seq;			/* post order */
 	uint32_t handle;		/* TM handle while listed */
 	int sw_next, sw_prev;		/* SW: the software list, in post order */
+	int bk_next, bk_prev;		/* SW: its bucket (or the unbucketed list), in post order */
+	int sw_class;			/* SW: its mask's class, -1: unbucketed */
 	struct wfi_reg *reg;		/* > eager: the user buffer's MR */
 	int ux;				/* DEL: the unexpected message (SRQ slot) */
 	uint64_t got_tag, got_len;
@@ -278,6 +283,15 @@ struct wfi_ep {
 	int sw_free[WFI_RX_SIZE];	/* stack of free receives [hw_rx, WFI_RX_SIZE) */
 	int sw_nfree;
 	int sw_head, sw_tail, nsw;	/* the software-listed receives, oldest first */
+	/* The software list again, by key (docs/libfabric.md "Posted receives
+	 * beyond the adapter"): each receive whose mask has a class is in the
+	 * bucket of (class, tag), the others in one unbucketed list; all in
+	 * post order. */
+	uint64_t sw_cmask[WFI_SW_CLASSES];	/* a class's mask */
+	int sw_cref[WFI_SW_CLASSES];	/* its receives (0: the class is free) */
+	int sw_bhead[WFI_SW_BUCKETS], sw_btail[WFI_SW_BUCKETS];
+	int sw_ohead, sw_otail;		/* the unbucketed receives */
+	struct fi_weft_rx_stats rx_st;	/* FI_WEFT_RX_OPS */
 	int nfin;			/* receives in WFI_RX_FIN */
 	struct wfi_ux *ux;		/* WFI_UX_MAX */
 	int *ux_free;			/* stack of free ux indices */
@@ -295,6 +309,7 @@ struct wfi_ep {
 	uint64_t keyq_key;
 	bool log;			/* WEFT_FI_LOG: completion errors on stderr */
 	uint32_t unexp_cnt;		/* unexpected messages seen (TM sync) */
+	uint32_t sync_sent;		/* the count the last tag operation carried */
 	struct wfi_peer *peers;		/* index + 1 = the peer's id here */
 	int npeers;
 	struct rdma_cm_id *in[WFI_MAX_PEERS];	/* accepted connections */
@@ -328,6 +343,7 @@ enum { WFI_WR_TX = 1, WFI_WR_RX, WFI_WR_UX, WFI_WR_OP, WFI_WR_READ };
 #define WFI_WR(kind, i) (((uint64_t)(kind) << 56) | (uint32_t)(i))
 #define WFI_WR_KIND(w) ((int)((w) >> 56))
 #define WFI_WR_IDX(w) ((int)(uint32_t)(w))
+#define WFI_WR_ADD (1ull << 32)		/* WFI_WR_OP: a TAG_ADD (else DEL or SYNC) */
 
 /* info.c */
 int wfi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
@@ -446,6 +462,8 @@ bool wfi_ux_room(struct wfi_ep *ep);
 int wfi_ux_init(struct wfi_ep *ep);
 void wfi_rx_init(struct wfi_ep *ep, uint32_t max_tags);
 void wfi_ux_fini(struct wfi_ep *ep);
+int wfi_tag_post(struct wfi_ep *ep, struct ibv_ops_wr *wr);
+int wfi_ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *ctx);
 /* progress.c */
 void wfi_progress(struct wfi_ep *ep);
 void wfi_refuse(struct wfi_ep *ep, enum wfi_wire_reason why, uint32_t qpn);
@@ -458,5 +476,7 @@ extern struct fi_ops_rma wfi_rma_ops;
 int wfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int wfi_no_control(struct fid *fid, int command, void *arg);
 int wfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *ctx);
+int wfi_ops_named(struct fid *fid, const char *name, uint64_t flags, void **ops,
+		  const char *want, void *table);
 
 #endif

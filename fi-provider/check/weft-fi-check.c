@@ -263,12 +263,15 @@ static bool xfer(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, void *s, 
 
 /* Software-listed receives (docs/libfabric.md "Posted receives beyond the
  * adapter"): SPILL_N tagged receives posted at once, exact tags, tags with
- * ignored bits and wildcards, then SPILL_N messages; each must land in the
- * earliest-posted receive that takes it (a reference model says which),
- * across the adapter's tags and the software list.  The messages no
- * receive took are held in arrival order; the receives nothing took are
- * cancelled. */
+ * ignored bits (13 masks: more than the provider buckets) and wildcards,
+ * then SPILL_N messages; each must land in the earliest-posted receive
+ * that takes it (a reference model says which), across the adapter's
+ * tags and the software list (the endpoint's FI_WEFT_RX_OPS counters say
+ * how many software took).  The messages no receive took are held in arrival
+ * order; the receives nothing took are cancelled.  Then exact tags beyond
+ * the adapter: found in their buckets, not by walking the list. */
 #define SPILL_N 4096
+#define BUCKET_N 2000
 
 struct spill {
 	struct fid_ep *ep;
@@ -320,6 +323,73 @@ static bool spill_wait(struct spill *sp, int sends, int recvs)
 	return sp->sends >= sends && sp->recvs >= recvs;
 }
 
+/* The endpoint's receive counters (fi_weft.h); all zero when refused. */
+static int rx_stats(struct fid_ep *ep, struct fi_weft_rx_stats *st)
+{
+	struct fi_weft_rx_ops *ops;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	ret = fi_open_ops(&ep->fid, FI_WEFT_RX_OPS, 0, (void **)&ops, NULL);
+	return ret ? ret : ops->stats(ep, st);
+}
+
+/* BUCKET_N receives of distinct exact tags listed in software behind 256
+ * that never match (the adapter's), then their messages in reverse post
+ * order: each arrival finds its receive in its bucket, so the receives
+ * compared stay near one per message where a walk of the list would
+ * compare about BUCKET_N / 2. */
+static void bucket_checks(struct spill *sp, fi_addr_t self)
+{
+	struct fi_weft_rx_stats a, b;
+	int fill_ctx[256], i, k, bad = 0, nfill = 0;
+	uint32_t sb[BUCKET_N];
+	ssize_t ret = 0;
+	uint64_t cmp;
+
+	memset(sp->got, -1, sizeof(sp->got));
+	sp->sends = sp->recvs = sp->errs = 0;
+	for (i = 0; i < 256 && !ret; i++, nfill++)
+		ret = fi_trecv(sp->ep, sp->rb[SPILL_N - 1], 8, NULL, FI_ADDR_UNSPEC, 0x900, 0,
+			       &fill_ctx[i]);
+	for (i = 0; i < BUCKET_N && !ret; i++) {
+		sp->mtag[BUCKET_N - 1 - i] = 0xa000 + (uint64_t)i;
+		ret = fi_trecv(sp->ep, sp->rb[i], sizeof(sp->rb[i]), NULL, FI_ADDR_UNSPEC,
+			       0xa000 + (uint64_t)i, 0, &sp->ctx[i]);
+	}
+	rx_stats(sp->ep, &a);
+	for (k = 0; k < BUCKET_N && !ret; k++) {
+		sb[k] = (uint32_t)k;
+		while ((ret = fi_tsend(sp->ep, &sb[k], 4, NULL, self, sp->mtag[k], NULL)) == -FI_EAGAIN)
+			spill_reap(sp);
+	}
+	spill_wait(sp, BUCKET_N, BUCKET_N);
+	rx_stats(sp->ep, &b);
+	for (i = 0; i < BUCKET_N; i++)
+		bad += sp->got[i] != BUCKET_N - 1 - i;
+	cmp = b.sw_compares - a.sw_compares;
+	printf("# %d exact-tag receives in software: %llu taken there, %llu receives compared "
+	       "(%.2f per message)\n", BUCKET_N, (unsigned long long)(b.sw_matched - a.sw_matched),
+	       (unsigned long long)cmp, (double)cmp / BUCKET_N);
+	CHECK(!ret && !bad && !sp->errs && b.sw_matched - a.sw_matched == BUCKET_N &&
+	      cmp <= 4 * BUCKET_N,
+	      "%d exact-tag receives listed in software, messages in reverse order: %d wrong, %d "
+	      "errors, %llu taken in software, %llu receives compared (at most %d)", BUCKET_N, bad,
+	      sp->errs, (unsigned long long)(b.sw_matched - a.sw_matched),
+	      (unsigned long long)cmp, 4 * BUCKET_N);
+	for (bad = 0, i = 0; i < nfill; i++) {
+		struct fi_cq_err_entry err;
+		struct fi_cq_tagged_entry e;
+
+		ret = fi_cancel(&sp->ep->fid, &fill_ctx[i]);
+		ret = ret ? ret : poll_one(sp->cq, &e);
+		bad += ret != -FI_EAVAIL || fi_cq_readerr(sp->cq, &err, 0) != 1 ||
+		       err.err != FI_ECANCELED;
+	}
+	CHECK(!bad && nfill == 256, "and the %d receives ahead of them cancelled (%d wrong)", nfill,
+	      bad);
+}
+
 static void spill_checks(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, size_t rx_size)
 {
 	struct spill *sp = calloc(1, sizeof(*sp));
@@ -329,6 +399,8 @@ static void spill_checks(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, s
 	ssize_t ret = 0;
 	int *big_ctx;
 	uint8_t *big_s, *big_r;
+	struct fi_weft_rx_stats st0, st1;
+	int stret;
 
 	if (!sp)
 		return;
@@ -337,7 +409,7 @@ static void spill_checks(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, s
 	for (i = 0; i < SPILL_N; i++) {
 		switch (i % 4) {
 		case 0: sp->rtag[i] = (uint64_t)(i / 4) % 8; sp->rign[i] = 0; break;
-		case 1: sp->rtag[i] = 0; sp->rign[i] = 7; break;
+		case 1: sp->rtag[i] = 0; sp->rign[i] = 7 | 0x10ull << (i / 4 % 10); break;
 		case 2: sp->rtag[i] = (uint64_t)(i / 4) % 8 & 6; sp->rign[i] = 1; break;
 		default: sp->rtag[i] = 8 + (uint64_t)i % 5; sp->rign[i] = 0; break;
 		}
@@ -358,6 +430,7 @@ static void spill_checks(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, s
 			left[nleft++] = k;
 		}
 	}
+	stret = rx_stats(ep, &st0);
 	for (i = 0; i < SPILL_N && !ret; i++, posted++)
 		ret = fi_trecv(ep, sp->rb[i], sizeof(sp->rb[i]), NULL, FI_ADDR_UNSPEC, sp->rtag[i],
 			       sp->rign[i], &sp->ctx[i]);
@@ -368,12 +441,35 @@ static void spill_checks(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, s
 			spill_reap(sp);
 	}
 	spill_wait(sp, SPILL_N, matched);
-	for (i = 0; i < SPILL_N; i++)
-		bad += sp->got[i] != sp->want[i];
+	stret = stret ? stret : rx_stats(ep, &st1);
+	for (i = 0; i < SPILL_N; i++) {
+		if (sp->got[i] == sp->want[i])
+			continue;
+		if (bad++ < 8)
+			printf("# receive %d (tag 0x%llx, ignore 0x%llx) got message %d (tag 0x%llx), the "
+			       "model names %d\n", i, (unsigned long long)sp->rtag[i],
+			       (unsigned long long)sp->rign[i], sp->got[i],
+			       (unsigned long long)(sp->got[i] >= 0 ? sp->mtag[sp->got[i]] : 0),
+			       sp->want[i]);
+	}
+	printf("# receives: %llu listed in the adapter and %llu in software when posted; %llu "
+	       "messages taken in software (%llu receives compared), %llu left in software; %llu "
+	       "tag operations refused by a full op ring\n",
+	       (unsigned long long)(st1.hw_posted - st0.hw_posted),
+	       (unsigned long long)(st1.sw_posted - st0.sw_posted),
+	       (unsigned long long)(st1.sw_matched - st0.sw_matched),
+	       (unsigned long long)(st1.sw_compares - st0.sw_compares),
+	       (unsigned long long)st1.sw_now,
+	       (unsigned long long)(st1.ops_refused - st0.ops_refused));
 	CHECK(!ret && !bad && !sp->errs && sp->recvs == matched,
 	      "%d messages to %d receives with overlapping tags and wildcards: %d receives took the "
 	      "message the earliest-posted-receive model names (%d), %d wrong, %d errors",
 	      SPILL_N, SPILL_N, sp->recvs - bad, matched, bad, sp->errs);
+	CHECK(!stret && st1.hw_posted - st0.hw_posted + st1.sw_posted - st0.sw_posted == SPILL_N &&
+	      st1.sw_matched > st0.sw_matched,
+	      "fi_open_ops(%s): %d; the endpoint's counters: %d receives posted, messages taken by "
+	      "software-listed receives: %llu", FI_WEFT_RX_OPS, stret, SPILL_N,
+	      (unsigned long long)(st1.sw_matched - st0.sw_matched));
 	/* The messages no receive took, in arrival order. */
 	bad = 0;
 	for (k = 0; k < nleft; k++) {
@@ -401,8 +497,9 @@ static void spill_checks(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, s
 		bad += ret != -FI_EAVAIL || fi_cq_readerr(cq, &err, 0) != 1 ||
 		       err.err != FI_ECANCELED || err.op_context != &sp->ctx[i];
 	}
-	CHECK(!bad, "fi_cancel of the %d receives no message took (software-listed: the model gives "
-	      "the first 256 a message each): FI_ECANCELED each (%d wrong)", ncancel, bad);
+	CHECK(!bad, "fi_cancel of the %d receives no message took: FI_ECANCELED each (%d wrong)",
+	      ncancel, bad);
+	bucket_checks(sp, self);
 	/* A rendezvous taken by a software-listed receive: read by software. */
 	big_ctx = calloc(300, sizeof(*big_ctx));
 	big_s = calloc(1, 100000);
@@ -428,7 +525,7 @@ static void spill_checks(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, s
 	for (i = 0; i < 300; i++)
 		bad += sp->got[i] != i;
 	CHECK(!ret && !bad && !sp->errs && same(big_r, 100000, 0x61),
-	      "300 receives of one tag and a 100000 B receive listed after them (software): the "
+	      "300 receives of one tag and a 100000 B receive listed after them: the "
 	      "rendezvous lands whole (%s), the 300 messages in post order (%d wrong, %d errors)",
 	      same(big_r, 100000, 0x61) ? "yes" : "no", bad, sp->errs);
 	/* The bound: rx_size receives, then -FI_EAGAIN. */

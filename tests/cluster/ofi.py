@@ -16,10 +16,10 @@ from weftcluster.testing import scenario
 PROV = "weft"
 
 
-def check_program(t, cmd, label, what):
+def check_program(t, cmd, label, what, timeout=240):
     """A check program of the provider on node0 (its "ok N" / "not ok N"
     lines): every check held, and it exited 0.  Its output."""
-    r = t.gx(0, f"{cmd} 2>&1", timeout=240)
+    r = t.gx(0, f"{cmd} 2>&1", timeout=timeout)
     oks = [x for x in r.lines() if x.startswith("ok ")]
     bad = [x for x in r.lines() if x.startswith("not ok")]
     if r.ok and oks and not bad:
@@ -42,8 +42,11 @@ def check(t):
         else:
             t.show(r.out, "fi_info | ", 12)
             t.fail(f"{label}: `{cmd}` exit {r.rc}, no weft provider listed")
-    check_program(t, "weft-fi-check", "check", "bad arguments answered with the manual's errors, loopback "
-                  "eager/unexpected/rendezvous byte-exact, fi_cancel")
+    out = check_program(t, "weft-fi-check", "check", "bad arguments answered with the manual's errors, loopback "
+                        "eager/unexpected/rendezvous byte-exact, fi_cancel", timeout=600)
+    for x in out.splitlines():
+        if x.startswith("# ") and "receives" in x:
+            t.say(x[2:])
     t.require(t.no_oops(0), None)
 
 
