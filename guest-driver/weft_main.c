@@ -49,9 +49,9 @@ static unsigned int weft_handlers;
 module_param_named(handlers, weft_handlers, uint, 0444);
 MODULE_PARM_DESC(handlers, "interrupt handlers (MSI-X vectors) to use, 0 = all the adapter offers");
 
-static unsigned int weft_irq_mod_us = 20;
+static unsigned int weft_irq_mod_us;
 module_param_named(irq_mod_us, weft_irq_mod_us, uint, 0444);
-MODULE_PARM_DESC(irq_mod_us, "interrupt moderation: each handler's interrupts at least this many microseconds apart, 0..1000, 0 = off (default 20)");
+MODULE_PARM_DESC(irq_mod_us, "interrupt moderation: each handler's interrupts at least this many microseconds apart, 0..1000, 0 = off (default 0)");
 
 static unsigned int weft_irq_mod_count = 32;
 module_param_named(irq_mod_count, weft_irq_mod_count, uint, 0444);
