@@ -6,7 +6,7 @@
                [--switch HOST:PORT --tokens DIR [--first-node F]]
                [--net A.B.C.D/LEN|none] [--net6 PREFIX::/LEN|none]
                [--vnet A.B.C.D/LEN] [--trace PATTERN[,PATTERN...]] [--layer NAME]
-               [--start snapshot|boot]
+               [--start snapshot|boot] [--main-loop]
   weft-cluster [--name NAME] exec [--timeout S] NODE|N,M,...|all -- CMD...
   weft-cluster [--name NAME] mpirun -np N [--per-node K] [--impl openmpi|mpich]
                [--transport tcp|ucx|ofi] [--ofi-provider NAME]
@@ -35,7 +35,8 @@ scripts/build-qemu.sh), WEFT_SWITCH (a weft-switch binary), WEFT_BUILD
 (meson build folder, default build/), WEFT_ACCEL=kvm|tcg,
 WEFT_KERNEL_APPEND (more guest kernel arguments), WEFT_QEMU_ARGS (more
 QEMU arguments for every node), WEFT_QEMU_ARGS_<N> (for node N) and
-WEFT_IOTHREAD=1 (each weft device runs in its own IOThread).
+WEFT_IOTHREAD=0 (the weft devices run in QEMU's main loop, as
+`up --main-loop` does; by default each runs in its own IOThread).
 With --adapters A each node has A weft devices, each on its own switch
 port: adapter a of node N has node id N + a*n (adapter 0 keeps id N).
 Node N gets address N+1 of --net (default 10.87.0.0/16) and of --net6
@@ -173,6 +174,7 @@ def up_parser():
         "--trace needs QEMU trace event patterns, e.g. 'weft_*' or weft_db_write,weft_pkt_*",
         lambda t: t if not t or TRACE.match(t) else None))
     p.add_argument("--start", default="", choices=("boot", "snapshot"))
+    p.add_argument("--main-loop", action="store_true")
     p.add_argument("--layer", default="", type=checked("--layer needs a layer name (images/layers/NAME)",
                                                        lambda t: t if not t or layer.LAYER_NAME.match(t) else None))
     return p
@@ -413,7 +415,7 @@ def cmd_up(c, args):
         listen=a.listen, remote=a.remote, base=a.first_node, net4=a.net, net6=a.net6, vnet4=a.vnet,
         vnet_mcast=mcast, trace=a.trace, qemu_args=os.environ.get("WEFT_QEMU_ARGS", ""),
         qemu_args_node=[os.environ.get(f"WEFT_QEMU_ARGS_{i}", "") for i in range(n)], start=a.start,
-        iothread=os.environ.get("WEFT_IOTHREAD") == "1")
+        iothread=not a.main_loop and os.environ.get("WEFT_IOTHREAD", "1") != "0")
     if ldir:
         s.initrd = layer.make_initrd(c, ldir)
     why = snapshot.why_boot(s)

@@ -78,7 +78,8 @@ def key(c):
     s = c.settings
     initrd = s.initrd or f"{s.image}/initrd.img"
     shape = {"mem": s.mem, "adapters": s.adapters if s.adapter else 0, "devprops": s.devprops,
-             "accel": s.accel, "append": c.kernel_append(None), "qemu_args": s.qemu_args}
+             "accel": s.accel, "append": c.kernel_append(None), "qemu_args": s.qemu_args,
+             "iothread": s.iothread}
     build = {"qemu": file_hash(s.qemu), "image": os.path.realpath(s.image),
              "initrd": [os.path.realpath(initrd), os.path.getsize(initrd), os.stat(initrd).st_mtime_ns],
              "tool": file_hash(os.path.abspath(__file__))}

@@ -37,7 +37,7 @@ class Settings:
     trace: str = ""         # --trace: QEMU trace event patterns, comma-separated
     qemu_args: str = ""     # WEFT_QEMU_ARGS
     qemu_args_node: list = dataclasses.field(default_factory=list)  # WEFT_QEMU_ARGS_<N>
-    iothread: bool = False  # WEFT_IOTHREAD=1: each weft device in its own IOThread
+    iothread: bool = False  # each weft device in its own IOThread (up's default; --main-loop or WEFT_IOTHREAD=0: not)
     start: str = "boot"     # boot, or snapshot (restored from `snapshot`; up's default where it can)
     snapshot: str = ""      # a snapshot start: the template's folder in the cache (snapshot.py)
 

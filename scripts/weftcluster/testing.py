@@ -265,7 +265,7 @@ class ClusterSpec:
     """One line of the runner's cluster table."""
 
     def __init__(self, prefix, nodes, adapters=1, switch_args="", props="", transport="auto", fixed=False, trace="",
-                 layer="", mem=0, start=""):
+                 layer="", mem=0, start="", main_loop=False):
         self.prefix, self.nodes, self.adapters = prefix, nodes, adapters
         self.switch_args, self.props = switch_args, props
         self.transport, self.fixed = transport, fixed
@@ -273,6 +273,7 @@ class ClusterSpec:
         self.layer = layer            # an image layer (up --layer; "": none)
         self.mem = mem                # MiB per VM (0: weft-cluster's default)
         self.start = start            # up --start: boot, snapshot (restored from a template), "": the default
+        self.main_loop = main_loop    # up --main-loop: the devices in QEMU's main loop, not in IOThreads
 
     def up_args(self):
         """`weft-cluster up` options (WEFT_TRANSPORT, when set, is every
@@ -283,7 +284,7 @@ class ClusterSpec:
         return ["up", "-n", str(self.nodes), "--adapters", str(self.adapters), "--switch-args", self.switch_args,
                 "--device-props", self.props, "--transport", t] + (["--trace", self.trace] if self.trace else []) + \
             (["--layer", self.layer] if self.layer else []) + (["--mem", str(self.mem)] if self.mem else []) + \
-            (["--start", start] if start else [])
+            (["--start", start] if start else []) + (["--main-loop"] if self.main_loop else [])
 
 
 class Runner:

@@ -61,8 +61,10 @@ CLUSTERS = {
     # slot order (rx-overlap, seed item 15): IP over Weft, libweft's FIFO
     # and the half-RDMA modes must poll per slot to pass there.  They run
     # on the socket fallback, the others on the shared-memory rings (auto),
-    # so that every run covers both.
-    "C4": ClusterSpec("ct4", 4, props="rx-overlap=4", transport="socket"),
+    # so that every run covers both.  Their devices run in QEMU's main
+    # loop (the others each in its own IOThread, up's default), so that
+    # every run covers both modes too.
+    "C4": ClusterSpec("ct4", 4, props="rx-overlap=4", transport="socket", main_loop=True),
     # Two adapters per node, for striping over adapters.
     "CS": ClusterSpec("cts", 2, adapters=2),
     # Always through the switch's TCP listener on 127.0.0.1, as from

@@ -37,10 +37,10 @@ def entry(root, name, age, state=True):
     return d
 
 
-def cluster(t, qemu, mem=512, props=""):
+def cluster(t, qemu, mem=512, props="", iothread=True):
     c = Cluster("c", t)
     c.settings = Settings(nodes=2, mem=mem, qemu=qemu, image=t, devprops=props, start="snapshot",
-                          initrd=os.path.join(t, "initrd.img"))
+                          initrd=os.path.join(t, "initrd.img"), iothread=iothread)
     return c
 
 
@@ -62,8 +62,9 @@ def keys(t):
           k2[:8] == k1[:8] and k2 != k1, k2)
     k3 = snapshot.key(cluster(t, qemu, mem=1024))
     k4 = snapshot.key(cluster(t, qemu, props="rcxts=40"))
-    check(f"other --mem or --device-props: another shape ({k3}, {k4})",
-          len({k2[:8], k3[:8], k4[:8]}) == 3, f"{k2} {k3} {k4}")
+    k5 = snapshot.key(cluster(t, qemu, iothread=False))
+    check(f"other --mem, --device-props or --main-loop: another shape ({k3}, {k4}, {k5})",
+          len({k2[:8], k3[:8], k4[:8], k5[:8]}) == 4, f"{k2} {k3} {k4} {k5}")
 
 
 def prune(t):
