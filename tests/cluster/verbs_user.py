@@ -60,31 +60,52 @@ def cm_listening(t, n):
                    "sleep 0.2; done; exit 1").ok
 
 
+# A client's connection refused because nothing listened yet on the
+# server (the CM's REJ reason 8, "invalid service ID", as rdma_cm reports
+# it).  perftest with -R connects twice: its control connection first,
+# then, after the server has closed that listener, exchanged versions over
+# the control connection and set up its resources, the test QPs through a
+# second listener on the same port.  The client sends its second request
+# as soon as the exchange is done; a server that is slower than that (a
+# loaded host under TCG) has no listener yet and the client gives up.
+CM_NOT_LISTENING = "RDMA_CM_EVENT_REJECTED; error: 8."
+
+
 def pair(t, name, server, client, cm=False):
     """The server on node1, then the client on node0: after the server's
     rdma_cm ID listens when the commands use rdma_cm (CM), else retried
-    while the server's TCP port is not open yet.  (client, server) Results
+    while the server's TCP port is not open yet.  A client refused because
+    the server was not listening yet (CM_NOT_LISTENING) runs again with a
+    new server, at most 3 times, and says so.  (client, server) Results
     when both exited 0, else None (what they printed is shown).  A server
     whose client failed would wait for it forever: it is killed."""
-    srv = t.bg(1, server)
-    if cm:
-        if not cm_listening(t, 1):
-            t.say("node1: no rdma_cm ID listening after 30 s")
-        # perftest gives rdma_resolve_addr and rdma_resolve_route 2 s each;
-        # under TCG an ARP exchange can take longer, so the neighbour is
-        # resolved first (as on any host that has talked to its peer before).
-        c = t.gx(0, f"ping -c 1 -W 10 {ip4(1)} >/dev/null; {client}")
-    else:
-        c = t.gx(0, f"i=0; while [ $i -lt 20 ]; do {client} 2>/tmp/{name}.err && exit 0; "
-                    f"grep -q -e 'Couldn.t connect' -e 'Unable to open' /tmp/{name}.err || {{ cat /tmp/{name}.err; exit 1; }}; "
-                    f"i=$((i + 1)); sleep 1; done; cat /tmp/{name}.err; exit 1")
-    if not c.ok:
-        time.sleep(5)
-        if not srv.done():
-            t.gx(1, f"killall -KILL {server.split()[0]}")
-    s = srv.wait()
-    if c.ok and s.ok:
-        return c, s
+    for attempt in range(1, 4):
+        srv = t.bg(1, server)
+        if cm:
+            if not cm_listening(t, 1):
+                t.say("node1: no rdma_cm ID listening after 30 s")
+            # perftest gives rdma_resolve_addr and rdma_resolve_route 2 s
+            # each; under TCG an ARP exchange can take longer, so the
+            # neighbour is resolved first (as on any host that has talked
+            # to its peer before).
+            c = t.gx(0, f"ping -c 1 -W 10 {ip4(1)} >/dev/null; {client}")
+        else:
+            c = t.gx(0, f"i=0; while [ $i -lt 20 ]; do {client} 2>/tmp/{name}.err && exit 0; "
+                        f"grep -q -e 'Couldn.t connect' -e 'Unable to open' /tmp/{name}.err || "
+                        f"{{ cat /tmp/{name}.err; exit 1; }}; "
+                        f"i=$((i + 1)); sleep 1; done; cat /tmp/{name}.err; exit 1")
+        if not c.ok:
+            time.sleep(5)
+            if not srv.done():
+                t.gx(1, f"killall -KILL {server.split()[0]}")
+        s = srv.wait()
+        if c.ok and s.ok:
+            return c, s
+        if cm and CM_NOT_LISTENING in c.out and attempt < 3:
+            t.say(f"{name}: attempt {attempt} refused, the server not listening yet ({CM_NOT_LISTENING}); "
+                  "again with a new server")
+            continue
+        break
     t.say(f"client exit {c.rc}, server exit {s.rc}")
     t.show("\n".join(x[:200] for x in c.lines()), "client: ", 12)
     t.show("\n".join(x[:200] for x in s.lines()), "server: ", 12)
