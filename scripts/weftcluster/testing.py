@@ -312,6 +312,9 @@ class Runner:
             return
         spec = self.table[key]
         self.out(f"# starting cluster {self.names[key]} ({spec.nodes} nodes)")
+        # Known before `up` runs, so that cleanup() takes down what an
+        # interrupted `up` had started.
+        self.up_error[key] = f"cluster {self.names[key]} interrupted while starting"
         p = self.wc(key, *spec.up_args())
         lines = p.stdout.splitlines()
         if p.returncode == 0:
