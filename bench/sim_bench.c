@@ -9,10 +9,14 @@
  *    RDMAW pseudo packet per message, 4 rCxt pairs in flight, wall clock),
  *    a plain memcpy of the same bytes measured in the same run, once over
  *    4 MiB buffers (in cache) and once over buffers as large as the
- *    transfer (out of cache), and the ratios.  The last message of each
+ *    transfer (out of cache), and the ratios.  A second baseline: the
+ *    sim's own two copies of every payload byte (into a frame buffer,
+ *    out of it) with no per-packet work, through as many frame buffers
+ *    as the run had in flight on average and through 16.  The last message of each
  *    channel is checked.  With --json, one JSON line of these figures
- *    ("sim_gbps", "memcpy_cached_gbps", "memcpy_uncached_gbps" and the
- *    wall-time ratios) follows the text.
+ *    ("sim_gbps", "memcpy_cached_gbps", "memcpy_uncached_gbps", the
+ *    wall-time ratios, "frames_in_flight", "two_copies_gbps",
+ *    "two_copies_16_gbps", "ratio_two_copies_cached") follows the text.
  * 2. Verbs RC RDMA-write throughput at 1 MiB and 4 KiB (one RC QP pair,
  *    up to 64 WQEs in flight, lossless fabric, wall clock) next to a
  *    memcpy of the same sizes between the same two guest buffers, reused
