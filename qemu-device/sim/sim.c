@@ -177,7 +177,7 @@ static int fabric_deliver(void *opaque, uint16_t dst, const void *frame, size_t 
 	/* The core keeps the fabric's frame until it has processed it
 	 * (op_rx_release gives it back). */
 	weft_fabric_frame_hold(frame);
-	rc = weft_core_receive_lent(n->core, frame, len);
+	rc = weft_core_receive_shared(n->core, frame, len);
 	if (rc == 1)
 		return 0;
 	weft_fabric_frame_release(s->fabric, frame);

@@ -282,16 +282,12 @@ static void count_drop(struct weft_fabric *f, struct fport *p, enum weft_fabric_
 	f->total.drops[d]++;
 }
 
-/* A buffer with room for len bytes (<= WEFT_WIRE_MAX_FRAME) and one
- * reference; NULL when out of memory. */
-static struct fbuf *buf_get(struct weft_fabric *f, size_t len)
+/* A buffer of size class cls and one reference; NULL when out of
+ * memory. */
+static struct fbuf *buf_get_class(struct weft_fabric *f, uint16_t cls)
 {
-	uint16_t cls = 0;
-	struct fbuf *b;
+	struct fbuf *b = f->buf_cache[cls];
 
-	while (buf_class[cls] < len)
-		cls++;
-	b = f->buf_cache[cls];
 	if (b) {
 		f->buf_cache[cls] = b->next;
 		f->nbufs_cached--;
@@ -303,6 +299,16 @@ static struct fbuf *buf_get(struct weft_fabric *f, size_t len)
 	}
 	b->refs = 1;
 	return b;
+}
+
+/* A buffer with room for len bytes (<= WEFT_WIRE_MAX_FRAME). */
+static struct fbuf *buf_get(struct weft_fabric *f, size_t len)
+{
+	uint16_t cls = 0;
+
+	while (buf_class[cls] < len)
+		cls++;
+	return buf_get_class(f, cls);
 }
 
 static void buf_set_len(struct fbuf *b, size_t len)
@@ -356,7 +362,7 @@ void weft_fabric_frame_release(struct weft_fabric *f, const void *frame)
 
 void *weft_fabric_frame_alloc(struct weft_fabric *f)
 {
-	struct fbuf *b = buf_get(f, WEFT_WIRE_MAX_FRAME);
+	struct fbuf *b = buf_get_class(f, NR_BUF_CLASSES - 1);
 
 	return b ? b->data : NULL;
 }
@@ -938,7 +944,7 @@ static bool frame_valid(uint16_t src_node, const void *frame, size_t len)
 static int submit(struct weft_fabric *f, uint16_t src_node, const void *frame, size_t len,
 		  uint64_t now, struct fbuf *own)
 {
-	struct fport *sp = port_get(f, src_node, false);
+	struct fport *sp = port_find(f, src_node);
 	struct fbuf *b;
 	size_t need;
 	uint16_t dst;
