@@ -494,10 +494,7 @@ static void wait_fail(struct weft_core *c, struct vq_qp *qp)
 	vq_cnt_unwait(c, qp);
 	weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_WAIT_GONE);
 	vq_sq_fail(c, qp, idx, WEFT_VWC_LOC_QP_OP_ERR, WEFT_R_WAIT_GONE);
-	if (qp->type == WEFT_VQPT_RC)
-		vq_qp_error(c, qp, WEFT_R_WAIT_GONE);
-	else
-		vq_qp_sq_error(c, qp, WEFT_R_WAIT_GONE);
+	vq_qp_error(c, qp, WEFT_R_WAIT_GONE);   /* only RC QPs have slots */
 }
 
 /* o counted a success: the waiters it lets pass go back to work. */

@@ -474,10 +474,10 @@ static int wqe_wait(struct weft_core *c, struct vq_qp *qp, uint32_t idx)
 	if (why) {
 		weft_drop(c, NULL, WEFT_NO_WINDOW, why);
 		vq_sq_fail(c, qp, idx, WEFT_VWC_LOC_QP_OP_ERR, why);
-		if (qp->type == WEFT_VQPT_RC)
-			vq_qp_error(c, qp, why);
-		else
+		if (qp->type == WEFT_VQPT_UD)
 			vq_qp_sq_error(c, qp, why);
+		else
+			vq_qp_error(c, qp, why);
 		return 1;
 	}
 	sw->state = SW_DONE;
