@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * Triggered operations and the deferred work queue (docs/libfabric.md
- * "Triggered operations"), in software: seed 000's conditional-RDMA
- * engine is not reachable through verbs.
+ * "Triggered operations"), in software: the adapter's WAIT_CNT (the verbs
+ * form of seed 000's conditional RDMA) holds its whole send queue, and
+ * an endpoint's one connection to a peer also carries the operations
+ * that are to trigger (docs/libfabric.md says what offloading needs).
  *
  * An RMA, atomic or send operation posted with FI_TRIGGER and a
  * struct fi_triggered_context of type FI_TRIGGER_THRESHOLD waits in its

@@ -44,6 +44,7 @@ static enum ibv_wc_opcode wc_opcode(uint8_t op)
 	case WEFT_VWC_FETCH_ADD: return IBV_WC_FETCH_ADD;
 	case WEFT_VWC_BIND_MW: return IBV_WC_BIND_MW;
 	case WEFT_VWC_LOCAL_INV: return IBV_WC_LOCAL_INV;
+	case WEFT_VWC_WAIT_CNT: return IBV_WC_DRIVER1;
 	case WEFT_VWC_RECV: return IBV_WC_RECV;
 	case WEFT_VWC_RECV_RDMA_IMM: return IBV_WC_RECV_RDMA_WITH_IMM;
 	default: return IBV_WC_SEND;

@@ -210,6 +210,14 @@ static int rc_opcode(const struct ibv_send_wr *wr, struct weft_vwqe *wqe)
 		if (wr->num_sge)
 			return EINVAL;
 		return weft_bind_wqe(&wr->bind_mw.bind_info, wr->bind_mw.rkey, wqe);
+	case IBV_WR_DRIVER1:
+		/* WAIT_CNT (weft/ib-abi.h): a counter slot, no data */
+		if (wr->num_sge || (wr->send_flags & IBV_SEND_INLINE) ||
+		    !WEFT_IB_SEND_CNT_SLOT_GET(wr->send_flags))
+			return EINVAL;
+		wqe->opcode = WEFT_VWR_WAIT_CNT;
+		wqe->u.wait.threshold = htole64(wr->wr.atomic.compare_add);
+		return 0;
 	default:
 		return EINVAL;
 	}

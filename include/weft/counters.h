@@ -120,7 +120,9 @@
 	X(HQ_BUF,          "match: QUERY_HQ buffer misaligned or not in guest memory") \
 	X(HQ_SHORT,        "match: QUERY_HQ buffer shorter than one entry") \
 	X(CNT_SLOT,        "counter: QP counter slot out of range or bound to no live event counter") \
-	X(CNT_MODE,        "counter: object is not an event counter, or an event bit unknown")
+	X(CNT_MODE,        "counter: object is not an event counter, or an event bit unknown") \
+	X(WAIT_SLOT,       "wait: WAIT_CNT names a slot bound to no live event counter, or its WQE is malformed") \
+	X(WAIT_GONE,       "wait: the counter a WAIT_CNT waited on was unbound, rebound or destroyed")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,
@@ -160,7 +162,9 @@ enum weft_reason {
 	/* interrupt moderation (INT_MOD, docs/hw-spec.md 8.1) */             \
 	X(INT_HELD)                                                           \
 	/* event counters (weft/cnt.h WEFT_CNT_MODE_EVENT) */                 \
-	X(C_EVENTS)        X(C_EVENT_ERRS)
+	X(C_EVENTS)        X(C_EVENT_ERRS)                                   \
+	/* WAIT_CNT, the verbs form of conditional RDMA (weft/verbs.h) */      \
+	X(V_WAITS)         X(V_WAIT_HELD)     X(V_WAIT_WAKES)
 
 enum weft_counter {
 #define WEFT_CNT_ENUM(name) WEFT_CNT_##name,

@@ -151,6 +151,14 @@ struct weft_ib_resize_cq_resp {
 #define WEFT_IB_SEND_CNT_SLOT(n)	((unsigned int)(n) << WEFT_IB_SEND_CNT_SHIFT)
 #define WEFT_IB_SEND_CNT_SLOT_GET(f)	(((unsigned int)(f) >> WEFT_IB_SEND_CNT_SHIFT) & 3u)
 
+/* ibv_post_send on an RC QP, opcode IBV_WR_DRIVER1: WAIT_CNT (weft/verbs.h
+ * WEFT_VWR_WAIT_CNT, docs/rdma-provider.md "Waiting on a counter").  The
+ * slot in send_flags (required) names the counter it waits on, and
+ * wr.atomic.compare_add the count of successes it waits for; no SGE, not
+ * inline.  The work requests after it wait in the adapter until then; its
+ * completion (if signaled, or an error) is IBV_WC_DRIVER1.
+ */
+
 enum weft_ib_objects {
 	WEFT_IB_OBJECT_CNTR = WEFT_IB_NS,
 };

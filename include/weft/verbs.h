@@ -362,6 +362,9 @@ enum weft_vwqe_op {
 	WEFT_VWR_REG_MR = 8,        /* fast registration: u.reg */
 	WEFT_VWR_LOCAL_INV = 9,     /* imm_inv = STag to invalidate */
 	WEFT_VWR_BIND_MW = 10,      /* u.bind */
+	WEFT_VWR_WAIT_CNT = 11,     /* hold the SQ until the event counter bound to
+				     * cnt_slot counts u.wait.threshold successes
+				     * (docs/counters.md "Waiting on a counter") */
 	WEFT_VWR__COUNT
 };
 
@@ -388,7 +391,8 @@ struct weft_vwqe {
 	uint8_t  flags;                 /* WEFT_VWQE_* */
 	uint8_t  num_sge;
 	uint8_t  cnt_slot;              /* 0, or the QP's counter slot (weft/cnt.h BIND_QP)
-					 * that counts this WQE's completion */
+					 * that counts this WQE's completion; WAIT_CNT:
+					 * the slot whose counter it waits on */
 	uint32_t imm_inv;               /* immediate data or STag */
 	union {
 		struct {                /* WRITE*, READ, CAS, FAA */
@@ -432,6 +436,10 @@ struct weft_vwqe {
 			uint8_t  reserved[6];
 			uint64_t reserved2;
 		} bind;
+		struct {                /* WAIT_CNT */
+			uint64_t threshold;     /* passes when the success count >= this */
+			uint64_t reserved[5];
+		} wait;
 	} u;
 };
 WEFT_STATIC_ASSERT(sizeof(struct weft_vwqe) == 64, "send wqe");
@@ -488,6 +496,7 @@ enum weft_vwc_op {
 	WEFT_VWC_BIND_MW = 5,
 	WEFT_VWC_LOCAL_INV = 6,
 	WEFT_VWC_REG_MR = 7,
+	WEFT_VWC_WAIT_CNT = 8,          /* a WAIT_CNT passed (rdma-core IBV_WC_DRIVER1) */
 	WEFT_VWC_RECV = 0x80,
 	WEFT_VWC_RECV_RDMA_IMM = 0x81,
 	WEFT_VWC_TM_ADD = 0x82,         /* tag-matching SRQ: tag operations */

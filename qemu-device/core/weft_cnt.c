@@ -62,6 +62,7 @@ struct cnt_obj {
 	uint32_t npages;
 	uint64_t count;
 	uint64_t errors;                /* EVENT mode: events completed in error */
+	uint32_t wait_head;             /* EVENT mode: first QP waiting (WAIT_CNT), 0 none */
 	uint32_t error;
 	uint16_t failed;
 	uint32_t ops_total;             /* OPS mode: operations the counter covers */
@@ -419,9 +420,105 @@ static void chunk_applied(struct weft_core *c, unsigned int id, struct cnt_obj *
 	obj_notify(c, id, o);
 }
 
+/* ---- WAIT_CNT: send queues waiting on an EVENT object -------------------- */
+/*
+ * Each EVENT object lists the QPs whose SQ waits on it, sorted by
+ * threshold and linked by qpn through vq_qp.cw_next (qpn 0 is never a
+ * QP, so 0 ends the list): a success event wakes exactly the QPs it lets
+ * pass and looks at one more; a QP waits on at most one object.
+ */
+static void wait_link(struct weft_core *c, struct cnt_obj *o, struct vq_qp *qp)
+{
+	struct vq_qp *t = c->verbs->qp;
+	uint32_t *at = &o->wait_head;
+
+	while (*at && t[*at].cw_thr <= qp->cw_thr)
+		at = &t[*at].cw_next;
+	qp->cw_next = *at;
+	*at = vq_qpn(c, qp);
+}
+
+void vq_cnt_unwait(struct weft_core *c, struct vq_qp *qp)
+{
+	struct vq_qp *t = c->verbs->qp;
+	uint32_t n = vq_qpn(c, qp), *at;
+
+	if (!qp->cw_slot)
+		return;
+	for (at = &c->ctr->obj[qp->cw_obj].wait_head; *at; at = &t[*at].cw_next) {
+		if (*at == n) {
+			*at = qp->cw_next;
+			break;
+		}
+	}
+	qp->cw_slot = 0;
+	qp->cw_next = 0;
+}
+
+unsigned int vq_cnt_wait(struct weft_core *c, struct vq_qp *qp, unsigned int slot,
+			 uint64_t thr, uint32_t idx, bool *passed)
+{
+	bool again = qp->cw_slot && qp->cw_idx == idx;    /* looked at again */
+	const struct vq_cnt_slot *b;
+	struct cnt_obj *o;
+
+	vq_cnt_unwait(c, qp);
+	*passed = false;
+	if (slot == 0 || slot >= WEFT_CNT_QP_SLOTS)
+		return WEFT_R_WAIT_SLOT;
+	b = &qp->cnt[slot];
+	o = b->obj < WEFT_CNT_NR_OBJ ? &c->ctr->obj[b->obj] : NULL;
+	if (!b->gen || !o || !o->live || o->mode != WEFT_CNT_MODE_EVENT || o->gen != b->gen)
+		return WEFT_R_WAIT_SLOT;
+	if (o->count >= thr) {
+		*passed = true;
+		return WEFT_R_OK;
+	}
+	qp->cw_slot = (uint8_t)slot;
+	qp->cw_obj = b->obj;
+	qp->cw_idx = idx;
+	qp->cw_thr = thr;
+	wait_link(c, o, qp);
+	if (!again)
+		weft_count(c, WEFT_CNT_V_WAIT_HELD, 1);
+	return WEFT_R_OK;
+}
+
+/* The counter qp waits on goes away (unbound, rebound, destroyed): its
+ * WAIT_CNT completes in error and the QP goes to ERR, which flushes the
+ * WQEs it held back. */
+static void wait_fail(struct weft_core *c, struct vq_qp *qp)
+{
+	uint32_t idx = qp->cw_idx;
+
+	vq_cnt_unwait(c, qp);
+	weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_WAIT_GONE);
+	vq_sq_fail(c, qp, idx, WEFT_VWC_LOC_QP_OP_ERR, WEFT_R_WAIT_GONE);
+	vq_qp_error(c, qp, WEFT_R_WAIT_GONE);   /* only RC QPs have slots */
+}
+
+/* o counted a success: the waiters it lets pass go back to work. */
+static void wait_wake(struct weft_core *c, struct cnt_obj *o)
+{
+	while (o->wait_head) {
+		struct vq_qp *qp = &c->verbs->qp[o->wait_head];
+
+		if (qp->cw_thr > o->count)
+			break;
+		o->wait_head = qp->cw_next;
+		qp->cw_next = 0;
+		qp->cw_slot = 0;
+		weft_count(c, WEFT_CNT_V_WAIT_WAKES, 1);
+		vq_work(c, qp);
+	}
+}
+
 static void obj_free(struct weft_core *c, struct cnt_obj *o)
 {
 	unsigned int s;
+
+	while (o->wait_head)
+		wait_fail(c, &c->verbs->qp[o->wait_head]);
 
 	for (s = 0; s < WEFT_CNT_MAX_OPS; s++)
 		op_stop(c->ctr, &o->op[s], WEFT_CNT_OP_FREE);
@@ -757,6 +854,8 @@ static unsigned int cmd_bind_qp(struct weft_core *c, const struct weft_cnt_cmd *
 		r->reason = WEFT_R_CNT_SLOT;
 		return WEFT_CMD_EINVAL;
 	}
+	if (qp->cw_slot == m->u.bind.slot)
+		wait_fail(c, qp);
 	qp->cnt[m->u.bind.slot] = (struct vq_cnt_slot){
 		.obj = (uint16_t)m->handle, .gen = o->gen, .events = m->u.bind.events,
 	};
@@ -776,6 +875,8 @@ static unsigned int cmd_unbind_qp(struct weft_core *c, const struct weft_cnt_cmd
 		r->reason = WEFT_R_CNT_SLOT;
 		return WEFT_CMD_EINVAL;
 	}
+	if (qp->cw_slot == m->u.bind.slot)
+		wait_fail(c, qp);
 	memset(&qp->cnt[m->u.bind.slot], 0, sizeof(qp->cnt[0]));
 	return WEFT_CMD_OK;
 }
@@ -803,6 +904,9 @@ void vq_cnt_slot_event(struct weft_core *c, struct vq_qp *qp, unsigned int slot,
 		weft_count(c, WEFT_CNT_C_EVENTS, 1);
 	}
 	block_write(c, o);
+	/* After the block: a released WQE never runs ahead of the count. */
+	if (!err)
+		wait_wake(c, o);
 }
 
 void vq_cnt_qp_event(struct weft_core *c, struct vq_qp *qp, unsigned int ev)
@@ -1441,10 +1545,13 @@ void weft_cnt_reset(struct weft_core *c)
 	unsigned int i;
 
 	/* Generations and sequence numbers survive, so that packets of
-	 * objects from before the reset stay stale. */
-	for (i = 0; i < WEFT_CNT_NR_OBJ; i++)
+	 * objects from before the reset stay stale.  The verbs engine was
+	 * reset first: no QP waits any more. */
+	for (i = 0; i < WEFT_CNT_NR_OBJ; i++) {
+		k->obj[i].wait_head = 0;
 		if (k->obj[i].live)
 			obj_free(c, &k->obj[i]);
+	}
 	for (i = 0; i < WEFT_CNT_NR_EXP; i++)
 		if (k->exp[i].live)
 			exp_free(c, &k->exp[i]);
@@ -1491,8 +1598,8 @@ bool weft_core_cnt_obj(const struct weft_core *c, uint32_t id, struct weft_cnt_o
 /* A change of these structs stops here: its author checks that a new
  * field is no pointer or deadline (handle it below) nor an index used
  * unchecked (add it to cnt_state_check). */
-WEFT_STATIC_ASSERT(sizeof(struct weft_cnt) == 217096, "weft_cnt changed: see weft_cnt_save");
-WEFT_STATIC_ASSERT(sizeof(struct cnt_obj) == 736, "cnt_obj changed: see weft_cnt_save");
+WEFT_STATIC_ASSERT(sizeof(struct weft_cnt) == 219144, "weft_cnt changed: see weft_cnt_save");
+WEFT_STATIC_ASSERT(sizeof(struct cnt_obj) == 744, "cnt_obj changed: see weft_cnt_save");
 WEFT_STATIC_ASSERT(sizeof(struct cnt_op) == 80, "cnt_op changed: see weft_cnt_save");
 WEFT_STATIC_ASSERT(sizeof(struct cnt_exp) == 48, "cnt_exp changed: see weft_cnt_save");
 
@@ -1601,6 +1708,31 @@ static bool cnt_state_check(struct weft_cnt *k, struct weft_state_r *r)
 	return true;
 }
 
+/* The waiter lists are built again from the loaded QPs (weft_verbs_load
+ * ran first), never taken from the stream. */
+static bool cnt_waiters_load(struct weft_core *c, struct weft_state_r *r)
+{
+	struct weft_verbs *v = c->verbs;
+	unsigned int i;
+
+	for (i = 0; i < WEFT_CNT_NR_OBJ; i++)
+		c->ctr->obj[i].wait_head = 0;
+	for (i = 0; v->qp && i < v->nr_qp; i++) {
+		struct vq_qp *qp = &v->qp[i];
+		const struct cnt_obj *o;
+
+		qp->cw_next = 0;
+		if (!qp->cw_slot)
+			continue;
+		o = qp->cw_obj < WEFT_CNT_NR_OBJ ? &c->ctr->obj[qp->cw_obj] : NULL;
+		if (!qp->created || qp->cw_slot >= WEFT_CNT_QP_SLOTS || !o || !o->live ||
+		    o->mode != WEFT_CNT_MODE_EVENT)
+			return weft_state_fail(r, "counters: QP %u waits on no event counter", i);
+		wait_link(c, &c->ctr->obj[qp->cw_obj], qp);
+	}
+	return true;
+}
+
 bool weft_cnt_load(struct weft_core *c, struct weft_state_r *r)
 {
 	struct weft_cnt *k = c->ctr;
@@ -1675,5 +1807,5 @@ bool weft_cnt_load(struct weft_core *c, struct weft_state_r *r)
 		if (!e->pages)
 			return false;
 	}
-	return cnt_state_check(k, r);
+	return cnt_state_check(k, r) && cnt_waiters_load(c, r);
 }

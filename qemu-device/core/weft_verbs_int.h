@@ -153,6 +153,13 @@ struct vq_qp {
 	uint32_t atom_next;
 	uint32_t touched[VQ_TOUCHED];   /* TPT index + 1 of early one-touch entries */
 	struct vq_cnt_slot cnt[WEFT_CNT_QP_SLOTS];     /* event counters (weft_cnt.c) */
+	/* WAIT_CNT at cw_idx holds the SQ: the QP is in the waiter list of
+	 * counter object cw_obj (through slot cw_slot, 0 = not waiting),
+	 * sorted by cw_thr and linked by qpn in cw_next (0 ends it). */
+	uint8_t cw_slot;
+	uint16_t cw_obj;
+	uint32_t cw_next, cw_idx;
+	uint64_t cw_thr;
 	/* scheduling */
 	bool in_tq;
 	bool in_work;
@@ -471,5 +478,13 @@ int vq_xmit(struct weft_core *c, const struct vq_qp *qp, uint16_t dst_node,
 void vq_cnt_slot_event(struct weft_core *c, struct vq_qp *qp, unsigned int slot, bool err);
 /* Every slot of qp bound with event bit ev counts one event. */
 void vq_cnt_qp_event(struct weft_core *c, struct vq_qp *qp, unsigned int ev);
+/* WAIT_CNT at SQ index idx of qp on slot with threshold thr: sets *passed
+ * when the success count reached thr, else links qp to the counter (the
+ * QP is queued for work when the count reaches thr).  Returns a reason
+ * (WAIT_SLOT: no live EVENT object bound to the slot). */
+unsigned int vq_cnt_wait(struct weft_core *c, struct vq_qp *qp, unsigned int slot,
+			 uint64_t thr, uint32_t idx, bool *passed);
+/* qp stops waiting (error, reset, destroy): unlinked, nothing completes. */
+void vq_cnt_unwait(struct weft_core *c, struct vq_qp *qp);
 
 #endif /* WEFT_VERBS_INT_H */

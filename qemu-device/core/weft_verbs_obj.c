@@ -293,6 +293,7 @@ void vq_qp_error(struct weft_core *c, struct vq_qp *qp, unsigned int reason)
 		return;
 	qp->state = WEFT_VQPS_ERR;
 	qp->last_reason = reason;
+	vq_cnt_unwait(c, qp);
 	vq_rvh_flush(c, qp);
 	qp->rto = qp->rnr_until = 0;
 	qp->rrq_count = 0;
@@ -308,6 +309,7 @@ void vq_qp_sq_error(struct weft_core *c, struct vq_qp *qp, unsigned int reason)
 		return;
 	qp->state = WEFT_VQPS_SQE;
 	qp->last_reason = reason;
+	vq_cnt_unwait(c, qp);
 	vq_rvh_flush(c, qp);
 	qp->rto = qp->rnr_until = 0;
 	qp->flushing = true;
@@ -445,6 +447,7 @@ static void qp_release(struct weft_core *c, struct vq_qp *qp)
 {
 	struct weft_verbs *v = c->verbs;
 
+	vq_cnt_unwait(c, qp);
 	vq_rvh_flush(c, qp);
 	if (qp->sw) {
 		v->sw_bytes -= sizeof(*qp->sw) << qp->sq_log2;
@@ -564,6 +567,7 @@ static void qp_to_reset(struct weft_core *c, struct vq_qp *qp)
 {
 	struct vq_qp keep;
 
+	vq_cnt_unwait(c, qp);
 	vq_rvh_flush(c, qp);
 	keep = *qp;
 	memset(&qp->sq_prod, 0, sizeof(*qp) - offsetof(struct vq_qp, sq_prod));
@@ -1113,7 +1117,7 @@ void weft_verbs_poll_timer(struct weft_core *c)
  * change stop here so that its author checks that it is no pointer (add
  * it to the layout) nor an index used unchecked (add it to vq_state_check).
  */
-WEFT_STATIC_ASSERT(sizeof(struct vq_qp) == 4272, "vq_qp changed: see weft_verbs_save");
+WEFT_STATIC_ASSERT(sizeof(struct vq_qp) == 4296, "vq_qp changed: see weft_verbs_save");
 WEFT_STATIC_ASSERT(sizeof(struct weft_verbs) == 9328, "weft_verbs changed: see weft_verbs_save");
 
 static const size_t vq_verbs_ptr[] = {

@@ -85,6 +85,7 @@ static uint8_t wc_op(unsigned int op)
 	case WEFT_VWR_REG_MR: return WEFT_VWC_REG_MR;
 	case WEFT_VWR_LOCAL_INV: return WEFT_VWC_LOCAL_INV;
 	case WEFT_VWR_BIND_MW: return WEFT_VWC_BIND_MW;
+	case WEFT_VWR_WAIT_CNT: return WEFT_VWC_WAIT_CNT;
 	default: return WEFT_VWC_SEND;
 	}
 }
@@ -131,7 +132,8 @@ void vq_sq_complete(struct weft_core *c, struct vq_qp *qp, unsigned int max)
 				weft_dma_read(c, sq_slot(qp, qp->sq_ci), &h, sizeof(h));
 				e.wr_id = h.wr_id;
 				e.opcode = wc_op(h.opcode);
-				slot = h.cnt_slot;
+				/* A WAIT_CNT's slot is the one it waits on. */
+				slot = h.opcode == WEFT_VWR_WAIT_CNT ? 0 : h.cnt_slot;
 			} else {
 				e.wr_id = sw->wr_id;
 				e.opcode = wc_op(sw->op);
@@ -446,6 +448,46 @@ static int wqe_packet(struct weft_core *c, struct vq_qp *qp, uint32_t idx)
 	return 1;
 }
 
+/*
+ * WAIT_CNT at the SQ head (docs/counters.md "Waiting on a counter"): it
+ * passes when the success count of the EVENT counter bound to its slot
+ * reaches the threshold, then the WQEs after it go.  Until then the QP is
+ * in the counter's waiter list and the WQE stays idle (no PSN, no timer):
+ * nothing runs for this QP until the counter moves far enough.
+ */
+static int wqe_wait(struct weft_core *c, struct vq_qp *qp, uint32_t idx)
+{
+	const struct weft_vwqe *h = &qp->cur.h;
+	struct vq_sw *sw = sw_of(qp, idx);
+	unsigned int why = WEFT_R_WAIT_SLOT;
+	bool passed = false;
+
+	sw->wr_id = h->wr_id;
+	sw->op = WEFT_VWR_WAIT_CNT;
+	sw->signaled = (h->flags & WEFT_VWQE_SIGNALED) != 0;
+	if (!h->num_sge && !(h->flags & WEFT_VWQE_INLINE))
+		why = vq_cnt_wait(c, qp, h->cnt_slot, h->u.wait.threshold, idx, &passed);
+	if (why == WEFT_R_OK && !passed)
+		return 0;
+	weft_count(c, WEFT_CNT_V_WQES, 1);
+	weft_count(c, WEFT_CNT_V_WAITS, 1);
+	if (why) {
+		weft_drop(c, NULL, WEFT_NO_WINDOW, why);
+		vq_sq_fail(c, qp, idx, WEFT_VWC_LOC_QP_OP_ERR, why);
+		if (qp->type == WEFT_VQPT_UD)
+			vq_qp_sq_error(c, qp, why);
+		else
+			vq_qp_error(c, qp, why);
+		return 1;
+	}
+	sw->state = SW_DONE;
+	qp->sq_next++;
+	qp->cur_valid = false;
+	qp->cur_pkt = 0;
+	vq_sq_complete(c, qp, VQ_FLUSH_STEP);
+	return 1;
+}
+
 int vq_sq_step(struct weft_core *c, struct vq_qp *qp)
 {
 	uint32_t idx = qp->sq_next;
@@ -490,6 +532,8 @@ int vq_sq_step(struct weft_core *c, struct vq_qp *qp)
 			}
 		}
 	}
+	if (qp->cur.h.opcode == WEFT_VWR_WAIT_CNT)
+		return wqe_wait(c, qp, idx);
 	if (sw->state == SW_IDLE) {
 		if ((qp->cur.h.flags & WEFT_VWQE_FENCE) && rd_before(qp, idx))
 			return 0;

@@ -1466,6 +1466,11 @@ static void act_vwqe(struct fz *f, struct fz_src *src)
 		w.u.bind.access = (uint8_t)below(src, 64);
 		w.u.bind.one_touch = (uint8_t)below(src, 2);
 		break;
+	case WEFT_VWR_WAIT_CNT:         /* mostly a bound slot and a near threshold */
+		if (below(src, 4))
+			w.cnt_slot = (uint8_t)(1 + below(src, WEFT_CNT_QP_SLOTS - 1));
+		w.u.wait.threshold = below(src, 4) ? below(src, 8) : interesting(f, src);
+		break;
 	default:
 		if (q == &n->ud) {
 			w.u.ud.dest_node = (uint16_t)below(src, 3);

@@ -334,12 +334,279 @@ static void case_errors(void)
 	weft_sim_free(s);
 }
 
+/* ---- WAIT_CNT (docs/counters.md "Waiting on a counter") ------------------- */
+#define QC              4u
+#define QD              5u
+
+static void post_wait(struct vt_node *n, struct wsv_qp *q, uint64_t wr_id, uint8_t slot,
+		      uint64_t threshold)
+{
+	struct weft_vwqe w;
+
+	memset(&w, 0, sizeof(w));
+	w.wr_id = wr_id;
+	w.opcode = WEFT_VWR_WAIT_CNT;
+	w.flags = WEFT_VWQE_SIGNALED;
+	w.cnt_slot = slot;
+	w.u.wait.threshold = threshold;
+	REQUIRE(wsv_post_send(n->s, q, &w, NULL, 0, true) == 0, "post WAIT_CNT");
+}
+
+/* n WRITEs of 64 bytes on q, each counted on q's slot (0: none). */
+static void writes(struct vt_node *a, struct wsv_qp *q, struct vt_node *b, unsigned int n,
+		   uint64_t wr_id, uint8_t slot)
+{
+	struct weft_vcqe e;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		post(a, q, wr_id + i, WEFT_VWR_WRITE, 0, 64, b->buf + 0x10000, VT_MR, slot, true);
+		REQUIRE(wsv_wait(a->s, &a->cq, &e, 1, 200 * MS) == 1 && e.wr_id == wr_id + i &&
+			!e.status, "counting WRITE %u", i);
+	}
+}
+
+/* A WAIT whose threshold is reached passes at once (CQE WAIT_CNT), and
+ * one behind a SEND counted on its own slot passes when that SEND
+ * completes; the WQEs after each run. */
+static void case_wait_pass(void)
+{
+	struct weft_sim *s;
+	struct vt_node a, b;
+	struct wsv_qp qa, qb;
+	struct weft_vcqe e[4];
+	struct ev k;
+
+	setup(&s, 0, 0, &a, &b, &qa, &qb);
+	ev_new(s, 0, 5, &k);
+	REQUIRE(bind(s, &k, QA, 1, 0, k.gen, NULL) == 0, "bind slot 1");
+	vt_fill(a.mem, 8192, 4);
+	vt_recv(&b, &qb, 100, 0, 4096);
+	post_wait(&a, &qa, 1, 1, 0);
+	post(&a, &qa, 2, WEFT_VWR_WRITE, 0, 4096, b.buf + 0x20000, VT_MR, 0, true);
+	REQUIRE(wsv_wait(s, &a.cq, e, 2, 200 * MS) == 2, "two CQEs");
+	REQUIRE(e[0].wr_id == 1 && e[0].opcode == WEFT_VWC_WAIT_CNT && !e[0].status &&
+		e[1].wr_id == 2 && e[1].opcode == WEFT_VWC_RDMA_WRITE && !e[1].status,
+		"WAIT then WRITE: %llu op %u st %u, %llu", (unsigned long long)e[0].wr_id,
+		e[0].opcode, e[0].status, (unsigned long long)e[1].wr_id);
+	post(&a, &qa, 3, WEFT_VWR_SEND, 4096, 64, 0, 0, 1, true);
+	post_wait(&a, &qa, 4, 1, 1);
+	post(&a, &qa, 5, WEFT_VWR_WRITE, 4096, 64, b.buf + 0x30000, VT_MR, 0, true);
+	REQUIRE(wsv_wait(s, &a.cq, e, 3, 200 * MS) == 3 && e[0].wr_id == 3 && e[1].wr_id == 4 &&
+		e[1].opcode == WEFT_VWC_WAIT_CNT && e[2].wr_id == 5 && !e[0].status &&
+		!e[1].status && !e[2].status, "SEND, WAIT(1), WRITE in order");
+	ev_wait(s, &k, 1, 0, "the SEND only (a WAIT counts nothing)");
+	REQUIRE(memcmp(b.mem + 0x20000, a.mem, 4096) == 0 &&
+		memcmp(b.mem + 0x30000, a.mem + 4096, 64) == 0, "WRITE data");
+	REQUIRE(vt_cnt(s, 0, WEFT_CNT_V_WAITS) == 2 && vt_cnt(s, 0, WEFT_CNT_V_WAIT_HELD) <= 1,
+		"V_WAITS %llu", (unsigned long long)vt_cnt(s, 0, WEFT_CNT_V_WAITS));
+	t_checked("WAIT(0) passes at once with a WAIT_CNT CQE and the WRITE after it runs; WAIT(1) behind a SEND counted on the slot passes once the SEND completes; the WAITs count no event; V_WAITS 2");
+	weft_sim_free(s);
+}
+
+/* WAIT(3) on QA's slot, whose counter counts remote WRITEs served on
+ * another QP (QC), holds a WRITE: nothing moves through two remote WRITEs
+ * (no CQE, no data, QA not polled: V_WAIT_HELD 1 and no wake), the third
+ * releases it; its data lands after the three it waited for. */
+static void case_wait_remote(void)
+{
+	struct weft_sim *s;
+	struct vt_node a, b;
+	struct wsv_qp qa, qb, qc, qd;
+	struct weft_vcqe e[4];
+	struct ev k;
+	uint64_t polls;
+
+	setup(&s, 0, 0, &a, &b, &qa, &qb);
+	vt_rc(&a, QC, &b, QD, 6, NULL, &qc, &qd);
+	ev_new(s, 0, 5, &k);
+	REQUIRE(bind(s, &k, QA, 1, 0, k.gen, NULL) == 0, "bind QA slot 1");
+	REQUIRE(bind(s, &k, QC, 2, WEFT_CNT_EV_REMOTE_WRITE, k.gen, NULL) == 0, "bind QC");
+	vt_fill(a.mem + 0x40000, 4096, 5);
+	memset(b.mem + 0x50000, 0, 4096);
+	post_wait(&a, &qa, 1, 1, 3);
+	post(&a, &qa, 2, WEFT_VWR_WRITE, 0x40000, 4096, b.buf + 0x50000, VT_MR, 0, true);
+	vt_no_cqe(&a, 20 * MS);
+	REQUIRE(vt_cnt(s, 0, WEFT_CNT_V_WAIT_HELD) == 1, "WAIT not held once");
+	writes(&b, &qd, &a, 2, 10, 0);
+	ev_wait(s, &k, 2, 0, "two remote WRITEs");
+	polls = vt_cnt(s, 0, WEFT_CNT_V_WAIT_WAKES);
+	vt_no_cqe(&a, 20 * MS);
+	REQUIRE(polls == 0 && vt_cnt(s, 0, WEFT_CNT_V_WAITS) == 0, "woken below the threshold");
+	REQUIRE(b.mem[0x50000] == 0 && memcmp(b.mem + 0x50000, b.mem + 0x50001, 4095) == 0,
+		"the held WRITE moved data");
+	writes(&b, &qd, &a, 1, 20, 0);
+	REQUIRE(wsv_wait(s, &a.cq, e, 2, 200 * MS) == 2 && e[0].wr_id == 1 && !e[0].status &&
+		e[1].wr_id == 2 && !e[1].status, "WAIT and WRITE CQEs after the third");
+	REQUIRE(memcmp(b.mem + 0x50000, a.mem + 0x40000, 4096) == 0, "released WRITE data");
+	REQUIRE(vt_cnt(s, 0, WEFT_CNT_V_WAIT_WAKES) == 1 && vt_cnt(s, 0, WEFT_CNT_V_WAITS) == 1,
+		"one wake, one WAIT");
+	t_checked("WAIT(3) holds a WRITE through two remote WRITEs served on another QP (no CQE, no data, no wake); the third wakes the QP once and the WRITE lands, 4 KiB byte-exact");
+	weft_sim_free(s);
+}
+
+/* Bad WAITs: an unbound slot, slot 9, a WAIT with an SGE, a slot whose
+ * counter was destroyed: LOC_QP_OP_ERR WAIT_SLOT (counted), the WQEs
+ * after it flushed, no event counted. */
+static void case_wait_bad(void)
+{
+	static const struct {
+		uint8_t slot;
+		bool sge;
+		const char *what;
+	} bad[] = {
+		{ 2, false, "unbound slot" }, { 9, false, "slot 9" }, { 1, true, "an SGE" },
+		{ 1, false, "destroyed counter" },
+	};
+	struct weft_sim *s;
+	struct vt_node a, b;
+	struct wsv_qp qa, qb;
+	struct weft_vcqe e[4];
+	struct ev k;
+	unsigned int i;
+	uint64_t d0;
+
+	setup(&s, 0, 0, &a, &b, &qa, &qb);
+	ev_new(s, 0, 5, &k);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct weft_vwqe w;
+		struct weft_vsge sg = { .addr = a.buf, .length = 8, .lkey = VT_MR };
+		uint32_t qn = 10 + 2 * i;
+
+		vt_rc(&a, qn, &b, qn + 1, 6, NULL, &qa, &qb);
+		if (i < 3)
+			REQUIRE(bind(s, &k, qn, 1, 0, k.gen, NULL) == 0, "bind");
+		if (i == 3) {
+			ev_new(s, 0, 6, &k);
+			REQUIRE(bind(s, &k, qn, 1, 0, k.gen, NULL) == 0, "bind");
+			REQUIRE(wsc_destroy(s, 0, 6, k.gen) == 0, "destroy");
+		}
+		d0 = vt_drops(s, 0, WEFT_R_WAIT_SLOT);
+		memset(&w, 0, sizeof(w));
+		w.wr_id = 1;
+		w.opcode = WEFT_VWR_WAIT_CNT;
+		w.cnt_slot = bad[i].slot;
+		REQUIRE(wsv_post_send(s, &qa, &w, &sg, bad[i].sge ? 1 : 0, true) == 0, "post");
+		post(&a, &qa, 2, WEFT_VWR_WRITE, 0, 64, b.buf, VT_MR, 0, true);
+		REQUIRE(wsv_wait(s, &a.cq, e, 2, 200 * MS) == 2, "%s: two CQEs", bad[i].what);
+		REQUIRE(e[0].wr_id == 1 && e[0].status == WEFT_VWC_LOC_QP_OP_ERR &&
+			e[0].byte_len == WEFT_R_WAIT_SLOT && e[1].status == WEFT_VWC_WR_FLUSH_ERR,
+			"%s: status %u reason %u, then %u", bad[i].what, e[0].status,
+			e[0].byte_len, e[1].status);
+		REQUIRE(vt_drops(s, 0, WEFT_R_WAIT_SLOT) == d0 + 1, "%s: not counted", bad[i].what);
+		REQUIRE(vt_qp_state(&a, qn) == WEFT_VQPS_ERR, "%s: QP not in ERR", bad[i].what);
+	}
+	t_checked("WAIT on an unbound slot, slot 9, with an SGE, on a destroyed counter: LOC_QP_OP_ERR WAIT_SLOT (drop counter +1 each), the WRITE after it flushed, QP in ERR");
+	weft_sim_free(s);
+}
+
+/* A QP destroyed, and one moved to ERR, while they wait: nothing
+ * completes for the destroyed one, the other flushes its WAIT and WRITE;
+ * the counter then moves past both thresholds with no wake, and a QP
+ * created again with the same number waits and passes normally. */
+static void case_wait_qp_gone(void)
+{
+	struct weft_sim *s;
+	struct vt_node a, b;
+	struct wsv_qp qa, qb, qc, qd, q6, q7;
+	struct weft_vcqe e[4];
+	struct weft_vcmd mod;
+	struct weft_vcmd k = { .op = WEFT_VCMD_DESTROY_QP, .handle = QA };
+	struct ev ev;
+
+	setup(&s, 0, 0, &a, &b, &qa, &qb);
+	vt_rc(&a, QC, &b, QD, 6, NULL, &qc, &qd);
+	vt_rc(&a, 6, &b, 7, 6, NULL, &q6, &q7);
+	ev_new(s, 0, 5, &ev);
+	REQUIRE(bind(s, &ev, QA, 1, 0, ev.gen, NULL) == 0, "bind QA");
+	REQUIRE(bind(s, &ev, 6, 1, 0, ev.gen, NULL) == 0, "bind QP 6");
+	REQUIRE(bind(s, &ev, QC, 1, 0, ev.gen, NULL) == 0, "bind QC");
+	post_wait(&a, &qa, 1, 1, 2);
+	post(&a, &qa, 2, WEFT_VWR_WRITE, 0, 64, b.buf, VT_MR, 0, true);
+	post_wait(&a, &q6, 3, 1, 1);
+	post(&a, &q6, 4, WEFT_VWR_WRITE, 0, 64, b.buf, VT_MR, 0, true);
+	vt_no_cqe(&a, 10 * MS);
+	REQUIRE(vt_cnt(s, 0, WEFT_CNT_V_WAIT_HELD) == 2, "two WAITs held");
+	REQUIRE(wsv_cmd(s, 0, &k, NULL) == 0, "destroy QA while it waits");
+	memset(&mod, 0, sizeof(mod));
+	mod.u.mod.state = WEFT_VQPS_ERR;
+	REQUIRE(wsv_modify(s, 0, 6, WEFT_VQPA_STATE, &mod) == 0, "QP 6 to ERR");
+	REQUIRE(wsv_wait(s, &a.cq, e, 2, 200 * MS) == 2 && e[0].wr_id == 3 &&
+		e[0].opcode == WEFT_VWC_WAIT_CNT && e[0].status == WEFT_VWC_WR_FLUSH_ERR &&
+		e[1].wr_id == 4 && e[1].status == WEFT_VWC_WR_FLUSH_ERR, "QP 6 flushed");
+	writes(&a, &qc, &b, 3, 10, 1);
+	ev_wait(s, &ev, 3, 0, "three WRITEs on QC, no error from the flushed WAIT");
+	vt_no_cqe(&a, 10 * MS);
+	REQUIRE(vt_cnt(s, 0, WEFT_CNT_V_WAIT_WAKES) == 0, "a gone QP woken");
+	k.handle = QB;
+	REQUIRE(wsv_cmd(s, 1, &k, NULL) == 0, "destroy QB");
+	vt_rc(&a, QA, &b, QB, 6, NULL, &qa, &qb);
+	REQUIRE(bind(s, &ev, QA, 1, 0, ev.gen, NULL) == 0, "bind the new QA");
+	post_wait(&a, &qa, 5, 1, 4);
+	post(&a, &qa, 6, WEFT_VWR_WRITE, 0, 64, b.buf, VT_MR, 0, true);
+	writes(&a, &qc, &b, 1, 20, 1);
+	REQUIRE(wsv_wait(s, &a.cq, e, 2, 200 * MS) == 2 && e[0].wr_id == 5 && !e[0].status &&
+		e[1].wr_id == 6 && !e[1].status, "the new QA's WAIT(4) passes");
+	t_checked("QP destroyed while waiting: no CQE, no wake after; QP to ERR while waiting: WAIT and WRITE flushed, no error event; the counter passes both thresholds untroubled; a new QP of the same number waits on it and passes at 4");
+	weft_sim_free(s);
+}
+
+/* The counter goes away while QPs wait: UNBIND of the slot, BIND of
+ * another counter to it, DESTROY of the counter: each WAIT completes
+ * LOC_QP_OP_ERR WAIT_GONE (counted), the WRITE after it is flushed. */
+static void case_wait_unbind(void)
+{
+	struct weft_sim *s;
+	struct vt_node a, b;
+	struct wsv_qp qa, qb;
+	struct weft_vcqe e[4];
+	struct weft_cnt_cmd m = { .op = WEFT_CNT_CMD_UNBIND_QP };
+	struct weft_vcmd_resp r;
+	struct ev k, k2;
+	unsigned int i;
+
+	setup(&s, 0, 0, &a, &b, &qa, &qb);
+	ev_new(s, 0, 5, &k);
+	ev_new(s, 0, 6, &k2);
+	for (i = 0; i < 3; i++) {
+		uint32_t qn = 10 + 2 * i;
+
+		vt_rc(&a, qn, &b, qn + 1, 6, NULL, &qa, &qb);
+		REQUIRE(bind(s, &k, qn, 1, 0, k.gen, NULL) == 0, "bind");
+		post_wait(&a, &qa, 1, 1, 100);
+		post(&a, &qa, 2, WEFT_VWR_WRITE, 0, 64, b.buf, VT_MR, 0, true);
+		vt_no_cqe(&a, 10 * MS);
+		if (i == 0) {
+			m.u.bind.qpn = qn;
+			m.u.bind.slot = 1;
+			REQUIRE(wsc_cmd(s, 0, &m, &r) == 0, "unbind");
+		} else if (i == 1) {
+			REQUIRE(bind(s, &k2, qn, 1, 0, k2.gen, NULL) == 0, "rebind");
+		} else {
+			REQUIRE(wsc_destroy(s, 0, k.id, k.gen) == 0, "destroy");
+		}
+		REQUIRE(wsv_wait(s, &a.cq, e, 2, 200 * MS) == 2 && e[0].wr_id == 1 &&
+			e[0].status == WEFT_VWC_LOC_QP_OP_ERR && e[0].byte_len == WEFT_R_WAIT_GONE &&
+			e[1].wr_id == 2 && e[1].status == WEFT_VWC_WR_FLUSH_ERR,
+			"case %u: status %u reason %u, then %u", i, e[0].status, e[0].byte_len,
+			e[1].status);
+		REQUIRE(vt_drops(s, 0, WEFT_R_WAIT_GONE) == i + 1, "WAIT_GONE not counted");
+	}
+	t_checked("a WAIT whose slot is unbound, rebound to another counter, or whose counter is destroyed: LOC_QP_OP_ERR WAIT_GONE (counted), the WRITE after it flushed");
+	weft_sim_free(s);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct vt_case cases[] = {
 		{ "initiator", case_initiator },
 		{ "target", case_target },
 		{ "errors", case_errors },
+		{ "wait-pass", case_wait_pass },
+		{ "wait-remote", case_wait_remote },
+		{ "wait-bad", case_wait_bad },
+		{ "wait-qp-gone", case_wait_qp_gone },
+		{ "wait-unbind", case_wait_unbind },
 	};
 
 	return vt_main("cntr", cases, sizeof(cases) / sizeof(cases[0]), argc, argv);

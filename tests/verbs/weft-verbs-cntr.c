@@ -7,6 +7,11 @@
  * (WEFT_IB_SEND_CNT_SLOT in send_flags, most of them unsignaled); node0
  * (the target) counts the WRITEs and READs that arrive on slots 2 and 3
  * of its QP without polling anything: only the adapter moves its blocks.
+ * node0 also posts, before node1 writes, a WAIT_CNT (IBV_WR_DRIVER1,
+ * docs/rdma-provider.md "Waiting on a counter") on its REMOTE_WRITE
+ * counter for all of node1's WRITEs and an RDMA WRITE after it: the
+ * adapter sends that WRITE to node1 once the last WRITE landed, with no
+ * call on node0 (the hardware form of a triggered operation).
  *
  * Usage: weft-verbs-cntr -s -g GIDX (node0) | -c NODE0_ADDR -g GIDX (node1)
  */
@@ -24,6 +29,8 @@
 #define NR 4			/* READs of WLEN */
 #define SEED 0x3c
 #define RD_OFF (3 * BUF / 4)	/* the READs' range, after the WRITEs' */
+#define TRIG_OFF (BUF - 4096)	/* node1's range the triggered WRITE fills */
+#define TRIG_LEN 256
 
 struct cntr {
 	uint32_t handle;
@@ -159,6 +166,33 @@ static void close_all(struct vt *v, struct ibv_qp *qp, struct ibv_mr *mr, struct
 	free(buf);
 }
 
+/* WAIT_CNT on slot 2 (node0's REMOTE_WRITE counter) for all of node1's
+ * WRITEs, then a WRITE of TRIG_LEN bytes to node1; the bad forms first. */
+static void post_triggered(struct ibv_qp *qp, struct ibv_mr *mr, uint8_t *buf,
+			   const struct vt_msg *peer)
+{
+	struct ibv_sge sge = { (uintptr_t)buf + RD_OFF, TRIG_LEN, mr->lkey };
+	struct ibv_send_wr wait = {
+		.wr_id = 500, .opcode = IBV_WR_DRIVER1,
+		.send_flags = IBV_SEND_SIGNALED | WEFT_IB_SEND_CNT_SLOT(2),
+		.wr.atomic = { .compare_add = NW + 1 },
+	}, wr = {
+		.wr_id = 501, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = peer->addr + TRIG_OFF, .rkey = peer->rkey },
+	}, bad_wr = wait, *bad;
+
+	bad_wr.send_flags = IBV_SEND_SIGNALED;
+	CHECK(ibv_post_send(qp, &bad_wr, &bad) == EINVAL, "WAIT_CNT without a slot posted");
+	bad_wr = wait;
+	bad_wr.sg_list = &sge;
+	bad_wr.num_sge = 1;
+	CHECK(ibv_post_send(qp, &bad_wr, &bad) == EINVAL, "WAIT_CNT with an SGE posted");
+	wait.next = &wr;
+	if (ibv_post_send(qp, &wait, &bad))
+		t_bail("post WAIT_CNT and WRITE: errno %d", errno);
+}
+
 static void server(struct vt *v)
 {
 	struct ibv_pd *pd;
@@ -182,6 +216,7 @@ static void server(struct vt *v)
 	CHECK(cntr_bind(v, &r, qp, 3, WEFT_CNT_EV_REMOTE_READ) == 0, "bind REMOTE_READ");
 	CHECK(cntr_bind(v, &w, qp, 4, 0) == EINVAL, "slot 4 is not EINVAL");
 	CHECK(cntr_bind(v, &w, qp, 1, 0x80) == EINVAL, "an unknown event is not EINVAL");
+	post_triggered(qp, mr, buf, &peer);
 	vt_sync(v, 1);
 	/* Nothing polls here: only the adapter moves the blocks. */
 	nw = cntr_wait(&w, NW + 1);
@@ -191,10 +226,17 @@ static void server(struct vt *v)
 	CHECK(w.blk->errors == 0 && r.blk->errors == 0, "error counts moved");
 	CHECK(vt_diff(buf, (size_t)NW * WLEN + 100, SEED, 0) < 0, "WRITE data at %ld",
 	      vt_diff(buf, (size_t)NW * WLEN + 100, SEED, 0));
-	CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "a completion at the target");
 	vt_sync(v, 2);
-	t_checked("node0: %d WRITEs of %d B and one of 100 B counted %llu on REMOTE_WRITE, %d READs %llu on REMOTE_READ, with no poll on node0, data byte-exact; writable mapping EPERM, slot 4 and unknown events EINVAL",
-		  NW, WLEN, (unsigned long long)nw, NR, (unsigned long long)nr);
+	/* node1 saw the triggered WRITE land; now the two completions. */
+	CHECK(vt_poll(cq, &wc) && wc.wr_id == 500 && wc.opcode == IBV_WC_DRIVER1 &&
+	      wc.status == IBV_WC_SUCCESS, "WAIT_CNT completion: wr_id %llu opcode %d status %d",
+	      (unsigned long long)wc.wr_id, wc.opcode, wc.status);
+	CHECK(vt_poll(cq, &wc) && wc.wr_id == 501 && wc.opcode == IBV_WC_RDMA_WRITE &&
+	      wc.status == IBV_WC_SUCCESS, "triggered WRITE completion: wr_id %llu status %d",
+	      (unsigned long long)wc.wr_id, wc.status);
+	CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "a third completion at the target");
+	t_checked("node0: %d WRITEs of %d B and one of 100 B counted %llu on REMOTE_WRITE, %d READs %llu on REMOTE_READ, with no poll on node0, data byte-exact; writable mapping EPERM, slot 4 and unknown events EINVAL; WAIT_CNT(%d) then WRITE completed in order (IBV_WC_DRIVER1), a WAIT_CNT without a slot or with an SGE EINVAL",
+		  NW, WLEN, (unsigned long long)nw, NR, (unsigned long long)nr, NW + 1);
 	cntr_destroy(v, &w);
 	cntr_destroy(v, &r);
 	close_all(v, qp, mr, cq, pd, buf);
@@ -210,16 +252,20 @@ static void client(struct vt *v)
 	struct ibv_wc wc;
 	struct cntr k;
 	uint8_t *buf;
-	uint64_t n;
+	uint64_t n, end;
 	int i, got = 0;
 
 	open_all(v, &pd, &cq, &mr, &buf);
 	vt_fill(buf, (size_t)NW * WLEN + 100, SEED);
+	memset(buf + TRIG_OFF, 0, TRIG_LEN);
 	qp = connect_rc(v, pd, cq, mr, &peer);
 	t_begin("node1: initiator counter");
 	cntr_create(v, &k);
 	CHECK(cntr_bind(v, &k, qp, 1, 0) == 0, "bind slot 1");
 	vt_sync(v, 1);
+	usleep(200000);
+	CHECK(buf[TRIG_OFF] == 0 && !memcmp(buf + TRIG_OFF, buf + TRIG_OFF + 1, TRIG_LEN - 1),
+	      "node0's triggered WRITE landed before node1's WRITEs");
 	/* NW WRITEs on slot 1, the last signaled; one more without a slot. */
 	for (i = 0; i <= NW; i++) {
 		struct ibv_sge sge = { (uintptr_t)buf + (uint64_t)i * WLEN,
@@ -257,8 +303,14 @@ static void client(struct vt *v)
 	CHECK(vt_diff(buf + RD_OFF, (size_t)NR * WLEN, SEED, 0) < 0, "READ data at %ld",
 	      vt_diff(buf + RD_OFF, (size_t)NR * WLEN, SEED, 0));
 	CHECK(got == 1 && k.blk->errors == 0, "the signaled WRITE's completion, no errors");
+	/* node0's WAIT_CNT passed at our last WRITE: its WRITE comes by itself. */
+	for (end = vt_ms() + 10000; vt_diff(buf + TRIG_OFF, TRIG_LEN, SEED, 0) >= 0 &&
+	     vt_ms() < end;)
+		;
+	CHECK(vt_diff(buf + TRIG_OFF, TRIG_LEN, SEED, 0) < 0, "triggered WRITE data at %ld",
+	      vt_diff(buf + TRIG_OFF, TRIG_LEN, SEED, 0));
 	vt_sync(v, 2);
-	t_checked("node1: %d unsignaled WRITEs and %d unsignaled READs on slot 1 counted %llu by the adapter, a WRITE without a slot not; the READ data in place when counted",
+	t_checked("node1: %d unsignaled WRITEs and %d unsignaled READs on slot 1 counted %llu by the adapter, a WRITE without a slot not; the READ data in place when counted; node0's WRITE held by WAIT_CNT absent before our WRITEs, landed byte-exact after them",
 		  NW, NR, (unsigned long long)n);
 	cntr_destroy(v, &k);
 	close_all(v, qp, mr, cq, pd, buf);
