@@ -273,10 +273,10 @@ void vq_go_back(struct weft_core *c, struct vq_qp *qp)
 
 /* ---- acknowledgements -------------------------------------------------------- */
 
-void vq_acked(struct weft_core *c, struct vq_qp *qp, uint32_t a)
+void vq_acked(struct weft_core *c, struct vq_qp *qp, uint32_t a, bool resp)
 {
 	uint32_t n = psn_add(a, 1), i;
-	bool progress = false;
+	bool progress = resp;
 
 	if (psn_diff(n, qp->sent_hi) > 0)
 		return;         /* acknowledges what was never sent: ignore */
@@ -333,6 +333,7 @@ static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct wef
 	int32_t d;
 	unsigned int why;
 	uint64_t off;
+	bool moved;
 
 	if (vq_rvh_read_resp(c, qp, h, data, dlen))
 		return;
@@ -396,18 +397,20 @@ static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct wef
 		return;
 	}
 	qp->resp_bits |= 1ull << d;
+	moved = (qp->resp_bits & 1) != 0;
 	while (qp->resp_bits & 1) {
 		qp->resp_psn = psn_add(qp->resp_psn, 1);
 		qp->resp_bits >>= 1;
 	}
-	/* A response acknowledges every PSN before it. */
+	/* A response acknowledges every PSN before it.  One that moves
+	 * resp_psn is progress even where a NAK moved acked_psn past it. */
 	if (psn_diff(qp->resp_psn, psn_add(sw->psn, sw->npkt)) >= 0) {
 		sw->state = SW_DONE;
 		qp->resp_wqe = VQ_NONE;
 		qp->rcur_valid = false;
-		vq_acked(c, qp, psn_add(sw->psn, sw->npkt - 1));
+		vq_acked(c, qp, psn_add(sw->psn, sw->npkt - 1), true);
 	} else {
-		vq_acked(c, qp, psn_add(qp->resp_psn, WEFT_VERBS_PSN_MASK));
+		vq_acked(c, qp, psn_add(qp->resp_psn, WEFT_VERBS_PSN_MASK), moved);
 	}
 }
 
@@ -486,14 +489,14 @@ void vq_rx_response(struct weft_core *c, struct vq_qp *qp, const struct weft_vhd
 	case WEFT_VOP_ACK:
 		if (h->syndrome == WEFT_VACK_ACK) {
 			weft_count(c, WEFT_CNT_V_ACKS_RX, 1);
-			vq_acked(c, qp, h->psn);
+			vq_acked(c, qp, h->psn, false);
 		} else if (h->syndrome == WEFT_VACK_NAK_SEQ) {
 			weft_count(c, WEFT_CNT_V_NAKS_RX, 1);
-			vq_acked(c, qp, psn_add(h->psn, WEFT_VERBS_PSN_MASK));
+			vq_acked(c, qp, psn_add(h->psn, WEFT_VERBS_PSN_MASK), false);
 			vq_go_back(c, qp);
 		} else if (h->syndrome == WEFT_VACK_NAK_RNR) {
 			weft_count(c, WEFT_CNT_V_RNR_NAKS_RX, 1);
-			vq_acked(c, qp, psn_add(h->psn, WEFT_VERBS_PSN_MASK));
+			vq_acked(c, qp, psn_add(h->psn, WEFT_VERBS_PSN_MASK), false);
 			if (qp->rnr_retry != 7) {
 				if (qp->rnr_left == 0) {
 					fail_head(c, qp, WEFT_VWC_RNR_RETRY_EXC_ERR,

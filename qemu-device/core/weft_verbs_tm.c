@@ -742,6 +742,7 @@ bool vq_rvh_read_resp(struct weft_core *c, struct vq_qp *qp, const struct weft_v
 	uint64_t off;
 	unsigned int why;
 	int32_t d;
+	bool moved;
 
 	if (!r || r->phase != VQ_RVH_READ)
 		return false;
@@ -770,6 +771,7 @@ bool vq_rvh_read_resp(struct weft_core *c, struct vq_qp *qp, const struct weft_v
 		return true;
 	}
 	r->resp_bits |= 1ull << d;
+	moved = (r->resp_bits & 1) != 0;
 	while (r->resp_bits & 1) {
 		r->resp_psn = psn_add(r->resp_psn, 1);
 		r->resp_bits >>= 1;
@@ -781,9 +783,9 @@ bool vq_rvh_read_resp(struct weft_core *c, struct vq_qp *qp, const struct weft_v
 		r->phase = VQ_RVH_FIN;
 		r->npkt = 0;
 		r->sent = 0;
-		vq_acked(c, qp, last);
+		vq_acked(c, qp, last, true);
 	} else {
-		vq_acked(c, qp, psn_add(r->resp_psn, WEFT_VERBS_PSN_MASK));
+		vq_acked(c, qp, psn_add(r->resp_psn, WEFT_VERBS_PSN_MASK), moved);
 	}
 	return true;
 }

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A stream of RDMA READs over a lossy, reordering fabric, as perftest's
+ * ib_read_bw posts them (docs/hw-spec.md 16.9): many READs outstanding at
+ * once, max_rd_atomic 16, each READ one or more response chunks.  Every
+ * READ must complete with success, in posting order, byte-exact.
+ *
+ * A NAK (sequence error) for a later request acknowledges every PSN
+ * before it, reads whose responses are still on their way included; the
+ * responses that then complete those reads are progress for the retry
+ * count and the timer.  When they were not, the timer went off while
+ * reads completed and the QP failed with RETRY_EXCEEDED (perftest's
+ * ib_read_bw -s 65536 in the verbs-lossy scenario).
+ */
+#include "vt.h"
+
+#define KIB             1024ull
+
+struct run {
+	uint64_t seed;
+	uint32_t drop_ppm;
+	uint64_t jitter_ns;
+	uint64_t size;
+	unsigned int reads, depth;
+};
+
+static void one(const struct run *r)
+{
+	struct weft_sim *s = vt_sim(2, 64ull << 20, r->seed, r->drop_ppm, r->jitter_ns);
+	struct wsv_rc_params p = { .timeout = 10, .retry_cnt = 7, .max_rd_atomic = 16 };
+	uint64_t region = r->size * r->depth;
+	struct vt_node a, b;
+	struct wsv_qp qa, qb;
+	struct weft_vcqe e;
+	unsigned int posted = 0, done = 0, k;
+
+	vt_node(s, 0, region, 12, &a);
+	vt_node(s, 1, region, 12, &b);
+	vt_rc(&a, 2, &b, 5, 8, &p, &qa, &qb);
+	vt_fill(b.mem, region, r->seed);
+	while (done < r->reads) {
+		while (posted < r->reads && posted - done < r->depth) {
+			uint64_t off = (posted % r->depth) * r->size;
+
+			memset(a.mem + off, 0, r->size);
+			vt_post(&a, &qa, posted, WEFT_VWR_READ, off, r->size, b.buf + off, VT_MR, 0, 0);
+			posted++;
+		}
+		k = wsv_wait(s, &a.cq, &e, 1, 60ull * 1000000000ull);
+		REQUIRE(k == 1, "seed %llu: READ %u of %u: no CQE (%llu timeouts)",
+			(unsigned long long)r->seed, done, r->reads,
+			(unsigned long long)vt_cnt(s, 0, WEFT_CNT_V_TIMEOUTS));
+		REQUIRE(e.wr_id == done && e.status == WEFT_VWC_SUCCESS,
+			"seed %llu: CQE %u: wr_id %llu status %u reason %u (%s), %llu timeouts",
+			(unsigned long long)r->seed, done, (unsigned long long)e.wr_id, e.status,
+			e.byte_len, e.status ? weft_reason_name(e.byte_len) : "",
+			(unsigned long long)vt_cnt(s, 0, WEFT_CNT_V_TIMEOUTS));
+		REQUIRE(!memcmp(a.mem + (done % r->depth) * r->size,
+				b.mem + (done % r->depth) * r->size, r->size),
+			"seed %llu: READ %u data", (unsigned long long)r->seed, done);
+		done++;
+	}
+	t_checked("seed %llu, %u ppm loss, jitter %llu ns: %u READs of %llu bytes, %u outstanding, "
+		  "byte-exact and in order (%llu timeouts, %llu duplicate reads served)",
+		  (unsigned long long)r->seed, r->drop_ppm, (unsigned long long)r->jitter_ns,
+		  r->reads, (unsigned long long)r->size, r->depth,
+		  (unsigned long long)vt_cnt(s, 0, WEFT_CNT_V_TIMEOUTS),
+		  (unsigned long long)vt_cnt(s, 1, WEFT_CNT_V_DUP_READS));
+	weft_sim_free(s);
+}
+
+int main(void)
+{
+	static const struct run runs[] = {
+		{ 1, 10000, 50000, 64 * KIB, 100, 32 },
+		{ 2, 10000, 50000, 64 * KIB, 100, 32 },
+		{ 3, 50000, 50000, 64 * KIB, 100, 32 },
+		{ 4, 50000, 50000, 1024 * KIB, 20, 8 },
+		{ 5, 10000, 50000, 4 * KIB, 400, 64 },
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		t_begin("READ stream, seed %llu", (unsigned long long)runs[i].seed);
+		one(&runs[i]);
+	}
+	return t_done();
+}
