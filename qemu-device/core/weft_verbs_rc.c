@@ -325,15 +325,61 @@ static uint32_t resp_head(struct vq_qp *qp)
 	return VQ_NONE;
 }
 
+/* The READ WQE after the head whose PSNs hold psn, or VQ_NONE: every WQE
+ * from the head up to it is started and each after the head is a READ
+ * whose PSNs follow the one before, so one window from resp_psn covers
+ * them all (a response that overtook the head's last ones). */
+static uint32_t resp_ahead(struct vq_qp *qp, uint32_t head, uint32_t psn)
+{
+	struct vq_sw *sw = sw_of(qp, head);
+	uint32_t i, end = psn_add(sw->psn, sw->npkt);
+
+	for (i = head + 1; i != qp->sq_next + 1 && i != qp->sq_prod; i++) {
+		sw = sw_of(qp, i);
+		if (sw->state != SW_STARTED || sw->op != WEFT_VWR_READ || sw->psn != end)
+			return VQ_NONE;
+		end = psn_add(sw->psn, sw->npkt);
+		if (psn_diff(psn, end) < 0)
+			return i;
+	}
+	return VQ_NONE;
+}
+
+/* Place a READ response for WQE idx (w its checked copy).  0 or a reason. */
+static unsigned int resp_place(struct weft_core *c, struct vq_qp *qp, const struct vq_wqe *w,
+			       const struct vq_sw *sw, const struct weft_vhdr *h,
+			       const uint8_t *data, uint32_t dlen)
+{
+	uint64_t off = (uint64_t)psn_diff(h->psn, sw->psn) * WEFT_VERBS_MTU;
+
+	if (dlen != (sw->byte_len - off < WEFT_VERBS_MTU ? sw->byte_len - off : WEFT_VERBS_MTU))
+		return WEFT_R_LENGTH;
+	return vq_sge_copy(c, qp, w->sge, w->h.num_sge, off, (void *)data, dlen,
+			   WEFT_VACC_LOCAL_WRITE, VQ_TO_MEM);
+}
+
+/* Copy and check the WQE of a started read or atomic.  0 or a reason. */
+static unsigned int resp_wqe_load(struct weft_core *c, struct vq_qp *qp, uint32_t idx,
+				  struct vq_wqe *w)
+{
+	const struct vq_sw *sw = sw_of(qp, idx);
+	unsigned int why = vq_wqe_load(c, qp, idx, w);
+
+	if (!why)
+		why = vq_sge_check(c, qp, w->sge, w->h.num_sge, WEFT_VACC_LOCAL_WRITE, &w->total);
+	if (!why && (w->h.opcode != sw->op || w->total != sw->byte_len))
+		why = WEFT_R_BAD_WQE;
+	return why;
+}
+
 static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
 			 const uint8_t *data, uint32_t dlen)
 {
-	uint32_t idx, k;
+	uint32_t idx, k, ahead = VQ_NONE, last = 0;
 	struct vq_sw *sw;
 	int32_t d;
 	unsigned int why;
-	uint64_t off;
-	bool moved;
+	bool moved, done = false;
 
 	if (vq_rvh_read_resp(c, qp, h, data, dlen))
 		return;
@@ -344,18 +390,21 @@ static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct wef
 	}
 	sw = sw_of(qp, idx);
 	if (qp->resp_wqe != idx) {
+		/* Responses kept ahead of the last head stay if this one
+		 * starts where it ended (resp_ahead). */
+		if (qp->resp_wqe != VQ_NONE || qp->resp_psn != sw->psn) {
+			qp->resp_psn = sw->psn;
+			qp->resp_bits = 0;
+		}
 		qp->resp_wqe = idx;
-		qp->resp_psn = sw->psn;
-		qp->resp_bits = 0;
 		qp->rcur_valid = false;
-	}
-	if ((h->opcode == WEFT_VOP_ATOMIC_RESP) != (sw->op != WEFT_VWR_READ)) {
-		weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_PSN_OOS);
-		return;
 	}
 	d = psn_diff(h->psn, qp->resp_psn);
 	k = (uint32_t)psn_diff(h->psn, sw->psn);
-	if (d < 0 || psn_diff(h->psn, sw->psn) < 0 || k >= sw->npkt) {
+	if (d >= 0 && d < (int32_t)VQ_WINDOW && k >= sw->npkt &&
+	    h->opcode == WEFT_VOP_READ_RESP)
+		ahead = resp_ahead(qp, idx, h->psn);
+	if (d < 0 || psn_diff(h->psn, sw->psn) < 0 || (k >= sw->npkt && ahead == VQ_NONE)) {
 		weft_drop(c, NULL, WEFT_NO_WINDOW, d < 0 ? WEFT_R_PSN_DUP : WEFT_R_PSN_OOS);
 		return;
 	}
@@ -364,13 +413,31 @@ static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct wef
 			  WEFT_R_PSN_DUP);
 		return;
 	}
-	if (!qp->rcur_valid) {
-		why = vq_wqe_load(c, qp, idx, &qp->rcur);
+	if (ahead != VQ_NONE) {
+		/* Rare (reordering): that WQE is copied for this packet only. */
+		struct vq_wqe w;
+
+		why = resp_wqe_load(c, qp, ahead, &w);
 		if (!why)
-			why = vq_sge_check(c, qp, qp->rcur.sge, qp->rcur.h.num_sge,
-					   WEFT_VACC_LOCAL_WRITE, &qp->rcur.total);
-		if (!why && (qp->rcur.h.opcode != sw->op || qp->rcur.total != sw->byte_len))
-			why = WEFT_R_BAD_WQE;
+			why = resp_place(c, qp, &w, sw_of(qp, ahead), h, data, dlen);
+		if (why == WEFT_R_LENGTH) {
+			weft_drop(c, NULL, WEFT_NO_WINDOW, why);
+			return;
+		}
+		if (why) {
+			fail_head(c, qp, WEFT_VWC_LOC_PROT_ERR, why);
+			return;
+		}
+		weft_count(c, WEFT_CNT_V_OOO_PLACED, 1);
+		qp->resp_bits |= 1ull << d;
+		return;
+	}
+	if ((h->opcode == WEFT_VOP_ATOMIC_RESP) != (sw->op != WEFT_VWR_READ)) {
+		weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_PSN_OOS);
+		return;
+	}
+	if (!qp->rcur_valid) {
+		why = resp_wqe_load(c, qp, idx, &qp->rcur);
 		if (why) {
 			fail_head(c, qp, WEFT_VWC_LOC_PROT_ERR, why);
 			return;
@@ -383,14 +450,11 @@ static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct wef
 		why = vq_sge_copy(c, qp, qp->rcur.sge, qp->rcur.h.num_sge, 0, &val, 8,
 				  WEFT_VACC_LOCAL_WRITE, VQ_TO_MEM);
 	} else {
-		off = (uint64_t)k * WEFT_VERBS_MTU;
-		if (dlen != (sw->byte_len - off < WEFT_VERBS_MTU ?
-					      sw->byte_len - off : WEFT_VERBS_MTU)) {
-			weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_LENGTH);
+		why = resp_place(c, qp, &qp->rcur, sw, h, data, dlen);
+		if (why == WEFT_R_LENGTH) {
+			weft_drop(c, NULL, WEFT_NO_WINDOW, why);
 			return;
 		}
-		why = vq_sge_copy(c, qp, qp->rcur.sge, qp->rcur.h.num_sge, off, (void *)data, dlen,
-				  WEFT_VACC_LOCAL_WRITE, VQ_TO_MEM);
 	}
 	if (why) {
 		fail_head(c, qp, WEFT_VWC_LOC_PROT_ERR, why);
@@ -402,16 +466,23 @@ static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct wef
 		qp->resp_psn = psn_add(qp->resp_psn, 1);
 		qp->resp_bits >>= 1;
 	}
-	/* A response acknowledges every PSN before it.  One that moves
-	 * resp_psn is progress even where a NAK moved acked_psn past it. */
-	if (psn_diff(qp->resp_psn, psn_add(sw->psn, sw->npkt)) >= 0) {
+	/* Every read whose responses are all in is done: the head, and the
+	 * READs after it whose responses came ahead. */
+	while (psn_diff(qp->resp_psn, psn_add(sw->psn, sw->npkt)) >= 0) {
 		sw->state = SW_DONE;
 		qp->resp_wqe = VQ_NONE;
 		qp->rcur_valid = false;
-		vq_acked(c, qp, psn_add(sw->psn, sw->npkt - 1), true);
-	} else {
-		vq_acked(c, qp, psn_add(qp->resp_psn, WEFT_VERBS_PSN_MASK), moved);
+		last = psn_add(sw->psn, sw->npkt - 1);
+		done = true;
+		idx = resp_head(qp);
+		if (idx == VQ_NONE || sw_of(qp, idx)->psn != psn_add(last, 1))
+			break;
+		sw = sw_of(qp, idx);
+		qp->resp_wqe = idx;
 	}
+	/* A response acknowledges every PSN before it.  One that moves
+	 * resp_psn is progress even where a NAK moved acked_psn past it. */
+	vq_acked(c, qp, done ? last : psn_add(qp->resp_psn, WEFT_VERBS_PSN_MASK), moved);
 }
 
 static uint8_t term_status(unsigned int cause)
