@@ -372,10 +372,37 @@ static unsigned int resp_wqe_load(struct weft_core *c, struct vq_qp *qp, uint32_
 	return why;
 }
 
+/* vq_acked for a response that moved resp_psn (from before) inside the
+ * head read sw and completed nothing: the window, the retries and the
+ * timer move; the send queue is scheduled only when its next request is
+ * inside the window now or a request of the head was fully answered
+ * (max_rd_atomic), the two things a response can unblock. */
+static void resp_progress(struct weft_core *c, struct vq_qp *qp, const struct vq_sw *sw,
+			  uint32_t from)
+{
+	const struct vq_sw *nx = sw_of(qp, qp->sq_next);
+	uint32_t next = nx->state == SW_STARTED ? psn_add(nx->psn, qp->cur_pkt) : qp->snd_psn;
+
+	if (psn_diff(qp->resp_psn, qp->acked_psn) > 0)
+		qp->acked_psn = qp->resp_psn;
+	qp->retries_left = qp->retry_cnt;
+	qp->rnr_left = qp->rnr_retry;
+	qp->rto = 0;
+	if (qp->timeout) {
+		qp->rto = c->ops.now_ns(c->opaque) + vq_rto_ns(qp);
+		vq_timer_set(c, qp, qp->rto);
+	}
+	if (qp->sq_next != qp->sq_prod &&
+	    (psn_diff(next, qp->acked_psn) < (int32_t)VQ_WINDOW ||
+	     (uint32_t)psn_diff(from, sw->psn) / VQ_CHUNK !=
+	     (uint32_t)psn_diff(qp->resp_psn, sw->psn) / VQ_CHUNK))
+		vq_work(c, qp);
+}
+
 static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
 			 const uint8_t *data, uint32_t dlen)
 {
-	uint32_t idx, k, ahead = VQ_NONE, last = 0;
+	uint32_t idx, k, ahead = VQ_NONE, last = 0, from;
 	struct vq_sw *sw;
 	int32_t d;
 	unsigned int why;
@@ -462,6 +489,7 @@ static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct wef
 	}
 	qp->resp_bits |= 1ull << d;
 	moved = (qp->resp_bits & 1) != 0;
+	from = qp->resp_psn;
 	while (qp->resp_bits & 1) {
 		qp->resp_psn = psn_add(qp->resp_psn, 1);
 		qp->resp_bits >>= 1;
@@ -479,6 +507,14 @@ static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct wef
 			break;
 		sw = sw_of(qp, idx);
 		qp->resp_wqe = idx;
+	}
+	if (!done && !qp->srq && psn_diff(qp->acked_psn, sw->psn) > 0 &&
+	    psn_diff(qp->resp_psn, qp->sent_hi) <= 0) {
+		/* Inside the head read, past its first response: nothing
+		 * before it is left to complete. */
+		if (moved)
+			resp_progress(c, qp, sw, from);
+		return;
 	}
 	/* A response acknowledges every PSN before it.  One that moves
 	 * resp_psn is progress even where a NAK moved acked_psn past it. */
