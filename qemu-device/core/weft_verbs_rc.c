@@ -447,12 +447,10 @@ static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct wef
 		why = resp_wqe_load(c, qp, ahead, &w);
 		if (!why)
 			why = resp_place(c, qp, &w, sw_of(qp, ahead), h, data, dlen);
-		if (why == WEFT_R_LENGTH) {
-			weft_drop(c, NULL, WEFT_NO_WINDOW, why);
-			return;
-		}
 		if (why) {
-			fail_head(c, qp, WEFT_VWC_LOC_PROT_ERR, why);
+			/* Asked for again, and checked again, once that READ
+			 * is the head: its error completes that READ. */
+			weft_drop(c, NULL, WEFT_NO_WINDOW, why);
 			return;
 		}
 		weft_count(c, WEFT_CNT_V_OOO_PLACED, 1);
