@@ -452,8 +452,10 @@ void vq_rvh_fail(struct weft_core *c, struct vq_qp *qp, struct vq_rvh *r, uint8_
 void vq_rvh_flush(struct weft_core *c, struct vq_qp *qp);
 
 /* ---- weft_verbs_rc.c: reliable transport ---------------------------------- */
-/* Every PSN up to and including a is acknowledged. */
-void vq_acked(struct weft_core *c, struct vq_qp *qp, uint32_t a);
+/* Every PSN up to and including a is acknowledged; resp: a read response
+ * moved the head read's expected PSN (progress for the retry count and
+ * the timer even when acked_psn was already past it). */
+void vq_acked(struct weft_core *c, struct vq_qp *qp, uint32_t a, bool resp);
 void vq_rx_response(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
 		    const uint8_t *data, uint32_t dlen);
 void vq_send_ack(struct weft_core *c, struct vq_qp *qp, unsigned int syndrome,

@@ -273,10 +273,10 @@ void vq_go_back(struct weft_core *c, struct vq_qp *qp)
 
 /* ---- acknowledgements -------------------------------------------------------- */
 
-void vq_acked(struct weft_core *c, struct vq_qp *qp, uint32_t a)
+void vq_acked(struct weft_core *c, struct vq_qp *qp, uint32_t a, bool resp)
 {
 	uint32_t n = psn_add(a, 1), i;
-	bool progress = false;
+	bool progress = resp;
 
 	if (psn_diff(n, qp->sent_hi) > 0)
 		return;         /* acknowledges what was never sent: ignore */
@@ -325,14 +325,88 @@ static uint32_t resp_head(struct vq_qp *qp)
 	return VQ_NONE;
 }
 
+/* The READ WQE after the head whose PSNs hold psn, or VQ_NONE: every WQE
+ * from the head up to it is started and each after the head is a READ
+ * whose PSNs follow the one before, so one window from resp_psn covers
+ * them all (a response that overtook the head's last ones). */
+static uint32_t resp_ahead(struct vq_qp *qp, uint32_t head, uint32_t psn)
+{
+	struct vq_sw *sw = sw_of(qp, head);
+	uint32_t i, end = psn_add(sw->psn, sw->npkt);
+
+	for (i = head + 1; i != qp->sq_next + 1 && i != qp->sq_prod; i++) {
+		sw = sw_of(qp, i);
+		if (sw->state != SW_STARTED || sw->op != WEFT_VWR_READ || sw->psn != end)
+			return VQ_NONE;
+		end = psn_add(sw->psn, sw->npkt);
+		if (psn_diff(psn, end) < 0)
+			return i;
+	}
+	return VQ_NONE;
+}
+
+/* Place a READ response for WQE idx (w its checked copy).  0 or a reason. */
+static unsigned int resp_place(struct weft_core *c, struct vq_qp *qp, const struct vq_wqe *w,
+			       const struct vq_sw *sw, const struct weft_vhdr *h,
+			       const uint8_t *data, uint32_t dlen)
+{
+	uint64_t off = (uint64_t)psn_diff(h->psn, sw->psn) * WEFT_VERBS_MTU;
+
+	if (dlen != (sw->byte_len - off < WEFT_VERBS_MTU ? sw->byte_len - off : WEFT_VERBS_MTU))
+		return WEFT_R_LENGTH;
+	return vq_sge_copy(c, qp, w->sge, w->h.num_sge, off, (void *)data, dlen,
+			   WEFT_VACC_LOCAL_WRITE, VQ_TO_MEM);
+}
+
+/* Copy and check the WQE of a started read or atomic.  0 or a reason. */
+static unsigned int resp_wqe_load(struct weft_core *c, struct vq_qp *qp, uint32_t idx,
+				  struct vq_wqe *w)
+{
+	const struct vq_sw *sw = sw_of(qp, idx);
+	unsigned int why = vq_wqe_load(c, qp, idx, w);
+
+	if (!why)
+		why = vq_sge_check(c, qp, w->sge, w->h.num_sge, WEFT_VACC_LOCAL_WRITE, &w->total);
+	if (!why && (w->h.opcode != sw->op || w->total != sw->byte_len))
+		why = WEFT_R_BAD_WQE;
+	return why;
+}
+
+/* vq_acked for a response that moved resp_psn (from before) inside the
+ * head read sw and completed nothing: the window, the retries and the
+ * timer move; the send queue is scheduled only when its next request is
+ * inside the window now or a request of the head was fully answered
+ * (max_rd_atomic), the two things a response can unblock. */
+static void resp_progress(struct weft_core *c, struct vq_qp *qp, const struct vq_sw *sw,
+			  uint32_t from)
+{
+	const struct vq_sw *nx = sw_of(qp, qp->sq_next);
+	uint32_t next = nx->state == SW_STARTED ? psn_add(nx->psn, qp->cur_pkt) : qp->snd_psn;
+
+	if (psn_diff(qp->resp_psn, qp->acked_psn) > 0)
+		qp->acked_psn = qp->resp_psn;
+	qp->retries_left = qp->retry_cnt;
+	qp->rnr_left = qp->rnr_retry;
+	qp->rto = 0;
+	if (qp->timeout) {
+		qp->rto = c->ops.now_ns(c->opaque) + vq_rto_ns(qp);
+		vq_timer_set(c, qp, qp->rto);
+	}
+	if (qp->sq_next != qp->sq_prod &&
+	    (psn_diff(next, qp->acked_psn) < (int32_t)VQ_WINDOW ||
+	     (uint32_t)psn_diff(from, sw->psn) / VQ_CHUNK !=
+	     (uint32_t)psn_diff(qp->resp_psn, sw->psn) / VQ_CHUNK))
+		vq_work(c, qp);
+}
+
 static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct weft_vhdr *h,
 			 const uint8_t *data, uint32_t dlen)
 {
-	uint32_t idx, k;
+	uint32_t idx, k, ahead = VQ_NONE, last = 0, from;
 	struct vq_sw *sw;
 	int32_t d;
 	unsigned int why;
-	uint64_t off;
+	bool moved, done = false;
 
 	if (vq_rvh_read_resp(c, qp, h, data, dlen))
 		return;
@@ -343,18 +417,21 @@ static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct wef
 	}
 	sw = sw_of(qp, idx);
 	if (qp->resp_wqe != idx) {
+		/* Responses kept ahead of the last head stay if this one
+		 * starts where it ended (resp_ahead). */
+		if (qp->resp_wqe != VQ_NONE || qp->resp_psn != sw->psn) {
+			qp->resp_psn = sw->psn;
+			qp->resp_bits = 0;
+		}
 		qp->resp_wqe = idx;
-		qp->resp_psn = sw->psn;
-		qp->resp_bits = 0;
 		qp->rcur_valid = false;
-	}
-	if ((h->opcode == WEFT_VOP_ATOMIC_RESP) != (sw->op != WEFT_VWR_READ)) {
-		weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_PSN_OOS);
-		return;
 	}
 	d = psn_diff(h->psn, qp->resp_psn);
 	k = (uint32_t)psn_diff(h->psn, sw->psn);
-	if (d < 0 || psn_diff(h->psn, sw->psn) < 0 || k >= sw->npkt) {
+	if (d >= 0 && d < (int32_t)VQ_WINDOW && k >= sw->npkt &&
+	    h->opcode == WEFT_VOP_READ_RESP)
+		ahead = resp_ahead(qp, idx, h->psn);
+	if (d < 0 || psn_diff(h->psn, sw->psn) < 0 || (k >= sw->npkt && ahead == VQ_NONE)) {
 		weft_drop(c, NULL, WEFT_NO_WINDOW, d < 0 ? WEFT_R_PSN_DUP : WEFT_R_PSN_OOS);
 		return;
 	}
@@ -363,13 +440,29 @@ static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct wef
 			  WEFT_R_PSN_DUP);
 		return;
 	}
-	if (!qp->rcur_valid) {
-		why = vq_wqe_load(c, qp, idx, &qp->rcur);
+	if (ahead != VQ_NONE) {
+		/* Rare (reordering): that WQE is copied for this packet only. */
+		struct vq_wqe w;
+
+		why = resp_wqe_load(c, qp, ahead, &w);
 		if (!why)
-			why = vq_sge_check(c, qp, qp->rcur.sge, qp->rcur.h.num_sge,
-					   WEFT_VACC_LOCAL_WRITE, &qp->rcur.total);
-		if (!why && (qp->rcur.h.opcode != sw->op || qp->rcur.total != sw->byte_len))
-			why = WEFT_R_BAD_WQE;
+			why = resp_place(c, qp, &w, sw_of(qp, ahead), h, data, dlen);
+		if (why) {
+			/* Asked for again, and checked again, once that READ
+			 * is the head: its error completes that READ. */
+			weft_drop(c, NULL, WEFT_NO_WINDOW, why);
+			return;
+		}
+		weft_count(c, WEFT_CNT_V_OOO_PLACED, 1);
+		qp->resp_bits |= 1ull << d;
+		return;
+	}
+	if ((h->opcode == WEFT_VOP_ATOMIC_RESP) != (sw->op != WEFT_VWR_READ)) {
+		weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_PSN_OOS);
+		return;
+	}
+	if (!qp->rcur_valid) {
+		why = resp_wqe_load(c, qp, idx, &qp->rcur);
 		if (why) {
 			fail_head(c, qp, WEFT_VWC_LOC_PROT_ERR, why);
 			return;
@@ -382,33 +475,48 @@ static void rx_read_resp(struct weft_core *c, struct vq_qp *qp, const struct wef
 		why = vq_sge_copy(c, qp, qp->rcur.sge, qp->rcur.h.num_sge, 0, &val, 8,
 				  WEFT_VACC_LOCAL_WRITE, VQ_TO_MEM);
 	} else {
-		off = (uint64_t)k * WEFT_VERBS_MTU;
-		if (dlen != (sw->byte_len - off < WEFT_VERBS_MTU ?
-					      sw->byte_len - off : WEFT_VERBS_MTU)) {
-			weft_drop(c, NULL, WEFT_NO_WINDOW, WEFT_R_LENGTH);
+		why = resp_place(c, qp, &qp->rcur, sw, h, data, dlen);
+		if (why == WEFT_R_LENGTH) {
+			weft_drop(c, NULL, WEFT_NO_WINDOW, why);
 			return;
 		}
-		why = vq_sge_copy(c, qp, qp->rcur.sge, qp->rcur.h.num_sge, off, (void *)data, dlen,
-				  WEFT_VACC_LOCAL_WRITE, VQ_TO_MEM);
 	}
 	if (why) {
 		fail_head(c, qp, WEFT_VWC_LOC_PROT_ERR, why);
 		return;
 	}
 	qp->resp_bits |= 1ull << d;
+	moved = (qp->resp_bits & 1) != 0;
+	from = qp->resp_psn;
 	while (qp->resp_bits & 1) {
 		qp->resp_psn = psn_add(qp->resp_psn, 1);
 		qp->resp_bits >>= 1;
 	}
-	/* A response acknowledges every PSN before it. */
-	if (psn_diff(qp->resp_psn, psn_add(sw->psn, sw->npkt)) >= 0) {
+	/* Every read whose responses are all in is done: the head, and the
+	 * READs after it whose responses came ahead. */
+	while (psn_diff(qp->resp_psn, psn_add(sw->psn, sw->npkt)) >= 0) {
 		sw->state = SW_DONE;
 		qp->resp_wqe = VQ_NONE;
 		qp->rcur_valid = false;
-		vq_acked(c, qp, psn_add(sw->psn, sw->npkt - 1));
-	} else {
-		vq_acked(c, qp, psn_add(qp->resp_psn, WEFT_VERBS_PSN_MASK));
+		last = psn_add(sw->psn, sw->npkt - 1);
+		done = true;
+		idx = resp_head(qp);
+		if (idx == VQ_NONE || sw_of(qp, idx)->psn != psn_add(last, 1))
+			break;
+		sw = sw_of(qp, idx);
+		qp->resp_wqe = idx;
 	}
+	if (!done && !qp->srq && psn_diff(qp->acked_psn, sw->psn) > 0 &&
+	    psn_diff(qp->resp_psn, qp->sent_hi) <= 0) {
+		/* Inside the head read, past its first response: nothing
+		 * before it is left to complete. */
+		if (moved)
+			resp_progress(c, qp, sw, from);
+		return;
+	}
+	/* A response acknowledges every PSN before it.  One that moves
+	 * resp_psn is progress even where a NAK moved acked_psn past it. */
+	vq_acked(c, qp, done ? last : psn_add(qp->resp_psn, WEFT_VERBS_PSN_MASK), moved);
 }
 
 static uint8_t term_status(unsigned int cause)
@@ -486,14 +594,14 @@ void vq_rx_response(struct weft_core *c, struct vq_qp *qp, const struct weft_vhd
 	case WEFT_VOP_ACK:
 		if (h->syndrome == WEFT_VACK_ACK) {
 			weft_count(c, WEFT_CNT_V_ACKS_RX, 1);
-			vq_acked(c, qp, h->psn);
+			vq_acked(c, qp, h->psn, false);
 		} else if (h->syndrome == WEFT_VACK_NAK_SEQ) {
 			weft_count(c, WEFT_CNT_V_NAKS_RX, 1);
-			vq_acked(c, qp, psn_add(h->psn, WEFT_VERBS_PSN_MASK));
+			vq_acked(c, qp, psn_add(h->psn, WEFT_VERBS_PSN_MASK), false);
 			vq_go_back(c, qp);
 		} else if (h->syndrome == WEFT_VACK_NAK_RNR) {
 			weft_count(c, WEFT_CNT_V_RNR_NAKS_RX, 1);
-			vq_acked(c, qp, psn_add(h->psn, WEFT_VERBS_PSN_MASK));
+			vq_acked(c, qp, psn_add(h->psn, WEFT_VERBS_PSN_MASK), false);
 			if (qp->rnr_retry != 7) {
 				if (qp->rnr_left == 0) {
 					fail_head(c, qp, WEFT_VWC_RNR_RETRY_EXC_ERR,

@@ -492,10 +492,20 @@ static bool started(const struct vq_rvh *r)
 	return r->phase != VQ_RVH_FREE && r->npkt;
 }
 
+/* Only a QP that receives from a (tag-matching) SRQ takes a device
+ * rendezvous (tm_rndv): the others skip the scans of rvh[] that every
+ * packet, ACK and response would make. */
+static bool no_rvh(const struct vq_qp *qp)
+{
+	return !qp->srq;
+}
+
 bool vq_rvh_has_work(const struct vq_qp *qp)
 {
 	unsigned int i;
 
+	if (no_rvh(qp))
+		return false;
 	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++) {
 		const struct vq_rvh *r = &qp->rvh[i];
 
@@ -509,6 +519,8 @@ bool vq_rvh_outstanding(const struct vq_qp *qp)
 {
 	unsigned int i;
 
+	if (no_rvh(qp))
+		return false;
 	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++)
 		if (started(&qp->rvh[i]))
 			return true;
@@ -519,6 +531,8 @@ unsigned int vq_rvh_rd_outstanding(const struct vq_qp *qp)
 {
 	unsigned int i, n = 0;
 
+	if (no_rvh(qp))
+		return 0;
 	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++) {
 		const struct vq_rvh *r = &qp->rvh[i];
 		uint32_t done;
@@ -543,6 +557,8 @@ static struct vq_rvh *pick(struct vq_qp *qp, unsigned int what)
 	struct vq_rvh *best = NULL;
 	unsigned int i;
 
+	if (no_rvh(qp))
+		return NULL;
 	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++) {
 		struct vq_rvh *r = &qp->rvh[i];
 		bool ok = what == RVH_WAITING ? r->phase != VQ_RVH_FREE && !r->npkt :
@@ -687,6 +703,8 @@ struct vq_rvh *vq_rvh_at(struct vq_qp *qp, uint32_t psn)
 {
 	unsigned int i;
 
+	if (no_rvh(qp))
+		return NULL;
 	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++) {
 		struct vq_rvh *r = &qp->rvh[i];
 
@@ -702,6 +720,8 @@ bool vq_rvh_acked(struct weft_core *c, struct vq_qp *qp, uint32_t n)
 	bool any = false;
 	unsigned int i;
 
+	if (no_rvh(qp))
+		return false;
 	for (i = 0; i < WEFT_VERBS_TM_RNDV_MAX; i++) {
 		struct vq_rvh *r = &qp->rvh[i];
 
@@ -742,6 +762,7 @@ bool vq_rvh_read_resp(struct weft_core *c, struct vq_qp *qp, const struct weft_v
 	uint64_t off;
 	unsigned int why;
 	int32_t d;
+	bool moved;
 
 	if (!r || r->phase != VQ_RVH_READ)
 		return false;
@@ -770,6 +791,7 @@ bool vq_rvh_read_resp(struct weft_core *c, struct vq_qp *qp, const struct weft_v
 		return true;
 	}
 	r->resp_bits |= 1ull << d;
+	moved = (r->resp_bits & 1) != 0;
 	while (r->resp_bits & 1) {
 		r->resp_psn = psn_add(r->resp_psn, 1);
 		r->resp_bits >>= 1;
@@ -781,9 +803,9 @@ bool vq_rvh_read_resp(struct weft_core *c, struct vq_qp *qp, const struct weft_v
 		r->phase = VQ_RVH_FIN;
 		r->npkt = 0;
 		r->sent = 0;
-		vq_acked(c, qp, last);
+		vq_acked(c, qp, last, true);
 	} else {
-		vq_acked(c, qp, psn_add(r->resp_psn, WEFT_VERBS_PSN_MASK));
+		vq_acked(c, qp, psn_add(r->resp_psn, WEFT_VERBS_PSN_MASK), moved);
 	}
 	return true;
 }
