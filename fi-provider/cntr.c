@@ -54,7 +54,8 @@ static uint64_t now_ms(void)
 
 /* The block as it is, once it shows the adapter-counted operations whose
  * completions software has already seen (the adapter writes it just after
- * their CQE), waiting WFI_HW_SYNC_MS at most. */
+ * their CQE), waiting WFI_HW_SYNC_MS at most: a block that does not catch
+ * up (events the adapter dropped) is taken as it is from then on. */
 static void hw_now(struct wfi_cntr *k, uint64_t *count, uint64_t *errors)
 {
 	uint64_t end = 0;
@@ -65,10 +66,12 @@ static void hw_now(struct wfi_cntr *k, uint64_t *count, uint64_t *errors)
 		if (!k->hw.blk || *count + *errors >= k->hw_done)
 			return;
 		if (!(++n & 1023)) {
-			if (!end)
+			if (!end) {
 				end = now_ms() + WFI_HW_SYNC_MS;
-			else if (now_ms() >= end)
+			} else if (now_ms() >= end) {
+				k->hw_done = *count + *errors;
 				return;
+			}
 		}
 	}
 }
