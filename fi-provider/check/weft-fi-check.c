@@ -1364,15 +1364,14 @@ static int cn_rma(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t b, bool write,
 #define CN_ROLES 5
 
 static void cn_fallback(struct fid_fabric *fab, struct fi_info *info, struct fid_ep *b_ep,
-			struct fid_cntr *r, uint64_t *src, uint64_t addr,
-			uint64_t key, uint64_t r_hw)
+			struct fid_cntr *r, uint64_t *src, uint64_t addr, uint64_t key, uint64_t r_hw)
 {
 	static const uint64_t role[CN_ROLES] = { FI_SEND, FI_READ, FI_WRITE, FI_REMOTE_READ,
 						 FI_REMOTE_WRITE };
 	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
 	struct fid_cntr **fc = calloc(CN_FILL, sizeof(*fc)), *f = NULL;
 	struct fid_ep *feps[CN_FILL / CN_ROLES] = { NULL }, *a5 = NULL;
-	struct fi_weft_cntr_stats st;
+	struct fi_weft_cntr_stats st, fst;
 	struct cn_side c = { 0 }, a = { 0 };
 	int i, nhw = 0, nsw = 0, bad = 0, ret;
 	uint8_t name[64];
@@ -1401,26 +1400,33 @@ static void cn_fallback(struct fid_fabric *fab, struct fi_info *info, struct fid
 	}
 	CHECK(i == CN_FILL && nsw > 0 && !bad && nhw <= 252,
 	      "fi_cntr fallback: %d counters bound on %d endpoints: %d with an adapter counter (<= 252: "
-	      "256 per adapter, 4 in use in this process), %d in software for lack of one, each with its CREATE's "
-	      "errno (%d without)", i, CN_FILL / CN_ROLES, nhw, nsw, bad);
+	      "256 per adapter, 4 in use in this process), %d in software for lack of one, each with its "
+	      "CREATE's errno (%d without)", i, CN_FILL / CN_ROLES, nhw, nsw, bad);
+	/* A counter bound while the objects are taken: software for good. */
 	ret = fi_cntr_open(a.dom, &ca, &f, NULL);
-	a5 = ret ? NULL : cn_ep(&a, info, f, FI_WRITE);
-	ret = a5 ? cn_rma(a5, a.cq, bb, true, 3, src, addr, key, r) : -1;
-	CHECK(!ret && !cn_stats(f, &st) && !st.hw && st.create_err && fi_cntr_read(f) == 3 &&
-	      st.sw_value == 3 && cn_block(r, r_hw + 3) == r_hw + 3,
-	      "fi_cntr fallback: a counter opened with the adapter's objects taken (CREATE errno %d) "
-	      "counts 3 writes in software: %llu (3); the target's adapter counter still counts them: "
-	      "%llu (%llu)", st.create_err, (unsigned long long)(f ? fi_cntr_read(f) : 0),
+	ret = ret ? ret : fi_endpoint(a.dom, info, &a5, NULL);
+	ret = ret ? ret : fi_ep_bind(a5, &a.av->fid, 0);
+	ret = ret ? ret : fi_ep_bind(a5, &a.cq->fid, FI_TRANSMIT | FI_RECV);
+	ret = ret ? ret : fi_ep_bind(a5, &f->fid, FI_WRITE);
+	ret = ret ? ret : cn_stats(f, &fst);
+	/* The objects given back before it is used: it stays in software. */
+	for (i = 0; i < CN_FILL / CN_ROLES; i++)
+		if (feps[i])
+			fi_close(&feps[i]->fid);
+	for (i = 0; i < CN_FILL; i++)
+		if (fc[i])
+			fi_close(&fc[i]->fid);
+	ret = ret ? ret : fi_enable(a5);
+	ret = ret ? ret : cn_rma(a5, a.cq, bb, true, 3, src, addr, key, r);
+	CHECK(!ret && !fst.hw && fst.create_err && !cn_stats(f, &st) && !st.hw &&
+	      fi_cntr_read(f) == 3 && st.sw_value == 3 && cn_block(r, r_hw + 3) == r_hw + 3,
+	      "fi_cntr fallback: a counter bound with the adapter's objects taken (CREATE errno %d) "
+	      "counts 3 writes in software (%d): %llu (3); the target's adapter counter counts them: "
+	      "%llu (%llu)", fst.create_err, ret, (unsigned long long)(f ? fi_cntr_read(f) : 0),
 	      (unsigned long long)cn_block(r, r_hw + 3), (unsigned long long)(r_hw + 3));
 out:
 	if (a5)
 		fi_close(&a5->fid);
-	for (i = 0; i < CN_FILL / CN_ROLES; i++)
-		if (feps[i])
-			fi_close(&feps[i]->fid);
-	for (i = 0; fc && i < CN_FILL; i++)
-		if (fc[i])
-			fi_close(&fc[i]->fid);
 	if (f)
 		fi_close(&f->fid);
 	free(fc);
