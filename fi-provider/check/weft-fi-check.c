@@ -1508,9 +1508,9 @@ static void cntr_checks(void)
 	      "the block %llu (%llu) unwritten by software, the offset kept beside it",
 	      (unsigned long long)fi_cntr_read(r), (unsigned long long)fi_cntr_readerr(r),
 	      (unsigned long long)hw, (unsigned long long)(want + 3));
-	/* (Open until the end: a peer that went away is dead to B, and a
-	 * later endpoint could get its port, docs/libfabric.md "A peer that
-	 * goes away".) */
+	/* Open until the end: closed before the fallback below, the
+	 * fallback endpoint's first write to B timed out (docs/libfabric.md
+	 * "Not done yet"). */
 	re = cn_ep(&a, info, rd, FI_READ);
 	tgt[2] = 0x5a5a5a5a5a5a5a5aull;
 	src = 0;
