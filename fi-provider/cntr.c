@@ -1,25 +1,40 @@
 // SPDX-License-Identifier: MIT
 /*
- * Counters (fi_cntr, docs/libfabric.md "Counters"): a completion count and
- * an error count in software, moved by the progress of the endpoints
- * bound to the counter.  Seed 003's counter objects (docs/counters.md) do
- * not fit: they count only their own engine's transfers, down from a
- * total announced in advance, for one pinned region; fi_cntr counts up,
- * without a total, the completions of SENDs, RECVs and RDMA of the verbs
- * QPs this provider uses.
+ * Counters (fi_cntr, docs/libfabric.md "Counters"): the adapter's event
+ * counters (docs/counters.md "Event counters", hwcntr.c) where the
+ * adapter sees the completion, software where only software does.  A
+ * counter bound for FI_SEND, FI_READ, FI_WRITE, FI_REMOTE_READ or
+ * FI_REMOTE_WRITE gets an adapter counter when bound; each endpoint's QPs
+ * bind it to a slot as they are made: its own connections (out) for the
+ * WQEs that name the slot (eager sends, RDMA, atomics), the connections
+ * it accepted (in) for the peers' WRITEs, atomics and READs they serve.
+ * An operation is counted by the adapter or by software, chosen when it
+ * is posted (its WQE names the slot or not) or, at the target, by the QP
+ * it came on: never by both.  The value is the adapter's block plus a
+ * software part (its own counts and the offset fi_cntr_set/add leave:
+ * the block is never written by software); errors likewise.
  */
+#include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "wfi.h"
 
 #define WFI_CNTR_MAX_EPS 8
+#define WFI_HW_SYNC_MS 100	/* longest wait for the block to show what the CQ showed */
 
 struct wfi_cntr {
 	struct fid_cntr cntr_fid;
 	struct wfi_domain *dom;
-	uint64_t value, err;
+	uint64_t value, err;		/* software's part (mod 2^64) */
+	struct wfi_hwcntr hw;		/* the adapter's counter (hw.blk NULL: none) */
+	bool hw_tried;
+	int hw_err;			/* errno of its CREATE that failed */
+	uint64_t hw_done;		/* adapter-counted operations software saw complete */
+	uint64_t qp_binds, bind_failed;
 	struct wfi_ep *eps[WFI_CNTR_MAX_EPS];
 	int neps, refs;
 };
@@ -29,11 +44,54 @@ static struct wfi_cntr *to_cntr(struct fid_cntr *c)
 	return container_of(c, struct wfi_cntr, cntr_fid);
 }
 
-uint64_t wfi_cntr_value(struct fid_cntr *c)
+static uint64_t now_ms(void)
 {
-	return to_cntr(c)->value;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* The block as it is, once it shows the adapter-counted operations whose
+ * completions software has already seen (the adapter writes it just after
+ * their CQE), waiting WFI_HW_SYNC_MS at most: a block that does not catch
+ * up (events the adapter dropped) is taken as it is from then on. */
+static void hw_now(struct wfi_cntr *k, uint64_t *count, uint64_t *errors)
+{
+	uint64_t end = 0;
+	unsigned int n = 0;
+
+	for (;;) {
+		wfi_hw_read(&k->hw, count, errors);
+		if (!k->hw.blk || *count + *errors >= k->hw_done)
+			return;
+		if (!(++n & 1023)) {
+			if (!end) {
+				end = now_ms() + WFI_HW_SYNC_MS;
+			} else if (now_ms() >= end) {
+				k->hw_done = *count + *errors;
+				return;
+			}
+		}
+	}
+}
+
+static uint64_t value_of(struct wfi_cntr *k, uint64_t *errs)
+{
+	uint64_t c, e;
+
+	hw_now(k, &c, &e);
+	if (errs)
+		*errs = k->err + e;
+	return k->value + c;
+}
+
+uint64_t wfi_cntr_value(struct fid_cntr *c)
+{
+	return value_of(to_cntr(c), NULL);
+}
+
+/* Software counts one completion (or error) on c. */
 void wfi_cntr_inc(struct fid_cntr *c, bool err)
 {
 	if (!c)
@@ -44,11 +102,35 @@ void wfi_cntr_inc(struct fid_cntr *c, bool err)
 		to_cntr(c)->value++;
 }
 
-int wfi_cntr_bind_ep(struct fid_cntr *c, struct wfi_ep *ep)
+/* Software saw an operation complete that the adapter counts on c. */
+void wfi_cntr_hw_done(struct fid_cntr *c)
+{
+	if (c)
+		to_cntr(c)->hw_done++;
+}
+
+/* The adapter's counter for k, made once: false when there is none (its
+ * CREATE failed: the 256 objects are taken, ...), and k counts in
+ * software. */
+static bool hw_get(struct wfi_cntr *k)
+{
+	if (!k->hw_tried) {
+		k->hw_tried = true;
+		k->hw_err = wfi_hw_create(k->dom->ctx, &k->hw);
+		if (k->hw_err && getenv("WEFT_FI_LOG"))
+			fprintf(stderr, "weft: fi_cntr: no adapter counter (%s): counted in software\n",
+				strerror(k->hw_err));
+	}
+	return k->hw.blk != NULL;
+}
+
+int wfi_cntr_bind_ep(struct fid_cntr *c, struct wfi_ep *ep, uint64_t flag)
 {
 	struct wfi_cntr *k = to_cntr(c);
 	int i;
 
+	if (flag & (FI_SEND | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE))
+		hw_get(k);
 	for (i = 0; i < k->neps; i++)
 		if (k->eps[i] == ep) {
 			k->refs++;
@@ -73,12 +155,117 @@ void wfi_cntr_unbind_ep(struct fid_cntr *c, struct wfi_ep *ep)
 	k->neps = j;
 }
 
+/* The counters of ep the adapter counts on a QP, by slot: on its own
+ * connections (in false) those of its FI_SEND, FI_WRITE and FI_READ
+ * operations, on those it accepted (in true) its FI_REMOTE_WRITE and
+ * FI_REMOTE_READ counters with their events.  c[s] and ev[s] for slots
+ * 1 .. the number returned; a counter without an adapter counter, or
+ * beyond the slots, has none. */
+static int plan(struct wfi_ep *ep, bool in, struct fid_cntr **c, uint8_t *ev)
+{
+	struct fid_cntr *role[3] = { ep->tx_cntr, ep->wr_cntr, ep->rd_cntr };
+	uint8_t rev[3] = { 0, 0, 0 };
+	int i, s, n = 0;
+
+	if (in) {
+		role[0] = ep->rwr_cntr;
+		role[1] = ep->rrd_cntr;
+		role[2] = NULL;
+		rev[0] = WFI_CNT_EV_WRITE;
+		rev[1] = WFI_CNT_EV_READ;
+	}
+	for (i = 0; i < 3; i++) {
+		if (!role[i] || !to_cntr(role[i])->hw.blk)
+			continue;
+		for (s = 1; s <= n && c[s] != role[i]; s++)
+			;
+		if (s > n) {
+			if (n == WFI_CNT_SLOTS)
+				continue;
+			s = ++n;
+			c[s] = role[i];
+			ev[s] = 0;
+		}
+		ev[s] |= rev[i];
+	}
+	return n;
+}
+
+/* Binds ep's counters to the slots of its new QP qp (before it connects
+ * or is accepted): the slots bound, bit s for slot s.  A refused bind
+ * leaves that slot unnamed and its counter counting in software on this
+ * QP. */
+uint8_t wfi_cntr_qp(struct wfi_ep *ep, struct ibv_qp *qp, bool in)
+{
+	struct fid_cntr *c[WFI_CNT_SLOTS + 1];
+	uint8_t ev[WFI_CNT_SLOTS + 1], mask = 0;
+	int s, n = plan(ep, in, c, ev), e;
+
+	for (s = 1; s <= n; s++) {
+		struct wfi_cntr *k = to_cntr(c[s]);
+
+		e = wfi_hw_bind(ep->dom->ctx, &k->hw, qp, (uint32_t)s, ev[s]);
+		if (!e) {
+			mask |= (uint8_t)(1u << s);
+			k->qp_binds++;
+			continue;
+		}
+		k->bind_failed++;
+		if (ep->log)
+			fprintf(stderr, "weft: fi_cntr: binding QP %u slot %d refused (%s): counted in "
+				"software\n", qp->qp_num, s, strerror(e));
+	}
+	return mask;
+}
+
+/* The send_flags that make a WQE on one of ep's own QPs (slots bound:
+ * mask) count on c in the adapter; 0 when software counts it. */
+unsigned int wfi_cntr_send_flags(struct wfi_ep *ep, uint8_t mask, struct fid_cntr *c)
+{
+	struct fid_cntr *cs[WFI_CNT_SLOTS + 1];
+	uint8_t ev[WFI_CNT_SLOTS + 1];
+	int s, n;
+
+	if (!c)
+		return 0;
+	n = plan(ep, false, cs, ev);
+	for (s = 1; s <= n; s++)
+		if (cs[s] == c && (mask & (1u << s)))
+			return wfi_hw_send_flags(s);
+	return 0;
+}
+
+/* A peer's RDMA (event ev) on connection qpn, told by its FI_RMA_EVENT or
+ * remote CQ data note: software counts it on c unless the adapter did,
+ * at that QP's slot. */
+void wfi_cntr_remote(struct wfi_ep *ep, struct fid_cntr *c, uint32_t qpn, unsigned int ev)
+{
+	struct fid_cntr *cs[WFI_CNT_SLOTS + 1];
+	uint8_t evs[WFI_CNT_SLOTS + 1], mask = 0;
+	int i, s, n;
+
+	if (!c)
+		return;
+	for (i = 0; i < ep->nin; i++)
+		if (ep->in[i]->qp && ep->in[i]->qp->qp_num == qpn) {
+			mask = ep->in_hw[i];
+			break;
+		}
+	n = plan(ep, true, cs, evs);
+	for (s = 1; s <= n; s++)
+		if (cs[s] == c && (evs[s] & ev) && (mask & (1u << s)))
+			return;
+	wfi_cntr_inc(c, false);
+}
+
 /* FI_OP_CNTR_SET and FI_OP_CNTR_ADD of deferred work. */
 void wfi_cntr_move(struct fid_cntr *c, bool set, uint64_t value)
 {
 	struct wfi_cntr *k = to_cntr(c);
+	uint64_t hc, he;
 
-	k->value = set ? value : k->value + value;
+	hw_now(k, &hc, &he);
+	k->value = set ? value - hc : k->value + value;
 }
 
 /* The bound endpoints; a counter bound to none (a deferred work's
@@ -103,7 +290,7 @@ static uint64_t c_read(struct fid_cntr *c)
 
 	pthread_mutex_lock(&k->dom->lock);
 	progress(k);
-	v = k->value;
+	v = value_of(k, NULL);
 	pthread_mutex_unlock(&k->dom->lock);
 	return v;
 }
@@ -115,7 +302,7 @@ static uint64_t c_readerr(struct fid_cntr *c)
 
 	pthread_mutex_lock(&k->dom->lock);
 	progress(k);
-	v = k->err;
+	value_of(k, &v);
 	pthread_mutex_unlock(&k->dom->lock);
 	return v;
 }
@@ -135,7 +322,7 @@ static int c_set(struct fid_cntr *c, uint64_t value)
 	struct wfi_cntr *k = to_cntr(c);
 
 	pthread_mutex_lock(&k->dom->lock);
-	k->value = value;
+	wfi_cntr_move(c, true, value);
 	pthread_mutex_unlock(&k->dom->lock);
 	return 0;
 }
@@ -153,19 +340,13 @@ static int c_adderr(struct fid_cntr *c, uint64_t value)
 static int c_seterr(struct fid_cntr *c, uint64_t value)
 {
 	struct wfi_cntr *k = to_cntr(c);
+	uint64_t hc, he;
 
 	pthread_mutex_lock(&k->dom->lock);
-	k->err = value;
+	hw_now(k, &hc, &he);
+	k->err = value - he;
 	pthread_mutex_unlock(&k->dom->lock);
 	return 0;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Until value >= threshold (0), a change of the error count (-FI_EAVAIL)
@@ -177,13 +358,15 @@ static int c_wait(struct fid_cntr *c, uint64_t threshold, int timeout)
 	uint64_t err0;
 	int ret;
 
+	uint64_t err;
+
 	pthread_mutex_lock(&k->dom->lock);
-	err0 = k->err;
+	value_of(k, &err0);
 	pthread_mutex_unlock(&k->dom->lock);
 	for (;;) {
 		pthread_mutex_lock(&k->dom->lock);
 		progress(k);
-		ret = k->value >= threshold ? 0 : k->err != err0 ? -FI_EAVAIL : -FI_EAGAIN;
+		ret = value_of(k, &err) >= threshold ? 0 : err != err0 ? -FI_EAVAIL : -FI_EAGAIN;
 		pthread_mutex_unlock(&k->dom->lock);
 		if (ret != -FI_EAGAIN)
 			return ret;
@@ -199,6 +382,7 @@ static int c_close(struct fid *fid)
 
 	if (k->refs)
 		return -FI_EBUSY;
+	wfi_hw_destroy(k->dom->ctx, &k->hw);
 	k->dom->refs--;
 	free(k);
 	return 0;
@@ -211,12 +395,44 @@ static int c_control(struct fid *fid, int command, void *arg)
 	return command == FI_GETWAIT ? -FI_ENODATA : -FI_ENOSYS;
 }
 
+static int c_stats(struct fid_cntr *c, struct fi_weft_cntr_stats *st)
+{
+	struct wfi_cntr *k;
+
+	if (!c || c->fid.fclass != FI_CLASS_CNTR || !st)
+		return -FI_EINVAL;
+	k = to_cntr(c);
+	pthread_mutex_lock(&k->dom->lock);
+	memset(st, 0, sizeof(*st));
+	wfi_hw_read(&k->hw, &st->hw_count, &st->hw_errors);
+	st->sw_value = k->value;
+	st->sw_errors = k->err;
+	st->qp_binds = k->qp_binds;
+	st->bind_failed = k->bind_failed;
+	st->create_err = k->hw_err;
+	st->hw = k->hw.blk != NULL;
+	pthread_mutex_unlock(&k->dom->lock);
+	return 0;
+}
+
+static struct fi_weft_cntr_ops weft_cntr_ops = {
+	.size = sizeof(struct fi_weft_cntr_ops),
+	.stats = c_stats,
+};
+
+/* fi_open_ops on a counter: FI_WEFT_CNTR_OPS (fi_weft.h). */
+static int c_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *ctx)
+{
+	(void)ctx;
+	return wfi_ops_named(fid, name, flags, ops, FI_WEFT_CNTR_OPS, &weft_cntr_ops);
+}
+
 static struct fi_ops cntr_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = c_close,
 	.bind = wfi_no_bind,
 	.control = c_control,
-	.ops_open = wfi_no_ops_open,
+	.ops_open = c_ops_open,
 };
 
 static struct fi_ops_cntr cntr_ops = {

@@ -4,9 +4,10 @@
  * librdmacm on its name; the first send to a peer opens an RC QP to it
  * (our "out" connection) and waits until it is up; a peer's connection to
  * us is accepted from the progress loop.  Every QP is attached to the
- * endpoint's tag-matching SRQ.  The accept names the id the sender puts
- * in its wire tags (our index of the sender, FI_DIRECTED_RECV).  Both
- * private data are encoded and decoded by wire.c.
+ * endpoint's tag-matching SRQ, and its counter slots are bound to the
+ * endpoint's counters as it is made (cntr.c).  The accept names the id
+ * the sender puts in its wire tags (our index of the sender,
+ * FI_DIRECTED_RECV).  Both private data are encoded and decoded by wire.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -89,6 +90,7 @@ fi_addr_t wfi_peer_fi_addr(struct wfi_ep *ep, uint64_t wire_tag)
 
 static void drop_out(struct wfi_peer *p)
 {
+	p->hw_out = 0;
 	if (p->out) {
 		if (p->out->qp)
 			rdma_destroy_qp(p->out);
@@ -135,6 +137,8 @@ static void on_request(struct wfi_ep *ep, struct rdma_cm_event *ev)
 	wfi_wire_cm_rep_encode(rep, (uint16_t)pid);
 	if (rdma_create_qp(id, ep->dom->pd, &a))
 		goto reject;
+	/* The peer's RDMA counts from its first WRITE: bound before the accept. */
+	ep->in_hw[ep->nin] = wfi_cntr_qp(ep, id->qp, true);
 	if (rdma_accept(id, &p)) {
 		rdma_destroy_qp(id);
 		goto reject;
@@ -225,7 +229,12 @@ static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		a = qp_attr(ep);
 		wfi_wire_cm_req_encode(pd, &req);
-		if (rdma_create_qp(ev->id, ep->dom->pd, &a) || rdma_connect(ev->id, &cp))
+		if (rdma_create_qp(ev->id, ep->dom->pd, &a)) {
+			p->state = WFI_C_FAILED;
+			break;
+		}
+		p->hw_out = wfi_cntr_qp(ep, ev->id->qp, false);
+		if (rdma_connect(ev->id, &cp))
 			p->state = WFI_C_FAILED;
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:

@@ -26,7 +26,7 @@ static int bind_cntr(struct wfi_ep *ep, struct fid_cntr *c, uint64_t flags)
 			return -FI_EINVAL;
 	for (i = 0; i < 6; i++)
 		if (flags & bit[i]) {
-			ret = wfi_cntr_bind_ep(c, ep);
+			ret = wfi_cntr_bind_ep(c, ep, bit[i]);
 			if (ret)
 				return ret;
 			*slot[i] = c;

@@ -4,7 +4,9 @@
  * providers' *dv extensions are: on a domain, FI_WEFT_MRC_OPS, the
  * counters of its registration cache (docs/libfabric.md "Registration
  * cache"); on an endpoint, FI_WEFT_RX_OPS, the counters of its posted
- * receives (docs/libfabric.md "Posted receives beyond the adapter").
+ * receives (docs/libfabric.md "Posted receives beyond the adapter"); on a
+ * counter, FI_WEFT_CNTR_OPS, what the adapter and what software counted
+ * (docs/libfabric.md "Counters").
  */
 #ifndef FI_WEFT_H
 #define FI_WEFT_H
@@ -45,6 +47,25 @@ struct fi_weft_rx_stats {
 struct fi_weft_rx_ops {
 	size_t size;
 	int (*stats)(struct fid_ep *ep, struct fi_weft_rx_stats *stats);
+};
+
+#define FI_WEFT_CNTR_OPS "weft_cntr"
+
+/* Read without progressing anything: the adapter's block as it is now. */
+struct fi_weft_cntr_stats {
+	uint64_t hw_count;	/* the adapter's block: events counted */
+	uint64_t hw_errors;	/* and events in error */
+	uint64_t sw_value;	/* software's part: its counts plus set/add's offset (mod 2^64) */
+	uint64_t sw_errors;	/* the same for the error count */
+	uint64_t qp_binds;	/* QP counter slots bound to the adapter's counter */
+	uint64_t bind_failed;	/* slot binds refused (those QPs' events counted in software) */
+	int32_t create_err;	/* errno of the adapter counter's CREATE that failed, or 0 */
+	uint32_t hw;		/* 1: backed by an adapter counter; 0: software only */
+};
+
+struct fi_weft_cntr_ops {
+	size_t size;
+	int (*stats)(struct fid_cntr *cntr, struct fi_weft_cntr_stats *stats);
 };
 
 #endif

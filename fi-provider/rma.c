@@ -41,6 +41,21 @@ void wfi_note_after(struct wfi_ep *ep, int i, struct ibv_send_wr *wr, struct ibv
 	wr->next = nwr;
 }
 
+/* The counter c of the operation in send slot t, whose WQEs are wr and
+ * what is chained to it, counted by the adapter when the out QP has c's
+ * slot: the last WQE, whose completion completes the operation, names it
+ * (an error before it flushes it, which counts the error once). */
+void wfi_rma_count(struct wfi_ep *ep, struct wfi_peer *peer, struct wfi_tx *t,
+		   struct ibv_send_wr *wr, struct fid_cntr *c)
+{
+	unsigned int cnt = wfi_cntr_send_flags(ep, peer->hw_out, c);
+
+	while (wr->next)
+		wr = wr->next;
+	wr->send_flags |= cnt;
+	t->hw = cnt != 0;
+}
+
 ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
 		fi_addr_t peer_addr, uint64_t addr, uint64_t key, uint64_t data, void *ctx,
 		uint64_t flags)
@@ -98,6 +113,7 @@ ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc
 		wfi_note_after(ep, i, &wr, &nwr, &nsge,
 			       flags & FI_REMOTE_CQ_DATA ? WFI_NOTE_WDATA :
 			       write ? WFI_NOTE_WRITE : WFI_NOTE_READ, data);
+	wfi_rma_count(ep, peer, t, &wr, write ? ep->wr_cntr : ep->rd_cntr);
 	if (ibv_post_send(peer->out->qp, &wr, &bad)) {
 		wfi_reg_put(ep->dom, t->reg);
 		t->reg = NULL;
@@ -213,7 +229,7 @@ void wfi_rma_note(struct wfi_ep *ep, const struct wfi_wire_msg *m, uint32_t qpn)
 		wfi_key_note(ep, m, qpn);
 		return;
 	}
-	wfi_cntr_inc(ep->rwr_cntr, false);
+	wfi_cntr_remote(ep, ep->rwr_cntr, qpn, WFI_CNT_EV_WRITE);
 	wfi_cq_put(ep->rx_cq, NULL, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, 0, NULL,
 		   m->data, 0, FI_ADDR_NOTAVAIL);
 }

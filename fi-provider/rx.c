@@ -478,9 +478,9 @@ void wfi_rx_unexpected(struct wfi_ep *ep, int slot, uint32_t len, uint32_t qp_nu
 	}
 	if (m.kind == WFI_MSG_NOTE) {	/* an FI_RMA_EVENT count, or rma.c's */
 		if (m.note == WFI_NOTE_WRITE)
-			wfi_cntr_inc(ep->rwr_cntr, false);
+			wfi_cntr_remote(ep, ep->rwr_cntr, qp_num, WFI_CNT_EV_WRITE);
 		else if (m.note == WFI_NOTE_READ)
-			wfi_cntr_inc(ep->rrd_cntr, false);
+			wfi_cntr_remote(ep, ep->rrd_cntr, qp_num, WFI_CNT_EV_READ);
 		else
 			wfi_rma_note(ep, &m, qp_num);
 		goto repost;

@@ -51,23 +51,26 @@ int wfi_tx_begin(struct wfi_ep *ep, fi_addr_t dest, size_t len, void *ctx, uint6
 	return i;
 }
 
-static int post(struct wfi_ep *ep, struct rdma_cm_id *id, int i, uint32_t bytes)
+/* A SEND of send slot i's first bytes on connection id; cnt: the counter
+ * slot's send_flags (wfi_cntr_send_flags) or 0. */
+static int post(struct wfi_ep *ep, struct rdma_cm_id *id, int i, uint32_t bytes, unsigned int cnt)
 {
 	struct ibv_sge sge = { (uintptr_t)wfi_tx_slot(ep, i), bytes, ep->slots_mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = WFI_WR(WFI_WR_TX, i), .sg_list = &sge, .num_sge = 1,
-		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED | cnt,
 	}, *bad;
 
 	return ibv_post_send(id->qp, &wr, &bad) ? -FI_EAGAIN : 0;
 }
 
 /* Message m (wire.c) into send slot i, posted on connection id. */
-static int post_msg(struct wfi_ep *ep, struct rdma_cm_id *id, int i, const struct wfi_wire_msg *m)
+static int post_msg(struct wfi_ep *ep, struct rdma_cm_id *id, int i, const struct wfi_wire_msg *m,
+		    unsigned int cnt)
 {
 	size_t n = wfi_wire_encode(wfi_tx_slot(ep, i), WFI_SLOT, m);
 
-	return n ? post(ep, id, i, (uint32_t)n) : -FI_EINVAL;
+	return n ? post(ep, id, i, (uint32_t)n, cnt) : -FI_EINVAL;
 }
 
 ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
@@ -97,8 +100,12 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 		/* app_ctx carries the remote CQ data (tm_info.priv at the receiver). */
 		struct wfi_wire_msg m = { .kind = WFI_MSG_EAGER, .app_ctx = (uint32_t)data,
 					  .tag = wire, .payload = buf, .plen = (uint32_t)len };
+		/* One SEND WQE: the adapter counts it on FI_SEND's counter
+		 * (a rendezvous completes at the FIN: software counts it). */
+		unsigned int cnt = wfi_cntr_send_flags(ep, peer->hw_out, ep->tx_cntr);
 
-		ret = post_msg(ep, peer->out, i, &m);
+		t->hw = cnt != 0;
+		ret = post_msg(ep, peer->out, i, &m, cnt);
 	} else {
 		struct wfi_wire_msg m = { .kind = WFI_MSG_RNDV };
 
@@ -129,7 +136,7 @@ ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
 		/* The remote CQ data after the RVH, when there is some. */
 		m.has_data = flags & FI_REMOTE_CQ_DATA;
 		m.data = (uint32_t)data;
-		ret = post_msg(ep, peer->out, i, &m);
+		ret = post_msg(ep, peer->out, i, &m, 0);
 		if (ret) {
 			wfi_reg_put(ep->dom, t->reg);
 			t->reg = NULL;
@@ -150,7 +157,7 @@ int wfi_post_fin(struct wfi_ep *ep, struct rdma_cm_id *id, uint32_t app_ctx)
 	if (i < 0 || !id || !id->qp)
 		return -FI_EAGAIN;
 	memset(&ep->tx[i], 0, sizeof(ep->tx[i]));
-	if (post_msg(ep, id, i, &m))
+	if (post_msg(ep, id, i, &m, 0))
 		return -FI_EAGAIN;
 	ep->tx[i].busy = true;
 	ep->tx[i].internal = true;
@@ -160,6 +167,7 @@ int wfi_post_fin(struct wfi_ep *ep, struct rdma_cm_id *id, uint32_t app_ctx)
 void wfi_tx_finish(struct wfi_ep *ep, struct wfi_tx *t, int status)
 {
 	uint64_t fl = t->cflags;
+	struct fid_cntr *c = fl & FI_SEND ? ep->tx_cntr : fl & FI_WRITE ? ep->wr_cntr : ep->rd_cntr;
 
 	wfi_reg_put(ep->dom, t->reg);
 	t->reg = NULL;
@@ -169,8 +177,11 @@ void wfi_tx_finish(struct wfi_ep *ep, struct wfi_tx *t, int status)
 	if (t->result && !status)
 		memcpy(t->result, wfi_tx_slot(ep, (int)(t - ep->tx)), 8);
 	wfi_cntr_inc(t->ccntr, status != 0);
-	wfi_cntr_inc(fl & FI_SEND ? ep->tx_cntr : fl & FI_WRITE ? ep->wr_cntr : ep->rd_cntr,
-		     status != 0);
+	/* Counted once: by the adapter when its WQE named the slot. */
+	if (t->hw)
+		wfi_cntr_hw_done(c);
+	else
+		wfi_cntr_inc(c, status != 0);
 	if (status)
 		wfi_cq_err(ep->tx_cq, t->ctx, fl, status, t->len, t->tag, 0);
 	else if (t->signal)

@@ -55,6 +55,17 @@ _Static_assert((int)WFI_OP_NO_TAG == IBV_TMH_NO_TAG && (int)WFI_OP_RNDV == IBV_T
 #define WFI_QP_WR 128			/* send WRs per RC QP */
 #define WFI_AV_MAX 4096
 #define WFI_CONNECT_MS 20000
+#define WFI_CNT_SLOTS 3			/* counter slots per QP (docs/counters.md "Event counters") */
+#define WFI_CNT_EV_WRITE 0x01u		/* a slot's events: RDMA WRITEs placed, atomics applied */
+#define WFI_CNT_EV_READ 0x02u		/* RDMA READs served */
+
+/* An event counter of the adapter (hwcntr.c): its uverbs handle and its
+ * status block (struct weft_cnt_ev_block) mapped read-only; blk NULL:
+ * none. */
+struct wfi_hwcntr {
+	uint32_t handle;
+	const volatile void *blk;
+};
 
 /* fi_ep_alias: another fid_ep of an endpoint with its own default flags. */
 struct wfi_alias {
@@ -191,6 +202,7 @@ struct wfi_peer {
 	enum wfi_conn_state state;
 	struct rdma_cm_id *out;		/* the connection we opened to send */
 	int err;
+	uint8_t hw_out;			/* the out QP's counter slots bound (bit s: slot s) */
 	bool dead;			/* a connection with it dropped (peer_dead) */
 	bool gone;			/* and what came before is taken (wfi_conn_settle) */
 };
@@ -205,6 +217,7 @@ struct wfi_tx {
 	uint32_t app_ctx;		/* rendezvous: its TMH app_ctx (FIN) */
 	void *result;			/* fetching atomic: 8 bytes from the slot */
 	struct fid_cntr *ccntr;		/* deferred work's completion counter */
+	bool hw;			/* its WQE names a counter slot: the adapter counts it */
 	bool busy, signal, internal, rndv, sent, fin;
 };
 #define WFI_TX_FIN 16			/* slots kept for FINs */
@@ -313,6 +326,7 @@ struct wfi_ep {
 	struct wfi_peer *peers;		/* index + 1 = the peer's id here */
 	int npeers;
 	struct rdma_cm_id *in[WFI_MAX_PEERS];	/* accepted connections */
+	uint8_t in_hw[WFI_MAX_PEERS];	/* their counter slots bound (bit s: slot s) */
 	int nin;
 	int ndead;			/* peers gone */
 	bool settle;			/* a peer is dead, not gone yet */
@@ -397,14 +411,27 @@ ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc
 void wfi_note_after(struct wfi_ep *ep, int i, struct ibv_send_wr *wr, struct ibv_send_wr *nwr,
 		    struct ibv_sge *nsge, uint32_t kind, uint64_t data);
 void wfi_rma_note(struct wfi_ep *ep, const struct wfi_wire_msg *m, uint32_t qpn);
-uint64_t wfi_cntr_value(struct fid_cntr *c);
+void wfi_rma_count(struct wfi_ep *ep, struct wfi_peer *peer, struct wfi_tx *t,
+		   struct ibv_send_wr *wr, struct fid_cntr *c);
 /* cntr.c */
 int wfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
 		  void *context);
+uint64_t wfi_cntr_value(struct fid_cntr *c);
 void wfi_cntr_inc(struct fid_cntr *c, bool err);
 void wfi_cntr_move(struct fid_cntr *c, bool set, uint64_t value);
-int wfi_cntr_bind_ep(struct fid_cntr *c, struct wfi_ep *ep);
+int wfi_cntr_bind_ep(struct fid_cntr *c, struct wfi_ep *ep, uint64_t flag);
 void wfi_cntr_unbind_ep(struct fid_cntr *c, struct wfi_ep *ep);
+uint8_t wfi_cntr_qp(struct wfi_ep *ep, struct ibv_qp *qp, bool in);
+unsigned int wfi_cntr_send_flags(struct wfi_ep *ep, uint8_t mask, struct fid_cntr *c);
+void wfi_cntr_hw_done(struct fid_cntr *c);
+void wfi_cntr_remote(struct wfi_ep *ep, struct fid_cntr *c, uint32_t qpn, unsigned int ev);
+/* hwcntr.c */
+int wfi_hw_create(struct ibv_context *ctx, struct wfi_hwcntr *h);
+void wfi_hw_destroy(struct ibv_context *ctx, struct wfi_hwcntr *h);
+int wfi_hw_bind(struct ibv_context *ctx, const struct wfi_hwcntr *h, struct ibv_qp *qp,
+		uint32_t slot, uint32_t events);
+void wfi_hw_read(const struct wfi_hwcntr *h, uint64_t *count, uint64_t *errors);
+unsigned int wfi_hw_send_flags(int s);
 /* mr.c */
 int wfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
 	       uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context);

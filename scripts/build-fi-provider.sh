@@ -3,7 +3,8 @@
 # libweft-fi.so, against the public headers of the guest's libfabric
 # (Debian bookworm's libfabric-dev 1.17, extracted from its .deb) and this
 # machine's rdma-core dev packages (the guest's libibverbs1/librdmacm1
-# version), and weft-fi-check and weft-fi-wire (fi-provider/check/).  The staged tree
+# version; weft/ib-abi.h and weft/cnt.h for the adapter's event counters),
+# and weft-fi-check and weft-fi-wire (fi-provider/check/).  The staged tree
 # holds the library in Debian libfabric1's
 # provider folder and a link to it in the provider folder of the staged
 # libfabric 2.1 (/opt/libfabric, scripts/build-fabtests.sh), so both load it.
@@ -32,7 +33,7 @@ key=$( {
 	echo "$CFLAGS"
 	gcc --version | head -1
 	dpkg-query -W libibverbs-dev librdmacm-dev
-	weft_hash "$dev" "$SRC" "${BASH_SOURCE[0]}"
+	weft_hash "$dev" "$SRC" "$WEFT_ROOT/include/weft" "${BASH_SOURCE[0]}"
 } | sha256sum | cut -c1-16)
 out=$TOP/out-$key
 if [ ! -f "$out/.complete" ]; then
@@ -47,7 +48,7 @@ if [ ! -f "$out/.complete" ]; then
 	weft_log "fi-provider: building $key"
 	# libfabric's symbols come from the library that loads the provider.
 	# shellcheck disable=SC2086
-	gcc $CFLAGS -shared -I"$inc" -o "$so" "$SRC"/*.c -Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
+	gcc $CFLAGS -shared -I"$inc" -I"$WEFT_ROOT/include" -o "$so" "$SRC"/*.c -Wl,-z,defs -Wl,--unresolved-symbols=ignore-in-object-files \
 		-libverbs -lrdmacm -lpthread
 	# The argument checker (fi-provider/check/), against the guest's
 	# libfabric1 (this machine's libfabric1 is the same 1.17 package).

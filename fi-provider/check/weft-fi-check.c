@@ -15,7 +15,8 @@
  * their bad arguments), deferred work (fi_control FI_QUEUE_WORK) and a
  * triggered send; and a second process on the node, with receives that
  * take any tag, never receives, peeks or completes any of the first
- * endpoint's messages.  Prints "ok N - ..." / "not ok N - ..." and exits
+ * endpoint's messages; and counters backed by the adapter's event
+ * counters (cntr_checks).  Prints "ok N - ..." / "not ok N - ..." and exits
  * non-zero when a check failed.
  *
  * With --peer-death, two processes on two nodes: the server (the
@@ -31,6 +32,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1055,6 +1057,8 @@ static void atomic_checks(void)
 	free(tgt);
 }
 
+static void cntr_checks(void);
+
 int main(int argc, char **argv)
 {
 	bool loopback = !(argc > 1 && !strcmp(argv[1], "--no-loopback"));
@@ -1223,6 +1227,7 @@ int main(int argc, char **argv)
 		mrc_checks(dom, ep, cq, self);
 		spill_checks(ep, cq, self, info->rx_attr->size);
 		atomic_checks();
+		cntr_checks();
 		if (pid > 0 && (write(down[1], "x", 1) != 1 || read(up[0], &got, sizeof(got)) != sizeof(got)))
 			got = -1;
 		CHECK(got == 0, "the second process's any-tag receives, FI_MSG receive and FI_PEEK got %d of "
@@ -1243,4 +1248,299 @@ int main(int argc, char **argv)
 	fi_freeinfo(h);
 	printf("1..%d\n%d of %d checks failed\n", n_checks, n_failed, n_checks);
 	return n_failed ? 1 : 0;
+}
+
+/* Counters on the adapter's event counters (docs/libfabric.md
+ * "Counters"), between endpoints of two domains of this process: A1..A4
+ * write to B.  W, bound FI_WRITE on the 4 initiators (more endpoints than
+ * a QP has slots), and RD, bound FI_READ on a fifth, are counted by the
+ * adapter alone; R, bound
+ * FI_REMOTE_WRITE on B, moves with no progress call on B, and B's
+ * progress, which takes the initiators' FI_RMA_EVENT notes, does not count
+ * them again; fi_cntr_set/add combine with the block; and once the
+ * adapter's counter objects are all taken, a counter falls back to
+ * software and counts the same. */
+struct cn_side {
+	struct fid_domain *dom;
+	struct fid_av *av;
+	struct fid_cq *cq;
+};
+
+static volatile int cn_stop;
+
+static void *cn_progress(void *arg)
+{
+	struct fid_cntr *c = arg;
+
+	while (!cn_stop)
+		fi_cntr_read(c);
+	return NULL;
+}
+
+static int cn_stats(struct fid_cntr *c, struct fi_weft_cntr_stats *st)
+{
+	struct fi_weft_cntr_ops *ops = NULL;
+	int ret = fi_open_ops(&c->fid, FI_WEFT_CNTR_OPS, 0, (void **)&ops, NULL);
+
+	memset(st, 0, sizeof(*st));
+	return ret ? ret : ops->stats(c, st);
+}
+
+/* The adapter's count of c, polled without progress until it reaches
+ * want or 10 s pass. */
+static uint64_t cn_block(struct fid_cntr *c, uint64_t want)
+{
+	struct fi_weft_cntr_stats st;
+	double end = now() + 10;
+
+	do {
+		if (cn_stats(c, &st))
+			return 0;
+	} while (st.hw_count < want && now() < end);
+	return st.hw_count;
+}
+
+static int cn_side_open(struct fid_fabric *fab, struct fi_info *info, struct cn_side *s)
+{
+	struct fi_av_attr ava = { .type = FI_AV_TABLE };
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED };
+
+	return fi_domain(fab, info, &s->dom, NULL) || fi_av_open(s->dom, &ava, &s->av, NULL) ||
+	       fi_cq_open(s->dom, &cqa, &s->cq, NULL);
+}
+
+static void cn_side_close(struct cn_side *s)
+{
+	struct fid *f[3] = { s->cq ? &s->cq->fid : NULL, s->av ? &s->av->fid : NULL,
+			     s->dom ? &s->dom->fid : NULL };
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (f[i])
+			fi_close(f[i]);
+}
+
+/* An enabled endpoint of s with counter c bound for flags (c NULL: none). */
+static struct fid_ep *cn_ep(struct cn_side *s, struct fi_info *info, struct fid_cntr *c,
+			    uint64_t flags)
+{
+	struct fid_ep *ep;
+
+	if (fi_endpoint(s->dom, info, &ep, NULL))
+		return NULL;
+	if (fi_ep_bind(ep, &s->av->fid, 0) || fi_ep_bind(ep, &s->cq->fid, FI_TRANSMIT | FI_RECV) ||
+	    (c && fi_ep_bind(ep, &c->fid, flags)) || fi_enable(ep)) {
+		fi_close(&ep->fid);
+		return NULL;
+	}
+	return ep;
+}
+
+/* n RDMA operations of 8 B from ep to b (the first connects: b's counter
+ * is progressed meanwhile by another thread when prog is set); 0 when all
+ * completed. */
+static int cn_rma(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t b, bool write, int n,
+		  uint64_t *src, uint64_t addr, uint64_t key, struct fid_cntr *prog)
+{
+	struct fi_cq_tagged_entry e;
+	pthread_t th;
+	int i, ret = 0;
+
+	cn_stop = 0;
+	if (prog && pthread_create(&th, NULL, cn_progress, prog))
+		return -1;
+	for (i = 0; i < n && !ret; i++) {
+		ret = write ? (int)fi_write(ep, src, 8, NULL, b, addr, key, &e) :
+			      (int)fi_read(ep, src, 8, NULL, b, addr, key, &e);
+		ret = ret ? ret : wait_one(cq, &e, 20);
+	}
+	cn_stop = 1;
+	if (prog)
+		pthread_join(th, NULL);
+	return ret;
+}
+
+#define CN_FILL 300		/* counters opened to take the adapter's 256 objects */
+#define CN_ROLES 5
+
+static void cn_fallback(struct fid_fabric *fab, struct fi_info *info, struct fid_ep *b_ep,
+			struct fid_cntr *r, uint64_t *src, uint64_t addr, uint64_t key, uint64_t r_hw)
+{
+	static const uint64_t role[CN_ROLES] = { FI_SEND, FI_READ, FI_WRITE, FI_REMOTE_READ,
+						 FI_REMOTE_WRITE };
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+	struct fid_cntr **fc = calloc(CN_FILL, sizeof(*fc)), *f = NULL;
+	struct fid_ep *feps[CN_FILL / CN_ROLES] = { NULL }, *a5 = NULL;
+	struct fi_weft_cntr_stats st, fst;
+	struct cn_side c = { 0 }, a = { 0 };
+	int i, nhw = 0, nsw = 0, bad = 0, ret;
+	uint8_t name[64];
+	size_t len = sizeof(name);
+	fi_addr_t bb;
+
+	if (!fc || cn_side_open(fab, info, &c) || cn_side_open(fab, info, &a) ||
+	    fi_getname(&b_ep->fid, name, &len) || fi_av_insert(a.av, name, 1, &bb, 0, NULL) != 1) {
+		CHECK(0, "fi_cntr fallback: domains set up");
+		goto out;
+	}
+	for (i = 0; i < CN_FILL; i++) {
+		if (i % CN_ROLES == 0 && fi_endpoint(c.dom, info, &feps[i / CN_ROLES], NULL))
+			break;
+		if (fi_cntr_open(c.dom, &ca, &fc[i], NULL) ||
+		    fi_ep_bind(feps[i / CN_ROLES], &fc[i]->fid, role[i % CN_ROLES]))
+			break;
+		if (cn_stats(fc[i], &st))
+			break;
+		if (st.hw)
+			nhw++;
+		else if (st.create_err)
+			nsw++;
+		else
+			bad++;
+	}
+	CHECK(i == CN_FILL && nsw > 0 && !bad && nhw <= 252,
+	      "fi_cntr fallback: %d counters bound on %d endpoints: %d with an adapter counter (<= 252: "
+	      "256 per adapter, 4 in use in this process), %d in software for lack of one, each with its "
+	      "CREATE's errno (%d without)", i, CN_FILL / CN_ROLES, nhw, nsw, bad);
+	/* A counter bound while the objects are taken: software for good. */
+	ret = fi_cntr_open(a.dom, &ca, &f, NULL);
+	ret = ret ? ret : fi_endpoint(a.dom, info, &a5, NULL);
+	ret = ret ? ret : fi_ep_bind(a5, &a.av->fid, 0);
+	ret = ret ? ret : fi_ep_bind(a5, &a.cq->fid, FI_TRANSMIT | FI_RECV);
+	ret = ret ? ret : fi_ep_bind(a5, &f->fid, FI_WRITE);
+	ret = ret ? ret : cn_stats(f, &fst);
+	/* The objects given back before it is used: it stays in software. */
+	for (i = 0; i < CN_FILL / CN_ROLES; i++)
+		if (feps[i])
+			fi_close(&feps[i]->fid);
+	for (i = 0; i < CN_FILL; i++)
+		if (fc[i])
+			fi_close(&fc[i]->fid);
+	ret = ret ? ret : fi_enable(a5);
+	ret = ret ? ret : cn_rma(a5, a.cq, bb, true, 3, src, addr, key, r);
+	CHECK(!ret && !fst.hw && fst.create_err && !cn_stats(f, &st) && !st.hw &&
+	      fi_cntr_read(f) == 3 && st.sw_value == 3 && cn_block(r, r_hw + 3) == r_hw + 3,
+	      "fi_cntr fallback: a counter bound with the adapter's objects taken (CREATE errno %d) "
+	      "counts 3 writes in software (%d): %llu (3); the target's adapter counter counts them: "
+	      "%llu (%llu)", fst.create_err, ret, (unsigned long long)(f ? fi_cntr_read(f) : 0),
+	      (unsigned long long)cn_block(r, r_hw + 3), (unsigned long long)(r_hw + 3));
+out:
+	if (a5)
+		fi_close(&a5->fid);
+	if (f)
+		fi_close(&f->fid);
+	free(fc);
+	cn_side_close(&c);
+	cn_side_close(&a);
+}
+
+#define CN_EPS 4
+#define CN_N 5
+
+static void cntr_checks(void)
+{
+	struct fi_info *h = hints_rdm(), *info = NULL;
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+	struct fid_fabric *fab = NULL;
+	struct cn_side a = { 0 }, b = { 0 };
+	struct fid_cntr *w = NULL, *rd = NULL, *r = NULL;
+	struct fid_ep *aep[CN_EPS] = { NULL }, *bep = NULL, *re = NULL;
+	struct fid_mr *mr = NULL;
+	struct fi_weft_cntr_stats sw, sr, srd;
+	uint64_t *tgt = aligned_alloc(64, 64), src = 0x0123456789abcdefull, key, hw, want;
+	uint8_t name[64];
+	size_t len = sizeof(name);
+	fi_addr_t baddr;
+	int i, ret = 0;
+
+	h->caps = FI_TAGGED | FI_MSG | FI_RMA | FI_RMA_EVENT;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+	if (!tgt || fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, h, &info) ||
+	    fi_fabric(info->fabric_attr, &fab, NULL) || cn_side_open(fab, info, &a) ||
+	    cn_side_open(fab, info, &b) || fi_cntr_open(a.dom, &ca, &w, NULL) ||
+	    fi_cntr_open(a.dom, &ca, &rd, NULL) || fi_cntr_open(b.dom, &ca, &r, NULL) ||
+	    !(bep = cn_ep(&b, info, r, FI_REMOTE_WRITE)) ||
+	    fi_mr_reg(b.dom, tgt, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL) ||
+	    fi_getname(&bep->fid, name, &len) || fi_av_insert(a.av, name, 1, &baddr, 0, NULL) != 1) {
+		CHECK(0, "fi_cntr: FI_RMA | FI_RMA_EVENT endpoints set up");
+		goto out;
+	}
+	key = fi_mr_key(mr);
+	for (i = 0; i < CN_EPS; i++) {
+		aep[i] = cn_ep(&a, info, w, FI_WRITE);
+		if (!aep[i])
+			break;
+	}
+	if (i < CN_EPS) {
+		CHECK(0, "fi_cntr: %d initiators with the counter bound", CN_EPS);
+		goto out;
+	}
+	/* Connect each initiator, B progressing on another thread meanwhile. */
+	for (i = 0; i < CN_EPS && !ret; i++)
+		ret = cn_rma(aep[i], a.cq, baddr, true, 1, &src, (uintptr_t)tgt, key, r);
+	/* From here nothing progresses B. */
+	for (i = 0; i < CN_EPS && !ret; i++)
+		ret = cn_rma(aep[i], a.cq, baddr, true, CN_N, &src, (uintptr_t)tgt + 8, key, NULL);
+	want = CN_EPS * (CN_N + 1);
+	CHECK(!ret && !cn_stats(w, &sw) && sw.hw && sw.hw_count == want && !sw.sw_value &&
+	      sw.qp_binds >= CN_EPS && fi_cntr_read(w) == want,
+	      "fi_cntr FI_WRITE on %d endpoints (one slot on each one's QP): %d writes counted %llu by "
+	      "the adapter's block, %llu by software (0), fi_cntr_read %llu (%llu)", CN_EPS, (int)want,
+	      (unsigned long long)sw.hw_count, (unsigned long long)sw.sw_value,
+	      (unsigned long long)fi_cntr_read(w), (unsigned long long)want);
+	hw = cn_block(r, want);
+	CHECK(!ret && hw == want && !cn_stats(r, &sr) && sr.hw && !sr.sw_value && tgt[1] == src,
+	      "fi_cntr FI_REMOTE_WRITE at the target: %llu (%llu) in the adapter's block with no progress "
+	      "call on the target, software %llu (0), data placed", (unsigned long long)hw,
+	      (unsigned long long)want, (unsigned long long)sr.sw_value);
+	hw = fi_cntr_read(r);
+	CHECK(hw == want && !cn_stats(r, &sr) && !sr.sw_value,
+	      "fi_cntr_read on the target (its progress takes the %d FI_RMA_EVENT notes): %llu (%llu), "
+	      "nothing counted twice", (int)want, (unsigned long long)hw, (unsigned long long)want);
+	fi_cntr_set(r, 100);
+	ret = cn_rma(aep[0], a.cq, baddr, true, 3, &src, (uintptr_t)tgt, key, NULL);
+	hw = cn_block(r, want + 3);
+	fi_cntr_add(r, 5);
+	fi_cntr_adderr(r, 2);
+	CHECK(!ret && hw == want + 3 && fi_cntr_read(r) == 108 && fi_cntr_readerr(r) == 2 &&
+	      !cn_stats(r, &sr) && sr.hw_errors == 0 && sr.sw_value == 108 - (want + 3),
+	      "fi_cntr_set 100, 3 writes, fi_cntr_add 5, fi_cntr_adderr 2: %llu (108), errors %llu (2); "
+	      "the block %llu (%llu) unwritten by software, the offset kept beside it",
+	      (unsigned long long)fi_cntr_read(r), (unsigned long long)fi_cntr_readerr(r),
+	      (unsigned long long)hw, (unsigned long long)(want + 3));
+	/* Open until the end: closed before the fallback below, the
+	 * fallback endpoint's first write to B timed out (docs/libfabric.md
+	 * "Not done yet"). */
+	re = cn_ep(&a, info, rd, FI_READ);
+	tgt[2] = 0x5a5a5a5a5a5a5a5aull;
+	src = 0;
+	ret = re ? cn_rma(re, a.cq, baddr, false, 2, &src, (uintptr_t)(tgt + 2), key, r) : -1;
+	CHECK(!ret && src == tgt[2] && !cn_stats(rd, &srd) && srd.hw && srd.hw_count == 2 &&
+	      !srd.sw_value && fi_cntr_read(rd) == 2,
+	      "fi_cntr FI_READ: 2 reads counted %llu by the adapter, %llu by software, data read",
+	      (unsigned long long)srd.hw_count, (unsigned long long)srd.sw_value);
+	cn_fallback(fab, info, bep, r, &src, (uintptr_t)tgt, key, want + 3);
+out:
+	for (i = 0; i < CN_EPS; i++)
+		if (aep[i])
+			fi_close(&aep[i]->fid);
+	if (re)
+		fi_close(&re->fid);
+	if (bep)
+		fi_close(&bep->fid);
+	if (mr)
+		fi_close(&mr->fid);
+	if (w)
+		fi_close(&w->fid);
+	if (rd)
+		fi_close(&rd->fid);
+	if (r)
+		fi_close(&r->fid);
+	cn_side_close(&a);
+	cn_side_close(&b);
+	if (fab)
+		fi_close(&fab->fid);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+	free(tgt);
 }

@@ -121,6 +121,16 @@ def require_rndv(t, label, before, after):
     t.checked(f"{label}: the adapters did the rendezvous READs: V_TM_RNDV_DONE +{done}")
 
 
+# Scenarios whose fi_cntr counting the adapter's event counters do
+# (docs/libfabric.md "Counters").
+HW_COUNTED = ("ofi-rma-event", "ofi-rma-trigger", "ofi-cntr-pingpong")
+
+
+def events(t, nodes):
+    """The adapters' event-counter events (C_EVENTS) of NODES."""
+    return [t.counter(i, "C_EVENTS") for i in nodes]
+
+
 def mbps(line):
     """MB/sec of a fabtests result line."""
     return float(line.split()[4])
@@ -130,8 +140,14 @@ def declare(name, prog, runs, server_ok, client_ok, description):
     @scenario(name, "CM", f"weft libfabric provider: fabtests {prog} -p weft, {description}")
     def run(t):
         before = rndv_done(t, (0, 1))
+        ev = events(t, (0, 1)) if name in HW_COUNTED else None
         for args, what in runs:
             fig = fabtest(t, prog, args, server_ok, client_ok, what, PROV)
+        if ev:
+            moved = [b - a for a, b in zip(ev, events(t, (0, 1)))]
+            t.require(sum(moved) > 0, f"{prog}: the adapters' C_EVENTS moved by {moved}: fi_cntr not counted "
+                      "by the adapter")
+            t.checked(f"{prog}: fi_cntr counted by the adapters' event counters: C_EVENTS +{moved} (node0, node1)")
         if name != "ofi-tagged-bw":
             return
         require_rndv(t, prog, before, rndv_done(t, (0, 1)))
