@@ -339,6 +339,52 @@ static void case_inactive_order(void)
 	weft_sim_free(x.s);
 }
 
+/* A message that an inactive tag holds back turns off every later tag it
+ * matches.  Tag 2 (0x10, bit 0 ignored) is added behind the phase and
+ * stays off; tag 3 (low nibble 1) is cleared by the CAM.  Message 0x11
+ * matches both: unexpected, and software, which may give tag 2 to an
+ * earlier message, gives it to tag 3.  Message 0x21, later, matches tag 3
+ * only: it must not take tag 3 ahead of 0x11, so it is unexpected too, and
+ * software's DEL of tag 3 for 0x11 succeeds. */
+static void case_inactive_later(void)
+{
+	struct ctx x;
+	struct weft_vcqe e;
+	unsigned int i;
+
+	setup(&x);
+	for (i = 0; i < 4; i++)
+		srq_recv(&x, i);
+	send_tm(&x, 0, WEFT_TMH_EAGER, 0x10, 200);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && !(e.flags & WEFT_VCQE_TM_MATCH), "0x10 unexpected");
+	tag_add(&x, 2, 0x10, ~1ull, WEFT_VTMF_SIGNALED | WEFT_VTMF_SYNC, 0, false);
+	tag_add(&x, 3, 0x01, 0x0f, WEFT_VTMF_SIGNALED | WEFT_VTMF_SYNC, 0, true);
+	for (i = 0; i < 2; i++) {
+		e = tm_cqe(&x);
+		REQUIRE(e.opcode == WEFT_VWC_TM_ADD && e.status == 0, "ADD %u", i);
+	}
+	send_tm(&x, 1, WEFT_TMH_EAGER, 0x11, 200);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && !(e.flags & WEFT_VCQE_TM_MATCH) && e.wr_id == 1,
+		"0x11 taken by tag %u ahead of the inactive tag 2 (flags 0x%x)", e.wqe_index, e.flags);
+	send_tm(&x, 2, WEFT_TMH_EAGER, 0x21, 200);
+	e = tm_cqe(&x);
+	CHECK(e.opcode == WEFT_VWC_TM_RECV && !(e.flags & WEFT_VCQE_TM_MATCH) && e.wr_id == 2,
+	      "0x21 took tag %u (flags 0x%x) ahead of 0x11, which software gives that tag",
+	      e.wqe_index, e.flags);
+	/* Software saw the three: 0x10 to tag 2, 0x11 to tag 3. */
+	tag_del(&x, 2);
+	tag_del(&x, 3);
+	for (i = 0; i < 2; i++) {
+		e = tm_cqe(&x);
+		CHECK(e.opcode == WEFT_VWC_TM_DEL && e.status == 0 && e.wr_id == 2002 + i,
+		      "DEL of tag %u: status %u", 2 + i, e.status);
+	}
+	t_checked("a message an inactive tag holds back turns off the later tags it matches: a later message that only tag 3 matches is unexpected too, and software's DEL of tag 3 for the earlier one succeeds");
+	weft_sim_free(x.s);
+}
+
 /* NO_TAG, FIN and a message shorter than a TMH: SRQ WQE, TM_NO_TAG, not
  * counted as unexpected even with a matching tag listed. */
 static void case_no_tag(void)
@@ -1478,6 +1524,7 @@ int main(int argc, char **argv)
 		{ "split", case_split },
 		{ "unexpected-sync", case_unexpected_sync },
 		{ "inactive-order", case_inactive_order },
+		{ "inactive-later", case_inactive_later },
 		{ "no-tag", case_no_tag },
 		{ "del-race", case_del_race },
 		{ "random", case_random },
