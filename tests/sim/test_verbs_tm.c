@@ -1258,7 +1258,7 @@ static void pr_route(struct pr *p, uint32_t k)
 			p->st[r] = PR_DEL;
 			p->del_msg[r] = (int)k;
 			p->raced++;
-			pr_op(p, WEFT_VTM_DEL, h, r, true);
+			pr_op(p, WEFT_VTM_DEL, h, r, pr_rand(p, 2));
 			return;
 		}
 	}
@@ -1448,7 +1448,7 @@ static unsigned int pr_run(struct pr *p, bool naive, uint64_t seed)
 	run_for(p->x.s, MS);
 	for (;;) {
 		struct weft_vcqe e[64];
-		unsigned int n, burst = 1 + pr_rand(p, 8);
+		unsigned int n, burst = 1 + pr_rand(p, 24);
 
 		REQUIRE(++guard < 100000, "no progress: %u sent, %u accounted", p->sent,
 			p->accounted);
