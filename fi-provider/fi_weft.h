@@ -42,6 +42,7 @@ struct fi_weft_rx_stats {
 	uint64_t sw_compares;	/* software-listed receives compared to find them */
 	uint64_t sw_now;	/* receives listed in software now */
 	uint64_t ops_refused;	/* tag operations the full op ring refused (retried or held) */
+	uint64_t promoted;	/* software-listed receives moved into the adapter's free tags */
 };
 
 struct fi_weft_rx_ops {

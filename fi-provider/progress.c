@@ -103,6 +103,7 @@ fins:
 		wfi_conn_settle(ep);
 	wfi_rx_retry_fin(ep);
 	wfi_rx_peer_dead(ep);
+	wfi_rx_promote(ep);
 	wfi_trig_progress(ep);
 }
 

@@ -18,7 +18,9 @@
  * and the adapter's own match is the earliest.  An unexpected arrival that
  * no receive listed in the adapter takes goes to the oldest matching
  * software-listed one, found in the buckets of (mask, tag) rather than by
- * a walk of the list; rendezvous data of those is read by software.
+ * a walk of the list; rendezvous data of those is read by software.  As
+ * the adapter's tags free up, the oldest software-listed receives move
+ * into them (wfi_rx_promote), which keeps that order.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -768,6 +770,45 @@ static int list_hw(struct wfi_ep *ep, int i)
 	r->handle = wr.tm.handle;
 	r->state = WFI_RX_HW;
 	return 0;
+}
+
+/* Software-listed receives move into the adapter's free tags, the oldest
+ * first and at most WFI_PROMOTE_MAX per call (docs/libfabric.md
+ * "Promotion"), so each receive the adapter lists stays older than each
+ * one software lists.  The receive is listed (state HW) from the moment
+ * its TAG_ADD is posted: until the adapter executes it, an arrival the
+ * adapter hands over as unexpected is routed by software to it (a DEL
+ * queued behind the ADD), and the ADD's unexpected count leaves the tag
+ * inactive while the adapter holds unexpected messages software has not
+ * seen that it matches.  A TAG_ADD the full op ring refuses leaves the
+ * receive in software. */
+void wfi_rx_promote(struct wfi_ep *ep)
+{
+	int h = 0, n;
+
+	for (n = 0; ep->nsw && n < WFI_PROMOTE_MAX; n++, h++) {
+		int i = ep->sw_head;
+		struct wfi_rx *r;
+
+		while (h < ep->hw_rx && ep->rx[h].state != WFI_RX_FREE)
+			h++;
+		if (h >= ep->hw_rx)
+			return;
+		r = &ep->rx[h];
+		*r = ep->rx[i];
+		r->sw_next = r->sw_prev = r->bk_next = r->bk_prev = -1;
+		r->sw_class = -1;
+		if (list_hw(ep, h)) {
+			if (r->reg != ep->rx[i].reg)
+				wfi_reg_put(ep->dom, r->reg);
+			memset(r, 0, sizeof(*r));
+			return;
+		}
+		ep->rx[i].reg = NULL;	/* now the listed receive's */
+		sw_unlink(ep, i);
+		rx_free(ep, &ep->rx[i]);
+		ep->rx_st.promoted++;
+	}
 }
 
 /* FI_PEEK (with FI_CLAIM or FI_DISCARD) and FI_CLAIM: software only. */

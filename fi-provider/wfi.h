@@ -44,6 +44,7 @@ _Static_assert((int)WFI_OP_NO_TAG == IBV_TMH_NO_TAG && (int)WFI_OP_RNDV == IBV_T
 #define WFI_TX_SIZE 256			/* send operations per endpoint */
 #define WFI_HW_RX 256			/* receives listed in the adapter (TM tags) */
 #define WFI_RX_SIZE 8192		/* receives posted per endpoint, the rest software-listed */
+#define WFI_PROMOTE_MAX 32		/* receives moved into the adapter per progress call */
 #define WFI_SW_CLASSES 8		/* masks of software-listed receives with buckets of their own */
 #define WFI_SW_BUCKET_BITS 10		/* (mask, tag) buckets of the software list: 1024 */
 #define WFI_SW_BUCKETS (1 << WFI_SW_BUCKET_BITS)
@@ -484,6 +485,7 @@ void wfi_rx_op_done(struct wfi_ep *ep, uint64_t wr_id, int status);
 void wfi_rx_read_done(struct wfi_ep *ep, int i, int status);
 void wfi_rx_retry_fin(struct wfi_ep *ep);
 void wfi_rx_peer_dead(struct wfi_ep *ep);
+void wfi_rx_promote(struct wfi_ep *ep);
 int wfi_srq_post(struct wfi_ep *ep, int slot);
 bool wfi_ux_room(struct wfi_ep *ep);
 int wfi_ux_init(struct wfi_ep *ep);

@@ -455,10 +455,12 @@ static void spill_checks(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, s
 			       sp->want[i]);
 	}
 	printf("# receives: %llu listed in the adapter and %llu in software when posted; %llu "
-	       "messages taken in software (%llu receives compared), %llu left in software; %llu "
-	       "tag operations refused by a full op ring\n",
+	       "moved from software into the adapter's free tags; %llu messages taken in software "
+	       "(%llu receives compared), %llu left in software; %llu tag operations refused by a "
+	       "full op ring\n",
 	       (unsigned long long)(st1.hw_posted - st0.hw_posted),
 	       (unsigned long long)(st1.sw_posted - st0.sw_posted),
+	       (unsigned long long)(st1.promoted - st0.promoted),
 	       (unsigned long long)(st1.sw_matched - st0.sw_matched),
 	       (unsigned long long)(st1.sw_compares - st0.sw_compares),
 	       (unsigned long long)st1.sw_now,
@@ -468,10 +470,12 @@ static void spill_checks(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t self, s
 	      "message the earliest-posted-receive model names (%d), %d wrong, %d errors",
 	      SPILL_N, SPILL_N, sp->recvs - bad, matched, bad, sp->errs);
 	CHECK(!stret && st1.hw_posted - st0.hw_posted + st1.sw_posted - st0.sw_posted == SPILL_N &&
-	      st1.sw_matched > st0.sw_matched,
+	      st1.sw_matched > st0.sw_matched && st1.promoted > st0.promoted,
 	      "fi_open_ops(%s): %d; the endpoint's counters: %d receives posted, messages taken by "
-	      "software-listed receives: %llu", FI_WEFT_RX_OPS, stret, SPILL_N,
-	      (unsigned long long)(st1.sw_matched - st0.sw_matched));
+	      "software-listed receives: %llu, software-listed receives moved into the adapter: "
+	      "%llu", FI_WEFT_RX_OPS, stret, SPILL_N,
+	      (unsigned long long)(st1.sw_matched - st0.sw_matched),
+	      (unsigned long long)(st1.promoted - st0.promoted));
 	/* The messages no receive took, in arrival order. */
 	bad = 0;
 	for (k = 0; k < nleft; k++) {

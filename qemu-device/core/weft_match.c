@@ -2602,9 +2602,20 @@ bool weft_match_tm_find(struct weft_core *c, unsigned int qi, uint64_t tag,
 			continue;
 		/* A tag added behind the phase takes nothing, and no later tag
 		 * may take what it matches (item 99): the message is
-		 * unexpected, for software to give to that older receive. */
-		if (p->flags & TM_INACTIVE)
+		 * unexpected, for software to give to that older receive or,
+		 * when software has given that one another message already,
+		 * to a later one.  So every later tag it matches is turned off
+		 * too until software syncs: an active one could otherwise take
+		 * a later message before software's DEL takes it back for
+		 * this one. */
+		if (p->flags & TM_INACTIVE) {
+			for (i = p->next; i != NIL; i = m->e[i].next) {
+				weft_count(c, WEFT_CNT_M_COMPARES, 1);
+				if (entry_matches(q, &m->e[i], tag, 0))
+					m->e[i].flags |= TM_INACTIVE;
+			}
 			return false;
+		}
 		out->tag = p->match;
 		out->mask = p->ignore;
 		out->addr = p->addr;

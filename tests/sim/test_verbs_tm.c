@@ -339,6 +339,52 @@ static void case_inactive_order(void)
 	weft_sim_free(x.s);
 }
 
+/* A message that an inactive tag holds back turns off every later tag it
+ * matches.  Tag 2 (0x10, bit 0 ignored) is added behind the phase and
+ * stays off; tag 3 (low nibble 1) is cleared by the CAM.  Message 0x11
+ * matches both: unexpected, and software, which may give tag 2 to an
+ * earlier message, gives it to tag 3.  Message 0x21, later, matches tag 3
+ * only: it must not take tag 3 ahead of 0x11, so it is unexpected too, and
+ * software's DEL of tag 3 for 0x11 succeeds. */
+static void case_inactive_later(void)
+{
+	struct ctx x;
+	struct weft_vcqe e;
+	unsigned int i;
+
+	setup(&x);
+	for (i = 0; i < 4; i++)
+		srq_recv(&x, i);
+	send_tm(&x, 0, WEFT_TMH_EAGER, 0x10, 200);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && !(e.flags & WEFT_VCQE_TM_MATCH), "0x10 unexpected");
+	tag_add(&x, 2, 0x10, ~1ull, WEFT_VTMF_SIGNALED | WEFT_VTMF_SYNC, 0, false);
+	tag_add(&x, 3, 0x01, 0x0f, WEFT_VTMF_SIGNALED | WEFT_VTMF_SYNC, 0, true);
+	for (i = 0; i < 2; i++) {
+		e = tm_cqe(&x);
+		REQUIRE(e.opcode == WEFT_VWC_TM_ADD && e.status == 0, "ADD %u", i);
+	}
+	send_tm(&x, 1, WEFT_TMH_EAGER, 0x11, 200);
+	e = tm_cqe(&x);
+	REQUIRE(e.opcode == WEFT_VWC_TM_RECV && !(e.flags & WEFT_VCQE_TM_MATCH) && e.wr_id == 1,
+		"0x11 taken by tag %u ahead of the inactive tag 2 (flags 0x%x)", e.wqe_index, e.flags);
+	send_tm(&x, 2, WEFT_TMH_EAGER, 0x21, 200);
+	e = tm_cqe(&x);
+	CHECK(e.opcode == WEFT_VWC_TM_RECV && !(e.flags & WEFT_VCQE_TM_MATCH) && e.wr_id == 2,
+	      "0x21 took tag %u (flags 0x%x) ahead of 0x11, which software gives that tag",
+	      e.wqe_index, e.flags);
+	/* Software saw the three: 0x10 to tag 2, 0x11 to tag 3. */
+	tag_del(&x, 2);
+	tag_del(&x, 3);
+	for (i = 0; i < 2; i++) {
+		e = tm_cqe(&x);
+		CHECK(e.opcode == WEFT_VWC_TM_DEL && e.status == 0 && e.wr_id == 2002 + i,
+		      "DEL of tag %u: status %u", 2 + i, e.status);
+	}
+	t_checked("a message an inactive tag holds back turns off the later tags it matches: a later message that only tag 3 matches is unexpected too, and software's DEL of tag 3 for the earlier one succeeds");
+	weft_sim_free(x.s);
+}
+
 /* NO_TAG, FIN and a message shorter than a TMH: SRQ WQE, TM_NO_TAG, not
  * counted as unexpected even with a matching tag listed. */
 static void case_no_tag(void)
@@ -1131,6 +1177,346 @@ static void case_rndv_unexpected(void)
 	weft_sim_free(x.s);
 }
 
+/* ---- promotion: software-listed receives moved into free tags ------------ */
+
+#define PR_RX   512u            /* receives posted at once */
+#define PR_MSG  512u            /* messages */
+#define PR_MAX  32u             /* TAG_ADDs per promotion round */
+
+enum { PR_SW, PR_LISTED, PR_WAIT_ADD, PR_DEL, PR_DONE };
+
+struct pr {
+	struct ctx x;
+	bool naive;             /* the lost try: an in-flight ADD's receive is nowhere */
+	uint64_t rtag[PR_RX], rign[PR_RX], mtag[PR_MSG];
+	int want[PR_RX], got[PR_RX], del_msg[PR_RX];
+	uint8_t st[PR_RX];
+	uint32_t owner[MAXTAGS], hfree[MAXTAGS], nhfree;
+	uint32_t unexp, sync_sent, sw_head, sent, acked, accounted, held, pending_db;
+	uint32_t raced, promoted, hq_checks;
+	bool sync_req;
+	uint64_t rnd;
+};
+
+static uint32_t pr_rand(struct pr *p, uint32_t n)
+{
+	p->rnd = p->rnd * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)((p->rnd >> 33) % n);
+}
+
+static bool pr_takes(const struct pr *p, unsigned int r, uint64_t t)
+{
+	return (t & ~p->rign[r]) == (p->rtag[r] & ~p->rign[r]);
+}
+
+/* A tag operation carrying software's unexpected count (IBV_OPS_TM_SYNC). */
+static void pr_op(struct pr *p, uint8_t opcode, uint32_t h, unsigned int r, bool ring)
+{
+	struct weft_vtmop op = {
+		.opcode = opcode, .flags = WEFT_VTMF_SYNC, .unexpected_cnt = p->unexp, .handle = h,
+	};
+
+	if (opcode == WEFT_VTM_ADD) {
+		op.wr_id = 1000 + h;
+		op.num_sge = 1;
+		op.tag = p->rtag[r] & ~p->rign[r];
+		op.mask = ~p->rign[r];
+		op.sge.addr = p->x.b.buf + (1u << 20) + (uint64_t)h * SLOT;
+		op.sge.length = SLOT;
+		op.sge.lkey = VT_MR;
+		/* The lost try learnt that its ADD ran from the ADD's CQE. */
+		if (p->naive)
+			op.flags |= WEFT_VTMF_SIGNALED;
+	} else if (opcode == WEFT_VTM_DEL) {
+		op.wr_id = 2000 + h;
+		op.flags |= WEFT_VTMF_SIGNALED;
+	} else {
+		op.wr_id = 3000;
+	}
+	p->sync_sent = p->unexp;
+	tm_op(&p->x, &op, ring);
+	if (!ring)
+		p->pending_db++;
+	else
+		p->pending_db = 0;
+}
+
+/* The provider's routing of an unexpected message k (rx.c ux_route): the
+ * oldest listed receive that takes it is taken back with a DEL, else the
+ * oldest software-listed one takes it, else it is held. */
+static void pr_route(struct pr *p, uint32_t k)
+{
+	unsigned int r;
+
+	for (r = 0; r < PR_RX; r++) {
+		if (p->st[r] == PR_LISTED && pr_takes(p, r, p->mtag[k])) {
+			uint32_t h;
+
+			for (h = 0; h < MAXTAGS && p->owner[h] != r; h++)
+				;
+			REQUIRE(h < MAXTAGS, "receive %u listed without a handle", r);
+			p->st[r] = PR_DEL;
+			p->del_msg[r] = (int)k;
+			p->raced++;
+			pr_op(p, WEFT_VTM_DEL, h, r, pr_rand(p, 2));
+			return;
+		}
+	}
+	for (r = 0; r < PR_RX; r++) {
+		if (p->st[r] == PR_SW && pr_takes(p, r, p->mtag[k])) {
+			p->st[r] = PR_DONE;
+			p->got[r] = (int)k;
+			p->accounted++;
+			return;
+		}
+	}
+	p->held++;
+	p->accounted++;
+}
+
+static void pr_handle_free(struct pr *p, uint32_t h)
+{
+	p->owner[h] = PR_RX;
+	p->hfree[p->nhfree++] = h;
+}
+
+static void pr_cqe(struct pr *p, const struct weft_vcqe *e)
+{
+	uint32_t h = e->wqe_index, k;
+	unsigned int r;
+
+	if (e->flags & WEFT_VCQE_TM_SYNC_REQ)
+		p->sync_req = true;
+	switch (e->opcode) {
+	case WEFT_VWC_TM_RECV:
+		REQUIRE(e->status == WEFT_VWC_SUCCESS, "TM_RECV status %u", e->status);
+		if (!(e->flags & WEFT_VCQE_TM_MATCH)) {
+			/* Unexpected: [TMH | k] in SRQ WQE wr_id, counted. */
+			REQUIRE(e->wr_id < 32 && e->byte_len == 20, "unexpected wr_id %llu len %u",
+				(unsigned long long)e->wr_id, e->byte_len);
+			memcpy(&k, p->x.b.mem + e->wr_id * SLOT + 16, 4);
+			p->unexp++;
+			srq_recv(&p->x, e->wr_id);
+			pr_route(p, k);
+			return;
+		}
+		REQUIRE(h < MAXTAGS && p->owner[h] < PR_RX, "TM_RECV for handle %u", h);
+		r = p->owner[h];
+		memcpy(&k, tagged(&p->x, h), 4);
+		REQUIRE(k < PR_MSG && pr_takes(p, r, p->mtag[k]), "message %u in receive %u", k, r);
+		p->got[r] = (int)k;
+		p->accounted++;
+		if (p->st[r] == PR_DEL) {
+			/* The DEL will fail: its message is routed again then. */
+			p->st[r] = PR_DONE;
+			return;
+		}
+		p->st[r] = PR_DONE;
+		pr_handle_free(p, h);
+		return;
+	case WEFT_VWC_TM_DEL:
+		REQUIRE(h < MAXTAGS && p->owner[h] < PR_RX, "DEL CQE for handle %u", h);
+		r = p->owner[h];
+		k = (uint32_t)p->del_msg[r];
+		pr_handle_free(p, h);
+		if (e->status == WEFT_VWC_SUCCESS) {
+			REQUIRE(p->st[r] == PR_DEL, "DEL of receive %u in state %u", r, p->st[r]);
+			p->st[r] = PR_DONE;
+			p->got[r] = (int)k;
+			p->accounted++;
+			return;
+		}
+		REQUIRE(e->status == WEFT_VWC_TM_ERR, "DEL status %u", e->status);
+		pr_route(p, k);
+		return;
+	case WEFT_VWC_TM_ADD:
+		REQUIRE(e->status == WEFT_VWC_SUCCESS, "ADD status %u reason %u", e->status,
+			e->byte_len);
+		if (p->naive && h < MAXTAGS && p->owner[h] < PR_RX &&
+		    p->st[p->owner[h]] == PR_WAIT_ADD)
+			p->st[p->owner[h]] = PR_LISTED;
+		return;
+	default:
+		REQUIRE(e->opcode == WEFT_VWC_TM_SYNC && e->status == WEFT_VWC_SUCCESS,
+			"op CQE 0x%x status %u", e->opcode, e->status);
+	}
+}
+
+/* The oldest software-listed receives into the free tags, at most PR_MAX
+ * (rx.c wfi_rx_promote); the doorbell now or after the next arrivals. */
+static void pr_promote(struct pr *p)
+{
+	unsigned int n = 0;
+	bool ring = pr_rand(p, 2);
+
+	while (p->nhfree && n < PR_MAX) {
+		uint32_t h;
+
+		while (p->sw_head < PR_RX && p->st[p->sw_head] != PR_SW)
+			p->sw_head++;
+		if (p->sw_head >= PR_RX)
+			break;
+		h = p->hfree[--p->nhfree];
+		p->owner[h] = p->sw_head;
+		p->st[p->sw_head] = p->naive ? PR_WAIT_ADD : PR_LISTED;
+		pr_op(p, WEFT_VTM_ADD, h, p->sw_head, false);
+		p->promoted++;
+		n++;
+	}
+	if (p->pending_db && ring)
+		wsv_uar_write(p->x.s, 1, 0, WEFT_UAR_SRQ_TM_DB, WEFT_UAR_DB(SRQN, p->x.op_prod));
+	if (ring)
+		p->pending_db = 0;
+}
+
+/* The adapter's tag list (QUERY_HQ) is in post order at every step. */
+static void pr_check_list(struct pr *p, unsigned int q, uint64_t buf)
+{
+	struct weft_match_dump d[MAXTAGS];
+	struct weft_vcmd_resp resp;
+	unsigned int i, last = 0;
+
+	REQUIRE(hq_query(&p->x, q, buf, sizeof(d), 0, &resp) == WEFT_CMD_OK, "QUERY_HQ");
+	REQUIRE(resp.out[0] <= MAXTAGS, "%llu tags", (unsigned long long)resp.out[0]);
+	memcpy(d, weft_sim_ptr(p->x.s, 1, buf, sizeof(d)), sizeof(d));
+	for (i = 0; i < resp.out[0]; i++) {
+		unsigned int r = d[i].id < MAXTAGS ? p->owner[d[i].id] : PR_RX;
+
+		REQUIRE(r < PR_RX && (i == 0 || r > last),
+			"adapter's list out of post order: entry %u handle %u receive %u after %u", i,
+			d[i].id, r, last);
+		last = r;
+	}
+	p->hq_checks++;
+}
+
+/* One run of weft-fi-check's model check, scaled to MAXTAGS tags: PR_RX
+ * receives (exact tags, 13 masks, wildcards) posted at once, MAXTAGS in
+ * the adapter and the rest in software, then PR_MSG messages; software
+ * routes unexpected ones as rx.c does and promotes the oldest
+ * software-listed receives into the tags that free up, its doorbell rung
+ * at once or only after more arrivals (the ADD in flight).  Returns the
+ * receives that did not get the message the earliest-posted model names. */
+static unsigned int pr_run(struct pr *p, bool naive, uint64_t seed)
+{
+	struct weft_vsrqc sq;
+	struct weft_vcmd k = { .op = WEFT_VCMD_QUERY_SRQ, .handle = SRQN };
+	bool used[PR_RX] = { false };
+	unsigned int i, m, wrong = 0, q;
+	uint64_t qa, buf;
+	int guard = 0;
+
+	memset(p, 0, sizeof(*p));
+	setup(&p->x);
+	p->naive = naive;
+	p->rnd = seed;
+	for (i = 0; i < PR_RX; i++) {
+		switch (i % 4) {
+		case 0: p->rtag[i] = (i / 4) % 8; p->rign[i] = 0; break;
+		case 1: p->rtag[i] = 0; p->rign[i] = 7 | 0x10ull << (i / 4 % 10); break;
+		case 2: p->rtag[i] = (i / 4) % 8 & 6; p->rign[i] = 1; break;
+		default: p->rtag[i] = 8 + i % 5; p->rign[i] = 0; break;
+		}
+		p->want[i] = p->got[i] = p->del_msg[i] = -1;
+		p->st[i] = PR_SW;
+	}
+	for (m = 0; m < PR_MSG; m++) {
+		p->mtag[m] = (m * 5 + 3) % 13;
+		for (i = 0; i < PR_RX && (used[i] || !pr_takes(p, i, p->mtag[m])); i++)
+			;
+		if (i < PR_RX) {
+			used[i] = true;
+			p->want[i] = (int)m;
+		}
+	}
+	qa = weft_sim_alloc(p->x.s, 1, 64, 64);
+	buf = weft_sim_alloc(p->x.s, 1, sizeof(struct weft_match_dump) * MAXTAGS, 64);
+	REQUIRE(qa && buf, "alloc");
+	k.u.query.addr = qa;
+	REQUIRE(wsv_cmd(p->x.s, 1, &k, NULL) == 0, "QUERY_SRQ");
+	memcpy(&sq, weft_sim_ptr(p->x.s, 1, qa, sizeof(sq)), sizeof(sq));
+	q = sq.tm_queue;
+	for (i = 0; i < 30; i++)
+		srq_recv(&p->x, i);
+	/* The first MAXTAGS receives listed with their ADDs run, the rest in
+	 * software. */
+	for (i = 0; i < MAXTAGS; i++) {
+		p->owner[i] = i;
+		p->st[i] = PR_LISTED;
+		pr_op(p, WEFT_VTM_ADD, i, i, i == MAXTAGS - 1);
+	}
+	run_for(p->x.s, MS);
+	for (;;) {
+		struct weft_vcqe e[64];
+		unsigned int n, burst = 1 + pr_rand(p, 24);
+
+		REQUIRE(++guard < 100000, "no progress: %u sent, %u accounted", p->sent,
+			p->accounted);
+		for (n = 0; n < burst && p->sent < PR_MSG && p->sent - p->acked < 64; n++, p->sent++) {
+			uint8_t *b = p->x.a.mem + (uint64_t)p->sent * 64;
+
+			memset(b, 0, 20);
+			b[0] = WEFT_TMH_EAGER;
+			put_be(b + 8, p->mtag[p->sent], 8);
+			memcpy(b + 16, &p->sent, 4);
+			vt_post(&p->x.a, &p->x.qa, p->sent, WEFT_VWR_SEND, (uint64_t)p->sent * 64, 20,
+				0, 0, 0, 0);
+		}
+		run_for(p->x.s, 20000 + pr_rand(p, 40000));
+		/* An ADD held back meanwhile runs now, behind those arrivals. */
+		if (p->pending_db) {
+			wsv_uar_write(p->x.s, 1, 0, WEFT_UAR_SRQ_TM_DB,
+				      WEFT_UAR_DB(SRQN, p->x.op_prod));
+			p->pending_db = 0;
+		}
+		while (wsv_poll(p->x.s, &p->x.tcq, e))
+			pr_cqe(p, e);
+		while (wsv_poll(p->x.s, &p->x.a.cq, e)) {
+			REQUIRE(e[0].status == WEFT_VWC_SUCCESS, "send status %u", e[0].status);
+			p->acked++;
+		}
+		if (p->sync_req && p->sync_sent != p->unexp)
+			pr_op(p, WEFT_VTM_SYNC, 0, 0, true);
+		p->sync_req = false;
+		pr_check_list(p, q, buf);
+		pr_promote(p);
+		if (p->acked == PR_MSG && p->accounted == PR_MSG)
+			break;
+	}
+	for (i = 0; i < PR_RX; i++)
+		wrong += p->got[i] != p->want[i];
+	weft_sim_free(p->x.s);
+	return wrong;
+}
+
+/* The lost promotion try (docs/libfabric.md "Promotion"): a receive taken
+ * off the software list for its TAG_ADD was in neither list until the
+ * ADD's completion, so a message the adapter handed over as unexpected
+ * meanwhile (the ADD not run yet, or run behind the phase: inactive) was
+ * given to a later receive.  Reproduced with the lost protocol, then the
+ * provider's: the receive is routable from the moment its ADD is posted
+ * (a DEL queued behind the ADD takes it back), and every receive gets the
+ * message the earliest-posted model names. */
+static void case_promote(void)
+{
+	static struct pr p;
+	unsigned int wrong_naive = 0, wrong = 0, raced = 0, promoted = 0, checks = 0, seed;
+
+	for (seed = 1; seed <= 8; seed++) {
+		wrong_naive += pr_run(&p, true, seed);
+		wrong += pr_run(&p, false, seed);
+		raced += p.raced;
+		promoted += p.promoted;
+		checks += p.hq_checks;
+	}
+	CHECK(wrong_naive > 0, "the lost protocol gave %u wrong receives", wrong_naive);
+	CHECK(wrong == 0 && raced > 0 && promoted > 0,
+	      "promotion: %u wrong, %u arrivals routed to a listed receive, %u promoted", wrong,
+	      raced, promoted);
+	t_checked("8 runs of %u receives (13 masks) and %u messages over %u tags: the lost protocol (receive nowhere while its ADD is in flight) gives %u wrong; the provider's gives 0 with %u receives promoted, %u arrivals taken back from a listed receive with DEL, the adapter's list in post order at %u QUERY_HQ snapshots",
+		  PR_RX, PR_MSG, MAXTAGS, wrong_naive, promoted, raced, checks);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct vt_case cases[] = {
@@ -1138,6 +1524,7 @@ int main(int argc, char **argv)
 		{ "split", case_split },
 		{ "unexpected-sync", case_unexpected_sync },
 		{ "inactive-order", case_inactive_order },
+		{ "inactive-later", case_inactive_later },
 		{ "no-tag", case_no_tag },
 		{ "del-race", case_del_race },
 		{ "random", case_random },
@@ -1150,6 +1537,7 @@ int main(int argc, char **argv)
 		{ "rndv-refused", case_rndv_refused },
 		{ "rndv-del-race", case_rndv_del_race },
 		{ "rndv-unexpected", case_rndv_unexpected },
+		{ "promote", case_promote },
 	};
 
 	return vt_main("tm", cases, sizeof(cases) / sizeof(cases[0]), argc, argv);
