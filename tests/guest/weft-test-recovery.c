@@ -140,6 +140,14 @@ int main(void)
 			WT_CHECK(st == WEFT_R_TCE_KEY || st == WEFT_R_TCE_BOUNDS,
 				 "RDMA write from the old PVO 0x%" PRIx64 " refused: %s", old_pvo,
 				 wt_reason(st));
+			/* The status line is written before the fatal interrupt
+			 * reaches the driver: wait for the event (5 s at most). */
+			{
+				struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+				WT_CHECK(poll(&pf, 1, 5000) == 1 && (pf.revents & POLLIN),
+					 "the owner's fd is readable after the fault (poll POLLIN)");
+			}
 			n = read(fd, ev, sizeof(ev));
 			WT_CHECK(n >= (ssize_t)sizeof(ev[0]) && ev[0].type == WEFT_UEV_FATAL,
 				 "the owner is told the window is fatal");
