@@ -449,6 +449,21 @@ static int wqe_packet(struct weft_core *c, struct vq_qp *qp, uint32_t idx)
 }
 
 /*
+ * WQE idx is refused for reason why before it touched memory: it completes
+ * with status st, and the QP goes to ERROR (RC) or only its send queue
+ * does (UD, to SQE; hw-spec 16.6).
+ */
+static void wqe_refuse(struct weft_core *c, struct vq_qp *qp, uint32_t idx,
+		       uint8_t st, unsigned int why)
+{
+	vq_sq_fail(c, qp, idx, st, why);
+	if (qp->type == WEFT_VQPT_UD)
+		vq_qp_sq_error(c, qp, why);
+	else
+		vq_qp_error(c, qp, why);
+}
+
+/*
  * WAIT_CNT at the SQ head (docs/counters.md "Waiting on a counter"): it
  * passes when the success count of the EVENT counter bound to its slot
  * reaches the threshold, then the WQEs after it go.  Until then the QP is
@@ -473,11 +488,7 @@ static int wqe_wait(struct weft_core *c, struct vq_qp *qp, uint32_t idx)
 	weft_count(c, WEFT_CNT_V_WAITS, 1);
 	if (why) {
 		weft_drop(c, NULL, WEFT_NO_WINDOW, why);
-		vq_sq_fail(c, qp, idx, WEFT_VWC_LOC_QP_OP_ERR, why);
-		if (qp->type == WEFT_VQPT_UD)
-			vq_qp_sq_error(c, qp, why);
-		else
-			vq_qp_error(c, qp, why);
+		wqe_refuse(c, qp, idx, WEFT_VWC_LOC_QP_OP_ERR, why);
 		return 1;
 	}
 	sw->state = SW_DONE;
@@ -542,11 +553,7 @@ int vq_sq_step(struct weft_core *c, struct vq_qp *qp)
 		sw->state = SW_STARTED;
 		if (st != WEFT_VWC_SUCCESS) {
 			/* Local violation: error CQE, no memory touched. */
-			vq_sq_fail(c, qp, idx, st, why);
-			if (qp->type == WEFT_VQPT_UD)
-				vq_qp_sq_error(c, qp, why);
-			else
-				vq_qp_error(c, qp, why);
+			wqe_refuse(c, qp, idx, st, why);
 			return 1;
 		}
 		if (is_local(qp->cur.h.opcode)) {
