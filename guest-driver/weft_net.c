@@ -1029,6 +1029,26 @@ static void weft_net_get_drvinfo(struct net_device *ndev, struct ethtool_drvinfo
 	strscpy(info->bus_info, pci_name(net->wdev->pdev), sizeof(info->bus_info));
 }
 
+/*
+ * The link's nominal speed (docs/net.md): a fabric link has no line rate,
+ * so this is the order of what one adapter moves (about 1 GB/s).  ib_core
+ * derives the RoCE port's active_speed and width from it, and warned on
+ * every port query while it was unknown.
+ */
+#define WEFT_NET_SPEED SPEED_10000
+
+static int weft_net_get_link_ksettings(struct net_device *ndev,
+				       struct ethtool_link_ksettings *ks)
+{
+	ethtool_link_ksettings_zero_link_mode(ks, supported);
+	ethtool_link_ksettings_zero_link_mode(ks, advertising);
+	ks->base.speed = netif_carrier_ok(ndev) ? WEFT_NET_SPEED : SPEED_UNKNOWN;
+	ks->base.duplex = netif_carrier_ok(ndev) ? DUPLEX_FULL : DUPLEX_UNKNOWN;
+	ks->base.port = PORT_OTHER;
+	ks->base.autoneg = AUTONEG_DISABLE;
+	return 0;
+}
+
 static int weft_net_sset_count(struct net_device *ndev, int sset)
 {
 	if (sset != ETH_SS_STATS)
@@ -1080,6 +1100,7 @@ static void weft_net_get_stats(struct net_device *ndev, struct ethtool_stats *st
 static const struct ethtool_ops weft_net_ethtool_ops = {
 	.get_drvinfo = weft_net_get_drvinfo,
 	.get_link = ethtool_op_get_link,
+	.get_link_ksettings = weft_net_get_link_ksettings,
 	.get_sset_count = weft_net_sset_count,
 	.get_strings = weft_net_get_strings,
 	.get_ethtool_stats = weft_net_get_stats,

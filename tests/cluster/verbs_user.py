@@ -136,8 +136,15 @@ def ibv_devinfo(t):
                        "")
             t.require(got == str(val + delta), f"node{n}: ibv_devinfo {key} = '{got}', the adapter's {reg} is {val}")
         t.require(grep(r"max_srq_wr:\s+4096$"), f"node{n}: max_srq_wr is not 4096")
+        # weft0's nominal 10000 Mb/s (docs/net.md), as ib_core maps it
+        t.require(grep(r"active_width:\s+1X") and grep(r"active_speed:\s+10.0 Gbps"),
+                  f"node{n}: port rate not weft0's 10000 Mb/s: {' '.join(grep('active_(width|speed)'))}")
+        r = t.gx(n, "dmesg")
+        t.require(r.ok and "speed is unknown" not in r.out,
+                  f"node{n}: ib_core found weft0's speed unknown: {[x for x in r.lines() if 'speed is' in x][:2]}")
         limits = " ".join(re.sub(r"[\t ]+", " ", x) for x in grep(r"max_(qp|cq|pd):"))
-        t.checked(f"node{n}: {dev} (0x1234:0x7765), port ACTIVE, Ethernet, GID[{gid}] ::ffff:{ip4(n)} RoCE v2, {limits} ")
+        t.checked(f"node{n}: {dev} (0x1234:0x7765), port ACTIVE, Ethernet, 1X 10.0 Gbps, GID[{gid}] ::ffff:{ip4(n)} "
+                  f"RoCE v2, {limits} ")
 
 
 def gids(t):
