@@ -3,7 +3,7 @@
 # headers (scripts/fetch-kernel.sh) and checks that it also builds against
 # the 6.1 headers.  Nothing is installed into the host system.
 #
-# Usage: build-driver.sh [--out DIR] [--no-6.1] [--checkpatch]
+# Usage: build-driver.sh [--out DIR] [--no-6.1] [--checkpatch] [--sparse]
 #   --out DIR     output folder (default $WEFT_CACHE/driver/KEY, KEY a hash
 #                 of the driver's sources, so that checkouts with different
 #                 sources never share a build); weft.ko for 6.12 ends up in
@@ -12,6 +12,8 @@
 #   --checkpatch  also run the kernel's checkpatch.pl --strict on the
 #                 driver sources (taken from Debian's linux-source-6.12
 #                 package, extracted once into $WEFT_CACHE/checkpatch)
+#   --sparse      also run sparse (Debian's package) over every source of
+#                 the 6.12 build (Kbuild's C=2); any warning fails
 # Prints the path of the 6.12 weft.ko on stdout; logs go to stderr.
 # Builds use -Werror and W=1, at most -j2.
 set -euo pipefail
@@ -21,6 +23,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 out=
 check61=1
 checkpatch=0
+sparse=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=${2:?--out needs a folder}; shift ;;
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
 	--no-6.1) check61=0 ;;
 	--check-6.1) check61=1 ;;
 	--checkpatch) checkpatch=1 ;;
+	--sparse) sparse=1 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
 	*) weft_die "unknown option $1 (see --help)" ;;
 	esac
@@ -122,8 +126,28 @@ checkpatch_path() {
 	echo "$dir/scripts/checkpatch.pl"
 }
 
+# sparse over every source of the 6.12 build (C=2 checks whether or not
+# a file is rebuilt); its findings fail the run.
+run_sparse() {
+	local hdr dir=$out/6.12 log
+	command -v sparse >/dev/null || weft_apt_install sparse
+	hdr=$("$WEFT_ROOT/scripts/fetch-kernel.sh" --print-headers 6.12)
+	log=$dir/sparse.log
+	weft_log "sparse on guest-driver/ and guest-driver/policy/"
+	if ! make -C "$hdr" M="$dir/guest-driver" -j2 W=1 C=2 CHECK=sparse \
+		CONFIG_DEBUG_INFO_BTF_MODULES= modules >"$log" 2>&1; then
+		cat "$log" >&2
+		weft_die "the sparse run of weft.ko failed"
+	fi
+	if grep -E 'warning:|error:' "$log" >&2; then
+		weft_die "sparse reports problems"
+	fi
+	weft_log "sparse: $(grep -c '^  CHECK' "$log") sources checked, no findings"
+}
+
 build 6.12
 [ "$check61" = 1 ] && build 6.1
+[ "$sparse" = 1 ] && run_sparse
 if [ "$checkpatch" = 1 ]; then
 	cp=$(checkpatch_path)
 	weft_log "checkpatch --strict on guest-driver/ and guest-driver/policy/"

@@ -21,7 +21,7 @@ static inline const char *weft_reg_name(uint64_t off)
 #define WEFT_REG_CASE(name, o, acc) case o: return #name;
 	WEFT_REG_LIST(WEFT_REG_CASE)
 #undef WEFT_REG_CASE
-	default: return 0;
+	default: return NULL;
 	}
 }
 
@@ -46,7 +46,7 @@ static inline const char *weft_db_name(uint64_t off_in_page)
 #define WEFT_DB_CASE(name, o, acc) case o: return #name;
 	WEFT_DB_LIST(WEFT_DB_CASE)
 #undef WEFT_DB_CASE
-	default: return 0;
+	default: return NULL;
 	}
 }
 
@@ -113,7 +113,7 @@ static inline const char *weft_uar_name(uint64_t off_in_page)
 #define WEFT_UAR_CASE(name, o, acc) case o: return #name;
 	WEFT_UAR_LIST(WEFT_UAR_CASE)
 #undef WEFT_UAR_CASE
-	default: return 0;
+	default: return NULL;
 	}
 }
 
@@ -152,7 +152,7 @@ static inline const char *weft_match_reg_name(uint64_t off)
 	}
 	if (off >= WEFT_MATCH_QD_BASE && off < WEFT_MATCH_QD_END)
 		return qd[((off - WEFT_MATCH_QD_BASE) % WEFT_MATCH_QD_STRIDE) / 8];
-	return 0;
+	return NULL;
 }
 
 static inline char weft_match_reg_access(uint64_t off)
