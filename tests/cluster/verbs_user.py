@@ -471,7 +471,9 @@ def verbs_qpx(t):
 
 @scenario("verbs-cq", "C2", "user verbs: ibv_resize_cq on node1 with completions waiting and with RDMA writes in "
           "flight: every completion once and in order, a resize below the completions outstanding EINVAL, the CQ's "
-          "event after the resizes, node0's memory byte-exact (weft-verbs-cq)")
+          "event after the resizes; ibv_modify_cq: 4 events for 16 completions with count 4 (16 without), none "
+          "before the 4th, a period's event not before it, bad values EINVAL, a stream's events with and without "
+          "moderation as a figure; node0's memory byte-exact (weft-verbs-cq)")
 def verbs_cq(t):
     vrun(t, vpair, "weft-verbs-cq")
 
