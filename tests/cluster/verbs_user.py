@@ -376,8 +376,8 @@ def verbs_recovery(t):
 def vtap(t, n, name, r):
     """The TAP output of a verbs test program as the scenario's checks:
     each "# checked:" line (printed only for a point whose checks held) is
-    a check, each "not ok" point a failed one; the program must also exit 0
-    with its whole plan passed."""
+    a check, each "not ok" point a failed one, each "# figure:" line is
+    printed; the program must also exit 0 with its whole plan passed."""
     for line in r.lines():
         if line.startswith("# checked: node"):
             t.checked(line[len("# checked: "):])
@@ -389,6 +389,8 @@ def vtap(t, n, name, r):
             t.checked(line)
         elif line.startswith("# FAIL") or line.startswith("Bail out!"):
             t.say(f"node{n}: {line}")
+        elif line.startswith("# figure: "):
+            t.say(f"node{n}: {line[2:]}")
     lines = r.lines()
     ok = sum(1 for x in lines if x.startswith("ok "))
     bad = sum(1 for x in lines if x.startswith("not ok "))

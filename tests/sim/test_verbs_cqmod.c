@@ -44,6 +44,15 @@ static void write1(struct ctx *x)
 		WEFT_VWQE_SIGNALED);
 }
 
+/* One signaled WRITE of 16 KiB (4 packets) from A to B. */
+static void write16k(struct ctx *x)
+{
+	uint64_t off = (x->next % 64) * 16384;
+
+	vt_post(&x->a, &x->qa, x->next++, WEFT_VWR_WRITE, off, 16384, x->b.buf + off, VT_MR, 0,
+		WEFT_VWQE_SIGNALED);
+}
+
 /* Poll every CQE of A's CQ; returns how many. */
 static unsigned int drain(struct ctx *x)
 {
@@ -311,6 +320,62 @@ static void case_reload(void)
 	weft_sim_free(x.s);
 }
 
+/*
+ * n writes of 16 KiB, depth in flight, the consumer re-arming at each event,
+ * then taking every completion and posting as many writes (an
+ * ibv_get_cq_event loop that takes no time).  Returns the events; *ns
+ * the virtual time it took.
+ */
+static uint64_t stream(struct ctx *x, unsigned int n, unsigned int depth, uint64_t *ns)
+{
+	uint64_t ev0 = events(x), seen = ev0, t0 = weft_sim_now(x->s);
+	unsigned int posted = 0, done = 0, got, i;
+
+	wsv_arm(x->s, &x->a.cq, WEFT_CQ_ARM_NEXT);
+	for (; posted < depth; posted++)
+		write16k(x);
+	while (done < n) {
+		REQUIRE(weft_sim_now(x->s) - t0 < 1000 * MS, "stream stuck at %u of %u", done, n);
+		if (!weft_sim_progress(x->s))
+			REQUIRE(events(x) != seen, "stream idle at %u of %u", done, n);
+		if (events(x) == seen)
+			continue;
+		seen = events(x);
+		wsv_arm(x->s, &x->a.cq, WEFT_CQ_ARM_NEXT);
+		got = drain(x);
+		done += got;
+		for (i = 0; i < got && posted < n; i++, posted++)
+			write16k(x);
+	}
+	*ns = weft_sim_now(x->s) - t0;
+	return seen - ev0;
+}
+
+/* A stream with an event-driven consumer, without and with moderation:
+ * the events per completion (figures), and count 16 bounds them. */
+static void case_stream(void)
+{
+	struct ctx x;
+	uint64_t off, mod, t_off, t_mod;
+	int st;
+
+	setup(&x);
+	off = stream(&x, 1024, 32, &t_off);
+	st = wsv_cq_modify(x.s, &x.a.cq, 16, 100);
+	REQUIRE(st == 0, "MODIFY_CQ count 16 period 100: %d", st);
+	mod = stream(&x, 1024, 32, &t_mod);
+	t_diag("figure: sim, 1024 writes of 16 KiB, 32 in flight, event-driven consumer: no moderation %llu events (%.1f completions per event, %.2f us per write); count 16, period 100 us: %llu events (%.1f, %.2f us per write)",
+	       (unsigned long long)off, 1024.0 / off, t_off / 1024e3, (unsigned long long)mod,
+	       1024.0 / mod, t_mod / 1024e3);
+	REQUIRE(mod <= 1024 / 16, "count 16: %llu events for 1024 completions",
+		(unsigned long long)mod);
+	REQUIRE(off > mod, "no moderation: %llu events, no more than with count 16 (%llu)",
+		(unsigned long long)off, (unsigned long long)mod);
+	t_checked("stream of 1024 writes of 16 KiB: %llu events without moderation, %llu (at most 64) with count 16 and period 100 us",
+		  (unsigned long long)off, (unsigned long long)mod);
+	weft_sim_free(x.s);
+}
+
 /* Refused MODIFY_CQ commands, each with its reason, change nothing. */
 static void case_hostile(void)
 {
@@ -373,6 +438,7 @@ int main(int argc, char **argv)
 		{ "period", case_period },
 		{ "off", case_off },
 		{ "reload", case_reload },
+		{ "stream", case_stream },
 		{ "hostile", case_hostile },
 	};
 
