@@ -203,6 +203,27 @@ out:
 	return ret;
 }
 
+/*
+ * ib_modify_cq / ibv_modify_cq (hw-spec 16.7, "Moderation"): the event of
+ * an armed CQ waits for cq_count completions, or cq_period microseconds
+ * after the first of them, whichever comes first; 0 turns each bound off.
+ * The adapter holds the values, and raises at once an event it held.
+ */
+int weft_ib_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period)
+{
+	struct weft_ibdev *dev = to_wdev(ibcq->device);
+	struct weft_ibcq *cq = to_wcq(ibcq);
+	struct weft_vcmd cmd = { .op = WEFT_VCMD_MODIFY_CQ, .handle = cq->cqn };
+
+	BUILD_BUG_ON(WEFT_VERBS_CQ_MOD_MAX_COUNT < U16_MAX);
+	if (cq_period > WEFT_VERBS_CQ_MOD_MAX_US)
+		return -EINVAL;
+	cmd.u.cq_mod.count = cq_count;
+	cmd.u.cq_mod.period_us = cq_period;
+	cmd.u.cq_mod.uar = cq->uar;
+	return weft_ib_cmd(dev, &cmd);
+}
+
 int weft_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct weft_ibdev *dev = to_wdev(ibcq->device);

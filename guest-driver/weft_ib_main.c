@@ -144,6 +144,8 @@ static int weft_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *
 	a->max_sge_rd = WEFT_IB_MAX_SEND_SGE;
 	a->max_cq = c->nr_cq;
 	a->max_cqe = WEFT_IB_MAX_CQE;
+	a->cq_caps.max_cq_moderation_count = WEFT_VERBS_CQ_MOD_MAX_COUNT;
+	a->cq_caps.max_cq_moderation_period = WEFT_VERBS_CQ_MOD_MAX_US;
 	a->max_mr = c->nr_tpt > 1 ? c->nr_tpt - 1 : 0;
 	a->max_mw = a->max_mr;
 	a->max_pd = c->nr_pd;
@@ -582,6 +584,7 @@ static const struct ib_device_ops weft_ib_ops = {
 	.map_mr_sg = weft_ib_map_mr_sg,
 	.mmap = weft_ib_mmap,
 	.mmap_free = weft_ib_mmap_free,
+	.modify_cq = weft_ib_modify_cq,
 	.modify_qp = weft_ib_modify_qp,
 	.modify_srq = weft_ib_modify_srq,
 	.poll_cq = weft_ib_poll_cq,

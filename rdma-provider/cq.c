@@ -426,6 +426,21 @@ int weft_resize_cq(struct ibv_cq *ibcq, int cqe)
 	return err;
 }
 
+/*
+ * ibv_modify_cq (hw-spec 16.7, "Moderation"): the kernel gives the CQ's
+ * count and period to the adapter, which holds the event an armed CQ
+ * raises until that many completions or that many microseconds after the
+ * first; ibv_req_notify_cq arms it as before.
+ */
+int weft_modify_cq(struct ibv_cq *ibcq, struct ibv_modify_cq_attr *attr)
+{
+	struct ibv_modify_cq cmd = {};
+
+	if (attr->attr_mask != IBV_CQ_ATTR_MODERATE)
+		return EINVAL;
+	return ibv_cmd_modify_cq(ibcq, attr, &cmd, sizeof(cmd));
+}
+
 int weft_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct weft_cq *cq = to_wcq(ibcq);

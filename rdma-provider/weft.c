@@ -35,6 +35,7 @@ static const struct verbs_context_ops weft_ctx_ops = {
 	.req_notify_cq = weft_req_notify_cq,
 	.destroy_cq = weft_destroy_cq,
 	.resize_cq = weft_resize_cq,
+	.modify_cq = weft_modify_cq,
 	.create_qp = weft_create_qp,
 	.create_qp_ex = weft_create_qp_ex,
 	.query_qp = weft_query_qp,

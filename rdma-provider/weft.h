@@ -150,6 +150,7 @@ struct ibv_cq *weft_create_cq(struct ibv_context *context, int cqe,
 			      int comp_vector);
 int weft_destroy_cq(struct ibv_cq *cq);
 int weft_resize_cq(struct ibv_cq *cq, int cqe);
+int weft_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
 int weft_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int weft_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 struct ibv_cq_ex *weft_create_cq_ex(struct ibv_context *context,

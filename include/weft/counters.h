@@ -122,7 +122,8 @@
 	X(CNT_SLOT,        "counter: QP counter slot out of range or bound to no live event counter") \
 	X(CNT_MODE,        "counter: object is not an event counter, or an event bit unknown") \
 	X(WAIT_SLOT,       "wait: WAIT_CNT names a slot bound to no live event counter, or its WQE is malformed") \
-	X(WAIT_GONE,       "wait: the counter a WAIT_CNT waited on was unbound, rebound or destroyed")
+	X(WAIT_GONE,       "wait: the counter a WAIT_CNT waited on was unbound, rebound or destroyed") \
+	X(CQ_MODERATION,   "verbs: MODIFY_CQ count or period above the maximum")
 
 enum weft_reason {
 #define WEFT_REASON_ENUM(name, text) WEFT_R_##name,
@@ -164,7 +165,9 @@ enum weft_reason {
 	/* event counters (weft/cnt.h WEFT_CNT_MODE_EVENT) */                 \
 	X(C_EVENTS)        X(C_EVENT_ERRS)                                   \
 	/* WAIT_CNT, the verbs form of conditional RDMA (weft/verbs.h) */      \
-	X(V_WAITS)         X(V_WAIT_HELD)     X(V_WAIT_WAKES)
+	X(V_WAITS)         X(V_WAIT_HELD)     X(V_WAIT_WAKES)                   \
+	/* CQ event moderation (MODIFY_CQ, weft/verbs.h) */                   \
+	X(V_CQ_HELD)
 
 enum weft_counter {
 #define WEFT_CNT_ENUM(name) WEFT_CNT_##name,

@@ -129,13 +129,24 @@ enum weft_cq_arm {
 	X(QUERY_SRQ, 20)  /* handle = srqn: struct weft_vsrqc at u.query.addr */ \
 	X(DESTROY_SRQ, 21) /* handle = srqn */ \
 	X(RESIZE_CQ, 22)  /* handle = cqn, u.cq ring_addr, ci_addr, log2_entries: resp.out[0] = prod */ \
-	X(QUERY_HQ, 23)   /* handle = header queue, u.hq: struct weft_match_dump entries; out[0..2] */
+	X(QUERY_HQ, 23)   /* handle = header queue, u.hq: struct weft_match_dump entries; out[0..2] */ \
+	X(MODIFY_CQ, 24)  /* handle = cqn, u.cq_mod: event moderation (count, period) */
 
 enum weft_vcmd_op {
 #define WEFT_VCMD_ENUM(name, val) WEFT_VCMD_##name = (val),
 	WEFT_VCMD_LIST(WEFT_VCMD_ENUM)
 #undef WEFT_VCMD_ENUM
 };
+
+/*
+ * CQ event moderation (MODIFY_CQ, docs/hw-spec.md 16.7 "Moderation"): the
+ * event an armed CQ raises waits until count CQEs that match the arm have
+ * been written, or period_us microseconds have passed since the first of
+ * them, whichever comes first; 0 turns each bound off, both 0 (the state
+ * at CREATE_CQ) raise the event at the first matching CQE.
+ */
+#define WEFT_VERBS_CQ_MOD_MAX_COUNT 65535u  /* cq_caps.max_cq_moderation_count */
+#define WEFT_VERBS_CQ_MOD_MAX_US    4095u   /* cq_caps.max_cq_moderation_period */
 
 /*
  * Shared receive queues: a ring of receive WQEs (struct weft_vrwqe, as an
@@ -326,6 +337,12 @@ struct weft_vcmd {
 			uint8_t  port;          /* WEFT_VERBS_PORT */
 			uint8_t  reserved[38];
 		} gid;
+		struct {                /* MODIFY_CQ */
+			uint32_t count;         /* 0 .. WEFT_VERBS_CQ_MOD_MAX_COUNT CQEs */
+			uint32_t period_us;     /* 0 .. WEFT_VERBS_CQ_MOD_MAX_US */
+			uint32_t uar;           /* the CQ's UAR page (its owner) */
+			uint32_t reserved[11];
+		} cq_mod;
 		struct {                /* QUERY_* */
 			uint64_t addr;          /* where the entry is written */
 			uint64_t reserved[6];
@@ -696,7 +713,10 @@ struct weft_vcqc {
 	uint32_t prod;                  /* CQEs written, free-running */
 	uint32_t ci;                    /* consumer index last read */
 	uint32_t vector, uar, refs;
-	uint32_t reserved[5];
+	uint16_t mod_count;             /* MODIFY_CQ count, 0 = off */
+	uint16_t mod_period_us;         /* MODIFY_CQ period, 0 = off */
+	uint32_t mod_cqes;              /* CQEs that matched the arm and wait for the event */
+	uint32_t reserved[3];
 };
 WEFT_STATIC_ASSERT(sizeof(struct weft_vcqc) == 64, "cq context");
 

@@ -294,7 +294,7 @@ bool weft_state_get_table(struct weft_state_r *r, const char *name, void *base, 
 /* A change of struct weft_core stops here: its author checks that a new
  * field is no pointer, deadline or embedder's value (core_scrub and
  * core_load) nor an index used unchecked (core_check). */
-WEFT_STATIC_ASSERT(sizeof(struct weft_core) == 184336, "weft_core changed: see core_scrub");
+WEFT_STATIC_ASSERT(sizeof(struct weft_core) == 184352, "weft_core changed: see core_scrub");
 
 /* The deadlines of struct weft_core: each handler's interrupt moderation. */
 #define IMOD_DL(h) offsetof(struct weft_core, imod[h].gap_end), \

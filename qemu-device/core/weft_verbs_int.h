@@ -173,6 +173,12 @@ struct vq_cq {
 	uint64_t ring, ci_addr;
 	uint32_t prod, ci;
 	uint32_t vector, uar, refs;
+	/* Event moderation (MODIFY_CQ, weft_verbs_cq.c): the event of the arm
+	 * waits for mod_count matching CQEs or until mod_due (0 = none). */
+	uint16_t mod_count, mod_period;
+	uint32_t mod_cqes;      /* matching CQEs held since the arm */
+	uint64_t mod_due;
+	bool in_tq;             /* in the timer list of CQs (ctq) */
 };
 
 struct vq_srq {
@@ -243,6 +249,8 @@ struct weft_verbs {
 	uint64_t timer_armed;   /* deadline last given to ops->timer_arm */
 	uint32_t *tq;           /* qpns that have a deadline set */
 	uint32_t ntq;
+	uint32_t *ctq;          /* cqns that hold a moderated event with a deadline */
+	uint32_t nctq;
 	uint32_t tm_head, tm_tail;      /* TM SRQs with tag operations to run */
 };
 
@@ -342,6 +350,12 @@ bool vq_cqe(struct weft_core *c, uint32_t cqn, struct weft_vcqe *e, bool solicit
 /* The CQ goes to error (CQ_ERR async event, once). */
 void vq_cq_error(struct weft_core *c, uint32_t cqn, struct vq_cq *cq, unsigned int reason);
 void vq_cq_arm(struct weft_core *c, uint32_t cqn, unsigned int flags, uint32_t ci);
+/* MODIFY_CQ (event moderation). */
+unsigned int vq_cmd_modify_cq(struct weft_core *c, const struct weft_vcmd *k,
+			      unsigned int *reason);
+/* Raise the held events whose period ended by now; returns the earliest
+ * deadline still held (0 = none). */
+uint64_t vq_cq_timers(struct weft_core *c, uint64_t now);
 
 /* ---- weft_verbs_sq.c: requester ----------------------------------------- */
 /* Transmit one packet or run one local WQE for qp; 1 done, 0 nothing,
@@ -467,6 +481,8 @@ void vq_go_back(struct weft_core *c, struct vq_qp *qp);
 void vq_timers(struct weft_core *c, uint64_t now);
 /* A deadline of qp was set: make sure the core timer fires by then. */
 void vq_timer_set(struct weft_core *c, struct vq_qp *qp, uint64_t deadline);
+/* The core timer fires by deadline (for any object of the engine). */
+void vq_timer_arm(struct weft_core *c, uint64_t deadline);
 uint64_t vq_rto_ns(const struct vq_qp *qp);
 /* Transmit a built packet: to ops->xmit, or looped back to this core. */
 int vq_link_xmit(struct weft_core *c, const void *pkt, size_t len);

@@ -31,6 +31,9 @@ static void tables_free(struct weft_verbs *v)
 	free(v->tq);
 	v->tq = NULL;
 	v->ntq = 0;
+	free(v->ctq);
+	v->ctq = NULL;
+	v->nctq = 0;
 	v->qp = NULL;
 	v->cq = NULL;
 	v->pd = NULL;
@@ -46,12 +49,14 @@ static bool tables_alloc(struct weft_verbs *v)
 	v->srq = calloc(v->nr_srq, sizeof(*v->srq));
 	v->tq = calloc(v->nr_qp, sizeof(*v->tq));
 	v->ntq = 0;
+	v->ctq = calloc(v->nr_cq ? v->nr_cq : 1, sizeof(*v->ctq));
+	v->nctq = 0;
 	v->sw_bytes = 0;
 	v->work_head = v->work_tail = VQ_NONE;
 	v->tm_head = v->tm_tail = VQ_NONE;
 	v->pend = false;
 	v->timer_armed = 0;
-	return v->qp && v->cq && v->pd && v->tpt && v->srq && v->tq;
+	return v->qp && v->cq && v->pd && v->tpt && v->srq && v->tq && v->ctq;
 }
 
 const char *weft_verbs_config(const struct weft_core_config *cfg, uint32_t out[5])
@@ -333,6 +338,7 @@ static unsigned int cmd_cq(struct weft_core *c, const struct weft_vcmd *k, bool 
 {
 	struct weft_verbs *v = c->verbs;
 	struct vq_cq *cq;
+	bool tq;
 
 	*reason = WEFT_R_CQ_INVALID;
 	if (k->handle >= v->nr_cq)
@@ -345,12 +351,16 @@ static unsigned int cmd_cq(struct weft_core *c, const struct weft_vcmd *k, bool 
 			*reason = WEFT_R_STAG_BUSY;
 			return WEFT_CMD_EBUSY;
 		}
+		/* Still in the timer list until the next timer drops it. */
+		tq = cq->in_tq;
 		memset(cq, 0, sizeof(*cq));
+		cq->in_tq = tq;
 		*reason = WEFT_R_OK;
 		return WEFT_CMD_OK;
 	}
 	if (cq->created)
 		return WEFT_CMD_EBUSY;
+	tq = cq->in_tq;
 	if (k->u.cq.log2_entries < 1 || k->u.cq.log2_entries > WEFT_VERBS_CQ_MAX_LOG2 ||
 	    k->u.cq.vector >= c->cfg.nr_handlers || k->u.cq.uar >= v->nr_uar ||
 	    (k->u.cq.ci_addr & 3))
@@ -362,6 +372,7 @@ static unsigned int cmd_cq(struct weft_core *c, const struct weft_vcmd *k, bool 
 		return WEFT_CMD_EFAULT;
 	}
 	memset(cq, 0, sizeof(*cq));
+	cq->in_tq = tq;
 	cq->created = true;
 	cq->log2 = (uint8_t)k->u.cq.log2_entries;
 	cq->ring = k->u.cq.ring_addr;
@@ -731,6 +742,9 @@ static void dump_cq(const struct vq_cq *cq, uint32_t cqn, struct weft_vcqc *d)
 	d->vector = cq->vector;
 	d->uar = cq->uar;
 	d->refs = cq->refs;
+	d->mod_count = cq->mod_count;
+	d->mod_period_us = cq->mod_period;
+	d->mod_cqes = cq->mod_cqes;
 }
 
 bool weft_core_verbs_tpt(const struct weft_core *c, uint32_t index, struct weft_tpt_entry *e)
@@ -847,6 +861,7 @@ static unsigned int run_cmd(struct weft_core *c, const struct weft_vcmd *k,
 	case WEFT_VCMD_CREATE_CQ: return cmd_cq(c, k, true, reason);
 	case WEFT_VCMD_DESTROY_CQ: return cmd_cq(c, k, false, reason);
 	case WEFT_VCMD_RESIZE_CQ: return cmd_resize_cq(c, k, resp, reason);
+	case WEFT_VCMD_MODIFY_CQ: return vq_cmd_modify_cq(c, k, reason);
 	case WEFT_VCMD_CREATE_QP: return cmd_create_qp(c, k, reason);
 	case WEFT_VCMD_MODIFY_QP: return cmd_modify_qp(c, k, reason);
 	case WEFT_VCMD_DESTROY_QP:
@@ -1118,12 +1133,14 @@ void weft_verbs_poll_timer(struct weft_core *c)
  * it to the layout) nor an index used unchecked (add it to vq_state_check).
  */
 WEFT_STATIC_ASSERT(sizeof(struct vq_qp) == 4296, "vq_qp changed: see weft_verbs_save");
-WEFT_STATIC_ASSERT(sizeof(struct weft_verbs) == 9328, "weft_verbs changed: see weft_verbs_save");
+WEFT_STATIC_ASSERT(sizeof(struct weft_verbs) == 9344, "weft_verbs changed: see weft_verbs_save");
+WEFT_STATIC_ASSERT(sizeof(struct vq_cq) == 72, "vq_cq changed: see weft_verbs_save");
 
 static const size_t vq_verbs_ptr[] = {
 	offsetof(struct weft_verbs, qp), offsetof(struct weft_verbs, cq),
 	offsetof(struct weft_verbs, pd), offsetof(struct weft_verbs, tpt),
 	offsetof(struct weft_verbs, srq), offsetof(struct weft_verbs, tq),
+	offsetof(struct weft_verbs, ctq),
 };
 static const size_t vq_verbs_dl[] = { offsetof(struct weft_verbs, timer_armed) };
 static const struct weft_state_layout vq_verbs_lay = {
@@ -1134,6 +1151,10 @@ static const size_t vq_qp_dl[] = { offsetof(struct vq_qp, rto), offsetof(struct 
 static const struct weft_state_layout vq_qp_lay = {
 	vq_qp_ptr, WEFT_STATE_N(vq_qp_ptr), vq_qp_dl, WEFT_STATE_N(vq_qp_dl),
 };
+static const size_t vq_cq_dl[] = { offsetof(struct vq_cq, mod_due) };
+static const struct weft_state_layout vq_cq_lay = {
+	NULL, 0, vq_cq_dl, WEFT_STATE_N(vq_cq_dl),
+};
 
 void weft_verbs_save(const struct weft_core *c, struct weft_state_w *w)
 {
@@ -1142,11 +1163,12 @@ void weft_verbs_save(const struct weft_core *c, struct weft_state_w *w)
 
 	weft_state_put_struct(w, "weft_verbs", v, sizeof(*v), &vq_verbs_lay);
 	weft_state_put_table(w, "vq_qp", v->qp, v->qp ? v->nr_qp : 0, sizeof(*v->qp), &vq_qp_lay);
-	weft_state_put_table(w, "vq_cq", v->cq, v->cq ? v->nr_cq : 0, sizeof(*v->cq), NULL);
+	weft_state_put_table(w, "vq_cq", v->cq, v->cq ? v->nr_cq : 0, sizeof(*v->cq), &vq_cq_lay);
 	weft_state_put_table(w, "vq_pd", v->pd, v->pd ? v->nr_pd : 0, sizeof(*v->pd), NULL);
 	weft_state_put_table(w, "vq_tpt", v->tpt, v->tpt ? v->nr_tpt : 0, sizeof(*v->tpt), NULL);
 	weft_state_put_table(w, "vq_srq", v->srq, v->srq ? v->nr_srq : 0, sizeof(*v->srq), NULL);
 	weft_state_put_table(w, "vq_tq", v->tq, v->ntq, sizeof(*v->tq), NULL);
+	weft_state_put_table(w, "vq_ctq", v->ctq, v->nctq, sizeof(*v->ctq), NULL);
 	for (i = 0; v->qp && i < v->nr_qp; i++)
 		n += v->qp[i].sw != NULL;
 	weft_state_put_u32(w, n);
@@ -1180,7 +1202,8 @@ static bool vq_state_bools(struct weft_core *c, struct weft_state_r *r)
 			      offsetof(struct vq_qp, ack_now), offsetof(struct vq_qp, in_tq),
 			      offsetof(struct vq_qp, in_work), offsetof(struct vq_qp, flushing)) ||
 	    !WEFT_STATE_BOOLS(r, "CQ", v->cq, v->nr_cq, struct vq_cq,
-			      offsetof(struct vq_cq, created), offsetof(struct vq_cq, error)) ||
+			      offsetof(struct vq_cq, created), offsetof(struct vq_cq, error),
+			      offsetof(struct vq_cq, in_tq)) ||
 	    !WEFT_STATE_BOOLS(r, "PD", v->pd, v->nr_pd, struct vq_pd,
 			      offsetof(struct vq_pd, created)) ||
 	    !WEFT_STATE_BOOLS(r, "TPT entry", v->tpt, v->nr_tpt, struct vq_tpt,
@@ -1205,6 +1228,9 @@ static bool vq_state_check(struct weft_core *c, struct weft_state_r *r)
 	for (i = 0; i < v->ntq; i++)
 		if (!v->tq[i] || v->tq[i] >= v->nr_qp)
 			return weft_state_fail(r, "verbs: timer QP %u", v->tq[i]);
+	for (i = 0; i < v->nctq; i++)
+		if (v->ctq[i] >= v->nr_cq)
+			return weft_state_fail(r, "verbs: timer CQ %u", v->ctq[i]);
 	for (i = 0; i < v->nr_qp; i++) {
 		const struct vq_qp *q = &v->qp[i];
 
@@ -1238,7 +1264,8 @@ static bool vq_state_check(struct weft_core *c, struct weft_state_r *r)
 		const struct vq_cq *q = &v->cq[i];
 
 		if (q->created && (q->log2 > WEFT_VERBS_CQ_MAX_LOG2 || q->uar >= v->nr_uar ||
-				   q->vector >= WEFT_MAX_HANDLERS))
+				   q->vector >= WEFT_MAX_HANDLERS ||
+				   q->mod_period > WEFT_VERBS_CQ_MOD_MAX_US))
 			return weft_state_fail(r, "verbs: CQ %u has an index out of range", i);
 	}
 	for (i = 0; i < v->nr_srq; i++) {
@@ -1270,12 +1297,15 @@ bool weft_verbs_load(struct weft_core *c, struct weft_state_r *r)
 	v->sw_bytes = 0;
 	if (v->ntq > v->nr_qp)
 		return weft_state_fail(r, "verbs: %u timer QPs", v->ntq);
+	if (v->nctq > v->nr_cq)
+		return weft_state_fail(r, "verbs: %u timer CQs", v->nctq);
 	if (!weft_state_get_table(r, "vq_qp", v->qp, v->nr_qp, sizeof(*v->qp), &vq_qp_lay) ||
-	    !weft_state_get_table(r, "vq_cq", v->cq, v->nr_cq, sizeof(*v->cq), NULL) ||
+	    !weft_state_get_table(r, "vq_cq", v->cq, v->nr_cq, sizeof(*v->cq), &vq_cq_lay) ||
 	    !weft_state_get_table(r, "vq_pd", v->pd, v->nr_pd, sizeof(*v->pd), NULL) ||
 	    !weft_state_get_table(r, "vq_tpt", v->tpt, v->nr_tpt, sizeof(*v->tpt), NULL) ||
 	    !weft_state_get_table(r, "vq_srq", v->srq, v->nr_srq, sizeof(*v->srq), NULL) ||
 	    !weft_state_get_table(r, "vq_tq", v->tq, v->ntq, sizeof(*v->tq), NULL) ||
+	    !weft_state_get_table(r, "vq_ctq", v->ctq, v->nctq, sizeof(*v->ctq), NULL) ||
 	    !vq_state_bools(c, r) || !weft_state_get_u32(r, &nsw))
 		return false;
 	for (i = 0; i < nsw; i++) {

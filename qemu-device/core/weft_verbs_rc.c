@@ -120,6 +120,16 @@ static uint64_t rnr_ns(unsigned int code)
 	return (uint64_t)us[code & 31] * 1000;
 }
 
+void vq_timer_arm(struct weft_core *c, uint64_t deadline)
+{
+	struct weft_verbs *v = c->verbs;
+
+	if (!v->timer_armed || deadline < v->timer_armed) {
+		v->timer_armed = deadline;
+		weft_timer_sync(c);
+	}
+}
+
 void vq_timer_set(struct weft_core *c, struct vq_qp *qp, uint64_t deadline)
 {
 	struct weft_verbs *v = c->verbs;
@@ -128,10 +138,7 @@ void vq_timer_set(struct weft_core *c, struct vq_qp *qp, uint64_t deadline)
 		v->tq[v->ntq++] = vq_qpn(c, qp);
 		qp->in_tq = true;
 	}
-	if (!v->timer_armed || deadline < v->timer_armed) {
-		v->timer_armed = deadline;
-		weft_timer_sync(c);
-	}
+	vq_timer_arm(c, deadline);
 }
 
 /* The oldest unfinished request fails: a WQE, or a device rendezvous
@@ -181,10 +188,11 @@ static void qp_timer(struct weft_core *c, struct vq_qp *qp, uint64_t now)
 void vq_timers(struct weft_core *c, uint64_t now)
 {
 	struct weft_verbs *v = c->verbs;
-	uint64_t next = 0;
+	uint64_t next;
 	uint32_t i, j;
 
 	v->timer_armed = 0;
+	next = vq_cq_timers(c, now);
 	for (i = 0; i < v->ntq; i++) {
 		struct vq_qp *qp = &v->qp[v->tq[i]];
 

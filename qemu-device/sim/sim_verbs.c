@@ -128,6 +128,15 @@ int wsv_poll(struct weft_sim *s, struct wsv_cq *cq, struct weft_vcqe *e)
 	return 1;
 }
 
+int wsv_cq_modify(struct weft_sim *s, struct wsv_cq *cq, uint32_t count, uint32_t period_us)
+{
+	struct weft_vcmd k = { .op = WEFT_VCMD_MODIFY_CQ, .handle = cq->cqn };
+
+	k.u.cq_mod.count = count;
+	k.u.cq_mod.period_us = period_us;
+	return wsv_cmd(s, cq->node, &k, NULL);
+}
+
 void wsv_arm(struct weft_sim *s, struct wsv_cq *cq, unsigned int flags)
 {
 	uar_write(s, cq->node, 0, WEFT_UAR_CQ_ARM, WEFT_UAR_ARM(cq->cqn, flags, cq->ci));

@@ -65,6 +65,8 @@ int wsv_cq_create(struct weft_sim *s, unsigned int node, uint32_t cqn, uint32_t 
  * then the command; on success cq takes the new ring and *prod (if not
  * NULL) the CQEs written so far.  Returns the CMD status. */
 int wsv_cq_resize(struct weft_sim *s, struct wsv_cq *cq, uint32_t log2, uint64_t *prod);
+/* MODIFY_CQ: event moderation of cq (UAR page 0).  Returns the CMD status. */
+int wsv_cq_modify(struct weft_sim *s, struct wsv_cq *cq, uint32_t count, uint32_t period_us);
 /* Next CQE (returns 1 and copies it, 0 when none). */
 int wsv_poll(struct weft_sim *s, struct wsv_cq *cq, struct weft_vcqe *e);
 void wsv_arm(struct weft_sim *s, struct wsv_cq *cq, unsigned int flags);

@@ -383,8 +383,8 @@ def verbs_recovery(t):
 def vtap(t, n, name, r):
     """The TAP output of a verbs test program as the scenario's checks:
     each "# checked:" line (printed only for a point whose checks held) is
-    a check, each "not ok" point a failed one; the program must also exit 0
-    with its whole plan passed."""
+    a check, each "not ok" point a failed one, each "# figure:" line is
+    printed; the program must also exit 0 with its whole plan passed."""
     for line in r.lines():
         if line.startswith("# checked: node"):
             t.checked(line[len("# checked: "):])
@@ -396,6 +396,8 @@ def vtap(t, n, name, r):
             t.checked(line)
         elif line.startswith("# FAIL") or line.startswith("Bail out!"):
             t.say(f"node{n}: {line}")
+        elif line.startswith("# figure: "):
+            t.say(f"node{n}: {line[2:]}")
     lines = r.lines()
     ok = sum(1 for x in lines if x.startswith("ok "))
     bad = sum(1 for x in lines if x.startswith("not ok "))
@@ -478,7 +480,9 @@ def verbs_qpx(t):
 
 @scenario("verbs-cq", "C2", "user verbs: ibv_resize_cq on node1 with completions waiting and with RDMA writes in "
           "flight: every completion once and in order, a resize below the completions outstanding EINVAL, the CQ's "
-          "event after the resizes, node0's memory byte-exact (weft-verbs-cq)")
+          "event after the resizes; ibv_modify_cq: 4 events for 16 completions with count 4 (16 without), none "
+          "before the 4th, a period's event not before it, bad values EINVAL, a stream's events with and without "
+          "moderation as a figure; node0's memory byte-exact (weft-verbs-cq)")
 def verbs_cq(t):
     vrun(t, vpair, "weft-verbs-cq")
 

@@ -1519,6 +1519,7 @@ static void act_vcmd(struct fz *f, struct fz_src *src)
 		WEFT_VCMD_CREATE_SRQ, WEFT_VCMD_MODIFY_SRQ, WEFT_VCMD_MODIFY_SRQ,
 		WEFT_VCMD_QUERY_SRQ, WEFT_VCMD_DESTROY_SRQ, WEFT_VCMD_CREATE_QP,
 		WEFT_VCMD_RESIZE_CQ, WEFT_VCMD_RESIZE_CQ, WEFT_VCMD_QUERY_HQ, WEFT_VCMD_QUERY_HQ,
+		WEFT_VCMD_MODIFY_CQ, WEFT_VCMD_MODIFY_CQ,
 	};
 	struct fz_node *n = &f->n[0];
 	struct weft_vcmd k;
@@ -1594,6 +1595,18 @@ static void act_vcmd(struct fz *f, struct fz_src *src)
 			k.u.cq.ci_addr = below(src, 4) ? n->cq_ci : interesting(f, src);
 			k.u.cq.log2_entries = below(src, 4) ? (uint32_t)(1 + below(src, 7)) :
 					      (uint32_t)below(src, 20);
+		}
+		break;
+	case WEFT_VCMD_MODIFY_CQ:
+		/* Mostly CQ 1 with small values (events held, periods that end
+		 * while traffic runs), or anything. */
+		if (below(src, 4)) {
+			k.handle = below(src, 4) ? 1 : (uint32_t)below(src, 3);
+			k.u.cq_mod.count = below(src, 4) ? (uint32_t)below(src, 9) :
+					   (uint32_t)src_u64(src);
+			k.u.cq_mod.period_us = below(src, 4) ? (uint32_t)below(src, 50) :
+					       (uint32_t)src_u64(src);
+			k.u.cq_mod.uar = below(src, 8) ? 0 : (uint32_t)below(src, 3);
 		}
 		break;
 	case WEFT_VCMD_SET_GID:
