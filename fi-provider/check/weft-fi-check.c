@@ -1523,9 +1523,6 @@ static void cntr_checks(void)
 	      "the block %llu (%llu) unwritten by software, the offset kept beside it",
 	      (unsigned long long)fi_cntr_read(r), (unsigned long long)fi_cntr_readerr(r),
 	      (unsigned long long)hw, (unsigned long long)(want + 3));
-	/* Open until the end: closed before the fallback below, the
-	 * fallback endpoint's first write to B timed out (docs/libfabric.md
-	 * "Not done yet"). */
 	re = cn_ep(&a, info, rd, FI_READ);
 	tgt[2] = 0x5a5a5a5a5a5a5a5aull;
 	src = 0;
@@ -1534,6 +1531,14 @@ static void cntr_checks(void)
 	      !srd.sw_value && fi_cntr_read(rd) == 2,
 	      "fi_cntr FI_READ: 2 reads counted %llu by the adapter, %llu by software, data read",
 	      (unsigned long long)srd.hw_count, (unsigned long long)srd.sw_value);
+	/* The initiators closed: the fallback's endpoint connects to B after them. */
+	for (i = 0; i < CN_EPS; i++) {
+		fi_close(&aep[i]->fid);
+		aep[i] = NULL;
+	}
+	if (re)
+		fi_close(&re->fid);
+	re = NULL;
 	cn_fallback(fab, info, bep, r, &src, (uintptr_t)tgt, key, want + 3);
 out:
 	for (i = 0; i < CN_EPS; i++)
