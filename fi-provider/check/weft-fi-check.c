@@ -1611,47 +1611,45 @@ static void reconnect_check(struct fid_fabric *fab, struct fi_info *info, bool s
 			    double pause)
 {
 	struct cn_side t = { 0 }, a = { 0 }, b = { 0 }, *bs = same_domain ? &a : &b;
-	struct fid_ep *tep = NULL, *aep = NULL, *bep = NULL;
+	struct fid_ep *ep[3] = { NULL };	/* A, B, the target */
 	struct fid_mr *mr = NULL;
 	uint64_t *tgt = aligned_alloc(64, 64), va = 0x1111111111111111ull, vb = 0x2222222222222222ull;
 	uint8_t name[64];
 	size_t len = sizeof(name);
 	fi_addr_t ta, tb;
-	int ra = -1, rb = -1;
+	int i, ra = -1, rb = -1;
 	double t0 = 0;
 
 	if (!tgt || cn_side_open(fab, info, &t) || cn_side_open(fab, info, &a) ||
-	    (!same_domain && cn_side_open(fab, info, &b)) || !(tep = cn_ep(&t, info, NULL, 0)) ||
+	    (!same_domain && cn_side_open(fab, info, &b)) || !(ep[2] = cn_ep(&t, info, NULL, 0)) ||
 	    fi_mr_reg(t.dom, tgt, 64, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL) ||
-	    fi_getname(&tep->fid, name, &len) || fi_av_insert(a.av, name, 1, &ta, 0, NULL) != 1 ||
+	    fi_getname(&ep[2]->fid, name, &len) || fi_av_insert(a.av, name, 1, &ta, 0, NULL) != 1 ||
 	    (!same_domain && fi_av_insert(b.av, name, 1, &tb, 0, NULL) != 1) ||
-	    !(aep = cn_ep(&a, info, NULL, 0))) {
+	    !(ep[0] = cn_ep(&a, info, NULL, 0))) {
 		CHECK(0, "reconnect: endpoints set up");
 		goto out;
 	}
 	if (same_domain)
 		tb = ta;
 	memset(tgt, 0, 64);
-	ra = rc_write(aep, a.cq, ta, t.cq, 2, &va, (uintptr_t)tgt, fi_mr_key(mr));
-	fi_close(&aep->fid);
-	aep = NULL;
+	ra = rc_write(ep[0], a.cq, ta, t.cq, 2, &va, (uintptr_t)tgt, fi_mr_key(mr));
+	fi_close(&ep[0]->fid);
+	ep[0] = NULL;
 	if (pause > 0)
 		usleep((useconds_t)(pause * 1e6));
-	bep = cn_ep(bs, info, NULL, 0);
+	ep[1] = cn_ep(bs, info, NULL, 0);
 	t0 = now();
-	rb = bep ? rc_write(bep, bs->cq, tb, t.cq, 1, &vb, (uintptr_t)(tgt + 1), fi_mr_key(mr)) : -1;
+	rb = ep[1] ? rc_write(ep[1], bs->cq, tb, t.cq, 1, &vb, (uintptr_t)(tgt + 1), fi_mr_key(mr)) :
+		     -1;
 	t0 = now() - t0;
 	CHECK(!ra && tgt[0] == va && !rb && tgt[1] == vb,
 	      "reconnect: A wrote twice to a target and was closed; %.1f s later a new endpoint in %s "
 	      "writes to it: %d (0) in %.1f s, data placed: %s (A's writes: %d)", pause,
 	      same_domain ? "A's domain" : "a new domain", rb, t0, tgt[1] == vb ? "yes" : "no", ra);
 out:
-	if (aep)
-		fi_close(&aep->fid);
-	if (bep)
-		fi_close(&bep->fid);
-	if (tep)
-		fi_close(&tep->fid);
+	for (i = 0; i < 3; i++)
+		if (ep[i])
+			fi_close(&ep[i]->fid);
 	if (mr)
 		fi_close(&mr->fid);
 	cn_side_close(&t);
