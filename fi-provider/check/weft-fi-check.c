@@ -1570,9 +1570,10 @@ out:
  * then B, in a new domain or in A's, writes to T: its first write must
  * connect and complete, and its data arrive.  T is progressed by another
  * thread during the writes only (nothing progresses it when A closes),
- * its CQ read as an application's would. */
+ * from `late` seconds into them, its CQ read as an application's would. */
 struct rc_prog {
 	struct fid_cq *cq;
+	double late;
 	volatile int stop;
 };
 
@@ -1581,17 +1582,18 @@ static void *rc_progress(void *arg)
 	struct rc_prog *p = arg;
 	struct fi_cq_tagged_entry e;
 
+	usleep((useconds_t)(p->late * 1e6));
 	while (!p->stop)
 		fi_cq_read(p->cq, &e, 1);
 	return NULL;
 }
 
-/* n writes of 8 B (*src) from ep to t at addr, t progressed meanwhile: 0
- * when all completed, else the first error. */
-static int rc_write(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t t, struct fid_cq *tcq, int n,
-		    uint64_t *src, uint64_t addr, uint64_t key)
+/* n writes of 8 B (*src) from ep to t at addr, t progressed meanwhile
+ * from `late` s on: 0 when all completed, else the first error. */
+static int rc_write(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t t, struct fid_cq *tcq,
+		    double late, int n, uint64_t *src, uint64_t addr, uint64_t key)
 {
-	struct rc_prog p = { .cq = tcq };
+	struct rc_prog p = { .cq = tcq, .late = late };
 	struct fi_cq_tagged_entry e;
 	pthread_t th;
 	int i, ret = 0;
@@ -1608,7 +1610,7 @@ static int rc_write(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t t, struct fi
 }
 
 static void reconnect_check(struct fid_fabric *fab, struct fi_info *info, bool same_domain,
-			    double pause)
+			    double pause, double late)
 {
 	struct cn_side t = { 0 }, a = { 0 }, b = { 0 }, *bs = same_domain ? &a : &b;
 	struct fid_ep *ep[3] = { NULL };	/* A, B, the target */
@@ -1632,20 +1634,21 @@ static void reconnect_check(struct fid_fabric *fab, struct fi_info *info, bool s
 	if (same_domain)
 		tb = ta;
 	memset(tgt, 0, 64);
-	ra = rc_write(ep[0], a.cq, ta, t.cq, 2, &va, (uintptr_t)tgt, fi_mr_key(mr));
+	ra = rc_write(ep[0], a.cq, ta, t.cq, 0, 2, &va, (uintptr_t)tgt, fi_mr_key(mr));
 	fi_close(&ep[0]->fid);
 	ep[0] = NULL;
 	if (pause > 0)
 		usleep((useconds_t)(pause * 1e6));
 	ep[1] = cn_ep(bs, info, NULL, 0);
 	t0 = now();
-	rb = ep[1] ? rc_write(ep[1], bs->cq, tb, t.cq, 1, &vb, (uintptr_t)(tgt + 1), fi_mr_key(mr)) :
-		     -1;
+	rb = ep[1] ? rc_write(ep[1], bs->cq, tb, t.cq, late, 1, &vb, (uintptr_t)(tgt + 1),
+			      fi_mr_key(mr)) : -1;
 	t0 = now() - t0;
 	CHECK(!ra && tgt[0] == va && !rb && tgt[1] == vb,
 	      "reconnect: A wrote twice to a target and was closed; %.1f s later a new endpoint in %s "
-	      "writes to it: %d (0) in %.1f s, data placed: %s (A's writes: %d)", pause,
-	      same_domain ? "A's domain" : "a new domain", rb, t0, tgt[1] == vb ? "yes" : "no", ra);
+	      "writes to it, the target progressed from %.1f s into the write: %d (0) in %.1f s, data "
+	      "placed: %s (A's writes: %d)", pause, same_domain ? "A's domain" : "a new domain", late,
+	      rb, t0, tgt[1] == vb ? "yes" : "no", ra);
 out:
 	for (i = 0; i < 3; i++)
 		if (ep[i])
@@ -1669,9 +1672,12 @@ static void reconnect_checks(void)
 	    fi_fabric(info->fabric_attr, &fab, NULL)) {
 		CHECK(0, "reconnect: fi_getinfo FI_RMA, fi_fabric");
 	} else {
-		reconnect_check(fab, info, false, 0);
-		reconnect_check(fab, info, true, 0);
-		reconnect_check(fab, info, false, 2);
+		reconnect_check(fab, info, false, 0, 0);
+		reconnect_check(fab, info, true, 0, 0);
+		reconnect_check(fab, info, false, 2, 0);
+		/* B's first REQs come before T's progress has taken A's
+		 * DISCONNECTED: refused as stale, tried again. */
+		reconnect_check(fab, info, false, 0, 1);
 	}
 	if (fab)
 		fi_close(&fab->fid);
