@@ -12,8 +12,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <arpa/inet.h>
 
 #include "wfi.h"
 
@@ -214,6 +216,13 @@ static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
 		on_request(ep, ev);
 		return;
 	}
+	/* The peer's DREQ answered with a DREP (docs/libfabric.md "A peer
+	 * that goes away"): until then the kernel's CM keeps the connection
+	 * among its remote QPs and refuses as stale (IB_CM_REJ_STALE_CONN)
+	 * every REQ from the peer's adapter with that QP's number, which
+	 * weft_ib gives again to the next QP made there. */
+	if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
+		rdma_disconnect(ev->id);
 	if (p && p->out != ev->id) {	/* an accepted connection */
 		if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
 			peer_dead(ep, p);
@@ -288,6 +297,14 @@ void wfi_conn_progress(struct wfi_ep *ep)
 			copy.param.conn.private_data_len = (uint8_t)len;
 		}
 		rdma_ack_cm_event(ev);
+		if (ep->log) {
+			char a[INET_ADDRSTRLEN];
+
+			fprintf(stderr, "weft: %s:%u: %s (status %d) on QP %u\n",
+				inet_ntop(AF_INET, &ep->name.sin.sin_addr, a, sizeof(a)),
+				ntohs(ep->name.sin.sin_port), rdma_event_str(copy.event),
+				copy.status, copy.id->qp ? copy.id->qp->qp_num : 0);
+		}
 		on_event(ep, &copy);
 	}
 }

@@ -321,7 +321,7 @@ struct wfi_ep {
 	unsigned int rkey_next;
 	int keyq_peer;			/* the peer a key query waits on, or -1 */
 	uint64_t keyq_key;
-	bool log;			/* WEFT_FI_LOG: completion errors on stderr */
+	bool log;			/* WEFT_FI_LOG: completion errors, CM events on stderr */
 	uint32_t unexp_cnt;		/* unexpected messages seen (TM sync) */
 	uint32_t sync_sent;		/* the count the last tag operation carried */
 	struct wfi_peer *peers;		/* index + 1 = the peer's id here */

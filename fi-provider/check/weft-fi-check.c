@@ -15,9 +15,10 @@
  * their bad arguments), deferred work (fi_control FI_QUEUE_WORK) and a
  * triggered send; and a second process on the node, with receives that
  * take any tag, never receives, peeks or completes any of the first
- * endpoint's messages; and counters backed by the adapter's event
- * counters (cntr_checks).  Prints "ok N - ..." / "not ok N - ..." and exits
- * non-zero when a check failed.
+ * endpoint's messages; counters backed by the adapter's event counters
+ * (cntr_checks); and a new endpoint's write to a target that a closed
+ * endpoint of this process wrote to (reconnect_checks).  Prints
+ * "ok N - ..." / "not ok N - ..." and exits non-zero when a check failed.
  *
  * With --peer-death, two processes on two nodes: the server (the
  * survivor) and a client that the caller kills (SIGKILL) while a 256 MiB
@@ -26,7 +27,10 @@
  * receive directed to the client fail with error completions within 60 s
  * and that a later send to the client fails, then exits.
  *
+ * With --reconnect, only reconnect_checks.
+ *
  * Usage: weft-fi-check [--no-loopback]
+ *        weft-fi-check --reconnect
  *        weft-fi-check --peer-death server PORT recv|send
  *        weft-fi-check --peer-death client SERVER PORT recv|send
  */
@@ -1062,6 +1066,7 @@ static void atomic_checks(void)
 }
 
 static void cntr_checks(void);
+static void reconnect_checks(void);
 
 int main(int argc, char **argv)
 {
@@ -1086,6 +1091,11 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "--peer-death"))
 		return peer_death(argc, argv);
+	if (argc > 1 && !strcmp(argv[1], "--reconnect")) {
+		reconnect_checks();
+		printf("1..%d\n%d of %d checks failed\n", n_checks, n_failed, n_checks);
+		return n_failed ? 1 : 0;
+	}
 	/* The second process forks before either touches libfabric. */
 	if (loopback && !pipe(up) && !pipe(down)) {
 		pid = fork();
@@ -1232,6 +1242,7 @@ int main(int argc, char **argv)
 		spill_checks(ep, cq, self, info->rx_attr->size);
 		atomic_checks();
 		cntr_checks();
+		reconnect_checks();
 		if (pid > 0 && (write(down[1], "x", 1) != 1 || read(up[0], &got, sizeof(got)) != sizeof(got)))
 			got = -1;
 		CHECK(got == 0, "the second process's any-tag receives, FI_MSG receive and FI_PEEK got %d of "
@@ -1512,9 +1523,6 @@ static void cntr_checks(void)
 	      "the block %llu (%llu) unwritten by software, the offset kept beside it",
 	      (unsigned long long)fi_cntr_read(r), (unsigned long long)fi_cntr_readerr(r),
 	      (unsigned long long)hw, (unsigned long long)(want + 3));
-	/* Open until the end: closed before the fallback below, the
-	 * fallback endpoint's first write to B timed out (docs/libfabric.md
-	 * "Not done yet"). */
 	re = cn_ep(&a, info, rd, FI_READ);
 	tgt[2] = 0x5a5a5a5a5a5a5a5aull;
 	src = 0;
@@ -1523,6 +1531,14 @@ static void cntr_checks(void)
 	      !srd.sw_value && fi_cntr_read(rd) == 2,
 	      "fi_cntr FI_READ: 2 reads counted %llu by the adapter, %llu by software, data read",
 	      (unsigned long long)srd.hw_count, (unsigned long long)srd.sw_value);
+	/* The initiators closed: the fallback's endpoint connects to B after them. */
+	for (i = 0; i < CN_EPS; i++) {
+		fi_close(&aep[i]->fid);
+		aep[i] = NULL;
+	}
+	if (re)
+		fi_close(&re->fid);
+	re = NULL;
 	cn_fallback(fab, info, bep, r, &src, (uintptr_t)tgt, key, want + 3);
 out:
 	for (i = 0; i < CN_EPS; i++)
@@ -1547,4 +1563,124 @@ out:
 	fi_freeinfo(info);
 	fi_freeinfo(h);
 	free(tgt);
+}
+
+/* A peer that closed its endpoint, then a new one (docs/libfabric.md "A
+ * peer that goes away"): A writes twice to the target T and is closed;
+ * then B, in a new domain or in A's, writes to T: its first write must
+ * connect and complete, and its data arrive.  T is progressed by another
+ * thread during the writes only (nothing progresses it when A closes),
+ * from `late` seconds into them, its CQ read as an application's would. */
+struct rc_prog {
+	struct fid_cq *cq;
+	double late;
+	volatile int stop;
+};
+
+static void *rc_progress(void *arg)
+{
+	struct rc_prog *p = arg;
+	struct fi_cq_tagged_entry e;
+
+	usleep((useconds_t)(p->late * 1e6));
+	while (!p->stop)
+		fi_cq_read(p->cq, &e, 1);
+	return NULL;
+}
+
+/* n writes of 8 B (*src) from ep to t at addr, t progressed meanwhile
+ * from `late` s on: 0 when all completed, else the first error. */
+static int rc_write(struct fid_ep *ep, struct fid_cq *cq, fi_addr_t t, struct fid_cq *tcq,
+		    double late, int n, uint64_t *src, uint64_t addr, uint64_t key)
+{
+	struct rc_prog p = { .cq = tcq, .late = late };
+	struct fi_cq_tagged_entry e;
+	pthread_t th;
+	int i, ret = 0;
+
+	if (pthread_create(&th, NULL, rc_progress, &p))
+		return -FI_ENOMEM;
+	for (i = 0; i < n && !ret; i++) {
+		ret = (int)fi_write(ep, src, 8, NULL, t, addr, key, &e);
+		ret = ret ? ret : wait_one(cq, &e, 30);
+	}
+	p.stop = 1;
+	pthread_join(th, NULL);
+	return ret;
+}
+
+static void reconnect_check(struct fid_fabric *fab, struct fi_info *info, bool same_domain,
+			    double pause, double late)
+{
+	struct cn_side t = { 0 }, a = { 0 }, b = { 0 }, *bs = same_domain ? &a : &b;
+	struct fid_ep *ep[3] = { NULL };	/* A, B, the target */
+	struct fid_mr *mr = NULL;
+	uint64_t *tgt = aligned_alloc(64, 64), va = 0x1111111111111111ull, vb = 0x2222222222222222ull;
+	uint8_t name[64];
+	size_t len = sizeof(name);
+	fi_addr_t ta, tb;
+	int i, ra = -1, rb = -1;
+	double t0 = 0;
+
+	if (!tgt || cn_side_open(fab, info, &t) || cn_side_open(fab, info, &a) ||
+	    (!same_domain && cn_side_open(fab, info, &b)) || !(ep[2] = cn_ep(&t, info, NULL, 0)) ||
+	    fi_mr_reg(t.dom, tgt, 64, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL) ||
+	    fi_getname(&ep[2]->fid, name, &len) || fi_av_insert(a.av, name, 1, &ta, 0, NULL) != 1 ||
+	    (!same_domain && fi_av_insert(b.av, name, 1, &tb, 0, NULL) != 1) ||
+	    !(ep[0] = cn_ep(&a, info, NULL, 0))) {
+		CHECK(0, "reconnect: endpoints set up");
+		goto out;
+	}
+	if (same_domain)
+		tb = ta;
+	memset(tgt, 0, 64);
+	ra = rc_write(ep[0], a.cq, ta, t.cq, 0, 2, &va, (uintptr_t)tgt, fi_mr_key(mr));
+	fi_close(&ep[0]->fid);
+	ep[0] = NULL;
+	if (pause > 0)
+		usleep((useconds_t)(pause * 1e6));
+	ep[1] = cn_ep(bs, info, NULL, 0);
+	t0 = now();
+	rb = ep[1] ? rc_write(ep[1], bs->cq, tb, t.cq, late, 1, &vb, (uintptr_t)(tgt + 1),
+			      fi_mr_key(mr)) : -1;
+	t0 = now() - t0;
+	CHECK(!ra && tgt[0] == va && !rb && tgt[1] == vb,
+	      "reconnect: A wrote twice to a target and was closed; %.1f s later a new endpoint in %s "
+	      "writes to it, the target progressed from %.1f s into the write: %d (0) in %.1f s, data "
+	      "placed: %s (A's writes: %d)", pause, same_domain ? "A's domain" : "a new domain", late,
+	      rb, t0, tgt[1] == vb ? "yes" : "no", ra);
+out:
+	for (i = 0; i < 3; i++)
+		if (ep[i])
+			fi_close(&ep[i]->fid);
+	if (mr)
+		fi_close(&mr->fid);
+	cn_side_close(&t);
+	cn_side_close(&a);
+	cn_side_close(&b);
+	free(tgt);
+}
+
+static void reconnect_checks(void)
+{
+	struct fi_info *h = hints_rdm(), *info = NULL;
+	struct fid_fabric *fab = NULL;
+
+	h->caps = FI_TAGGED | FI_MSG | FI_RMA;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+	if (fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, h, &info) ||
+	    fi_fabric(info->fabric_attr, &fab, NULL)) {
+		CHECK(0, "reconnect: fi_getinfo FI_RMA, fi_fabric");
+	} else {
+		reconnect_check(fab, info, false, 0, 0);
+		reconnect_check(fab, info, true, 0, 0);
+		reconnect_check(fab, info, false, 2, 0);
+		/* B's first REQs come before T's progress has taken A's
+		 * DISCONNECTED: refused as stale, tried again. */
+		reconnect_check(fab, info, false, 0, 1);
+	}
+	if (fab)
+		fi_close(&fab->fid);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
 }
