@@ -49,6 +49,7 @@ struct weft_ibdev {
 	struct weft_verbs_caps caps;
 	void __iomem *uar0;		/* the kernel's UAR page */
 	struct ida pd_ida, cq_ida, qp_ida, tpt_ida, uar_ida, srq_ida;
+	u32 qp_next;			/* where the next QP number is looked for */
 	struct xarray cqs, qps, srqs;	/* by number, for events and poll */
 	u8 *tpt_gen;			/* last Tag_Instance per Tag_Index */
 	spinlock_t gen_lock;

@@ -41,6 +41,30 @@ static int weft_stride(u32 hdr, u32 nsge, u32 lo, u32 hi)
 	return s > hi ? -EINVAL : s;
 }
 
+/*
+ * A QP number, taken in rotation from 2 up as hardware does: the lowest
+ * free one would give a new QP the number of one just destroyed, and a
+ * peer's CM that has not yet finished with the old connection refuses
+ * the new one as stale (IB_CM_REJ_STALE_CONN; docs/verbs-linux.md).
+ * qp_next is only a hint, so racing creates need no lock for it.
+ */
+static int weft_ib_qpn_alloc(struct weft_ibdev *dev)
+{
+	u32 last = dev->caps.nr_qp - 1, from = READ_ONCE(dev->qp_next);
+	int ret;
+
+	if (from < 2 || from > last)
+		from = 2;
+	ret = ida_alloc_range(&dev->qp_ida, from, last, GFP_KERNEL);
+	if (ret == -ENOSPC && from > 2)
+		ret = ida_alloc_range(&dev->qp_ida, 2, from - 1, GFP_KERNEL);
+	if (ret == -ENOSPC)
+		return -ENOMEM;
+	if (ret >= 0)
+		WRITE_ONCE(dev->qp_next, ret + 1);
+	return ret;
+}
+
 /* The SQ and, unless the QP receives from an SRQ (srq), the RQ. */
 static int weft_ib_qp_rings(struct weft_ibdev *dev, struct weft_ibqp *qp,
 			    struct ib_qp_cap *cap, bool srq)
@@ -179,9 +203,7 @@ int weft_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		dev->gsi_used = true;
 		mutex_unlock(&dev->gsi_lock);
 	} else {
-		ret = ida_alloc_range(&dev->qp_ida, 2, dev->caps.nr_qp - 1, GFP_KERNEL);
-		if (ret == -ENOSPC)
-			ret = -ENOMEM;
+		ret = weft_ib_qpn_alloc(dev);
 	}
 	if (ret < 0)
 		goto err_charge;

@@ -287,6 +287,35 @@ static void qp_errors(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_mr *mr, u
 	EXPECT_RET(ibv_dealloc_pd(pd), EBUSY, "ibv_dealloc_pd(a PD with a live MR)");
 }
 
+/*
+ * A QP destroyed and created again gets a new number (weft_ib numbers
+ * QPs in rotation, docs/verbs-linux.md): a peer's CM still holding the
+ * old connection would refuse a reused number as stale.
+ */
+static void qpn_rotation(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_cap cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+				  .max_recv_sge = 1 };
+	uint32_t num[4];
+	struct ibv_qp *qp;
+	int i, j;
+
+	t_begin("QP numbers after destroy");
+	for (i = 0; i < 4; i++) {
+		qp = try_qp(pd, cq, IBV_QPT_RC, cap, NULL);
+		if (!qp)
+			t_bail("ibv_create_qp %d: errno %d", i, errno);
+		num[i] = qp->qp_num;
+		if (ibv_destroy_qp(qp))
+			t_bail("ibv_destroy_qp: errno %d", errno);
+	}
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < i; j++)
+			CHECK(num[i] != num[j], "QP %d got number %u again (QP %d's)", i, num[i], j);
+	t_checked("4 RC QPs, each created after the last was destroyed: numbers %u %u %u %u, none reused",
+		  num[0], num[1], num[2], num[3]);
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_pd *pd;
@@ -318,6 +347,7 @@ int main(int argc, char **argv)
 	mr_errors(pd, buf);
 	held("after the refused creations", 1, 1, 0, 1);
 	qp_errors(pd, cq, mr, buf);
+	qpn_rotation(pd, cq);
 
 	t_begin("teardown");
 	CHECK(!ibv_dereg_mr(mr) && !ibv_destroy_cq(cq) && !ibv_dealloc_pd(pd), "errno %d", errno);
