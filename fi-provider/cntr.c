@@ -130,15 +130,17 @@ void wfi_cntr_inc(struct fid_cntr *c, bool err)
 	sw_move(to_cntr(c));
 }
 
-/* The adapter counted an error for an operation on c that was flushed
- * but is not over (a recalled trigger's, posted again by software): the
- * software part takes it back. */
-void wfi_cntr_hw_unerr(struct fid_cntr *c)
+/* n operations on c (n < 0: -n fewer) that the adapter will flush, and
+ * count as errors, though they are not over (a recalled trigger's,
+ * posted again by software): software's part takes the errors back, and
+ * reads wait for the block to show them as for any operation software
+ * saw end. */
+void wfi_cntr_hw_flushed(struct fid_cntr *c, int n)
 {
 	if (!c)
 		return;
-	to_cntr(c)->hw_done++;
-	to_cntr(c)->err--;
+	to_cntr(c)->hw_done += (uint64_t)(int64_t)n;
+	to_cntr(c)->err -= (uint64_t)(int64_t)n;
 }
 
 /* Can a WAIT_CNT on c's block hold an operation of domain d exactly?

@@ -90,12 +90,15 @@ static bool hw_post(struct wfi_ep *ep, struct wfi_trig *t, int i)
 	const char *why = hw_refusal(ep, t);
 
 	if (!why && wfi_rma_held(ep, t, i))
-		why = "the trigger connection's send queue is full";
+		why = "posting behind a WAIT_CNT failed (the trigger connection's queue is full)";
 	if (why) {
 		if (ep->log)
 			fprintf(stderr, "weft: FI_TRIGGER: in software: %s\n", why);
 		return false;
 	}
+	if (ep->log)
+		fprintf(stderr, "weft: FI_TRIGGER: held by the adapter: WAIT_CNT(slot %d, %llu) on QP %u\n",
+			t->peer->tq_slot, (unsigned long long)t->threshold, t->peer->tq->qp->qp_num);
 	t->hw = true;
 	t->peer->tq_last = t->threshold;
 	wfi_cntr_trig_count(t->cntr, WFI_TRIG_HW);
@@ -429,6 +432,14 @@ void wfi_dom_forget_ep(struct wfi_domain *d, struct wfi_ep *ep)
 		}
 }
 
+/* The error the adapter will count for held entry t's operation when its
+ * recall flushes it, owed (n 1) or not after all (n -1, it passed). */
+static void recall_owed(struct wfi_ep *ep, struct wfi_trig *t, int n)
+{
+	if (ep->tx[t->tx].hw)
+		wfi_cntr_hw_flushed(t->type == FI_OP_WRITE ? ep->wr_cntr : ep->rd_cntr, n);
+}
+
 /* The completion of held entry i's WAIT_CNT.  Passed: the adapter sent
  * the operation, whose own completion completes it as any other; the
  * entry is done.  Flushed behind a recall: the entry goes back to
@@ -446,6 +457,9 @@ void wfi_trig_wait_done(struct wfi_ep *ep, int i, int status)
 	if (t->tx >= 0 && t->tx < WFI_TX_SIZE && ep->tx[t->tx].trig == i + 1) {
 		ep->tx[t->tx].trig = 0;
 		ep->tx[t->tx].recalled = status && t->recall;
+		/* Released after all: it counts as any operation. */
+		if (!status && t->recall)
+			recall_owed(ep, t, -1);
 	}
 	if (status && t->recall) {
 		wfi_cntr_trig_count(t->cntr, WFI_TRIG_RECALLED);
@@ -481,8 +495,10 @@ void wfi_trig_recall(struct wfi_domain *d, struct fid_cntr *c)
 			wfi_conn_trig_stop(t->peer);
 			for (j = 0; j < WFI_TRIG_MAX; j++)
 				if (ep->trig[j].used && ep->trig[j].hw &&
-				    ep->trig[j].peer == t->peer)
+				    ep->trig[j].peer == t->peer) {
 					ep->trig[j].recall = true;
+					recall_owed(ep, &ep->trig[j], 1);
+				}
 		}
 	}
 }

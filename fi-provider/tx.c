@@ -204,12 +204,11 @@ void wfi_tx_done(struct wfi_ep *ep, int i, int status)
 	t = &ep->tx[i];
 	if (t->recalled) {
 		/* Flushed behind a recalled WAIT_CNT: its trigger is back in
-		 * software (trigger.c).  Freed at its last WQE's flush; the
-		 * error the adapter counted for it is taken back. */
+		 * software (trigger.c), the error the adapter counts for it
+		 * taken back when it was recalled.  Freed at its last WQE's
+		 * flush. */
 		if (--t->flushes > 0)
 			return;
-		if (t->hw)
-			wfi_cntr_hw_unerr(tx_cntr(ep, t));
 		wfi_reg_put(ep->dom, t->reg);
 		t->reg = NULL;
 		t->busy = false;

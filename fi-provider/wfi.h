@@ -448,7 +448,7 @@ void wfi_cntr_unbind_ep(struct fid_cntr *c, struct wfi_ep *ep);
 uint8_t wfi_cntr_qp(struct wfi_ep *ep, struct ibv_qp *qp, bool in);
 unsigned int wfi_cntr_send_flags(struct wfi_ep *ep, uint8_t mask, struct fid_cntr *c);
 void wfi_cntr_hw_done(struct fid_cntr *c);
-void wfi_cntr_hw_unerr(struct fid_cntr *c);
+void wfi_cntr_hw_flushed(struct fid_cntr *c, int n);
 void wfi_cntr_remote(struct wfi_ep *ep, struct fid_cntr *c, uint32_t qpn, unsigned int ev);
 const char *wfi_cntr_trig_exact(struct fid_cntr *c, struct wfi_domain *d);
 enum wfi_trig_ev { WFI_TRIG_HW, WFI_TRIG_SW, WFI_TRIG_ENDED, WFI_TRIG_RECALLED };
