@@ -41,14 +41,24 @@ struct wfi_cntr {
 	bool sw_moved;			/* software counted, set or added on it */
 	bool sw_bound;			/* bound for FI_SEND or FI_RECV (software counts some) */
 	int trig_held;			/* WAIT_CNTs on it the adapter holds now */
+	uint64_t serial;		/* unique in the process (a trigger QP's counter) */
 	uint64_t trig_hw, trig_sw, trig_recalled;
 	struct wfi_ep *eps[WFI_CNTR_MAX_EPS];
 	int neps, refs;
 };
 
+static uint64_t cntr_serial;
+
 static struct wfi_cntr *to_cntr(struct fid_cntr *c)
 {
 	return container_of(c, struct wfi_cntr, cntr_fid);
+}
+
+/* c's serial: a closed counter's memory may be another's later, its
+ * serial never is. */
+uint64_t wfi_cntr_serial(struct fid_cntr *c)
+{
+	return to_cntr(c)->serial;
 }
 
 static uint64_t now_ms(void)
@@ -583,6 +593,7 @@ int wfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct f
 	if (!k)
 		return -FI_ENOMEM;
 	k->dom = d;
+	k->serial = __atomic_add_fetch(&cntr_serial, 1, __ATOMIC_RELAXED);
 	k->cntr_fid.fid.fclass = FI_CLASS_CNTR;
 	k->cntr_fid.fid.context = context;
 	k->cntr_fid.fid.ops = &cntr_fi_ops;

@@ -71,12 +71,14 @@ static const char *hw_refusal(struct wfi_ep *ep, struct wfi_trig *t)
 		return "no connection to the peer";
 	if (p->tq_off)
 		return "the peer's trigger connection failed or was stopped";
-	if (p->tq_cntr && p->tq_cntr != t->cntr)
+	if (p->tq_cntr && p->tq_serial != wfi_cntr_serial(t->cntr))
 		return "the peer's trigger connection waits on another counter";
 	if (p->tq_cntr && t->threshold < p->tq_last)
 		return "a threshold below one already held for the peer";
-	if (!p->tq_cntr)
+	if (!p->tq_cntr) {
 		p->tq_cntr = t->cntr;
+		p->tq_serial = wfi_cntr_serial(t->cntr);
+	}
 	if (wfi_conn_trig(ep, p))
 		return "the trigger connection could not be made (or has no slot for the counter)";
 	t->peer = p;

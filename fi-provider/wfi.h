@@ -218,6 +218,7 @@ struct wfi_peer {
 	uint8_t tq_hw;			/* its counter slots bound, as hw_out */
 	int tq_slot;			/* the slot bound to tq_cntr */
 	struct fid_cntr *tq_cntr;
+	uint64_t tq_serial;		/* tq_cntr's serial (wfi_cntr_serial) */
 	uint64_t tq_last;
 	bool tq_off;			/* failed or stopped: software from then on */
 	bool dead;			/* a connection with it dropped (peer_dead) */
@@ -454,6 +455,7 @@ const char *wfi_cntr_trig_exact(struct fid_cntr *c, struct wfi_domain *d);
 enum wfi_trig_ev { WFI_TRIG_HW, WFI_TRIG_SW, WFI_TRIG_ENDED, WFI_TRIG_RECALLED };
 void wfi_cntr_trig_count(struct fid_cntr *c, enum wfi_trig_ev ev);
 uint64_t wfi_cntr_block(struct fid_cntr *c);
+uint64_t wfi_cntr_serial(struct fid_cntr *c);
 int wfi_cntr_qp_wait(struct wfi_ep *ep, struct ibv_qp *qp, uint8_t mask, struct fid_cntr *c);
 /* hwcntr.c */
 int wfi_hw_create(struct ibv_context *ctx, struct wfi_hwcntr *h);
