@@ -104,6 +104,10 @@ static bool hw_post(struct wfi_ep *ep, struct wfi_trig *t, int i)
 	t->hw = true;
 	t->peer->tq_last = t->threshold;
 	wfi_cntr_trig_count(t->cntr, WFI_TRIG_HW);
+	/* Connecting and posting progressed the endpoint: had software
+	 * moved the counter meanwhile, the WAIT_CNT is taken back at once. */
+	if (wfi_cntr_trig_exact(t->cntr, ep->dom))
+		wfi_trig_recall(ep->dom, t->cntr);
 	return true;
 }
 
