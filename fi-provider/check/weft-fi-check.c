@@ -17,7 +17,8 @@
  * take any tag, never receives, peeks or completes any of the first
  * endpoint's messages; and counters backed by the adapter's event
  * counters (cntr_checks).  With --trigger, alone in a process of its
- * own: triggered writes the adapter holds behind a WAIT_CNT and fires
+ * own (so that the adapter's WAIT_CNT counters move for it alone):
+ * triggered writes the adapter holds behind a WAIT_CNT and fires
  * with no call on the poster, and those that stay in software
  * (trig_checks).  Prints "ok N - ..." / "not ok N - ..." and exits
  * non-zero when a check failed.
@@ -1612,8 +1613,8 @@ static void tg_close(struct tg_side *t)
 	free(t->buf);
 }
 
-/* Each side's name in the other's AV. */
-static int tg_link(struct tg_side *a, struct tg_side *b)
+/* b's name in a's AV (a->peer), and a's in b's (b->peer) when both. */
+static int tg_link(struct tg_side *a, struct tg_side *b, bool both)
 {
 	uint8_t name[64];
 	size_t len = sizeof(name);
@@ -1621,8 +1622,8 @@ static int tg_link(struct tg_side *a, struct tg_side *b)
 	if (fi_getname(&b->ep->fid, name, &len) || fi_av_insert(a->s.av, name, 1, &a->peer, 0, NULL) != 1)
 		return -1;
 	len = sizeof(name);
-	return fi_getname(&a->ep->fid, name, &len) ||
-	       fi_av_insert(b->s.av, name, 1, &b->peer, 0, NULL) != 1 ? -1 : 0;
+	return both && (fi_getname(&a->ep->fid, name, &len) ||
+			fi_av_insert(b->s.av, name, 1, &b->peer, 0, NULL) != 1) ? -1 : 0;
 }
 
 /* A write of v from `from` into word w of to's buffer, completed. */
@@ -1683,8 +1684,8 @@ static void trig_checks(void)
 	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
 	if (fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, h, &info) ||
 	    fi_fabric(info->fabric_attr, &fab, NULL) || tg_open(fab, info, &a) ||
-	    tg_open(fab, info, &b) || tg_open(fab, info, &a2) || tg_link(&a, &b) ||
-	    tg_link(&a2, &b)) {
+	    tg_open(fab, info, &b) || tg_open(fab, info, &a2) || tg_link(&a, &b, true) ||
+	    tg_link(&a2, &b, false)) {
 		CHECK(0, "FI_TRIGGER: FI_RMA | FI_RMA_EVENT | FI_TRIGGER endpoints set up");
 		goto out;
 	}
