@@ -1673,11 +1673,11 @@ static void trig_checks(void)
 {
 	struct fi_info *h = hints_rdm(), *info = NULL;
 	struct fid_fabric *fab = NULL;
-	struct tg_side a = { 0 }, b = { 0 }, a2 = { 0 };
-	struct fi_triggered_context tc, tc2, tc3;
+	struct tg_side a = { 0 }, b = { 0 }, a2 = { 0 }, a3 = { 0 };
+	struct fi_triggered_context tc, tc2, tc3, tc4;
 	struct fi_weft_cntr_stats st, sw;
 	struct fi_cq_tagged_entry e;
-	uint64_t one = 1, v = 0x7419a11e5dull, v2 = 0x50f7ull, v3 = 0x2ecal, base, bw;
+	uint64_t one = 1, v = 0x7419a11e5dull, v2 = 0x50f7ull, v3 = 0x2ecal, v4 = 0xc105e, base, bw;
 	int i, ret;
 
 	h->caps = FI_MSG | FI_RMA | FI_RMA_EVENT | FI_TRIGGER;
@@ -1758,7 +1758,19 @@ static void trig_checks(void)
 	      "counter %llu (1), errors %llu (0: the flush the adapter counted is taken back)",
 	      (unsigned long long)st.trig_recalled, ret, i, (unsigned long long)fi_cntr_read(a2.wr),
 	      (unsigned long long)fi_cntr_readerr(a2.wr));
+	/* A3 closes its endpoint with a trigger held: no hang, nothing sent,
+	 * its counter closes. */
+	ret = tg_open(fab, info, &a3) || tg_link(&a3, &b, false) ? -1 :
+	      tg_trigger(&a3, &b, &tc4, &v4, 4, 100);
+	i = ret || cn_stats(a3.rw, &st) ? -1 : (int)st.trig_held;
+	ret = ret ? ret : fi_close(&a3.ep->fid);
+	a3.ep = NULL;
+	CHECK(!ret && i == 1 && !tg_arrives(&b, 4, v4, 1) && !fi_close(&a3.rw->fid),
+	      "fi_close of an endpoint with a triggered write held (%d): %d, the write never sent, "
+	      "its counter then closes", i, ret);
+	a3.rw = NULL;
 out:
+	tg_close(&a3);
 	tg_close(&a);
 	tg_close(&a2);
 	tg_close(&b);
