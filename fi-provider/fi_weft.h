@@ -66,8 +66,8 @@ struct fi_weft_cntr_stats {
 	 * (docs/libfabric.md "Triggered operations"): */
 	uint64_t trig_hw;	/* posted behind the adapter's WAIT_CNT */
 	uint64_t trig_sw;	/* kept in software (why: WEFT_FI_LOG) */
-	uint64_t trig_recalled;	/* held, then taken back into software (a software move) */
-	uint64_t trig_held;	/* WAIT_CNTs the adapter holds now (not yet seen pass) */
+	uint64_t trig_recalled;	/* held, then taken back into software (recall, QP error) */
+	uint64_t trig_held;	/* WAIT_CNTs the adapter holds now (not yet seen end) */
 };
 
 struct fi_weft_cntr_ops {

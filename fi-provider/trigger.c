@@ -17,9 +17,10 @@
  * software.  The entry stays in the table until its WAIT_CNT's
  * completion says it passed; a software move of the counter (set, add, a
  * software count) stops the trigger QPs waiting on it below the
- * threshold, and the entries whose WAIT_CNT is flushed go back to
- * software, their flushed operations completing nothing
- * (wfi_trig_recall).
+ * threshold (wfi_trig_recall); an entry whose WAIT_CNT fails or is
+ * flushed, by a recall, the peer's death or any error of the QP, goes
+ * back to software, its flushed operation completing nothing
+ * (wfi_trig_wait_done).
  *
  * In software: any other RMA, atomic or send operation posted with
  * FI_TRIGGER and a struct fi_triggered_context of type
@@ -448,32 +449,38 @@ static void recall_owed(struct wfi_ep *ep, struct wfi_trig *t, int n)
 
 /* The completion of held entry i's WAIT_CNT.  Passed: the adapter sent
  * the operation, whose own completion completes it as any other; the
- * entry is done.  Flushed behind a recall: the entry goes back to
- * software and its flushed operation completes nothing.  Failed
- * otherwise (the peer gone, the QP in error, WAIT_SLOT/WAIT_GONE): the
- * operation's flush is its error completion. */
+ * entry is done.  Failed or flushed (a recall, the peer gone, the QP in
+ * error, WAIT_SLOT/WAIT_GONE): the operation after it never started, so
+ * the entry goes back to software, where it fires at its threshold as
+ * any software trigger (and fails there as one does when the peer is
+ * gone); its flushed operation completes nothing, the error the adapter
+ * counts for it taken back; the peer's later triggers stay in software. */
 void wfi_trig_wait_done(struct wfi_ep *ep, int i, int status)
 {
 	struct wfi_trig *t;
+	struct wfi_tx *x;
 
 	if (i < 0 || i >= WFI_TRIG_MAX || !ep->trig[i].used || !ep->trig[i].hw)
 		return;
 	t = &ep->trig[i];
 	t->hw = false;
-	if (t->tx >= 0 && t->tx < WFI_TX_SIZE && ep->tx[t->tx].trig == i + 1) {
-		ep->tx[t->tx].trig = 0;
-		ep->tx[t->tx].recalled = status && t->recall;
-		/* Released after all: it counts as any operation. */
-		if (!status && t->recall)
+	x = t->tx >= 0 && t->tx < WFI_TX_SIZE && ep->tx[t->tx].trig == i + 1 ? &ep->tx[t->tx] : NULL;
+	if (x) {
+		x->trig = 0;
+		x->recalled = status != 0;
+		/* A recall owed the error already; released after all, the
+		 * operation counts as any other. */
+		if (status && !t->recall)
+			recall_owed(ep, t, 1);
+		else if (!status && t->recall)
 			recall_owed(ep, t, -1);
 	}
-	if (status && t->recall) {
+	if (status) {
+		t->peer->tq_off = true;
 		wfi_cntr_trig_count(t->cntr, WFI_TRIG_RECALLED);
 		return;		/* in software now: table_progress posts it */
 	}
 	wfi_cntr_trig_count(t->cntr, WFI_TRIG_ENDED);
-	if (status)
-		t->peer->tq_off = true;
 	t->used = false;
 	ep->ntrig--;
 }

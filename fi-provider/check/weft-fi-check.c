@@ -1669,6 +1669,47 @@ static bool tg_arrives(struct tg_side *b, int w, uint64_t v, double secs)
 	return __atomic_load_n(&b->buf[w], __ATOMIC_ACQUIRE) == v;
 }
 
+/* A4 holds a trigger to C, whose endpoint then closes: A4's progress
+ * must take the flushed WAIT_CNT back into software, complete nothing
+ * yet, and once the counter reaches the threshold give the error
+ * completion a software trigger to a gone peer gives (FI_ECONNRESET),
+ * with no error left on A4's FI_WRITE counter.  (c: a closed side's
+ * struct, reused.) */
+static void peer_gone(struct fid_fabric *fab, struct fi_info *info, struct tg_side *c)
+{
+	struct tg_side a4 = { 0 };
+	struct fi_triggered_context tc;
+	struct fi_weft_cntr_stats st = { 0 };
+	struct fi_cq_tagged_entry e;
+	uint64_t v = 0xdead5;
+	double end;
+	int ret, got;
+
+	tg_close(c);
+	memset(c, 0, sizeof(*c));
+	ret = tg_open(fab, info, &a4) || tg_open(fab, info, c) || tg_link(&a4, c, false) ? -1 :
+	      tg_trigger(&a4, c, &tc, &v, 5, 1);
+	ret = ret ? ret : fi_close(&c->ep->fid);
+	c->ep = NULL;
+	for (end = now() + 10; !ret && now() < end;) {
+		fi_cntr_read(a4.wr);
+		if (cn_stats(a4.rw, &st) || !st.trig_held)
+			break;
+	}
+	got = (int)fi_cq_read(a4.s.cq, &e, 1);
+	CHECK(!ret && st.trig_hw == 1 && !st.trig_held && st.trig_recalled == 1 && got == -FI_EAGAIN,
+	      "the peer of a held trigger closes its endpoint: the WAIT_CNT flushed and taken back "
+	      "into software (held %llu, taken back %llu), nothing completed (%d)",
+	      (unsigned long long)st.trig_held, (unsigned long long)st.trig_recalled, got);
+	fi_cntr_add(a4.rw, 1);
+	got = wait_one(a4.s.cq, &e, 20);
+	CHECK(!ret && got == FI_ECONNRESET && e.op_context == &tc && fi_cntr_readerr(a4.wr) == 0,
+	      "at its threshold it fails as a software trigger to a gone peer: %d (FI_ECONNRESET %d), "
+	      "its context, errors on the FI_WRITE counter %llu (0)", got, FI_ECONNRESET,
+	      (unsigned long long)fi_cntr_readerr(a4.wr));
+	tg_close(&a4);
+}
+
 static void trig_checks(void)
 {
 	struct fi_info *h = hints_rdm(), *info = NULL;
@@ -1769,6 +1810,7 @@ static void trig_checks(void)
 	      "fi_close of an endpoint with a triggered write held (%d): %d, the write never sent, "
 	      "its counter then closes", i, ret);
 	a3.rw = NULL;
+	peer_gone(fab, info, &a3);
 out:
 	tg_close(&a3);
 	tg_close(&a);
