@@ -1673,11 +1673,10 @@ static bool tg_arrives(struct tg_side *b, int w, uint64_t v, double secs)
  * must take the flushed WAIT_CNT back into software, complete nothing
  * yet, and once the counter reaches the threshold give the error
  * completion a software trigger to a gone peer gives (FI_ECONNRESET),
- * with no error left on A4's FI_WRITE counter.  (c: a closed side's
- * struct, reused.) */
-static void peer_gone(struct fid_fabric *fab, struct fi_info *info, struct tg_side *c)
+ * with no error left on A4's FI_WRITE counter. */
+static void peer_gone(struct fid_fabric *fab, struct fi_info *info)
 {
-	struct tg_side a4 = { 0 };
+	struct tg_side a4 = { 0 }, cs = { 0 }, *c = &cs;
 	struct fi_triggered_context tc;
 	struct fi_weft_cntr_stats st = { 0 };
 	struct fi_cq_tagged_entry e;
@@ -1685,8 +1684,6 @@ static void peer_gone(struct fid_fabric *fab, struct fi_info *info, struct tg_si
 	double end;
 	int ret, got;
 
-	tg_close(c);
-	memset(c, 0, sizeof(*c));
 	ret = tg_open(fab, info, &a4) || tg_open(fab, info, c) || tg_link(&a4, c, false) ? -1 :
 	      tg_trigger(&a4, c, &tc, &v, 5, 1);
 	ret = ret ? ret : fi_close(&c->ep->fid);
@@ -1708,6 +1705,7 @@ static void peer_gone(struct fid_fabric *fab, struct fi_info *info, struct tg_si
 	      "its context, errors on the FI_WRITE counter %llu (0)", got, FI_ECONNRESET,
 	      (unsigned long long)fi_cntr_readerr(a4.wr));
 	tg_close(&a4);
+	tg_close(c);
 }
 
 static void trig_checks(void)
@@ -1800,9 +1798,11 @@ static void trig_checks(void)
 	      (unsigned long long)st.trig_recalled, ret, i, (unsigned long long)fi_cntr_read(a2.wr),
 	      (unsigned long long)fi_cntr_readerr(a2.wr));
 	/* A3 closes its endpoint with a trigger held: no hang, nothing sent,
-	 * its counter closes. */
+	 * its counter closes.  Its trigger and A4's go first: every
+	 * connection of these checks is made before any endpoint closes. */
 	ret = tg_open(fab, info, &a3) || tg_link(&a3, &b, false) ? -1 :
 	      tg_trigger(&a3, &b, &tc4, &v4, 4, 100);
+	peer_gone(fab, info);
 	i = ret || cn_stats(a3.rw, &st) ? -1 : (int)st.trig_held;
 	ret = ret ? ret : fi_close(&a3.ep->fid);
 	a3.ep = NULL;
@@ -1810,7 +1810,6 @@ static void trig_checks(void)
 	      "fi_close of an endpoint with a triggered write held (%d): %d, the write never sent, "
 	      "its counter then closes", i, ret);
 	a3.rw = NULL;
-	peer_gone(fab, info, &a3);
 out:
 	tg_close(&a3);
 	tg_close(&a);
