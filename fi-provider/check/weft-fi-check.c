@@ -1756,9 +1756,9 @@ static void trig_checks(void)
 	ret = ret ? ret : tg_write(&b, &a, &one, 0);
 	CHECK(!ret && tg_arrives(&b, 1, v, 10) && cn_block(b.rw, bw + 1) == bw + 1 &&
 	      cn_block(a.wr, 1) == 1,
-	      "B's %dth write to A fired A's triggered write with no call on A: its data at B, B's "
+	      "B's write %d of %d to A fired A's triggered write with no call on A: its data at B, B's "
 	      "FI_REMOTE_WRITE block %llu (%llu), A's FI_WRITE block %llu (1, the adapter counted it)",
-	      TG_N, (unsigned long long)cn_block(b.rw, bw + 1), (unsigned long long)(bw + 1),
+	      TG_N, TG_N, (unsigned long long)cn_block(b.rw, bw + 1), (unsigned long long)(bw + 1),
 	      (unsigned long long)cn_block(a.wr, 1));
 	ret = wait_one(a.s.cq, &e, 20);
 	CHECK(!ret && e.op_context == &tc && (e.flags & FI_WRITE) && fi_cntr_read(a.wr) == 1 &&
