@@ -105,7 +105,7 @@ ssize_t wfi_atomic_post(struct wfi_ep *ep, int kind, const void *operand, size_t
 	/* The target counts the update (FI_REMOTE_WRITE) as an RDMA WRITE. */
 	if (ep->info->caps & FI_RMA_EVENT)
 		wfi_note_after(ep, i, &wr, &nwr, &nsge, WFI_NOTE_WRITE, 0);
-	wfi_rma_count(ep, peer, t, &wr, kind == WFI_ATOMIC_BASE ? ep->wr_cntr : ep->rd_cntr);
+	wfi_rma_count(ep, peer->hw_out, t, &wr, kind == WFI_ATOMIC_BASE ? ep->wr_cntr : ep->rd_cntr);
 	if (ibv_post_send(peer->out->qp, &wr, &bad))
 		return -FI_EAGAIN;
 	t->busy = true;

@@ -35,13 +35,30 @@ struct wfi_cntr {
 	int hw_err;			/* errno of its CREATE that failed */
 	uint64_t hw_done;		/* adapter-counted operations software saw complete */
 	uint64_t qp_binds, bind_failed;
+	/* Triggers (trigger.c "In the adapter"): a WAIT_CNT compares the
+	 * block alone, so it stands for the counter only while software's
+	 * part is 0 and cannot move. */
+	bool sw_moved;			/* software counted, set or added on it */
+	bool sw_bound;			/* bound for FI_SEND or FI_RECV (software counts some) */
+	int trig_held;			/* WAIT_CNTs on it the adapter holds now */
+	uint64_t serial;		/* unique in the process (a trigger QP's counter) */
+	uint64_t trig_hw, trig_sw, trig_recalled;
 	struct wfi_ep *eps[WFI_CNTR_MAX_EPS];
 	int neps, refs;
 };
 
+static uint64_t cntr_serial;
+
 static struct wfi_cntr *to_cntr(struct fid_cntr *c)
 {
 	return container_of(c, struct wfi_cntr, cntr_fid);
+}
+
+/* c's serial: a closed counter's memory may be another's later, its
+ * serial never is. */
+uint64_t wfi_cntr_serial(struct fid_cntr *c)
+{
+	return to_cntr(c)->serial;
 }
 
 static uint64_t now_ms(void)
@@ -91,15 +108,96 @@ uint64_t wfi_cntr_value(struct fid_cntr *c)
 	return value_of(to_cntr(c), NULL);
 }
 
+/* The adapter's success count alone (what a WAIT_CNT compares). */
+uint64_t wfi_cntr_block(struct fid_cntr *c)
+{
+	uint64_t n, e;
+
+	wfi_hw_read(&to_cntr(c)->hw, &n, &e);
+	return n;
+}
+
+/* Software's part of k's value moved (a software count, set or add):
+ * its WAIT_CNTs the adapter holds no longer stand for it, so they are
+ * taken back into software (trigger.c), and it gets no more. */
+static void sw_move(struct wfi_cntr *k)
+{
+	k->sw_moved = true;
+	if (k->trig_held)
+		wfi_trig_recall(k->dom, &k->cntr_fid);
+}
+
 /* Software counts one completion (or error) on c. */
 void wfi_cntr_inc(struct fid_cntr *c, bool err)
 {
 	if (!c)
 		return;
-	if (err)
+	if (err) {
 		to_cntr(c)->err++;
-	else
-		to_cntr(c)->value++;
+		return;
+	}
+	to_cntr(c)->value++;
+	sw_move(to_cntr(c));
+}
+
+/* n operations on c (n < 0: -n fewer) that the adapter will flush, and
+ * count as errors, though they are not over (a recalled trigger's,
+ * posted again by software): software's part takes the errors back, and
+ * reads wait for the block to show them as for any operation software
+ * saw end. */
+void wfi_cntr_hw_flushed(struct fid_cntr *c, int n)
+{
+	if (!c)
+		return;
+	to_cntr(c)->hw_done += (uint64_t)(int64_t)n;
+	to_cntr(c)->err -= (uint64_t)(int64_t)n;
+}
+
+/* Can a WAIT_CNT on c's block hold an operation of domain d exactly?
+ * NULL when it can, else why not: only a counter of the domain backed by
+ * an adapter counter, never moved by software, bound only for the events
+ * the adapter counts (not FI_SEND, whose rendezvous sends software
+ * counts, nor FI_RECV) and with every slot bind taken, so that its value
+ * is its block and stays so. */
+const char *wfi_cntr_trig_exact(struct fid_cntr *c, struct wfi_domain *d)
+{
+	struct wfi_cntr *k = to_cntr(c);
+
+	if (k->dom != d)
+		return "a counter of another domain";
+	if (!k->hw.blk)
+		return "no adapter counter";
+	if (k->sw_moved || k->value)
+		return "software moved it (set, add or a software count)";
+	if (k->sw_bound)
+		return "bound for FI_SEND or FI_RECV (counted in software in part)";
+	if (k->bind_failed)
+		return "a QP slot bind refused (counted in software there)";
+	return NULL;
+}
+
+/* A triggered operation on c: held by the adapter (WFI_TRIG_HW), kept in
+ * software (WFI_TRIG_SW), its WAIT_CNT ended (WFI_TRIG_ENDED) or taken
+ * back into software (WFI_TRIG_RECALLED). */
+void wfi_cntr_trig_count(struct fid_cntr *c, enum wfi_trig_ev ev)
+{
+	struct wfi_cntr *k = to_cntr(c);
+
+	switch (ev) {
+	case WFI_TRIG_HW:
+		k->trig_held++;
+		k->trig_hw++;
+		break;
+	case WFI_TRIG_SW:
+		k->trig_sw++;
+		break;
+	case WFI_TRIG_RECALLED:
+		k->trig_recalled++;
+		/* fallthrough */
+	default:
+		k->trig_held--;
+		break;
+	}
 }
 
 /* Software saw an operation complete that the adapter counts on c. */
@@ -131,6 +229,8 @@ int wfi_cntr_bind_ep(struct fid_cntr *c, struct wfi_ep *ep, uint64_t flag)
 
 	if (flag & (FI_SEND | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE))
 		hw_get(k);
+	if (flag & (FI_SEND | FI_RECV))
+		k->sw_bound = true;
 	for (i = 0; i < k->neps; i++)
 		if (k->eps[i] == ep) {
 			k->refs++;
@@ -218,6 +318,27 @@ uint8_t wfi_cntr_qp(struct wfi_ep *ep, struct ibv_qp *qp, bool in)
 	return mask;
 }
 
+/* The slot of trigger QP qp (bound like ep's own QPs: mask) whose
+ * WAIT_CNT waits on c: c's slot when it has one, else the next free slot
+ * bound to it with no events (its count moves on the QPs where the
+ * events happen: one adapter counter bound to slots of several QPs).
+ * 0: none (slots all taken, bind refused). */
+int wfi_cntr_qp_wait(struct wfi_ep *ep, struct ibv_qp *qp, uint8_t mask, struct fid_cntr *c)
+{
+	struct fid_cntr *cs[WFI_CNT_SLOTS + 1];
+	uint8_t ev[WFI_CNT_SLOTS + 1];
+	struct wfi_cntr *k = to_cntr(c);
+	int s, n = plan(ep, false, cs, ev);
+
+	for (s = 1; s <= n; s++)
+		if (cs[s] == c)
+			return mask & (1u << s) ? s : 0;
+	if (n == WFI_CNT_SLOTS || wfi_hw_bind(ep->dom->ctx, &k->hw, qp, (uint32_t)(n + 1), 0))
+		return 0;
+	k->qp_binds++;
+	return n + 1;
+}
+
 /* The send_flags that make a WQE on one of ep's own QPs (slots bound:
  * mask) count on c in the adapter; 0 when software counts it. */
 unsigned int wfi_cntr_send_flags(struct wfi_ep *ep, uint8_t mask, struct fid_cntr *c)
@@ -266,6 +387,7 @@ void wfi_cntr_move(struct fid_cntr *c, bool set, uint64_t value)
 
 	hw_now(k, &hc, &he);
 	k->value = set ? value - hc : k->value + value;
+	sw_move(k);
 }
 
 /* The bound endpoints; a counter bound to none (a deferred work's
@@ -313,6 +435,7 @@ static int c_add(struct fid_cntr *c, uint64_t value)
 
 	pthread_mutex_lock(&k->dom->lock);
 	k->value += value;
+	sw_move(k);
 	pthread_mutex_unlock(&k->dom->lock);
 	return 0;
 }
@@ -380,7 +503,8 @@ static int c_close(struct fid *fid)
 {
 	struct wfi_cntr *k = container_of(fid, struct wfi_cntr, cntr_fid.fid);
 
-	if (k->refs)
+	/* Its object destroyed under a held WAIT_CNT would fail it. */
+	if (k->refs || k->trig_held)
 		return -FI_EBUSY;
 	wfi_hw_destroy(k->dom->ctx, &k->hw);
 	k->dom->refs--;
@@ -411,6 +535,10 @@ static int c_stats(struct fid_cntr *c, struct fi_weft_cntr_stats *st)
 	st->bind_failed = k->bind_failed;
 	st->create_err = k->hw_err;
 	st->hw = k->hw.blk != NULL;
+	st->trig_hw = k->trig_hw;
+	st->trig_sw = k->trig_sw;
+	st->trig_recalled = k->trig_recalled;
+	st->trig_held = (uint64_t)k->trig_held;
 	pthread_mutex_unlock(&k->dom->lock);
 	return 0;
 }
@@ -465,6 +593,7 @@ int wfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct f
 	if (!k)
 		return -FI_ENOMEM;
 	k->dom = d;
+	k->serial = __atomic_add_fetch(&cntr_serial, 1, __ATOMIC_RELAXED);
 	k->cntr_fid.fid.fclass = FI_CLASS_CNTR;
 	k->cntr_fid.fid.context = context;
 	k->cntr_fid.fid.ops = &cntr_fi_ops;

@@ -90,15 +90,20 @@ fi_addr_t wfi_peer_fi_addr(struct wfi_ep *ep, uint64_t wire_tag)
 	return wfi_av_find(ep->av, &ep->peers[id - 1].sin);
 }
 
+static void drop_id(struct rdma_cm_id **id)
+{
+	if (*id) {
+		if ((*id)->qp)
+			rdma_destroy_qp(*id);
+		rdma_destroy_id(*id);
+		*id = NULL;
+	}
+}
+
 static void drop_out(struct wfi_peer *p)
 {
 	p->hw_out = 0;
-	if (p->out) {
-		if (p->out->qp)
-			rdma_destroy_qp(p->out);
-		rdma_destroy_id(p->out);
-		p->out = NULL;
-	}
+	drop_id(&p->out);
 }
 
 /* Is connection id (accepted or ours) the one of the peer with this id? */
@@ -178,6 +183,8 @@ static void peer_dead(struct wfi_ep *ep, struct wfi_peer *p)
 	p->err = -FI_ECONNRESET;
 	ep->settle = true;
 	qp_err(p->out);
+	qp_err(p->tq);		/* its held triggers flush: errors (trigger.c) */
+	p->tq_off = true;
 	for (i = 0; i < ep->nin; i++)
 		if (ep->in[i]->context == p)
 			qp_err(ep->in[i]);
@@ -210,7 +217,10 @@ static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
 	struct rdma_conn_param cp = conn_param(pd, sizeof(pd));
 	enum wfi_wire_reason why;
 	struct ibv_qp_init_attr a;
+	enum wfi_conn_state *st;
 	uint16_t id;
+	bool trig;
+	int *err;
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 		on_request(ep, ev);
@@ -219,58 +229,70 @@ static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
 	/* The peer's DREQ answered with a DREP (docs/libfabric.md "A peer
 	 * that goes away"): until then the kernel's CM keeps the connection
 	 * among its remote QPs and refuses as stale (IB_CM_REJ_STALE_CONN)
-	 * every REQ from the peer's adapter with that QP's number, which
-	 * weft_ib gives again to the next QP made there. */
+	 * every REQ from the peer's adapter with that QP's number, should
+	 * a later QP there get it again. */
 	if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
 		rdma_disconnect(ev->id);
-	if (p && p->out != ev->id) {	/* an accepted connection */
+	if (p && p->out != ev->id && p->tq != ev->id) {	/* an accepted connection */
 		if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
 			peer_dead(ep, p);
 		return;
 	}
 	if (!p)
 		return;
+	/* Our connection to p: its normal one or its trigger connection. */
+	trig = p->tq == ev->id;
+	st = trig ? &p->tq_state : &p->state;
+	err = trig ? &p->tq_err : &p->err;
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		if (rdma_resolve_route(ev->id, 2000))
-			p->state = WFI_C_FAILED;
+			*st = WFI_C_FAILED;
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		a = qp_attr(ep);
 		wfi_wire_cm_req_encode(pd, &req);
 		if (rdma_create_qp(ev->id, ep->dom->pd, &a)) {
-			p->state = WFI_C_FAILED;
+			*st = WFI_C_FAILED;
 			break;
 		}
-		p->hw_out = wfi_cntr_qp(ep, ev->id->qp, false);
+		if (trig) {
+			/* The same slots as the normal QP (its operations'
+			 * counters) and the triggering counter's. */
+			p->tq_hw = wfi_cntr_qp(ep, ev->id->qp, false);
+			p->tq_slot = wfi_cntr_qp_wait(ep, ev->id->qp, p->tq_hw, p->tq_cntr);
+		} else {
+			p->hw_out = wfi_cntr_qp(ep, ev->id->qp, false);
+		}
 		if (rdma_connect(ev->id, &cp))
-			p->state = WFI_C_FAILED;
+			*st = WFI_C_FAILED;
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		why = wfi_wire_cm_rep_decode(ev->param.conn.private_data,
 					     ev->param.conn.private_data_len, &id);
 		if (why) {
 			wfi_refuse(ep, why, ev->id->qp ? ev->id->qp->qp_num : 0);
-			p->state = WFI_C_FAILED;
+			*st = WFI_C_FAILED;
 			break;
 		}
-		p->my_id = id;
-		p->state = WFI_C_UP;
+		if (!trig)
+			p->my_id = id;
+		*st = WFI_C_UP;
 		break;
 	case RDMA_CM_EVENT_REJECTED:
-		p->err = -FI_ECONNREFUSED;
-		p->state = WFI_C_FAILED;
+		*err = -FI_ECONNREFUSED;
+		*st = WFI_C_FAILED;
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		p->state = WFI_C_FAILED;
+		*st = WFI_C_FAILED;
 		peer_dead(ep, p);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
-		p->err = -FI_EHOSTUNREACH;
-		p->state = WFI_C_FAILED;
+		*err = -FI_EHOSTUNREACH;
+		*st = WFI_C_FAILED;
 		break;
 	default:
 		break;
@@ -317,22 +339,31 @@ static uint64_t ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static int start(struct wfi_ep *ep, struct wfi_peer *p)
+/* A new connection *id to peer p (its normal one or its trigger one),
+ * resolving; the progress loop takes it on (on_event). */
+static int start_id(struct wfi_ep *ep, struct wfi_peer *p, struct rdma_cm_id **id,
+		    enum wfi_conn_state *st, int *err)
 {
 	struct sockaddr_in src = ep->name.sin;
 
 	src.sin_port = 0;
-	p->err = 0;
-	if (rdma_create_id(ep->ch, &p->out, p, RDMA_PS_TCP)) {
-		p->out = NULL;
+	*err = 0;
+	if (rdma_create_id(ep->ch, id, p, RDMA_PS_TCP)) {
+		*id = NULL;
 		return -FI_ENOMEM;
 	}
-	if (rdma_resolve_addr(p->out, (struct sockaddr *)&src, (struct sockaddr *)&p->sin, 2000)) {
-		drop_out(p);
+	if (rdma_resolve_addr(*id, (struct sockaddr *)&src, (struct sockaddr *)&p->sin, 2000)) {
+		drop_id(id);
 		return -FI_EHOSTUNREACH;
 	}
-	p->state = WFI_C_CONNECTING;
+	*st = WFI_C_CONNECTING;
 	return 0;
+}
+
+static int start(struct wfi_ep *ep, struct wfi_peer *p)
+{
+	p->hw_out = 0;
+	return start_id(ep, p, &p->out, &p->state, &p->err);
 }
 
 /* The peer at dest, connected: waits (progressing the endpoint) until the
@@ -409,12 +440,54 @@ bool wfi_qpn_dead(struct wfi_ep *ep, uint32_t qpn)
 	return false;
 }
 
+/* Peer p's trigger connection (its normal one up), made once for
+ * triggering counter c: waits (progressing the endpoint) until it is up,
+ * WFI_CONNECT_MS at most.  0, or an error and the peer's triggers stay in
+ * software. */
+int wfi_conn_trig(struct wfi_ep *ep, struct wfi_peer *p)
+{
+	uint64_t end = ms() + WFI_CONNECT_MS;
+	int ret;
+
+	if (p->tq_off)
+		return -FI_EOPNOTSUPP;
+	if (p->tq_state == WFI_C_UP)
+		return 0;
+	if (!p->tq) {
+		ret = start_id(ep, p, &p->tq, &p->tq_state, &p->tq_err);
+		if (ret) {
+			p->tq_off = true;
+			return ret;
+		}
+	}
+	while (p->tq_state == WFI_C_CONNECTING && ms() < end) {
+		wfi_progress(ep);
+		sched_yield();
+	}
+	if (p->tq_state == WFI_C_UP && p->tq_slot)
+		return 0;
+	p->tq_off = true;
+	qp_err(p->tq);
+	return p->tq_err ? p->tq_err : -FI_ETIMEDOUT;
+}
+
+/* A software move of the counter p's trigger connection waits on: its
+ * held WAIT_CNTs are flushed (trigger.c takes them back) and the peer's
+ * triggers stay in software from then on. */
+void wfi_conn_trig_stop(struct wfi_peer *p)
+{
+	p->tq_off = true;
+	qp_err(p->tq);
+}
+
 void wfi_conn_close(struct wfi_ep *ep)
 {
 	int i;
 
-	for (i = 0; i < ep->npeers; i++)
+	for (i = 0; i < ep->npeers; i++) {
 		drop_out(&ep->peers[i]);
+		drop_id(&ep->peers[i].tq);
+	}
 	for (i = 0; i < ep->nin; i++) {
 		rdma_destroy_qp(ep->in[i]);
 		rdma_destroy_id(ep->in[i]);

@@ -237,6 +237,7 @@ static int ep_close(struct fid *fid)
 	int i, j, k;
 
 	pthread_mutex_lock(&ep->dom->lock);
+	wfi_trig_close(ep);
 	wfi_conn_close(ep);
 	for (i = 0; i < WFI_TX_SIZE; i++)
 		wfi_reg_put(ep->dom, ep->tx[i].reg);

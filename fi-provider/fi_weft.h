@@ -62,6 +62,12 @@ struct fi_weft_cntr_stats {
 	uint64_t bind_failed;	/* slot binds refused (those QPs' events counted in software) */
 	int32_t create_err;	/* errno of the adapter counter's CREATE that failed, or 0 */
 	uint32_t hw;		/* 1: backed by an adapter counter; 0: software only */
+	/* FI_TRIGGER operations on it as the triggering counter
+	 * (docs/libfabric.md "Triggered operations"): */
+	uint64_t trig_hw;	/* posted behind the adapter's WAIT_CNT */
+	uint64_t trig_sw;	/* kept in software (why: WEFT_FI_LOG) */
+	uint64_t trig_recalled;	/* held, then taken back into software (recall, QP error) */
+	uint64_t trig_held;	/* WAIT_CNTs the adapter holds now (not yet seen end) */
 };
 
 struct fi_weft_cntr_ops {

@@ -36,6 +36,9 @@ static void one(struct wfi_ep *ep, bool *sync)
 	case WFI_WR_READ:
 		wfi_rx_read_done(ep, WFI_WR_IDX(wr_id), status);
 		break;
+	case WFI_WR_TRIG:
+		wfi_trig_wait_done(ep, WFI_WR_IDX(wr_id), status);
+		break;
 	case WFI_WR_OP:
 		wfi_rx_op_done(ep, wr_id, status);
 		break;

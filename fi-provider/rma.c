@@ -42,13 +42,14 @@ void wfi_note_after(struct wfi_ep *ep, int i, struct ibv_send_wr *wr, struct ibv
 }
 
 /* The counter c of the operation in send slot t, whose WQEs are wr and
- * what is chained to it, counted by the adapter when the out QP has c's
- * slot: the last WQE, whose completion completes the operation, names it
- * (an error before it flushes it, which counts the error once). */
-void wfi_rma_count(struct wfi_ep *ep, struct wfi_peer *peer, struct wfi_tx *t,
-		   struct ibv_send_wr *wr, struct fid_cntr *c)
+ * what is chained to it, counted by the adapter when its QP (slots bound:
+ * mask) has c's slot: the last WQE, whose completion completes the
+ * operation, names it (an error before it flushes it, which counts the
+ * error once). */
+void wfi_rma_count(struct wfi_ep *ep, uint8_t mask, struct wfi_tx *t, struct ibv_send_wr *wr,
+		   struct fid_cntr *c)
 {
-	unsigned int cnt = wfi_cntr_send_flags(ep, peer->hw_out, c);
+	unsigned int cnt = wfi_cntr_send_flags(ep, mask, c);
 
 	while (wr->next)
 		wr = wr->next;
@@ -56,9 +57,12 @@ void wfi_rma_count(struct wfi_ep *ep, struct wfi_peer *peer, struct wfi_tx *t,
 	t->hw = cnt != 0;
 }
 
-ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
-		fi_addr_t peer_addr, uint64_t addr, uint64_t key, uint64_t data, void *ctx,
-		uint64_t flags)
+/* An RMA operation; held (a triggered one the adapter holds, entry idx
+ * of the endpoint's table): posted on the peer's trigger connection
+ * behind a WAIT_CNT on its counter slot (trigger.c). */
+static ssize_t rma_post(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
+			fi_addr_t peer_addr, uint64_t addr, uint64_t key, uint64_t data, void *ctx,
+			uint64_t flags, struct wfi_trig *held, int idx)
 {
 	struct wfi_mr *m = desc;
 	struct wfi_peer *peer;
@@ -66,7 +70,8 @@ ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc
 	struct ibv_sge sge;
 	struct ibv_sge nsge;
 	struct ibv_send_wr nwr, wr = { .sg_list = &sge, .num_sge = 1,
-				       .send_flags = IBV_SEND_SIGNALED }, *bad;
+				       .send_flags = IBV_SEND_SIGNALED }, *bad, wait, *first = &wr;
+	struct ibv_qp *qp;
 	int i;
 
 	if (!ep->enabled)
@@ -113,14 +118,47 @@ ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc
 		wfi_note_after(ep, i, &wr, &nwr, &nsge,
 			       flags & FI_REMOTE_CQ_DATA ? WFI_NOTE_WDATA :
 			       write ? WFI_NOTE_WRITE : WFI_NOTE_READ, data);
-	wfi_rma_count(ep, peer, t, &wr, write ? ep->wr_cntr : ep->rd_cntr);
-	if (ibv_post_send(peer->out->qp, &wr, &bad)) {
+	qp = peer->out->qp;
+	if (held) {
+		/* WAIT_CNT(the counter's slot, threshold) holds the trigger
+		 * QP's send queue; its completion (signaled) says it passed. */
+		wait = (struct ibv_send_wr){
+			.wr_id = WFI_WR(WFI_WR_TRIG, idx), .next = &wr, .opcode = IBV_WR_DRIVER1,
+			.send_flags = IBV_SEND_SIGNALED | wfi_hw_send_flags(peer->tq_slot),
+			.wr.atomic.compare_add = held->threshold,
+		};
+		first = &wait;
+		qp = peer->tq->qp;
+	}
+	wfi_rma_count(ep, held ? peer->tq_hw : peer->hw_out, t, &wr,
+		      write ? ep->wr_cntr : ep->rd_cntr);
+	if (ibv_post_send(qp, first, &bad)) {
 		wfi_reg_put(ep->dom, t->reg);
 		t->reg = NULL;
 		return -FI_EAGAIN;
 	}
 	t->busy = true;
+	if (held) {
+		t->trig = idx + 1;
+		t->flushes = wr.next ? 2 : 1;
+		held->tx = i;
+	}
 	return 0;
+}
+
+ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
+		fi_addr_t peer_addr, uint64_t addr, uint64_t key, uint64_t data, void *ctx,
+		uint64_t flags)
+{
+	return rma_post(ep, write, buf, len, desc, peer_addr, addr, key, data, ctx, flags, NULL, 0);
+}
+
+/* Triggered operation t (entry idx) posted behind its WAIT_CNT on the
+ * trigger connection of its peer (t->peer, connected). */
+ssize_t wfi_rma_held(struct wfi_ep *ep, struct wfi_trig *t, int idx)
+{
+	return rma_post(ep, t->type == FI_OP_WRITE, t->buf, t->len, t->desc, t->dest, t->addr,
+			t->key, t->data, t->ctx, t->flags, t, idx);
 }
 
 static ssize_t locked(struct fid_ep *fep, bool write, void *buf, size_t len, void *desc,

@@ -1,14 +1,31 @@
 // SPDX-License-Identifier: MIT
 /*
  * Triggered operations and the deferred work queue (docs/libfabric.md
- * "Triggered operations"), in software: the adapter's WAIT_CNT (the verbs
- * form of seed 000's conditional RDMA) holds its whole send queue, and
- * an endpoint's one connection to a peer also carries the operations
- * that are to trigger (docs/libfabric.md says what offloading needs).
+ * "Triggered operations").
  *
- * An RMA, atomic or send operation posted with FI_TRIGGER and a
- * struct fi_triggered_context of type FI_TRIGGER_THRESHOLD waits in its
- * endpoint's bounded table until its counter reaches the threshold.
+ * In the adapter: an fi_write or fi_read posted with FI_TRIGGER whose
+ * counter's value is its adapter block alone, for good
+ * (wfi_cntr_trig_exact), goes to the peer's trigger connection, a second
+ * RC QP per peer made on the first such operation and carrying nothing
+ * else: a WAIT_CNT (the verbs form of seed 000's conditional RDMA,
+ * docs/counters.md "Waiting on a counter") on the counter's slot of that
+ * QP, then the operation, which the adapter sends when the block reaches
+ * the threshold, with no software step.  A WAIT_CNT holds every later
+ * WQE of its send queue, so the QP waits on one counter, in
+ * non-decreasing threshold order; an operation that would break the
+ * order, wait on another counter, or find the QP full stays in
+ * software.  The entry stays in the table until its WAIT_CNT's
+ * completion says it passed; a software move of the counter (set, add, a
+ * software count) stops the trigger QPs waiting on it below the
+ * threshold (wfi_trig_recall); an entry whose WAIT_CNT fails or is
+ * flushed, by a recall, the peer's death or any error of the QP, goes
+ * back to software, its flushed operation completing nothing
+ * (wfi_trig_wait_done).
+ *
+ * In software: any other RMA, atomic or send operation posted with
+ * FI_TRIGGER and a struct fi_triggered_context of type
+ * FI_TRIGGER_THRESHOLD waits in its endpoint's bounded table until its
+ * counter reaches the threshold.
  * fi_control(domain, FI_QUEUE_WORK) queues any fi_op_type (sends, tagged
  * sends, receives, tagged receives, RMA, the three atomics, counter set
  * and add) in the domain's bounded table, copied in full (the caller's
@@ -18,10 +35,12 @@
  * cannot be posted yet (-FI_EAGAIN) stays, one that fails is reported as
  * an error completion (and an error on the completion counter).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "wfi.h"
 
+/* w copied into a free entry of tab: its index, or -FI_EAGAIN. */
 static int slot_add(struct wfi_trig *tab, int *n, const struct wfi_trig *w)
 {
 	int i;
@@ -34,7 +53,63 @@ static int slot_add(struct wfi_trig *tab, int *n, const struct wfi_trig *w)
 	tab[i] = *w;
 	tab[i].used = true;
 	(*n)++;
-	return 0;
+	return i;
+}
+
+/* Why triggered operation t cannot be held by the adapter on its peer's
+ * trigger connection, or NULL once it is connected (t->peer set). */
+static const char *hw_refusal(struct wfi_ep *ep, struct wfi_trig *t)
+{
+	const char *why;
+	struct wfi_peer *p;
+
+	if (t->type != FI_OP_WRITE && t->type != FI_OP_READ)
+		return "not an RMA write or read";
+	why = wfi_cntr_trig_exact(t->cntr, ep->dom);
+	if (why)
+		return why;
+	if (wfi_conn_get(ep, t->dest, &p))
+		return "no connection to the peer";
+	if (p->tq_off)
+		return "the peer's trigger connection failed or was stopped";
+	if (p->tq_cntr && p->tq_serial != wfi_cntr_serial(t->cntr))
+		return "the peer's trigger connection waits on another counter";
+	if (p->tq_cntr && t->threshold < p->tq_last)
+		return "a threshold below one already held for the peer";
+	if (!p->tq_cntr) {
+		p->tq_cntr = t->cntr;
+		p->tq_serial = wfi_cntr_serial(t->cntr);
+	}
+	if (wfi_conn_trig(ep, p))
+		return "the trigger connection could not be made (or has no slot for the counter)";
+	t->peer = p;
+	return NULL;
+}
+
+/* Posts t (entry i of the table) behind a WAIT_CNT when the adapter can
+ * hold it: true then. */
+static bool hw_post(struct wfi_ep *ep, struct wfi_trig *t, int i)
+{
+	const char *why = hw_refusal(ep, t);
+
+	if (!why && wfi_rma_held(ep, t, i))
+		why = "posting behind a WAIT_CNT failed (the trigger connection's queue is full)";
+	if (why) {
+		if (ep->log)
+			fprintf(stderr, "weft: FI_TRIGGER: in software: %s\n", why);
+		return false;
+	}
+	if (ep->log)
+		fprintf(stderr, "weft: FI_TRIGGER: held by the adapter: WAIT_CNT(slot %d, %llu) on QP %u\n",
+			t->peer->tq_slot, (unsigned long long)t->threshold, t->peer->tq->qp->qp_num);
+	t->hw = true;
+	t->peer->tq_last = t->threshold;
+	wfi_cntr_trig_count(t->cntr, WFI_TRIG_HW);
+	/* Connecting and posting progressed the endpoint: had software
+	 * moved the counter meanwhile, the WAIT_CNT is taken back at once. */
+	if (wfi_cntr_trig_exact(t->cntr, ep->dom))
+		wfi_trig_recall(ep->dom, t->cntr);
+	return true;
 }
 
 /* FI_TRIGGER: w's ctx is the struct fi_triggered_context. */
@@ -42,6 +117,7 @@ int wfi_trig_add(struct wfi_ep *ep, const struct wfi_trig *w)
 {
 	struct fi_triggered_context *tc = w->ctx;
 	struct wfi_trig t = *w;
+	int i;
 
 	if (!(ep->info->caps & FI_TRIGGER))
 		return -FI_EOPNOTSUPP;
@@ -51,7 +127,16 @@ int wfi_trig_add(struct wfi_ep *ep, const struct wfi_trig *w)
 	t.flags &= ~(uint64_t)FI_TRIGGER;
 	t.threshold = tc->trigger.threshold.threshold;
 	t.cntr = tc->trigger.threshold.cntr;
-	return slot_add(ep->trig, &ep->ntrig, &t);
+	i = slot_add(ep->trig, &ep->ntrig, &t);
+	if (i < 0)
+		return i;
+	/* Connecting progresses the endpoint: the entry must not fire
+	 * from the table meanwhile. */
+	ep->dom->working = true;
+	if (!hw_post(ep, &ep->trig[i], i))
+		wfi_cntr_trig_count(t.cntr, WFI_TRIG_SW);
+	ep->dom->working = false;
+	return 0;
 }
 
 static int one_iov(const struct iovec *iov, size_t n, void **buf, size_t *len)
@@ -238,7 +323,8 @@ int wfi_queue_work(struct wfi_domain *d, const struct fi_deferred_work *w)
 		return -FI_EOPNOTSUPP;
 	if (t.flags & FI_TRIGGER)
 		return -FI_EINVAL;
-	return slot_add(d->work, &d->nwork, &t);
+	ret = slot_add(d->work, &d->nwork, &t);
+	return ret < 0 ? ret : 0;
 }
 
 static uint64_t fail_flags(const struct wfi_trig *t)
@@ -302,7 +388,7 @@ static void table_progress(struct wfi_trig *tab, int *n)
 		struct wfi_trig *t = &tab[i];
 		ssize_t ret;
 
-		if (!t->used || wfi_cntr_value(t->cntr) < t->threshold)
+		if (!t->used || t->hw || wfi_cntr_value(t->cntr) < t->threshold)
 			continue;
 		if (t->ep)
 			t->ep->work_cntr = t->target ? NULL : t->comp;
@@ -351,4 +437,91 @@ void wfi_dom_forget_ep(struct wfi_domain *d, struct wfi_ep *ep)
 			d->work[i].used = false;
 			d->nwork--;
 		}
+}
+
+/* The error the adapter will count for held entry t's operation when its
+ * recall flushes it, owed (n 1) or not after all (n -1, it passed). */
+static void recall_owed(struct wfi_ep *ep, struct wfi_trig *t, int n)
+{
+	if (ep->tx[t->tx].hw)
+		wfi_cntr_hw_flushed(t->type == FI_OP_WRITE ? ep->wr_cntr : ep->rd_cntr, n);
+}
+
+/* The completion of held entry i's WAIT_CNT.  Passed: the adapter sent
+ * the operation, whose own completion completes it as any other; the
+ * entry is done.  Failed or flushed (a recall, the peer gone, the QP in
+ * error, WAIT_SLOT/WAIT_GONE): the operation after it never started, so
+ * the entry goes back to software, where it fires at its threshold as
+ * any software trigger (and fails there as one does when the peer is
+ * gone); its flushed operation completes nothing, the error the adapter
+ * counts for it taken back; the peer's later triggers stay in software. */
+void wfi_trig_wait_done(struct wfi_ep *ep, int i, int status)
+{
+	struct wfi_trig *t;
+	struct wfi_tx *x;
+
+	if (i < 0 || i >= WFI_TRIG_MAX || !ep->trig[i].used || !ep->trig[i].hw)
+		return;
+	t = &ep->trig[i];
+	t->hw = false;
+	x = t->tx >= 0 && t->tx < WFI_TX_SIZE && ep->tx[t->tx].trig == i + 1 ? &ep->tx[t->tx] : NULL;
+	if (x) {
+		x->trig = 0;
+		x->recalled = status != 0;
+		/* A recall owed the error already; released after all, the
+		 * operation counts as any other. */
+		if (status && !t->recall)
+			recall_owed(ep, t, 1);
+		else if (!status && t->recall)
+			recall_owed(ep, t, -1);
+	}
+	if (status) {
+		t->peer->tq_off = true;
+		wfi_cntr_trig_count(t->cntr, WFI_TRIG_RECALLED);
+		return;		/* in software now: table_progress posts it */
+	}
+	wfi_cntr_trig_count(t->cntr, WFI_TRIG_ENDED);
+	t->used = false;
+	ep->ntrig--;
+}
+
+/* Software's part of counter c moved: every trigger connection holding a
+ * WAIT_CNT on c that the block has not reached is stopped, and those
+ * entries are marked to go back to software when their flush comes
+ * (wfi_trig_wait_done).  An entry whose threshold the block had reached
+ * is the adapter's already; an operation released in the instant before
+ * the stop is flushed and completes in error (docs/libfabric.md). */
+void wfi_trig_recall(struct wfi_domain *d, struct fid_cntr *c)
+{
+	uint64_t block = wfi_cntr_block(c);
+	int e, i, j;
+
+	for (e = 0; e < d->neps; e++) {
+		struct wfi_ep *ep = d->eps[e];
+
+		for (i = 0; i < WFI_TRIG_MAX; i++) {
+			struct wfi_trig *t = &ep->trig[i];
+
+			if (!t->used || !t->hw || t->cntr != c || t->threshold <= block ||
+			    t->peer->tq_off)
+				continue;
+			wfi_conn_trig_stop(t->peer);
+			for (j = 0; j < WFI_TRIG_MAX; j++)
+				if (ep->trig[j].used && ep->trig[j].hw &&
+				    ep->trig[j].peer == t->peer) {
+					ep->trig[j].recall = true;
+					recall_owed(ep, &ep->trig[j], 1);
+				}
+		}
+	}
+}
+
+/* A closing endpoint's held triggers: its QPs are gone with their WAITs. */
+void wfi_trig_close(struct wfi_ep *ep)
+{
+	int i;
+
+	for (i = 0; i < WFI_TRIG_MAX; i++)
+		if (ep->trig[i].used && ep->trig[i].hw)
+			wfi_cntr_trig_count(ep->trig[i].cntr, WFI_TRIG_ENDED);
 }

@@ -164,10 +164,16 @@ int wfi_post_fin(struct wfi_ep *ep, struct rdma_cm_id *id, uint32_t app_ctx)
 	return 0;
 }
 
+/* The endpoint counter that counts send slot t's operation. */
+static struct fid_cntr *tx_cntr(struct wfi_ep *ep, const struct wfi_tx *t)
+{
+	return t->cflags & FI_SEND ? ep->tx_cntr : t->cflags & FI_WRITE ? ep->wr_cntr : ep->rd_cntr;
+}
+
 void wfi_tx_finish(struct wfi_ep *ep, struct wfi_tx *t, int status)
 {
 	uint64_t fl = t->cflags;
-	struct fid_cntr *c = fl & FI_SEND ? ep->tx_cntr : fl & FI_WRITE ? ep->wr_cntr : ep->rd_cntr;
+	struct fid_cntr *c = tx_cntr(ep, t);
 
 	wfi_reg_put(ep->dom, t->reg);
 	t->reg = NULL;
@@ -196,6 +202,18 @@ void wfi_tx_done(struct wfi_ep *ep, int i, int status)
 	if (i < 0 || i >= WFI_TX_SIZE || !ep->tx[i].busy)
 		return;
 	t = &ep->tx[i];
+	if (t->recalled) {
+		/* Flushed behind a recalled WAIT_CNT: its trigger is back in
+		 * software (trigger.c), the error the adapter counts for it
+		 * taken back when it was recalled.  Freed at its last WQE's
+		 * flush. */
+		if (--t->flushes > 0)
+			return;
+		wfi_reg_put(ep->dom, t->reg);
+		t->reg = NULL;
+		t->busy = false;
+		return;
+	}
 	if (status) {
 		wfi_tx_finish(ep, t, FI_EIO);
 		return;

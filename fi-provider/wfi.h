@@ -80,6 +80,10 @@ struct wfi_alias {
  * domain), copied in full when queued (trigger.c). */
 struct wfi_trig {
 	bool used;
+	bool hw;			/* FI_TRIGGER held by the adapter: a WAIT_CNT before it */
+	bool recall;			/* hw: its trigger QP stopped (a software move of its counter) */
+	int tx;				/* hw: the send slot of its operation */
+	struct wfi_peer *peer;		/* hw: the peer whose trigger QP holds it */
 	enum fi_op_type type;
 	struct wfi_ep *ep;		/* NULL for FI_OP_CNTR_SET/ADD */
 	void *buf, *desc, *ctx, *result;
@@ -204,6 +208,19 @@ struct wfi_peer {
 	struct rdma_cm_id *out;		/* the connection we opened to send */
 	int err;
 	uint8_t hw_out;			/* the out QP's counter slots bound (bit s: slot s) */
+	/* The trigger connection (trigger.c "In the adapter"): made on the
+	 * first triggered operation to this peer the adapter can hold; it
+	 * carries only WAIT_CNTs on tq_cntr and their operations, in
+	 * non-decreasing threshold order (tq_last). */
+	struct rdma_cm_id *tq;
+	enum wfi_conn_state tq_state;
+	int tq_err;
+	uint8_t tq_hw;			/* its counter slots bound, as hw_out */
+	int tq_slot;			/* the slot bound to tq_cntr */
+	struct fid_cntr *tq_cntr;
+	uint64_t tq_serial;		/* tq_cntr's serial (wfi_cntr_serial) */
+	uint64_t tq_last;
+	bool tq_off;			/* failed or stopped: software from then on */
 	bool dead;			/* a connection with it dropped (peer_dead) */
 	bool gone;			/* and what came before is taken (wfi_conn_settle) */
 };
@@ -219,6 +236,9 @@ struct wfi_tx {
 	void *result;			/* fetching atomic: 8 bytes from the slot */
 	struct fid_cntr *ccntr;		/* deferred work's completion counter */
 	bool hw;			/* its WQE names a counter slot: the adapter counts it */
+	int trig;			/* a held trigger's op: its entry + 1 until its WAIT_CNT passed */
+	bool recalled;			/* flushed behind a recalled WAIT_CNT: no completion */
+	int flushes;			/* held: its WQEs (each flush gives a completion) */
 	bool busy, signal, internal, rndv, sent, fin;
 };
 #define WFI_TX_FIN 16			/* slots kept for FINs */
@@ -354,7 +374,7 @@ static inline uint8_t *wfi_ux_slot(struct wfi_ep *ep, int i)
 #define WFI_NSLOTS (WFI_TX_SIZE + WFI_HW_RX + WFI_SRQ_WQES)
 
 /* wr_id of the endpoint's work requests: kind in the top byte. */
-enum { WFI_WR_TX = 1, WFI_WR_RX, WFI_WR_UX, WFI_WR_OP, WFI_WR_READ };
+enum { WFI_WR_TX = 1, WFI_WR_RX, WFI_WR_UX, WFI_WR_OP, WFI_WR_READ, WFI_WR_TRIG };
 #define WFI_WR(kind, i) (((uint64_t)(kind) << 56) | (uint32_t)(i))
 #define WFI_WR_KIND(w) ((int)((w) >> 56))
 #define WFI_WR_IDX(w) ((int)(uint32_t)(w))
@@ -390,6 +410,9 @@ int wfi_trig_add(struct wfi_ep *ep, const struct wfi_trig *w);
 void wfi_trig_progress(struct wfi_ep *ep);
 int wfi_queue_work(struct wfi_domain *d, const struct fi_deferred_work *w);
 void wfi_dom_forget_ep(struct wfi_domain *d, struct wfi_ep *ep);
+void wfi_trig_wait_done(struct wfi_ep *ep, int i, int status);
+void wfi_trig_recall(struct wfi_domain *d, struct fid_cntr *c);
+void wfi_trig_close(struct wfi_ep *ep);
 /* key.c */
 int wfi_key_add(struct wfi_domain *d, struct wfi_mr *m, uint64_t key);
 void wfi_key_del(struct wfi_domain *d, struct wfi_mr *m);
@@ -409,11 +432,12 @@ extern struct fi_ops_atomic wfi_atomic_ops;
 ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc,
 		fi_addr_t peer_addr, uint64_t addr, uint64_t key, uint64_t data, void *ctx,
 		uint64_t flags);
+ssize_t wfi_rma_held(struct wfi_ep *ep, struct wfi_trig *t, int idx);
 void wfi_note_after(struct wfi_ep *ep, int i, struct ibv_send_wr *wr, struct ibv_send_wr *nwr,
 		    struct ibv_sge *nsge, uint32_t kind, uint64_t data);
 void wfi_rma_note(struct wfi_ep *ep, const struct wfi_wire_msg *m, uint32_t qpn);
-void wfi_rma_count(struct wfi_ep *ep, struct wfi_peer *peer, struct wfi_tx *t,
-		   struct ibv_send_wr *wr, struct fid_cntr *c);
+void wfi_rma_count(struct wfi_ep *ep, uint8_t mask, struct wfi_tx *t, struct ibv_send_wr *wr,
+		   struct fid_cntr *c);
 /* cntr.c */
 int wfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
 		  void *context);
@@ -425,7 +449,14 @@ void wfi_cntr_unbind_ep(struct fid_cntr *c, struct wfi_ep *ep);
 uint8_t wfi_cntr_qp(struct wfi_ep *ep, struct ibv_qp *qp, bool in);
 unsigned int wfi_cntr_send_flags(struct wfi_ep *ep, uint8_t mask, struct fid_cntr *c);
 void wfi_cntr_hw_done(struct fid_cntr *c);
+void wfi_cntr_hw_flushed(struct fid_cntr *c, int n);
 void wfi_cntr_remote(struct wfi_ep *ep, struct fid_cntr *c, uint32_t qpn, unsigned int ev);
+const char *wfi_cntr_trig_exact(struct fid_cntr *c, struct wfi_domain *d);
+enum wfi_trig_ev { WFI_TRIG_HW, WFI_TRIG_SW, WFI_TRIG_ENDED, WFI_TRIG_RECALLED };
+void wfi_cntr_trig_count(struct fid_cntr *c, enum wfi_trig_ev ev);
+uint64_t wfi_cntr_block(struct fid_cntr *c);
+uint64_t wfi_cntr_serial(struct fid_cntr *c);
+int wfi_cntr_qp_wait(struct wfi_ep *ep, struct ibv_qp *qp, uint8_t mask, struct fid_cntr *c);
 /* hwcntr.c */
 int wfi_hw_create(struct ibv_context *ctx, struct wfi_hwcntr *h);
 void wfi_hw_destroy(struct ibv_context *ctx, struct wfi_hwcntr *h);
@@ -463,6 +494,8 @@ struct rdma_cm_id *wfi_conn_by_qpn(struct wfi_ep *ep, uint32_t qpn);
 bool wfi_qpn_dead(struct wfi_ep *ep, uint32_t qpn);
 bool wfi_conn_of_peer(struct wfi_ep *ep, const struct rdma_cm_id *id, int peer_id);
 void wfi_conn_settle(struct wfi_ep *ep);
+int wfi_conn_trig(struct wfi_ep *ep, struct wfi_peer *p);
+void wfi_conn_trig_stop(struct wfi_peer *p);
 /* tx.c */
 ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
 		 uint64_t data, void *ctx, uint64_t flags, bool msg);

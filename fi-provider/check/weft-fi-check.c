@@ -17,8 +17,12 @@
  * take any tag, never receives, peeks or completes any of the first
  * endpoint's messages; counters backed by the adapter's event counters
  * (cntr_checks); and a new endpoint's write to a target that a closed
- * endpoint of this process wrote to (reconnect_checks).  Prints
- * "ok N - ..." / "not ok N - ..." and exits non-zero when a check failed.
+ * endpoint of this process wrote to (reconnect_checks).  With --trigger,
+ * alone in a process of its own (so that the adapter's WAIT_CNT counters
+ * move for it alone): triggered writes the adapter holds behind a
+ * WAIT_CNT and fires with no call on the poster, and those that stay in
+ * software (trig_checks).  Prints "ok N - ..." / "not ok N - ..." and
+ * exits non-zero when a check failed.
  *
  * With --peer-death, two processes on two nodes: the server (the
  * survivor) and a client that the caller kills (SIGKILL) while a 256 MiB
@@ -27,10 +31,12 @@
  * receive directed to the client fail with error completions within 60 s
  * and that a later send to the client fails, then exits.
  *
- * With --reconnect, only reconnect_checks.
+ * With --reconnect, only reconnect_checks; with --trigger, only
+ * trig_checks.
  *
  * Usage: weft-fi-check [--no-loopback]
  *        weft-fi-check --reconnect
+ *        weft-fi-check --trigger
  *        weft-fi-check --peer-death server PORT recv|send
  *        weft-fi-check --peer-death client SERVER PORT recv|send
  */
@@ -1067,6 +1073,7 @@ static void atomic_checks(void)
 
 static void cntr_checks(void);
 static void reconnect_checks(void);
+static void trig_checks(void);
 
 int main(int argc, char **argv)
 {
@@ -1093,6 +1100,11 @@ int main(int argc, char **argv)
 		return peer_death(argc, argv);
 	if (argc > 1 && !strcmp(argv[1], "--reconnect")) {
 		reconnect_checks();
+		printf("1..%d\n%d of %d checks failed\n", n_checks, n_failed, n_checks);
+		return n_failed ? 1 : 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "--trigger")) {
+		trig_checks();
 		printf("1..%d\n%d of %d checks failed\n", n_checks, n_failed, n_checks);
 		return n_failed ? 1 : 0;
 	}
@@ -1679,6 +1691,267 @@ static void reconnect_checks(void)
 		 * DISCONNECTED: refused as stale, tried again. */
 		reconnect_check(fab, info, false, 0, 1);
 	}
+	if (fab)
+		fi_close(&fab->fid);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+/* Triggered operations in the adapter (docs/libfabric.md "Triggered
+ * operations"), between two domains of this process: A (the poster) and
+ * B (the target).  A posts a triggered fi_writemsg to B on A's
+ * FI_REMOTE_WRITE counter, which only the adapter counts: it goes behind
+ * a WAIT_CNT on A's trigger connection to B.  From then on A's endpoint
+ * gets no call at all: B's own writes to A move A's counter, the adapter
+ * sends the held write, and B finds the data in its memory and its
+ * FI_REMOTE_WRITE counter's block moved; A's FI_WRITE counter's block
+ * counted it too, before A's progress ran.  Then a trigger on a counter
+ * software has moved (fi_cntr_add) stays in software and fires at A's
+ * progress; and a held trigger whose counter fi_cntr_add then moves past
+ * its threshold is taken back into software and fires once. */
+#define TG_N 3
+
+struct tg_side {
+	struct cn_side s;
+	struct fid_ep *ep;
+	struct fid_cntr *rw, *wr;	/* FI_REMOTE_WRITE, FI_WRITE */
+	struct fid_mr *mr;
+	uint64_t *buf;			/* 8 words, registered */
+	fi_addr_t peer;
+};
+
+static int tg_open(struct fid_fabric *fab, struct fi_info *info, struct tg_side *t)
+{
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+
+	t->buf = aligned_alloc(64, 64);
+	if (!t->buf || cn_side_open(fab, info, &t->s) || fi_cntr_open(t->s.dom, &ca, &t->rw, NULL) ||
+	    fi_cntr_open(t->s.dom, &ca, &t->wr, NULL) ||
+	    fi_endpoint(t->s.dom, info, &t->ep, NULL) || fi_ep_bind(t->ep, &t->s.av->fid, 0) ||
+	    fi_ep_bind(t->ep, &t->s.cq->fid, FI_TRANSMIT | FI_RECV) ||
+	    fi_ep_bind(t->ep, &t->rw->fid, FI_REMOTE_WRITE) ||
+	    fi_ep_bind(t->ep, &t->wr->fid, FI_WRITE) || fi_enable(t->ep))
+		return -1;
+	memset(t->buf, 0, 64);
+	return fi_mr_reg(t->s.dom, t->buf, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &t->mr,
+			 NULL);
+}
+
+static void tg_close(struct tg_side *t)
+{
+	struct fid *f[4] = { t->ep ? &t->ep->fid : NULL, t->mr ? &t->mr->fid : NULL,
+			     t->rw ? &t->rw->fid : NULL, t->wr ? &t->wr->fid : NULL };
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (f[i])
+			fi_close(f[i]);
+	cn_side_close(&t->s);
+	free(t->buf);
+}
+
+/* b's name in a's AV (a->peer), and a's in b's (b->peer) when both. */
+static int tg_link(struct tg_side *a, struct tg_side *b, bool both)
+{
+	uint8_t name[64];
+	size_t len = sizeof(name);
+
+	if (fi_getname(&b->ep->fid, name, &len) || fi_av_insert(a->s.av, name, 1, &a->peer, 0, NULL) != 1)
+		return -1;
+	len = sizeof(name);
+	return both && (fi_getname(&a->ep->fid, name, &len) ||
+			fi_av_insert(b->s.av, name, 1, &b->peer, 0, NULL) != 1) ? -1 : 0;
+}
+
+/* A write of v from `from` into word w of to's buffer, completed. */
+static int tg_write(struct tg_side *from, struct tg_side *to, uint64_t *v, int w)
+{
+	struct fi_cq_tagged_entry e;
+	int ret = (int)fi_write(from->ep, v, 8, NULL, from->peer, (uintptr_t)(to->buf + w),
+				fi_mr_key(to->mr), &e);
+
+	return ret ? ret : wait_one(from->s.cq, &e, 20);
+}
+
+/* A triggered fi_writemsg of *v from a into word w of b at a->rw >= thr,
+ * b's endpoint progressed meanwhile (the connections are made). */
+static int tg_trigger(struct tg_side *a, struct tg_side *b, struct fi_triggered_context *tc,
+		      uint64_t *v, int w, uint64_t thr)
+{
+	struct iovec iov = { v, 8 };
+	struct fi_rma_iov rma = { (uintptr_t)(b->buf + w), 8, fi_mr_key(b->mr) };
+	struct fi_msg_rma m = { .msg_iov = &iov, .iov_count = 1, .addr = a->peer,
+				.rma_iov = &rma, .rma_iov_count = 1, .context = tc };
+	pthread_t th;
+	int ret;
+
+	*tc = (struct fi_triggered_context){ .event_type = FI_TRIGGER_THRESHOLD,
+					     .trigger.threshold = { .cntr = a->rw, .threshold = thr } };
+	cn_stop = 0;
+	if (pthread_create(&th, NULL, cn_progress, b->rw))
+		return -1;
+	ret = (int)fi_writemsg(a->ep, &m, FI_TRIGGER | FI_COMPLETION);
+	cn_stop = 1;
+	pthread_join(th, NULL);
+	return ret;
+}
+
+/* b's word w polled (no call) until it holds v, secs at most. */
+static bool tg_arrives(struct tg_side *b, int w, uint64_t v, double secs)
+{
+	double end = now() + secs;
+
+	while (__atomic_load_n(&b->buf[w], __ATOMIC_ACQUIRE) != v && now() < end)
+		;
+	return __atomic_load_n(&b->buf[w], __ATOMIC_ACQUIRE) == v;
+}
+
+/* A4 holds a trigger to C, whose endpoint then closes: A4's progress
+ * must take the flushed WAIT_CNT back into software, complete nothing
+ * yet, and once the counter reaches the threshold give the error
+ * completion a software trigger to a gone peer gives (FI_ECONNRESET),
+ * with no error left on A4's FI_WRITE counter. */
+static void peer_gone(struct fid_fabric *fab, struct fi_info *info)
+{
+	struct tg_side a4 = { 0 }, cs = { 0 }, *c = &cs;
+	struct fi_triggered_context tc;
+	struct fi_weft_cntr_stats st = { 0 };
+	struct fi_cq_tagged_entry e;
+	uint64_t v = 0xdead5;
+	double end;
+	int ret, got;
+
+	ret = tg_open(fab, info, &a4) || tg_open(fab, info, c) || tg_link(&a4, c, false) ? -1 :
+	      tg_trigger(&a4, c, &tc, &v, 5, 1);
+	ret = ret ? ret : fi_close(&c->ep->fid);
+	c->ep = NULL;
+	for (end = now() + 10; !ret && now() < end;) {
+		fi_cntr_read(a4.wr);
+		if (cn_stats(a4.rw, &st) || !st.trig_held)
+			break;
+	}
+	got = (int)fi_cq_read(a4.s.cq, &e, 1);
+	CHECK(!ret && st.trig_hw == 1 && !st.trig_held && st.trig_recalled == 1 && got == -FI_EAGAIN,
+	      "the peer of a held trigger closes its endpoint: the WAIT_CNT flushed and taken back "
+	      "into software (held %llu, taken back %llu), nothing completed (%d)",
+	      (unsigned long long)st.trig_held, (unsigned long long)st.trig_recalled, got);
+	fi_cntr_add(a4.rw, 1);
+	got = wait_one(a4.s.cq, &e, 20);
+	CHECK(!ret && got == FI_ECONNRESET && e.op_context == &tc && fi_cntr_readerr(a4.wr) == 0,
+	      "at its threshold it fails as a software trigger to a gone peer: %d (FI_ECONNRESET %d), "
+	      "its context, errors on the FI_WRITE counter %llu (0)", got, FI_ECONNRESET,
+	      (unsigned long long)fi_cntr_readerr(a4.wr));
+	tg_close(&a4);
+	tg_close(c);
+}
+
+static void trig_checks(void)
+{
+	struct fi_info *h = hints_rdm(), *info = NULL;
+	struct fid_fabric *fab = NULL;
+	struct tg_side a = { 0 }, b = { 0 }, a2 = { 0 }, a3 = { 0 };
+	struct fi_triggered_context tc, tc2, tc3, tc4;
+	struct fi_weft_cntr_stats st, sw;
+	struct fi_cq_tagged_entry e;
+	uint64_t one = 1, v = 0x7419a11e5dull, v2 = 0x50f7ull, v3 = 0x2ecal, v4 = 0xc105e, base, bw;
+	int i, ret;
+
+	h->caps = FI_MSG | FI_RMA | FI_RMA_EVENT | FI_TRIGGER;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+	if (fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, h, &info) ||
+	    fi_fabric(info->fabric_attr, &fab, NULL) || tg_open(fab, info, &a) ||
+	    tg_open(fab, info, &b) || tg_open(fab, info, &a2) || tg_link(&a, &b, true) ||
+	    tg_link(&a2, &b, false)) {
+		CHECK(0, "FI_TRIGGER: FI_RMA | FI_RMA_EVENT | FI_TRIGGER endpoints set up");
+		goto out;
+	}
+	/* B connects to A while A's progress runs on another thread. */
+	cn_stop = 0;
+	{
+		pthread_t th;
+
+		ret = pthread_create(&th, NULL, cn_progress, a.rw) ? -1 : tg_write(&b, &a, &one, 0);
+		cn_stop = 1;
+		if (!ret)
+			pthread_join(th, NULL);
+	}
+	base = fi_cntr_read(a.rw);
+	ret = ret ? ret : tg_trigger(&a, &b, &tc, &v, 1, base + TG_N);
+	CHECK(!ret && !cn_stats(a.rw, &st) && st.trig_hw == 1 && st.trig_held == 1 && !st.trig_sw &&
+	      b.buf[1] == 0,
+	      "FI_TRIGGER fi_writemsg at A's FI_REMOTE_WRITE counter >= %llu: %d, held by the adapter "
+	      "(triggers in hardware %llu, held %llu, in software %llu), nothing written yet",
+	      (unsigned long long)(base + TG_N), ret, (unsigned long long)st.trig_hw,
+	      (unsigned long long)st.trig_held, (unsigned long long)st.trig_sw);
+	/* From here A's endpoint gets no call until the data is at B. */
+	bw = cn_block(b.rw, 0);
+	for (i = 0; i < TG_N - 1 && !ret; i++)
+		ret = tg_write(&b, &a, &one, 0);
+	CHECK(!ret && !tg_arrives(&b, 1, v, 1) && cn_block(b.rw, bw) == bw,
+	      "%d of B's writes to A (A's counter one short): the triggered write is still held",
+	      TG_N - 1);
+	ret = ret ? ret : tg_write(&b, &a, &one, 0);
+	CHECK(!ret && tg_arrives(&b, 1, v, 10) && cn_block(b.rw, bw + 1) == bw + 1 &&
+	      cn_block(a.wr, 1) == 1,
+	      "B's write %d of %d to A fired A's triggered write with no call on A: its data at B, B's "
+	      "FI_REMOTE_WRITE block %llu (%llu), A's FI_WRITE block %llu (1, the adapter counted it)",
+	      TG_N, TG_N, (unsigned long long)cn_block(b.rw, bw + 1), (unsigned long long)(bw + 1),
+	      (unsigned long long)cn_block(a.wr, 1));
+	ret = wait_one(a.s.cq, &e, 20);
+	CHECK(!ret && e.op_context == &tc && (e.flags & FI_WRITE) && fi_cntr_read(a.wr) == 1 &&
+	      !cn_stats(a.rw, &st) && st.trig_held == 0 && !cn_stats(a.wr, &sw) && !sw.sw_value,
+	      "A's progress: the triggered write's completion (its triggered context, FI_WRITE) %d, "
+	      "A's FI_WRITE counter %llu (1, software %llu), WAIT_CNTs held %llu (0)", ret,
+	      (unsigned long long)fi_cntr_read(a.wr), (unsigned long long)sw.sw_value,
+	      (unsigned long long)st.trig_held);
+	/* fi_cntr_add gives A's counter a software part: software from now. */
+	fi_cntr_add(a.rw, 1);
+	base = fi_cntr_read(a.rw);
+	ret = tg_trigger(&a, &b, &tc2, &v2, 2, base + 2);
+	for (i = 0; i < 2 && !ret; i++)
+		ret = tg_write(&b, &a, &one, 0);
+	CHECK(!ret && !cn_stats(a.rw, &st) && st.trig_sw == 1 && st.trig_hw == 1 &&
+	      !tg_arrives(&b, 2, v2, 1) && fi_cntr_wait(a.wr, 2, 10000) == 0 && tg_arrives(&b, 2, v2, 10) &&
+	      !wait_one(a.s.cq, &e, 20) && e.op_context == &tc2,
+	      "after fi_cntr_add the counter's triggered write stays in software (in software %llu, "
+	      "in hardware %llu): not sent without A's progress, sent by it once the counter reached "
+	      "%llu, completed with its context", (unsigned long long)st.trig_sw,
+	      (unsigned long long)st.trig_hw, (unsigned long long)(base + 2));
+	/* A2: held, then fi_cntr_add moves its counter past the threshold. */
+	ret = tg_trigger(&a2, &b, &tc3, &v3, 3, 5);
+	CHECK(!ret && !cn_stats(a2.rw, &st) && st.trig_held == 1 && !tg_arrives(&b, 3, v3, 1),
+	      "A2's triggered write at 5 on a counter at 0: held by the adapter (%llu), not sent",
+	      (unsigned long long)st.trig_held);
+	fi_cntr_add(a2.rw, 5);
+	ret = fi_cntr_wait(a2.wr, 1, 10000);
+	i = wait_one(a2.s.cq, &e, 20);
+	CHECK(!ret && !i && e.op_context == &tc3 && tg_arrives(&b, 3, v3, 10) &&
+	      fi_cq_read(a2.s.cq, &e, 1) == -FI_EAGAIN && !cn_stats(a2.rw, &st) &&
+	      st.trig_recalled == 1 && st.trig_held == 0 && fi_cntr_read(a2.wr) == 1 &&
+	      fi_cntr_readerr(a2.wr) == 0,
+	      "fi_cntr_add 5 under it: the WAIT_CNT taken back (recalled %llu), the write sent by "
+	      "software once, completed once with its context (wait %d, cq %d), A2's FI_WRITE "
+	      "counter %llu (1), errors %llu (0: the flush the adapter counted is taken back)",
+	      (unsigned long long)st.trig_recalled, ret, i, (unsigned long long)fi_cntr_read(a2.wr),
+	      (unsigned long long)fi_cntr_readerr(a2.wr));
+	/* A3 closes its endpoint with a trigger held: no hang, nothing sent,
+	 * its counter closes.  Its trigger and A4's go first: every
+	 * connection of these checks is made before any endpoint closes. */
+	ret = tg_open(fab, info, &a3) || tg_link(&a3, &b, false) ? -1 :
+	      tg_trigger(&a3, &b, &tc4, &v4, 4, 100);
+	peer_gone(fab, info);
+	i = ret || cn_stats(a3.rw, &st) ? -1 : (int)st.trig_held;
+	ret = ret ? ret : fi_close(&a3.ep->fid);
+	a3.ep = NULL;
+	CHECK(!ret && i == 1 && !tg_arrives(&b, 4, v4, 1) && !fi_close(&a3.rw->fid),
+	      "fi_close of an endpoint with a triggered write held (%d): %d, the write never sent, "
+	      "its counter then closes", i, ret);
+	a3.rw = NULL;
+out:
+	tg_close(&a3);
+	tg_close(&a);
+	tg_close(&a2);
+	tg_close(&b);
 	if (fab)
 		fi_close(&fab->fid);
 	fi_freeinfo(info);
