@@ -39,7 +39,7 @@ struct wfi_cntr {
 	 * block alone, so it stands for the counter only while software's
 	 * part is 0 and cannot move. */
 	bool sw_moved;			/* software counted, set or added on it */
-	bool sw_bound;			/* bound for FI_SEND or FI_RECV (software counts some) */
+	bool sw_bound;			/* bound for FI_RECV (software counts receives) */
 	int trig_held;			/* WAIT_CNTs on it the adapter holds now */
 	uint64_t serial;		/* unique in the process (a trigger QP's counter) */
 	uint64_t trig_hw, trig_sw, trig_recalled;
@@ -155,10 +155,10 @@ void wfi_cntr_hw_flushed(struct fid_cntr *c, int n)
 
 /* Can a WAIT_CNT on c's block hold an operation of domain d exactly?
  * NULL when it can, else why not: only a counter of the domain backed by
- * an adapter counter, never moved by software, bound only for the events
- * the adapter counts (not FI_SEND, whose rendezvous sends software
- * counts, nor FI_RECV) and with every slot bind taken, so that its value
- * is its block and stays so. */
+ * an adapter counter, never moved by software, not bound for FI_RECV
+ * (software counts every receive) and with every slot bind taken, so that
+ * its value is its block.  A later software move (a rendezvous send's
+ * FIN on an FI_SEND counter, a set or add) recalls what is held. */
 const char *wfi_cntr_trig_exact(struct fid_cntr *c, struct wfi_domain *d)
 {
 	struct wfi_cntr *k = to_cntr(c);
@@ -170,7 +170,7 @@ const char *wfi_cntr_trig_exact(struct fid_cntr *c, struct wfi_domain *d)
 	if (k->sw_moved || k->value)
 		return "software moved it (set, add or a software count)";
 	if (k->sw_bound)
-		return "bound for FI_SEND or FI_RECV (counted in software in part)";
+		return "bound for FI_RECV (receives counted in software)";
 	if (k->bind_failed)
 		return "a QP slot bind refused (counted in software there)";
 	return NULL;
@@ -229,7 +229,7 @@ int wfi_cntr_bind_ep(struct fid_cntr *c, struct wfi_ep *ep, uint64_t flag)
 
 	if (flag & (FI_SEND | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE))
 		hw_get(k);
-	if (flag & (FI_SEND | FI_RECV))
+	if (flag & FI_RECV)
 		k->sw_bound = true;
 	for (i = 0; i < k->neps; i++)
 		if (k->eps[i] == ep) {

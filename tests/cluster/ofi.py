@@ -154,6 +154,11 @@ def events(t, nodes):
     return [t.counter(i, "C_EVENTS") for i in nodes]
 
 
+def held_waits(t, nodes):
+    """The adapters' WQEs held behind a WAIT_CNT (V_WAIT_HELD) of NODES."""
+    return [t.counter(i, "V_WAIT_HELD") for i in nodes]
+
+
 def mbps(line):
     """MB/sec of a fabtests result line."""
     return float(line.split()[4])
@@ -164,6 +169,7 @@ def declare(name, prog, runs, server_ok, client_ok, description):
     def run(t):
         before = rndv_done(t, (0, 1))
         ev = events(t, (0, 1)) if name in HW_COUNTED else None
+        held = held_waits(t, (0, 1))
         for args, what in runs:
             fig = fabtest(t, prog, args, server_ok, client_ok, what, PROV)
         if ev:
@@ -171,6 +177,14 @@ def declare(name, prog, runs, server_ok, client_ok, description):
             t.require(sum(moved) > 0, f"{prog}: the adapters' C_EVENTS moved by {moved}: fi_cntr not counted "
                       "by the adapter")
             t.checked(f"{prog}: fi_cntr counted by the adapters' event counters: C_EVENTS +{moved} (node0, node1)")
+        if name == "ofi-rma-trigger":
+            # Its triggered write waits on its tx counter (FI_SEND and
+            # FI_WRITE, eager sends only): the adapter holds it.
+            moved = [b - a for a, b in zip(held, held_waits(t, (0, 1)))]
+            t.require(sum(moved) > 0, f"{prog}: the adapters' V_WAIT_HELD moved by {moved}: the triggered write "
+                      "was not held by the adapter")
+            t.checked(f"{prog}: the triggered write held by the adapter's WAIT_CNT: V_WAIT_HELD +{moved} "
+                      "(node0, node1)")
         if name != "ofi-tagged-bw":
             return
         require_rndv(t, prog, before, rndv_done(t, (0, 1)))
