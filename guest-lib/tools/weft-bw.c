@@ -28,11 +28,30 @@ static const struct tool_desc desc;
 /* --seconds: run each size for at least this long instead of --iters. */
 static unsigned int min_seconds;
 
-/* One slot per operation in flight, and a spare one locally for the
- * read-back of the data check. */
+/* The buffers hold --max-size x min(--depth, BW_MAX_SLOTS) bytes of
+ * slots and a spare --max-size locally for the read-back of the data
+ * check.  At size s an operation in flight has a slot of its own while
+ * they fit (64 slots of 4 KiB fit the default buffers many times over);
+ * beyond that operations share slots, which only the untimed data check
+ * would mind, and it writes and reads one operation at a time. */
+#define BW_MAX_SLOTS    8u
+
+static uint64_t slots_bytes(const struct tool_opts *o)
+{
+	unsigned int d = o->depth ? o->depth : 1;
+
+	return o->max_size * (d < BW_MAX_SLOTS ? d : BW_MAX_SLOTS);
+}
+
 static size_t buf_size(const struct tool_opts *o)
 {
-	return (size_t)o->max_size * ((o->depth ? o->depth : 1) + 1);
+	return (size_t)(slots_bytes(o) + o->max_size);
+}
+
+/* The buffer offset of operation i of size bytes. */
+static uint64_t slot_off(const struct tool_opts *o, unsigned int i, uint64_t size)
+{
+	return (uint64_t)i * size % (slots_bytes(o) / size * size);
 }
 
 /* One striped write of size bytes from slot offset off to the peer's
@@ -70,7 +89,7 @@ static int run_stripe(struct tool_ctx *c, uint64_t n, uint64_t size, uint64_t t0
 	int r = 0;
 
 	for (unsigned int i = 0; i < depth && posted < n; i++, posted++) {
-		stripe_init(c, &st[i], i, (uint64_t)i * size, size);
+		stripe_init(c, &st[i], i, slot_off(&c->o, i, size), size);
 		r = weft_stripe_write(&st[i]);
 		if (r)
 			return r;
@@ -129,7 +148,7 @@ static int run_stripe(struct tool_ctx *c, uint64_t n, uint64_t size, uint64_t t0
 static int check_size(struct tool_ctx *c, int is_read, uint64_t size)
 {
 	uint32_t seed = (uint32_t)size ^ (is_read ? 0x80000000u : 0);
-	uint64_t spare = c->o.max_size * c->o.depth;
+	uint64_t spare = slots_bytes(&c->o);
 	struct weft_rop rop;
 	tool_pat_fill(c->buf, size, seed);
 	memset(c->buf + spare, 0, size);
@@ -212,8 +231,8 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 		rops[i].rdma.remote_rcxt = c->peer.rcxt[i];
 		rops[i].rdma.remote_rcxt_key = c->peer.key[i];
 		rops[i].rdma.notify = WEFT_COMP_SOURCE;
-		rops[i].rdma.local_pvo = c->buf_pvo + (uint64_t)i * size;
-		rops[i].rdma.remote_pvo = c->peer.buf_pvo + (uint64_t)i * size;
+		rops[i].rdma.local_pvo = c->buf_pvo + slot_off(&c->o, i, size);
+		rops[i].rdma.remote_pvo = c->peer.buf_pvo + slot_off(&c->o, i, size);
 		rops[i].rdma.length = size;
 		rops[i].timeout_ns = 10000000ull + size * 40 * depth;
 		while ((r = weft_win_rop_post(c->win, &rops[i])) == -EAGAIN) {
@@ -382,7 +401,7 @@ static const struct tool_desc desc = {
 		      "  --mode M             write, read or both (default both)\n"
 		      "  --min-size N         first size (default 1K), doubled up to\n"
 		      "  --max-size N         last size (default 4M; same on both sides)\n"
-		      "  --depth N            operations in flight, 1..16 (default 8; same on both sides)\n"
+		      "  --depth N            operations in flight, 1..64 (default 64; same on both sides)\n"
 		      "  --iters N            operations per size (default: 64 MiB worth, 16..20000)\n"
 		      "  --seconds S          instead of --iters: keep posting for S s per size\n"
 		      "  --memcpy             no adapter: print the host memcpy baseline for the sizes\n"
@@ -393,7 +412,7 @@ static const struct tool_desc desc = {
 	.nr_rcxt = TOOL_MAX_RCXT,
 	.def_min_size = 1024,
 	.def_max_size = 4u << 20,
-	.def_depth = 8,
+	.def_depth = TOOL_MAX_RCXT,
 	.def_mode = "both",
 	.buf_size = buf_size,
 	.options = options,
