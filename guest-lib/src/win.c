@@ -472,6 +472,8 @@ static void tx_reclaim(struct weft_win *w)
 				if (!now)
 					now = w->dev->be->ops->now_ns(w->dev->be);
 				re->rop_deadline = now + re->rop_timeout;
+				if (re->rop_deadline < w->rops_due)
+					w->rops_due = re->rop_deadline;
 				if (status != WEFT_R_OK && !status_retryable(status)) {
 					w->st.tx_errors++;
 					rop_finish(w, rop, WEFT_ROP_FAILED, -EIO, status);
@@ -679,17 +681,29 @@ int weft_win_rop_post(struct weft_win *w, struct weft_rop *rop)
 	return r;
 }
 
-/* Re-issue timed-out reliable ops with a larger tid; lock held. */
+/* Re-issue timed-out reliable ops with a larger tid; lock held.  Each
+ * poll calls this: it walks the list only once w->rops_due has passed,
+ * and sets it to the earliest deadline it saw. */
 static void rops_check(struct weft_win *w)
 {
 	if (!w->nr_rops)
 		return;
 	uint64_t now = w->dev->be->ops->now_ns(w->dev->be);
+	if (now < w->rops_due)
+		return;
+	/* A re-issue below may reclaim frames, which lowers rops_due. */
+	w->rops_due = UINT64_MAX;
+	uint64_t due = UINT64_MAX;
 	for (unsigned int i = 0; i < w->nr_rops; i++) {
 		struct weft_rop *rop = w->rops[i];
 		struct weft_rcxt_ent *re = rop_ent(w, rop);
-		if (!re || re->rop_frame_pending || now < re->rop_deadline)
+		if (!re || re->rop_frame_pending)
 			continue;
+		if (now < re->rop_deadline) {
+			if (re->rop_deadline < due)
+				due = re->rop_deadline;
+			continue;
+		}
 		if (rop->tries >= rop->max_tries ||
 		    (w->rop_budget && now - re->rop_start >= w->rop_budget)) {
 			rop_finish(w, rop, WEFT_ROP_FAILED, -ETIMEDOUT, WEFT_R_CANCELLED);
@@ -700,6 +714,7 @@ static void rops_check(struct weft_win *w)
 		rop->rdma.tid = 0;
 		if (post_rdma_locked(w, &rop->rdma, rop->is_read, rop) != 0) {
 			rop->rdma.tid = old;    /* send FIFO full: try on the next poll */
+			due = now;
 			continue;
 		}
 		rop->tries++;
@@ -712,6 +727,8 @@ static void rops_check(struct weft_win *w)
 			re->rop_timeout = cap;
 		w->st.rop_retries++;
 	}
+	if (due < w->rops_due)
+		w->rops_due = due;
 }
 
 /* ---- receive side ----------------------------------------------------- */
