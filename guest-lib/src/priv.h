@@ -76,6 +76,10 @@ struct weft_win {
 	 * most the earliest deadline of the ops whose frame is done, so a
 	 * poll looks at the list only when one may be due. */
 	uint64_t rops_due;
+	/* Send frames committed and not yet rung; while db_hold is set (a
+	 * list being posted) they wait for one START_TRANSMIT of them all. */
+	uint32_t tx_unrung;
+	bool db_hold;
 	int fatal;                      /* 0, or -EPIPE (window fatal), -ESTALE (recovered) */
 	unsigned int idle_polls;        /* empty polls since the last STATE check */
 	uint64_t spin_ns;

@@ -508,6 +508,16 @@ static uint8_t *tx_claim(struct weft_win *w)
 	return tx_frame(w, w->tx_head);
 }
 
+/* Ring for the frames committed since the last doorbell; lock held. */
+static void tx_ring(struct weft_win *w)
+{
+	if (!w->tx_unrung)
+		return;
+	db_write(w, WEFT_DB_START_TRANSMIT, w->tx_unrung);
+	w->tx_unrung = 0;
+	w->st.tx_doorbells++;
+}
+
 static void tx_commit(struct weft_win *w, uint8_t type, uint32_t tid, uint32_t rcxt,
 		      struct weft_rop *rop)
 {
@@ -518,7 +528,9 @@ static void tx_commit(struct weft_win *w, uint8_t type, uint32_t tid, uint32_t r
 	ts->type = type;
 	w->tx_head++;
 	w->st.tx_frames++;
-	db_write(w, WEFT_DB_START_TRANSMIT, 1);
+	w->tx_unrung++;
+	if (!w->db_hold)
+		tx_ring(w);
 }
 
 /* Claim a send frame, fill it with line and payload, ring; lock held. */
@@ -645,10 +657,9 @@ int weft_win_rdma_read(struct weft_win *w, struct weft_rdma *op)
 	return weft_win_post_rdma_raw(w, op, 1, NULL);
 }
 
-int weft_win_rop_post(struct weft_win *w, struct weft_rop *rop)
+/* Post one reliable op; lock held. */
+static int rop_post_locked(struct weft_win *w, struct weft_rop *rop)
 {
-	if (w->fatal)
-		return w->fatal;
 	struct weft_rcxt_ent *re = weft_rcxt_find(w, rop->rdma.local_rcxt);
 	if (!re)
 		return -ENOENT;         /* reliable ops need an rCxt of this window */
@@ -666,7 +677,6 @@ int weft_win_rop_post(struct weft_win *w, struct weft_rop *rop)
 	re->rop_done_pending = false;
 	re->rop_deadline = UINT64_MAX;
 	re->rop_start = w->dev->be->ops->now_ns(w->dev->be);
-	weft_be_lock(w->dev);
 	int r = post_rdma_locked(w, &rop->rdma, rop->is_read, rop);
 	if (r == 0) {
 		r = rops_add(w, rop);
@@ -677,8 +687,36 @@ int weft_win_rop_post(struct weft_win *w, struct weft_rop *rop)
 			w->st.rop_posted++;
 		}
 	}
+	return r;
+}
+
+int weft_win_rop_post(struct weft_win *w, struct weft_rop *rop)
+{
+	if (w->fatal)
+		return w->fatal;
+	weft_be_lock(w->dev);
+	int r = rop_post_locked(w, rop);
 	weft_be_unlock(w->dev);
 	return r;
+}
+
+int weft_win_rop_post_list(struct weft_win *w, struct weft_rop *const *rops, unsigned int n)
+{
+	unsigned int i;
+	int r = 0;
+
+	if (w->fatal)
+		return w->fatal;
+	weft_be_lock(w->dev);
+	w->db_hold = true;
+	for (i = 0; i < n && !r; i++)
+		r = rop_post_locked(w, rops[i]);
+	if (r)
+		i--;
+	w->db_hold = false;
+	tx_ring(w);
+	weft_be_unlock(w->dev);
+	return i ? (int)i : r;
 }
 
 /* Re-issue timed-out reliable ops with a larger tid; lock held.  Each

@@ -35,6 +35,10 @@ static unsigned int min_seconds;
  * beyond that operations share slots, which only the untimed data check
  * would mind, and it writes and reads one operation at a time. */
 #define BW_MAX_SLOTS    8u
+/* Finished operations are posted again in lists, one doorbell each
+ * (weft_win_rop_post_list): when a poll finds nothing more, or once this
+ * many wait. */
+#define BW_POST_BATCH   16u
 
 static uint64_t slots_bytes(const struct tool_opts *o)
 {
@@ -206,6 +210,9 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 			n = 20000;
 	}
 	struct weft_rop rops[TOOL_MAX_RCXT];
+	/* Finished operations to post again, all at the next empty poll. */
+	struct weft_rop *ready[TOOL_MAX_RCXT];
+	unsigned int nr = 0;
 	uint64_t posted = 0, done = 0, retries0;
 	struct weft_win_stats ws;
 	uint64_t retries2 = 0;
@@ -235,12 +242,7 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 		rops[i].rdma.remote_pvo = c->peer.buf_pvo + slot_off(&c->o, i, size);
 		rops[i].rdma.length = size;
 		rops[i].timeout_ns = 10000000ull + size * 40 * depth;
-		while ((r = weft_win_rop_post(c->win, &rops[i])) == -EAGAIN) {
-			struct weft_entry e;
-			weft_win_poll(c->win, &e);
-		}
-		if (r)
-			break;
+		ready[nr++] = &rops[i];
 	}
 	struct weft_entry e;
 	while (!r && done < n) {
@@ -249,7 +251,20 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 			r = p;
 			break;
 		}
-		if (p == 0) {
+		if (nr && (p == 0 || nr >= BW_POST_BATCH)) {
+			/* One doorbell for the operations that finished since. */
+			int k = weft_win_rop_post_list(c->win, ready, nr);
+			if (k < 0 && k != -EAGAIN) {
+				r = k;
+				break;
+			}
+			if (k > 0) {
+				nr -= (unsigned int)k;
+				memmove(ready, ready + k, nr * sizeof(ready[0]));
+			}
+			if (p == 0)
+				continue;
+		} else if (p == 0) {
 			r = weft_win_wait(c->win, 1000);
 			r = r < 0 ? r : 0;
 			continue;
@@ -268,8 +283,7 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 		if (min_seconds && tool_now_ns() - t0 >= min_seconds * 1000000000ull)
 			n = posted;
 		if (posted < n) {
-			while ((r = weft_win_rop_post(c->win, e.rop)) == -EAGAIN)
-				weft_win_poll(c->win, &e);
+			ready[nr++] = e.rop;
 			posted++;
 		}
 	}
