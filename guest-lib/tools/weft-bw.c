@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * weft-bw: RDMA write and read bandwidth over a range of message sizes.
- * The client keeps --depth reliable operations in flight (one rCxt pair
- * each, SOURCE completion, retried on timeout) and counts the bytes of
- * completed operations per second of wall time.  After each size, one
+ * The client keeps --depth reliable operations in flight (without it
+ * 256 KiB worth, 8 to 64; one rCxt pair each, SOURCE completion, retried
+ * on timeout; those that finished posted again as one list, one
+ * doorbell) and counts the bytes of completed operations per second of
+ * wall time.  After each size, one
  * write of a pattern and a read back into a spare slot check the data of
  * that size byte for byte (not timed).
  *
@@ -35,6 +37,10 @@ static unsigned int min_seconds;
  * beyond that operations share slots, which only the untimed data check
  * would mind, and it writes and reads one operation at a time. */
 #define BW_MAX_SLOTS    8u
+/* Without --depth: 256 KiB in flight, 8 to 64 operations (64 at 4 KiB,
+ * 8 from 32 KiB on, as the tool kept before at every size). */
+#define BW_AUTO_BYTES   (256u << 10)
+#define BW_AUTO_MIN     8u
 /* Finished operations are posted again in lists, one doorbell each
  * (weft_win_rop_post_list): when a poll finds nothing more, or once this
  * many wait. */
@@ -42,9 +48,20 @@ static unsigned int min_seconds;
 
 static uint64_t slots_bytes(const struct tool_opts *o)
 {
-	unsigned int d = o->depth ? o->depth : 1;
+	unsigned int d = o->depth ? o->depth : BW_MAX_SLOTS;
 
 	return o->max_size * (d < BW_MAX_SLOTS ? d : BW_MAX_SLOTS);
+}
+
+/* Operations in flight at size bytes: --depth, or without it
+ * BW_AUTO_BYTES worth within BW_AUTO_MIN..TOOL_MAX_RCXT. */
+static unsigned int depth_at(const struct tool_opts *o, uint64_t size)
+{
+	uint64_t d = BW_AUTO_BYTES / size;
+
+	if (o->depth)
+		return o->depth;
+	return d < BW_AUTO_MIN ? BW_AUTO_MIN : d > TOOL_MAX_RCXT ? TOOL_MAX_RCXT : (unsigned int)d;
 }
 
 static size_t buf_size(const struct tool_opts *o)
@@ -67,7 +84,7 @@ static void stripe_init(struct tool_ctx *c, struct weft_stripe *st, unsigned int
 	st->nr_paths = 2;
 	st->length = size;
 	st->chunk = size > 1 ? (size + 1) / 2 : 1;
-	st->timeout_ns = 10000000ull + st->chunk * 40 * (c->o.depth ? c->o.depth : 1);
+	st->timeout_ns = 10000000ull + st->chunk * 40 * depth_at(&c->o, size);
 	st->path[0] = (struct weft_stripe_path){
 		.win = c->win, .node = c->peer.node, .window = c->peer.window,
 		.local_rcxt = c->mine.rcxt[i], .remote_rcxt = c->peer.rcxt[i],
@@ -87,7 +104,7 @@ static int run_stripe(struct tool_ctx *c, uint64_t n, uint64_t size, uint64_t t0
 		      uint64_t *done_out)
 {
 	static struct weft_stripe st[TOOL_MAX_RCXT];
-	unsigned int depth = c->o.depth;
+	unsigned int depth = depth_at(&c->o, size);
 	uint64_t posted = 0, done = 0;
 	struct weft_entry e;
 	int r = 0;
@@ -198,7 +215,7 @@ static int server(struct tool_ctx *c)
 
 static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 {
-	unsigned int depth = c->o.depth;
+	unsigned int depth = depth_at(&c->o, size);
 	uint64_t n = c->o.iters;
 	if (min_seconds)
 		n = UINT64_MAX;
@@ -315,10 +332,11 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 		return r;
 	}
 	if (c->o.json)
-		printf("%s{\"op\":\"%s\",\"size\":%" PRIu64 ",\"ops\":%" PRIu64 ",\"seconds\":%.6f,"
-		       "\"MBps\":%.1f,\"ops_per_s\":%.0f,\"retries\":%" PRIu64 ",\"verified\":true}",
-		       first ? "" : ",", is_read ? "read" : "write", size, done, secs, mbs,
-		       (double)done / secs, retries);
+		printf("%s{\"op\":\"%s\",\"size\":%" PRIu64 ",\"depth\":%u,\"ops\":%" PRIu64
+		       ",\"seconds\":%.6f,\"MBps\":%.1f,\"ops_per_s\":%.0f,\"retries\":%" PRIu64
+		       ",\"verified\":true}",
+		       first ? "" : ",", is_read ? "read" : "write", size, depth_at(&c->o, size),
+		       done, secs, mbs, (double)done / secs, retries);
 	else
 		printf("%-5s %9" PRIu64 " B %7" PRIu64 " ops %9.3f s %10.1f MB/s %10.0f ops/s  "
 		       "retries %" PRIu64 "  data checked\n",
@@ -415,7 +433,8 @@ static const struct tool_desc desc = {
 		      "  --mode M             write, read or both (default both)\n"
 		      "  --min-size N         first size (default 1K), doubled up to\n"
 		      "  --max-size N         last size (default 4M; same on both sides)\n"
-		      "  --depth N            operations in flight, 1..64 (default 64; same on both sides)\n"
+		      "  --depth N            operations in flight, 1..64 (default: 256 KiB worth,\n"
+		      "                       8..64: 64 at 4 KiB, 8 from 32 KiB on; same on both sides)\n"
 		      "  --iters N            operations per size (default: 64 MiB worth, 16..20000)\n"
 		      "  --seconds S          instead of --iters: keep posting for S s per size\n"
 		      "  --memcpy             no adapter: print the host memcpy baseline for the sizes\n"
@@ -426,7 +445,7 @@ static const struct tool_desc desc = {
 	.nr_rcxt = TOOL_MAX_RCXT,
 	.def_min_size = 1024,
 	.def_max_size = 4u << 20,
-	.def_depth = TOOL_MAX_RCXT,
+	.def_depth = 0,                 /* by size: depth_at() */
 	.def_mode = "both",
 	.buf_size = buf_size,
 	.options = options,
