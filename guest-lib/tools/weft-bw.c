@@ -6,7 +6,7 @@
  * on timeout; those that finished posted again as one list, one
  * doorbell) and counts the bytes of completed operations per second of
  * wall time.  After each size, one
- * write of a pattern and a read back into a spare slot check the data of
+ * write of a pattern and a read back, in two spare areas, check the data of
  * that size byte for byte (not timed).
  *
  * --stripe DEV: each write is one message striped by libweft over both
@@ -31,11 +31,13 @@ static const struct tool_desc desc;
 static unsigned int min_seconds;
 
 /* The buffers hold --max-size x min(--depth, BW_MAX_SLOTS) bytes of
- * slots and a spare --max-size locally for the read-back of the data
- * check.  At size s an operation in flight has a slot of its own while
+ * slots, then two spare --max-size areas that only the data check uses
+ * (its pattern, written to the peer's first spare area, and the read
+ * back).  At size s an operation in flight has a slot of its own while
  * they fit (64 slots of 4 KiB fit the default buffers many times over);
- * beyond that operations share slots, which only the untimed data check
- * would mind, and it writes and reads one operation at a time. */
+ * beyond that operations share slots.  A retry of a finished reliable op
+ * can still place its bytes later (its read response, or its write at
+ * the peer), so the check keeps off the slots. */
 #define BW_MAX_SLOTS    8u
 /* Without --depth: 256 KiB in flight, 8 to 64 operations (64 at 4 KiB,
  * 8 from 32 KiB on, as the tool kept before at every size). */
@@ -66,7 +68,7 @@ static unsigned int depth_at(const struct tool_opts *o, uint64_t size)
 
 static size_t buf_size(const struct tool_opts *o)
 {
-	return (size_t)(slots_bytes(o) + o->max_size);
+	return (size_t)(slots_bytes(o) + 2 * o->max_size);
 }
 
 /* The buffer offset of operation i of size bytes. */
@@ -163,21 +165,21 @@ static int run_stripe(struct tool_ctx *c, uint64_t n, uint64_t size, uint64_t t0
 	return 0;
 }
 
-/* Write size bytes of a pattern to the server and read them back into
- * the spare slot: 0 if they came back byte for byte, -EBADMSG if not, or
- * a negative errno. */
+/* Write size bytes of a pattern from the first spare area to the
+ * server's and read them back into the second: 0 if they came back byte
+ * for byte, -EBADMSG if not, or a negative errno. */
 static int check_size(struct tool_ctx *c, int is_read, uint64_t size)
 {
 	uint32_t seed = (uint32_t)size ^ (is_read ? 0x80000000u : 0);
-	uint64_t spare = slots_bytes(&c->o);
+	uint64_t pat = slots_bytes(&c->o), back = pat + c->o.max_size;
 	struct weft_rop rop;
-	tool_pat_fill(c->buf, size, seed);
-	memset(c->buf + spare, 0, size);
+	tool_pat_fill(c->buf + pat, size, seed);
+	memset(c->buf + back, 0, size);
 	for (int rd = 0; rd < 2; rd++) {
 		if (!rd && c->win2) {
 			struct weft_stripe st;
 
-			stripe_init(c, &st, 0, 0, size);
+			stripe_init(c, &st, 0, pat, size);
 			int r = weft_stripe_write(&st);
 			if (!r)
 				r = weft_stripe_wait(&st, c->o.timeout_ms);
@@ -197,15 +199,15 @@ static int check_size(struct tool_ctx *c, int is_read, uint64_t size)
 		rop.rdma.remote_rcxt = c->peer.rcxt[0];
 		rop.rdma.remote_rcxt_key = c->peer.key[0];
 		rop.rdma.notify = WEFT_COMP_SOURCE;
-		rop.rdma.local_pvo = c->buf_pvo + (rd ? spare : 0);
-		rop.rdma.remote_pvo = c->peer.buf_pvo;
+		rop.rdma.local_pvo = c->buf_pvo + (rd ? back : pat);
+		rop.rdma.remote_pvo = c->peer.buf_pvo + pat;
 		rop.rdma.length = size;
 		rop.timeout_ns = 10000000ull + size * 40;
 		int r = tool_rop_run(c, &rop, &desc);
 		if (r)
 			return r;
 	}
-	return tool_pat_diff(c->buf + spare, size, seed) < 0 ? 0 : -EBADMSG;
+	return tool_pat_diff(c->buf + back, size, seed) < 0 ? 0 : -EBADMSG;
 }
 
 static int server(struct tool_ctx *c)
