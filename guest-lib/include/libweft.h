@@ -218,6 +218,10 @@ struct weft_rop {
 };
 
 int weft_win_rop_post(struct weft_win *win, struct weft_rop *rop);
+/* Post n reliable ops in order with one doorbell for all their frames.
+ * Returns how many were posted (1..n), or, when the first could not be,
+ * its negative errno (-EAGAIN: send FIFO full; as weft_win_rop_post). */
+int weft_win_rop_post_list(struct weft_win *win, struct weft_rop *const *rops, unsigned int n);
 /* Default timeout/back-off of reliable operations on this window. */
 void weft_win_set_retry(struct weft_win *win, uint64_t timeout_ns,
 			uint64_t max_timeout_ns, unsigned int max_tries);
@@ -298,6 +302,7 @@ struct weft_win_stats {
 	uint64_t rop_posted, rop_retries, rop_done, rop_failed;
 	uint64_t stale_completions;     /* completions with an old tid, ignored */
 	uint64_t waits, events;
+	uint64_t tx_doorbells;          /* START_TRANSMIT stores (tx_frames in all) */
 };
 void weft_win_get_stats(const struct weft_win *win, struct weft_win_stats *s);
 

@@ -72,6 +72,14 @@ struct weft_win {
 	uint64_t rop_budget;            /* ns, 0 = none */
 	struct weft_rop **rops;         /* reliable ops waiting for retry */
 	unsigned int nr_rops, cap_rops;
+	/* Device time before which no reliable op is due for re-issue: at
+	 * most the earliest deadline of the ops whose frame is done, so a
+	 * poll looks at the list only when one may be due. */
+	uint64_t rops_due;
+	/* Send frames committed and not yet rung; while db_hold is set (a
+	 * list being posted) they wait for one START_TRANSMIT of them all. */
+	uint32_t tx_unrung;
+	bool db_hold;
 	int fatal;                      /* 0, or -EPIPE (window fatal), -ESTALE (recovered) */
 	unsigned int idle_polls;        /* empty polls since the last STATE check */
 	uint64_t spin_ns;

@@ -472,6 +472,8 @@ static void tx_reclaim(struct weft_win *w)
 				if (!now)
 					now = w->dev->be->ops->now_ns(w->dev->be);
 				re->rop_deadline = now + re->rop_timeout;
+				if (re->rop_deadline < w->rops_due)
+					w->rops_due = re->rop_deadline;
 				if (status != WEFT_R_OK && !status_retryable(status)) {
 					w->st.tx_errors++;
 					rop_finish(w, rop, WEFT_ROP_FAILED, -EIO, status);
@@ -506,6 +508,16 @@ static uint8_t *tx_claim(struct weft_win *w)
 	return tx_frame(w, w->tx_head);
 }
 
+/* Ring for the frames committed since the last doorbell; lock held. */
+static void tx_ring(struct weft_win *w)
+{
+	if (!w->tx_unrung)
+		return;
+	db_write(w, WEFT_DB_START_TRANSMIT, w->tx_unrung);
+	w->tx_unrung = 0;
+	w->st.tx_doorbells++;
+}
+
 static void tx_commit(struct weft_win *w, uint8_t type, uint32_t tid, uint32_t rcxt,
 		      struct weft_rop *rop)
 {
@@ -516,7 +528,9 @@ static void tx_commit(struct weft_win *w, uint8_t type, uint32_t tid, uint32_t r
 	ts->type = type;
 	w->tx_head++;
 	w->st.tx_frames++;
-	db_write(w, WEFT_DB_START_TRANSMIT, 1);
+	w->tx_unrung++;
+	if (!w->db_hold)
+		tx_ring(w);
 }
 
 /* Claim a send frame, fill it with line and payload, ring; lock held. */
@@ -643,10 +657,9 @@ int weft_win_rdma_read(struct weft_win *w, struct weft_rdma *op)
 	return weft_win_post_rdma_raw(w, op, 1, NULL);
 }
 
-int weft_win_rop_post(struct weft_win *w, struct weft_rop *rop)
+/* Post one reliable op; lock held. */
+static int rop_post_locked(struct weft_win *w, struct weft_rop *rop)
 {
-	if (w->fatal)
-		return w->fatal;
 	struct weft_rcxt_ent *re = weft_rcxt_find(w, rop->rdma.local_rcxt);
 	if (!re)
 		return -ENOENT;         /* reliable ops need an rCxt of this window */
@@ -664,7 +677,6 @@ int weft_win_rop_post(struct weft_win *w, struct weft_rop *rop)
 	re->rop_done_pending = false;
 	re->rop_deadline = UINT64_MAX;
 	re->rop_start = w->dev->be->ops->now_ns(w->dev->be);
-	weft_be_lock(w->dev);
 	int r = post_rdma_locked(w, &rop->rdma, rop->is_read, rop);
 	if (r == 0) {
 		r = rops_add(w, rop);
@@ -675,21 +687,61 @@ int weft_win_rop_post(struct weft_win *w, struct weft_rop *rop)
 			w->st.rop_posted++;
 		}
 	}
+	return r;
+}
+
+int weft_win_rop_post(struct weft_win *w, struct weft_rop *rop)
+{
+	if (w->fatal)
+		return w->fatal;
+	weft_be_lock(w->dev);
+	int r = rop_post_locked(w, rop);
 	weft_be_unlock(w->dev);
 	return r;
 }
 
-/* Re-issue timed-out reliable ops with a larger tid; lock held. */
+int weft_win_rop_post_list(struct weft_win *w, struct weft_rop *const *rops, unsigned int n)
+{
+	unsigned int i;
+	int r = 0;
+
+	if (w->fatal)
+		return w->fatal;
+	weft_be_lock(w->dev);
+	w->db_hold = true;
+	for (i = 0; i < n && !r; i++)
+		r = rop_post_locked(w, rops[i]);
+	if (r)
+		i--;
+	w->db_hold = false;
+	tx_ring(w);
+	weft_be_unlock(w->dev);
+	return i ? (int)i : r;
+}
+
+/* Re-issue timed-out reliable ops with a larger tid; lock held.  Each
+ * poll calls this: it walks the list only once w->rops_due has passed,
+ * and sets it to the earliest deadline it saw. */
 static void rops_check(struct weft_win *w)
 {
 	if (!w->nr_rops)
 		return;
 	uint64_t now = w->dev->be->ops->now_ns(w->dev->be);
+	if (now < w->rops_due)
+		return;
+	/* A re-issue below may reclaim frames, which lowers rops_due. */
+	w->rops_due = UINT64_MAX;
+	uint64_t due = UINT64_MAX;
 	for (unsigned int i = 0; i < w->nr_rops; i++) {
 		struct weft_rop *rop = w->rops[i];
 		struct weft_rcxt_ent *re = rop_ent(w, rop);
-		if (!re || re->rop_frame_pending || now < re->rop_deadline)
+		if (!re || re->rop_frame_pending)
 			continue;
+		if (now < re->rop_deadline) {
+			if (re->rop_deadline < due)
+				due = re->rop_deadline;
+			continue;
+		}
 		if (rop->tries >= rop->max_tries ||
 		    (w->rop_budget && now - re->rop_start >= w->rop_budget)) {
 			rop_finish(w, rop, WEFT_ROP_FAILED, -ETIMEDOUT, WEFT_R_CANCELLED);
@@ -700,6 +752,7 @@ static void rops_check(struct weft_win *w)
 		rop->rdma.tid = 0;
 		if (post_rdma_locked(w, &rop->rdma, rop->is_read, rop) != 0) {
 			rop->rdma.tid = old;    /* send FIFO full: try on the next poll */
+			due = now;
 			continue;
 		}
 		rop->tries++;
@@ -712,6 +765,8 @@ static void rops_check(struct weft_win *w)
 			re->rop_timeout = cap;
 		w->st.rop_retries++;
 	}
+	if (due < w->rops_due)
+		w->rops_due = due;
 }
 
 /* ---- receive side ----------------------------------------------------- */

@@ -10,7 +10,10 @@
 
 #include "libweft.h"
 
-#define TOOL_MAX_RCXT   16u
+/* rCxts a tool may hold per window: weft-bw's deepest pipeline.  A
+ * struct tool_peer of this many (824 bytes) fits one rendezvous blob
+ * (WEFT_RDV_MAX). */
+#define TOOL_MAX_RCXT   64u
 /* getopt_long codes of a tool's own options start here (the common
  * options of tool_main use 'h' and 0x100 on). */
 #define TOOL_OPT_BASE   0x200

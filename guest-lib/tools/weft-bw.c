@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * weft-bw: RDMA write and read bandwidth over a range of message sizes.
- * The client keeps --depth reliable operations in flight (one rCxt pair
- * each, SOURCE completion, retried on timeout) and counts the bytes of
- * completed operations per second of wall time.  After each size, one
- * write of a pattern and a read back into a spare slot check the data of
+ * The client keeps --depth reliable operations in flight (without it
+ * 256 KiB worth, 8 to 64; one rCxt pair each, SOURCE completion, retried
+ * on timeout; those that finished posted again as one list, one
+ * doorbell) and counts the bytes of completed operations per second of
+ * wall time.  After each size, one
+ * write of a pattern and a read back, in two spare areas, check the data of
  * that size byte for byte (not timed).
  *
  * --stripe DEV: each write is one message striped by libweft over both
@@ -28,11 +30,51 @@ static const struct tool_desc desc;
 /* --seconds: run each size for at least this long instead of --iters. */
 static unsigned int min_seconds;
 
-/* One slot per operation in flight, and a spare one locally for the
- * read-back of the data check. */
+/* The buffers hold --max-size x min(--depth, BW_MAX_SLOTS) bytes of
+ * slots, then two spare --max-size areas that only the data check uses
+ * (its pattern, written to the peer's first spare area, and the read
+ * back).  At size s an operation in flight has a slot of its own while
+ * they fit (64 slots of 4 KiB fit the default buffers many times over);
+ * beyond that operations share slots.  A retry of a finished reliable op
+ * can still place its bytes later (its read response, or its write at
+ * the peer), so the check keeps off the slots. */
+#define BW_MAX_SLOTS    8u
+/* Without --depth: 256 KiB in flight, 8 to 64 operations (64 at 4 KiB,
+ * 8 from 32 KiB on, as the tool kept before at every size). */
+#define BW_AUTO_BYTES   (256u << 10)
+#define BW_AUTO_MIN     8u
+/* Finished operations are posted again in lists, one doorbell each
+ * (weft_win_rop_post_list): when a poll finds nothing more, or once this
+ * many wait. */
+#define BW_POST_BATCH   16u
+
+static uint64_t slots_bytes(const struct tool_opts *o)
+{
+	unsigned int d = o->depth ? o->depth : BW_MAX_SLOTS;
+
+	return o->max_size * (d < BW_MAX_SLOTS ? d : BW_MAX_SLOTS);
+}
+
+/* Operations in flight at size bytes: --depth, or without it
+ * BW_AUTO_BYTES worth within BW_AUTO_MIN..TOOL_MAX_RCXT. */
+static unsigned int depth_at(const struct tool_opts *o, uint64_t size)
+{
+	uint64_t d = BW_AUTO_BYTES / size;
+
+	if (o->depth)
+		return o->depth;
+	return d < BW_AUTO_MIN ? BW_AUTO_MIN : d > TOOL_MAX_RCXT ? TOOL_MAX_RCXT : (unsigned int)d;
+}
+
 static size_t buf_size(const struct tool_opts *o)
 {
-	return (size_t)o->max_size * ((o->depth ? o->depth : 1) + 1);
+	return (size_t)(slots_bytes(o) + 2 * o->max_size);
+}
+
+/* The buffer offset of operation i of size bytes. */
+static uint64_t slot_off(const struct tool_opts *o, unsigned int i, uint64_t size)
+{
+	return (uint64_t)i * size % (slots_bytes(o) / size * size);
 }
 
 /* One striped write of size bytes from slot offset off to the peer's
@@ -44,7 +86,7 @@ static void stripe_init(struct tool_ctx *c, struct weft_stripe *st, unsigned int
 	st->nr_paths = 2;
 	st->length = size;
 	st->chunk = size > 1 ? (size + 1) / 2 : 1;
-	st->timeout_ns = 10000000ull + st->chunk * 40 * (c->o.depth ? c->o.depth : 1);
+	st->timeout_ns = 10000000ull + st->chunk * 40 * depth_at(&c->o, size);
 	st->path[0] = (struct weft_stripe_path){
 		.win = c->win, .node = c->peer.node, .window = c->peer.window,
 		.local_rcxt = c->mine.rcxt[i], .remote_rcxt = c->peer.rcxt[i],
@@ -64,13 +106,13 @@ static int run_stripe(struct tool_ctx *c, uint64_t n, uint64_t size, uint64_t t0
 		      uint64_t *done_out)
 {
 	static struct weft_stripe st[TOOL_MAX_RCXT];
-	unsigned int depth = c->o.depth;
+	unsigned int depth = depth_at(&c->o, size);
 	uint64_t posted = 0, done = 0;
 	struct weft_entry e;
 	int r = 0;
 
 	for (unsigned int i = 0; i < depth && posted < n; i++, posted++) {
-		stripe_init(c, &st[i], i, (uint64_t)i * size, size);
+		stripe_init(c, &st[i], i, slot_off(&c->o, i, size), size);
 		r = weft_stripe_write(&st[i]);
 		if (r)
 			return r;
@@ -123,21 +165,21 @@ static int run_stripe(struct tool_ctx *c, uint64_t n, uint64_t size, uint64_t t0
 	return 0;
 }
 
-/* Write size bytes of a pattern to the server and read them back into
- * the spare slot: 0 if they came back byte for byte, -EBADMSG if not, or
- * a negative errno. */
+/* Write size bytes of a pattern from the first spare area to the
+ * server's and read them back into the second: 0 if they came back byte
+ * for byte, -EBADMSG if not, or a negative errno. */
 static int check_size(struct tool_ctx *c, int is_read, uint64_t size)
 {
 	uint32_t seed = (uint32_t)size ^ (is_read ? 0x80000000u : 0);
-	uint64_t spare = c->o.max_size * c->o.depth;
+	uint64_t pat = slots_bytes(&c->o), back = pat + c->o.max_size;
 	struct weft_rop rop;
-	tool_pat_fill(c->buf, size, seed);
-	memset(c->buf + spare, 0, size);
+	tool_pat_fill(c->buf + pat, size, seed);
+	memset(c->buf + back, 0, size);
 	for (int rd = 0; rd < 2; rd++) {
 		if (!rd && c->win2) {
 			struct weft_stripe st;
 
-			stripe_init(c, &st, 0, 0, size);
+			stripe_init(c, &st, 0, pat, size);
 			int r = weft_stripe_write(&st);
 			if (!r)
 				r = weft_stripe_wait(&st, c->o.timeout_ms);
@@ -157,15 +199,15 @@ static int check_size(struct tool_ctx *c, int is_read, uint64_t size)
 		rop.rdma.remote_rcxt = c->peer.rcxt[0];
 		rop.rdma.remote_rcxt_key = c->peer.key[0];
 		rop.rdma.notify = WEFT_COMP_SOURCE;
-		rop.rdma.local_pvo = c->buf_pvo + (rd ? spare : 0);
-		rop.rdma.remote_pvo = c->peer.buf_pvo;
+		rop.rdma.local_pvo = c->buf_pvo + (rd ? back : pat);
+		rop.rdma.remote_pvo = c->peer.buf_pvo + pat;
 		rop.rdma.length = size;
 		rop.timeout_ns = 10000000ull + size * 40;
 		int r = tool_rop_run(c, &rop, &desc);
 		if (r)
 			return r;
 	}
-	return tool_pat_diff(c->buf + spare, size, seed) < 0 ? 0 : -EBADMSG;
+	return tool_pat_diff(c->buf + back, size, seed) < 0 ? 0 : -EBADMSG;
 }
 
 static int server(struct tool_ctx *c)
@@ -175,7 +217,7 @@ static int server(struct tool_ctx *c)
 
 static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 {
-	unsigned int depth = c->o.depth;
+	unsigned int depth = depth_at(&c->o, size);
 	uint64_t n = c->o.iters;
 	if (min_seconds)
 		n = UINT64_MAX;
@@ -187,6 +229,9 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 			n = 20000;
 	}
 	struct weft_rop rops[TOOL_MAX_RCXT];
+	/* Finished operations to post again, all at the next empty poll. */
+	struct weft_rop *ready[TOOL_MAX_RCXT];
+	unsigned int nr = 0;
 	uint64_t posted = 0, done = 0, retries0;
 	struct weft_win_stats ws;
 	uint64_t retries2 = 0;
@@ -212,16 +257,11 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 		rops[i].rdma.remote_rcxt = c->peer.rcxt[i];
 		rops[i].rdma.remote_rcxt_key = c->peer.key[i];
 		rops[i].rdma.notify = WEFT_COMP_SOURCE;
-		rops[i].rdma.local_pvo = c->buf_pvo + (uint64_t)i * size;
-		rops[i].rdma.remote_pvo = c->peer.buf_pvo + (uint64_t)i * size;
+		rops[i].rdma.local_pvo = c->buf_pvo + slot_off(&c->o, i, size);
+		rops[i].rdma.remote_pvo = c->peer.buf_pvo + slot_off(&c->o, i, size);
 		rops[i].rdma.length = size;
 		rops[i].timeout_ns = 10000000ull + size * 40 * depth;
-		while ((r = weft_win_rop_post(c->win, &rops[i])) == -EAGAIN) {
-			struct weft_entry e;
-			weft_win_poll(c->win, &e);
-		}
-		if (r)
-			break;
+		ready[nr++] = &rops[i];
 	}
 	struct weft_entry e;
 	while (!r && done < n) {
@@ -230,7 +270,20 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 			r = p;
 			break;
 		}
-		if (p == 0) {
+		if (nr && (p == 0 || nr >= BW_POST_BATCH)) {
+			/* One doorbell for the operations that finished since. */
+			int k = weft_win_rop_post_list(c->win, ready, nr);
+			if (k < 0 && k != -EAGAIN) {
+				r = k;
+				break;
+			}
+			if (k > 0) {
+				nr -= (unsigned int)k;
+				memmove(ready, ready + k, nr * sizeof(ready[0]));
+			}
+			if (p == 0)
+				continue;
+		} else if (p == 0) {
 			r = weft_win_wait(c->win, 1000);
 			r = r < 0 ? r : 0;
 			continue;
@@ -249,8 +302,7 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 		if (min_seconds && tool_now_ns() - t0 >= min_seconds * 1000000000ull)
 			n = posted;
 		if (posted < n) {
-			while ((r = weft_win_rop_post(c->win, e.rop)) == -EAGAIN)
-				weft_win_poll(c->win, &e);
+			ready[nr++] = e.rop;
 			posted++;
 		}
 	}
@@ -282,10 +334,11 @@ static int run_size(struct tool_ctx *c, int is_read, uint64_t size, int first)
 		return r;
 	}
 	if (c->o.json)
-		printf("%s{\"op\":\"%s\",\"size\":%" PRIu64 ",\"ops\":%" PRIu64 ",\"seconds\":%.6f,"
-		       "\"MBps\":%.1f,\"ops_per_s\":%.0f,\"retries\":%" PRIu64 ",\"verified\":true}",
-		       first ? "" : ",", is_read ? "read" : "write", size, done, secs, mbs,
-		       (double)done / secs, retries);
+		printf("%s{\"op\":\"%s\",\"size\":%" PRIu64 ",\"depth\":%u,\"ops\":%" PRIu64
+		       ",\"seconds\":%.6f,\"MBps\":%.1f,\"ops_per_s\":%.0f,\"retries\":%" PRIu64
+		       ",\"verified\":true}",
+		       first ? "" : ",", is_read ? "read" : "write", size, depth_at(&c->o, size),
+		       done, secs, mbs, (double)done / secs, retries);
 	else
 		printf("%-5s %9" PRIu64 " B %7" PRIu64 " ops %9.3f s %10.1f MB/s %10.0f ops/s  "
 		       "retries %" PRIu64 "  data checked\n",
@@ -382,7 +435,8 @@ static const struct tool_desc desc = {
 		      "  --mode M             write, read or both (default both)\n"
 		      "  --min-size N         first size (default 1K), doubled up to\n"
 		      "  --max-size N         last size (default 4M; same on both sides)\n"
-		      "  --depth N            operations in flight, 1..16 (default 8; same on both sides)\n"
+		      "  --depth N            operations in flight, 1..64 (default: 256 KiB worth,\n"
+		      "                       8..64: 64 at 4 KiB, 8 from 32 KiB on; same on both sides)\n"
 		      "  --iters N            operations per size (default: 64 MiB worth, 16..20000)\n"
 		      "  --seconds S          instead of --iters: keep posting for S s per size\n"
 		      "  --memcpy             no adapter: print the host memcpy baseline for the sizes\n"
@@ -393,7 +447,7 @@ static const struct tool_desc desc = {
 	.nr_rcxt = TOOL_MAX_RCXT,
 	.def_min_size = 1024,
 	.def_max_size = 4u << 20,
-	.def_depth = 8,
+	.def_depth = 0,                 /* by size: depth_at() */
 	.def_mode = "both",
 	.buf_size = buf_size,
 	.options = options,

@@ -382,6 +382,7 @@ static void rx_rdmar(struct weft_core *c, unsigned int w, const struct weft_wire
 	struct weft_rcxt *x;
 	unsigned int reason;
 	uint32_t r = h->rcxt;
+	bool restart;
 
 	if (h->length != 0) {
 		weft_drop(c, h, w, WEFT_R_BAD_HEADER);
@@ -393,7 +394,11 @@ static void rx_rdmar(struct weft_core *c, unsigned int w, const struct weft_wire
 		return;
 	}
 	x = weft_rcxt(c, r);
-	if (x->rcxt_state != WEFT_RCXT_FREE) {
+	/* A larger tid abandons a RECEIVING operation, as a write's does
+	 * (6.2): else a write retry that arrived after its operation was
+	 * done at the initiator, short of a lost packet, holds the rCxt. */
+	restart = x->rcxt_state == WEFT_RCXT_RECEIVING && h->tid > x->tid;
+	if (x->rcxt_state != WEFT_RCXT_FREE && !restart) {
 		weft_drop(c, h, w, WEFT_R_RCXT_BUSY);
 		return;
 	}
@@ -425,6 +430,8 @@ static void rx_rdmar(struct weft_core *c, unsigned int w, const struct weft_wire
 		weft_tx_window_stop(c, w);
 	}
 	weft_rx_accept(c, h, w, len);
+	if (restart)
+		weft_count(c, WEFT_CNT_RDMA_RESTARTS, 1);
 	weft_track_free(c, r);
 	rcxt_load_op(x, h, WEFT_RCXT_SEND_QUEUED, WEFT_RCXT_DIR_SEND);
 	x->local_pvo = h->pvo;

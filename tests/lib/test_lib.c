@@ -13,6 +13,7 @@
  *             remap after the mapping changed, idle aging
  *   maps      the kernel backend's mapping identity (/proc/self/maps) tells
  *             a new memfd mapping at an old address from the old one
+ *   post-list reliable ops posted as lists: one doorbell each
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -262,6 +263,78 @@ static int test_budget(void)
 	CHECK(spent >= budget && spent < 4 * budget, "gave up after %" PRIu64 " ns", spent);
 	t_point("budget: op to a silent peer failed with ETIMEDOUT after %u tries, %.1f ms of "
 	       "device time (budget %.1f ms)", rop.tries, spent / 1e6, budget / 1e6);
+	weft_mr_dereg(p.d[0], h0);
+	weft_mr_dereg(p.d[1], h1);
+	pair_close(&p);
+	return 0;
+}
+
+/* weft_win_rop_post_list: one doorbell per list, a partial post when the
+ * send FIFO fills, none and the errno when the first op cannot go; every
+ * op posted completes and its bytes land. */
+static int test_post_list(void)
+{
+	enum { OPS = 96, LEN = 4096 };
+	struct pair p;
+	if (pair_open(&p, 0, 1, 0))
+		return -1;
+	uint8_t *b0 = weft_dev_alloc(p.d[0], OPS * LEN), *b1 = weft_dev_alloc(p.d[1], OPS * LEN);
+	REQUIRE(b0 && b1, "weft_dev_alloc");
+	for (size_t i = 0; i < OPS * LEN; i++)
+		b0[i] = (uint8_t)(i * 7 + i / LEN);
+	memset(b1, 0, OPS * LEN);
+	uint64_t pvo0, pvo1;
+	uint32_t h0, h1;
+	REQUIRE(weft_mr_reg(p.d[0], JOB, b0, OPS * LEN, &pvo0, &h0) == 0, "reg 0");
+	REQUIRE(weft_mr_reg(p.d[1], JOB, b1, OPS * LEN, &pvo1, &h1) == 0, "reg 1");
+	static struct weft_rop rops[OPS];
+	static struct weft_rop *list[OPS];
+	for (unsigned int i = 0; i < OPS; i++) {
+		uint32_t r0, r1;
+		uint16_t k0, k1;
+		REQUIRE(weft_rcxt_alloc(p.w[0], &r0, &k0) == 0, "rcxt 0.%u", i);
+		REQUIRE(weft_rcxt_alloc(p.w[1], &r1, &k1) == 0, "rcxt 1.%u", i);
+		memset(&rops[i], 0, sizeof(rops[i]));
+		rops[i].rdma = (struct weft_rdma){
+			.node = weft_win_node(p.w[1]), .window = (uint16_t)weft_win_id(p.w[1]),
+			.local_rcxt = r0, .remote_rcxt = r1, .remote_rcxt_key = k1,
+			.local_pvo = pvo0 + (uint64_t)i * LEN, .remote_pvo = pvo1 + (uint64_t)i * LEN,
+			.length = LEN,
+		};
+		list[i] = &rops[i];
+	}
+	struct weft_win_stats s0, s1;
+	weft_win_get_stats(p.w[0], &s0);
+	int k = weft_win_rop_post_list(p.w[0], list, 16);
+	weft_win_get_stats(p.w[0], &s1);
+	CHECK_EQ(k, 16, "ops posted by a list of 16");
+	CHECK_EQ(s1.tx_doorbells - s0.tx_doorbells, 1, "doorbells for a list of 16");
+	CHECK_EQ(s1.tx_frames - s0.tx_frames, 16, "frames for a list of 16");
+	/* The rest do not fit the 64-frame send FIFO: a part goes, one doorbell. */
+	int k2 = weft_win_rop_post_list(p.w[0], list + 16, OPS - 16);
+	weft_win_get_stats(p.w[0], &s0);
+	CHECK(k2 > 0 && k2 < OPS - 16, "a list larger than the free send FIFO posted %d", k2);
+	CHECK_EQ(s0.tx_doorbells - s1.tx_doorbells, 1, "doorbells for the partial list");
+	CHECK_EQ(s0.tx_frames - s1.tx_frames, (uint64_t)(k2 > 0 ? k2 : 0), "frames of the partial list");
+	/* An op already in flight cannot be posted: nothing goes, no doorbell. */
+	int k3 = weft_win_rop_post_list(p.w[0], list, 4);
+	weft_win_get_stats(p.w[0], &s1);
+	CHECK_EQ(k3, -EBUSY, "a list whose first op is in flight");
+	CHECK_EQ(s1.tx_doorbells - s0.tx_doorbells, 0, "doorbells for a refused list");
+	unsigned int posted = 16 + (unsigned int)(k2 > 0 ? k2 : 0), done = 0;
+	static struct weft_entry e;
+	while (done < posted) {
+		int r = get_entry(p.w[0], &e, 1000);
+		REQUIRE(r > 0, "completion %u of %u (poll %d)", done, posted, r);
+		if (e.type != WEFT_ENT_ROP)
+			continue;
+		CHECK(e.rop->state == WEFT_ROP_DONE, "op %td state %d", e.rop - rops, e.rop->state);
+		done++;
+	}
+	CHECK(memcmp(b0, b1, (size_t)posted * LEN) == 0, "the %u ops' bytes landed", posted);
+	t_point("post list: one doorbell for 16 ops; %d of %d posted when the send FIFO filled, "
+		"one doorbell; a busy first op refused with EBUSY; %u ops done, data checked",
+		k2, OPS - 16, posted);
 	weft_mr_dereg(p.d[0], h0);
 	weft_mr_dereg(p.d[1], h1);
 	pair_close(&p);
@@ -600,6 +673,7 @@ int main(int argc, char **argv)
 		{ "fifo", test_fifo }, { "rdma", test_rdma }, { "tids", test_tids },
 		{ "rel", test_rel }, { "mrc", test_mrc }, { "maps", test_maps },
 		{ "budget", test_budget }, { "rop-drain", test_rop_drain },
+		{ "post-list", test_post_list },
 	};
 	if (!weft_simnet_available() && !(argc > 1 && !strcmp(argv[1], "maps")))
 		t_bail("libweft was built without the sim backend (qemu-device/sim missing); "

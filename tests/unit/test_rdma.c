@@ -564,6 +564,30 @@ static void test_rdmar(void)
 	}
 	h_pair_fini(&g);
 
+	h_section("RDMAR at an rCxt left RECEIVING by an abandoned write: a larger tid restarts it");
+	rig_init(&g);
+	post_write(&g, 6000, 2, WEFT_NOTIFY_SOURCE);
+	h_poll(&g.a, 64);
+	CHECK(g.a.ntx > 1, "the write is several packets");
+	weft_core_receive(g.b.c, g.a.tx[0].data, g.a.tx[0].len);
+	g.a.ntx = 0;                    /* the rest is lost */
+	h_poll(&g.b, 64);
+	{
+		struct weft_rcxt x;
+
+		h_rcxt_read(&g.b, R_B, &x);
+		CHECK_EQ(x.rcxt_state, WEFT_RCXT_RECEIVING, "write target left RECEIVING");
+	}
+	fill(&g.b, g.bbuf, 5000, 91);
+	post_read(&g, 5000, 3, WEFT_NOTIFY_SOURCE);
+	h_run2(&g.a, &g.b);
+	CHECK_EQ(h_drops(&g.b, WEFT_R_RCXT_BUSY), 0, "not refused as busy");
+	CHECK_EQ(h_cnt(&g.b, WEFT_CNT_RDMA_RESTARTS), 1, "RDMA_RESTARTS");
+	CHECK_EQ(h_cnt(&g.b, WEFT_CNT_RDMAR_SERVED), 1, "RDMAR_SERVED");
+	CHECK(same(&g.a, g.abuf, &g.b, g.bbuf, 5000), "data read byte-exact");
+	CHECK_EQ(completions(&g.a, &idx), 1, "initiator completion");
+	h_pair_fini(&g);
+
 	h_section("RDMAR destination checked at set-up: bad local PVO -> window fatal, nothing sent");
 	rig_init(&g);
 	g.apvo = weft_pvo_make(PKEY_A + 1, 0, 0);
