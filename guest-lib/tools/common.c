@@ -116,6 +116,14 @@ static void usage(const struct tool_desc *d, FILE *f)
 		fprintf(f, "%s", d->extra_help);
 }
 
+/* The rCxts each side of tool d allocates with options o. */
+static unsigned int rcxt_want(const struct tool_desc *d, const struct tool_opts *o)
+{
+	unsigned int n = d->rcxt_count ? d->rcxt_count(o) : d->nr_rcxt;
+
+	return n < TOOL_MAX_RCXT ? n : TOOL_MAX_RCXT;
+}
+
 /* --stripe: a window and rCxts on the second adapter.  The buffer's
  * registration through the first adapter is node-global: its PVO is valid
  * through the second adapter too (docs/driver.md, "Node-global tables"). */
@@ -132,7 +140,7 @@ static int setup_stripe(struct tool_ctx *c, const struct tool_desc *d)
 	weft_win_set_retry_budget(c->win2, (uint64_t)c->o.timeout_ms * 1000000ull);
 	c->mine.node2 = weft_win_node(c->win2);
 	c->mine.window2 = (uint16_t)weft_win_id(c->win2);
-	for (unsigned int i = 0; i < d->nr_rcxt && i < TOOL_MAX_RCXT; i++) {
+	for (unsigned int i = 0; i < rcxt_want(d, &c->o); i++) {
 		r = weft_rcxt_alloc(c->win2, &c->mine.rcxt2[i], &c->mine.key2[i]);
 		if (r) {
 			tool_err(d->name, "allocating an rCxt on the second adapter: %s",
@@ -176,7 +184,7 @@ static int setup(struct tool_ctx *c, const struct tool_desc *d)
 		c->mine.buf_pvo = c->buf_pvo;
 		c->mine.buf_len = c->buf_len;
 	}
-	for (unsigned int i = 0; i < d->nr_rcxt && i < TOOL_MAX_RCXT; i++) {
+	for (unsigned int i = 0; i < rcxt_want(d, &c->o); i++) {
 		r = weft_rcxt_alloc(c->win, &c->mine.rcxt[i], &c->mine.key[i]);
 		if (r) {
 			tool_err(d->name, "allocating an rCxt: %s", tool_strerror(r));
@@ -206,9 +214,13 @@ static void teardown(struct tool_ctx *c)
 static int check_peer(struct tool_ctx *c, const struct tool_desc *d, size_t len)
 {
 	if (len != sizeof(c->peer) || c->peer.magic != PEER_MAGIC ||
-	    c->peer.nr_rcxt > TOOL_MAX_RCXT || c->peer.nr_rcxt < d->nr_rcxt ||
-	    c->peer.nr_rcxt2 > TOOL_MAX_RCXT) {
+	    c->peer.nr_rcxt > TOOL_MAX_RCXT || c->peer.nr_rcxt2 > TOOL_MAX_RCXT) {
 		tool_err(d->name, "peer sent a malformed rendezvous description");
+		return -1;
+	}
+	if (c->peer.nr_rcxt < rcxt_want(d, &c->o)) {
+		tool_err(d->name, "the peer holds %u rCxts and this run needs %u: give both sides "
+			 "the same --min-size and --depth", c->peer.nr_rcxt, rcxt_want(d, &c->o));
 		return -1;
 	}
 	return 0;
@@ -250,7 +262,7 @@ static int run_client(struct tool_ctx *c, const struct tool_desc *d)
 	}
 	if (check_peer(c, d, len))
 		return 1;
-	if (c->dev2 && c->peer.nr_rcxt2 < d->nr_rcxt) {
+	if (c->dev2 && c->peer.nr_rcxt2 < rcxt_want(d, &c->o)) {
 		tool_err(d->name, "--stripe: the server has no second adapter (give --stripe there too)");
 		return 1;
 	}

@@ -79,6 +79,8 @@ struct tool_desc {
 	bool two_node;
 	bool stripe;                    /* takes --stripe DEV */
 	unsigned int nr_rcxt;
+	/* rCxts each side allocates, from the options (NULL: nr_rcxt) */
+	unsigned int (*rcxt_count)(const struct tool_opts *o);
 	uint64_t def_min_size, def_max_size;
 	unsigned int def_iters, def_depth;
 	const char *def_mode;

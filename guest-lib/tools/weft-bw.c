@@ -66,6 +66,13 @@ static unsigned int depth_at(const struct tool_opts *o, uint64_t size)
 	return d < BW_AUTO_MIN ? BW_AUTO_MIN : d > TOOL_MAX_RCXT ? TOOL_MAX_RCXT : (unsigned int)d;
 }
 
+/* rCxts each side holds: the depth of the smallest size, the deepest
+ * (a run at --depth 8 leaves the adapter's other rCxts to others). */
+static unsigned int rcxt_count(const struct tool_opts *o)
+{
+	return depth_at(o, o->min_size);
+}
+
 static size_t buf_size(const struct tool_opts *o)
 {
 	return (size_t)(slots_bytes(o) + 2 * o->max_size);
@@ -444,7 +451,7 @@ static const struct tool_desc desc = {
 	.tag = TAG,
 	.two_node = true,
 	.stripe = true,
-	.nr_rcxt = TOOL_MAX_RCXT,
+	.rcxt_count = rcxt_count,
 	.def_min_size = 1024,
 	.def_max_size = 4u << 20,
 	.def_depth = 0,                 /* by size: depth_at() */
