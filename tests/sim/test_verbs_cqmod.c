@@ -186,54 +186,48 @@ static bool stamp_run(struct stamps *t, uint64_t deadline)
 	return false;
 }
 
+/* Moderation count/period_us set, the CQ armed, n writes: the delay from
+ * the first CQE to the event (the event must come within 10 ms). */
+static uint64_t held_writes(struct ctx *x, uint32_t count, uint32_t period_us, unsigned int n)
+{
+	int st = wsv_cq_modify(x->s, &x->a.cq, count, period_us);
+	struct stamps t;
+	unsigned int i;
+
+	REQUIRE(st == 0, "MODIFY_CQ count %u period %u: %d", count, period_us, st);
+	wsv_arm(x->s, &x->a.cq, WEFT_CQ_ARM_NEXT);
+	t = (struct stamps){ .x = x, .ev0 = events(x) };
+	for (i = 0; i < n; i++)
+		write1(x);
+	REQUIRE(stamp_run(&t, weft_sim_now(x->s) + 10 * MS) && t.first_cqe,
+		"count %u period %u us: no event within 10 ms", count, period_us);
+	REQUIRE(events(x) == t.ev0 + 1, "count %u period %u us: %llu events", count, period_us,
+		(unsigned long long)(events(x) - t.ev0));
+	return t.event - t.first_cqe;
+}
+
 /* Period only, and a period with a count that is not reached: the event
  * comes P us after the first CQE, not before; a count reached first wins. */
 static void case_period(void)
 {
 	struct ctx x;
-	struct stamps t;
 	struct weft_vcqc q;
-	int st;
+	uint64_t d;
 
 	setup(&x);
-	st = wsv_cq_modify(x.s, &x.a.cq, 0, 200);
-	REQUIRE(st == 0, "MODIFY_CQ period 200: %d", st);
-	wsv_arm(x.s, &x.a.cq, WEFT_CQ_ARM_NEXT);
-	t = (struct stamps){ .x = &x, .ev0 = events(&x) };
-	write1(&x);
-	write1(&x);
-	write1(&x);
-	REQUIRE(stamp_run(&t, weft_sim_now(x.s) + 10 * MS) && t.first_cqe,
-		"period 200 us: no event within 10 ms");
-	REQUIRE(t.event - t.first_cqe >= 200 * US && t.event - t.first_cqe <= 220 * US,
-		"period 200 us: the event came %llu ns after the first CQE",
-		(unsigned long long)(t.event - t.first_cqe));
-	REQUIRE(events(&x) == t.ev0 + 1 && drain(&x) == 3, "one event, 3 CQEs");
+	d = held_writes(&x, 0, 200, 3);
+	REQUIRE(d >= 200 * US && d <= 220 * US,
+		"period 200 us: the event came %llu ns after the first CQE", (unsigned long long)d);
+	REQUIRE(drain(&x) == 3, "one event, 3 CQEs");
 	/* Count 100 and period 50: 3 CQEs, the period ends it. */
-	st = wsv_cq_modify(x.s, &x.a.cq, 100, 50);
-	REQUIRE(st == 0, "MODIFY_CQ count 100 period 50: %d", st);
-	wsv_arm(x.s, &x.a.cq, WEFT_CQ_ARM_NEXT);
-	t = (struct stamps){ .x = &x, .ev0 = events(&x) };
-	write1(&x);
-	write1(&x);
-	write1(&x);
-	REQUIRE(stamp_run(&t, weft_sim_now(x.s) + 10 * MS) && t.first_cqe,
-		"count 100 period 50 us: no event within 10 ms");
-	REQUIRE(t.event - t.first_cqe >= 50 * US && t.event - t.first_cqe <= 70 * US,
+	d = held_writes(&x, 100, 50, 3);
+	REQUIRE(d >= 50 * US && d <= 70 * US,
 		"count 100 period 50 us: the event came %llu ns after the first CQE",
-		(unsigned long long)(t.event - t.first_cqe));
+		(unsigned long long)d);
 	REQUIRE(drain(&x) == 3, "3 CQEs");
 	/* Count 2 and period 4000: the count comes first. */
-	st = wsv_cq_modify(x.s, &x.a.cq, 2, 4000);
-	REQUIRE(st == 0, "MODIFY_CQ count 2 period 4000: %d", st);
-	wsv_arm(x.s, &x.a.cq, WEFT_CQ_ARM_NEXT);
-	t = (struct stamps){ .x = &x, .ev0 = events(&x) };
-	write1(&x);
-	write1(&x);
-	REQUIRE(stamp_run(&t, weft_sim_now(x.s) + 10 * MS) && t.first_cqe,
-		"count 2: no event within 10 ms");
-	REQUIRE(t.event - t.first_cqe < 1000 * US, "count 2 waited %llu ns for the period",
-		(unsigned long long)(t.event - t.first_cqe));
+	d = held_writes(&x, 2, 4000, 2);
+	REQUIRE(d < 1000 * US, "count 2 waited %llu ns for the period", (unsigned long long)d);
 	q = query(&x);
 	REQUIRE(q.mod_cqes == 0 && q.arm == 0, "after the event: %u held, arm %u", q.mod_cqes,
 		q.arm);
