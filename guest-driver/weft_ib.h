@@ -201,6 +201,7 @@ int weft_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 int weft_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int weft_ib_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int weft_ib_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period);
+int weft_ib_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq);
 int weft_ib_cq_charge(struct weft_ibqp *qp, const struct ib_qp_init_attr *init);
 void weft_ib_cq_uncharge(struct weft_ibqp *qp);
 int weft_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);

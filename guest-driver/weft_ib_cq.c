@@ -16,6 +16,7 @@
  */
 #include <linux/slab.h>
 #include <rdma/ib_addr.h>
+#include <rdma/rdma_netlink.h>
 #include <rdma/uverbs_ioctl.h>
 
 #include "weft_ib.h"
@@ -222,6 +223,47 @@ int weft_ib_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period)
 	cmd.u.cq_mod.period_us = cq_period;
 	cmd.u.cq_mod.uar = cq->uar;
 	return weft_ib_cmd(dev, &cmd);
+}
+
+/*
+ * `rdma resource show cq -dd`: the adapter's own view of the CQ (QUERY_CQ,
+ * struct weft_vcqc), so that the moderation a user or the kernel's DIM set
+ * can be read back from the device rather than from the driver's memory.
+ */
+int weft_ib_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
+{
+	struct weft_ibdev *dev = to_wdev(ibcq->device);
+	struct weft_ibcq *cq = to_wcq(ibcq);
+	struct weft_vcmd cmd = { .op = WEFT_VCMD_QUERY_CQ, .handle = cq->cqn };
+	struct nlattr *table;
+	struct weft_vcqc *c;
+	dma_addr_t dma;
+	int ret;
+
+	c = dma_alloc_coherent(&dev->pdev->dev, sizeof(*c), &dma, GFP_KERNEL);
+	if (!c)
+		return -ENOMEM;
+	cmd.u.query.addr = dma;
+	ret = weft_ib_cmd(dev, &cmd);
+	if (ret)
+		goto out;
+	ret = -EMSGSIZE;
+	table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+	if (!table)
+		goto out;
+	if (rdma_nl_put_driver_u32(msg, "cqn", c->cqn) ||
+	    rdma_nl_put_driver_u32(msg, "mod_count", c->mod_count) ||
+	    rdma_nl_put_driver_u32(msg, "mod_period_us", c->mod_period_us) ||
+	    rdma_nl_put_driver_u32(msg, "cqes", c->prod) ||
+	    rdma_nl_put_driver_u32(msg, "armed", c->arm)) {
+		nla_nest_cancel(msg, table);
+		goto out;
+	}
+	nla_nest_end(msg, table);
+	ret = 0;
+out:
+	dma_free_coherent(&dev->pdev->dev, sizeof(*c), c, dma);
+	return ret;
 }
 
 int weft_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)

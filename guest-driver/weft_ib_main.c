@@ -578,6 +578,7 @@ static const struct ib_device_ops weft_ib_ops = {
 	.destroy_qp = weft_ib_destroy_qp,
 	.destroy_srq = weft_ib_destroy_srq,
 	.disassociate_ucontext = weft_ib_disassociate_ucontext,
+	.fill_res_cq_entry = weft_ib_fill_res_cq_entry,
 	.get_dma_mr = weft_ib_get_dma_mr,
 	.get_link_layer = weft_ib_link_layer,
 	.get_port_immutable = weft_ib_port_immutable,
@@ -662,6 +663,12 @@ static int weft_ib_probe(struct auxiliary_device *adev,
 				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	ib_set_device_ops(ibdev, &weft_ib_ops);
 	ibdev->driver_def = weft_ib_cntr_defs;
+	/*
+	 * Adaptive moderation (DIM) for the kernel's ib_alloc_cq users (NVMe
+	 * over RDMA, for one): ib_core tunes each such CQ through modify_cq.
+	 * `rdma dev set weft_ibN adaptive-moderation off` turns it off.
+	 */
+	ibdev->use_cq_dim = 1;
 	ret = ib_device_set_netdev(ibdev, dev->ndev, 1);
 	if (ret)
 		goto err_uar;

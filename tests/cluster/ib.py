@@ -3,6 +3,7 @@ and the kernel's RDMA modules in /lib/weft/rdma/ (modules.list:
 dependencies first); they are loaded here, not at boot.  Node N has
 10.87.0.(N+1) on weft0 (weft-cluster defaults)."""
 
+import json
 import re
 import time
 
@@ -102,16 +103,44 @@ def ib_device(t):
 
 
 # ---- NVMe over Fabrics, RDMA transport (docs/verbs-linux.md) ----------------------
+def cq_dim(t, dev):
+    """Adaptive moderation (DIM): ib_core tunes the CQs that nvme-rdma's
+    host and nvmet-rdma's target take from its CQ pool through weft_ib's
+    modify_cq, and `rdma resource show cq -dd` reads the values back from
+    the adapter (QUERY_CQ, docs/hw-spec.md 16.7 "Moderation"). 1024
+    synchronous 4 KiB reads give DIM well over its 64 events per
+    decision, and its first decision always moves off the start profile."""
+    r = t.gx(1, f"dd if=/dev/{dev} of=/dev/null bs=4096 count=1024 iflag=direct 2>&1 | tail -1", timeout=600)
+    t.require(r.ok, f"node1: 1024 reads of 4 KiB from /dev/{dev} failed: {r.out}")
+    for n in (0, 1):
+        r = t.gx(n, f"/usr/bin/rdma -j -dd resource show cq dev {IBDEV}")
+        try:
+            cqs = json.loads(r.out or "[]")
+        except ValueError:
+            cqs = None
+        t.require(r.ok and isinstance(cqs, list), f"node{n}: rdma -j -dd resource show cq: {r.out}")
+        if not isinstance(cqs, list):
+            continue
+        dim = [c for c in cqs if c.get("comm") == "ib_core" and c.get("adaptive-moderation") is True]
+        tuned = [c for c in dim if c.get("drv_mod_count", 0) > 0]
+        desc = ", ".join(f"cqn {c.get('cqn')}: count {c.get('drv_mod_count')} period {c.get('drv_mod_period_us')} us"
+                         for c in dim)
+        t.require(dim and tuned, f"node{n}: no pool CQ with adaptive moderation that DIM tuned on the adapter: {r.out}")
+        if dim and tuned:
+            t.checked(f"node{n}: DIM tuned {len(tuned)} of {len(dim)} pool CQs on the adapter after 1024 reads of "
+                      f"4 KiB ({desc})")
+
+
 NQN = "nqn.2026-11.weft:nvme-rdma-test"
 NVCFG = "/sys/kernel/config/nvmet"
 
 
 @scenario("nvme-rdma", "C2", "RDMA core: nvmet-rdma target on node0 (configfs, a tmpfs file), nvme-rdma host on "
           "node1 over the Weft address: 64 MiB written and read back with equal sha256, the same bytes in the "
-          "target's file, clean disconnect, no oops")
+          "target's file, the kernel's DIM tuning pool CQs in the adapter, clean disconnect, no oops")
 def nvme_rdma(t, after_connect=None):
     """AFTER_CONNECT(t), when given, is a variant's extra check while the
-    host is connected (nvme-srq in srq.py)."""
+    host is connected (nvme-srq in srq.py), in place of the DIM check."""
     mb = 64
     ib_load_both(t)
     # The target: an 80 MiB file on tmpfs (buffered I/O), port 4420 on
@@ -159,6 +188,8 @@ def nvme_rdma(t, after_connect=None):
     t.require(r.out[:64] == s, f"node0: the target's file does not hold what node1 wrote: {r.out} (want {s})")
     t.checked(f"{mb} MiB of random data written by node1 through nvme-rdma (O_DIRECT) and read back with equal sha256 "
               f"{s[:16]}; node0's backing file holds the same bytes")
+    if not after_connect:
+        cq_dim(t, dev)
     r = t.gx(1, """for x in /sys/class/nvme/nvme*; do echo 1 >$x/delete_controller; done
         for i in $(seq 50); do ls /sys/class/nvme/ 2>/dev/null | grep -q . || exit 0; sleep 0.2; done; exit 1""",
              timeout=120)
