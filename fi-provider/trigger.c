@@ -97,6 +97,8 @@ static const char *hw_refusal(struct wfi_ep *ep, struct wfi_trig *t)
 
 	if (!hw_type(t->type))
 		return "not an RMA or atomic operation";
+	if (!ep->enabled)
+		return "the endpoint is not enabled";
 	why = wfi_cntr_trig_exact(t->cntr, ep->dom);
 	if (why)
 		return why;
@@ -152,8 +154,8 @@ static bool hw_post(struct wfi_ep *ep, struct wfi_trig *t, int i)
 	return true;
 }
 
-/* Entry i of table tab (n entries used) to the adapter when it can hold
- * it, else counted as kept in software; idx: its index in the wr_ids. */
+/* Table entry t (idx: its index in the wr_ids, hw_post) to the adapter
+ * when it can hold it, else counted as kept in software. */
 static void hold(struct wfi_ep *ep, struct wfi_trig *t, int idx)
 {
 	/* Connecting progresses the endpoint: the entry must not fire
