@@ -1075,6 +1075,7 @@ static void cntr_checks(void);
 static void reconnect_checks(void);
 static void trig_checks(void);
 static void trig_more_checks(void);
+static void trig_atomic_err_checks(void);
 
 int main(int argc, char **argv)
 {
@@ -1107,6 +1108,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--trigger")) {
 		trig_checks();
 		trig_more_checks();
+		trig_atomic_err_checks();
 		printf("1..%d\n%d of %d checks failed\n", n_checks, n_failed, n_checks);
 		return n_failed ? 1 : 0;
 	}
@@ -2250,6 +2252,74 @@ out:
 		fi_close(&comp->fid);
 	tg_close(&a);
 	tg_close(&b);
+	if (fab)
+		fi_close(&fab->fid);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+/* A held triggered atomic's error paths, as a held write's: A's fetch-add
+ * held at 5, then fi_cntr_add 5 under it, is taken back into software
+ * and applied once, its fetched value exact; C's fetch-add held to D,
+ * whose endpoint then closes, is taken back with no completion and fails
+ * at its threshold as a software trigger to a gone peer does. */
+static void trig_atomic_err_checks(void)
+{
+	struct fi_info *h = hints_rdm(), *info = NULL;
+	struct fid_fabric *fab = NULL;
+	struct tg_side a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 };
+	struct fi_triggered_context tc, tc2;
+	struct fi_weft_cntr_stats st = { 0 };
+	struct fi_cq_tagged_entry e;
+	uint64_t two = 2, r = 0, r2 = 0;
+	double end;
+	int ret, got;
+
+	h->caps = FI_MSG | FI_RMA | FI_RMA_EVENT | FI_TRIGGER | FI_ATOMIC;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+	ret = fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, h, &info) ||
+	      fi_fabric(info->fabric_attr, &fab, NULL) || tg_open(fab, info, &a) ||
+	      tg_open(fab, info, &b) || tg_open(fab, info, &c) || tg_open(fab, info, &d) ||
+	      tg_link(&a, &b, false) || tg_link(&c, &d, false);
+	if (ret) {
+		CHECK(0, "FI_TRIGGER | FI_ATOMIC endpoints set up (error paths)");
+		goto out;
+	}
+	b.buf[0] = 10;
+	ret = tm_atomic(&a, &b, &tc, a.rw, 5, 0, &two, NULL, &r);
+	got = ret || cn_stats(a.rw, &st) ? -1 : (int)st.trig_held;
+	fi_cntr_add(a.rw, 5);
+	ret = ret ? ret : wait_one(a.s.cq, &e, 20);
+	CHECK(!ret && got == 1 && e.op_context == &tc && r == 10 && b.buf[0] == 12 &&
+	      fi_cq_read(a.s.cq, &e, 1) == -FI_EAGAIN && !cn_stats(a.rw, &st) &&
+	      st.trig_recalled == 1 && !st.trig_held,
+	      "a held triggered fetch-add (held %d) under fi_cntr_add 5: taken back (recalled %llu), "
+	      "applied once by software: fetched %llu (10), target %llu (12), one completion", got,
+	      (unsigned long long)st.trig_recalled, (unsigned long long)r,
+	      (unsigned long long)b.buf[0]);
+	ret = tm_atomic(&c, &d, &tc2, c.rw, 1, 0, &two, NULL, &r2);
+	ret = ret ? ret : fi_close(&d.ep->fid);
+	d.ep = NULL;
+	for (end = now() + 10; !ret && now() < end;) {
+		fi_cntr_read(c.wr);
+		if (cn_stats(c.rw, &st) || !st.trig_held)
+			break;
+	}
+	got = (int)fi_cq_read(c.s.cq, &e, 1);
+	CHECK(!ret && st.trig_hw == 1 && !st.trig_held && st.trig_recalled == 1 && got == -FI_EAGAIN,
+	      "the peer of a held fetch-add closes its endpoint: taken back into software (held %llu, "
+	      "taken back %llu), nothing completed (%d)", (unsigned long long)st.trig_held,
+	      (unsigned long long)st.trig_recalled, got);
+	fi_cntr_add(c.rw, 1);
+	got = ret ? ret : wait_one(c.s.cq, &e, 20);
+	CHECK(got == FI_ECONNRESET && e.op_context == &tc2 && !r2,
+	      "at its threshold it fails as a software trigger to a gone peer: %d (FI_ECONNRESET %d), "
+	      "its context, nothing fetched", got, FI_ECONNRESET);
+out:
+	tg_close(&a);
+	tg_close(&b);
+	tg_close(&c);
+	tg_close(&d);
 	if (fab)
 		fi_close(&fab->fid);
 	fi_freeinfo(info);
