@@ -50,16 +50,20 @@ int wfi_atomic_valid(int kind, enum fi_datatype dt, enum fi_op op, size_t *count
 	return 0;
 }
 
-ssize_t wfi_atomic_post(struct wfi_ep *ep, int kind, const void *operand, size_t count,
-			const void *compare, void *result, fi_addr_t dest, uint64_t addr,
-			uint64_t key, enum fi_datatype dt, enum fi_op op, void *ctx,
-			uint64_t flags)
+/* An atomic; held (a triggered one the adapter holds, entry idx of the
+ * tables, trigger.c): posted on its trigger connection behind a WAIT_CNT
+ * on its counter slot, as rma.c posts RMA. */
+static ssize_t atomic_post(struct wfi_ep *ep, int kind, const void *operand, size_t count,
+			   const void *compare, void *result, fi_addr_t dest, uint64_t addr,
+			   uint64_t key, enum fi_datatype dt, enum fi_op op, void *ctx,
+			   uint64_t flags, struct wfi_trig *held, int idx)
 {
 	struct wfi_peer *peer;
 	struct wfi_tx *t;
 	struct ibv_sge sge, nsge;
 	struct ibv_send_wr nwr, wr = { .sg_list = &sge, .num_sge = 1,
-				       .send_flags = IBV_SEND_SIGNALED }, *bad;
+				       .send_flags = IBV_SEND_SIGNALED }, *bad, wait, *first = &wr;
+	struct ibv_qp *qp;
 	uint64_t v = 0, c = 0;
 	int i, ret;
 
@@ -105,11 +109,44 @@ ssize_t wfi_atomic_post(struct wfi_ep *ep, int kind, const void *operand, size_t
 	/* The target counts the update (FI_REMOTE_WRITE) as an RDMA WRITE. */
 	if (ep->info->caps & FI_RMA_EVENT)
 		wfi_note_after(ep, i, &wr, &nwr, &nsge, WFI_NOTE_WRITE, 0);
-	wfi_rma_count(ep, peer->hw_out, t, &wr, kind == WFI_ATOMIC_BASE ? ep->wr_cntr : ep->rd_cntr);
-	if (ibv_post_send(peer->out->qp, &wr, &bad))
+	qp = peer->out->qp;
+	if (held) {
+		qp = wfi_wait_before(held, idx, &wait, &wr);
+		first = &wait;
+	}
+	wfi_rma_count(ep, held ? held->tq->hw : peer->hw_out, t, &wr,
+		      kind == WFI_ATOMIC_BASE ? ep->wr_cntr : ep->rd_cntr);
+	if (ibv_post_send(qp, first, &bad))
 		return -FI_EAGAIN;
 	t->busy = true;
+	if (held)
+		wfi_tx_held(t, i, held, idx, &wr);
 	return 0;
+}
+
+ssize_t wfi_atomic_post(struct wfi_ep *ep, int kind, const void *operand, size_t count,
+			const void *compare, void *result, fi_addr_t dest, uint64_t addr,
+			uint64_t key, enum fi_datatype dt, enum fi_op op, void *ctx,
+			uint64_t flags)
+{
+	return atomic_post(ep, kind, operand, count, compare, result, dest, addr, key, dt, op, ctx,
+			   flags, NULL, 0);
+}
+
+/* The kind of a triggered atomic (FI_OP_ATOMIC, _FETCH_, _COMPARE_). */
+int wfi_atomic_kind(enum fi_op_type type)
+{
+	return type == FI_OP_ATOMIC ? WFI_ATOMIC_BASE : type == FI_OP_FETCH_ATOMIC ?
+	       WFI_ATOMIC_FETCH : WFI_ATOMIC_COMPARE;
+}
+
+/* Triggered atomic t (entry idx) posted behind its WAIT_CNT on its
+ * trigger connection (t->tq, connected). */
+ssize_t wfi_atomic_held(struct wfi_ep *ep, struct wfi_trig *t, int idx)
+{
+	return atomic_post(ep, wfi_atomic_kind(t->type), &t->operand, t->len, &t->compare,
+			   t->result, t->dest, t->addr, t->key, t->dt, t->op, t->ctx, t->flags, t,
+			   idx);
 }
 
 static ssize_t locked(struct fid_ep *fep, int kind, const void *buf, size_t count,

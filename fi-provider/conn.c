@@ -183,8 +183,10 @@ static void peer_dead(struct wfi_ep *ep, struct wfi_peer *p)
 	p->err = -FI_ECONNRESET;
 	ep->settle = true;
 	qp_err(p->out);
-	qp_err(p->tq);		/* its held triggers flush: errors (trigger.c) */
-	p->tq_off = true;
+	for (i = 0; i < WFI_TQ_MAX; i++) {
+		qp_err(p->tq[i].id);	/* its held triggers flush: errors (trigger.c) */
+		p->tq[i].off = true;
+	}
 	for (i = 0; i < ep->nin; i++)
 		if (ep->in[i]->context == p)
 			qp_err(ep->in[i]);
@@ -209,6 +211,17 @@ void wfi_conn_settle(struct wfi_ep *ep)
 	}
 }
 
+/* Peer p's trigger connection whose id is id, or NULL. */
+static struct wfi_tq *tq_of(struct wfi_peer *p, const struct rdma_cm_id *id)
+{
+	int i;
+
+	for (i = 0; i < WFI_TQ_MAX; i++)
+		if (p->tq[i].id && p->tq[i].id == id)
+			return &p->tq[i];
+	return NULL;
+}
+
 static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
 {
 	struct wfi_peer *p = ev->id->context;
@@ -218,8 +231,8 @@ static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
 	enum wfi_wire_reason why;
 	struct ibv_qp_init_attr a;
 	enum wfi_conn_state *st;
+	struct wfi_tq *q;
 	uint16_t id;
-	bool trig;
 	int *err;
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -233,17 +246,17 @@ static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
 	 * a later QP there get it again. */
 	if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
 		rdma_disconnect(ev->id);
-	if (p && p->out != ev->id && p->tq != ev->id) {	/* an accepted connection */
+	if (!p)
+		return;
+	q = tq_of(p, ev->id);
+	if (p->out != ev->id && !q) {	/* an accepted connection */
 		if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
 			peer_dead(ep, p);
 		return;
 	}
-	if (!p)
-		return;
-	/* Our connection to p: its normal one or its trigger connection. */
-	trig = p->tq == ev->id;
-	st = trig ? &p->tq_state : &p->state;
-	err = trig ? &p->tq_err : &p->err;
+	/* Our connection to p: its normal one or one of its trigger ones. */
+	st = q ? &q->state : &p->state;
+	err = q ? &q->err : &p->err;
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		if (rdma_resolve_route(ev->id, 2000))
@@ -256,11 +269,11 @@ static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
 			*st = WFI_C_FAILED;
 			break;
 		}
-		if (trig) {
+		if (q) {
 			/* The same slots as the normal QP (its operations'
 			 * counters) and the triggering counter's. */
-			p->tq_hw = wfi_cntr_qp(ep, ev->id->qp, false);
-			p->tq_slot = wfi_cntr_qp_wait(ep, ev->id->qp, p->tq_hw, p->tq_cntr);
+			q->hw = wfi_cntr_qp(ep, ev->id->qp, false);
+			q->slot = wfi_cntr_qp_wait(ep, ev->id->qp, q->hw, q->cntr);
 		} else {
 			p->hw_out = wfi_cntr_qp(ep, ev->id->qp, false);
 		}
@@ -275,7 +288,7 @@ static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
 			*st = WFI_C_FAILED;
 			break;
 		}
-		if (!trig)
+		if (!q)
 			p->my_id = id;
 		*st = WFI_C_UP;
 		break;
@@ -440,53 +453,54 @@ bool wfi_qpn_dead(struct wfi_ep *ep, uint32_t qpn)
 	return false;
 }
 
-/* Peer p's trigger connection (its normal one up), made once for
- * triggering counter c: waits (progressing the endpoint) until it is up,
- * WFI_CONNECT_MS at most.  0, or an error and the peer's triggers stay in
- * software. */
-int wfi_conn_trig(struct wfi_ep *ep, struct wfi_peer *p)
+/* Peer p's trigger connection q (its normal one up), taken for its
+ * counter q->cntr: made on its first use, then waited for (progressing
+ * the endpoint) until it is up, WFI_CONNECT_MS at most.  0, or an error
+ * and the triggers on that counter to p stay in software. */
+int wfi_conn_trig(struct wfi_ep *ep, struct wfi_peer *p, struct wfi_tq *q)
 {
 	uint64_t end = ms() + WFI_CONNECT_MS;
 	int ret;
 
-	if (p->tq_off)
+	if (q->off)
 		return -FI_EOPNOTSUPP;
-	if (p->tq_state == WFI_C_UP)
+	if (q->state == WFI_C_UP)
 		return 0;
-	if (!p->tq) {
-		ret = start_id(ep, p, &p->tq, &p->tq_state, &p->tq_err);
+	if (!q->id) {
+		ret = start_id(ep, p, &q->id, &q->state, &q->err);
 		if (ret) {
-			p->tq_off = true;
+			q->off = true;
 			return ret;
 		}
 	}
-	while (p->tq_state == WFI_C_CONNECTING && ms() < end) {
+	while (q->state == WFI_C_CONNECTING && ms() < end) {
 		wfi_progress(ep);
 		sched_yield();
 	}
-	if (p->tq_state == WFI_C_UP && p->tq_slot)
+	if (q->state == WFI_C_UP && q->slot)
 		return 0;
-	p->tq_off = true;
-	qp_err(p->tq);
-	return p->tq_err ? p->tq_err : -FI_ETIMEDOUT;
+	q->off = true;
+	qp_err(q->id);
+	return q->err ? q->err : -FI_ETIMEDOUT;
 }
 
-/* A software move of the counter p's trigger connection waits on: its
- * held WAIT_CNTs are flushed (trigger.c takes them back) and the peer's
- * triggers stay in software from then on. */
-void wfi_conn_trig_stop(struct wfi_peer *p)
+/* A software move of the counter trigger connection q waits on: its held
+ * WAIT_CNTs are flushed (trigger.c takes them back) and the triggers on
+ * that counter to its peer stay in software from then on. */
+void wfi_conn_trig_stop(struct wfi_tq *q)
 {
-	p->tq_off = true;
-	qp_err(p->tq);
+	q->off = true;
+	qp_err(q->id);
 }
 
 void wfi_conn_close(struct wfi_ep *ep)
 {
-	int i;
+	int i, j;
 
 	for (i = 0; i < ep->npeers; i++) {
 		drop_out(&ep->peers[i]);
-		drop_id(&ep->peers[i].tq);
+		for (j = 0; j < WFI_TQ_MAX; j++)
+			drop_id(&ep->peers[i].tq[j].id);
 	}
 	for (i = 0; i < ep->nin; i++) {
 		rdma_destroy_qp(ep->in[i]);

@@ -57,6 +57,30 @@ void wfi_rma_count(struct wfi_ep *ep, uint8_t mask, struct wfi_tx *t, struct ibv
 	t->hw = cnt != 0;
 }
 
+/* Held trigger t (entry idx, trigger.c): wait, a WAIT_CNT(its counter's
+ * slot, threshold) chained before wr, holds its trigger QP's send queue;
+ * its completion (signaled) says it passed.  The QP to post on. */
+struct ibv_qp *wfi_wait_before(struct wfi_trig *t, int idx, struct ibv_send_wr *wait,
+			       struct ibv_send_wr *wr)
+{
+	*wait = (struct ibv_send_wr){
+		.wr_id = WFI_WR(WFI_WR_TRIG, idx), .next = wr, .opcode = IBV_WR_DRIVER1,
+		.send_flags = IBV_SEND_SIGNALED | wfi_hw_send_flags(t->tq->slot),
+		.wr.atomic.compare_add = t->threshold,
+	};
+	return t->tq->id->qp;
+}
+
+/* Send slot i's operation (wr, and a note after it when wr->next) posted
+ * behind held trigger t's WAIT_CNT: its flushes, until the WAIT passed,
+ * go back to trigger.c. */
+void wfi_tx_held(struct wfi_tx *x, int i, struct wfi_trig *t, int idx, const struct ibv_send_wr *wr)
+{
+	x->trig = idx + 1;
+	x->flushes = wr->next ? 2 : 1;
+	t->tx = i;
+}
+
 /* An RMA operation; held (a triggered one the adapter holds, entry idx
  * of the endpoint's table): posted on the peer's trigger connection
  * behind a WAIT_CNT on its counter slot (trigger.c). */
@@ -120,17 +144,10 @@ static ssize_t rma_post(struct wfi_ep *ep, bool write, void *buf, size_t len, vo
 			       write ? WFI_NOTE_WRITE : WFI_NOTE_READ, data);
 	qp = peer->out->qp;
 	if (held) {
-		/* WAIT_CNT(the counter's slot, threshold) holds the trigger
-		 * QP's send queue; its completion (signaled) says it passed. */
-		wait = (struct ibv_send_wr){
-			.wr_id = WFI_WR(WFI_WR_TRIG, idx), .next = &wr, .opcode = IBV_WR_DRIVER1,
-			.send_flags = IBV_SEND_SIGNALED | wfi_hw_send_flags(peer->tq_slot),
-			.wr.atomic.compare_add = held->threshold,
-		};
+		qp = wfi_wait_before(held, idx, &wait, &wr);
 		first = &wait;
-		qp = peer->tq->qp;
 	}
-	wfi_rma_count(ep, held ? peer->tq_hw : peer->hw_out, t, &wr,
+	wfi_rma_count(ep, held ? held->tq->hw : peer->hw_out, t, &wr,
 		      write ? ep->wr_cntr : ep->rd_cntr);
 	if (ibv_post_send(qp, first, &bad)) {
 		wfi_reg_put(ep->dom, t->reg);
@@ -138,11 +155,8 @@ static ssize_t rma_post(struct wfi_ep *ep, bool write, void *buf, size_t len, vo
 		return -FI_EAGAIN;
 	}
 	t->busy = true;
-	if (held) {
-		t->trig = idx + 1;
-		t->flushes = wr.next ? 2 : 1;
-		held->tx = i;
-	}
+	if (held)
+		wfi_tx_held(t, i, held, idx, &wr);
 	return 0;
 }
 
@@ -153,8 +167,8 @@ ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc
 	return rma_post(ep, write, buf, len, desc, peer_addr, addr, key, data, ctx, flags, NULL, 0);
 }
 
-/* Triggered operation t (entry idx) posted behind its WAIT_CNT on the
- * trigger connection of its peer (t->peer, connected). */
+/* Triggered operation t (entry idx) posted behind its WAIT_CNT on its
+ * trigger connection (t->tq, connected). */
 ssize_t wfi_rma_held(struct wfi_ep *ep, struct wfi_trig *t, int idx)
 {
 	return rma_post(ep, t->type == FI_OP_WRITE, t->buf, t->len, t->desc, t->dest, t->addr,

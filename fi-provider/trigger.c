@@ -3,24 +3,26 @@
  * Triggered operations and the deferred work queue (docs/libfabric.md
  * "Triggered operations").
  *
- * In the adapter: an fi_write or fi_read posted with FI_TRIGGER whose
- * counter's value is its adapter block alone, for good
- * (wfi_cntr_trig_exact), goes to the peer's trigger connection, a second
- * RC QP per peer made on the first such operation and carrying nothing
- * else: a WAIT_CNT (the verbs form of seed 000's conditional RDMA,
- * docs/counters.md "Waiting on a counter") on the counter's slot of that
- * QP, then the operation, which the adapter sends when the block reaches
- * the threshold, with no software step.  A WAIT_CNT holds every later
- * WQE of its send queue, so the QP waits on one counter, in
- * non-decreasing threshold order; an operation that would break the
- * order, wait on another counter, or find the QP full stays in
- * software.  The entry stays in the table until its WAIT_CNT's
- * completion says it passed; a software move of the counter (set, add, a
- * software count) stops the trigger QPs waiting on it below the
- * threshold (wfi_trig_recall); an entry whose WAIT_CNT fails or is
- * flushed, by a recall, the peer's death or any error of the QP, goes
- * back to software, its flushed operation completing nothing
- * (wfi_trig_wait_done).
+ * In the adapter: an RMA write or read or an atomic, posted with
+ * FI_TRIGGER or queued as deferred work, whose counter's value is its
+ * adapter block alone, for good (wfi_cntr_trig_exact), goes to the
+ * trigger connection of its peer and counter, a second RC QP made on the
+ * first such operation (WFI_TQ_MAX per peer, one per counter) and
+ * carrying nothing else: a WAIT_CNT (the verbs form of seed 000's
+ * conditional RDMA, docs/counters.md "Waiting on a counter") on the
+ * counter's slot of that QP, then the operation, which the adapter sends
+ * when the block reaches the threshold, with no software step.  A
+ * WAIT_CNT holds every later WQE of its send queue, so each QP waits on
+ * one counter, in non-decreasing threshold order; an operation that
+ * would break the order, needs a fifth counter's connection to the peer,
+ * or finds the QP full stays in software.  The entry stays in its table
+ * until its WAIT_CNT's completion says it passed; a software move of the
+ * counter (set, add, a software count) stops the trigger QPs waiting on
+ * it below the threshold (wfi_trig_recall); an entry whose WAIT_CNT fails
+ * or is flushed, by a recall, the peer's death or any error of the QP,
+ * goes back to software, its flushed operation completing nothing
+ * (wfi_trig_wait_done).  Deferred work's completion counter is counted
+ * in software when its held operation completes.
  *
  * In software: any other RMA, atomic or send operation posted with
  * FI_TRIGGER and a struct fi_triggered_context of type
@@ -56,44 +58,84 @@ static int slot_add(struct wfi_trig *tab, int *n, const struct wfi_trig *w)
 	return i;
 }
 
-/* Why triggered operation t cannot be held by the adapter on its peer's
- * trigger connection, or NULL once it is connected (t->peer set). */
+/* Can the adapter hold an operation of type ty? */
+static bool hw_type(enum fi_op_type ty)
+{
+	return ty == FI_OP_WRITE || ty == FI_OP_READ || ty == FI_OP_ATOMIC ||
+	       ty == FI_OP_FETCH_ATOMIC || ty == FI_OP_COMPARE_ATOMIC;
+}
+
+/* Peer p's trigger connection for counter c: the one c has, else a free
+ * one taken for c; NULL when the WFI_TQ_MAX are taken by other counters. */
+static struct wfi_tq *tq_for(struct wfi_peer *p, struct fid_cntr *c)
+{
+	uint64_t serial = wfi_cntr_serial(c);
+	struct wfi_tq *q;
+	int i;
+
+	for (i = 0; i < WFI_TQ_MAX; i++)
+		if (p->tq[i].used && p->tq[i].serial == serial)
+			return &p->tq[i];
+	for (i = 0; i < WFI_TQ_MAX; i++) {
+		q = &p->tq[i];
+		if (!q->used) {
+			*q = (struct wfi_tq){ .used = true, .cntr = c, .serial = serial };
+			return q;
+		}
+	}
+	return NULL;
+}
+
+/* Why triggered operation t cannot be held by the adapter on the trigger
+ * connection of its peer and counter, or NULL once that is connected
+ * (t->peer, t->tq set). */
 static const char *hw_refusal(struct wfi_ep *ep, struct wfi_trig *t)
 {
 	const char *why;
 	struct wfi_peer *p;
+	struct wfi_tq *q;
 
-	if (t->type != FI_OP_WRITE && t->type != FI_OP_READ)
-		return "not an RMA write or read";
+	if (!hw_type(t->type))
+		return "not an RMA or atomic operation";
+	if (!ep->enabled)
+		return "the endpoint is not enabled";
 	why = wfi_cntr_trig_exact(t->cntr, ep->dom);
 	if (why)
 		return why;
 	if (wfi_conn_get(ep, t->dest, &p))
 		return "no connection to the peer";
-	if (p->tq_off)
-		return "the peer's trigger connection failed or was stopped";
-	if (p->tq_cntr && p->tq_serial != wfi_cntr_serial(t->cntr))
-		return "the peer's trigger connection waits on another counter";
-	if (p->tq_cntr && t->threshold < p->tq_last)
-		return "a threshold below one already held for the peer";
-	if (!p->tq_cntr) {
-		p->tq_cntr = t->cntr;
-		p->tq_serial = wfi_cntr_serial(t->cntr);
-	}
-	if (wfi_conn_trig(ep, p))
+	q = tq_for(p, t->cntr);
+	if (!q)
+		return "the peer's trigger connections (4, one per counter) are taken by other counters";
+	if (q->off)
+		return "the trigger connection for this counter failed or was stopped";
+	if (t->threshold < q->last)
+		return "a threshold below one already held for the peer on this counter";
+	if (wfi_conn_trig(ep, p, q))
 		return "the trigger connection could not be made (or has no slot for the counter)";
 	t->peer = p;
+	t->tq = q;
 	return NULL;
 }
 
-/* Posts t (entry i of the table) behind a WAIT_CNT when the adapter can
- * hold it: true then. */
+/* Posts t (entry i of the endpoint's table, or i - WFI_TRIG_MAX of the
+ * domain's work) behind a WAIT_CNT when the adapter can hold it: true
+ * then.  Deferred work's completion counter is counted in software when
+ * the operation completes (wfi_tx_finish). */
 static bool hw_post(struct wfi_ep *ep, struct wfi_trig *t, int i)
 {
 	const char *why = hw_refusal(ep, t);
+	ssize_t ret = 0;
 
-	if (!why && wfi_rma_held(ep, t, i))
-		why = "posting behind a WAIT_CNT failed (the trigger connection's queue is full)";
+	if (!why) {
+		ep->work_cntr = t->comp;
+		ret = t->type == FI_OP_WRITE || t->type == FI_OP_READ ? wfi_rma_held(ep, t, i) :
+		      wfi_atomic_held(ep, t, i);
+		ep->work_cntr = NULL;
+	}
+	if (ret)
+		why = "posting behind a WAIT_CNT failed (the trigger connection's queue is full, or "
+		      "the operation was refused)";
 	if (why) {
 		if (ep->log)
 			fprintf(stderr, "weft: FI_TRIGGER: in software: %s\n", why);
@@ -101,15 +143,27 @@ static bool hw_post(struct wfi_ep *ep, struct wfi_trig *t, int i)
 	}
 	if (ep->log)
 		fprintf(stderr, "weft: FI_TRIGGER: held by the adapter: WAIT_CNT(slot %d, %llu) on QP %u\n",
-			t->peer->tq_slot, (unsigned long long)t->threshold, t->peer->tq->qp->qp_num);
+			t->tq->slot, (unsigned long long)t->threshold, t->tq->id->qp->qp_num);
 	t->hw = true;
-	t->peer->tq_last = t->threshold;
+	t->tq->last = t->threshold;
 	wfi_cntr_trig_count(t->cntr, WFI_TRIG_HW);
 	/* Connecting and posting progressed the endpoint: had software
 	 * moved the counter meanwhile, the WAIT_CNT is taken back at once. */
 	if (wfi_cntr_trig_exact(t->cntr, ep->dom))
 		wfi_trig_recall(ep->dom, t->cntr);
 	return true;
+}
+
+/* Table entry t (idx: its index in the wr_ids, hw_post) to the adapter
+ * when it can hold it, else counted as kept in software. */
+static void hold(struct wfi_ep *ep, struct wfi_trig *t, int idx)
+{
+	/* Connecting progresses the endpoint: the entry must not fire
+	 * from the table meanwhile. */
+	ep->dom->working = true;
+	if (!hw_post(ep, t, idx))
+		wfi_cntr_trig_count(t->cntr, WFI_TRIG_SW);
+	ep->dom->working = false;
 }
 
 /* FI_TRIGGER: w's ctx is the struct fi_triggered_context. */
@@ -130,12 +184,7 @@ int wfi_trig_add(struct wfi_ep *ep, const struct wfi_trig *w)
 	i = slot_add(ep->trig, &ep->ntrig, &t);
 	if (i < 0)
 		return i;
-	/* Connecting progresses the endpoint: the entry must not fire
-	 * from the table meanwhile. */
-	ep->dom->working = true;
-	if (!hw_post(ep, &ep->trig[i], i))
-		wfi_cntr_trig_count(t.cntr, WFI_TRIG_SW);
-	ep->dom->working = false;
+	hold(ep, &ep->trig[i], i);
 	return 0;
 }
 
@@ -324,7 +373,15 @@ int wfi_queue_work(struct wfi_domain *d, const struct fi_deferred_work *w)
 	if (t.flags & FI_TRIGGER)
 		return -FI_EINVAL;
 	ret = slot_add(d->work, &d->nwork, &t);
-	return ret < 0 ? ret : 0;
+	if (ret < 0)
+		return ret;
+	/* RMA and atomics on an exact counter go to the adapter, as
+	 * FI_TRIGGER operations do; counter set and add have no endpoint. */
+	if (t.ep)
+		hold(t.ep, &d->work[ret], WFI_TRIG_MAX + ret);
+	else
+		wfi_cntr_trig_count(t.cntr, WFI_TRIG_SW);
+	return 0;
 }
 
 static uint64_t fail_flags(const struct wfi_trig *t)
@@ -352,7 +409,6 @@ static uint64_t fail_flags(const struct wfi_trig *t)
 static ssize_t run(struct wfi_trig *t)
 {
 	struct wfi_ep *ep = t->ep;
-	int kind;
 
 	switch (t->type) {
 	case FI_OP_SEND:
@@ -373,10 +429,9 @@ static ssize_t run(struct wfi_trig *t)
 		wfi_cntr_inc(t->comp, false);
 		return 0;
 	default:
-		kind = t->type == FI_OP_ATOMIC ? WFI_ATOMIC_BASE : t->type == FI_OP_FETCH_ATOMIC ?
-		       WFI_ATOMIC_FETCH : WFI_ATOMIC_COMPARE;
-		return wfi_atomic_post(ep, kind, &t->operand, t->len, &t->compare, t->result,
-				       t->dest, t->addr, t->key, t->dt, t->op, t->ctx, t->flags);
+		return wfi_atomic_post(ep, wfi_atomic_kind(t->type), &t->operand, t->len,
+				       &t->compare, t->result, t->dest, t->addr, t->key, t->dt, t->op,
+				       t->ctx, t->flags);
 	}
 }
 
@@ -439,12 +494,37 @@ void wfi_dom_forget_ep(struct wfi_domain *d, struct wfi_ep *ep)
 		}
 }
 
+/* The counter that counts held entry t's operation. */
+static struct fid_cntr *op_cntr(struct wfi_ep *ep, const struct wfi_trig *t)
+{
+	return t->type == FI_OP_WRITE || t->type == FI_OP_ATOMIC ? ep->wr_cntr : ep->rd_cntr;
+}
+
 /* The error the adapter will count for held entry t's operation when its
  * recall flushes it, owed (n 1) or not after all (n -1, it passed). */
 static void recall_owed(struct wfi_ep *ep, struct wfi_trig *t, int n)
 {
 	if (ep->tx[t->tx].hw)
-		wfi_cntr_hw_flushed(t->type == FI_OP_WRITE ? ep->wr_cntr : ep->rd_cntr, n);
+		wfi_cntr_hw_flushed(op_cntr(ep, t), n);
+}
+
+/* The held entry of ep that wr_id index i names: i of the endpoint's
+ * table, or i - WFI_TRIG_MAX of its domain's work (n: that table's
+ * count); NULL when there is none. */
+static struct wfi_trig *held_entry(struct wfi_ep *ep, int i, int **n)
+{
+	struct wfi_trig *t;
+
+	if (i < 0 || i >= 2 * WFI_TRIG_MAX)
+		return NULL;
+	if (i < WFI_TRIG_MAX) {
+		t = &ep->trig[i];
+		*n = &ep->ntrig;
+	} else {
+		t = &ep->dom->work[i - WFI_TRIG_MAX];
+		*n = &ep->dom->nwork;
+	}
+	return t->used && t->hw && t->ep == ep ? t : NULL;
 }
 
 /* The completion of held entry i's WAIT_CNT.  Passed: the adapter sent
@@ -454,15 +534,17 @@ static void recall_owed(struct wfi_ep *ep, struct wfi_trig *t, int n)
  * the entry goes back to software, where it fires at its threshold as
  * any software trigger (and fails there as one does when the peer is
  * gone); its flushed operation completes nothing, the error the adapter
- * counts for it taken back; the peer's later triggers stay in software. */
+ * counts for it taken back; the later triggers to that peer on that
+ * counter stay in software. */
 void wfi_trig_wait_done(struct wfi_ep *ep, int i, int status)
 {
 	struct wfi_trig *t;
 	struct wfi_tx *x;
+	int *n;
 
-	if (i < 0 || i >= WFI_TRIG_MAX || !ep->trig[i].used || !ep->trig[i].hw)
+	t = held_entry(ep, i, &n);
+	if (!t)
 		return;
-	t = &ep->trig[i];
 	t->hw = false;
 	x = t->tx >= 0 && t->tx < WFI_TX_SIZE && ep->tx[t->tx].trig == i + 1 ? &ep->tx[t->tx] : NULL;
 	if (x) {
@@ -476,13 +558,31 @@ void wfi_trig_wait_done(struct wfi_ep *ep, int i, int status)
 			recall_owed(ep, t, -1);
 	}
 	if (status) {
-		t->peer->tq_off = true;
+		t->tq->off = true;
 		wfi_cntr_trig_count(t->cntr, WFI_TRIG_RECALLED);
 		return;		/* in software now: table_progress posts it */
 	}
 	wfi_cntr_trig_count(t->cntr, WFI_TRIG_ENDED);
 	t->used = false;
-	ep->ntrig--;
+	(*n)--;
+}
+
+/* Trigger connection q stopped: every entry it holds, in the endpoints'
+ * tables and the domain's work, goes back to software at its flush. */
+static void recall_tq(struct wfi_domain *d, struct wfi_tq *q)
+{
+	int e, i;
+
+	wfi_conn_trig_stop(q);
+	for (e = 0; e <= d->neps; e++) {
+		struct wfi_trig *tab = e < d->neps ? d->eps[e]->trig : d->work;
+
+		for (i = 0; i < WFI_TRIG_MAX; i++)
+			if (tab[i].used && tab[i].hw && tab[i].tq == q) {
+				tab[i].recall = true;
+				recall_owed(tab[i].ep, &tab[i], 1);
+			}
+	}
 }
 
 /* Software's part of counter c moved: every trigger connection holding a
@@ -494,34 +594,31 @@ void wfi_trig_wait_done(struct wfi_ep *ep, int i, int status)
 void wfi_trig_recall(struct wfi_domain *d, struct fid_cntr *c)
 {
 	uint64_t block = wfi_cntr_block(c);
-	int e, i, j;
+	int e, i;
 
-	for (e = 0; e < d->neps; e++) {
-		struct wfi_ep *ep = d->eps[e];
+	for (e = 0; e <= d->neps; e++) {
+		struct wfi_trig *tab = e < d->neps ? d->eps[e]->trig : d->work;
 
 		for (i = 0; i < WFI_TRIG_MAX; i++) {
-			struct wfi_trig *t = &ep->trig[i];
+			struct wfi_trig *t = &tab[i];
 
-			if (!t->used || !t->hw || t->cntr != c || t->threshold <= block ||
-			    t->peer->tq_off)
-				continue;
-			wfi_conn_trig_stop(t->peer);
-			for (j = 0; j < WFI_TRIG_MAX; j++)
-				if (ep->trig[j].used && ep->trig[j].hw &&
-				    ep->trig[j].peer == t->peer) {
-					ep->trig[j].recall = true;
-					recall_owed(ep, &ep->trig[j], 1);
-				}
+			if (t->used && t->hw && t->cntr == c && t->threshold > block && !t->tq->off)
+				recall_tq(d, t->tq);
 		}
 	}
 }
 
-/* A closing endpoint's held triggers: its QPs are gone with their WAITs. */
+/* A closing endpoint's held triggers and deferred work: its QPs are gone
+ * with their WAITs (wfi_dom_forget_ep drops the work). */
 void wfi_trig_close(struct wfi_ep *ep)
 {
+	struct wfi_trig *w = ep->dom->work;
 	int i;
 
-	for (i = 0; i < WFI_TRIG_MAX; i++)
+	for (i = 0; i < WFI_TRIG_MAX; i++) {
 		if (ep->trig[i].used && ep->trig[i].hw)
 			wfi_cntr_trig_count(ep->trig[i].cntr, WFI_TRIG_ENDED);
+		if (w[i].used && w[i].hw && w[i].ep == ep)
+			wfi_cntr_trig_count(w[i].cntr, WFI_TRIG_ENDED);
+	}
 }

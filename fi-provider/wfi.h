@@ -84,6 +84,7 @@ struct wfi_trig {
 	bool recall;			/* hw: its trigger QP stopped (a software move of its counter) */
 	int tx;				/* hw: the send slot of its operation */
 	struct wfi_peer *peer;		/* hw: the peer whose trigger QP holds it */
+	struct wfi_tq *tq;		/* hw: that trigger connection */
 	enum fi_op_type type;
 	struct wfi_ep *ep;		/* NULL for FI_OP_CNTR_SET/ADD */
 	void *buf, *desc, *ctx, *result;
@@ -201,6 +202,23 @@ struct wfi_rkey {
 
 enum wfi_conn_state { WFI_C_NONE, WFI_C_CONNECTING, WFI_C_UP, WFI_C_FAILED };
 
+/* A trigger connection to a peer (trigger.c "In the adapter"): it
+ * carries only WAIT_CNTs on one counter (cntr) and their operations, in
+ * non-decreasing threshold order (last). */
+struct wfi_tq {
+	bool used;			/* taken by cntr, for good */
+	struct rdma_cm_id *id;
+	enum wfi_conn_state state;
+	int err;
+	uint8_t hw;			/* its counter slots bound, as hw_out */
+	int slot;			/* the slot bound to cntr */
+	struct fid_cntr *cntr;
+	uint64_t serial;		/* cntr's serial (wfi_cntr_serial) */
+	uint64_t last;
+	bool off;			/* failed or stopped: software from then on */
+};
+#define WFI_TQ_MAX 4			/* trigger connections per peer (counters) */
+
 struct wfi_peer {
 	struct sockaddr_in sin;		/* the peer endpoint's name */
 	uint16_t my_id;			/* our id at the peer (from its accept) */
@@ -208,19 +226,10 @@ struct wfi_peer {
 	struct rdma_cm_id *out;		/* the connection we opened to send */
 	int err;
 	uint8_t hw_out;			/* the out QP's counter slots bound (bit s: slot s) */
-	/* The trigger connection (trigger.c "In the adapter"): made on the
-	 * first triggered operation to this peer the adapter can hold; it
-	 * carries only WAIT_CNTs on tq_cntr and their operations, in
-	 * non-decreasing threshold order (tq_last). */
-	struct rdma_cm_id *tq;
-	enum wfi_conn_state tq_state;
-	int tq_err;
-	uint8_t tq_hw;			/* its counter slots bound, as hw_out */
-	int tq_slot;			/* the slot bound to tq_cntr */
-	struct fid_cntr *tq_cntr;
-	uint64_t tq_serial;		/* tq_cntr's serial (wfi_cntr_serial) */
-	uint64_t tq_last;
-	bool tq_off;			/* failed or stopped: software from then on */
+	/* The trigger connections (trigger.c "In the adapter"), one per
+	 * triggering counter, made on the first triggered operation on that
+	 * counter to this peer that the adapter can hold. */
+	struct wfi_tq tq[WFI_TQ_MAX];
 	bool dead;			/* a connection with it dropped (peer_dead) */
 	bool gone;			/* and what came before is taken (wfi_conn_settle) */
 };
@@ -426,6 +435,8 @@ ssize_t wfi_atomic_post(struct wfi_ep *ep, int kind, const void *operand, size_t
 			const void *compare, void *result, fi_addr_t dest, uint64_t addr,
 			uint64_t key, enum fi_datatype dt, enum fi_op op, void *ctx,
 			uint64_t flags);
+int wfi_atomic_kind(enum fi_op_type type);
+ssize_t wfi_atomic_held(struct wfi_ep *ep, struct wfi_trig *t, int idx);
 int wfi_query_atomic(struct fid_domain *d, enum fi_datatype dt, enum fi_op op,
 		     struct fi_atomic_attr *attr, uint64_t flags);
 extern struct fi_ops_atomic wfi_atomic_ops;
@@ -433,6 +444,9 @@ ssize_t wfi_rma(struct wfi_ep *ep, bool write, void *buf, size_t len, void *desc
 		fi_addr_t peer_addr, uint64_t addr, uint64_t key, uint64_t data, void *ctx,
 		uint64_t flags);
 ssize_t wfi_rma_held(struct wfi_ep *ep, struct wfi_trig *t, int idx);
+struct ibv_qp *wfi_wait_before(struct wfi_trig *t, int idx, struct ibv_send_wr *wait,
+			       struct ibv_send_wr *wr);
+void wfi_tx_held(struct wfi_tx *x, int i, struct wfi_trig *t, int idx, const struct ibv_send_wr *wr);
 void wfi_note_after(struct wfi_ep *ep, int i, struct ibv_send_wr *wr, struct ibv_send_wr *nwr,
 		    struct ibv_sge *nsge, uint32_t kind, uint64_t data);
 void wfi_rma_note(struct wfi_ep *ep, const struct wfi_wire_msg *m, uint32_t qpn);
@@ -494,8 +508,8 @@ struct rdma_cm_id *wfi_conn_by_qpn(struct wfi_ep *ep, uint32_t qpn);
 bool wfi_qpn_dead(struct wfi_ep *ep, uint32_t qpn);
 bool wfi_conn_of_peer(struct wfi_ep *ep, const struct rdma_cm_id *id, int peer_id);
 void wfi_conn_settle(struct wfi_ep *ep);
-int wfi_conn_trig(struct wfi_ep *ep, struct wfi_peer *p);
-void wfi_conn_trig_stop(struct wfi_peer *p);
+int wfi_conn_trig(struct wfi_ep *ep, struct wfi_peer *p, struct wfi_tq *q);
+void wfi_conn_trig_stop(struct wfi_tq *q);
 /* tx.c */
 ssize_t wfi_send(struct wfi_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag,
 		 uint64_t data, void *ctx, uint64_t flags, bool msg);

@@ -1074,6 +1074,8 @@ static void atomic_checks(void)
 static void cntr_checks(void);
 static void reconnect_checks(void);
 static void trig_checks(void);
+static void trig_more_checks(void);
+static void trig_atomic_err_checks(void);
 
 int main(int argc, char **argv)
 {
@@ -1105,6 +1107,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "--trigger")) {
 		trig_checks();
+		trig_more_checks();
+		trig_atomic_err_checks();
 		printf("1..%d\n%d of %d checks failed\n", n_checks, n_failed, n_checks);
 		return n_failed ? 1 : 0;
 	}
@@ -1952,6 +1956,370 @@ out:
 	tg_close(&a);
 	tg_close(&a2);
 	tg_close(&b);
+	if (fab)
+		fi_close(&fab->fid);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+/* Triggered atomics, deferred work and several counters per peer in the
+ * adapter (docs/libfabric.md "Triggered operations"), between A and B of
+ * two domains of this process, with FI_ATOMIC: A's triggered fetch-add
+ * and compare-swap on its FI_REMOTE_WRITE counter are held behind
+ * WAIT_CNTs and fired by B's writes with no call on A, the fetched and
+ * target values exact; an RMA write and a fetch-add queued with
+ * fi_control(FI_QUEUE_WORK) on that counter are held the same way and
+ * count on the work's completion counter; and triggers to B on two
+ * counters (A's and that of X0, another endpoint of A's domain) go to two
+ * trigger connections and fire independently, each counter's in threshold
+ * order, while a fifth counter to the same peer stays in software. */
+#define TM_X 4			/* endpoints of A's domain with counters of their own */
+
+/* A write of *v from b through dest into word w of a's buffer,
+ * completed; c's endpoints progressed on another thread meanwhile (c
+ * NULL: none). */
+static int tm_write(struct tg_side *b, fi_addr_t dest, struct tg_side *a, uint64_t *v, int w,
+		    struct fid_cntr *c)
+{
+	struct fi_cq_tagged_entry e;
+	pthread_t th;
+	int ret;
+
+	cn_stop = 0;
+	if (c && pthread_create(&th, NULL, cn_progress, c))
+		return -1;
+	ret = (int)fi_write(b->ep, v, 8, NULL, dest, (uintptr_t)(a->buf + w), fi_mr_key(a->mr), &e);
+	ret = ret ? ret : wait_one(b->s.cq, &e, 20);
+	cn_stop = 1;
+	if (c)
+		pthread_join(th, NULL);
+	return ret;
+}
+
+/* A triggered atomic from a into word w of b at counter c >= thr (fetch:
+ * fi_fetch_atomicmsg FI_SUM of *v; else fi_compare_atomicmsg FI_CSWAP of
+ * *v where *cmp), its result in *res, b progressed meanwhile. */
+static int tm_atomic(struct tg_side *a, struct tg_side *b, struct fi_triggered_context *tc,
+		     struct fid_cntr *c, uint64_t thr, int w, uint64_t *v, uint64_t *cmp,
+		     uint64_t *res)
+{
+	struct fi_ioc ioc = { v, 1 }, rioc = { res, 1 }, cioc = { cmp, 1 };
+	struct fi_rma_ioc rma = { (uintptr_t)(b->buf + w), 1, fi_mr_key(b->mr) };
+	struct fi_msg_atomic m = { .msg_iov = &ioc, .iov_count = 1, .addr = a->peer,
+				   .rma_iov = &rma, .rma_iov_count = 1, .datatype = FI_UINT64,
+				   .op = cmp ? FI_CSWAP : FI_SUM, .context = tc };
+	pthread_t th;
+	int ret;
+
+	*tc = (struct fi_triggered_context){ .event_type = FI_TRIGGER_THRESHOLD,
+					     .trigger.threshold = { .cntr = c, .threshold = thr } };
+	cn_stop = 0;
+	if (pthread_create(&th, NULL, cn_progress, b->rw))
+		return -1;
+	ret = cmp ? (int)fi_compare_atomicmsg(a->ep, &m, &cioc, NULL, 1, &rioc, NULL, 1,
+					      FI_TRIGGER | FI_COMPLETION) :
+		    (int)fi_fetch_atomicmsg(a->ep, &m, &rioc, NULL, 1, FI_TRIGGER | FI_COMPLETION);
+	cn_stop = 1;
+	pthread_join(th, NULL);
+	return ret;
+}
+
+/* A triggered write of *v from a into word w of b at counter c >= thr. */
+static int tm_trigger(struct tg_side *a, struct tg_side *b, struct fi_triggered_context *tc,
+		      struct fid_cntr *c, uint64_t thr, int w, uint64_t *v)
+{
+	struct fid_cntr *rw = a->rw;
+	int ret;
+
+	a->rw = c;
+	ret = tg_trigger(a, b, tc, v, w, thr);
+	a->rw = rw;
+	return ret;
+}
+
+static uint64_t tm_stat(struct fid_cntr *c, int which)
+{
+	struct fi_weft_cntr_stats st;
+
+	if (cn_stats(c, &st))
+		return ~0ull;
+	return which == 0 ? st.trig_hw : which == 1 ? st.trig_held : st.trig_sw;
+}
+
+/* The contexts of n completions of cq (20 s at most each) are those of
+ * want, in any order; flags of each include fl. */
+static bool tm_done(struct fid_cq *cq, void **want, int n, uint64_t fl)
+{
+	struct fi_cq_tagged_entry e;
+	int i, j, seen = 0;
+
+	for (i = 0; i < n; i++) {
+		if (wait_one(cq, &e, 20) || (e.flags & fl) != fl)
+			return false;
+		for (j = 0; j < n; j++)
+			if (want[j] == e.op_context && !(seen & (1 << j)))
+				break;
+		if (j == n)
+			return false;
+		seen |= 1 << j;
+	}
+	return fi_cq_read(cq, &e, 1) == -FI_EAGAIN;
+}
+
+/* Queues a deferred RMA write of *v into word w of b and a fetch-add of
+ * *add into word w + 1 (its result in *res), at A's FI_REMOTE_WRITE
+ * counter >= thr, counted on comp. */
+static int tm_queue(struct tg_side *a, struct tg_side *b, uint64_t thr, struct fid_cntr *comp,
+		    uint64_t *v, uint64_t *add, uint64_t *res, int w, struct fi_deferred_work *dw)
+{
+	struct iovec iov = { v, 8 };
+	struct fi_rma_iov rma = { (uintptr_t)(b->buf + w), 8, fi_mr_key(b->mr) };
+	struct fi_ioc ioc = { add, 1 }, rioc = { res, 1 };
+	struct fi_rma_ioc arma = { (uintptr_t)(b->buf + w + 1), 1, fi_mr_key(b->mr) };
+	struct fi_op_rma op = { .ep = a->ep, .msg = { .msg_iov = &iov, .iov_count = 1,
+						      .addr = a->peer, .rma_iov = &rma,
+						      .rma_iov_count = 1, .context = &dw[0] },
+				.flags = FI_COMPLETION };
+	struct fi_op_fetch_atomic fa = {
+		.ep = a->ep, .msg = { .msg_iov = &ioc, .iov_count = 1, .addr = a->peer,
+				      .rma_iov = &arma, .rma_iov_count = 1, .datatype = FI_UINT64,
+				      .op = FI_SUM, .context = &dw[1] },
+		.fetch = { .msg_iov = &rioc, .iov_count = 1 }, .flags = FI_COMPLETION,
+	};
+	pthread_t th;
+	int ret;
+
+	dw[0] = (struct fi_deferred_work){ .threshold = thr, .triggering_cntr = a->rw,
+					   .completion_cntr = comp, .op_type = FI_OP_WRITE,
+					   .op.rma = &op };
+	dw[1] = dw[0];
+	dw[1].op_type = FI_OP_FETCH_ATOMIC;
+	dw[1].op.fetch_atomic = &fa;
+	cn_stop = 0;
+	if (pthread_create(&th, NULL, cn_progress, b->rw))
+		return -1;
+	ret = fi_control(&a->s.dom->fid, FI_QUEUE_WORK, &dw[0]);
+	ret = ret ? ret : fi_control(&a->s.dom->fid, FI_QUEUE_WORK, &dw[1]);
+	cn_stop = 1;
+	pthread_join(th, NULL);
+	return ret;
+}
+
+static void trig_more_checks(void)
+{
+	struct fi_info *h = hints_rdm(), *info = NULL;
+	struct fid_fabric *fab = NULL;
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+	struct tg_side a = { 0 }, b = { 0 };
+	struct fid_cntr *k[TM_X] = { NULL }, *comp = NULL;
+	struct fid_ep *x[TM_X] = { NULL };
+	fi_addr_t bx = FI_ADDR_NOTAVAIL;
+	struct fi_triggered_context tc[8];
+	struct fi_deferred_work dw[2];
+	struct fi_cq_tagged_entry e;
+	uint64_t one = 1, five = 5, swap = 0x77, cmp = 105, r1 = 0, r2 = 0, add = 1, r3 = 0;
+	uint64_t v = 0xdefe44ed, vt[6] = { 0x71, 0x72, 0x73, 0x74, 0x75, 0x76 }, base, kb;
+	uint8_t name[64];
+	size_t len = sizeof(name);
+	void *want[4];
+	double end;
+	int i, ret;
+
+	h->caps = FI_MSG | FI_RMA | FI_RMA_EVENT | FI_TRIGGER | FI_ATOMIC;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+	ret = fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, h, &info) ||
+	      fi_fabric(info->fabric_attr, &fab, NULL) || tg_open(fab, info, &a) ||
+	      tg_open(fab, info, &b) || tg_link(&a, &b, true) ||
+	      fi_cntr_open(a.s.dom, &ca, &comp, NULL);
+	for (i = 0; i < TM_X && !ret; i++)
+		ret = fi_cntr_open(a.s.dom, &ca, &k[i], NULL) ||
+		      !(x[i] = cn_ep(&a.s, info, k[i], FI_REMOTE_WRITE));
+	ret = ret || fi_getname(&x[0]->fid, name, &len) ||
+	      fi_av_insert(b.s.av, name, 1, &bx, 0, NULL) != 1;
+	/* B's connections to A and to X0, their progress on another thread. */
+	ret = ret || tm_write(&b, b.peer, &a, &one, 0, a.rw) || tm_write(&b, bx, &a, &one, 0, k[0]);
+	if (ret) {
+		CHECK(0, "FI_TRIGGER | FI_ATOMIC endpoints set up");
+		goto out;
+	}
+	/* Triggered atomics. */
+	b.buf[1] = 100;
+	base = fi_cntr_read(a.rw);
+	ret = tm_atomic(&a, &b, &tc[0], a.rw, base + 2, 1, &five, NULL, &r1);
+	CHECK(!ret && tm_stat(a.rw, 0) == 1 && tm_stat(a.rw, 1) == 1 && !tm_stat(a.rw, 2) &&
+	      b.buf[1] == 100,
+	      "FI_TRIGGER fi_fetch_atomicmsg FI_SUM 5 at A's counter >= %llu: %d, held by the adapter "
+	      "(in hardware %llu, held %llu), the target untouched", (unsigned long long)(base + 2), ret,
+	      (unsigned long long)tm_stat(a.rw, 0), (unsigned long long)tm_stat(a.rw, 1));
+	ret = ret ? ret : tg_write(&b, &a, &one, 0);
+	CHECK(!ret && !tg_arrives(&b, 1, 105, 1), "one of B's 2 writes: the fetch-add still held");
+	ret = ret ? ret : tg_write(&b, &a, &one, 0);
+	CHECK(!ret && tg_arrives(&b, 1, 105, 10),
+	      "B's second write fired the held fetch-add with no call on A: the target %llu (105)",
+	      (unsigned long long)b.buf[1]);
+	ret = ret ? ret : wait_one(a.s.cq, &e, 20);
+	CHECK(!ret && e.op_context == &tc[0] && (e.flags & (FI_ATOMIC | FI_READ)) ==
+	      (FI_ATOMIC | FI_READ) && r1 == 100 && tm_stat(a.rw, 1) == 0,
+	      "its completion (triggered context, FI_ATOMIC | FI_READ): %d, fetched %llu (100), "
+	      "WAIT_CNTs held %llu (0)", ret, (unsigned long long)r1,
+	      (unsigned long long)tm_stat(a.rw, 1));
+	ret = tm_atomic(&a, &b, &tc[1], a.rw, base + 3, 1, &swap, &cmp, &r2);
+	CHECK(!ret && tm_stat(a.rw, 0) == 2 && tm_stat(a.rw, 1) == 1 && !tg_arrives(&b, 1, swap, 1),
+	      "FI_TRIGGER fi_compare_atomicmsg FI_CSWAP 105 -> 0x77 at %llu: %d, held (in hardware "
+	      "%llu)", (unsigned long long)(base + 3), ret, (unsigned long long)tm_stat(a.rw, 0));
+	ret = ret ? ret : tg_write(&b, &a, &one, 0);
+	CHECK(!ret && tg_arrives(&b, 1, swap, 10) && !wait_one(a.s.cq, &e, 20) &&
+	      e.op_context == &tc[1] && r2 == 105,
+	      "B's write fired it with no call on A: the target %#llx (0x77), fetched %llu (105)",
+	      (unsigned long long)b.buf[1], (unsigned long long)r2);
+	/* Deferred work. */
+	b.buf[3] = 40;
+	base = fi_cntr_read(a.rw);
+	ret = tm_queue(&a, &b, base + 1, comp, &v, &add, &r3, 2, dw);
+	CHECK(!ret && tm_stat(a.rw, 0) == 4 && tm_stat(a.rw, 1) == 2 && !tg_arrives(&b, 2, v, 1) &&
+	      b.buf[3] == 40,
+	      "fi_control(FI_QUEUE_WORK) FI_OP_WRITE and FI_OP_FETCH_ATOMIC at A's counter >= %llu: "
+	      "%d, both held by the adapter (in hardware %llu, held %llu), nothing sent",
+	      (unsigned long long)(base + 1), ret, (unsigned long long)tm_stat(a.rw, 0),
+	      (unsigned long long)tm_stat(a.rw, 1));
+	ret = ret ? ret : tg_write(&b, &a, &one, 0);
+	CHECK(!ret && tg_arrives(&b, 2, v, 10) && tg_arrives(&b, 3, 41, 10),
+	      "B's write fired both with no call on A: the written word and the sum 41 at B");
+	ret = ret ? ret : fi_cntr_wait(comp, 2, 10000);
+	want[0] = &dw[0];
+	want[1] = &dw[1];
+	CHECK(!ret && fi_cntr_read(comp) == 2 && !fi_cntr_readerr(comp) && r3 == 40 &&
+	      tm_done(a.s.cq, want, 2, 0) && tm_stat(a.rw, 1) == 0,
+	      "the work's completion counter %llu (2, errors %llu), fetched %llu (40), both "
+	      "completions with their contexts, WAIT_CNTs held %llu (0)",
+	      (unsigned long long)fi_cntr_read(comp), (unsigned long long)fi_cntr_readerr(comp),
+	      (unsigned long long)r3, (unsigned long long)tm_stat(a.rw, 1));
+	/* A trigger connection per counter: A's counter twice, X0's, X1's and
+	 * X2's (4 connections to B), then X3's stays in software. */
+	base = fi_cntr_read(a.rw);
+	kb = fi_cntr_read(k[0]);
+	ret = tm_trigger(&a, &b, &tc[2], a.rw, base + 1, 4, &vt[0]) ||
+	      tm_trigger(&a, &b, &tc[3], a.rw, base + 2, 5, &vt[1]) ||
+	      tm_trigger(&a, &b, &tc[4], k[0], kb + 1, 6, &vt[2]) ||
+	      tm_trigger(&a, &b, &tc[5], k[1], 100, 7, &vt[3]) ||
+	      tm_trigger(&a, &b, &tc[6], k[2], 100, 7, &vt[4]) ||
+	      tm_trigger(&a, &b, &tc[7], k[3], 1, 7, &vt[5]);
+	CHECK(!ret && tm_stat(a.rw, 0) == 6 && tm_stat(k[0], 0) == 1 && tm_stat(k[1], 0) == 1 &&
+	      tm_stat(k[2], 0) == 1 && !tm_stat(k[3], 0) && tm_stat(k[3], 2) == 1,
+	      "triggered writes to B on 4 counters of A's domain: held by the adapter (A's counter "
+	      "in hardware %llu, X0's %llu, X1's %llu, X2's %llu); a 5th counter to the same peer in "
+	      "software (in software %llu, in hardware %llu)", (unsigned long long)tm_stat(a.rw, 0),
+	      (unsigned long long)tm_stat(k[0], 0), (unsigned long long)tm_stat(k[1], 0),
+	      (unsigned long long)tm_stat(k[2], 0), (unsigned long long)tm_stat(k[3], 2),
+	      (unsigned long long)tm_stat(k[3], 0));
+	/* No call on A from here until the data is at B. */
+	ret = ret ? ret : tm_write(&b, bx, &a, &one, 0, NULL);
+	CHECK(!ret && tg_arrives(&b, 6, vt[2], 10) && !b.buf[4] && !b.buf[5],
+	      "B's write to X0 fired the trigger on X0's counter, posted after two on A's counter "
+	      "still held on their own connection: words %#llx %#llx %#llx (0 0 0x73)",
+	      (unsigned long long)b.buf[4], (unsigned long long)b.buf[5], (unsigned long long)b.buf[6]);
+	ret = ret ? ret : tg_write(&b, &a, &one, 0);
+	CHECK(!ret && tg_arrives(&b, 4, vt[0], 10) && !tg_arrives(&b, 5, vt[1], 1),
+	      "B's write to A fired A's first trigger (threshold %llu) and not its second (%llu)",
+	      (unsigned long long)(base + 1), (unsigned long long)(base + 2));
+	ret = ret ? ret : tg_write(&b, &a, &one, 0);
+	CHECK(!ret && tg_arrives(&b, 5, vt[1], 10) && !b.buf[7],
+	      "B's next write fired the second, in threshold order; X1's and X2's still held");
+	/* A's progress fires the 5th counter's trigger once it is moved. */
+	fi_cntr_add(k[3], 1);
+	for (end = now() + 10; !ret && b.buf[7] != vt[5] && now() < end;)
+		fi_cntr_read(a.wr);
+	want[0] = &tc[2];
+	want[1] = &tc[3];
+	want[2] = &tc[4];
+	want[3] = &tc[7];
+	CHECK(!ret && tg_arrives(&b, 7, vt[5], 10) && tm_done(a.s.cq, want, 4, FI_WRITE) &&
+	      tm_stat(a.rw, 1) == 0 && tm_stat(k[0], 1) == 0 && tm_stat(k[1], 1) == 1,
+	      "the 5th counter's trigger fired by software at its threshold; 4 completions with "
+	      "their contexts; X1's and X2's WAIT_CNTs still held (%llu %llu)",
+	      (unsigned long long)tm_stat(k[1], 1), (unsigned long long)tm_stat(k[2], 1));
+out:
+	if (a.ep)
+		fi_close(&a.ep->fid);
+	a.ep = NULL;
+	for (i = 0; i < TM_X; i++) {
+		if (x[i])
+			fi_close(&x[i]->fid);
+		if (k[i])
+			fi_close(&k[i]->fid);
+	}
+	if (comp)
+		fi_close(&comp->fid);
+	tg_close(&a);
+	tg_close(&b);
+	if (fab)
+		fi_close(&fab->fid);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+/* A held triggered atomic's error paths, as a held write's: A's fetch-add
+ * held at 5, then fi_cntr_add 5 under it, is taken back into software
+ * and applied once, its fetched value exact; C's fetch-add held to D,
+ * whose endpoint then closes, is taken back with no completion and fails
+ * at its threshold as a software trigger to a gone peer does. */
+static void trig_atomic_err_checks(void)
+{
+	struct fi_info *h = hints_rdm(), *info = NULL;
+	struct fid_fabric *fab = NULL;
+	struct tg_side a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 };
+	struct fi_triggered_context tc, tc2;
+	struct fi_weft_cntr_stats st = { 0 };
+	struct fi_cq_tagged_entry e;
+	uint64_t two = 2, r = 0, r2 = 0;
+	double end;
+	int ret, got;
+
+	h->caps = FI_MSG | FI_RMA | FI_RMA_EVENT | FI_TRIGGER | FI_ATOMIC;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+	ret = fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, h, &info) ||
+	      fi_fabric(info->fabric_attr, &fab, NULL) || tg_open(fab, info, &a) ||
+	      tg_open(fab, info, &b) || tg_open(fab, info, &c) || tg_open(fab, info, &d) ||
+	      tg_link(&a, &b, false) || tg_link(&c, &d, false);
+	if (ret) {
+		CHECK(0, "FI_TRIGGER | FI_ATOMIC endpoints set up (error paths)");
+		goto out;
+	}
+	b.buf[0] = 10;
+	ret = tm_atomic(&a, &b, &tc, a.rw, 5, 0, &two, NULL, &r);
+	got = ret || cn_stats(a.rw, &st) ? -1 : (int)st.trig_held;
+	fi_cntr_add(a.rw, 5);
+	ret = ret ? ret : wait_one(a.s.cq, &e, 20);
+	CHECK(!ret && got == 1 && e.op_context == &tc && r == 10 && b.buf[0] == 12 &&
+	      fi_cq_read(a.s.cq, &e, 1) == -FI_EAGAIN && !cn_stats(a.rw, &st) &&
+	      st.trig_recalled == 1 && !st.trig_held,
+	      "a held triggered fetch-add (held %d) under fi_cntr_add 5: taken back (recalled %llu), "
+	      "applied once by software: fetched %llu (10), target %llu (12), one completion", got,
+	      (unsigned long long)st.trig_recalled, (unsigned long long)r,
+	      (unsigned long long)b.buf[0]);
+	ret = tm_atomic(&c, &d, &tc2, c.rw, 1, 0, &two, NULL, &r2);
+	ret = ret ? ret : fi_close(&d.ep->fid);
+	d.ep = NULL;
+	for (end = now() + 10; !ret && now() < end;) {
+		fi_cntr_read(c.wr);
+		if (cn_stats(c.rw, &st) || !st.trig_held)
+			break;
+	}
+	got = (int)fi_cq_read(c.s.cq, &e, 1);
+	CHECK(!ret && st.trig_hw == 1 && !st.trig_held && st.trig_recalled == 1 && got == -FI_EAGAIN,
+	      "the peer of a held fetch-add closes its endpoint: taken back into software (held %llu, "
+	      "taken back %llu), nothing completed (%d)", (unsigned long long)st.trig_held,
+	      (unsigned long long)st.trig_recalled, got);
+	fi_cntr_add(c.rw, 1);
+	got = ret ? ret : wait_one(c.s.cq, &e, 20);
+	CHECK(got == FI_ECONNRESET && e.op_context == &tc2 && !r2,
+	      "at its threshold it fails as a software trigger to a gone peer: %d (FI_ECONNRESET %d), "
+	      "its context, nothing fetched", got, FI_ECONNRESET);
+out:
+	tg_close(&a);
+	tg_close(&b);
+	tg_close(&c);
+	tg_close(&d);
 	if (fab)
 		fi_close(&fab->fid);
 	fi_freeinfo(info);
