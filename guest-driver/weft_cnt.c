@@ -517,6 +517,34 @@ int weft_cnt_ev_bind(struct weft_dev *wdev, u32 id, u16 gen, u32 qpn, u8 slot, u
 }
 EXPORT_SYMBOL_GPL(weft_cnt_ev_bind);
 
+/*
+ * EV_SET: op (WEFT_CNT_EV_ADD, _SET) on word (WEFT_CNT_EV_COUNT, _ERRORS) of
+ * event counter (id, gen); the word's new value in *val.  The adapter
+ * releases the WAIT_CNTs the new count lets pass (docs/counters.md).
+ */
+int weft_cnt_ev_set(struct weft_dev *wdev, u32 id, u16 gen, u8 op, u8 word, u64 *val)
+{
+	struct weft_cnt_cmd m = { .op = WEFT_CNT_CMD_EV_SET, .handle = id };
+	int ret;
+
+	if (!wdev->cnt || id >= WEFT_CNT_NR_OBJ ||
+	    (op != WEFT_CNT_EV_ADD && op != WEFT_CNT_EV_SET) ||
+	    (word != WEFT_CNT_EV_COUNT && word != WEFT_CNT_EV_ERRORS))
+		return -EINVAL;
+	m.u.ev.gen = gen;
+	m.u.ev.op = op;
+	m.u.ev.word = word;
+	m.u.ev.value = *val;
+	mutex_lock(&wdev->lock);
+	if (wdev->dead || !wdev->cnt->cmd || !test_bit(id, wdev->cnt->ev))
+		ret = -ENODEV;
+	else
+		ret = weft_cnt_cmd(wdev, &m, val);
+	mutex_unlock(&wdev->lock);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(weft_cnt_ev_set);
+
 /* The object goes; its block is the caller's again once this returns. */
 void weft_cnt_ev_destroy(struct weft_dev *wdev, u32 id, u16 gen)
 {

@@ -4,7 +4,8 @@
  * counters", weft/ib-abi.h): a driver object of ib_uverbs' ioctl
  * interface.  CREATE makes an adapter EVENT counter over the first bytes
  * of a page that the process maps read-only; BIND points a counter slot of
- * one of the process's QPs at it; DESTROY (or the process's end) removes
+ * one of the process's QPs at it; SET adds to or sets a word of it in the
+ * adapter (fi_cntr_add, fi_cntr_set); DESTROY (or the process's end) removes
  * the adapter object before the page goes.
  */
 #define UVERBS_MODULE_NAME weft_ib
@@ -95,6 +96,30 @@ static int UVERBS_HANDLER(WEFT_IB_METHOD_CNTR_BIND)(struct uverbs_attr_bundle *a
 	return weft_cnt_ev_bind(c->dev->wdev, c->id, c->gen, qp->qpn, slot, events);
 }
 
+static int UVERBS_HANDLER(WEFT_IB_METHOD_CNTR_SET)(struct uverbs_attr_bundle *attrs)
+{
+	struct weft_ib_cntr *c = uverbs_attr_get_obj(attrs, WEFT_IB_ATTR_CNTR_SET_HANDLE);
+	u32 op, word;
+	u64 val;
+	int ret;
+
+	if (IS_ERR(c))
+		return -EINVAL;
+	ret = uverbs_copy_from(&op, attrs, WEFT_IB_ATTR_CNTR_SET_OP);
+	if (!ret)
+		ret = uverbs_copy_from(&word, attrs, WEFT_IB_ATTR_CNTR_SET_WORD);
+	if (!ret)
+		ret = uverbs_copy_from(&val, attrs, WEFT_IB_ATTR_CNTR_SET_VALUE);
+	if (ret)
+		return ret;
+	if (op > U8_MAX || word > U8_MAX)
+		return -EINVAL;
+	ret = weft_cnt_ev_set(c->dev->wdev, c->id, c->gen, op, word, &val);
+	if (ret)
+		return ret;
+	return uverbs_copy_to(attrs, WEFT_IB_ATTR_CNTR_SET_RESULT, &val, sizeof(val));
+}
+
 DECLARE_UVERBS_NAMED_METHOD(WEFT_IB_METHOD_CNTR_CREATE,
 			    UVERBS_ATTR_IDR(WEFT_IB_ATTR_CNTR_CREATE_HANDLE, WEFT_IB_OBJECT_CNTR,
 					    UVERBS_ACCESS_NEW, UA_MANDATORY),
@@ -116,11 +141,24 @@ DECLARE_UVERBS_NAMED_METHOD(WEFT_IB_METHOD_CNTR_BIND,
 			    UVERBS_ATTR_PTR_IN(WEFT_IB_ATTR_CNTR_BIND_EVENTS,
 					       UVERBS_ATTR_TYPE(u32), UA_MANDATORY));
 
+DECLARE_UVERBS_NAMED_METHOD(WEFT_IB_METHOD_CNTR_SET,
+			    UVERBS_ATTR_IDR(WEFT_IB_ATTR_CNTR_SET_HANDLE, WEFT_IB_OBJECT_CNTR,
+					    UVERBS_ACCESS_READ, UA_MANDATORY),
+			    UVERBS_ATTR_PTR_IN(WEFT_IB_ATTR_CNTR_SET_OP, UVERBS_ATTR_TYPE(u32),
+					       UA_MANDATORY),
+			    UVERBS_ATTR_PTR_IN(WEFT_IB_ATTR_CNTR_SET_WORD, UVERBS_ATTR_TYPE(u32),
+					       UA_MANDATORY),
+			    UVERBS_ATTR_PTR_IN(WEFT_IB_ATTR_CNTR_SET_VALUE, UVERBS_ATTR_TYPE(u64),
+					       UA_MANDATORY),
+			    UVERBS_ATTR_PTR_OUT(WEFT_IB_ATTR_CNTR_SET_RESULT,
+						UVERBS_ATTR_TYPE(u64), UA_MANDATORY));
+
 DECLARE_UVERBS_NAMED_OBJECT(WEFT_IB_OBJECT_CNTR,
 			    UVERBS_TYPE_ALLOC_IDR(weft_ib_cntr_cleanup),
 			    &UVERBS_METHOD(WEFT_IB_METHOD_CNTR_CREATE),
 			    &UVERBS_METHOD(WEFT_IB_METHOD_CNTR_DESTROY),
-			    &UVERBS_METHOD(WEFT_IB_METHOD_CNTR_BIND));
+			    &UVERBS_METHOD(WEFT_IB_METHOD_CNTR_BIND),
+			    &UVERBS_METHOD(WEFT_IB_METHOD_CNTR_SET));
 
 const struct uapi_definition weft_ib_cntr_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE_NAMED(WEFT_IB_OBJECT_CNTR),

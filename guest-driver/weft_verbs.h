@@ -59,6 +59,7 @@ phys_addr_t weft_verbs_uar_phys(struct weft_dev *wdev, u32 uar);
 /* Event counters (weft_cnt.c, docs/counters.md "Event counters"). */
 int weft_cnt_ev_create(struct weft_dev *wdev, dma_addr_t block, u32 *id, u16 *gen);
 int weft_cnt_ev_bind(struct weft_dev *wdev, u32 id, u16 gen, u32 qpn, u8 slot, u8 events);
+int weft_cnt_ev_set(struct weft_dev *wdev, u32 id, u16 gen, u8 op, u8 word, u64 *val);
 void weft_cnt_ev_destroy(struct weft_dev *wdev, u32 id, u16 gen);
 
 #endif /* WEFT_VERBS_DRV_H */

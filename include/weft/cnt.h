@@ -28,7 +28,8 @@
  * of a send WQE that names one of its QP's counter slots, and one per
  * RDMA WRITE, atomic or READ served at a QP bound with the matching event
  * bits, after the data is placed (the completion generated, the last
- * response sent).  This is what libfabric's fi_cntr counts.
+ * response sent); software adds to or sets either word with EV_SET.
+ * This is what libfabric's fi_cntr counts.
  *
  * Only BAR 0 (the kernel driver) reaches these commands: requests that
  * name physical addresses are privileged.  All fields little-endian.
@@ -73,8 +74,8 @@ struct weft_cnt_block {
 WEFT_STATIC_ASSERT(sizeof(struct weft_cnt_block) == 16, "counter block");
 
 /* EVENT mode's status block: both words count up from 0 (CREATE writes
- * zeros); the adapter writes the whole block after every event.  The
- * driver never writes it: software offsets (fi_cntr_set) stay in software. */
+ * zeros); the adapter writes the whole block after every event and every
+ * EV_SET.  The driver never writes it: it moves the words with EV_SET. */
 struct weft_cnt_ev_block {
 	uint64_t count;                 /* successful events */
 	uint64_t errors;                /* events that completed in error */
@@ -118,6 +119,20 @@ enum weft_cnt_cmd_op {
 					 * weft_cnt_exp_dump at u.query.addr */
 	WEFT_CNT_CMD_BIND_QP = 8,       /* handle = EVENT object id, u.bind */
 	WEFT_CNT_CMD_UNBIND_QP = 9,     /* handle = 0, u.bind.qpn and slot */
+	WEFT_CNT_CMD_EV_SET = 10,       /* handle = EVENT object id, u.ev; out[0] = the
+					 * word's new value */
+};
+
+/* EV_SET: software moves an EVENT counter in the adapter (fi_cntr_add,
+ * fi_cntr_set; Portals' PtlCTInc, PtlCTSet), so that the block stays the
+ * counter's whole value and WAIT_CNT sees every move. */
+enum weft_cnt_ev_op {
+	WEFT_CNT_EV_ADD = 1,            /* word += value (modulo 2^64) */
+	WEFT_CNT_EV_SET = 2,            /* word = value */
+};
+enum weft_cnt_ev_word {
+	WEFT_CNT_EV_COUNT = 0,          /* weft_cnt_ev_block.count: successes */
+	WEFT_CNT_EV_ERRORS = 1,         /* weft_cnt_ev_block.errors */
 };
 
 struct weft_cnt_cmd {
@@ -169,6 +184,14 @@ struct weft_cnt_cmd {
 			uint32_t qpn;           /* a created RC or UC QP */
 			uint64_t reserved[6];
 		} bind;
+		struct {                /* EV_SET */
+			uint16_t gen;
+			uint8_t  op;            /* enum weft_cnt_ev_op */
+			uint8_t  word;          /* enum weft_cnt_ev_word */
+			uint32_t reserved;
+			uint64_t value;
+			uint64_t reserved2[5];
+		} ev;
 		struct {                /* QUERY, QUERY_EXP */
 			uint64_t addr;
 			uint64_t reserved[6];

@@ -120,7 +120,7 @@
 	X(HQ_BUF,          "match: QUERY_HQ buffer misaligned or not in guest memory") \
 	X(HQ_SHORT,        "match: QUERY_HQ buffer shorter than one entry") \
 	X(CNT_SLOT,        "counter: QP counter slot out of range or bound to no live event counter") \
-	X(CNT_MODE,        "counter: object is not an event counter, or an event bit unknown") \
+	X(CNT_MODE,        "counter: object is not an event counter, or an event bit, EV_SET op or word unknown") \
 	X(WAIT_SLOT,       "wait: WAIT_CNT names a slot bound to no live event counter, or its WQE is malformed") \
 	X(WAIT_GONE,       "wait: the counter a WAIT_CNT waited on was unbound, rebound or destroyed") \
 	X(CQ_MODERATION,   "verbs: MODIFY_CQ count or period above the maximum")

@@ -167,6 +167,7 @@ enum weft_ib_cntr_methods {
 	WEFT_IB_METHOD_CNTR_CREATE = WEFT_IB_NS,
 	WEFT_IB_METHOD_CNTR_DESTROY,
 	WEFT_IB_METHOD_CNTR_BIND,
+	WEFT_IB_METHOD_CNTR_SET,
 };
 
 enum weft_ib_cntr_create_attrs {
@@ -183,6 +184,15 @@ enum weft_ib_cntr_bind_attrs {
 	WEFT_IB_ATTR_CNTR_BIND_QP,	/* the QP's handle */
 	WEFT_IB_ATTR_CNTR_BIND_SLOT,	/* in: __u32, 1 .. 3 */
 	WEFT_IB_ATTR_CNTR_BIND_EVENTS,	/* in: __u32, WEFT_CNT_EV_* */
+};
+
+/* fi_cntr_add / fi_cntr_set in the adapter (weft/cnt.h EV_SET). */
+enum weft_ib_cntr_set_attrs {
+	WEFT_IB_ATTR_CNTR_SET_HANDLE = WEFT_IB_NS,
+	WEFT_IB_ATTR_CNTR_SET_OP,	/* in: __u32, WEFT_CNT_EV_ADD or _SET */
+	WEFT_IB_ATTR_CNTR_SET_WORD,	/* in: __u32, WEFT_CNT_EV_COUNT or _ERRORS */
+	WEFT_IB_ATTR_CNTR_SET_VALUE,	/* in: __aligned_u64 */
+	WEFT_IB_ATTR_CNTR_SET_RESULT,	/* out: __aligned_u64, the word's new value */
 };
 
 /* Doorbell offsets within the UAR page (weft/verbs.h WEFT_UAR_LIST):

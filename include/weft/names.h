@@ -210,6 +210,7 @@ static inline const char *weft_cnt_cmd_name(unsigned int op)
 	case WEFT_CNT_CMD_QUERY_EXP: return "CNT_QUERY_EXP";
 	case WEFT_CNT_CMD_BIND_QP: return "CNT_BIND_QP";
 	case WEFT_CNT_CMD_UNBIND_QP: return "CNT_UNBIND_QP";
+	case WEFT_CNT_CMD_EV_SET: return "CNT_EV_SET";
 	default: return "UNKNOWN";
 	}
 }

@@ -881,6 +881,42 @@ static unsigned int cmd_unbind_qp(struct weft_core *c, const struct weft_cnt_cmd
 	return WEFT_CMD_OK;
 }
 
+/*
+ * EV_SET: software adds to or sets a word of an EVENT counter.  The block is
+ * written first, then the waiters the new count lets pass are released, as
+ * after an event; a count set lower releases nothing and recalls nothing.
+ */
+static unsigned int cmd_ev_set(struct weft_core *c, const struct weft_cnt_cmd *m,
+			       struct weft_vcmd_resp *r)
+{
+	struct weft_cnt *k = c->ctr;
+	struct cnt_obj *o;
+	uint64_t *w;
+
+	if (m->handle >= WEFT_CNT_NR_OBJ || !k->obj[m->handle].live) {
+		r->reason = WEFT_R_CNT_OBJ_INVALID;
+		return WEFT_CMD_EINVAL;
+	}
+	o = &k->obj[m->handle];
+	if (o->gen != m->u.ev.gen) {
+		r->reason = WEFT_R_CNT_OBJ_STALE;
+		return WEFT_CMD_EINVAL;
+	}
+	if (o->mode != WEFT_CNT_MODE_EVENT ||
+	    (m->u.ev.op != WEFT_CNT_EV_ADD && m->u.ev.op != WEFT_CNT_EV_SET) ||
+	    (m->u.ev.word != WEFT_CNT_EV_COUNT && m->u.ev.word != WEFT_CNT_EV_ERRORS)) {
+		r->reason = WEFT_R_CNT_MODE;
+		return WEFT_CMD_EINVAL;
+	}
+	w = m->u.ev.word == WEFT_CNT_EV_COUNT ? &o->count : &o->errors;
+	*w = m->u.ev.op == WEFT_CNT_EV_ADD ? *w + m->u.ev.value : m->u.ev.value;
+	r->out[0] = *w;
+	block_write(c, o);
+	if (m->u.ev.word == WEFT_CNT_EV_COUNT)
+		wait_wake(c, o);
+	return WEFT_CMD_OK;
+}
+
 void vq_cnt_slot_event(struct weft_core *c, struct vq_qp *qp, unsigned int slot, bool err)
 {
 	const struct vq_cnt_slot *b;
@@ -930,6 +966,7 @@ static unsigned int (*const cmd_fn[])(struct weft_core *c, const struct weft_cnt
 	[WEFT_CNT_CMD_QUERY_EXP] = cmd_query_exp,
 	[WEFT_CNT_CMD_BIND_QP] = cmd_bind_qp,
 	[WEFT_CNT_CMD_UNBIND_QP] = cmd_unbind_qp,
+	[WEFT_CNT_CMD_EV_SET] = cmd_ev_set,
 };
 
 void weft_cnt_cmd(struct weft_core *c, uint64_t addr)

@@ -490,7 +490,8 @@ def verbs_cq(t):
 @scenario("verbs-cntr", "C2", "user verbs: event counters through weft_ib's uverbs object: node1's unsignaled "
           "WRITEs and READs naming slot 1 counted by the adapter, node0's REMOTE_WRITE and REMOTE_READ counters "
           "moved with no poll on node0, the block read-only, bad slots EINVAL; node0's WRITE held by a WAIT_CNT "
-          "on its REMOTE_WRITE counter lands on node1 after node1's WRITEs, never before (weft-verbs-cntr)")
+          "on its REMOTE_WRITE counter lands on node1 after node1's WRITEs, never before; the SET method moves a "
+          "counter in the adapter and releases a second WAIT_CNT exactly at its threshold (weft-verbs-cntr)")
 def verbs_cntr(t):
     vrun(t, vpair, "weft-verbs-cntr")
 

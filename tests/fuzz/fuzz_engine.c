@@ -1890,7 +1890,7 @@ static void act_ccmd(struct fz *f, struct fz_src *src)
 		WEFT_CNT_CMD_CREATE, WEFT_CNT_CMD_DESTROY, WEFT_CNT_CMD_POST, WEFT_CNT_CMD_POST,
 		WEFT_CNT_CMD_POST, WEFT_CNT_CMD_EXPOSE, WEFT_CNT_CMD_UNEXPOSE, WEFT_CNT_CMD_QUERY,
 		WEFT_CNT_CMD_QUERY_EXP, WEFT_CNT_CMD_BIND_QP, WEFT_CNT_CMD_BIND_QP,
-		WEFT_CNT_CMD_UNBIND_QP, 0, 99,
+		WEFT_CNT_CMD_UNBIND_QP, WEFT_CNT_CMD_EV_SET, WEFT_CNT_CMD_EV_SET, 0, 99,
 	};
 	struct fz_node *n = &f->n[0];
 	struct weft_cnt_obj_dump d;
@@ -1932,6 +1932,13 @@ static void act_ccmd(struct fz *f, struct fz_src *src)
 	case WEFT_CNT_CMD_DESTROY:
 	case WEFT_CNT_CMD_UNEXPOSE:
 		m.u.obj.gen = below(src, 4) ? d.gen : (uint16_t)src_u64(src);
+		break;
+	case WEFT_CNT_CMD_EV_SET:
+		/* Moves a counter that WAIT_CNTs of the fuzzed QPs wait on. */
+		m.u.ev.gen = below(src, 4) ? d.gen : (uint16_t)src_u64(src);
+		m.u.ev.op = (uint8_t)below(src, 4);
+		m.u.ev.word = (uint8_t)below(src, 3);
+		m.u.ev.value = below(src, 4) ? below(src, 8) : src_u64(src);
 		break;
 	case WEFT_CNT_CMD_POST:
 		m.u.post.gen = below(src, 8) ? d.gen : (uint16_t)below(src, 4);

@@ -596,6 +596,138 @@ static void case_wait_unbind(void)
 	weft_sim_free(s);
 }
 
+static int ev_set(struct weft_sim *s, const struct ev *e, uint16_t gen, uint8_t op, uint8_t word,
+		  uint64_t value, uint64_t *out, unsigned int *reason)
+{
+	struct weft_cnt_cmd m = { .op = WEFT_CNT_CMD_EV_SET, .handle = e->id };
+	struct weft_vcmd_resp r;
+	int st;
+
+	m.u.ev.gen = gen;
+	m.u.ev.op = op;
+	m.u.ev.word = word;
+	m.u.ev.value = value;
+	memset(&r, 0, sizeof(r));
+	st = wsc_cmd(s, e->node, &m, &r);
+	if (out)
+		*out = r.out[0];
+	if (reason)
+		*reason = r.reason;
+	return st;
+}
+
+/* EV_SET (hw-spec 18.2, fi_cntr_add and fi_cntr_set in the adapter): a
+ * WAIT(10) holding a WRITE passes only when software's ADD brings the count
+ * to 10, on top of the events the engine counted; SET moves the count
+ * both ways, and a lower count releases nothing; errors move apart. */
+static void case_ev_set(void)
+{
+	struct weft_sim *s;
+	struct vt_node a, b;
+	struct wsv_qp qa, qb;
+	struct weft_vcqe e[2];
+	struct weft_cnt_ev_block blk;
+	struct ev k;
+	uint64_t out = 0;
+
+	setup(&s, 0, 0, &a, &b, &qa, &qb);
+	ev_new(s, 0, 6, &k);
+	REQUIRE(bind(s, &k, QA, 1, 0, k.gen, NULL) == 0, "bind slot 1");
+	writes(&a, &qa, &b, 3, 1, 1);
+	ev_wait(s, &k, 3, 0, "three WRITEs");
+	vt_fill(a.mem + 0x40000, 4096, 7);
+	memset(b.mem + 0x50000, 0, 4096);
+	post_wait(&a, &qa, 10, 1, 10);
+	post(&a, &qa, 11, WEFT_VWR_WRITE, 0x40000, 4096, b.buf + 0x50000, VT_MR, 0, true);
+	vt_no_cqe(&a, 20 * MS);
+	REQUIRE(ev_set(s, &k, k.gen, WEFT_CNT_EV_ADD, WEFT_CNT_EV_COUNT, 6, &out, NULL) == 0 &&
+		out == 9, "ADD 6: out %llu", (unsigned long long)out);
+	blk = ev_read(s, &k);
+	REQUIRE(blk.count == 9 && blk.errors == 0, "block after ADD 6: %llu",
+		(unsigned long long)blk.count);
+	vt_no_cqe(&a, 20 * MS);
+	REQUIRE(b.mem[0x50000] == 0 && vt_cnt(s, 0, WEFT_CNT_V_WAIT_WAKES) == 0,
+		"released at 9 of 10");
+	REQUIRE(ev_set(s, &k, k.gen, WEFT_CNT_EV_ADD, WEFT_CNT_EV_COUNT, 1, &out, NULL) == 0 &&
+		out == 10, "ADD 1");
+	REQUIRE(wsv_wait(s, &a.cq, e, 2, 200 * MS) == 2 && e[0].wr_id == 10 && !e[0].status &&
+		e[0].opcode == WEFT_VWC_WAIT_CNT && e[1].wr_id == 11 && !e[1].status,
+		"WAIT and WRITE after ADD 1");
+	REQUIRE(memcmp(b.mem + 0x50000, a.mem + 0x40000, 4096) == 0 &&
+		vt_cnt(s, 0, WEFT_CNT_V_WAIT_WAKES) == 1, "released WRITE data, one wake");
+	t_checked("WAIT(10) behind 3 counted WRITEs holds through EV_SET ADD 6 (block 9, no wake) and passes at ADD 1 (block 10): its WRITE lands, 4 KiB byte-exact, one wake");
+	REQUIRE(ev_set(s, &k, k.gen, WEFT_CNT_EV_SET, WEFT_CNT_EV_COUNT, 2, &out, NULL) == 0 &&
+		out == 2 && ev_read(s, &k).count == 2, "SET 2");
+	post_wait(&a, &qa, 12, 1, 4);
+	post(&a, &qa, 13, WEFT_VWR_WRITE, 0x40000, 64, b.buf + 0x60000, VT_MR, 0, true);
+	vt_no_cqe(&a, 20 * MS);
+	REQUIRE(ev_set(s, &k, k.gen, WEFT_CNT_EV_SET, WEFT_CNT_EV_COUNT, 4, NULL, NULL) == 0,
+		"SET 4");
+	REQUIRE(wsv_wait(s, &a.cq, e, 2, 200 * MS) == 2 && e[0].wr_id == 12 && e[1].wr_id == 13 &&
+		!e[0].status && !e[1].status, "WAIT(4) after SET 4");
+	REQUIRE(ev_set(s, &k, k.gen, WEFT_CNT_EV_ADD, WEFT_CNT_EV_ERRORS, 2, NULL, NULL) == 0 &&
+		ev_set(s, &k, k.gen, WEFT_CNT_EV_SET, WEFT_CNT_EV_ERRORS, 7, &out, NULL) == 0 &&
+		out == 7, "errors ADD 2, SET 7");
+	blk = ev_read(s, &k);
+	REQUIRE(blk.count == 4 && blk.errors == 7, "block %llu/%llu, want 4/7",
+		(unsigned long long)blk.count, (unsigned long long)blk.errors);
+	t_checked("SET 2 lowers the count (block 2), a WAIT(4) then holds until SET 4; errors ADD 2 then SET 7 leave the count at 4 (block 4/7)");
+	weft_sim_free(s);
+}
+
+/* Hostile EV_SET: an object out of range, not live, of another generation,
+ * not an EVENT object, an unknown op or word: EINVAL with its reason,
+ * counted in CMD_DISCARDED, the block unchanged. */
+static void case_ev_set_bad(void)
+{
+	struct weft_sim *s;
+	struct vt_node a, b;
+	struct wsv_qp qa, qb;
+	struct ev k, far = { .node = 0, .id = WEFT_CNT_NR_OBJ }, dead = { .node = 0, .id = 9 };
+	struct weft_cnt_cmd m = { .op = WEFT_CNT_CMD_CREATE, .handle = 8 };
+	struct weft_vcmd_resp r;
+	struct weft_cnt_ev_block blk;
+	struct ev ops;
+	unsigned int reason = 0;
+	uint64_t before;
+
+	setup(&s, 0, 0, &a, &b, &qa, &qb);
+	ev_new(s, 0, 7, &k);
+	REQUIRE(ev_set(s, &k, k.gen, WEFT_CNT_EV_SET, WEFT_CNT_EV_COUNT, 5, NULL, NULL) == 0,
+		"SET 5");
+	m.u.create.block_addr = weft_sim_alloc(s, 0, 16, 8);
+	m.u.create.pages_addr = weft_sim_alloc(s, 0, 8, 8);
+	*(uint64_t *)weft_sim_ptr(s, 0, m.u.create.pages_addr, 8) = weft_sim_alloc(s, 0, 4096, 4096);
+	m.u.create.length = 4096;
+	m.u.create.mode = WEFT_CNT_MODE_OPS;
+	m.u.create.ops = 3;
+	REQUIRE(wsc_cmd(s, 0, &m, &r) == 0, "create an OPS object");
+	ops = (struct ev){ .node = 0, .id = 8, .gen = (uint16_t)r.out[0] };
+	before = vt_cnt(s, 0, WEFT_CNT_CMD_DISCARDED);
+	REQUIRE(ev_set(s, &far, 1, WEFT_CNT_EV_ADD, 0, 1, NULL, &reason) != 0 &&
+		reason == WEFT_R_CNT_OBJ_INVALID, "object out of range: reason %u", reason);
+	REQUIRE(ev_set(s, &dead, 1, WEFT_CNT_EV_ADD, 0, 1, NULL, &reason) != 0 &&
+		reason == WEFT_R_CNT_OBJ_INVALID, "object not live: reason %u", reason);
+	REQUIRE(ev_set(s, &k, (uint16_t)(k.gen + 1), WEFT_CNT_EV_ADD, 0, 1, NULL, &reason) != 0 &&
+		reason == WEFT_R_CNT_OBJ_STALE, "other generation: reason %u", reason);
+	REQUIRE(ev_set(s, &ops, ops.gen, WEFT_CNT_EV_ADD, 0, 1, NULL, &reason) != 0 &&
+		reason == WEFT_R_CNT_MODE, "OPS object: reason %u", reason);
+	REQUIRE(ev_set(s, &k, k.gen, 0, 0, 1, NULL, &reason) != 0 && reason == WEFT_R_CNT_MODE &&
+		ev_set(s, &k, k.gen, 3, 0, 1, NULL, &reason) != 0 && reason == WEFT_R_CNT_MODE,
+		"op 0 and 3: reason %u", reason);
+	REQUIRE(ev_set(s, &k, k.gen, WEFT_CNT_EV_ADD, 2, 1, NULL, &reason) != 0 &&
+		reason == WEFT_R_CNT_MODE, "word 2: reason %u", reason);
+	REQUIRE(vt_cnt(s, 0, WEFT_CNT_CMD_DISCARDED) == before + 7, "CMD_DISCARDED +%llu",
+		(unsigned long long)(vt_cnt(s, 0, WEFT_CNT_CMD_DISCARDED) - before));
+	blk = ev_read(s, &k);
+	REQUIRE(blk.count == 5 && blk.errors == 0, "block moved: %llu/%llu",
+		(unsigned long long)blk.count, (unsigned long long)blk.errors);
+	REQUIRE(ev_set(s, &k, k.gen, WEFT_CNT_EV_ADD, WEFT_CNT_EV_COUNT, UINT64_MAX, NULL, NULL) == 0 &&
+		ev_read(s, &k).count == 4, "ADD wraps modulo 2^64");
+	t_checked("EV_SET refused with its reason for an object out of range or not live (CNT_OBJ_INVALID), another generation (CNT_OBJ_STALE), an OPS object, op 0 or 3, word 2 (CNT_MODE): CMD_DISCARDED +7, the block unchanged at 5; ADD of 2^64-1 wraps to 4");
+	weft_sim_free(s);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct vt_case cases[] = {
@@ -607,6 +739,8 @@ int main(int argc, char **argv)
 		{ "wait-bad", case_wait_bad },
 		{ "wait-qp-gone", case_wait_qp_gone },
 		{ "wait-unbind", case_wait_unbind },
+		{ "ev-set", case_ev_set },
+		{ "ev-set-bad", case_ev_set_bad },
 	};
 
 	return vt_main("cntr", cases, sizeof(cases) / sizeof(cases[0]), argc, argv);

@@ -11,7 +11,10 @@
  * docs/rdma-provider.md "Waiting on a counter") on its REMOTE_WRITE
  * counter for all of node1's WRITEs and an RDMA WRITE after it: the
  * adapter sends that WRITE to node1 once the last WRITE landed, with no
- * call on node0 (the hardware form of a triggered operation).
+ * call on node0 (the hardware form of a triggered operation).  Then
+ * CNTR_SET moves node0's REMOTE_READ counter in the adapter (fi_cntr_add
+ * and fi_cntr_set), which releases a second WAIT_CNT exactly at its
+ * threshold.
  *
  * Usage: weft-verbs-cntr -s -g GIDX (node0) | -c NODE0_ADDR -g GIDX (node1)
  */
@@ -41,7 +44,7 @@ static int cntr_ioctl(struct vt *v, uint16_t method, struct ib_uverbs_attr *a, u
 {
 	struct {
 		struct ib_uverbs_ioctl_hdr hdr;
-		struct ib_uverbs_attr attr[4];
+		struct ib_uverbs_attr attr[5];
 	} c;
 
 	memset(&c, 0, sizeof(c));
@@ -100,6 +103,68 @@ static void cntr_destroy(struct vt *v, struct cntr *k)
 
 	munmap((void *)k->blk, 4096);
 	CHECK(cntr_ioctl(v, WEFT_IB_METHOD_CNTR_DESTROY, &a, 1) == 0, "destroy the counter");
+}
+
+/* CNTR_SET: op on word of k in the adapter; the word's new value in *val. */
+static int cntr_set(struct vt *v, struct cntr *k, uint32_t op, uint32_t word, uint64_t value,
+		    uint64_t *val)
+{
+	struct ib_uverbs_attr a[5] = {
+		{ .attr_id = WEFT_IB_ATTR_CNTR_SET_HANDLE, .data = k->handle },
+		{ .attr_id = WEFT_IB_ATTR_CNTR_SET_OP, .len = 4, .data = op },
+		{ .attr_id = WEFT_IB_ATTR_CNTR_SET_WORD, .len = 4, .data = word },
+		{ .attr_id = WEFT_IB_ATTR_CNTR_SET_VALUE, .len = 8, .data = value },
+		{ .attr_id = WEFT_IB_ATTR_CNTR_SET_RESULT, .len = 8, .data = (uintptr_t)val },
+	};
+
+	return cntr_ioctl(v, WEFT_IB_METHOD_CNTR_SET, a, 5);
+}
+
+/* A WAIT_CNT released by software: CNTR_SET's ADD moves the REMOTE_READ
+ * counter r (NR by now) in the adapter; a WAIT_CNT(NR + 6) on its slot and
+ * a WRITE behind it stay held at NR + 5 and go at NR + 6. */
+static void software_moves(struct vt *v, struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
+			   uint8_t *buf, const struct vt_msg *peer, struct cntr *r)
+{
+	struct ibv_sge sge = { (uintptr_t)buf + RD_OFF, TRIG_LEN, mr->lkey };
+	struct ibv_send_wr wait = {
+		.wr_id = 502, .opcode = IBV_WR_DRIVER1,
+		.send_flags = IBV_SEND_SIGNALED | WEFT_IB_SEND_CNT_SLOT(3),
+		.wr.atomic = { .compare_add = NR + 6 },
+	}, wr = {
+		.wr_id = 503, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = peer->addr + TRIG_OFF, .rkey = peer->rkey },
+	}, *bad;
+	struct ibv_wc wc = { 0 };
+	uint64_t val = 0, end;
+	int held;
+
+	CHECK(cntr_set(v, r, WEFT_CNT_EV_ADD, WEFT_CNT_EV_COUNT, 5, &val) == 0 && val == NR + 5 &&
+	      r->blk->count == NR + 5, "CNTR_SET ADD 5: %llu, block %llu, want %d",
+	      (unsigned long long)val, (unsigned long long)r->blk->count, NR + 5);
+	wait.next = &wr;
+	if (ibv_post_send(qp, &wait, &bad))
+		t_bail("post WAIT_CNT and WRITE: errno %d", errno);
+	for (end = vt_ms() + 300, held = 1; held && vt_ms() < end;)
+		held = ibv_poll_cq(cq, 1, &wc) == 0;
+	CHECK(held, "WAIT_CNT(%d) passed at %d: wr_id %llu", NR + 6, NR + 5,
+	      (unsigned long long)wc.wr_id);
+	CHECK(cntr_set(v, r, WEFT_CNT_EV_ADD, WEFT_CNT_EV_COUNT, 1, &val) == 0 && val == NR + 6,
+	      "CNTR_SET ADD 1: %llu", (unsigned long long)val);
+	CHECK(vt_poll(cq, &wc) && wc.wr_id == 502 && wc.opcode == IBV_WC_DRIVER1 &&
+	      wc.status == IBV_WC_SUCCESS, "WAIT_CNT after ADD 1: wr_id %llu status %d",
+	      (unsigned long long)wc.wr_id, wc.status);
+	CHECK(vt_poll(cq, &wc) && wc.wr_id == 503 && wc.status == IBV_WC_SUCCESS,
+	      "its WRITE: wr_id %llu status %d", (unsigned long long)wc.wr_id, wc.status);
+	CHECK(cntr_set(v, r, WEFT_CNT_EV_SET, WEFT_CNT_EV_ERRORS, 3, &val) == 0 && val == 3 &&
+	      r->blk->errors == 3 && r->blk->count == NR + 6, "CNTR_SET SET errors 3: block %llu/%llu",
+	      (unsigned long long)r->blk->count, (unsigned long long)r->blk->errors);
+	CHECK(cntr_set(v, r, 3, WEFT_CNT_EV_COUNT, 1, &val) == EINVAL &&
+	      cntr_set(v, r, WEFT_CNT_EV_ADD, 7, 1, &val) == EINVAL, "op 3 or word 7 not EINVAL");
+	CHECK(r->blk->count == NR + 6 && r->blk->errors == 3, "a refused CNTR_SET moved the block");
+	t_checked("node0: CNTR_SET ADD 5 then ADD 1 moved the REMOTE_READ counter to %d in the adapter; a WAIT_CNT(%d) and its WRITE held at %d went at %d; SET errors 3 left the count; op 3 and word 7 EINVAL, the block unchanged",
+		  NR + 6, NR + 6, NR + 5, NR + 6);
 }
 
 /* Waits up to 10 s for the block to reach count; returns what it holds. */
@@ -237,6 +302,8 @@ static void server(struct vt *v)
 	CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "a third completion at the target");
 	t_checked("node0: %d WRITEs of %d B and one of 100 B counted %llu on REMOTE_WRITE, %d READs %llu on REMOTE_READ, with no poll on node0, data byte-exact; writable mapping EPERM, slot 4 and unknown events EINVAL; WAIT_CNT(%d) then WRITE completed in order (IBV_WC_DRIVER1), a WAIT_CNT without a slot or with an SGE EINVAL",
 		  NW, WLEN, (unsigned long long)nw, NR, (unsigned long long)nr, NW + 1);
+	software_moves(v, qp, cq, mr, buf, &peer, &r);
+	vt_sync(v, 3);
 	cntr_destroy(v, &w);
 	cntr_destroy(v, &r);
 	close_all(v, qp, mr, cq, pd, buf);
@@ -312,6 +379,7 @@ static void client(struct vt *v)
 	vt_sync(v, 2);
 	t_checked("node1: %d unsignaled WRITEs and %d unsignaled READs on slot 1 counted %llu by the adapter, a WRITE without a slot not; the READ data in place when counted; node0's WRITE held by WAIT_CNT absent before our WRITEs, landed byte-exact after them",
 		  NW, NR, (unsigned long long)n);
+	vt_sync(v, 3);	/* node0's software-released WRITE comes to us */
 	cntr_destroy(v, &k);
 	close_all(v, qp, mr, cq, pd, buf);
 }
