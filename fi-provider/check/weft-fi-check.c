@@ -1980,7 +1980,8 @@ out:
  * name).  B's writes and sends to T and T's to B must succeed, while T's
  * receive directed to A, a second one posted after B connected (with
  * B's message of the same tag waiting) and T's send and write to A fail
- * with FI_ECONNRESET.  Every CQ is read by a thread of its own (sn_prog),
+ * with FI_ECONNRESET; T's send to A's address and port given as node and
+ * service (no incarnation: whoever listens there) reaches B.  Every CQ is read by a thread of its own (sn_prog),
  * as a connecting call waits for its peer's progress. */
 #define SN_ENTS 32
 
@@ -2079,7 +2080,13 @@ static void same_name_checks(void)
 	char froma[16] = "sent by A", gota[16] = { 0 }, gota2[16] = { 0 }, small[8] = { 0 };
 	size_t tlen = sizeof(tname), alen = sizeof(aname), blen = sizeof(bname);
 	fi_addr_t t_at_a, t_at_b, a_at_t, b_at_t;
-	int c[13], ra = -1, rr = -1, rw = -1, rs = -1, r2 = -1, rbw = -1, rbs = -1, rbr = -1;
+	struct sockaddr_in place = { .sin_family = AF_INET };
+	char host[INET_ADDRSTRLEN] = "", svc[8], astr[96] = "", pstr[96] = "";
+	char fromp[20] = "sent to A's port", gotp[20] = { 0 };
+	size_t slen = sizeof(astr), plen = sizeof(pstr);
+	fi_addr_t t_at_place;
+	int rp = -1, rps = -1;
+	int c[15], ra = -1, rr = -1, rw = -1, rs = -1, r2 = -1, rbw = -1, rbs = -1, rbr = -1;
 	int rts = -1, rtr = -1, rta = -1, rtaw = -1;
 	struct sockaddr_in *sa = (struct sockaddr_in *)aname, *sb = (struct sockaddr_in *)bname;
 
@@ -2133,6 +2140,9 @@ static void same_name_checks(void)
 		CHECK(0, "same name: endpoint B at A's address and port set up");
 		goto out;
 	}
+	place.sin_addr = sa->sin_addr;
+	place.sin_port = sa->sin_port;
+	snprintf(svc, sizeof(svc), "%u", ntohs(sa->sin_port));
 	CHECK(sa->sin_addr.s_addr == sb->sin_addr.s_addr && sa->sin_port == sb->sin_port &&
 	      memcmp(aname, bname, blen), "same name: B is bound to A's address and port (%u), its "
 	      "name differs from A's (its incarnation): %s", ntohs(sb->sin_port),
@@ -2164,6 +2174,22 @@ static void same_name_checks(void)
 	      "same name: T's send to B: %d, B received it: %d (%s); T's write to B: %d, data "
 	      "placed: %s", rs, rts, !strcmp(gott, fromt) ? "byte-exact" : "not T's bytes", rw,
 	      bmem[0] == vt ? "yes" : "no");
+	/* A's address and port as an application gives them (node and
+	 * service): whoever listens there now, B. */
+	if (!inet_ntop(AF_INET, &sa->sin_addr, host, sizeof(host)) ||
+	    fi_av_insertsvc(t.av, host, svc, &t_at_place, 0, NULL) != 1 ||
+	    !fi_av_straddr(t.av, aname, astr, &slen) || !fi_av_straddr(t.av, &place, pstr, &plen)) {
+		CHECK(0, "same name: A's address and port inserted as node and service");
+	} else {
+		rps = (int)fi_trecv(b_ep, gotp, sizeof(gotp), NULL, FI_ADDR_UNSPEC, 10, 0, &c[13]);
+		rp = sn_op(fi_tsend(ta_ep, fromp, sizeof(fromp), NULL, t_at_place, 10, &c[14]), &pt,
+			   &c[14]);
+		rps = sn_op(rps, &pb, &c[13]);
+		CHECK(!rp && !rps && !strcmp(gotp, fromp) && strstr(astr, "?inc=") &&
+		      !strchr(pstr, '?'), "same name: T's send to A's address and port given as %s:%s "
+		      "(%s, A's name %s) reaches whoever listens there, B: %d, %d (0, 0)", host, svc,
+		      pstr, astr, rp, rps);
+	}
 	/* And T's operations to the dead A fail. */
 	rta = sn_op(fi_tsend(ta_ep, small, sizeof(small), NULL, t_at_a, 11, &c[11]), &pt, &c[11]);
 	rtaw = sn_op(fi_write(ta_ep, &vt, 8, NULL, t_at_a, (uintptr_t)bmem, fi_mr_key(bmr), &c[12]),
