@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Address vectors (FI_AV_MAP and FI_AV_TABLE): a bounded table of endpoint
- * names (struct sockaddr_in); an fi_addr_t is the entry's index under
- * both types. */
+ * names (struct sockaddr_in, the incarnation in sin_zero: wfi.h); an
+ * fi_addr_t is the entry's index under both types. */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,8 +73,7 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
 			if (j == av->cap && !grow(av))
 				j = av->cap + 1;
 			if (j < av->cap) {
-				av->tab[j] = in[i];
-				memset(av->tab[j].sin_zero, 0, sizeof(av->tab[j].sin_zero));
+				av->tab[j] = in[i];	/* its incarnation too */
 				av->used[j] = 1;
 				av->count++;
 				a = j;
@@ -150,17 +149,25 @@ int wfi_av_get(struct wfi_av *av, fi_addr_t a, struct sockaddr_in *sin)
 	return 0;
 }
 
+/* The entry with this name, else one with its address and port and no
+ * incarnation (whoever listens there). */
 fi_addr_t wfi_av_find(struct wfi_av *av, const struct sockaddr_in *sin)
 {
+	fi_addr_t any = FI_ADDR_NOTAVAIL;
+	uint64_t inc = wfi_name_inc(sin);
 	size_t i;
 
 	if (!av)
 		return FI_ADDR_NOTAVAIL;
-	for (i = 0; i < av->cap; i++)
-		if (av->used[i] && av->tab[i].sin_addr.s_addr == sin->sin_addr.s_addr &&
-		    av->tab[i].sin_port == sin->sin_port)
+	for (i = 0; i < av->cap; i++) {
+		if (!av->used[i] || !wfi_same_place(&av->tab[i], sin))
+			continue;
+		if (wfi_name_inc(&av->tab[i]) == inc)
 			return i;
-	return FI_ADDR_NOTAVAIL;
+		if (!wfi_name_inc(&av->tab[i]) && any == FI_ADDR_NOTAVAIL)
+			any = i;
+	}
+	return any;
 }
 
 static int av_lookup(struct fid_av *fav, fi_addr_t fi_addr, void *addr, size_t *addrlen)
@@ -185,7 +192,8 @@ static int av_lookup(struct fid_av *fav, fi_addr_t fi_addr, void *addr, size_t *
 static const char *av_straddr(struct fid_av *fav, const void *addr, char *buf, size_t *len)
 {
 	const struct sockaddr_in *sin = addr;
-	char ip[INET_ADDRSTRLEN], s[64];
+	char ip[INET_ADDRSTRLEN], s[80];
+	uint64_t inc;
 	int n;
 
 	(void)fav;
@@ -193,7 +201,10 @@ static const char *av_straddr(struct fid_av *fav, const void *addr, char *buf, s
 		return NULL;
 	if (!inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip)))
 		return NULL;
+	inc = wfi_name_inc(sin);
 	n = snprintf(s, sizeof(s), "fi_sockaddr_in://%s:%u", ip, ntohs(sin->sin_port));
+	if (inc)	/* the incarnation as a URI query (docs/libfabric.md "Names") */
+		n += snprintf(s + n, sizeof(s) - (size_t)n, "?inc=%016llx", (unsigned long long)inc);
 	if (*len)
 		snprintf(buf, *len, "%s", s);
 	*len = (size_t)n + 1;

@@ -7,7 +7,11 @@
  * endpoint's tag-matching SRQ, and its counter slots are bound to the
  * endpoint's counters as it is made (cntr.c).  The accept names the id
  * the sender puts in its wire tags (our index of the sender,
- * FI_DIRECTED_RECV).  Both private data are encoded and decoded by wire.c.
+ * FI_DIRECTED_RECV).  Peers are known by their full names, incarnation
+ * included (docs/libfabric.md "Names"): a connect names both ends, and a
+ * target refuses one meant for another incarnation of its name or coming
+ * from a name it holds as dead.  The private data are encoded and decoded
+ * by wire.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +25,7 @@
 
 int wfi_conn_listen(struct wfi_ep *ep)
 {
-	struct sockaddr_in *bound;
+	struct sockaddr_in *bound, at = ep->name.sin;
 	int fl;
 
 	ep->ch = rdma_create_event_channel();
@@ -32,7 +36,8 @@ int wfi_conn_listen(struct wfi_ep *ep)
 		return -FI_EIO;
 	if (rdma_create_id(ep->ch, &ep->listen, NULL, RDMA_PS_TCP))
 		return -FI_ENOMEM;
-	if (rdma_bind_addr(ep->listen, (struct sockaddr *)&ep->name.sin))
+	wfi_name_set_inc(&at, 0);	/* the incarnation is ours, not rdma_cm's */
+	if (rdma_bind_addr(ep->listen, (struct sockaddr *)&at))
 		return errno == EADDRINUSE ? -FI_EADDRINUSE : -FI_EADDRNOTAVAIL;
 	if (ep->listen->verbs != ep->dom->ctx)
 		return -FI_ENODEV;
@@ -64,16 +69,41 @@ static struct rdma_conn_param conn_param(const void *pd, uint8_t len)
 	return p;
 }
 
-/* The peer with this name (a new entry when it has none); its id is the
- * index + 1, or a negative error when the table is full. */
-int wfi_peer_id(struct wfi_ep *ep, const struct sockaddr_in *sin)
+/* Our entry for the peer with this name, or -1.  A name with an
+ * incarnation is its own entry, dead or alive, else the live entry at its
+ * address and port whose incarnation is not known yet, which takes it;
+ * a name without one (an address given by the application: "whoever
+ * listens there") is the latest live entry at its address and port. */
+static int peer_find(struct wfi_ep *ep, const struct sockaddr_in *sin)
 {
+	uint64_t inc = wfi_name_inc(sin);
 	int i;
 
-	for (i = 0; i < ep->npeers; i++)
-		if (ep->peers[i].sin.sin_addr.s_addr == sin->sin_addr.s_addr &&
-		    ep->peers[i].sin.sin_port == sin->sin_port)
-			return i + 1;
+	for (i = ep->npeers - 1; i >= 0; i--) {
+		struct wfi_peer *p = &ep->peers[i];
+
+		if (wfi_same_place(&p->sin, sin) && (inc ? wfi_name_inc(&p->sin) == inc : !p->dead))
+			return i;
+	}
+	for (i = ep->npeers - 1; inc && i >= 0; i--) {
+		struct wfi_peer *p = &ep->peers[i];
+
+		if (wfi_same_place(&p->sin, sin) && !p->dead && !wfi_name_inc(&p->sin)) {
+			wfi_name_set_inc(&p->sin, inc);
+			return i;
+		}
+	}
+	return -1;
+}
+
+/* The peer with this name (a new entry when it has none, peer_find); its
+ * id is the index + 1, or a negative error when the table is full. */
+int wfi_peer_id(struct wfi_ep *ep, const struct sockaddr_in *sin)
+{
+	int i = peer_find(ep, sin);
+
+	if (i >= 0)
+		return i + 1;
 	if (ep->npeers == WFI_MAX_PEERS)
 		return -FI_ENOSPC;
 	memset(&ep->peers[ep->npeers], 0, sizeof(ep->peers[0]));
@@ -115,14 +145,16 @@ bool wfi_conn_of_peer(struct wfi_ep *ep, const struct rdma_cm_id *id, int peer_i
 static void on_request(struct wfi_ep *ep, struct rdma_cm_event *ev)
 {
 	struct ibv_qp_init_attr a = qp_attr(ep);
-	uint8_t rep[WFI_CM_REP_LEN];
+	uint8_t rep[WFI_CM_REP_LEN], rej[WFI_CM_REJ_LEN];
 	struct rdma_conn_param p = conn_param(rep, sizeof(rep));
 	struct rdma_cm_id *id = ev->id;
 	const struct sockaddr_in *from = (const struct sockaddr_in *)rdma_get_peer_addr(id);
 	struct sockaddr_in name = { .sin_family = AF_INET };
+	struct wfi_wire_cm_rep r = { .inc = wfi_name_inc(&ep->name.sin) };
 	struct wfi_wire_cm_req req;
 	enum wfi_wire_reason why;
-	int pid;
+	uint8_t rej_len = 0;
+	int pid = -1;
 
 	why = wfi_wire_cm_req_decode(ev->param.conn.private_data, ev->param.conn.private_data_len,
 				     &req);
@@ -130,18 +162,33 @@ static void on_request(struct wfi_ep *ep, struct rdma_cm_event *ev)
 	 * port, the peer's listening one, is not the connection's). */
 	if (!why && (from->sin_family != AF_INET || from->sin_addr.s_addr != req.addr))
 		why = WFI_WIRE_CM_ADDR;
+	/* Meant for an earlier endpoint at our name (a stale AV entry). */
+	if (!why && req.dst_inc && req.dst_inc != r.inc)
+		why = WFI_WIRE_CM_STALE;
+	if (!why && ep->nin < WFI_MAX_PEERS) {
+		name.sin_addr.s_addr = req.addr;
+		name.sin_port = req.port;
+		wfi_name_set_inc(&name, req.inc);
+		pid = wfi_peer_id(ep, &name);
+		/* A name whose connection dropped: its incarnation is over,
+		 * a connect with it again is a replay. */
+		if (pid > 0 && ep->peers[pid - 1].dead)
+			why = WFI_WIRE_CM_GONE;
+	}
 	if (why) {
 		wfi_refuse(ep, why, 0);
+		/* Told why, the connector fails its operations at once. */
+		if (why == WFI_WIRE_CM_STALE || why == WFI_WIRE_CM_GONE) {
+			wfi_wire_cm_rej_encode(rej, why == WFI_WIRE_CM_STALE ? WFI_CM_REJ_STALE :
+					       WFI_CM_REJ_GONE);
+			rej_len = sizeof(rej);
+		}
 		goto reject;
 	}
-	if (ep->nin == WFI_MAX_PEERS)
-		goto reject;
-	name.sin_addr.s_addr = req.addr;
-	name.sin_port = req.port;
-	pid = wfi_peer_id(ep, &name);
 	if (pid < 0)
 		goto reject;
-	wfi_wire_cm_rep_encode(rep, (uint16_t)pid);
+	r.id = (uint16_t)pid;
+	wfi_wire_cm_rep_encode(rep, &r);
 	if (rdma_create_qp(id, ep->dom->pd, &a))
 		goto reject;
 	/* The peer's RDMA counts from its first WRITE: bound before the accept. */
@@ -154,7 +201,7 @@ static void on_request(struct wfi_ep *ep, struct rdma_cm_event *ev)
 	ep->in[ep->nin++] = id;
 	return;
 reject:
-	rdma_reject(id, NULL, 0);
+	rdma_reject(id, rej_len ? rej : NULL, rej_len);
 	rdma_destroy_id(id);
 }
 
@@ -225,14 +272,17 @@ static struct wfi_tq *tq_of(struct wfi_peer *p, const struct rdma_cm_id *id)
 static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
 {
 	struct wfi_peer *p = ev->id->context;
-	struct wfi_wire_cm_req req = { ep->name.sin.sin_addr.s_addr, ep->name.sin.sin_port };
-	uint8_t pd[WFI_CM_REQ_LEN];
+	struct wfi_wire_cm_req req = {
+		ep->name.sin.sin_addr.s_addr, ep->name.sin.sin_port, wfi_name_inc(&ep->name.sin),
+		p ? wfi_name_inc(&p->sin) : 0,
+	};
+	uint8_t pd[WFI_CM_REQ_LEN], rj;
 	struct rdma_conn_param cp = conn_param(pd, sizeof(pd));
 	enum wfi_wire_reason why;
 	struct ibv_qp_init_attr a;
+	struct wfi_wire_cm_rep rep;
 	enum wfi_conn_state *st;
 	struct wfi_tq *q;
-	uint16_t id;
 	int *err;
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -282,17 +332,35 @@ static void on_event(struct wfi_ep *ep, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		why = wfi_wire_cm_rep_decode(ev->param.conn.private_data,
-					     ev->param.conn.private_data_len, &id);
+					     ev->param.conn.private_data_len, &rep);
+		/* Accepted by another incarnation than the one we named. */
+		if (!why && wfi_name_inc(&p->sin) && rep.inc != wfi_name_inc(&p->sin))
+			why = WFI_WIRE_CM_STALE;
 		if (why) {
 			wfi_refuse(ep, why, ev->id->qp ? ev->id->qp->qp_num : 0);
 			*st = WFI_C_FAILED;
 			break;
 		}
+		/* A name without an incarnation learns the one listening. */
+		wfi_name_set_inc(&p->sin, rep.inc);
 		if (!q)
-			p->my_id = id;
+			p->my_id = rep.id;
 		*st = WFI_C_UP;
 		break;
 	case RDMA_CM_EVENT_REJECTED:
+		/* The target listens as another incarnation of the name, or
+		 * holds ours as dead: the peer this name meant is gone. */
+		if (!wfi_wire_cm_rej_decode(ev->param.conn.private_data,
+					    ev->param.conn.private_data_len, &rj)) {
+			if (ep->log)
+				fprintf(stderr, "weft: connect refused by its target: %s\n",
+					rj == WFI_CM_REJ_STALE ? "cm-stale (another incarnation listens there)" :
+					"cm-gone (the target holds this endpoint as gone)");
+			*st = WFI_C_FAILED;
+			peer_dead(ep, p);
+			*err = -FI_ECONNRESET;
+			break;
+		}
 		*err = -FI_ECONNREFUSED;
 		*st = WFI_C_FAILED;
 		break;
@@ -357,15 +425,17 @@ static uint64_t ms(void)
 static int start_id(struct wfi_ep *ep, struct wfi_peer *p, struct rdma_cm_id **id,
 		    enum wfi_conn_state *st, int *err)
 {
-	struct sockaddr_in src = ep->name.sin;
+	struct sockaddr_in src = ep->name.sin, dst = p->sin;
 
 	src.sin_port = 0;
+	wfi_name_set_inc(&src, 0);	/* incarnations are ours, not rdma_cm's */
+	wfi_name_set_inc(&dst, 0);
 	*err = 0;
 	if (rdma_create_id(ep->ch, id, p, RDMA_PS_TCP)) {
 		*id = NULL;
 		return -FI_ENOMEM;
 	}
-	if (rdma_resolve_addr(*id, (struct sockaddr *)&src, (struct sockaddr *)&p->sin, 2000)) {
+	if (rdma_resolve_addr(*id, (struct sockaddr *)&src, (struct sockaddr *)&dst, 2000)) {
 		drop_id(id);
 		return -FI_EHOSTUNREACH;
 	}

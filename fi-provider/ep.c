@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "wfi.h"
 
@@ -98,6 +99,7 @@ static int enable(struct wfi_ep *ep)
 		.tm_cap = { .max_num_tags = WFI_HW_RX, .max_ops = 4 * WFI_HW_RX },
 	};
 	size_t bytes = (size_t)WFI_NSLOTS * WFI_SLOT;
+	uint64_t inc;
 	int i, ret;
 
 	if (!ep->av || (!ep->tx_cq && !ep->rx_cq && !ep->tx_cntr && !ep->rx_cntr))
@@ -128,6 +130,13 @@ static int enable(struct wfi_ep *ep)
 		if (ret)
 			return ret;
 	}
+	/* A new incarnation (docs/libfabric.md "Names"): a later endpoint at
+	 * this address and port is another peer. */
+	do {
+		if (getrandom(&inc, sizeof(inc), 0) != sizeof(inc))
+			return -FI_EIO;
+	} while (!inc);
+	wfi_name_set_inc(&ep->name.sin, inc);
 	ret = wfi_conn_listen(ep);
 	if (ret)
 		return ret;
@@ -310,6 +319,7 @@ static int ep_setname(fid_t fid, void *addr, size_t addrlen)
 	if (ep->enabled)
 		return -FI_EOPBADSTATE;
 	ep->name.sin = *sin;
+	wfi_name_set_inc(&ep->name.sin, 0);	/* drawn at fi_enable */
 	return 0;
 }
 
@@ -485,7 +495,9 @@ int wfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 		return -FI_ENOMEM;
 	}
 	if (info->src_addr) {
+		/* Its address and port; the incarnation is drawn at fi_enable. */
 		memcpy(&ep->name.sin, info->src_addr, sizeof(ep->name.sin));
+		wfi_name_set_inc(&ep->name.sin, 0);
 	} else {
 		ret = wfi_local_addr(&ep->name.sin);
 		if (ret) {

@@ -102,9 +102,38 @@ struct wfi_trig {
 #define WFI_TRIG_MAX 64
 #define WFI_DOM_EPS 64
 
-struct wfi_addr {			/* the endpoint name: its rdma_cm address */
+/* The endpoint name (docs/libfabric.md "Names"): its rdma_cm address and
+ * port, and in sin_zero its incarnation (8 bytes, big-endian), drawn at
+ * random when it is enabled; 0 in a name means whoever listens there. */
+struct wfi_addr {
 	struct sockaddr_in sin;
 };
+
+static inline uint64_t wfi_name_inc(const struct sockaddr_in *sin)
+{
+	const uint8_t *b = (const uint8_t *)sin->sin_zero;
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = v << 8 | b[i];
+	return v;
+}
+
+static inline void wfi_name_set_inc(struct sockaddr_in *sin, uint64_t v)
+{
+	uint8_t *b = (uint8_t *)sin->sin_zero;
+	int i;
+
+	for (i = 7; i >= 0; i--, v >>= 8)
+		b[i] = (uint8_t)v;
+}
+
+/* Do two names have the same address and port (whatever incarnations)? */
+static inline bool wfi_same_place(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_addr.s_addr == b->sin_addr.s_addr && a->sin_port == b->sin_port;
+}
 
 struct wfi_fabric {
 	struct fid_fabric fabric_fid;

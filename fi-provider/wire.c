@@ -28,11 +28,14 @@ static const char *const reason_names[WFI_WIRE_NREASONS] = {
 	[WFI_WIRE_CM_MAGIC] = "cm-magic",
 	[WFI_WIRE_CM_NAME] = "cm-name",
 	[WFI_WIRE_CM_ID] = "cm-id",
+	[WFI_WIRE_CM_WHY] = "cm-why",
 	[WFI_WIRE_FIN_STRAY] = "fin-stray",
 	[WFI_WIRE_KEYQ_MODE] = "keyq-mode",
 	[WFI_WIRE_KEYA_STRAY] = "keya-stray",
 	[WFI_WIRE_SRC_FORGED] = "source-forged",
 	[WFI_WIRE_CM_ADDR] = "cm-addr",
+	[WFI_WIRE_CM_STALE] = "cm-stale",
+	[WFI_WIRE_CM_GONE] = "cm-gone",
 };
 
 const char *wfi_wire_reason_name(enum wfi_wire_reason r)
@@ -256,10 +259,12 @@ enum wfi_wire_reason wfi_wire_cm_req_decode(const uint8_t *p, size_t n, struct w
 		return WFI_WIRE_CM_LEN;
 	if (get32(p) != WFI_CM_MAGIC)
 		return WFI_WIRE_CM_MAGIC;
-	/* Both already in network order: copied as they are. */
+	/* Address and port already in network order: copied as they are. */
 	memcpy(&r->addr, p + 4, 4);
 	memcpy(&r->port, p + 8, 2);
-	if (!r->addr || !r->port || p[10] || p[11])
+	r->inc = get64(p + 12);
+	r->dst_inc = get64(p + 20);
+	if (!r->addr || !r->port || p[10] || p[11] || !r->inc)
 		return WFI_WIRE_CM_NAME;
 	return WFI_WIRE_OK;
 }
@@ -270,24 +275,49 @@ void wfi_wire_cm_req_encode(uint8_t p[WFI_CM_REQ_LEN], const struct wfi_wire_cm_
 	memcpy(p + 4, &r->addr, 4);
 	memcpy(p + 8, &r->port, 2);
 	p[10] = p[11] = 0;
+	put64(p + 12, r->inc);
+	put64(p + 20, r->dst_inc);
 }
 
-enum wfi_wire_reason wfi_wire_cm_rep_decode(const uint8_t *p, size_t n, uint16_t *id)
+enum wfi_wire_reason wfi_wire_cm_rep_decode(const uint8_t *p, size_t n, struct wfi_wire_cm_rep *r)
 {
 	if (!p || n < WFI_CM_REP_LEN)
 		return WFI_WIRE_CM_LEN;
 	if (get32(p) != WFI_CM_MAGIC)
 		return WFI_WIRE_CM_MAGIC;
-	*id = (uint16_t)(p[4] << 8 | p[5]);
-	if (!*id || *id > WFI_MAX_PEERS || p[6] || p[7])
+	r->id = (uint16_t)(p[4] << 8 | p[5]);
+	r->inc = get64(p + 8);
+	if (!r->id || r->id > WFI_MAX_PEERS || p[6] || p[7])
 		return WFI_WIRE_CM_ID;
+	if (!r->inc)
+		return WFI_WIRE_CM_NAME;
 	return WFI_WIRE_OK;
 }
 
-void wfi_wire_cm_rep_encode(uint8_t p[WFI_CM_REP_LEN], uint16_t id)
+void wfi_wire_cm_rep_encode(uint8_t p[WFI_CM_REP_LEN], const struct wfi_wire_cm_rep *r)
 {
 	put32(p, WFI_CM_MAGIC);
-	p[4] = (uint8_t)(id >> 8);
-	p[5] = (uint8_t)id;
+	p[4] = (uint8_t)(r->id >> 8);
+	p[5] = (uint8_t)r->id;
 	p[6] = p[7] = 0;
+	put64(p + 8, r->inc);
+}
+
+enum wfi_wire_reason wfi_wire_cm_rej_decode(const uint8_t *p, size_t n, uint8_t *why)
+{
+	if (!p || n < WFI_CM_REJ_LEN)
+		return WFI_WIRE_CM_LEN;
+	if (get32(p) != WFI_CM_MAGIC)
+		return WFI_WIRE_CM_MAGIC;
+	*why = p[4];
+	if ((*why != WFI_CM_REJ_STALE && *why != WFI_CM_REJ_GONE) || p[5] || p[6] || p[7])
+		return WFI_WIRE_CM_WHY;
+	return WFI_WIRE_OK;
+}
+
+void wfi_wire_cm_rej_encode(uint8_t p[WFI_CM_REJ_LEN], uint8_t why)
+{
+	put32(p, WFI_CM_MAGIC);
+	p[4] = why;
+	p[5] = p[6] = p[7] = 0;
 }

@@ -47,10 +47,20 @@ enum {
 #define WFI_KEYQ_LEN 8u			/* the key */
 #define WFI_KEYA_LEN 32u		/* key, va, length, rkey, found */
 
-/* rdma_cm private data: the connect's and the accept's. */
-#define WFI_CM_MAGIC 0x57464932u	/* "WFI2" */
-#define WFI_CM_REQ_LEN 12u		/* magic, IPv4 address, port, 2 zero bytes */
-#define WFI_CM_REP_LEN 8u		/* magic, id, 2 zero bytes */
+/* rdma_cm private data: the connect's, the accept's and the reject's.
+ * An endpoint's name is its IPv4 address, its listening port and its
+ * incarnation, a random 64-bit number drawn when it is enabled (0 in a
+ * name: whoever listens at that address and port). */
+#define WFI_CM_MAGIC 0x57464933u	/* "WFI3" */
+#define WFI_CM_REQ_LEN 28u		/* magic, IPv4 address, port, 2 zero bytes,
+					 * incarnation, the target's incarnation */
+#define WFI_CM_REP_LEN 16u		/* magic, id, 2 zero bytes, incarnation */
+#define WFI_CM_REJ_LEN 8u		/* magic, why, 3 zero bytes */
+/* Why a connect was rejected (the reject's "why"). */
+enum {
+	WFI_CM_REJ_STALE = 1,		/* it named another incarnation of the target */
+	WFI_CM_REJ_GONE = 2,		/* the target holds the connecting name as dead */
+};
 
 /* Why a peer's message was refused.  The decoders return the first
  * group; the provider finds the second against its own state.  Each has
@@ -75,12 +85,15 @@ enum wfi_wire_reason {
 	WFI_WIRE_CM_MAGIC,		/* its magic not WFI_CM_MAGIC */
 	WFI_WIRE_CM_NAME,		/* a connect's name zero, or reserved bytes set */
 	WFI_WIRE_CM_ID,			/* an accept's id 0 or above 1024 */
+	WFI_WIRE_CM_WHY,		/* a reject's why unknown, or reserved bytes set */
 	WFI_WIRE_DECODE_END,		/* the provider's own reasons follow */
 	WFI_WIRE_FIN_STRAY = WFI_WIRE_DECODE_END, /* a FIN no rendezvous on its QP waits for */
 	WFI_WIRE_KEYQ_MODE,		/* a key query to a domain without keys of its own */
 	WFI_WIRE_KEYA_STRAY,		/* a key answer the endpoint did not ask on that QP */
 	WFI_WIRE_SRC_FORGED,		/* a source id not the connection's peer */
 	WFI_WIRE_CM_ADDR,		/* a connect's name not the connection's address */
+	WFI_WIRE_CM_STALE,		/* a connect or accept naming another incarnation */
+	WFI_WIRE_CM_GONE,		/* a connect from a name held as dead (replayed) */
 	WFI_WIRE_NREASONS
 };
 
@@ -116,6 +129,13 @@ struct wfi_wire_msg {
 struct wfi_wire_cm_req {
 	uint32_t addr;			/* IPv4, network order (sin_addr.s_addr) */
 	uint16_t port;			/* network order (sin_port) */
+	uint64_t inc;			/* the connecting endpoint's incarnation */
+	uint64_t dst_inc;		/* the target's as the connector knows it, or 0 */
+};
+
+struct wfi_wire_cm_rep {
+	uint16_t id;			/* the connector's id at the acceptor */
+	uint64_t inc;			/* the acceptor's incarnation */
 };
 
 const char *wfi_wire_reason_name(enum wfi_wire_reason r);
@@ -142,7 +162,9 @@ static inline int wfi_wire_src(uint64_t tag)
 /* Connection private data (n bytes; rdma_cm may pad it). */
 enum wfi_wire_reason wfi_wire_cm_req_decode(const uint8_t *p, size_t n, struct wfi_wire_cm_req *r);
 void wfi_wire_cm_req_encode(uint8_t p[WFI_CM_REQ_LEN], const struct wfi_wire_cm_req *r);
-enum wfi_wire_reason wfi_wire_cm_rep_decode(const uint8_t *p, size_t n, uint16_t *id);
-void wfi_wire_cm_rep_encode(uint8_t p[WFI_CM_REP_LEN], uint16_t id);
+enum wfi_wire_reason wfi_wire_cm_rep_decode(const uint8_t *p, size_t n, struct wfi_wire_cm_rep *r);
+void wfi_wire_cm_rep_encode(uint8_t p[WFI_CM_REP_LEN], const struct wfi_wire_cm_rep *r);
+enum wfi_wire_reason wfi_wire_cm_rej_decode(const uint8_t *p, size_t n, uint8_t *why);
+void wfi_wire_cm_rej_encode(uint8_t p[WFI_CM_REJ_LEN], uint8_t why);
 
 #endif

@@ -16,8 +16,9 @@
  * triggered send; and a second process on the node, with receives that
  * take any tag, never receives, peeks or completes any of the first
  * endpoint's messages; counters backed by the adapter's event counters
- * (cntr_checks); and a new endpoint's write to a target that a closed
- * endpoint of this process wrote to (reconnect_checks).  With --trigger,
+ * (cntr_checks); a new endpoint's write to a target that a closed
+ * endpoint of this process wrote to (reconnect_checks); and a new
+ * endpoint at a closed one's very address and port (same_name_checks).  With --trigger,
  * alone in a process of its own (so that the adapter's WAIT_CNT counters
  * move for it alone): triggered writes the adapter holds behind a
  * WAIT_CNT and fires with no call on the poster, and those that stay in
@@ -31,11 +32,16 @@
  * receive directed to the client fail with error completions within 60 s
  * and that a later send to the client fails, then exits.
  *
- * With --reconnect, only reconnect_checks; with --trigger, only
- * trig_checks.
+ * A new endpoint bound to a closed endpoint's very address and port is
+ * a new peer of a target that knew the closed one, while the target's
+ * operations to the closed one fail (same_name_checks).
+ *
+ * With --reconnect, only reconnect_checks; with --same-name, only
+ * same_name_checks; with --trigger, only trig_checks.
  *
  * Usage: weft-fi-check [--no-loopback]
  *        weft-fi-check --reconnect
+ *        weft-fi-check --same-name
  *        weft-fi-check --trigger
  *        weft-fi-check --peer-death server PORT recv|send
  *        weft-fi-check --peer-death client SERVER PORT recv|send
@@ -43,6 +49,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -52,6 +59,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
@@ -1076,6 +1084,7 @@ static void reconnect_checks(void);
 static void trig_checks(void);
 static void trig_more_checks(void);
 static void trig_atomic_err_checks(void);
+static void same_name_checks(void);
 
 int main(int argc, char **argv)
 {
@@ -1102,6 +1111,11 @@ int main(int argc, char **argv)
 		return peer_death(argc, argv);
 	if (argc > 1 && !strcmp(argv[1], "--reconnect")) {
 		reconnect_checks();
+		printf("1..%d\n%d of %d checks failed\n", n_checks, n_failed, n_checks);
+		return n_failed ? 1 : 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "--same-name")) {
+		same_name_checks();
 		printf("1..%d\n%d of %d checks failed\n", n_checks, n_failed, n_checks);
 		return n_failed ? 1 : 0;
 	}
@@ -1259,6 +1273,7 @@ int main(int argc, char **argv)
 		atomic_checks();
 		cntr_checks();
 		reconnect_checks();
+		same_name_checks();
 		if (pid > 0 && (write(down[1], "x", 1) != 1 || read(up[0], &got, sizeof(got)) != sizeof(got)))
 			got = -1;
 		CHECK(got == 0, "the second process's any-tag receives, FI_MSG receive and FI_PEEK got %d of "
@@ -2324,4 +2339,254 @@ out:
 		fi_close(&fab->fid);
 	fi_freeinfo(info);
 	fi_freeinfo(h);
+}
+
+/* A new endpoint at a dead peer's very name (docs/libfabric.md "Names"):
+ * target T holds a peer entry for endpoint A (A wrote to it and sent it a
+ * message), T posts a receive directed to A, and A is closed; then B, in
+ * a new domain, is bound to A's exact address and port (src_addr, A's
+ * name).  B's writes and sends to T and T's to B must succeed, while T's
+ * receive directed to A, a second one posted after B connected (with
+ * B's message of the same tag waiting) and T's send and write to A fail
+ * with FI_ECONNRESET; T's send to A's address and port given as node and
+ * service (no incarnation: whoever listens there) reaches B.  Every CQ is read by a thread of its own (sn_prog),
+ * as a connecting call waits for its peer's progress. */
+#define SN_ENTS 32
+
+struct sn_prog {
+	struct fid_cq *cq;
+	volatile int stop;
+	int n;				/* entries recorded (written by the thread) */
+	void *ctx[SN_ENTS];
+	int err[SN_ENTS];
+	pthread_t th;
+	bool on;
+};
+
+static void *sn_progress(void *arg)
+{
+	struct sn_prog *p = arg;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+
+	while (!p->stop) {
+		ssize_t r = fi_cq_read(p->cq, &e, 1);
+		int n = p->n;
+
+		if (r == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			if (fi_cq_readerr(p->cq, &err, 0) != 1)
+				continue;
+			e.op_context = err.op_context;
+		} else if (r != 1) {
+			sched_yield();
+			continue;
+		}
+		if (n == SN_ENTS)
+			continue;
+		p->ctx[n] = e.op_context;
+		p->err[n] = r == 1 ? 0 : err.err ? err.err : FI_EIO;
+		__atomic_store_n(&p->n, n + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static int sn_start(struct sn_prog *p, struct fid_cq *cq)
+{
+	memset(p, 0, sizeof(*p));
+	p->cq = cq;
+	p->on = !pthread_create(&p->th, NULL, sn_progress, p);
+	return p->on ? 0 : -1;
+}
+
+static void sn_stop(struct sn_prog *p)
+{
+	if (p->on) {
+		p->stop = 1;
+		pthread_join(p->th, NULL);
+		p->on = false;
+	}
+}
+
+/* The completion of ctx within secs: 0, its error (positive), or
+ * -FI_ETIMEDOUT. */
+static int sn_wait(struct sn_prog *p, void *ctx, double secs)
+{
+	double end = now() + secs;
+	int i;
+
+	do {
+		int n = __atomic_load_n(&p->n, __ATOMIC_ACQUIRE);
+
+		for (i = 0; i < n; i++)
+			if (p->ctx[i] == ctx)
+				return p->err[i];
+	} while (now() < end && !usleep(1000));
+	return -FI_ETIMEDOUT;
+}
+
+/* An operation's result: its return, else its completion's (negated). */
+static int sn_op(ssize_t posted, struct sn_prog *p, void *ctx)
+{
+	int ret = posted ? (int)posted : sn_wait(p, ctx, 30);
+
+	return ret > 0 ? -ret : ret;
+}
+
+static void same_name_checks(void)
+{
+	struct fi_info *h = hints_rdm(), *info = NULL, *binfo = NULL;
+	struct fid_fabric *fab = NULL;
+	struct cn_side t = { 0 }, a = { 0 }, b = { 0 };
+	struct fid_ep *ta_ep = NULL, *a_ep = NULL, *b_ep = NULL;	/* T, A, B */
+	struct fid_mr *tmr = NULL, *bmr = NULL;
+	struct sn_prog pt = { 0 }, pa = { 0 }, pb = { 0 };
+	uint64_t *tgt = aligned_alloc(64, 64), *bmem = aligned_alloc(64, 64);
+	uint64_t va = 0xa1a1a1a1a1a1a1a1ull, vb = 0xb2b2b2b2b2b2b2b2ull, vt = 0x7373737373737373ull;
+	uint8_t tname[64], aname[64], bname[64];
+	char fromb[16] = "sent by B", gotb[16] = { 0 }, fromt[16] = "sent by T", gott[16] = { 0 };
+	char froma[16] = "sent by A", gota[16] = { 0 }, gota2[16] = { 0 }, small[8] = { 0 };
+	size_t tlen = sizeof(tname), alen = sizeof(aname), blen = sizeof(bname);
+	fi_addr_t t_at_a, t_at_b, a_at_t, b_at_t;
+	struct sockaddr_in place = { .sin_family = AF_INET };
+	char host[INET_ADDRSTRLEN] = "", svc[8], astr[96] = "", pstr[96] = "";
+	char fromp[20] = "sent to A's port", gotp[20] = { 0 };
+	size_t slen = sizeof(astr), plen = sizeof(pstr);
+	fi_addr_t t_at_place;
+	int rp = -1, rps = -1;
+	int c[15], ra = -1, rr = -1, rw = -1, rs = -1, r2 = -1, rbw = -1, rbs = -1, rbr = -1;
+	int rts = -1, rtr = -1, rta = -1, rtaw = -1;
+	struct sockaddr_in *sa = (struct sockaddr_in *)aname, *sb = (struct sockaddr_in *)bname;
+
+	h->caps = FI_TAGGED | FI_MSG | FI_RMA | FI_DIRECTED_RECV;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+	if (!tgt || !bmem || fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, h, &info) ||
+	    fi_fabric(info->fabric_attr, &fab, NULL) || cn_side_open(fab, info, &t) ||
+	    cn_side_open(fab, info, &a) || cn_side_open(fab, info, &b) ||
+	    !(ta_ep = cn_ep(&t, info, NULL, 0)) || !(a_ep = cn_ep(&a, info, NULL, 0)) ||
+	    fi_mr_reg(t.dom, tgt, 64, FI_REMOTE_WRITE, 0, 0, 0, &tmr, NULL) ||
+	    fi_getname(&ta_ep->fid, tname, &tlen) || fi_getname(&a_ep->fid, aname, &alen) ||
+	    fi_av_insert(a.av, tname, 1, &a_at_t, 0, NULL) != 1 ||
+	    fi_av_insert(b.av, tname, 1, &b_at_t, 0, NULL) != 1 ||
+	    fi_av_insert(t.av, aname, 1, &t_at_a, 0, NULL) != 1 ||
+	    sn_start(&pt, t.cq) || sn_start(&pa, a.cq)) {
+		CHECK(0, "same name: endpoints T and A set up");
+		goto out;
+	}
+	memset(tgt, 0, 64);
+	memset(bmem, 0, 64);
+	/* T's peer entry for A: A writes to T and sends it a message. */
+	rr = (int)fi_trecv(ta_ep, gota, sizeof(gota), NULL, t_at_a, 1, 0, &c[0]);
+	ra = sn_op(fi_write(a_ep, &va, 8, NULL, a_at_t, (uintptr_t)tgt, fi_mr_key(tmr), &c[1]),
+		   &pa, &c[1]);
+	ra = ra ? ra : sn_op(fi_tsend(a_ep, froma, sizeof(froma), NULL, a_at_t, 1, &c[2]), &pa,
+			     &c[2]);
+	rr = sn_op(rr, &pt, &c[0]);
+	CHECK(!ra && !rr && tgt[0] == va && !strcmp(gota, froma),
+	      "same name: A wrote to T and sent it a message: %d, T received it: %d (0, 0)", ra, rr);
+	/* A receive of T directed to A; then A goes away. */
+	r2 = (int)fi_trecv(ta_ep, gota2, sizeof(gota2), NULL, t_at_a, 7, 0, &c[3]);
+	sn_stop(&pa);
+	fi_close(&a_ep->fid);
+	a_ep = NULL;
+	r2 = sn_op(r2, &pt, &c[3]);
+	CHECK(r2 == -FI_ECONNRESET, "same name: A closed, T's receive directed to A fails: %s "
+	      "(FI_ECONNRESET)", fi_strerror(-r2));
+	/* B at A's very address and port. */
+	binfo = fi_dupinfo(info);
+	if (binfo) {
+		free(binfo->src_addr);
+		binfo->src_addr = malloc(alen);
+		if (binfo->src_addr)
+			memcpy(binfo->src_addr, aname, alen);
+		binfo->src_addrlen = alen;
+	}
+	if (!binfo || !binfo->src_addr || !(b_ep = cn_ep(&b, binfo, NULL, 0)) ||
+	    fi_getname(&b_ep->fid, bname, &blen) || blen != alen ||
+	    fi_mr_reg(b.dom, bmem, 64, FI_REMOTE_WRITE, 0, 0, 0, &bmr, NULL) ||
+	    fi_av_insert(t.av, bname, 1, &t_at_b, 0, NULL) != 1 || sn_start(&pb, b.cq)) {
+		CHECK(0, "same name: endpoint B at A's address and port set up");
+		goto out;
+	}
+	place.sin_addr = sa->sin_addr;
+	place.sin_port = sa->sin_port;
+	snprintf(svc, sizeof(svc), "%u", ntohs(sa->sin_port));
+	CHECK(sa->sin_addr.s_addr == sb->sin_addr.s_addr && sa->sin_port == sb->sin_port &&
+	      memcmp(aname, bname, blen), "same name: B is bound to A's address and port (%u), its "
+	      "name differs from A's (its incarnation): %s", ntohs(sb->sin_port),
+	      memcmp(aname, bname, blen) ? "yes" : "no");
+	/* T's second receive directed to A, then one directed to B, then B's
+	 * message of that tag: only B's receive may take it. */
+	rbr = (int)fi_trecv(ta_ep, gota2, sizeof(gota2), NULL, t_at_a, 7, 0, &c[4]);
+	rtr = (int)fi_trecv(ta_ep, gotb, sizeof(gotb), NULL, t_at_b, 7, 0, &c[5]);
+	rbw = sn_op(fi_write(b_ep, &vb, 8, NULL, b_at_t, (uintptr_t)(tgt + 1), fi_mr_key(tmr),
+			     &c[6]), &pb, &c[6]);
+	rbs = sn_op(fi_tsend(b_ep, fromb, sizeof(fromb), NULL, b_at_t, 7, &c[7]), &pb, &c[7]);
+	rtr = sn_op(rtr, &pt, &c[5]);
+	rbr = sn_op(rbr, &pt, &c[4]);
+	CHECK(!rbw && tgt[1] == vb && !rbs && !rtr && !strcmp(gotb, fromb),
+	      "same name: B's write to T: %d, data placed: %s; B's send to T: %d, T's receive "
+	      "directed to B got it: %d (0: %s)", rbw, tgt[1] == vb ? "yes" : "no", rbs, rtr,
+	      !strcmp(gotb, fromb) ? "byte-exact" : "not B's bytes");
+	CHECK(rbr == -FI_ECONNRESET && strcmp(gota2, fromb),
+	      "same name: T's receive directed to A posted after B came fails: %s (FI_ECONNRESET), "
+	      "B's message not delivered to it: %s", fi_strerror(-rbr),
+	      strcmp(gota2, fromb) ? "yes" : "no");
+	/* T to B: a send and a write. */
+	rts = (int)fi_trecv(b_ep, gott, sizeof(gott), NULL, FI_ADDR_UNSPEC, 9, 0, &c[8]);
+	rs = sn_op(fi_tsend(ta_ep, fromt, sizeof(fromt), NULL, t_at_b, 9, &c[9]), &pt, &c[9]);
+	rts = sn_op(rts, &pb, &c[8]);
+	rw = sn_op(fi_write(ta_ep, &vt, 8, NULL, t_at_b, (uintptr_t)bmem, fi_mr_key(bmr), &c[10]),
+		   &pt, &c[10]);
+	CHECK(!rs && !rts && !strcmp(gott, fromt) && !rw && bmem[0] == vt,
+	      "same name: T's send to B: %d, B received it: %d (%s); T's write to B: %d, data "
+	      "placed: %s", rs, rts, !strcmp(gott, fromt) ? "byte-exact" : "not T's bytes", rw,
+	      bmem[0] == vt ? "yes" : "no");
+	/* A's address and port as an application gives them (node and
+	 * service): whoever listens there now, B. */
+	if (!inet_ntop(AF_INET, &sa->sin_addr, host, sizeof(host)) ||
+	    fi_av_insertsvc(t.av, host, svc, &t_at_place, 0, NULL) != 1 ||
+	    !fi_av_straddr(t.av, aname, astr, &slen) || !fi_av_straddr(t.av, &place, pstr, &plen)) {
+		CHECK(0, "same name: A's address and port inserted as node and service");
+	} else {
+		rps = (int)fi_trecv(b_ep, gotp, sizeof(gotp), NULL, FI_ADDR_UNSPEC, 10, 0, &c[13]);
+		rp = sn_op(fi_tsend(ta_ep, fromp, sizeof(fromp), NULL, t_at_place, 10, &c[14]), &pt,
+			   &c[14]);
+		rps = sn_op(rps, &pb, &c[13]);
+		CHECK(!rp && !rps && !strcmp(gotp, fromp) && strstr(astr, "?inc=") &&
+		      !strchr(pstr, '?'), "same name: T's send to A's address and port given as %s:%s "
+		      "(%s, A's name %s) reaches whoever listens there, B: %d, %d (0, 0)", host, svc,
+		      pstr, astr, rp, rps);
+	}
+	/* And T's operations to the dead A fail. */
+	rta = sn_op(fi_tsend(ta_ep, small, sizeof(small), NULL, t_at_a, 11, &c[11]), &pt, &c[11]);
+	rtaw = sn_op(fi_write(ta_ep, &vt, 8, NULL, t_at_a, (uintptr_t)bmem, fi_mr_key(bmr), &c[12]),
+		     &pt, &c[12]);
+	CHECK(rta == -FI_ECONNRESET && rtaw == -FI_ECONNRESET,
+	      "same name: T's send and write to the dead A fail: %s, %s (FI_ECONNRESET)",
+	      fi_strerror(-rta), fi_strerror(-rtaw));
+out:
+	sn_stop(&pa);
+	sn_stop(&pb);
+	sn_stop(&pt);
+	if (a_ep)
+		fi_close(&a_ep->fid);
+	if (b_ep)
+		fi_close(&b_ep->fid);
+	if (ta_ep)
+		fi_close(&ta_ep->fid);
+	if (tmr)
+		fi_close(&tmr->fid);
+	if (bmr)
+		fi_close(&bmr->fid);
+	cn_side_close(&t);
+	cn_side_close(&a);
+	cn_side_close(&b);
+	if (fab)
+		fi_close(&fab->fid);
+	fi_freeinfo(binfo);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+	free(tgt);
+	free(bmem);
 }

@@ -3,9 +3,12 @@
  * weft-fi-wire: a hostile peer of the weft libfabric provider
  * (docs/libfabric.md "Wire messages").  The program opens a weft endpoint,
  * then, as a raw rdma_cm and verbs peer on the same node, connects to it
- * with a connect whose magic is wrong and one whose name is not its
- * address (both must be rejected), then with a valid one, and sends on that
- * connection one message of each kind the provider must refuse.  The
+ * with a connect whose magic is wrong, one whose name is not its address,
+ * one whose name has no incarnation and one for another incarnation of the
+ * endpoint (all must be rejected, the last told why), then with a valid
+ * one that it closes, a replay of that name (rejected, told why) and a
+ * new incarnation at the same address, and sends on that connection one
+ * message of each kind the provider must refuse.  The
  * endpoint must complete nothing for them; then a message sent before its
  * receive is posted and one sent after must arrive byte-exact with the
  * peer's source, so the refusals left the endpoint (and its tag-matching
@@ -56,6 +59,7 @@ struct raw {
 	struct ibv_mr *mr;
 	uint8_t buf[NMSG][SLOT];
 	uint16_t my_id;			/* our id at the endpoint (its accept) */
+	uint8_t rej[WFI_CM_REJ_LEN];	/* a reject's private data */
 };
 
 static int ep_open(struct ep *e)
@@ -126,34 +130,57 @@ static void raw_close(struct raw *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* Connects to the endpoint with private data [magic | addr | port | 0 0]:
- * the connection event that ends it (ESTABLISHED or REJECTED), or -1. */
-static int raw_connect(struct raw *r, struct ep *e, uint32_t magic, uint32_t addr)
+/* A connect's private data [magic | addr | port 4242 | 0 0 | inc | dst_inc]. */
+struct raw_req {
+	uint32_t magic, addr;
+	uint64_t inc, dst_inc;
+	uint8_t len;			/* the bytes sent (rdma_cm pads with zeros) */
+};
+
+/* The endpoint's incarnation: its name's sin_zero (docs/libfabric.md "Names"). */
+static uint64_t ep_inc(const struct ep *e)
 {
-	struct sockaddr_in src = e->name;
+	uint64_t v;
+
+	memcpy(&v, e->name.sin_zero, 8);
+	return be64toh(v);
+}
+
+/* Connects to the endpoint with private data q: the connection event
+ * that ends it (ESTABLISHED or REJECTED), or -1; the reject's private
+ * data go to r->rej. */
+static int raw_connect(struct raw *r, struct ep *e, const struct raw_req *q)
+{
+	struct sockaddr_in src = e->name, dst = e->name;
 	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
 				       .cap = { .max_send_wr = NMSG, .max_recv_wr = 1,
 						.max_send_sge = 1, .max_recv_sge = 1 } };
 	uint8_t pd[WFI_CM_REQ_LEN], rep[WFI_CM_REP_LEN] = { 0 };
 	uint16_t port = htons(4242);
-	struct rdma_conn_param cp = { .private_data = pd, .private_data_len = sizeof(pd),
+	uint32_t magic = htonl(q->magic);
+	uint64_t inc = htobe64(q->inc), dst_inc = htobe64(q->dst_inc);
+	struct rdma_conn_param cp = { .private_data = pd, .private_data_len = q->len,
 				      .responder_resources = 1, .initiator_depth = 1,
 				      .retry_count = 7, .rnr_retry_count = 7 };
 	int fl, ev;
 
-	magic = htonl(magic);
 	memcpy(pd, &magic, 4);
-	memcpy(pd + 4, &addr, 4);
+	memcpy(pd + 4, &q->addr, 4);
 	memcpy(pd + 8, &port, 2);
 	pd[10] = pd[11] = 0;
+	memcpy(pd + 12, &inc, 8);
+	memcpy(pd + 20, &dst_inc, 8);
 	src.sin_port = 0;
+	memset(src.sin_zero, 0, sizeof(src.sin_zero));
+	memset(dst.sin_zero, 0, sizeof(dst.sin_zero));
+	memset(r->rej, 0, sizeof(r->rej));
 	r->ch = rdma_create_event_channel();
 	if (!r->ch)
 		return -1;
 	fl = fcntl(r->ch->fd, F_GETFL);
 	if (fl < 0 || fcntl(r->ch->fd, F_SETFL, fl | O_NONBLOCK) ||
 	    rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP) ||
-	    rdma_resolve_addr(r->id, (struct sockaddr *)&src, (struct sockaddr *)&e->name, 2000) ||
+	    rdma_resolve_addr(r->id, (struct sockaddr *)&src, (struct sockaddr *)&dst, 2000) ||
 	    raw_event(r, e, NULL, 0) != RDMA_CM_EVENT_ADDR_RESOLVED ||
 	    rdma_resolve_route(r->id, 2000) ||
 	    raw_event(r, e, NULL, 0) != RDMA_CM_EVENT_ROUTE_RESOLVED)
@@ -167,7 +194,22 @@ static int raw_connect(struct raw *r, struct ep *e, uint32_t magic, uint32_t add
 	ev = raw_event(r, e, rep, sizeof(rep));
 	if (ev == RDMA_CM_EVENT_ESTABLISHED)
 		r->my_id = (uint16_t)(rep[4] << 8 | rep[5]);
+	else if (ev == RDMA_CM_EVENT_REJECTED)
+		memcpy(r->rej, rep, sizeof(r->rej));
 	return ev;
+}
+
+/* A connect with private data q is rejected (its reject saying why, when
+ * why is not 0); the refusal it tests is reported as sent. */
+static bool rejected(struct ep *e, const struct raw_req *q, uint8_t why, const char *reason)
+{
+	struct raw bad = { 0 };
+	bool ok = raw_connect(&bad, e, q) == RDMA_CM_EVENT_REJECTED &&
+		  (!why || (!memcmp(bad.rej, "WFI3", 4) && bad.rej[4] == why));
+
+	raw_close(&bad);
+	fprintf(stderr, "weft-fi-wire: sent %s\n", reason);
+	return ok;
 }
 
 /* Message i: a TMH and n payload bytes (n + 16 <= SLOT); its length. */
@@ -226,6 +268,7 @@ int main(void)
 	static const char early[] = "sent before its receive", late[] = "sent after its receive";
 	uint8_t keya[WFI_KEYA_LEN] = { 0 }, rvh[WFI_RVH] = { 0 }, four[4] = { 1, 2, 3, 4 };
 	struct raw bad = { 0 }, r = { 0 };
+	struct raw_req good, q;
 	struct ep e = { 0 };
 	uint64_t src, key = 0;
 	char got[2][64] = { { 0 } };
@@ -241,16 +284,38 @@ int main(void)
 		printf("Bail out! no weft endpoint\n");
 		return 2;
 	}
-	ev = raw_connect(&bad, &e, 0x12345678, e.name.sin_addr.s_addr);
-	CHECK(ev == RDMA_CM_EVENT_REJECTED, "a connect with a wrong magic is rejected (cm-magic)");
-	raw_close(&bad);
-	ev = raw_connect(&bad, &e, WFI_CM_MAGIC, htonl(0x0a000063));
-	CHECK(ev == RDMA_CM_EVENT_REJECTED,
+	good = (struct raw_req){ WFI_CM_MAGIC, e.name.sin_addr.s_addr, 0x1c0ffee, ep_inc(&e),
+				 WFI_CM_REQ_LEN };
+	q = good;
+	q.magic = 0x12345678;
+	CHECK(rejected(&e, &q, 0, "cm-magic"), "a connect with a wrong magic is rejected (cm-magic)");
+	q = good;
+	q.addr = htonl(0x0a000063);
+	CHECK(rejected(&e, &q, 0, "cm-addr"),
 	      "a connect naming an address it does not come from is rejected (cm-addr)");
+	q = good;
+	q.len = 12;			/* a name of address and port only */
+	CHECK(rejected(&e, &q, 0, "cm-name"), "a connect whose name is short (no incarnation) is "
+	      "rejected (cm-name)");
+	q = good;
+	q.dst_inc = ep_inc(&e) ^ 1;
+	CHECK(rejected(&e, &q, WFI_CM_REJ_STALE, "cm-stale"), "a connect for another incarnation "
+	      "of the endpoint's name is rejected and told so (cm-stale)");
+	/* A connection that drops: its name is gone, and a connect with it
+	 * again (a replay) is refused, while a new incarnation at the same
+	 * address is a new peer. */
+	ev = raw_connect(&bad, &e, &good);
+	CHECK(ev == RDMA_CM_EVENT_ESTABLISHED, "a valid connect is accepted");
 	raw_close(&bad);
-	ev = raw_connect(&r, &e, WFI_CM_MAGIC, e.name.sin_addr.s_addr);
+	for (end = now() + 1; now() < end;)
+		ep_poll(&e);
+	CHECK(rejected(&e, &good, WFI_CM_REJ_GONE, "cm-gone"), "once its connection dropped, a "
+	      "connect replaying its name is rejected and told so (cm-gone)");
+	q = good;
+	q.inc = good.inc + 1;
+	ev = raw_connect(&r, &e, &q);
 	CHECK(ev == RDMA_CM_EVENT_ESTABLISHED && r.my_id >= 1 && r.my_id <= WFI_MAX_PEERS,
-	      "a valid connect is accepted, id %u", r.my_id);
+	      "a connect of a new incarnation at the same address is accepted, id %u", r.my_id);
 	if (ev != RDMA_CM_EVENT_ESTABLISHED)
 		return 1;
 	src = (uint64_t)r.my_id << WFI_SRC_SHIFT;

@@ -241,23 +241,33 @@ static size_t mutate(struct fz_src *src, uint8_t *b, size_t n, size_t cap)
 	return n;
 }
 
+/* Connection private data: a connect's, an accept's or a reject's, valid
+ * (checked to decode to itself), padded as rdma_cm may, maybe mutated. */
 static void cm_input(struct fw_stats *st, struct fz_src *src)
 {
-	uint8_t b[FW_CM_MAX], *h;
-	struct wfi_wire_cm_req req = { 0 }, got = { 0 };
-	bool is_req = fz_src_below(src, 2), mut = fz_src_below(src, 2);
-	uint16_t id = (uint16_t)(1 + fz_src_below(src, WFI_MAX_PEERS)), gid = 0;
-	size_t n = is_req ? WFI_CM_REQ_LEN : WFI_CM_REP_LEN, pad;
+	static const size_t len[3] = { WFI_CM_REQ_LEN, WFI_CM_REP_LEN, WFI_CM_REJ_LEN };
+	uint8_t b[FW_CM_MAX], again[WFI_CM_REQ_LEN], *h;
+	struct wfi_wire_cm_req req = { 0 }, greq = { 0 };
+	struct wfi_wire_cm_rep rep = { 0 }, grep = { 0 };
+	unsigned int kind = (unsigned int)fz_src_below(src, 3);
+	bool mut = fz_src_below(src, 2);
+	uint8_t why = fz_src_below(src, 2) ? WFI_CM_REJ_STALE : WFI_CM_REJ_GONE, gwhy = 0;
+	size_t n = len[kind], pad;
 	enum wfi_wire_reason r;
-	uint8_t again[WFI_CM_REQ_LEN];
 
 	st->cm++;
-	if (is_req) {
+	if (kind == 0) {
 		req.addr = (uint32_t)fz_src_u64(src) | 1;
 		req.port = (uint16_t)(fz_src_u64(src) | 1);
+		req.inc = interesting(src) | 1;
+		req.dst_inc = interesting(src);
 		wfi_wire_cm_req_encode(b, &req);
+	} else if (kind == 1) {
+		rep.id = (uint16_t)(1 + fz_src_below(src, WFI_MAX_PEERS));
+		rep.inc = interesting(src) | 1;
+		wfi_wire_cm_rep_encode(b, &rep);
 	} else {
-		wfi_wire_cm_rep_encode(b, id);
+		wfi_wire_cm_rej_encode(b, why);
 	}
 	pad = fz_src_below(src, FW_CM_MAX - n + 1);	/* rdma_cm's padding */
 	fill(src, b + n, pad);
@@ -268,20 +278,29 @@ static void cm_input(struct fw_stats *st, struct fz_src *src)
 	if (!h)
 		abort();
 	memcpy(h, b, n);
-	r = is_req ? wfi_wire_cm_req_decode(h, n, &got) : wfi_wire_cm_rep_decode(h, n, &gid);
+	r = kind == 0 ? wfi_wire_cm_req_decode(h, n, &greq) :
+	    kind == 1 ? wfi_wire_cm_rep_decode(h, n, &grep) : wfi_wire_cm_rej_decode(h, n, &gwhy);
 	if (r == WFI_WIRE_OK) {
 		st->accepted++;
-		if (is_req)
-			wfi_wire_cm_req_encode(again, &got);
+		if (kind == 0)
+			wfi_wire_cm_req_encode(again, &greq);
+		else if (kind == 1)
+			wfi_wire_cm_rep_encode(again, &grep);
 		else
-			wfi_wire_cm_rep_encode(again, gid);
-		if (memcmp(again, h, is_req ? WFI_CM_REQ_LEN : WFI_CM_REP_LEN))
+			wfi_wire_cm_rej_encode(again, gwhy);
+		if (memcmp(again, h, len[kind]))
 			violation(st, "connection data decode then encode to other bytes");
-		if (!mut && (is_req ? got.addr != req.addr || got.port != req.port : gid != id))
+		if (!mut && (kind == 0 ? greq.addr != req.addr || greq.port != req.port ||
+					 greq.inc != req.inc || greq.dst_inc != req.dst_inc :
+			     kind == 1 ? grep.id != rep.id || grep.inc != rep.inc : gwhy != why))
 			violation(st, "valid connection data decoded to other fields");
-		if (!is_req && (!gid || gid > WFI_MAX_PEERS))
-			violation(st, "accept id %u accepted", gid);
-	} else if (r < WFI_WIRE_CM_LEN || r > WFI_WIRE_CM_ID) {
+		if ((kind == 0 && !greq.inc) || (kind == 1 && (!grep.id || grep.id > WFI_MAX_PEERS ||
+							       !grep.inc)))
+			violation(st, "a connect without an incarnation or an accept id %u accepted",
+				  grep.id);
+		if (kind == 2 && gwhy != WFI_CM_REJ_STALE && gwhy != WFI_CM_REJ_GONE)
+			violation(st, "a reject's why %u accepted", gwhy);
+	} else if (r < WFI_WIRE_CM_LEN || r > WFI_WIRE_CM_WHY) {
 		violation(st, "connection data refused for %d, no connection reason", (int)r);
 	} else {
 		st->refused[r]++;
