@@ -11,8 +11,12 @@
  * An operation is counted by the adapter or by software, chosen when it
  * is posted (its WQE names the slot or not) or, at the target, by the QP
  * it came on: never by both.  The value is the adapter's block plus a
- * software part (its own counts and the offset fi_cntr_set/add leave:
- * the block is never written by software); errors likewise.
+ * software part (its own counts); errors likewise.  fi_cntr_set/add and
+ * their error forms, and deferred FI_OP_CNTR_SET/ADD, move the block in
+ * the adapter (EV_SET, docs/counters.md "Event counters"), which releases
+ * the WAIT_CNTs the new count reaches: the counter stays exact for the
+ * triggers it holds.  Where the kernel has no such method they move
+ * software's part instead, as software counts do.
  */
 #include <errno.h>
 #include <sched.h>
@@ -22,6 +26,7 @@
 #include <time.h>
 
 #include "wfi.h"
+#include "weft/cnt.h"
 
 #define WFI_CNTR_MAX_EPS 8
 #define WFI_HW_SYNC_MS 100	/* longest wait for the block to show what the CQ showed */
@@ -33,12 +38,13 @@ struct wfi_cntr {
 	struct wfi_hwcntr hw;		/* the adapter's counter (hw.blk NULL: none) */
 	bool hw_tried;
 	int hw_err;			/* errno of its CREATE that failed */
-	uint64_t hw_done;		/* adapter-counted operations software saw complete */
+	int set_err;			/* errno of an EV_SET that failed: set/add in software */
+	uint64_t hw_done;		/* the block's sum once it shows what software saw end */
 	uint64_t qp_binds, bind_failed;
 	/* Triggers (trigger.c "In the adapter"): a WAIT_CNT compares the
 	 * block alone, so it stands for the counter only while software's
 	 * part is 0 and cannot move. */
-	bool sw_moved;			/* software counted, set or added on it */
+	bool sw_moved;			/* software counted on it (or set, added: no EV_SET) */
 	bool sw_bound;			/* bound for FI_RECV (software counts receives) */
 	int trig_held;			/* WAIT_CNTs on it the adapter holds now */
 	uint64_t serial;		/* unique in the process (a trigger QP's counter) */
@@ -80,7 +86,8 @@ static void hw_now(struct wfi_cntr *k, uint64_t *count, uint64_t *errors)
 
 	for (;;) {
 		wfi_hw_read(&k->hw, count, errors);
-		if (!k->hw.blk || *count + *errors >= k->hw_done)
+		/* Mod 2^64: a set may take the block below 0's side. */
+		if (!k->hw.blk || (int64_t)(*count + *errors - k->hw_done) >= 0)
 			return;
 		if (!(++n & 1023)) {
 			if (!end) {
@@ -117,9 +124,10 @@ uint64_t wfi_cntr_block(struct fid_cntr *c)
 	return n;
 }
 
-/* Software's part of k's value moved (a software count, set or add):
- * its WAIT_CNTs the adapter holds no longer stand for it, so they are
- * taken back into software (trigger.c), and it gets no more. */
+/* Software's part of k's value moved (a software count, or a set or add
+ * where the kernel has no EV_SET): its WAIT_CNTs the adapter holds no
+ * longer stand for it, so they are taken back into software (trigger.c),
+ * and it gets no more. */
 static void sw_move(struct wfi_cntr *k)
 {
 	k->sw_moved = true;
@@ -158,7 +166,9 @@ void wfi_cntr_hw_flushed(struct fid_cntr *c, int n)
  * an adapter counter, never moved by software, not bound for FI_RECV
  * (software counts every receive) and with every slot bind taken, so that
  * its value is its block.  A later software move (a rendezvous send's
- * FIN on an FI_SEND counter, a set or add) recalls what is held. */
+ * FIN on an FI_SEND counter, the completion of deferred work counted on
+ * it) recalls what is held; a set or add does not: the adapter makes it
+ * (hw_move). */
 const char *wfi_cntr_trig_exact(struct fid_cntr *c, struct wfi_domain *d)
 {
 	struct wfi_cntr *k = to_cntr(c);
@@ -168,7 +178,7 @@ const char *wfi_cntr_trig_exact(struct fid_cntr *c, struct wfi_domain *d)
 	if (!k->hw.blk)
 		return "no adapter counter";
 	if (k->sw_moved || k->value)
-		return "software moved it (set, add or a software count)";
+		return "software moved it (a software count)";
 	if (k->sw_bound)
 		return "bound for FI_RECV (receives counted in software)";
 	if (k->bind_failed)
@@ -379,15 +389,58 @@ void wfi_cntr_remote(struct wfi_ep *ep, struct fid_cntr *c, uint32_t qpn, unsign
 	wfi_cntr_inc(c, false);
 }
 
+/* Word (WEFT_CNT_EV_COUNT or _ERRORS) of k's block set to or added
+ * value (op WEFT_CNT_EV_SET or _ADD) by the adapter, which releases the
+ * WAIT_CNTs the new count reaches: true when done.  hw_done follows the
+ * block: a set moves it by what the set moved the word (the block's lead
+ * over hw_done, operations the adapter counted before software saw them
+ * end, is kept), or every read would wait WFI_HW_SYNC_MS for a block set
+ * lower.  False when k has no adapter counter, or its kernel has no
+ * EV_SET (logged once per counter): software's part moves then. */
+static bool hw_move(struct wfi_cntr *k, uint32_t op, uint32_t word, uint64_t value)
+{
+	uint64_t c = 0, e = 0, r;
+
+	if (!k->hw.blk || k->set_err)
+		return false;
+	if (op == WEFT_CNT_EV_SET)
+		hw_now(k, &c, &e);
+	k->set_err = wfi_hw_set(k->dom->ctx, &k->hw, op, word, value, &r);
+	if (k->set_err) {
+		if (getenv("WEFT_FI_LOG"))
+			fprintf(stderr, "weft: fi_cntr: adapter set/add refused (%s): moved in "
+				"software from now\n", strerror(k->set_err));
+		return false;
+	}
+	k->hw_done += op == WEFT_CNT_EV_ADD ? value : r - (word == WEFT_CNT_EV_COUNT ? c : e);
+	return true;
+}
+
+/* fi_cntr_add (set false) or fi_cntr_set of value on k's count (err
+ * false) or its errors.  The adapter's part takes what software's does
+ * not: a set writes value less software's part. */
+static void move(struct wfi_cntr *k, bool set, bool err, uint64_t value)
+{
+	uint64_t *part = err ? &k->err : &k->value;
+	uint64_t c, e;
+
+	if (hw_move(k, set ? WEFT_CNT_EV_SET : WEFT_CNT_EV_ADD,
+		    err ? WEFT_CNT_EV_ERRORS : WEFT_CNT_EV_COUNT, set ? value - *part : value))
+		return;
+	if (set) {
+		hw_now(k, &c, &e);
+		*part = value - (err ? e : c);
+	} else {
+		*part += value;
+	}
+	if (!err)
+		sw_move(k);
+}
+
 /* FI_OP_CNTR_SET and FI_OP_CNTR_ADD of deferred work. */
 void wfi_cntr_move(struct fid_cntr *c, bool set, uint64_t value)
 {
-	struct wfi_cntr *k = to_cntr(c);
-	uint64_t hc, he;
-
-	hw_now(k, &hc, &he);
-	k->value = set ? value - hc : k->value + value;
-	sw_move(k);
+	move(to_cntr(c), set, false, value);
 }
 
 /* The bound endpoints; a counter bound to none (a deferred work's
@@ -434,8 +487,7 @@ static int c_add(struct fid_cntr *c, uint64_t value)
 	struct wfi_cntr *k = to_cntr(c);
 
 	pthread_mutex_lock(&k->dom->lock);
-	k->value += value;
-	sw_move(k);
+	move(k, false, false, value);
 	pthread_mutex_unlock(&k->dom->lock);
 	return 0;
 }
@@ -445,7 +497,7 @@ static int c_set(struct fid_cntr *c, uint64_t value)
 	struct wfi_cntr *k = to_cntr(c);
 
 	pthread_mutex_lock(&k->dom->lock);
-	wfi_cntr_move(c, true, value);
+	move(k, true, false, value);
 	pthread_mutex_unlock(&k->dom->lock);
 	return 0;
 }
@@ -455,7 +507,7 @@ static int c_adderr(struct fid_cntr *c, uint64_t value)
 	struct wfi_cntr *k = to_cntr(c);
 
 	pthread_mutex_lock(&k->dom->lock);
-	k->err += value;
+	move(k, false, true, value);
 	pthread_mutex_unlock(&k->dom->lock);
 	return 0;
 }
@@ -463,11 +515,9 @@ static int c_adderr(struct fid_cntr *c, uint64_t value)
 static int c_seterr(struct fid_cntr *c, uint64_t value)
 {
 	struct wfi_cntr *k = to_cntr(c);
-	uint64_t hc, he;
 
 	pthread_mutex_lock(&k->dom->lock);
-	hw_now(k, &hc, &he);
-	k->err = value - he;
+	move(k, true, true, value);
 	pthread_mutex_unlock(&k->dom->lock);
 	return 0;
 }

@@ -7,7 +7,9 @@
  * command file, as rdma-core's direct-verbs providers reach their driver
  * objects: CREATE (an EVENT counter and the offset of its status block,
  * mapped read-only), BIND (a counter slot of one of this context's RC
- * QPs) and DESTROY.  The block is the adapter's: software only reads it.
+ * QPs), SET (fi_cntr_add/set in the adapter: the CNT_CMD EV_SET,
+ * docs/counters.md "Event counters") and DESTROY.  The block is the
+ * adapter's: software only reads it, and moves it through SET.
  */
 #include <errno.h>
 #include <string.h>
@@ -32,10 +34,10 @@ static int hw_ioctl(struct ibv_context *ctx, uint16_t method, struct ib_uverbs_a
 {
 	struct {
 		struct ib_uverbs_ioctl_hdr hdr;
-		struct ib_uverbs_attr attr[4];
+		struct ib_uverbs_attr attr[5];
 	} c;
 
-	if (!ctx || n > 4)
+	if (!ctx || n > 5)
 		return EINVAL;
 	memset(&c, 0, sizeof(c));
 	c.hdr.length = (uint16_t)(sizeof(c.hdr) + n * sizeof(c.attr[0]));
@@ -111,6 +113,32 @@ int wfi_hw_bind(struct ibv_context *ctx, const struct wfi_hwcntr *h, struct ibv_
 		return EINVAL;
 	a[1].data = qp->handle;
 	return hw_ioctl(ctx, WEFT_IB_METHOD_CNTR_BIND, a, 4);
+}
+
+/* op (WEFT_CNT_EV_ADD or _SET) value on word (WEFT_CNT_EV_COUNT or
+ * _ERRORS) of h in the adapter, which writes the block and releases the
+ * WAIT_CNTs the new count reaches: 0 and the word's new value in
+ * *result, or the errno (a kernel without the method: EOPNOTSUPP,
+ * EPROTONOSUPPORT, ...). */
+int wfi_hw_set(struct ibv_context *ctx, const struct wfi_hwcntr *h, uint32_t op, uint32_t word,
+	       uint64_t value, uint64_t *result)
+{
+	uint64_t r = 0;
+	struct ib_uverbs_attr a[5] = {
+		{ .attr_id = WEFT_IB_ATTR_CNTR_SET_HANDLE, .data = h->handle },
+		{ .attr_id = WEFT_IB_ATTR_CNTR_SET_OP, .len = 4, .data = op },
+		{ .attr_id = WEFT_IB_ATTR_CNTR_SET_WORD, .len = 4, .data = word },
+		{ .attr_id = WEFT_IB_ATTR_CNTR_SET_VALUE, .len = 8, .data = value },
+		{ .attr_id = WEFT_IB_ATTR_CNTR_SET_RESULT, .len = 8, .data = (uintptr_t)&r },
+	};
+	int e;
+
+	if (!h->blk)
+		return EINVAL;
+	e = hw_ioctl(ctx, WEFT_IB_METHOD_CNTR_SET, a, 5);
+	if (!e)
+		*result = r;
+	return e;
 }
 
 /* The block's two words as the adapter last wrote them. */

@@ -16,9 +16,9 @@
  * one counter, in non-decreasing threshold order; an operation that
  * would break the order, needs a fifth counter's connection to the peer,
  * or finds the QP full stays in software.  The entry stays in its table
- * until its WAIT_CNT's completion says it passed; a software move of the
- * counter (set, add, a software count) stops the trigger QPs waiting on
- * it below the threshold (wfi_trig_recall); an entry whose WAIT_CNT fails
+ * until its WAIT_CNT's completion says it passed; a software count on
+ * the counter (fi_cntr_set/add are the adapter's: cntr.c) stops the
+ * trigger QPs waiting on it below the threshold (wfi_trig_recall); an entry whose WAIT_CNT fails
  * or is flushed, by a recall, the peer's death or any error of the QP,
  * goes back to software, its flushed operation completing nothing
  * (wfi_trig_wait_done).  Deferred work's completion counter is counted

@@ -505,6 +505,8 @@ int wfi_hw_create(struct ibv_context *ctx, struct wfi_hwcntr *h);
 void wfi_hw_destroy(struct ibv_context *ctx, struct wfi_hwcntr *h);
 int wfi_hw_bind(struct ibv_context *ctx, const struct wfi_hwcntr *h, struct ibv_qp *qp,
 		uint32_t slot, uint32_t events);
+int wfi_hw_set(struct ibv_context *ctx, const struct wfi_hwcntr *h, uint32_t op, uint32_t word,
+	       uint64_t value, uint64_t *result);
 void wfi_hw_read(const struct wfi_hwcntr *h, uint64_t *count, uint64_t *errors);
 unsigned int wfi_hw_send_flags(int s);
 /* mr.c */

@@ -21,8 +21,9 @@
  * endpoint at a closed one's very address and port (same_name_checks).  With --trigger,
  * alone in a process of its own (so that the adapter's WAIT_CNT counters
  * move for it alone): triggered writes the adapter holds behind a
- * WAIT_CNT and fires with no call on the poster, and those that stay in
- * software (trig_checks).  Prints "ok N - ..." / "not ok N - ..." and
+ * WAIT_CNT and fires with no call on the poster (on the peer's writes or
+ * on fi_cntr_add, which moves the counter in the adapter), and those that
+ * stay in software or are taken back into it (trig_checks).  Prints "ok N - ..." / "not ok N - ..." and
  * exits non-zero when a check failed.
  *
  * With --peer-death, two processes on two nodes: the server (the
@@ -1303,7 +1304,7 @@ int main(int argc, char **argv)
  * adapter alone; R, bound
  * FI_REMOTE_WRITE on B, moves with no progress call on B, and B's
  * progress, which takes the initiators' FI_RMA_EVENT notes, does not count
- * them again; fi_cntr_set/add combine with the block; and once the
+ * them again; fi_cntr_set/add move the block in the adapter; and once the
  * adapter's counter objects are all taken, a counter falls back to
  * software and counts the same. */
 struct cn_side {
@@ -1545,15 +1546,29 @@ static void cntr_checks(void)
 	      "nothing counted twice", (int)want, (unsigned long long)hw, (unsigned long long)want);
 	fi_cntr_set(r, 100);
 	ret = cn_rma(aep[0], a.cq, baddr, true, 3, &src, (uintptr_t)tgt, key, NULL);
-	hw = cn_block(r, want + 3);
+	hw = cn_block(r, 103);
 	fi_cntr_add(r, 5);
 	fi_cntr_adderr(r, 2);
-	CHECK(!ret && hw == want + 3 && fi_cntr_read(r) == 108 && fi_cntr_readerr(r) == 2 &&
-	      !cn_stats(r, &sr) && sr.hw_errors == 0 && sr.sw_value == 108 - (want + 3),
+	CHECK(!ret && hw == 103 && fi_cntr_read(r) == 108 && fi_cntr_readerr(r) == 2 &&
+	      !cn_stats(r, &sr) && sr.hw_count == 108 && sr.hw_errors == 2 && !sr.sw_value &&
+	      !sr.sw_errors,
 	      "fi_cntr_set 100, 3 writes, fi_cntr_add 5, fi_cntr_adderr 2: %llu (108), errors %llu (2); "
-	      "the block %llu (%llu) unwritten by software, the offset kept beside it",
+	      "all in the adapter's block (EV_SET): %llu after the writes (103), then %llu and errors "
+	      "%llu, software's part %llu and %llu (0 0)",
 	      (unsigned long long)fi_cntr_read(r), (unsigned long long)fi_cntr_readerr(r),
-	      (unsigned long long)hw, (unsigned long long)(want + 3));
+	      (unsigned long long)hw, (unsigned long long)sr.hw_count,
+	      (unsigned long long)sr.hw_errors, (unsigned long long)sr.sw_value,
+	      (unsigned long long)sr.sw_errors);
+	fi_cntr_set(r, 40);
+	fi_cntr_seterr(r, 0);
+	ret = ret ? ret : cn_rma(aep[1], a.cq, baddr, true, 2, &src, (uintptr_t)tgt, key, NULL);
+	hw = cn_block(r, 42);
+	CHECK(!ret && hw == 42 && fi_cntr_read(r) == 42 && fi_cntr_readerr(r) == 0 &&
+	      !cn_stats(r, &sr) && !sr.hw_errors && !sr.sw_value,
+	      "fi_cntr_set 40 (lower), fi_cntr_seterr 0, 2 writes: the block %llu (42), "
+	      "fi_cntr_read %llu (42), errors %llu (0), software's part %llu (0)",
+	      (unsigned long long)hw, (unsigned long long)fi_cntr_read(r),
+	      (unsigned long long)fi_cntr_readerr(r), (unsigned long long)sr.sw_value);
 	re = cn_ep(&a, info, rd, FI_READ);
 	tgt[2] = 0x5a5a5a5a5a5a5a5aull;
 	src = 0;
@@ -1570,7 +1585,7 @@ static void cntr_checks(void)
 	if (re)
 		fi_close(&re->fid);
 	re = NULL;
-	cn_fallback(fab, info, bep, r, &src, (uintptr_t)tgt, key, want + 3);
+	cn_fallback(fab, info, bep, r, &src, (uintptr_t)tgt, key, 42);
 out:
 	for (i = 0; i < CN_EPS; i++)
 		if (aep[i])
@@ -1724,10 +1739,14 @@ static void reconnect_checks(void)
  * gets no call at all: B's own writes to A move A's counter, the adapter
  * sends the held write, and B finds the data in its memory and its
  * FI_REMOTE_WRITE counter's block moved; A's FI_WRITE counter's block
- * counted it too, before A's progress ran.  Then a trigger on a counter
- * software has moved (fi_cntr_add) stays in software and fires at A's
- * progress; and a held trigger whose counter fi_cntr_add then moves past
- * its threshold is taken back into software and fires once. */
+ * counted it too, before A's progress ran.  A second held trigger is
+ * released by fi_cntr_add, which the adapter makes (EV_SET), again with
+ * no progress call on A and nothing taken back.  Then a trigger on a
+ * counter software has counted on (the completion of deferred work, with
+ * that counter as its completion counter) stays in software and fires at
+ * A's progress; and a held trigger whose counter software then counts on
+ * is taken back into software and fires once, when fi_cntr_add takes the
+ * counter to its threshold. */
 #define TG_N 3
 
 struct tg_side {
@@ -1825,6 +1844,31 @@ static bool tg_arrives(struct tg_side *b, int w, uint64_t v, double secs)
 	return __atomic_load_n(&b->buf[w], __ATOMIC_ACQUIRE) == v;
 }
 
+/* A software count on a's counter c: deferred work at threshold 0 (a
+ * counter add on a counter of its own, t) with c as its completion
+ * counter, run by the progress of a's domain.  0 when it ran and c's
+ * software part moved by 1. */
+static int tg_sw_count(struct tg_side *a, struct fid_cntr *c)
+{
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+	struct fi_weft_cntr_stats s0, s1;
+	struct fi_deferred_work w;
+	struct fi_op_cntr oc;
+	struct fid_cntr *t;
+	int ret;
+
+	if (cn_stats(c, &s0) || fi_cntr_open(a->s.dom, &ca, &t, NULL))
+		return -1;
+	oc = (struct fi_op_cntr){ .cntr = t, .value = 1 };
+	w = (struct fi_deferred_work){ .threshold = 0, .triggering_cntr = t, .completion_cntr = c,
+				       .op_type = FI_OP_CNTR_ADD, .op.cntr = &oc };
+	ret = fi_control(&a->s.dom->fid, FI_QUEUE_WORK, &w);
+	ret = ret ? ret : fi_cntr_wait(t, 1, 10000);
+	ret = ret || cn_stats(c, &s1) || s1.sw_value != s0.sw_value + 1 ? -1 : 0;
+	fi_close(&t->fid);
+	return ret;
+}
+
 /* A4 holds a trigger to C, whose endpoint then closes: A4's progress
  * must take the flushed WAIT_CNT back into software, complete nothing
  * yet, and once the counter reaches the threshold give the error
@@ -1869,10 +1913,12 @@ static void trig_checks(void)
 	struct fi_info *h = hints_rdm(), *info = NULL;
 	struct fid_fabric *fab = NULL;
 	struct tg_side a = { 0 }, b = { 0 }, a2 = { 0 }, a3 = { 0 };
-	struct fi_triggered_context tc, tc2, tc3, tc4;
+	struct fi_triggered_context tc, tc2, tc3, tc4, tc5;
 	struct fi_weft_cntr_stats st, sw;
 	struct fi_cq_tagged_entry e;
-	uint64_t one = 1, v = 0x7419a11e5dull, v2 = 0x50f7ull, v3 = 0x2ecal, v4 = 0xc105e, base, bw;
+	uint64_t one = 1, v = 0x7419a11e5dull, v2 = 0x50f7ull, v3 = 0x2ecal, v4 = 0xc105e;
+	uint64_t v5 = 0xadd5e7, base, bw;
+	double end;
 	int i, ret;
 
 	h->caps = FI_MSG | FI_RMA | FI_RMA_EVENT | FI_TRIGGER;
@@ -1923,35 +1969,80 @@ static void trig_checks(void)
 	      "A's FI_WRITE counter %llu (1, software %llu), WAIT_CNTs held %llu (0)", ret,
 	      (unsigned long long)fi_cntr_read(a.wr), (unsigned long long)sw.sw_value,
 	      (unsigned long long)st.trig_held);
-	/* fi_cntr_add gives A's counter a software part: software from now. */
-	fi_cntr_add(a.rw, 1);
+	/* A second held trigger, released by fi_cntr_add: the adapter moves
+	 * the block (EV_SET) and lets its WAIT_CNT pass.  From the post
+	 * until the data is at B, A's endpoint gets no call. */
 	base = fi_cntr_read(a.rw);
-	ret = tg_trigger(&a, &b, &tc2, &v2, 2, base + 2);
+	ret = tg_trigger(&a, &b, &tc5, &v5, 6, base + 2);
+	CHECK(!ret && !cn_stats(a.rw, &st) && st.trig_hw == 2 && st.trig_held == 1,
+	      "FI_TRIGGER fi_writemsg at A's counter >= %llu (now %llu): %d, held by the adapter "
+	      "(in hardware %llu, held %llu)", (unsigned long long)(base + 2),
+	      (unsigned long long)base, ret, (unsigned long long)st.trig_hw,
+	      (unsigned long long)st.trig_held);
+	ret = ret ? ret : fi_cntr_add(a.rw, 1);
+	CHECK(!ret && !tg_arrives(&b, 6, v5, 1) && !cn_stats(a.rw, &st) && st.trig_held == 1 &&
+	      st.hw_count == base + 1 && !st.sw_value,
+	      "fi_cntr_add 1 (one short): A's block %llu (%llu), software's part %llu (0), the write "
+	      "still held (%llu)", (unsigned long long)st.hw_count, (unsigned long long)(base + 1),
+	      (unsigned long long)st.sw_value, (unsigned long long)st.trig_held);
+	ret = ret ? ret : fi_cntr_add(a.rw, 1);
+	CHECK(!ret && tg_arrives(&b, 6, v5, 10) && cn_block(a.wr, 2) == 2 && !cn_stats(a.rw, &st) &&
+	      st.hw_count == base + 2 && !st.sw_value && !st.trig_recalled,
+	      "fi_cntr_add 1 more released the held write in the adapter with no progress call on A: "
+	      "its data at B, A's block %llu (%llu), A's FI_WRITE block %llu (2), taken back %llu (0)",
+	      (unsigned long long)st.hw_count, (unsigned long long)(base + 2),
+	      (unsigned long long)cn_block(a.wr, 2), (unsigned long long)st.trig_recalled);
+	ret = ret ? ret : wait_one(a.s.cq, &e, 20);
+	CHECK(!ret && e.op_context == &tc5 && fi_cq_read(a.s.cq, &e, 1) == -FI_EAGAIN &&
+	      fi_cntr_read(a.wr) == 2 && !cn_stats(a.rw, &st) && !st.trig_held && !st.trig_recalled &&
+	      !st.trig_sw,
+	      "A's progress: its one completion (its triggered context) %d, A's FI_WRITE counter %llu "
+	      "(2), held %llu (0), taken back %llu (0), in software %llu (0)", ret,
+	      (unsigned long long)fi_cntr_read(a.wr), (unsigned long long)st.trig_held,
+	      (unsigned long long)st.trig_recalled, (unsigned long long)st.trig_sw);
+	/* A software count on A's counter: software from now. */
+	ret = tg_sw_count(&a, a.rw);
+	base = fi_cntr_read(a.rw);
+	ret = ret ? ret : tg_trigger(&a, &b, &tc2, &v2, 2, base + 2);
 	for (i = 0; i < 2 && !ret; i++)
 		ret = tg_write(&b, &a, &one, 0);
-	CHECK(!ret && !cn_stats(a.rw, &st) && st.trig_sw == 1 && st.trig_hw == 1 &&
-	      !tg_arrives(&b, 2, v2, 1) && fi_cntr_wait(a.wr, 2, 10000) == 0 && tg_arrives(&b, 2, v2, 10) &&
+	CHECK(!ret && !cn_stats(a.rw, &st) && st.trig_sw == 1 && st.trig_hw == 2 &&
+	      !tg_arrives(&b, 2, v2, 1) && fi_cntr_wait(a.wr, 3, 10000) == 0 && tg_arrives(&b, 2, v2, 10) &&
 	      !wait_one(a.s.cq, &e, 20) && e.op_context == &tc2,
-	      "after fi_cntr_add the counter's triggered write stays in software (in software %llu, "
-	      "in hardware %llu): not sent without A's progress, sent by it once the counter reached "
-	      "%llu, completed with its context", (unsigned long long)st.trig_sw,
-	      (unsigned long long)st.trig_hw, (unsigned long long)(base + 2));
-	/* A2: held, then fi_cntr_add moves its counter past the threshold. */
+	      "after a software count on it (deferred work's completion counter) the counter's "
+	      "triggered write stays in software (in software %llu, in hardware %llu): not sent "
+	      "without A's progress, sent by it once the counter reached %llu, completed with its "
+	      "context", (unsigned long long)st.trig_sw, (unsigned long long)st.trig_hw,
+	      (unsigned long long)(base + 2));
+	/* A2: held, then software counts on its counter: taken back. */
 	ret = tg_trigger(&a2, &b, &tc3, &v3, 3, 5);
 	CHECK(!ret && !cn_stats(a2.rw, &st) && st.trig_held == 1 && !tg_arrives(&b, 3, v3, 1),
 	      "A2's triggered write at 5 on a counter at 0: held by the adapter (%llu), not sent",
 	      (unsigned long long)st.trig_held);
-	fi_cntr_add(a2.rw, 5);
-	ret = fi_cntr_wait(a2.wr, 1, 10000);
+	ret = ret ? ret : tg_sw_count(&a2, a2.rw);
+	/* A2's progress sees the flushed WAIT_CNT. */
+	for (end = now() + 10; !ret && now() < end;) {
+		fi_cntr_read(a2.wr);
+		if (cn_stats(a2.rw, &st) || !st.trig_held)
+			break;
+	}
+	CHECK(!ret && !cn_stats(a2.rw, &st) && st.trig_recalled == 1 && !st.trig_held &&
+	      !tg_arrives(&b, 3, v3, 1) && fi_cq_read(a2.s.cq, &e, 1) == -FI_EAGAIN &&
+	      fi_cntr_read(a2.rw) == 1,
+	      "a software count on A2's counter (deferred work's completion) takes the held WAIT_CNT "
+	      "back (taken back %llu, held %llu), nothing sent or completed below the threshold "
+	      "(counter %llu)", (unsigned long long)st.trig_recalled,
+	      (unsigned long long)st.trig_held, (unsigned long long)fi_cntr_read(a2.rw));
+	ret = ret ? ret : fi_cntr_add(a2.rw, 4);
+	ret = ret ? ret : fi_cntr_wait(a2.wr, 1, 10000);
 	i = wait_one(a2.s.cq, &e, 20);
 	CHECK(!ret && !i && e.op_context == &tc3 && tg_arrives(&b, 3, v3, 10) &&
 	      fi_cq_read(a2.s.cq, &e, 1) == -FI_EAGAIN && !cn_stats(a2.rw, &st) &&
 	      st.trig_recalled == 1 && st.trig_held == 0 && fi_cntr_read(a2.wr) == 1 &&
 	      fi_cntr_readerr(a2.wr) == 0,
-	      "fi_cntr_add 5 under it: the WAIT_CNT taken back (recalled %llu), the write sent by "
-	      "software once, completed once with its context (wait %d, cq %d), A2's FI_WRITE "
-	      "counter %llu (1), errors %llu (0: the flush the adapter counted is taken back)",
-	      (unsigned long long)st.trig_recalled, ret, i, (unsigned long long)fi_cntr_read(a2.wr),
+	      "fi_cntr_add 4 takes it to 5: the write sent by software once, completed once with its "
+	      "context (wait %d, cq %d), A2's FI_WRITE counter %llu (1), errors %llu (0: the flush "
+	      "the adapter counted is taken back)", ret, i, (unsigned long long)fi_cntr_read(a2.wr),
 	      (unsigned long long)fi_cntr_readerr(a2.wr));
 	/* A3 closes its endpoint with a trigger held: no hang, nothing sent,
 	 * its counter closes.  Its trigger and A4's go first: every
@@ -2274,8 +2365,9 @@ out:
 }
 
 /* A held triggered atomic's error paths, as a held write's: A's fetch-add
- * held at 5, then fi_cntr_add 5 under it, is taken back into software
- * and applied once, its fetched value exact; C's fetch-add held to D,
+ * held at 5, then a software count on its counter (deferred work's
+ * completion), is taken back into software and applied once when
+ * fi_cntr_add 4 takes the counter to 5, its fetched value exact; C's fetch-add held to D,
  * whose endpoint then closes, is taken back with no completion and fails
  * at its threshold as a software trigger to a gone peer does. */
 static void trig_atomic_err_checks(void)
@@ -2303,13 +2395,15 @@ static void trig_atomic_err_checks(void)
 	b.buf[0] = 10;
 	ret = tm_atomic(&a, &b, &tc, a.rw, 5, 0, &two, NULL, &r);
 	got = ret || cn_stats(a.rw, &st) ? -1 : (int)st.trig_held;
-	fi_cntr_add(a.rw, 5);
+	ret = ret ? ret : tg_sw_count(&a, a.rw);
+	ret = ret ? ret : fi_cntr_add(a.rw, 4);
 	ret = ret ? ret : wait_one(a.s.cq, &e, 20);
 	CHECK(!ret && got == 1 && e.op_context == &tc && r == 10 && b.buf[0] == 12 &&
 	      fi_cq_read(a.s.cq, &e, 1) == -FI_EAGAIN && !cn_stats(a.rw, &st) &&
 	      st.trig_recalled == 1 && !st.trig_held,
-	      "a held triggered fetch-add (held %d) under fi_cntr_add 5: taken back (recalled %llu), "
-	      "applied once by software: fetched %llu (10), target %llu (12), one completion", got,
+	      "a held triggered fetch-add (held %d) under a software count, then fi_cntr_add 4: taken "
+	      "back (recalled %llu), applied once by software at 5: fetched %llu (10), target %llu "
+	      "(12), one completion", got,
 	      (unsigned long long)st.trig_recalled, (unsigned long long)r,
 	      (unsigned long long)b.buf[0]);
 	ret = tm_atomic(&c, &d, &tc2, c.rw, 1, 0, &two, NULL, &r2);
