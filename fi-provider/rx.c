@@ -350,18 +350,44 @@ static int tag_op(struct wfi_ep *ep, int i, enum ibv_ops_wr_opcode op)
 	return wfi_tag_post(ep, &wr);
 }
 
+/* Whether another posted receive's buffer overlaps receive r's: its
+ * READ, or the copy of its message, may then write over what the adapter
+ * places in r's buffer.  Beyond the adapter's receives, only as many as
+ * are in use are looked for; a receive being promoted is in two slots,
+ * with one post order. */
+static bool rx_shared(struct wfi_ep *ep, const struct wfi_rx *r)
+{
+	int i, beyond = WFI_RX_SIZE - ep->hw_rx - ep->sw_nfree;
+
+	for (i = 0; i < WFI_RX_SIZE && (i < ep->hw_rx || beyond > 0); i++) {
+		const struct wfi_rx *o = &ep->rx[i];
+
+		if (o->state == WFI_RX_FREE)
+			continue;
+		if (i >= ep->hw_rx)
+			beyond--;
+		if (o->seq != r->seq && o->len && o->buf < r->buf + r->len && r->buf < o->buf + o->len)
+			return true;
+	}
+	return false;
+}
+
 /* The local buffer of receive r: its bounce slot or the user's buffer,
  * registered. */
 static int rx_sge(struct wfi_ep *ep, struct wfi_rx *r, struct ibv_sge *sge, bool listing)
 {
 	int i = (int)(r - ep->rx);
 
-	/* Listed in the adapter, every receive gets its bounce slot (the
-	 * rendezvous header of a large message must not land in a user
-	 * buffer that other receives share), except in RVH mode, where the
-	 * adapter may READ into the user buffer itself.  Software-listed
+	/* Listed in the adapter, every receive gets its bounce slot: a
+	 * rendezvous header the adapter leaves to software
+	 * (IBV_WC_TM_RNDV_INCOMPLETE) must not land in a user buffer that
+	 * other receives share, where their READs or copies overwrite it
+	 * before software reads it.  In RVH mode a large receive whose
+	 * buffer no other posted receive shares is listed with that buffer,
+	 * which the adapter then READs into itself.  Software-listed
 	 * receives have no bounce slot. */
-	r->bounce = i < WFI_HW_RX && (r->len <= WFI_EAGER || (listing && !ep->rvh));
+	r->bounce = i < WFI_HW_RX &&
+		    (r->len <= WFI_EAGER || (listing && (!ep->rvh || rx_shared(ep, r))));
 	if (r->bounce) {
 		*sge = (struct ibv_sge){ (uintptr_t)wfi_rx_slot(ep, i), WFI_EAGER,
 					 ep->slots_mr->lkey };
