@@ -125,16 +125,17 @@ static int run_size(struct run *r, int is_read, uint64_t size, unsigned int dept
 			return p;
 		}
 		if (nr && (p == 0 || nr >= 16)) {
+			/* The finished ops again, one doorbell (as weft-bw). */
 			int k = weft_win_rop_post_list(r->w[0], ready, nr);
 
-			if (k < 0 && k != -EAGAIN) {
+			if (k == -EAGAIN)
+				k = 0;
+			if (k < 0) {
 				snprintf(why, whylen, "post: %s", strerror(-k));
 				return k;
 			}
-			if (k > 0) {
-				nr -= (unsigned int)k;
-				memmove(ready, ready + k, nr * sizeof(ready[0]));
-			}
+			nr -= (unsigned int)k;
+			memmove(ready, ready + k, nr * sizeof(ready[0]));
 			if (p == 0)
 				continue;
 		} else if (p == 0) {
