@@ -200,7 +200,9 @@ int weft_win_rdma_read(struct weft_win *win, struct weft_rdma *op);
  * try up to max_timeout_ns) until a completion of one of its tids
  * arrives.  Completions carrying a tid this operation never used are
  * stale and ignored.  Storage belongs to the caller and must stay valid
- * until state is WEFT_ROP_DONE or WEFT_ROP_FAILED.
+ * until its WEFT_ENT_ROP entry has been taken from weft_win_poll(): state
+ * can turn DONE or FAILED inside weft_win_wait(), with the entry, which
+ * points at the op, still to come.
  */
 enum weft_rop_state { WEFT_ROP_IDLE, WEFT_ROP_POSTED, WEFT_ROP_DONE, WEFT_ROP_FAILED };
 

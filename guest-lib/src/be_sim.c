@@ -55,6 +55,7 @@ struct sbe {
 	struct weft_simnet *net;
 	unsigned int node;
 	unsigned int slot;              /* index in net->wt */
+	uint64_t ev_seen;               /* events_of() when s_lock last took the lock */
 	char name[32];
 	struct sim_alloc *allocs;
 	struct weft_sim_window *wins[WEFT_MAX_WINDOWS];
@@ -283,7 +284,10 @@ static int s_wait(struct weft_be *be, int timeout_ms)
 	net_lock(n);
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX :
 			    weft_sim_now(s) + (uint64_t)timeout_ms * 1000000ull;
-	uint64_t base = events_of(b);
+	/* Events since the library last held the lock (and looked at its
+	 * FIFOs) wake at once: another thread may have moved the sim between
+	 * that look and this wait. */
+	uint64_t base = b->ev_seen;
 	n->wt[b->slot].waiting = 1;
 	n->wt[b->slot].deadline = deadline;
 	n->wt[b->slot].user = pthread_self();
@@ -369,6 +373,7 @@ static void s_lock(struct weft_be *be)
 	net_lock(b->net);
 	b->net->wt[b->slot].user = pthread_self();
 	b->net->wt[b->slot].has_user = 1;
+	b->ev_seen = events_of(b);
 }
 
 static void s_unlock(struct weft_be *be) { net_unlock(S(be)->net); }

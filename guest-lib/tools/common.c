@@ -346,15 +346,28 @@ int tool_rop_run(struct tool_ctx *c, struct weft_rop *rop, const struct tool_des
 	int r = weft_win_rop_post(c->win, rop);
 	if (r)
 		return r;
+	/* Until the op's own WEFT_ENT_ROP entry is taken: an op that
+	 * finishes inside a wait (a completion taken while its retry was
+	 * queued) leaves that entry for a later poll, which must not meet it
+	 * once rop's storage (often the caller's stack) is gone.  A poll that
+	 * finds nothing has no entry left to give. */
 	struct weft_entry e;
-	while (rop->state == WEFT_ROP_POSTED) {
-		r = tool_poll_wait(c, &e, 1000);
+	for (;;) {
+		r = weft_win_poll(c->win, &e);
 		if (r < 0)
 			return r;
-		if (r == 0)
+		if (r == 0) {
+			if (rop->state != WEFT_ROP_POSTED)
+				break;
+			r = weft_win_wait(c->win, 1000);
+			if (r < 0)
+				return r;
 			continue;
+		}
 		if (e.type == WEFT_ENT_PACKET)
 			weft_rdv_handle(c->win, d->tag, &e, &c->mine, sizeof(c->mine));
+		else if (e.type == WEFT_ENT_ROP && e.rop == rop)
+			break;
 	}
 	return rop->state == WEFT_ROP_DONE ? 0 : (rop->error ? rop->error : -EIO);
 }

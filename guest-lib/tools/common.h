@@ -140,7 +140,8 @@ int tool_int_option(const char *tool, const struct option *opt, const char *v, l
  * missing value or an argument that is not an option. */
 int tool_getopt(const char *tool, int argc, char **argv, const struct option *opts,
 		int (*fn)(void *arg, const struct option *opt, const char *val), void *arg);
-/* Run a reliable op to completion: 0, or a negative errno. */
+/* Run a reliable op to completion and take its WEFT_ENT_ROP entry: 0, or
+ * a negative errno. */
 int tool_rop_run(struct tool_ctx *c, struct weft_rop *rop, const struct tool_desc *d);
 
 #endif
