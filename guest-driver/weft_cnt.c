@@ -494,11 +494,24 @@ out:
 }
 EXPORT_SYMBOL_GPL(weft_cnt_ev_create);
 
+/* Command m on this driver's event counter id, while the adapter lives. */
+static int weft_cnt_ev_cmd(struct weft_dev *wdev, u32 id, const struct weft_cnt_cmd *m, u64 *out0)
+{
+	int ret;
+
+	mutex_lock(&wdev->lock);
+	if (wdev->dead || !wdev->cnt->cmd || !test_bit(id, wdev->cnt->ev))
+		ret = -ENODEV;
+	else
+		ret = weft_cnt_cmd(wdev, m, out0);
+	mutex_unlock(&wdev->lock);
+	return ret;
+}
+
 /* Slot 1..3 of verbs QP qpn counts on event counter (id, gen). */
 int weft_cnt_ev_bind(struct weft_dev *wdev, u32 id, u16 gen, u32 qpn, u8 slot, u8 events)
 {
 	struct weft_cnt_cmd m = { .op = WEFT_CNT_CMD_BIND_QP, .handle = id };
-	int ret;
 
 	if (!wdev->cnt || id >= WEFT_CNT_NR_OBJ || !slot || slot >= WEFT_CNT_QP_SLOTS ||
 	    (events & ~WEFT_CNT_EV_ALL))
@@ -507,13 +520,7 @@ int weft_cnt_ev_bind(struct weft_dev *wdev, u32 id, u16 gen, u32 qpn, u8 slot, u
 	m.u.bind.slot = slot;
 	m.u.bind.events = events;
 	m.u.bind.qpn = qpn;
-	mutex_lock(&wdev->lock);
-	if (wdev->dead || !wdev->cnt->cmd || !test_bit(id, wdev->cnt->ev))
-		ret = -ENODEV;
-	else
-		ret = weft_cnt_cmd(wdev, &m, NULL);
-	mutex_unlock(&wdev->lock);
-	return ret;
+	return weft_cnt_ev_cmd(wdev, id, &m, NULL);
 }
 EXPORT_SYMBOL_GPL(weft_cnt_ev_bind);
 
@@ -525,7 +532,6 @@ EXPORT_SYMBOL_GPL(weft_cnt_ev_bind);
 int weft_cnt_ev_set(struct weft_dev *wdev, u32 id, u16 gen, u8 op, u8 word, u64 *val)
 {
 	struct weft_cnt_cmd m = { .op = WEFT_CNT_CMD_EV_SET, .handle = id };
-	int ret;
 
 	if (!wdev->cnt || id >= WEFT_CNT_NR_OBJ ||
 	    (op != WEFT_CNT_EV_ADD && op != WEFT_CNT_EV_SET) ||
@@ -535,13 +541,7 @@ int weft_cnt_ev_set(struct weft_dev *wdev, u32 id, u16 gen, u8 op, u8 word, u64 
 	m.u.ev.op = op;
 	m.u.ev.word = word;
 	m.u.ev.value = *val;
-	mutex_lock(&wdev->lock);
-	if (wdev->dead || !wdev->cnt->cmd || !test_bit(id, wdev->cnt->ev))
-		ret = -ENODEV;
-	else
-		ret = weft_cnt_cmd(wdev, &m, val);
-	mutex_unlock(&wdev->lock);
-	return ret;
+	return weft_cnt_ev_cmd(wdev, id, &m, val);
 }
 EXPORT_SYMBOL_GPL(weft_cnt_ev_set);
 

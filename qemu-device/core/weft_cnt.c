@@ -825,23 +825,32 @@ static unsigned int cmd_unexpose(struct weft_core *c, const struct weft_cnt_cmd 
 	return WEFT_CMD_OK;
 }
 
+/* Object handle of generation gen, live; NULL with the reason in r. */
+static struct cnt_obj *live_obj(struct weft_core *c, uint32_t handle, uint16_t gen,
+				struct weft_vcmd_resp *r)
+{
+	struct weft_cnt *k = c->ctr;
+
+	if (handle >= WEFT_CNT_NR_OBJ || !k->obj[handle].live) {
+		r->reason = WEFT_R_CNT_OBJ_INVALID;
+		return NULL;
+	}
+	if (k->obj[handle].gen != gen) {
+		r->reason = WEFT_R_CNT_OBJ_STALE;
+		return NULL;
+	}
+	return &k->obj[handle];
+}
+
 /* BIND_QP: slot of an RC QP counts on EVENT object handle. */
 static unsigned int cmd_bind_qp(struct weft_core *c, const struct weft_cnt_cmd *m,
 				struct weft_vcmd_resp *r)
 {
-	struct weft_cnt *k = c->ctr;
 	struct vq_qp *qp = vq_qp(c, m->u.bind.qpn);
-	const struct cnt_obj *o;
+	const struct cnt_obj *o = live_obj(c, m->handle, m->u.bind.gen, r);
 
-	if (m->handle >= WEFT_CNT_NR_OBJ || !k->obj[m->handle].live) {
-		r->reason = WEFT_R_CNT_OBJ_INVALID;
+	if (!o)
 		return WEFT_CMD_EINVAL;
-	}
-	o = &k->obj[m->handle];
-	if (o->gen != m->u.bind.gen) {
-		r->reason = WEFT_R_CNT_OBJ_STALE;
-		return WEFT_CMD_EINVAL;
-	}
 	if (o->mode != WEFT_CNT_MODE_EVENT || (m->u.bind.events & ~WEFT_CNT_EV_ALL)) {
 		r->reason = WEFT_R_CNT_MODE;
 		return WEFT_CMD_EINVAL;
@@ -889,19 +898,11 @@ static unsigned int cmd_unbind_qp(struct weft_core *c, const struct weft_cnt_cmd
 static unsigned int cmd_ev_set(struct weft_core *c, const struct weft_cnt_cmd *m,
 			       struct weft_vcmd_resp *r)
 {
-	struct weft_cnt *k = c->ctr;
-	struct cnt_obj *o;
+	struct cnt_obj *o = live_obj(c, m->handle, m->u.ev.gen, r);
 	uint64_t *w;
 
-	if (m->handle >= WEFT_CNT_NR_OBJ || !k->obj[m->handle].live) {
-		r->reason = WEFT_R_CNT_OBJ_INVALID;
+	if (!o)
 		return WEFT_CMD_EINVAL;
-	}
-	o = &k->obj[m->handle];
-	if (o->gen != m->u.ev.gen) {
-		r->reason = WEFT_R_CNT_OBJ_STALE;
-		return WEFT_CMD_EINVAL;
-	}
 	if (o->mode != WEFT_CNT_MODE_EVENT ||
 	    (m->u.ev.op != WEFT_CNT_EV_ADD && m->u.ev.op != WEFT_CNT_EV_SET) ||
 	    (m->u.ev.word != WEFT_CNT_EV_COUNT && m->u.ev.word != WEFT_CNT_EV_ERRORS)) {

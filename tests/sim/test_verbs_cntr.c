@@ -684,9 +684,8 @@ static void case_ev_set_bad(void)
 	struct vt_node a, b;
 	struct wsv_qp qa, qb;
 	struct ev k, far = { .node = 0, .id = WEFT_CNT_NR_OBJ }, dead = { .node = 0, .id = 9 };
-	struct weft_cnt_cmd m = { .op = WEFT_CNT_CMD_CREATE, .handle = 8 };
-	struct weft_vcmd_resp r;
 	struct weft_cnt_ev_block blk;
+	struct wsc_buf region;
 	struct ev ops;
 	unsigned int reason = 0;
 	uint64_t before;
@@ -695,14 +694,10 @@ static void case_ev_set_bad(void)
 	ev_new(s, 0, 7, &k);
 	REQUIRE(ev_set(s, &k, k.gen, WEFT_CNT_EV_SET, WEFT_CNT_EV_COUNT, 5, NULL, NULL) == 0,
 		"SET 5");
-	m.u.create.block_addr = weft_sim_alloc(s, 0, 16, 8);
-	m.u.create.pages_addr = weft_sim_alloc(s, 0, 8, 8);
-	*(uint64_t *)weft_sim_ptr(s, 0, m.u.create.pages_addr, 8) = weft_sim_alloc(s, 0, 4096, 4096);
-	m.u.create.length = 4096;
-	m.u.create.mode = WEFT_CNT_MODE_OPS;
-	m.u.create.ops = 3;
-	REQUIRE(wsc_cmd(s, 0, &m, &r) == 0, "create an OPS object");
-	ops = (struct ev){ .node = 0, .id = 8, .gen = (uint16_t)r.out[0] };
+	ops = (struct ev){ .node = 0, .id = 8 };
+	REQUIRE(wsc_buf_new(s, 0, 4096, 0, false, &region) == 0 &&
+		wsc_create(s, 0, ops.id, weft_sim_alloc(s, 0, 16, 8), &region, WEFT_CNT_MODE_OPS, 0,
+			   0, 3, &ops.gen) == 0, "create an OPS object");
 	before = vt_cnt(s, 0, WEFT_CNT_CMD_DISCARDED);
 	REQUIRE(ev_set(s, &far, 1, WEFT_CNT_EV_ADD, 0, 1, NULL, &reason) != 0 &&
 		reason == WEFT_R_CNT_OBJ_INVALID, "object out of range: reason %u", reason);
@@ -725,6 +720,7 @@ static void case_ev_set_bad(void)
 	REQUIRE(ev_set(s, &k, k.gen, WEFT_CNT_EV_ADD, WEFT_CNT_EV_COUNT, UINT64_MAX, NULL, NULL) == 0 &&
 		ev_read(s, &k).count == 4, "ADD wraps modulo 2^64");
 	t_checked("EV_SET refused with its reason for an object out of range or not live (CNT_OBJ_INVALID), another generation (CNT_OBJ_STALE), an OPS object, op 0 or 3, word 2 (CNT_MODE): CMD_DISCARDED +7, the block unchanged at 5; ADD of 2^64-1 wraps to 4");
+	wsc_buf_free(s, &region);
 	weft_sim_free(s);
 }
 
